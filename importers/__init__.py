@@ -1,0 +1,70 @@
+"""Importers: raw files written by benchmark tools, GPU samplers and servers -> parsed records.
+
+Each format lives in its own module and exposes ``IMPORTER`` (see :mod:`importers.base`).
+``detect`` picks the importer by content, never by file name.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+
+from importers.base import Importer, ParseOptions, read_head
+from ledger.errors import InputError, UnknownFormat
+
+# Order matters only for speed: every sniff must be specific enough to reject the others' files.
+_MODULES = (
+    "vllm_bench",
+    "sglang_bench",
+    "aiperf",
+    "genai_perf",
+    "llmperf",
+    "guidellm",
+    "dmon",
+    "vllm_log",
+    "ledger_requests",
+)
+
+__all__ = ["Importer", "ParseOptions", "all_importers", "by_name", "detect", "version"]
+
+
+def version() -> str:
+    """The importer version recorded with each artefact: the installed package's version."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as pkg_version
+
+    try:
+        return pkg_version("bench-ledger")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "0+unknown"
+
+
+def all_importers() -> list[Importer]:
+    found = []
+    for module in _MODULES:
+        try:
+            found.append(importlib.import_module(f"importers.{module}").IMPORTER)
+        except ModuleNotFoundError as exc:
+            if exc.name != f"importers.{module}":
+                raise
+    return found
+
+
+def by_name(name: str) -> Importer:
+    for imp in all_importers():
+        if imp.name == name:
+            return imp
+    names = ", ".join(i.name for i in all_importers())
+    raise InputError(f"unknown format {name!r}; known formats: {names}")
+
+
+def detect(path: Path) -> Importer:
+    """The one importer whose sniff accepts the file, or UnknownFormat with every reason."""
+    head = read_head(path)
+    reasons: dict[str, str] = {}
+    for imp in all_importers():
+        why = imp.sniff(head)
+        if why is None:
+            return imp
+        reasons[imp.name] = why
+    raise UnknownFormat(str(path), reasons)

@@ -1,0 +1,213 @@
+"""NVIDIA AIPerf ``profile_export.jsonl``: one JSON record per request, read line by line.
+
+A record is ``{"metadata": {...}, "metrics": {name: {"value", "unit"}}, "error": {...} | null}``
+(0.8.0 adds ``schema_version: "1.1"``, ``metadata.credit_issued_ns`` and ``usage_*`` metrics).
+Why the choices below:
+
+* Units are given per value and are used, never assumed: a time metric in ``ns``/``us``/``ms``/``s``
+  is scaled exactly (Decimal) to seconds; an unknown unit is a ParseError, not a guess.
+* Only ``benchmark_phase == "profiling"`` records are the run. Warmup records are skipped, but they
+  keep their place in ``idx``/``line`` numbering and their count is stated in the run's metadata
+  (``skipped_records``) and the artefact note, so nothing disappears silently.
+* Failed records carry only ``error_isl``: the prompt length that was sent, so it is the input
+  token count of that request; every other value of a failed request is None (not zero).
+* Token counts: ``input_sequence_length``/``output_sequence_length`` are AIPerf's own tokenizer
+  counts (``client_tokenizer``). When every profiling record that has an output length also has
+  the server's ``usage_*`` metrics (0.8.0), the server's counts are used (``server_usage``) — one
+  source per capture, never mixed row by row.
+* ``request_start_ns``/``request_end_ns`` are epoch nanoseconds: kept as integers (``epoch_ns``).
+  There is no first-token timestamp in the file; start + TTFT would be derived, so it is not made.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from importers._toolfiles import (
+    TIME_UNITS,
+    TOKEN_UNITS,
+    build_columns,
+    has_key,
+    head_text,
+    integer,
+    mapping,
+    number,
+    present_fields,
+)
+from importers.base import ParseOptions, first_json_value, iter_json_lines
+from ledger.errors import ParseError
+from ledger.records import Capture, ParsedArtefact, ParsedRun, RunInfo
+
+PROFILING = "profiling"
+SUCCESS_RULE = (
+    "failed when the record's error is not null (text: 'code type: message') or "
+    "metadata.was_cancelled is true; ok otherwise. Only benchmark_phase 'profiling' records count."
+)
+_TIME_METRICS = {
+    "time_to_first_token": "ttft_s",
+    "request_latency": "latency_s",
+    "inter_token_latency": "itl_mean_s",
+}
+
+
+class AiperfRecordsImporter:
+    name = "aiperf-records"
+    description = "NVIDIA AIPerf profile_export.jsonl (one record per request)"
+
+    def sniff(self, head: bytes) -> str | None:
+        shape, first_line = first_json_value(head)
+        if shape != "object":
+            return "not a JSON Lines file of objects"
+        try:
+            first = json.loads(first_line)
+        except json.JSONDecodeError:
+            # A long first record may be cut at 64 KiB: fall back to its opening keys.
+            text = head_text(head)
+            if text.startswith('{"metadata"') and has_key(text, "request_start_ns"):
+                return None
+            return "first line is not a complete AIPerf record"
+        if not isinstance(first, dict) or not isinstance(first.get("metadata"), dict):
+            return "first record has no 'metadata' object"
+        meta = first["metadata"]
+        if "metrics" not in first or not ({"request_start_ns", "benchmark_phase"} & meta.keys()):
+            return "first record lacks AIPerf metrics / metadata.request_start_ns"
+        return None
+
+    def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
+        rows: list[dict[str, Any]] = []
+        usage_in: list[int | None] = []
+        usage_out: list[int | None] = []
+        skipped: Counter[str] = Counter()
+        schema: str | None = None
+        for idx, (line, rec) in enumerate(iter_json_lines(path)):
+            where = f"line {line}"
+            rec = mapping(path, where, None, rec)
+            meta = mapping(path, where, "metadata", rec.get("metadata"))
+            phase = meta.get("benchmark_phase", PROFILING)
+            if phase != PROFILING:
+                skipped[str(phase)] += 1
+                continue
+            if schema is None and rec.get("schema_version") is not None:
+                schema = str(rec["schema_version"])
+            row, u_in, u_out = _row(path, where, idx, line, rec, meta)
+            rows.append(row)
+            usage_in.append(u_in)
+            usage_out.append(u_out)
+
+        with_osl = [i for i, r in enumerate(rows) if r.get("output_tokens") is not None]
+        server = bool(with_osl) and all(usage_out[i] is not None for i in with_osl)
+        if server:
+            for r, u_in, u_out in zip(rows, usage_in, usage_out, strict=True):
+                r["input_tokens"], r["output_tokens"] = u_in, u_out
+        columns = build_columns(rows)
+        fields = present_fields({n: getattr(columns, n) for n in type(columns).model_fields}, always=["status"])
+        skipped_text = ", ".join(f"{phase}: {n}" for phase, n in sorted(skipped.items()))
+        starts = [r["send_ns"] for r in rows if r.get("send_ns") is not None]
+        first = datetime.fromtimestamp(min(starts) // 10**9, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if starts else "?"
+        run = ParsedRun(
+            info=RunInfo(
+                label=f"aiperf records from {first} ({len(rows)} requests)",
+                tool="aiperf",
+                request_count=len(rows),
+                locator="line 1",
+                metadata={"skipped_records": skipped_text} if skipped else {},
+            ),
+            capture=Capture(
+                fields=fields,
+                record_count=len(rows),
+                clock="epoch_ns",
+                token_source="server_usage" if server else "client_tokenizer",
+                success_rule=SUCCESS_RULE,
+            ),
+            requests=columns,
+        )
+        note = f"skipped non-profiling records ({skipped_text})" if skipped else None
+        return ParsedArtefact(format=self.name, format_version=schema, runs=[run], note=note)
+
+
+def _row(
+    path: Path, where: str, idx: int, line: int, rec: dict, meta: dict
+) -> tuple[dict[str, Any], int | None, int | None]:
+    """One request as a column row, plus its server usage counts (used only if all rows have them)."""
+    metrics = mapping(path, where, "metrics", rec.get("metrics"), optional=True)
+    error = mapping(path, where, "error", rec.get("error"), optional=True)
+    cancelled = meta.get("was_cancelled") is True
+    if error:
+        text = f"{error.get('code')} {error.get('type')}: {error.get('message')}"
+    elif cancelled:
+        text = "cancelled"
+    else:
+        text = None
+    row: dict[str, Any] = {
+        "idx": idx,
+        "line": line,
+        "status": "failed" if text is not None else "ok",
+        "error": text,
+        "send_ns": integer(path, where, "metadata.request_start_ns", meta.get("request_start_ns")),
+        "end_ns": integer(path, where, "metadata.request_end_ns", meta.get("request_end_ns")),
+        "input_tokens": _tokens(path, where, metrics, "input_sequence_length")
+        if "input_sequence_length" in metrics
+        else _tokens(path, where, metrics, "error_isl"),
+        "output_tokens": _tokens(path, where, metrics, "output_sequence_length"),
+    }
+    for name, column in _TIME_METRICS.items():
+        row[column] = _seconds(path, where, metrics, name)
+    row["chunk_gaps_s"] = _gaps(path, where, metrics)
+    usage = (_tokens(path, where, metrics, "usage_prompt_tokens"), _tokens(path, where, metrics, "usage_completion_tokens"))
+    return row, *usage
+
+
+def _metric(path: Path, where: str, metrics: dict, name: str) -> tuple[Any, str] | None:
+    if metrics.get(name) is None:
+        return None
+    m = mapping(path, where, f"metrics.{name}", metrics[name])
+    unit = m.get("unit")
+    if not isinstance(unit, str):
+        raise ParseError(path, where, f"metrics.{name}.unit", f"expected a unit string, got {unit!r}")
+    return m.get("value"), unit
+
+
+def _unit_factor(path: Path, where: str, name: str, unit: str) -> Decimal:
+    if unit not in TIME_UNITS:
+        raise ParseError(path, where, f"metrics.{name}.unit", f"unknown time unit {unit!r}")
+    return TIME_UNITS[unit]
+
+
+def _seconds(path: Path, where: str, metrics: dict, name: str) -> float | None:
+    found = _metric(path, where, metrics, name)
+    if found is None:
+        return None
+    value, unit = found
+    factor = _unit_factor(path, where, name, unit)
+    v = number(path, where, f"metrics.{name}.value", value)
+    return None if v is None else float(Decimal(repr(v)) * factor)
+
+
+def _gaps(path: Path, where: str, metrics: dict) -> list[float] | None:
+    found = _metric(path, where, metrics, "inter_chunk_latency")
+    if found is None:
+        return None
+    value, unit = found
+    factor = _unit_factor(path, where, "inter_chunk_latency", unit)
+    if not isinstance(value, list):
+        raise ParseError(path, where, "metrics.inter_chunk_latency.value", f"expected a list, got {value!r}")
+    field = "metrics.inter_chunk_latency.value"
+    return [float(Decimal(repr(number(path, where, field, v, optional=False))) * factor) for v in value]
+
+
+def _tokens(path: Path, where: str, metrics: dict, name: str) -> int | None:
+    found = _metric(path, where, metrics, name)
+    if found is None:
+        return None
+    value, unit = found
+    if unit not in TOKEN_UNITS:
+        raise ParseError(path, where, f"metrics.{name}.unit", f"expected a token unit, got {unit!r}")
+    return integer(path, where, f"metrics.{name}.value", value)
+
+
+IMPORTER = AiperfRecordsImporter()

@@ -1,0 +1,161 @@
+"""NVIDIA AIPerf ``profile_export_aiperf.json``: per-metric statistics and the run configuration.
+
+Shape: top-level metric objects ``{"unit", "avg", "min", "max", "p1".."p99", "std"}`` (some carry
+only ``avg``), the summary metrics in the same shape (``benchmark_duration``, ``request_count``,
+``total_isl``...), ``was_cancelled``, ``start_time``/``end_time`` (ISO, no zone), ``error_summary``,
+optional ``telemetry_data`` (per-GPU metric objects, nested), and ``input_config``.
+
+Every statistic is AIPerf's own claim (R15): ``reported``, text as printed, unit as the metric
+states, key ``metric.stat`` (dotted path for nested telemetry). ``input_config`` is configuration,
+read into RunInfo only; AIPerf documents it as unstable across versions, so every lookup in it is
+optional. The file has no request records: the capture has no fields and ``record_count`` 0.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from importers._toolfiles import (
+    AIPERF_MARKERS,
+    TIME_UNITS,
+    has_key,
+    head_text,
+    jpath,
+    published,
+    to_seconds,
+    walk_metric_objects,
+)
+from importers.base import ParseOptions, first_json_value, load_json
+from ledger.errors import ParseError
+from ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+
+SUCCESS_RULE = "no request records in this file; AIPerf counts a request as failed when it has an error"
+
+
+class AiperfAggregateImporter:
+    name = "aiperf-aggregate"
+    description = "NVIDIA AIPerf profile_export_aiperf.json (aggregate statistics)"
+
+    def sniff(self, head: bytes) -> str | None:
+        shape, first_line = first_json_value(head)
+        text = head_text(head)
+        if shape != "object":
+            return "not a JSON object"
+        if first_line.startswith('{"metadata"'):
+            return "a JSON Lines request record, not an aggregate"
+        if not (has_key(text, "unit") and has_key(text, "avg")):
+            return "no metric objects with unit/avg"
+        if not any(has_key(text, k) for k in AIPERF_MARKERS):
+            return "no AIPerf-only keys (benchmark_duration, error_summary, loadgen, ...)"
+        if has_key(text, "experiments") or has_key(text, "benchmarks"):
+            return "has experiments/benchmarks: not an AIPerf aggregate"
+        return None
+
+    def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
+        data = load_json(path)
+        if not isinstance(data, dict):
+            raise ParseError(path, "$", None, "expected a JSON object (AIPerf aggregate)")
+        found: list[Published] = []
+        for key, value in data.items():
+            if key == "input_config":
+                continue
+            if key == "error_summary" and isinstance(value, list):
+                found.extend(_error_counts(path, value))
+            elif isinstance(value, dict):
+                found.extend(walk_metric_objects(path, value, [key]))
+        run = ParsedRun(
+            info=_info(path, data),
+            capture=Capture(fields=[], record_count=0, token_source="unknown", success_rule=SUCCESS_RULE),
+            published=found,
+        )
+        version = data.get("schema_version")
+        return ParsedArtefact(format=self.name, format_version=None if version is None else str(version), runs=[run])
+
+
+def _error_counts(path: Path, summary: list) -> list[Published]:
+    out = []
+    for i, entry in enumerate(summary):
+        if not isinstance(entry, dict):
+            raise ParseError(path, jpath("error_summary", i), None, "expected an object")
+        details = entry.get("error_details") or {}
+        note = f"{details.get('code')} {details.get('type')}: {details.get('message')}"
+        p = published(
+            f"error_summary.{i}.count", entry.get("count"), locator=jpath("error_summary", i, "count"),
+            unit=None, kind="request_count", note=note,
+        )
+        if p is not None:
+            out.append(p)
+    return out
+
+
+def _get(obj: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(key)
+    return obj
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else (
+        int(value) if isinstance(value, float) and value.is_integer() else None
+    )
+
+
+def _when(path: Path, data: dict, key: str) -> datetime | None:
+    raw = data.get(key)
+    if raw is None:
+        return None
+    try:
+        return datetime.fromisoformat(str(raw))
+    except ValueError:
+        raise ParseError(path, jpath(key), key, f"expected an ISO 8601 time, got {raw!r}") from None
+
+
+def _info(path: Path, data: dict) -> RunInfo:
+    config = data.get("input_config") if isinstance(data.get("input_config"), dict) else {}
+    models = _get(config, "endpoint", "model_names")
+    model = models[0] if isinstance(models, list) and models else None
+    concurrency = _int(_get(config, "loadgen", "concurrency"))
+    rate = _get(config, "loadgen", "request_rate")
+    duration = data.get("benchmark_duration")
+    duration_s = None
+    if isinstance(duration, dict) and duration.get("unit") in TIME_UNITS and isinstance(duration.get("avg"), (int, float)):
+        duration_s = to_seconds(duration["avg"], TIME_UNITS[duration["unit"]])
+    parts = ["aiperf", model, f"c{concurrency}" if concurrency is not None else None,
+             f"rate {rate}" if rate is not None else None, data.get("start_time")]
+    metadata = {
+        k: str(v)
+        for k, v in {
+            "cli_command": config.get("cli_command"),
+            "endpoint_type": _get(config, "endpoint", "type"),
+            "streaming": _get(config, "endpoint", "streaming"),
+            "request_rate_mode": _get(config, "loadgen", "request_rate_mode"),
+            "was_cancelled": data.get("was_cancelled"),
+            "time_zone": "start_time/end_time are written without a zone" if data.get("start_time") else None,
+        }.items()
+        if v is not None
+    }
+    return RunInfo(
+        label=" ".join(str(p) for p in parts if p is not None),
+        tool="aiperf",
+        tool_version=str(data["aiperf_version"]) if data.get("aiperf_version") is not None else None,
+        input_target_tokens=_int(_get(config, "input", "prompt", "input_tokens", "mean")),
+        output_cap_tokens=_int(_get(config, "input", "prompt", "output_tokens", "mean")),
+        concurrency=concurrency,
+        request_count=_int(_get(config, "loadgen", "request_count")),
+        request_rate=None if rate is None else json.dumps(rate) if not isinstance(rate, str) else rate,
+        seed=_int(_get(config, "input", "random_seed")),
+        dataset=_get(config, "input", "file") if isinstance(_get(config, "input", "file"), str) else None,
+        started_at=_when(path, data, "start_time"),
+        ended_at=_when(path, data, "end_time"),
+        duration_s=duration_s,
+        locator="$",
+        metadata=metadata,
+    )
+
+
+IMPORTER = AiperfAggregateImporter()

@@ -1,0 +1,115 @@
+"""NVIDIA GenAI-Perf ``*_genai_perf.json``: metric name -> ``{unit, avg, p1..p99, min, max, std}``.
+
+Every statistic is GenAI-Perf's claim (R15): ``reported``, text as printed, unit as the metric
+object states (times in ms), key ``metric.stat``. ``input_config`` is configuration and goes to
+RunInfo only; its layout changed between GenAI-Perf versions (flat CLI args, later nested config
+sections), so both are read, every lookup optional. No request records: fields [] and 0 records.
+
+The sniff relies on the absence of AIPerf's own keys: AIPerf's aggregate has the same metric-object
+shape, and its importer (``importers.aiperf_aggregate``) takes the files with those keys.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from importers._toolfiles import AIPERF_MARKERS, has_key, head_text, walk_metric_objects
+from importers.base import ParseOptions, first_json_value, load_json
+from ledger.errors import ParseError
+from ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+
+SUCCESS_RULE = "no request records in this file; GenAI-Perf writes no per-request status"
+_GENAI_METRICS = ("time_to_first_token", "request_latency", "request_throughput", "output_token_throughput")
+
+
+class GenaiPerfSummaryImporter:
+    name = "genai-perf-summary"
+    description = "NVIDIA GenAI-Perf *_genai_perf.json (aggregate statistics)"
+
+    def sniff(self, head: bytes) -> str | None:
+        shape, first_line = first_json_value(head)
+        text = head_text(head)
+        if shape != "object":
+            return "not a JSON object"
+        if first_line.startswith('{"metadata"'):
+            return "a JSON Lines request record, not a summary"
+        if not (has_key(text, "unit") and has_key(text, "avg")):
+            return "no metric objects with unit/avg"
+        if not any(has_key(text, m) for m in _GENAI_METRICS):
+            return "no GenAI-Perf metric names (time_to_first_token, request_latency, ...)"
+        if any(has_key(text, k) for k in AIPERF_MARKERS):
+            return "has AIPerf-only keys: an AIPerf aggregate"
+        if has_key(text, "experiments") or has_key(text, "benchmarks"):
+            return "has experiments/benchmarks: not a GenAI-Perf summary"
+        return None
+
+    def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
+        data = load_json(path)
+        if not isinstance(data, dict):
+            raise ParseError(path, "$", None, "expected a JSON object (GenAI-Perf summary)")
+        found: list[Published] = []
+        for key, value in data.items():
+            if key != "input_config" and isinstance(value, dict):
+                found.extend(walk_metric_objects(path, value, [key]))
+        run = ParsedRun(
+            info=_info(data.get("input_config")),
+            capture=Capture(fields=[], record_count=0, token_source="client_tokenizer", success_rule=SUCCESS_RULE),
+            published=found,
+        )
+        return ParsedArtefact(format=self.name, format_version=None, runs=[run])
+
+
+def _first(config: dict, *paths: tuple[str, ...]) -> Any:
+    """The first non-null value among several key paths (flat and nested config layouts)."""
+    for keys in paths:
+        obj: Any = config
+        for key in keys:
+            obj = obj.get(key) if isinstance(obj, dict) else None
+        if obj is not None:
+            return obj
+    return None
+
+
+def _int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) else None
+
+
+def _info(config: Any) -> RunInfo:
+    config = config if isinstance(config, dict) else {}
+    models = _first(config, ("model",), ("model_names",), ("endpoint", "model_names"))
+    model = models[0] if isinstance(models, list) and models else models if isinstance(models, str) else None
+    concurrency = _int(_first(config, ("concurrency",), ("perf_analyzer", "stimulus", "concurrency")))
+    rate = _first(config, ("request_rate",), ("perf_analyzer", "stimulus", "request_rate"))
+    parts = ["genai-perf", model, f"concurrency={concurrency}" if concurrency is not None else None,
+             f"request_rate={rate}" if rate is not None else None]
+    metadata = {
+        k: str(v)
+        for k, v in {
+            "service_kind": _first(config, ("service_kind",), ("endpoint", "service_kind")),
+            "endpoint_type": _first(config, ("endpoint_type",), ("endpoint", "type")),
+            "streaming": _first(config, ("streaming",), ("endpoint", "streaming")),
+        }.items()
+        if v is not None
+    }
+    return RunInfo(
+        label=" ".join(str(p) for p in parts if p is not None),
+        tool="genai-perf",
+        input_target_tokens=_int(
+            _first(config, ("synthetic_input_tokens_mean",), ("input", "synthetic_tokens", "mean"))
+        ),
+        output_cap_tokens=_int(_first(config, ("output_tokens_mean",), ("input", "output_tokens", "mean"))),
+        concurrency=concurrency,
+        request_rate=None if rate is None else str(rate),
+        request_count=_int(_first(config, ("request_count",), ("perf_analyzer", "stimulus", "request_count"))),
+        seed=_int(_first(config, ("random_seed",), ("input", "random_seed"))),
+        locator="$",
+        metadata=metadata,
+    )
+
+
+IMPORTER = GenaiPerfSummaryImporter()

@@ -1,0 +1,259 @@
+"""guidellm ``benchmarks.json``: one ParsedRun per benchmark, v2 and the older v0.3 shape.
+
+v2: ``{metadata: {version: 2, guidellm_version, ...}, config, benchmarks: [...]}``; each benchmark has
+``scheduler_metrics`` (epoch seconds), ``metrics`` (each split successful/incomplete/errored/total
+with mean, median, min, max, count, total_sum, percentiles) and ``requests`` {successful,
+incomplete, errored} whose records carry ``info.timings`` (request_start, first_token_iteration,
+last_token_iteration, request_end; Unix seconds), ``prompt_tokens``, ``output_tokens``,
+``cached_tokens``, ``time_to_first_token_ms``, ``request_latency`` (s). v0.3 has no ``metadata``;
+records carry ``scheduler_info``, ``start_time``, ``end_time``, ``first_token_time``,
+``last_token_time``. Why the choices below:
+
+* Status: successful -> ok, errored -> failed, incomplete -> unknown. Incomplete requests were cut
+  off when the benchmark ended (guidellm cancels them); they are not server failures, and whether
+  they would have succeeded is not known.
+* Rows are numbered per benchmark in file order: successful, then incomplete, then errored.
+* ``cached_tokens`` (and every other field) counts as captured only if at least one record holds a
+  number for it. Present-but-null everywhere means the server reported nothing: n/a, never zero,
+  and not listed (formats.md section 9, R9). Listed fields keep None where a record had no value.
+* Sampling: with ``sample_size`` set, or when a group holds fewer records than guidellm counted,
+  the capture is ``sampled`` and says that the aggregates cannot be re-derived from the sample.
+* Token counts: guidellm takes them from the server's usage when the response had one and counts
+  them itself otherwise; the file does not say which, so the source is ``unknown``.
+* Times are epoch seconds converted exactly (Decimal) to integer ns; the clock is ``epoch_s``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from importers._toolfiles import (
+    build_columns,
+    has_key,
+    head_text,
+    integer,
+    is_number,
+    jpath,
+    mapping,
+    number,
+    present_fields,
+    published,
+    sequence,
+    to_ns,
+    to_seconds,
+)
+from importers.base import ParseOptions, load_json
+from ledger.errors import ParseError
+from ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+
+GROUPS = (("successful", "ok"), ("incomplete", "unknown"), ("errored", "failed"))
+SUCCESS_RULE = (
+    "by guidellm's grouping: requests.successful -> ok, requests.errored -> failed (error text kept), "
+    "requests.incomplete -> unknown (cut off when the benchmark ended)"
+)
+MS = Decimal("0.001")
+# Metric name -> (unit, quantity kind). Units come from guidellm's names and its documented schema.
+_METRICS: dict[str, tuple[str | None, str]] = {
+    "requests_per_second": ("requests/s", "request_rate"),
+    "request_concurrency": (None, "concurrency"),
+    "request_latency": ("s", "latency"),
+    "prompt_token_count": ("tokens", "token_count"),
+    "output_token_count": ("tokens", "token_count"),
+    "total_token_count": ("tokens", "token_count"),
+    "time_to_first_token_ms": ("ms", "latency"),
+    "time_per_output_token_ms": ("ms", "latency"),
+    "inter_token_latency_ms": ("ms", "latency"),
+    "output_tokens_per_second": ("tokens/s", "aggregate_token_rate"),
+    "prompt_tokens_per_second": ("tokens/s", "aggregate_token_rate"),
+    "tokens_per_second": ("tokens/s", "aggregate_token_rate"),
+}
+
+
+class GuidellmImporter:
+    name = "guidellm"
+    description = "guidellm benchmarks.json (v2 and v0.3), one run per benchmark"
+
+    def sniff(self, head: bytes) -> str | None:
+        text = head_text(head)
+        if not text.startswith("{"):
+            return "not a JSON object"
+        if not has_key(text, "benchmarks"):
+            return "no 'benchmarks' key"
+        markers = ("guidellm_version", "scheduler_metrics", "request_totals", "scheduler_info", "run_stats")
+        if not (any(has_key(text, k) for k in markers) or '"generative_benchmark"' in text):
+            return "benchmarks lack guidellm's keys (guidellm_version, scheduler_metrics, ...)"
+        return None
+
+    def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
+        data = mapping(path, "$", None, load_json(path))
+        meta = mapping(path, "$", "metadata", data.get("metadata"), optional=True)
+        benchmarks = sequence(path, "$", "benchmarks", data.get("benchmarks"))
+        top_config = {**_dict(data.get("args")), **_dict(data.get("config"))}
+        version = str(meta["version"]) if meta.get("version") is not None else "0.3"
+        tool_version = str(meta["guidellm_version"]) if meta.get("guidellm_version") else None
+        runs = list(_runs(path, benchmarks, top_config, tool_version))
+        return ParsedArtefact(format=self.name, format_version=version, runs=runs)
+
+
+def _dict(value: Any) -> dict:
+    return value if isinstance(value, dict) else {}
+
+
+def _runs(path: Path, benchmarks: list, top_config: dict, tool_version: str | None) -> Iterator[ParsedRun]:
+    for b, bench in enumerate(benchmarks):
+        where = jpath("benchmarks", b)
+        bench = mapping(path, where, None, bench)
+        groups = mapping(path, where, "requests", bench.get("requests"))
+        rows: list[dict[str, Any]] = []
+        for group, status in GROUPS:
+            records = sequence(path, jpath("benchmarks", b, "requests"), group, groups.get(group), optional=True)
+            rows.extend(_row(path, (b, group, k), len(rows), status, rec) for k, rec in enumerate(records))
+        columns = build_columns(rows)
+        config = {**top_config, **_dict(bench.get("args")), **_dict(bench.get("config"))}
+        sampled, note = _sampling(bench, groups, config)
+        yield ParsedRun(
+            info=_info(bench, b, config, tool_version, sum(_counts(bench).values()) or len(rows)),
+            capture=Capture(
+                fields=present_fields({n: getattr(columns, n) for n in type(columns).model_fields}, ["status"]),
+                record_count=len(rows),
+                sampled=sampled,
+                sample_note=note,
+                clock="epoch_s",
+                token_source="unknown",
+                success_rule=SUCCESS_RULE,
+            ),
+            requests=columns,
+            published=_published(bench, b),
+        )
+
+
+def _row(path: Path, at: tuple[int, str, int], idx: int, status: str, rec: Any) -> dict[str, Any]:
+    b, group, k = at
+    where = jpath("benchmarks", b, "requests", group, k)
+    rec = mapping(path, where, None, rec)
+    info = _dict(rec.get("info"))
+    timings = _dict(info.get("timings"))
+
+    def t(v2: str, v03: str) -> int | None:
+        key, raw = (f"info.timings.{v2}", timings[v2]) if timings.get(v2) is not None else (v03, rec.get(v03))
+        return to_ns(number(path, where, key, raw))
+
+    error = rec.get("error") or info.get("error")
+    if status == "unknown":
+        error = "incomplete: cut off when the benchmark ended" + (f" ({error})" if error else "")
+    ttft_ms = number(path, where, "time_to_first_token_ms", rec.get("time_to_first_token_ms"))
+    itl_ms = number(path, where, "inter_token_latency_ms", rec.get("inter_token_latency_ms"))
+    latency = number(path, where, "request_latency", rec.get("request_latency"))
+    return {
+        "idx": idx,
+        "line": None,
+        "status": status,
+        "error": None if status == "ok" else str(error) if error else None,
+        "input_tokens": integer(path, where, "prompt_tokens", rec.get("prompt_tokens")),
+        "output_tokens": integer(path, where, "output_tokens", rec.get("output_tokens")),
+        "cached_tokens": integer(path, where, "cached_tokens", rec.get("cached_tokens")),
+        "send_ns": t("request_start", "start_time"),
+        "first_token_ns": t("first_token_iteration", "first_token_time"),
+        "end_ns": t("request_end", "end_time"),
+        "ttft_s": to_seconds(ttft_ms, MS),
+        "itl_mean_s": to_seconds(itl_ms, MS),
+        "latency_s": None if latency is None else float(latency),
+    }
+
+
+def _counts(bench: dict) -> dict[str, int]:
+    """Requests guidellm counted per group, wherever this version wrote them."""
+    for table in (_dict(_dict(bench.get("scheduler_metrics")).get("requests_made")), _dict(bench.get("request_totals"))):
+        found = {g: v for g, _ in GROUPS if is_number(v := table.get(g))}
+        if found:
+            return found
+    latency = _dict(_dict(bench.get("metrics")).get("request_latency"))
+    return {g: v for g, _ in GROUPS if is_number(v := _dict(latency.get(g)).get("count"))}
+
+
+def _sampling(bench: dict, groups: dict, config: dict) -> tuple[bool, str | None]:
+    size = config.get("sample_size")
+    short = [
+        f"{g} {len(groups.get(g) or [])} of {int(n)}"
+        for g, n in _counts(bench).items()
+        if len(groups.get(g) or []) < n
+    ]
+    if size is None and not short:
+        return False, None
+    why = [f"sample_size={size}"] if size is not None else []
+    why += [f"records kept: {', '.join(short)}"] if short else []
+    return True, (
+        f"guidellm kept only a sample of the request records ({'; '.join(why)}): its aggregates "
+        "cannot be re-derived from these records; they stay as reported"
+    )
+
+
+def _published(bench: dict, b: int) -> list[Published]:
+    out: list[Published] = []
+    for name, splits in _dict(bench.get("metrics")).items():
+        unit, kind = _METRICS.get(name, ("ms", "latency") if name.endswith("_ms") else (None, "other"))
+        out.extend(_leaves(b, ["metrics", name], splits, unit, kind))
+    made = _dict(_dict(bench.get("scheduler_metrics")).get("requests_made"))
+    out.extend(_leaves(b, ["scheduler_metrics", "requests_made"], made, None, "request_count"))
+    out.extend(_leaves(b, ["request_totals"], _dict(bench.get("request_totals")), None, "request_count"))
+    return out
+
+
+def _leaves(b: int, parts: list[str], obj: Any, unit: str | None, kind: str) -> list[Published]:
+    """Every number below ``obj`` (lists such as the CDF are distributions, not single values)."""
+    if isinstance(obj, dict):
+        return [p for k, v in obj.items() for p in _leaves(b, [*parts, str(k)], v, unit, kind)]
+    if not is_number(obj) and obj is not None:
+        return []
+    stat = parts[-1]
+    if stat == "count":
+        unit, kind = None, "request_count"
+    elif stat == "variance":
+        unit, kind = None, "other"
+    p = published(".".join(parts), obj, locator=jpath("benchmarks", b, *parts), unit=unit, kind=kind)
+    return [p] if p is not None else []
+
+
+def _strategy(bench: dict, config: dict) -> dict:
+    for source in (config, bench, _dict(bench.get("scheduler"))):
+        if isinstance(source.get("strategy"), dict):
+            return source["strategy"]
+    return {}
+
+
+def _epoch(value: Any) -> datetime | None:
+    return datetime.fromtimestamp(float(value), tz=UTC) if is_number(value) else None
+
+
+def _info(bench: dict, b: int, config: dict, tool_version: str | None, n: int) -> RunInfo:
+    strategy = _strategy(bench, config)
+    kind = strategy.get("type_") or strategy.get("type")
+    streams, rate = strategy.get("streams"), strategy.get("rate")
+    desc = " ".join(
+        str(x) for x in (kind, f"streams={streams}" if streams is not None else None,
+                         f"rate={rate}" if rate is not None else None) if x is not None
+    )
+    sched = _dict(bench.get("scheduler_metrics"))
+    start = sched.get("start_time", bench.get("start_time"))
+    end = sched.get("end_time", bench.get("end_time"))
+    concurrency = streams if isinstance(streams, int) else 1 if kind == "synchronous" else None
+    metadata = {k: str(v) for k, v in (("id", bench.get("id_")), ("run_id", bench.get("run_id"))) if v is not None}
+    return RunInfo(
+        label=f"guidellm #{b} {desc}".rstrip(),
+        tool="guidellm",
+        tool_version=tool_version,
+        concurrency=concurrency,
+        request_count=n,
+        request_rate=str(rate) if rate is not None else "inf" if kind == "throughput" else None,
+        started_at=_epoch(start),
+        ended_at=_epoch(end),
+        locator=jpath("benchmarks", b),
+        metadata=metadata,
+    )
+
+
+IMPORTER = GuidellmImporter()

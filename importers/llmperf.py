@@ -1,0 +1,112 @@
+"""ray-project llmperf ``*_individual_responses.json``: one JSON array of per-request records.
+
+Each record: ``error_code`` (null or int), ``error_msg``, ``ttft_s``, ``end_to_end_latency_s``,
+``inter_token_latency_s`` (a per-request *mean*, so it becomes ``itl_mean_s``, never chunk gaps),
+``request_output_throughput_token_per_s``, ``number_total_tokens``, ``number_output_tokens``,
+``number_input_tokens``. There are no timestamps and no ITL list. Token counts are re-counted by
+llmperf with a client-side tokenizer, so they are ``client_tokenizer``, not server usage.
+
+Dropped on purpose: ``request_output_throughput_token_per_s`` (= output tokens / latency of the same
+record, re-derivable per request) and ``number_total_tokens`` (= input + output).
+
+The paired ``*_summary.json`` is a separate artefact (importer ``llmperf-summary`` in
+:mod:`importers.llmperf_summary`); the CLI attaches both to one run with the same ``--run`` label.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+from importers._toolfiles import build_columns, has_key, head_text, integer, jpath, mapping, number
+from importers.base import ParseOptions, load_json
+from ledger.errors import ParseError
+from ledger.records import Capture, ParsedArtefact, ParsedRun, RunInfo
+
+SUCCESS_RULE = (
+    "ok iff error_code is null (llmperf's own rule: its summary statistics use exactly these "
+    "records); failed otherwise, with error_msg as the error. Timing and output-token values of "
+    "failed records are not kept: llmperf writes its initial zeros or partial values there."
+)
+
+
+class LlmperfIndividualImporter:
+    name = "llmperf-individual"
+    description = "ray-project llmperf *_individual_responses.json (per-request records)"
+
+    def sniff(self, head: bytes) -> str | None:
+        text = head_text(head)
+        if not text.startswith("["):
+            return "not a JSON array"
+        if not all(has_key(text, k) for k in ("ttft_s", "end_to_end_latency_s", "error_code")):
+            return "array records lack llmperf's ttft_s / end_to_end_latency_s / error_code"
+        return None
+
+    def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
+        data = load_json(path)
+        if not isinstance(data, list):
+            raise ParseError(path, "$", None, "expected a JSON array of llmperf request records")
+        rows = [_row(path, i, rec) for i, rec in enumerate(data)]
+        columns = build_columns(rows)
+        fields = ["status", "error", "input_tokens", "output_tokens", "ttft_s", "latency_s", "itl_mean_s"]
+        # A field no record carried at all is n/a for the whole capture, never zero (R9).
+        fields = [f for f in fields if f in ("status", "error") or any(r.get(f) is not None for r in rows)]
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
+        failed = sum(1 for r in rows if r["status"] == "failed")
+        run = ParsedRun(
+            info=RunInfo(
+                label=f"llmperf individual {len(rows)} requests sha256:{digest}",
+                tool="llmperf",
+                request_count=len(rows),
+                locator="$",
+                metadata={"failed_records": str(failed)},
+            ),
+            capture=Capture(
+                fields=fields,
+                record_count=len(rows),
+                clock=None,
+                token_source="client_tokenizer",
+                success_rule=SUCCESS_RULE,
+            ),
+            requests=columns,
+        )
+        return ParsedArtefact(
+            format=self.name,
+            format_version=None,
+            runs=[run],
+            note="request_output_throughput_token_per_s and number_total_tokens are not kept: "
+            "both are re-derivable from the same record",
+        )
+
+
+def _row(path: Path, i: int, rec: Any) -> dict[str, Any]:
+    where = jpath(i)
+    rec = mapping(path, where, None, rec)
+    code = rec.get("error_code")
+    if code is not None:
+        code = integer(path, where, "error_code", code)
+    ok = code is None
+    msg = rec.get("error_msg")
+    row: dict[str, Any] = {
+        "idx": i,
+        "line": None,
+        "status": "ok" if ok else "failed",
+        "error": None if ok else f"{code}: {msg}" if msg else str(code),
+        "input_tokens": integer(path, where, "number_input_tokens", rec.get("number_input_tokens")),
+    }
+    # Validate every numeric field, even those we drop for failed records.
+    values = {
+        "ttft_s": number(path, where, "ttft_s", rec.get("ttft_s")),
+        "latency_s": number(path, where, "end_to_end_latency_s", rec.get("end_to_end_latency_s")),
+        "itl_mean_s": number(path, where, "inter_token_latency_s", rec.get("inter_token_latency_s")),
+        "output_tokens": integer(path, where, "number_output_tokens", rec.get("number_output_tokens")),
+    }
+    number(path, where, "request_output_throughput_token_per_s", rec.get("request_output_throughput_token_per_s"))
+    integer(path, where, "number_total_tokens", rec.get("number_total_tokens"))
+    if ok:
+        row.update({k: (float(v) if k != "output_tokens" and v is not None else v) for k, v in values.items()})
+    return row
+
+
+IMPORTER = LlmperfIndividualImporter()

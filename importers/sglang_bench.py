@@ -1,0 +1,230 @@
+"""SGLang ``python -m sglang.bench_serving`` JSON Lines results (formats.md section 2).
+
+Decisions, and why:
+
+* **Layout.** JSON Lines, each run appends one object: one :class:`ParsedRun` per line, addressed
+  ``line N $.key`` even when the file has a single line (the format is always JSON Lines).
+  Older versions write a subset of the keys; every numeric key that is not a setting is kept.
+* **Token source: "requested".** With ``--output-details`` the file carries ``output_lens``. SGLang
+  fills it from the server's ``usage.completion_tokens`` when the reply had usage, and otherwise
+  with the *requested* output length (older versions: always the requested length). Nothing in the
+  file says which happened, so the conservative reading is the only safe one: the capture's
+  ``token_source`` is ``"requested"`` and the output token counts are never offered as measured
+  (R3). ``input_lens`` are prompt lengths counted by the client tokenizer. The same caveat is noted
+  on ``total_output_tokens`` and the throughputs derived from it, and it applies to runs without
+  per-request arrays as well, since those aggregates are sums of the same ``output_lens``.
+* **Success.** As in vLLM: ``ok`` when ``errors[i] == ""``, else ``failed``; without ``errors``
+  every status is ``unknown``. TTFT 0.0 of a failed request is a placeholder, stored as None.
+  There are no start times and no latency array, so no clock and no send/end times.
+* **``concurrency`` is not a setting.** SGLang defines it as sum(e2e latency) / duration, the mean
+  number of requests in flight. It is kept as ``Published`` key ``concurrency`` with a note;
+  ``RunInfo.concurrency`` is ``max_concurrency`` (the configured limit), or None.
+* **Settings are not actual lengths (R3).** For ``dataset_name`` random, ``random_input_len`` and
+  ``random_output_len`` become ``input_target_tokens`` / ``output_cap_tokens`` (with
+  ``random_range_ratio`` < 1 they are upper bounds of a range); for sharegpt,
+  ``sharegpt_output_len`` when set. The argparse defaults of the other dataset's settings are
+  written too; they are dropped. Without ``dataset_name`` (oldest versions) the settings are only
+  kept as metadata text, since nothing says which dataset ran.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from importers.base import ParseOptions, first_json_value, iter_json_lines
+from importers.vllm_bench import (
+    NUMBER,
+    float_or_none,
+    int_or_none,
+    prefetched,
+    published,
+    rate_text,
+    read_arrays,
+    status_of,
+    top_keys,
+    type_name,
+    unless_placeholder,
+    validate_columns,
+    where,
+)
+from ledger.errors import ParseError
+from ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RequestColumns, RunInfo
+
+TOKENS_NOTE = ("sum of output_lens: the server's usage.completion_tokens where the reply had it, "
+               "else the requested output length; the file does not say which (not confirmed measured)")
+AGGREGATES: dict[str, tuple[str | None, str, str | None]] = {
+    "duration": ("s", "duration", None),
+    "completed": ("requests", "request_count", None),
+    "total_input_tokens": ("tokens", "token_count", None),
+    "total_input_text_tokens": ("tokens", "token_count", None),
+    "total_input_vision_tokens": ("tokens", "token_count", None),
+    "total_output_tokens": ("tokens", "token_count", TOKENS_NOTE),
+    "total_output_tokens_retokenized": ("tokens", "token_count",
+                                        "generated text re-counted by the client tokenizer"),
+    "request_throughput": ("requests/s", "request_rate", None),
+    "input_throughput": ("tokens/s", "aggregate_token_rate", None),
+    "output_throughput": ("tokens/s", "aggregate_token_rate", "total_output_tokens / duration; " + TOKENS_NOTE),
+    "total_throughput": ("tokens/s", "aggregate_token_rate", "(input + output tokens) / duration; " + TOKENS_NOTE),
+    "max_output_tokens_per_s": ("tokens/s", "aggregate_token_rate", None),
+    "max_concurrent_requests": ("requests", "concurrency", None),
+    "concurrency": ("requests", "concurrency",
+                    "SGLang's sum of end-to-end latencies / duration (mean requests in flight), "
+                    "NOT the configured concurrency (that is max_concurrency)"),
+    "accept_length": ("tokens", "other", "speculative decoding: mean tokens accepted per step"),
+}
+LATENCY_STAT = re.compile(r"(?:mean|median|std|max|p\d+(?:\.\d+)?)_(?:e2e_latency|ttft|tpot|itl)_ms")
+SETTINGS = {"backend", "dataset_name", "request_rate", "max_concurrency", "sharegpt_output_len",
+            "random_input_len", "random_output_len", "random_range_ratio", "fixed_output_len",
+            "num_prompts", "seed", "tag"}
+ARRAYS = ("input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors")
+MARKERS = {"dataset_name", "random_input_len", "total_output_tokens_retokenized"}
+
+SUCCESS_RULE = (
+    "ok when errors[i] == '' else failed (SGLang writes no success flag in the file); TTFT 0.0 of "
+    "failed requests is a placeholder, stored as None. output_lens may be requested lengths, not "
+    "measurements (token_source 'requested')."
+)
+NO_ERRORS_RULE = "no errors array in the file (--output-details not used): every status is unknown"
+SAMPLE_NOTE = ("output_lens are usage.completion_tokens when the server sent usage, else the requested "
+               "length; the file does not say which, so token counts are recorded as 'requested'")
+
+
+def _label(obj: dict[str, Any], dataset: str | None) -> str:
+    parts = [str(obj.get("backend") or "sglang")]
+    if dataset:
+        parts.append(dataset)
+    if dataset and dataset.startswith("random"):
+        parts += [f"in={obj.get('random_input_len')}", f"out={obj.get('random_output_len')}"]
+    elif dataset == "sharegpt" and obj.get("sharegpt_output_len") is not None:
+        parts.append(f"out={obj['sharegpt_output_len']}")
+    conc = obj.get("max_concurrency")
+    parts += [f"rate={rate_text(obj.get('request_rate'))}", f"c={'inf' if conc is None else conc}"]
+    if isinstance(obj.get("tag"), str) and obj["tag"]:
+        parts.append(obj["tag"])
+    return " ".join(parts)
+
+
+def _unused_default(key: str, dataset: str | None) -> bool:
+    """A length setting of another dataset: argparse defaults written even though unused."""
+    if dataset is None:
+        return False
+    if key.startswith("random_"):
+        return not dataset.startswith("random")
+    return key == "sharegpt_output_len" and dataset != "sharegpt"
+
+
+def _targets(obj: dict[str, Any], dataset: str | None, path: Path, prefix: str) -> tuple[int | None, int | None]:
+    """(input target, output cap) in tokens: workload settings, never actual lengths (R3)."""
+    if dataset and dataset.startswith("random"):
+        return (int_or_none(obj, "random_input_len", path, prefix),
+                int_or_none(obj, "random_output_len", path, prefix))
+    if dataset == "sharegpt":
+        return None, int_or_none(obj, "sharegpt_output_len", path, prefix)
+    return None, None
+
+
+def _requests(arrays: dict[str, list], n: int, line: int, path: Path, prefix: str) -> RequestColumns:
+    status = status_of(arrays.get("errors"), n)
+    none = [None] * n
+    errors = arrays.get("errors")
+    cols = {
+        "idx": list(range(n)), "line": [line] * n, "status": status,
+        "error": none if errors is None else [e or None for e in errors],
+        "retries": none, "input_tokens": arrays.get("input_lens", none),
+        "output_tokens": arrays.get("output_lens", none),
+        "send_ns": none, "first_token_ns": none, "end_ns": none,
+        "ttft_s": unless_placeholder(arrays.get("ttfts"), status, n), "latency_s": none,
+        "queue_s": none, "itl_mean_s": none, "cached_tokens": none,
+        "chunk_gaps_s": arrays.get("itls", none),
+    }
+    return validate_columns(cols, path, prefix)
+
+
+def _fields(arrays: dict[str, list]) -> list[str]:
+    pairs = (("input_lens", "input_tokens"), ("output_lens", "output_tokens"),
+             ("ttfts", "ttft_s"), ("itls", "chunk_gaps"))
+    fields = [field for array, field in pairs if array in arrays]
+    return fields + (["status", "error"] if "errors" in arrays else [])
+
+
+def parse_run(obj: object, line: int, path: Path) -> ParsedRun:
+    """One JSON Lines object -> one run."""
+    prefix = f"line {line}"
+    if not isinstance(obj, dict):
+        raise ParseError(path, where(prefix), None, f"expected a JSON object, got {type_name(obj)}")
+    arrays, n = read_arrays(obj, ARRAYS, path, prefix)
+    dataset = obj.get("dataset_name") if isinstance(obj.get("dataset_name"), str) else None
+    pubs: list[Published] = []
+    metadata: dict[str, str] = {}
+    ignored: list[str] = []
+    for key, value in obj.items():
+        if key in ARRAYS or key in {"request_rate", "max_concurrency", "num_prompts", "dataset_name"}:
+            continue
+        if key in AGGREGATES:
+            unit, kind, note = AGGREGATES[key]
+            pubs.append(published(key, value, prefix, path, unit, kind, note))
+        elif LATENCY_STAT.fullmatch(key):
+            pubs.append(published(key, value, prefix, path, "ms", "latency"))
+        elif isinstance(value, str):
+            metadata[key] = value
+        elif key in SETTINGS:
+            if value is not None and not _unused_default(key, dataset):
+                metadata[key] = rate_text(value) or ""
+        elif type(value) in NUMBER:
+            pubs.append(published(key, value, prefix, path, None, "other", "key not known to the importer"))
+        elif value is not None:
+            ignored.append(key)
+    if ignored:
+        metadata["ignored_keys"] = ",".join(ignored)
+    target, cap = _targets(obj, dataset, path, prefix)
+    info = RunInfo(
+        label=_label(obj, dataset), tool="sglang-bench", input_target_tokens=target, output_cap_tokens=cap,
+        concurrency=int_or_none(obj, "max_concurrency", path, prefix),
+        request_count=int_or_none(obj, "num_prompts", path, prefix),
+        request_rate=rate_text(obj.get("request_rate")), dataset=dataset,
+        duration_s=float_or_none(obj, "duration"), locator=where(prefix), metadata=metadata,
+    )
+    capture = Capture(
+        fields=_fields(arrays), record_count=n, clock=None, token_source="requested",
+        success_rule=SUCCESS_RULE if "errors" in arrays else NO_ERRORS_RULE, sample_note=SAMPLE_NOTE,
+    )
+    requests = _requests(arrays, n, line, path, prefix) if n else None
+    return ParsedRun(info=info, capture=capture, requests=requests, published=pubs)
+
+
+class SglangBenchImporter:
+    name = "sglang-bench"
+    description = "SGLang bench_serving JSON Lines (one run per line, with or without --output-details)"
+
+    def sniff(self, head: bytes) -> str | None:
+        kind, _ = first_json_value(head)
+        if kind != "object":
+            return "not a JSON object"
+        keys = top_keys(head)
+        if "endpoint_type" in keys:
+            return "has vLLM's 'endpoint_type' key"
+        if not {"duration", "completed"} <= keys:
+            return "no 'duration' and 'completed' keys"
+        if not keys & MARKERS:
+            return "none of SGLang's keys dataset_name / random_input_len / total_output_tokens_retokenized"
+        return None
+
+    def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
+        """Runs are streamed line by line; an error in a later line raises while iterating."""
+        path = Path(path)
+
+        def runs() -> Iterator[ParsedRun]:
+            found = False
+            for line, obj in iter_json_lines(path):
+                found = True
+                yield parse_run(obj, line, path)
+            if not found:
+                raise ParseError(path, None, None, "empty file: no JSON Lines runs")
+
+        return ParsedArtefact(format=self.name, format_version=None, runs=prefetched(runs()))
+
+
+IMPORTER = SglangBenchImporter()

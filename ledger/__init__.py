@@ -1,0 +1,1 @@
+"""bench-ledger core: models, store, provenance and rules."""

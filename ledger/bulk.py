@@ -1,0 +1,37 @@
+"""Hand an Arrow table to the database's own bulk path.
+
+DuckDB scans the Arrow table in place (``INSERT ... SELECT`` from a registered view); PostgreSQL
+receives it through ``COPY ... FROM STDIN`` as CSV written by Arrow's C++ writer. Both run on the
+connection of the current transaction, so a failure later in the import rolls the rows back.
+"""
+
+from __future__ import annotations
+
+import io
+import itertools
+
+import pyarrow as pa
+import pyarrow.csv as pacsv
+import sqlalchemy as sa
+
+_names = itertools.count()
+_CSV = pacsv.WriteOptions(include_header=False, quoting_style="all_valid", batch_size=65536)
+
+
+def bulk_insert(conn: sa.Connection, backend: str, table: str, data: pa.Table) -> None:
+    if data.num_rows == 0:
+        return
+    cols = ", ".join(data.column_names)
+    raw = conn.connection.driver_connection
+    if backend == "duckdb":
+        view = f"_ledger_bulk_{next(_names)}"
+        raw.register(view, data)
+        try:
+            raw.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {view}")
+        finally:
+            raw.unregister(view)
+    else:
+        buf = io.BytesIO()
+        pacsv.write_csv(data, buf, _CSV)
+        with raw.cursor() as cur, cur.copy(f"COPY {table} ({cols}) FROM STDIN (FORMAT csv)") as copy:
+            copy.write(buf.getbuffer())

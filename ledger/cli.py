@@ -1,0 +1,344 @@
+"""The `ledger` command: a thin shell over the library.
+
+Each command parses its options, opens the ledger, calls one function of ``ledger``,
+``importers`` or ``queries`` and renders the result. This module is the only part of the
+``ledger`` package that imports ``importers`` and ``queries`` (it is the shell, not the core).
+
+Exit codes: 0 ok, 1 failure, 2 usage error, 3 refused by a rule of the rulebook.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import click
+
+from ledger.errors import AlreadyImported, LedgerError, Refused
+from ledger.store import Ledger
+
+EXIT_FAILURE, EXIT_USAGE, EXIT_REFUSED = 1, 2, 3
+
+
+class LedgerGroup(click.Group):
+    """Turns the ledger's exceptions into one message and the documented exit code."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except Refused as exc:
+            click.echo(f"refused ({exc.rule}): {exc.asked}\n  why: {exc.why}\n  instead: {exc.instead}", err=True)
+            ctx.exit(EXIT_REFUSED)
+        except LedgerError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(EXIT_FAILURE)
+
+
+db_option = click.option(
+    "--db", "db", metavar="URL", envvar="LEDGER_DB", default=None,
+    help="Ledger database URL [default: duckdb:///ledger.duckdb; env LEDGER_DB].",
+)  # fmt: skip
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+
+
+def open_ledger(db: str | None, *, migrated: bool = True) -> Ledger:
+    ledger = Ledger(db)
+    if migrated:
+        try:
+            ledger.require_schema()
+        except LedgerError:
+            ledger.close()
+            raise
+    return ledger
+
+
+def with_ledger(fn: Callable) -> Callable:
+    """Open the ledger named by --db for the command and close it afterwards."""
+
+    @db_option
+    @functools.wraps(fn)
+    def wrapper(db: str | None, **kwargs):
+        with open_ledger(db) as ledger:
+            return fn(ledger, **kwargs)
+
+    return wrapper
+
+
+def table(rows: list[dict], columns: list[str], title: str | None = None) -> None:
+    """Render rows as a plain aligned table (stable for tests and for piping)."""
+    if title:
+        click.echo(title)
+    if not rows:
+        click.echo("(none)")
+        return
+    cells = [[("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
+    for row in cells:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+
+
+@click.group(cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="bench-ledger")
+def main() -> None:
+    """bench-ledger: where does this benchmark number come from?
+
+    \b
+    Example:
+      ledger init && ledger status
+    """
+
+
+@main.command()
+@db_option
+def init(db: str | None) -> None:
+    """Create the ledger or upgrade its schema to the latest revision.
+
+    \b
+    Example:
+      ledger init --db postgresql+psycopg://postgres@127.0.0.1:5432/test
+    """
+    with open_ledger(db, migrated=False) as ledger:
+        before, after = ledger.init()
+        if before == after:
+            click.echo(f"{ledger.display_url}: schema already at revision {after}")
+        else:
+            click.echo(f"{ledger.display_url}: schema {before or 'empty'} -> {after}")
+
+
+@main.command()
+@db_option
+@json_option
+def status(db: str | None, as_json: bool) -> None:
+    """Show the ledger's URL, schema revision and row counts per table.
+
+    \b
+    Example:
+      ledger status --json
+    """
+    with open_ledger(db, migrated=False) as ledger:
+        st = ledger.status()
+    if as_json:
+        click.echo(json.dumps({"url": st.url, "backend": st.backend, "revision": st.revision, "head": st.head,
+                               "counts": st.counts}, indent=2))  # fmt: skip
+        return
+    click.echo(f"ledger:   {st.url}")
+    click.echo(f"backend:  {st.backend}")
+    state = "up to date" if st.revision == st.head else "run `ledger init`"
+    click.echo(f"schema:   {st.revision or 'none'} (head {st.head}, {state})")
+    for name, n in sorted(st.counts.items()):
+        click.echo(f"  {name:<16} {n:>10,}")
+
+
+@main.command()
+@with_ledger
+@json_option
+def batches(ledger: Ledger, as_json: bool) -> None:
+    """List batches with their status and how many runs, requests and artefacts they hold.
+
+    \b
+    Example:
+      ledger batches --json
+    """
+    from queries.catalog import list_batches, to_json
+
+    rows = [b.as_dict() for b in list_batches(ledger)]
+    if as_json:
+        click.echo(to_json(rows))
+    else:
+        table(rows, ["id", "name", "status", "deployment", "runs", "requests", "artefacts", "closed_at"])
+
+
+@main.command()
+@with_ledger
+@click.option("--batch", "batch", metavar="B", help="Only runs of this batch.")
+@json_option
+def runs(ledger: Ledger, batch: str | None, as_json: bool) -> None:
+    """List runs (load points), optionally of one batch.
+
+    \b
+    Example:
+      ledger runs --batch fx
+    """
+    from queries.catalog import list_runs, to_json
+
+    rows = [r.as_dict() for r in list_runs(ledger, batch)]
+    if as_json:
+        click.echo(to_json(rows))
+    else:
+        table(rows, ["id", "batch", "label", "tool", "input_target_tokens", "output_cap_tokens", "concurrency",
+                     "request_count", "requests", "artefacts"])  # fmt: skip
+
+
+@main.group()
+def show() -> None:
+    """Show one entity in detail."""
+
+
+@show.command("run")
+@with_ledger
+@click.argument("run_id", type=int)
+@json_option
+def show_run(ledger: Ledger, run_id: int, as_json: bool) -> None:
+    """Show a run: workload, warm state, requests and captured fields, the tool's reported aggregates.
+
+    \b
+    Example:
+      ledger show run 3
+    """
+    from queries.catalog import run_detail, to_json
+
+    d = run_detail(ledger, run_id)
+    if as_json:
+        click.echo(to_json(d.as_dict()))
+        return
+    r = d.run
+    click.echo(f"run {r.id}  {r.label}  (batch {r.batch}, deployment {d.deployment or 'n/a'})")
+    click.echo(f"  tool: {r.tool or 'n/a'}   dataset: {d.dataset or 'n/a'}   seed: {d.seed if d.seed is not None else 'n/a'}")
+    click.echo(f"  workload: input target {r.input_target_tokens or 'n/a'} tokens, output cap {r.output_cap_tokens or 'n/a'}"
+               f" tokens, C {r.concurrency or 'n/a'}, N {r.request_count or 'n/a'}, rate {d.request_rate or 'n/a'}")  # fmt: skip
+    click.echo("  warm state: " + ", ".join(f"{k} {v}" for k, v in d.warm.items()))
+    sc = d.status_counts
+    click.echo(f"  requests: {r.requests} ({sc['ok']} ok, {sc['failed']} failed, {sc['unknown']} unknown)")
+    for c in d.captures:
+        click.echo(f"  artefact {c.artefact_id} {c.file_name} [{c.format}] sha256 {c.sha256[:12]}…")
+        click.echo(f"    records: {c.record_count}{'  (SAMPLED: ' + (c.sample_note or '') + ')' if c.sampled else ''}")
+        if c.record_count:
+            click.echo(f"    fields captured: {', '.join(c.fields) or 'none'}")
+            click.echo(f"    not captured (n/a): {', '.join(c.missing) or 'none'}")
+            click.echo(f"    clock: {c.clock or 'no times'}   tokens: {c.token_source}")
+            click.echo(f"    success: {c.success_rule}")
+    if d.published:
+        click.echo("  reported by the tool (as printed, not recomputed here):")
+        width = max(len(p.key) for p in d.published)
+        for p in d.published:
+            shown = p.text if p.flag != "n/a" else f"n/a ({p.na_reason})"
+            click.echo(f"    {p.key:<{width}}  {shown} {p.unit or ''}".rstrip())
+
+
+@main.command()
+@db_option
+@click.argument("manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def declare(db: str | None, manifest: Path) -> None:
+    """Record deployments, launches, batches, runs and source reports from a YAML manifest.
+
+    The format is documented in docs/manifest.md. Launch logs named in the manifest are
+    imported with the vLLM server-log importer and linked to their launch.
+
+    \b
+    Example:
+      ledger declare system.yaml
+    """
+    from ledger.declare import declare as do_declare
+    from ledger.declare import load_manifest
+    from ledger.ingest import ImportTarget
+
+    with open_ledger(db) as ledger:
+        done = do_declare(ledger, load_manifest(manifest), manifest.parent)
+        for kind in sorted(set(done.created) | set(done.unchanged)):
+            click.echo(f"{kind}: {done.created.get(kind, 0)} declared, {done.unchanged.get(kind, 0)} already there")
+        failed = False
+        for dep, attempt, log in done.launch_logs:
+            failed |= not import_one(ledger, log, "vllm-server-log", ImportTarget(batch=None, deployment=dep,
+                                                                                 launch=(dep, attempt)), quiet=False)  # fmt: skip
+    if failed:
+        sys.exit(EXIT_FAILURE)
+
+
+def import_one(ledger: Ledger, path: Path, fmt: str | None, target, quiet: bool) -> bool:
+    """Detect, parse and write one file; print what happened. False when the file failed."""
+    import importers
+    from ledger.ingest import check_not_imported, write_artefact
+
+    try:
+        imp = importers.by_name(fmt) if fmt else importers.detect(path)
+        sha, size = check_not_imported(ledger, path)
+        parsed = imp.parse(path, importers.ParseOptions(node=target.node))
+        res = write_artefact(ledger, path, sha, size, parsed, imp.name, importers.version(), target)
+    except AlreadyImported as exc:
+        click.echo(str(exc))
+        return True
+    except Refused:
+        raise
+    except LedgerError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return False
+    parts = [f"{len(res.runs)} run(s)"] if res.runs else []
+    parts += [f"{sum(n for _, _, n in res.runs):,} requests"] if res.runs else []
+    parts += [f"{res.samples:,} samples"] if res.samples else []
+    parts += [f"{res.log_facts} log facts"] if res.log_facts else []
+    parts += [f"{res.published} reported values"] if res.published else []
+    click.echo(f"{path}: imported as artefact {res.artefact_id} [{res.format}] sha256 {res.sha256[:12]}…: {', '.join(parts) or 'nothing'}")
+    if not quiet:
+        for run_id, label, n in res.runs:
+            click.echo(f"  run {run_id} {label}: {n} requests")
+    return True
+
+
+@main.command("import")
+@db_option
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--batch", "batch", metavar="B", help="Batch the runs belong to (created open if new).")
+@click.option("--run", "run", metavar="LABEL", help="Attach to this run label instead of one labelled from the content.")
+@click.option("--deployment", metavar="NAME", help="Deployment (system under test) the artefact describes.")
+@click.option("--format", "fmt", metavar="F", help="Force a format (see `ledger formats`).")
+@click.option("--node", metavar="NODE", help="Node the samples came from (nvidia-smi dmon).")
+@click.option("--copy/--no-copy", default=False, help="Keep a content-addressed copy next to the ledger.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress, one line per file.")
+def import_(db, paths, batch, run, deployment, fmt, node, copy, quiet) -> None:
+    """Import benchmark outputs, GPU samples or server logs; the format is detected from content.
+
+    Each file is its own transaction: a bad file leaves nothing behind and the others still
+    import. Importing the same bytes again changes nothing.
+
+    \b
+    Example:
+      ledger import results/*.json --batch fx
+      ledger import dmon-node0.txt --batch fx --node node0
+    """
+    from ledger.ingest import ImportTarget
+
+    with open_ledger(db) as ledger:
+        store = ledger.artefact_folder() if copy else None
+        target = ImportTarget(batch=batch, run=run, deployment=deployment, node=node, store_copy=store)
+        ok = True
+        for path in progress(paths, quiet):
+            ok &= import_one(ledger, path, fmt, target, quiet)
+    if not ok:
+        sys.exit(EXIT_FAILURE)
+
+
+def progress(paths, quiet: bool):
+    """A progress bar on stderr, only on a terminal and without --quiet."""
+    if quiet or not sys.stderr.isatty() or len(paths) < 2:
+        yield from paths
+        return
+    with click.progressbar(paths, label="importing", file=sys.stderr) as bar:
+        yield from bar
+
+
+@main.command()
+@json_option
+def formats(as_json: bool) -> None:
+    """List the formats `ledger import` understands, one line each.
+
+    \b
+    Example:
+      ledger formats
+    """
+    import importers
+
+    rows = [{"name": i.name, "description": i.description} for i in importers.all_importers()]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+    else:
+        width = max(len(r["name"]) for r in rows)
+        for r in rows:
+            click.echo(f"{r['name']:<{width}}  {r['description']}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

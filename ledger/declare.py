@@ -1,0 +1,271 @@
+"""The declaration manifest: describe the system under test once, then import runs into it.
+
+A manifest is a small YAML file (documented in docs/manifest.md) with four optional lists:
+``source_reports``, ``deployments`` (each with its ``launches``), ``batches`` and ``runs``.
+Declaring is idempotent: an entity that exists with the same content is left alone; one that
+exists with different content is an error (a correction is a new revision, not an edit, R10).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import datetime as dt
+from decimal import Decimal
+from pathlib import Path
+from typing import Literal
+
+import rfc8785
+import sqlalchemy as sa
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from sqlalchemy.orm import Session
+
+from ledger import models as m
+from ledger.errors import InputError, NotFound, Refused
+from ledger.store import Ledger, now
+from ledger.units import parse_quantity
+
+WarmState = Literal["cold", "warm", "unknown"]
+
+
+class _Item(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class SourceReportDecl(_Item):
+    slug: str = Field(description="short stable identifier")
+    title: str
+    date: dt.date | None = None
+    author: str | None = None
+    language: str | None = Field(None, description="e.g. en, zh")
+    file: str | None = Field(None, description="the report's text, relative to the manifest; hashed")
+    location: str | None = Field(None, description="where the report lives (URL, citation)")
+
+
+class LaunchDecl(_Item):
+    attempt: int
+    outcome: Literal["ready", "failed", "unknown"]
+    cause: str | None = Field(None, description="cause of failure or the change made")
+    seconds_to_ready: Decimal | None = Field(None, description="as reported elsewhere; logs give the measured one")
+    log: str | None = Field(None, description="server log of this attempt, relative to the manifest")
+
+
+# Fields of a deployment that change its identity (hashed into the comparability fingerprint).
+IDENTITY_FIELDS = (
+    "gpu_model", "gpus_per_node", "nodes", "gpu_memory", "interconnect_intra", "interconnect_inter",
+    "engine", "engine_version", "model", "weights_version", "shards", "size_on_disk",
+    "tp", "dp", "ep", "pp", "kv_cache_dtype", "prefix_caching", "max_num_seqs", "max_model_len",
+    "chunked_prefill_tokens", "speculative_method", "speculative_tokens", "kernel_backend",
+)  # fmt: skip
+
+
+class DeploymentDecl(_Item):
+    name: str
+    gpu_model: str | None = None
+    gpus_per_node: int | None = None
+    nodes: int | None = None
+    gpu_memory: str | None = Field(None, description="as reported, with its unit: '97871 MiB'")
+    interconnect_intra: str | None = None
+    interconnect_inter: str | None = None
+    engine: str | None = None
+    engine_version: str | None = Field(None, description="version or image")
+    model: str | None = None
+    weights_version: str | None = None
+    shards: int | None = None
+    size_on_disk: str | None = Field(None, description="with its unit: '510.31 GB'")
+    tp: int | None = None
+    dp: int | None = None
+    ep: int | None = None
+    pp: int | None = None
+    kv_cache_dtype: str | None = None
+    prefix_caching: bool | None = None
+    max_num_seqs: int | None = None
+    max_model_len: int | None = None
+    chunked_prefill_tokens: int | None = None
+    speculative_method: str | None = None
+    speculative_tokens: int | None = None
+    kernel_backend: str | None = None
+    note: str | None = None
+    launches: list[LaunchDecl] = Field(default_factory=list)
+
+    def fingerprint(self) -> str:
+        """sha256 of the RFC 8785 canonical JSON of the identity fields."""
+        identity = {k: getattr(self, k) for k in IDENTITY_FIELDS}
+        return hashlib.sha256(rfc8785.dumps(identity)).hexdigest()
+
+
+class BatchDecl(_Item):
+    name: str
+    description: str | None = None
+    deployment: str | None = None
+
+
+class WarmDecl(_Item):
+    prefix_cache: WarmState = "unknown"
+    process: WarmState = "unknown"
+    compile: WarmState = "unknown"
+    file_cache: WarmState = "unknown"
+
+
+class RunDecl(_Item):
+    batch: str
+    label: str
+    deployment: str | None = Field(None, description="defaults to the batch's deployment")
+    input_target_tokens: int | None = None
+    output_cap_tokens: int | None = None
+    concurrency: int | None = None
+    request_count: int | None = None
+    request_rate: str | None = None
+    seed: int | None = None
+    dataset: str | None = None
+    tool: str | None = None
+    warm: WarmDecl = Field(default_factory=WarmDecl)
+
+
+class Manifest(_Item):
+    version: Literal[1] = 1
+    synthetic: bool = Field(False, description="the data this manifest describes is synthetic")
+    source_reports: list[SourceReportDecl] = Field(default_factory=list)
+    deployments: list[DeploymentDecl] = Field(default_factory=list)
+    batches: list[BatchDecl] = Field(default_factory=list)
+    runs: list[RunDecl] = Field(default_factory=list)
+
+
+def load_manifest(path: Path) -> Manifest:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"{path}: {exc}") from None
+    try:
+        return Manifest.model_validate(data or {})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InputError(f"{path}: {where}: {first['msg']}") from None
+
+
+def _split(text: str | None) -> tuple[Decimal | None, str | None]:
+    return (None, None) if text is None else parse_quantity(text)
+
+
+def _same_or_refuse(kind: str, name: str, existing: dict, wanted: dict) -> bool:
+    """True when the stored entity already matches; a different one is refused (R10)."""
+    diff = sorted(k for k in wanted if existing.get(k) != wanted[k])
+    if not diff:
+        return True
+    raise Refused(
+        "R10",
+        f"redeclare {kind} {name!r} with different {', '.join(diff)}",
+        "declared entities are not edited in place",
+        f"declare a new {kind} under another name, or record a correction",
+    )
+
+
+class Declared(BaseModel):
+    """What `declare` did, and the launch logs it leaves for the importers."""
+
+    created: dict[str, int] = Field(default_factory=dict)
+    unchanged: dict[str, int] = Field(default_factory=dict)
+    launch_logs: list[tuple[str, int, Path]] = Field(default_factory=list, description="(deployment, attempt, log)")
+
+
+def declare(ledger: Ledger, manifest: Manifest, base: Path) -> Declared:
+    """Record a manifest in one transaction."""
+    out = Declared()
+
+    def tally(kind: str, created: bool) -> None:
+        bucket = out.created if created else out.unchanged
+        bucket[kind] = bucket.get(kind, 0) + 1
+
+    with ledger.session() as s:
+        for rep in manifest.source_reports:
+            digest = hashlib.sha256((base / rep.file).read_bytes()).hexdigest() if rep.file else None
+            wanted = dict(title=rep.title, published_on=rep.date, author=rep.author, language=rep.language,
+                          text_sha256=digest, location=rep.location)  # fmt: skip
+            row = s.scalar(sa.select(m.SourceReport).where(m.SourceReport.slug == rep.slug))
+            if row is None:
+                s.add(m.SourceReport(slug=rep.slug, recorded_at=now(), **wanted))
+            tally("source_report", row is None or not _same_or_refuse("source report", rep.slug, _cols(row), wanted))
+
+        for dep in manifest.deployments:
+            mem, mem_unit = _split(dep.gpu_memory)
+            size, size_unit = _split(dep.size_on_disk)
+            fields = dep.model_dump(exclude={"name", "launches", "gpu_memory", "size_on_disk"})
+            wanted = dict(fields, gpu_memory=mem, gpu_memory_unit=mem_unit, size_on_disk=size,
+                          size_on_disk_unit=size_unit, fingerprint=dep.fingerprint())  # fmt: skip
+            row = s.scalar(sa.select(m.Deployment).where(m.Deployment.name == dep.name))
+            if row is None:
+                row = m.Deployment(name=dep.name, recorded_at=now(), **wanted)
+                s.add(row)
+                s.flush()
+                tally("deployment", True)
+            else:
+                tally("deployment", not _same_or_refuse("deployment", dep.name, _cols(row), wanted))
+            for la in dep.launches:
+                existing = s.scalar(
+                    sa.select(m.Launch).where(m.Launch.deployment_id == row.id, m.Launch.attempt == la.attempt)
+                )
+                wanted_l = dict(outcome=la.outcome, cause=la.cause, seconds_to_ready=la.seconds_to_ready)
+                if existing is None:
+                    s.add(m.Launch(deployment_id=row.id, attempt=la.attempt, recorded_at=now(),
+                                   seconds_to_ready_flag="reported" if la.seconds_to_ready is not None else "n/a",
+                                   **wanted_l))  # fmt: skip
+                    tally("launch", True)
+                else:
+                    tally("launch", not _same_or_refuse("launch", f"{dep.name}#{la.attempt}", _cols(existing), wanted_l))
+                if la.log:
+                    out.launch_logs.append((dep.name, la.attempt, base / la.log))
+
+        s.flush()
+        for b in manifest.batches:
+            dep_id = Ledger.get_deployment(s, b.deployment).id if b.deployment else None
+            wanted = dict(description=b.description, deployment_id=dep_id)
+            row = s.scalar(sa.select(m.Batch).where(m.Batch.name == b.name))
+            if row is None:
+                s.add(m.Batch(name=b.name, status="open", created_at=now(), **wanted))
+            tally("batch", row is None or not _same_or_refuse("batch", b.name, _cols(row), wanted))
+
+        s.flush()
+        for r in manifest.runs:
+            try:
+                batch = Ledger.get_batch(s, r.batch)
+            except NotFound:
+                raise InputError(f"run {r.label!r} names batch {r.batch!r}, which is neither declared nor in the ledger") from None
+            if batch.status == "closed":
+                raise Refused("R10", f"declare run {r.label!r} in batch {batch.name!r}", "the batch is closed",
+                              "declare a new batch")  # fmt: skip
+            dep_id = Ledger.get_deployment(s, r.deployment).id if r.deployment else batch.deployment_id
+            wanted = run_fields(r, dep_id)
+            row = s.scalar(sa.select(m.Run).where(m.Run.batch_id == batch.id, m.Run.label == r.label))
+            if row is None:
+                s.add(m.Run(batch_id=batch.id, label=r.label, recorded_at=now(), **wanted))
+            tally("run", row is None or not _same_or_refuse("run", r.label, _cols(row), wanted))
+    return out
+
+
+def run_fields(r: RunDecl, deployment_id: int | None) -> dict:
+    return dict(
+        deployment_id=deployment_id,
+        input_target_tokens=r.input_target_tokens,
+        output_cap_tokens=r.output_cap_tokens,
+        concurrency=r.concurrency,
+        request_count=r.request_count,
+        request_rate=r.request_rate,
+        seed=r.seed,
+        dataset=r.dataset,
+        tool=r.tool,
+        warm_prefix_cache=r.warm.prefix_cache,
+        warm_process=r.warm.process,
+        warm_compile=r.warm.compile,
+        warm_file_cache=r.warm.file_cache,
+    )
+
+
+def _cols(row: m.Base) -> dict:
+    return {c.key: getattr(row, c.key) for c in sa.inspect(row).mapper.column_attrs}
+
+
+def manifest_schema() -> str:
+    """The manifest's JSON Schema, generated from the models (published in docs/)."""
+    return json.dumps(Manifest.model_json_schema(), indent=2)

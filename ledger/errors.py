@@ -1,0 +1,82 @@
+"""The ledger's exceptions. Everything the ledger raises on purpose derives from LedgerError.
+
+    LedgerError
+    ├── StoreError                 the database could not do what was asked
+    │   ├── LedgerLocked           a DuckDB file is held by another process
+    │   ├── SchemaOutOfDate        the ledger needs `ledger init` (migrations pending)
+    │   └── NotFound               no such batch / run / deployment / ...
+    ├── InputError                 a file or manifest is not what it claims to be
+    │   ├── ParseError             names the file, the line or JSON path, and the field
+    │   └── UnknownFormat          lists every format tried and why each did not match
+    ├── AlreadyImported            the same bytes are in the ledger already (not a failure)
+    ├── Refused                    a rule of the rulebook forbids the request (exit 3)
+    └── IntegrityError             a seal does not match what is stored (exit 1)
+
+The CLI maps LedgerError to exit 1, Refused to exit 3 and usage errors to exit 2. Errors from
+other libraries are translated where they enter (the store, the importers), never further up.
+"""
+
+from __future__ import annotations
+
+
+class LedgerError(Exception):
+    """Base of every error the ledger raises on purpose."""
+
+
+class StoreError(LedgerError):
+    """The database could not do what was asked."""
+
+
+class LedgerLocked(StoreError):
+    """A DuckDB ledger file is held open by another process."""
+
+
+class SchemaOutOfDate(StoreError):
+    """The ledger's schema is behind the code: run `ledger init`."""
+
+
+class NotFound(StoreError):
+    """A named batch, run, deployment or row does not exist."""
+
+
+class InputError(LedgerError):
+    """A file or manifest is not what it claims to be."""
+
+
+class ParseError(InputError):
+    """A file could not be parsed; the message names the file, the place and the field."""
+
+    def __init__(self, path: str, where: str | None, field: str | None, problem: str) -> None:
+        self.path, self.where, self.field, self.problem = str(path), where, field, problem
+        place = f"{self.path}, {where}" if where else self.path
+        what = f"field {field!r}: " if field else ""
+        super().__init__(f"{place}: {what}{problem}")
+
+
+class UnknownFormat(InputError):
+    """No importer recognised a file."""
+
+    def __init__(self, path: str, reasons: dict[str, str]) -> None:
+        self.path, self.reasons = str(path), reasons
+        tried = "\n".join(f"  {name}: {why}" for name, why in reasons.items())
+        super().__init__(f"{self.path}: format not recognised; tried:\n{tried}")
+
+
+class AlreadyImported(LedgerError):
+    """The same bytes were imported before; importing them again changes nothing."""
+
+
+class Refused(LedgerError):
+    """A rule of the rulebook forbids the request.
+
+    ``rule`` is the rulebook id (``R1``..``R15``), ``asked`` what was requested, ``why`` the
+    reason, ``instead`` what to do instead.
+    """
+
+    def __init__(self, rule: str, asked: str, why: str, instead: str) -> None:
+        self.rule, self.asked, self.why, self.instead = rule, asked, why, instead
+        super().__init__(f"refused by {rule}: {asked}: {why}. Instead: {instead}")
+
+
+class IntegrityError(LedgerError):
+    """Stored rows no longer match their seal."""

@@ -1,0 +1,54 @@
+"""Quantity kinds: what a number *is*, independent of its unit.
+
+Two values may be compared, converted or combined only within one kind (R1, R4, R5, R13, R14).
+Units convert exactly within a kind (``ledger.units``); a kind never converts into another one.
+"""
+
+from __future__ import annotations
+
+KINDS: dict[str, str] = {
+    # counts
+    "token_count": "a number of tokens (actual, measured or reported)",
+    "token_setting": "a workload setting in tokens (input target, output cap): not an actual length (R3)",
+    "request_count": "a number of API requests",
+    "record_count": "a number of record groups or files: never a request count (R2)",
+    "concurrency": "requests in flight (configured or observed)",
+    # time
+    "duration": "a span of wall-clock or monotonic time",
+    "latency": "a per-request time: TTFT, TPOT, inter-chunk gap, end-to-end latency",
+    "startup_time": "seconds from process start to ready, of one launch stage (R8)",
+    # rates
+    "aggregate_token_rate": "tokens per unit time over a run's common wall clock (R3)",
+    "per_stream_token_rate": "tokens per unit time within one stream (R4)",
+    "request_rate": "requests per unit time",
+    "power_normalized_rate": "a token rate divided by a power figure",
+    # ratios
+    "ratio": "a dimensionless ratio of two values of one kind",
+    "percent_change": "a relative change in percent",
+    "capacity_ratio": "KV pool tokens / window tokens: a theoretical capacity, never a concurrency (R5)",
+    # memory (R1: three numbers, three kinds)
+    "weights_file_size": "size of the model weights on disk",
+    "model_allocation": "per-rank model memory allocation reported by the engine log",
+    "device_memory": "GPU memory in use or visible, as reported by the driver",
+    "kv_cache_memory": "memory available to the KV cache",
+    "kv_pool_tokens": "KV cache capacity in tokens",
+    # hardware counters (R13, R14)
+    "power_card_mean_sum": "sum over cards of each card's window mean power (R14)",
+    "power_peak_of_sum": "peak over time of the instantaneous sum of card power (R14)",
+    "power_sum_of_peaks": "sum over cards of each card's own peak power (R14)",
+    "power": "power of one card at one time or its statistic",
+    "activity_time_percent": "dmon sm: share of time a kernel ran; not SM occupancy nor MFU (R13)",
+    "memory_busy_percent": "dmon mem: share of time the memory controller was busy (R13)",
+    "utilization_percent": "another dmon utilisation counter (enc, dec, jpg, ofa)",
+    "temperature": "a temperature",
+    "clock_frequency": "a clock frequency",
+    "bandwidth": "a data rate (PCIe throughput)",
+    "count": "a dimensionless count of events",
+    "other": "a number whose kind the ledger does not classify",
+}
+
+
+def check_kind(kind: str) -> str:
+    if kind not in KINDS:
+        raise ValueError(f"unknown quantity kind {kind!r}; known: {', '.join(sorted(KINDS))}")
+    return kind

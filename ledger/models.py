@@ -1,0 +1,365 @@
+"""The schema: SQLAlchemy 2.x models of every entity the ledger holds.
+
+Two families of tables:
+
+* **captured** tables hold what raw artefacts contained: ``artefact``, ``capture``,
+  ``capture_field``, ``request``, ``chunk_gap``, ``hardware_sample``, ``log_fact``. They are
+  append-only (R9, R10); their rows are keyed by the artefact and a locator inside it, so every
+  value points back to the bytes it was read from.
+* **declared** tables describe the world around the captures: ``source_report``, ``deployment``,
+  ``launch``, ``batch``, ``run``, ``published_value``. Correctable ones (launch, run, published
+  value) carry ``revision``, ``supersedes_id`` and ``correction_reason``: a correction is a new row
+  with the next revision, never an edit (R10).
+
+Models never commit; the store owns transactions. Constraints are declared at CREATE time
+because DuckDB cannot add a FOREIGN KEY or CHECK with ALTER TABLE, and no foreign key cascades
+(DuckDB rejects ON DELETE CASCADE).
+"""
+
+from __future__ import annotations
+
+from datetime import date, datetime
+from decimal import Decimal
+
+import sqlalchemy as sa
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.types import TypeDecorator
+
+NAMING_CONVENTION = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+PROVENANCE = ("measured", "derived", "estimated", "reported", "n/a")
+WARM = ("cold", "warm", "unknown")
+STATUS = ("ok", "failed", "unknown")
+CLOCKS = ("monotonic_s", "epoch_s", "epoch_ns")
+
+
+class ExactDecimal(TypeDecorator[Decimal]):
+    """A decimal kept exactly as text: never a binary float, never rounded to a column scale.
+
+    Printed numbers ("2,791", "0.22786034579078357") are stored as their exact decimal string so
+    that both backends return the very digits that were printed; SQL can still CAST them.
+    """
+
+    impl = sa.String
+    cache_ok = True
+
+    def process_bind_param(self, value: Decimal | None, dialect: sa.Dialect) -> str | None:
+        if value is None:
+            return None
+        if not isinstance(value, Decimal):
+            raise TypeError(f"ExactDecimal takes Decimal, not {type(value).__name__}")
+        if not value.is_finite():
+            raise ValueError(f"not a finite decimal: {value}")
+        return str(value)
+
+    def process_result_value(self, value: str | None, dialect: sa.Dialect) -> Decimal | None:
+        return None if value is None else Decimal(value)
+
+
+def _enum_check(column: str, values: tuple[str, ...], name: str) -> sa.CheckConstraint:
+    quoted = ", ".join(f"'{v}'" for v in values)
+    return sa.CheckConstraint(f"{column} IN ({quoted})", name=name)
+
+
+class Base(DeclarativeBase):
+    metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
+
+
+# --------------------------------------------------------------------------- declared tables
+
+
+class SourceReport(Base):
+    """A document that publishes numbers."""
+
+    __tablename__ = "source_report"
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+    slug: Mapped[str] = mapped_column(sa.String, unique=True)
+    title: Mapped[str]
+    published_on: Mapped[date | None]
+    author: Mapped[str | None]
+    language: Mapped[str | None]
+    text_sha256: Mapped[str | None] = mapped_column(sa.String(64))
+    location: Mapped[str | None]
+    recorded_at: Mapped[datetime]
+
+
+class Deployment(Base):
+    """The system under test. ``fingerprint`` hashes the fields that change identity."""
+
+    __tablename__ = "deployment"
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(sa.String, unique=True)
+    # hardware
+    gpu_model: Mapped[str | None]
+    gpus_per_node: Mapped[int | None]
+    nodes: Mapped[int | None]
+    gpu_memory: Mapped[Decimal | None] = mapped_column(ExactDecimal)
+    gpu_memory_unit: Mapped[str | None]
+    interconnect_intra: Mapped[str | None]
+    interconnect_inter: Mapped[str | None]
+    # engine
+    engine: Mapped[str | None]
+    engine_version: Mapped[str | None]
+    # model
+    model: Mapped[str | None]
+    weights_version: Mapped[str | None]
+    shards: Mapped[int | None]
+    size_on_disk: Mapped[Decimal | None] = mapped_column(ExactDecimal)
+    size_on_disk_unit: Mapped[str | None]
+    # parallel layout
+    tp: Mapped[int | None]
+    dp: Mapped[int | None]
+    ep: Mapped[int | None]
+    pp: Mapped[int | None]
+    # engine options
+    kv_cache_dtype: Mapped[str | None]
+    prefix_caching: Mapped[bool | None]
+    max_num_seqs: Mapped[int | None]
+    max_model_len: Mapped[int | None]
+    chunked_prefill_tokens: Mapped[int | None]
+    speculative_method: Mapped[str | None]
+    speculative_tokens: Mapped[int | None]
+    kernel_backend: Mapped[str | None]
+    note: Mapped[str | None]
+    fingerprint: Mapped[str] = mapped_column(sa.String(64), index=True)
+    recorded_at: Mapped[datetime]
+
+
+class Artefact(Base):
+    """A raw file that was imported; its identity is the sha256 of its bytes."""
+
+    __tablename__ = "artefact"
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+    sha256: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    size_bytes: Mapped[int] = mapped_column(sa.BigInteger)
+    file_name: Mapped[str]
+    format: Mapped[str]
+    format_version: Mapped[str | None]
+    importer: Mapped[str]
+    importer_version: Mapped[str]
+    imported_at: Mapped[datetime]
+    stored_path: Mapped[str | None]
+    batch_id: Mapped[int | None] = mapped_column(sa.ForeignKey("batch.id"), index=True)
+    deployment_id: Mapped[int | None] = mapped_column(sa.ForeignKey("deployment.id"))
+    node: Mapped[str | None]
+    note: Mapped[str | None]
+
+
+class Launch(Base):
+    """One attempt to start the engine of a deployment."""
+
+    __tablename__ = "launch"
+    __table_args__ = (
+        _enum_check("outcome", ("ready", "failed", "unknown"), "outcome"),
+        sa.UniqueConstraint("deployment_id", "attempt", "revision"),
+    )
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+    deployment_id: Mapped[int] = mapped_column(sa.ForeignKey("deployment.id"), index=True)
+    attempt: Mapped[int]
+    outcome: Mapped[str]
+    seconds_to_ready: Mapped[Decimal | None] = mapped_column(ExactDecimal)
+    seconds_to_ready_flag: Mapped[str] = mapped_column(sa.String, default="n/a")
+    cause: Mapped[str | None]
+    log_artefact_id: Mapped[int | None] = mapped_column(sa.ForeignKey("artefact.id"))
+    revision: Mapped[int] = mapped_column(sa.Integer, default=0)
+    supersedes_id: Mapped[int | None] = mapped_column(sa.ForeignKey("launch.id"))
+    correction_reason: Mapped[str | None]
+    recorded_at: Mapped[datetime]
+
+
+class Batch(Base):
+    """One accounting of measurements. Closed batches are sealed and immutable (R10)."""
+
+    __tablename__ = "batch"
+    __table_args__ = (_enum_check("status", ("open", "closed"), "status"),)
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+    name: Mapped[str] = mapped_column(sa.String, unique=True)
+    description: Mapped[str | None]
+    deployment_id: Mapped[int | None] = mapped_column(sa.ForeignKey("deployment.id"))
+    status: Mapped[str] = mapped_column(sa.String, default="open")
+    created_at: Mapped[datetime]
+    closed_at: Mapped[datetime | None]
+    seal_digest: Mapped[str | None] = mapped_column(sa.String(64))
+
+
+class Run(Base):
+    """One load point in a batch."""
+
+    __tablename__ = "run"
+    __table_args__ = (
+        sa.UniqueConstraint("batch_id", "label", "revision"),
+        *(_enum_check(f"warm_{d}", WARM, f"warm_{d}") for d in ("prefix_cache", "process", "compile", "file_cache")),
+    )
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+    batch_id: Mapped[int] = mapped_column(sa.ForeignKey("batch.id"), index=True)
+    label: Mapped[str]
+    deployment_id: Mapped[int | None] = mapped_column(sa.ForeignKey("deployment.id"))
+    input_target_tokens: Mapped[int | None]
+    output_cap_tokens: Mapped[int | None]
+    concurrency: Mapped[int | None]
+    request_count: Mapped[int | None]
+    request_rate: Mapped[str | None]
+    seed: Mapped[int | None]
+    dataset: Mapped[str | None]
+    tool: Mapped[str | None]
+    tool_version: Mapped[str | None]
+    warm_prefix_cache: Mapped[str] = mapped_column(sa.String, default="unknown")
+    warm_process: Mapped[str] = mapped_column(sa.String, default="unknown")
+    warm_compile: Mapped[str] = mapped_column(sa.String, default="unknown")
+    warm_file_cache: Mapped[str] = mapped_column(sa.String, default="unknown")
+    started_at: Mapped[datetime | None]
+    ended_at: Mapped[datetime | None]
+    duration_s: Mapped[float | None] = mapped_column(sa.Float)
+    artefact_id: Mapped[int | None] = mapped_column(sa.ForeignKey("artefact.id"))
+    metadata_json: Mapped[str | None] = mapped_column(sa.String)
+    revision: Mapped[int] = mapped_column(sa.Integer, default=0)
+    supersedes_id: Mapped[int | None] = mapped_column(sa.ForeignKey("run.id"))
+    correction_reason: Mapped[str | None]
+    recorded_at: Mapped[datetime]
+
+
+class PublishedValue(Base):
+    """A number as printed by a source report or a tool summary, with its provenance flag."""
+
+    __tablename__ = "published_value"
+    __table_args__ = (_enum_check("flag", PROVENANCE, "flag"),)
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+    source_report_id: Mapped[int | None] = mapped_column(sa.ForeignKey("source_report.id"), index=True)
+    artefact_id: Mapped[int | None] = mapped_column(sa.ForeignKey("artefact.id"), index=True)
+    key: Mapped[str]
+    text: Mapped[str]
+    value: Mapped[Decimal | None] = mapped_column(ExactDecimal)
+    unit: Mapped[str | None]
+    quantity_kind: Mapped[str | None]
+    precision: Mapped[int | None]
+    flag: Mapped[str]
+    na_reason: Mapped[str | None]
+    batch_id: Mapped[int | None] = mapped_column(sa.ForeignKey("batch.id"), index=True)
+    run_id: Mapped[int | None] = mapped_column(sa.ForeignKey("run.id"), index=True)
+    deployment_id: Mapped[int | None] = mapped_column(sa.ForeignKey("deployment.id"))
+    locator: Mapped[str | None]
+    note: Mapped[str | None]
+    revision: Mapped[int] = mapped_column(sa.Integer, default=0)
+    supersedes_id: Mapped[int | None] = mapped_column(sa.ForeignKey("published_value.id"))
+    correction_reason: Mapped[str | None]
+    recorded_at: Mapped[datetime]
+
+
+# --------------------------------------------------------------------------- captured tables
+
+
+class Capture(Base):
+    """What one artefact actually contained for one run; fields outside it are n/a (R9)."""
+
+    __tablename__ = "capture"
+    __table_args__ = (
+        sa.UniqueConstraint("artefact_id", "run_id"),
+        sa.CheckConstraint("clock IS NULL OR clock IN ('monotonic_s', 'epoch_s', 'epoch_ns')", name="clock"),
+    )
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+    artefact_id: Mapped[int] = mapped_column(sa.ForeignKey("artefact.id"))
+    run_id: Mapped[int] = mapped_column(sa.ForeignKey("run.id"), index=True)
+    record_count: Mapped[int]
+    sampled: Mapped[bool]
+    sample_note: Mapped[str | None]
+    clock: Mapped[str | None]
+    token_source: Mapped[str]
+    success_rule: Mapped[str]
+
+
+class CaptureField(Base):
+    """One request field that a capture contained."""
+
+    __tablename__ = "capture_field"
+
+    capture_id: Mapped[int] = mapped_column(sa.ForeignKey("capture.id"), primary_key=True)
+    field: Mapped[str] = mapped_column(sa.String, primary_key=True)
+
+
+class Request(Base):
+    """One API request as its artefact recorded it. Times are integer ns on ``clock``."""
+
+    __tablename__ = "request"
+    __table_args__ = (_enum_check("status", STATUS, "status"),)
+
+    artefact_id: Mapped[int] = mapped_column(sa.ForeignKey("artefact.id"), primary_key=True)
+    idx: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
+    run_id: Mapped[int] = mapped_column(sa.ForeignKey("run.id"), index=True)
+    line: Mapped[int | None]
+    status: Mapped[str]
+    error: Mapped[str | None] = mapped_column(sa.String)
+    retries: Mapped[int | None]
+    input_tokens: Mapped[int | None]
+    output_tokens: Mapped[int | None]
+    clock: Mapped[str | None]
+    send_ns: Mapped[int | None] = mapped_column(sa.BigInteger)
+    first_token_ns: Mapped[int | None] = mapped_column(sa.BigInteger)
+    end_ns: Mapped[int | None] = mapped_column(sa.BigInteger)
+    ttft_s: Mapped[float | None] = mapped_column(sa.Float)
+    latency_s: Mapped[float | None] = mapped_column(sa.Float)
+    queue_s: Mapped[float | None] = mapped_column(sa.Float)
+    itl_mean_s: Mapped[float | None] = mapped_column(sa.Float)
+    chunk_count: Mapped[int | None]
+    cached_tokens: Mapped[int | None]
+
+
+class ChunkGap(Base):
+    """One gap between streamed chunks of a request (a chunk may carry several tokens)."""
+
+    __tablename__ = "chunk_gap"
+    __table_args__ = (
+        sa.ForeignKeyConstraint(["artefact_id", "request_idx"], ["request.artefact_id", "request.idx"]),
+    )
+
+    artefact_id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
+    request_idx: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
+    seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
+    gap_s: Mapped[float] = mapped_column(sa.Float)
+
+
+class HardwareSample(Base):
+    """One counter of one GPU at one tick, as printed (R12, R13)."""
+
+    __tablename__ = "hardware_sample"
+
+    artefact_id: Mapped[int] = mapped_column(sa.ForeignKey("artefact.id"), primary_key=True)
+    line: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
+    counter: Mapped[str] = mapped_column(sa.String, primary_key=True)
+    node: Mapped[str | None]
+    gpu: Mapped[int]
+    tick: Mapped[int]
+    ts: Mapped[datetime | None]
+    value: Mapped[float | None] = mapped_column(sa.Float)
+    unit: Mapped[str]
+
+
+class LogFact(Base):
+    """A fact read from one server-log line."""
+
+    __tablename__ = "log_fact"
+
+    artefact_id: Mapped[int] = mapped_column(sa.ForeignKey("artefact.id"), primary_key=True)
+    line: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
+    kind: Mapped[str] = mapped_column(sa.String, primary_key=True)
+    process: Mapped[str | None]
+    value: Mapped[Decimal | None] = mapped_column(ExactDecimal)
+    text: Mapped[str]
+    unit: Mapped[str | None]
+    logged_at: Mapped[str | None]
+
+
+CAPTURED_TABLES = ("artefact", "capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact")

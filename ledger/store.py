@@ -1,0 +1,212 @@
+"""Open a ledger, own its transactions, migrate it, and write what importers parsed.
+
+A ledger is a database URL: ``duckdb:///ledger.duckdb`` (the embedded default, in the current
+folder) or ``postgresql+psycopg://user@host/db`` (the team server). Everything that writes goes
+through :class:`Ledger`, one transaction per unit of work; models never commit.
+
+Bulk rows (requests, chunk gaps, hardware samples) are written as Arrow tables that the database
+ingests itself: DuckDB scans the Arrow table in place, PostgreSQL receives it through ``COPY``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from importlib import resources
+from pathlib import Path
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session
+
+import duckdb_sqlalchemy.alembic_impl  # noqa: F401  (registers DuckDB with Alembic)
+
+from ledger import models as m
+from ledger.errors import LedgerLocked, NotFound, SchemaOutOfDate, StoreError
+
+DEFAULT_URL = "duckdb:///ledger.duckdb"
+ENV_VAR = "LEDGER_DB"
+
+
+def now() -> datetime:
+    """Naive UTC: every timestamp the ledger itself records is UTC."""
+    return datetime.now(UTC).replace(tzinfo=None)
+
+
+def resolve_url(url: str | None) -> str:
+    """--db beats $LEDGER_DB beats the embedded default; a bare path means a DuckDB file."""
+    url = url or os.environ.get(ENV_VAR) or DEFAULT_URL
+    if "://" not in url:
+        url = f"duckdb:///{url}"
+    return url
+
+
+def _duckdb_file(url: str) -> str | None:
+    u = sa.engine.make_url(url)
+    return u.database if u.get_backend_name() == "duckdb" else None
+
+
+def translate(exc: Exception, url: str) -> StoreError:
+    """Turn a driver error into one sentence a user can act on."""
+    text = str(getattr(exc, "orig", exc))
+    if "Could not set lock on file" in text or "Conflicting lock" in text:
+        path = _duckdb_file(url) or url
+        pid = re.search(r"PID (\d+)", text)
+        holder = f" (PID {pid.group(1)})" if pid else ""
+        return LedgerLocked(
+            f"{path} is held by another process{holder}; DuckDB allows one writer per file: "
+            "close that process (another `ledger` command, a duckdb shell or notebook) and retry"
+        )
+    if isinstance(exc, sa.exc.OperationalError) and "connection" in text.lower():
+        return StoreError(f"cannot connect to {sa.engine.make_url(url).render_as_string(hide_password=True)}: {text.strip()}")
+    return StoreError(text.strip().splitlines()[0] if text.strip() else type(exc).__name__)
+
+
+@dataclass(frozen=True)
+class Status:
+    url: str
+    backend: str
+    revision: str | None
+    head: str
+    counts: dict[str, int]
+
+
+class Ledger:
+    """An open ledger. Use as a context manager, or call :meth:`close`."""
+
+    def __init__(self, url: str | None = None) -> None:
+        self.url = resolve_url(url)
+        self.backend = sa.engine.make_url(self.url).get_backend_name()
+        if self.backend not in ("duckdb", "postgresql"):
+            raise StoreError(f"unsupported database {self.backend!r}: use duckdb:///FILE or postgresql+psycopg://...")
+        try:
+            self.engine = sa.create_engine(self.url, poolclass=sa.pool.NullPool if self.backend == "postgresql" else None)
+            with self.engine.connect():
+                pass
+        except sa.exc.SQLAlchemyError as exc:
+            raise translate(exc, self.url) from None
+        except Exception as exc:  # DuckDB raises its own IOException before SQLAlchemy wraps it
+            if "lock" in str(exc).lower():
+                raise translate(exc, self.url) from None
+            raise
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    def __enter__(self) -> Ledger:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @property
+    def display_url(self) -> str:
+        return sa.engine.make_url(self.url).render_as_string(hide_password=True)
+
+    def artefact_folder(self) -> Path:
+        """The content-addressed folder for stored copies: next to a DuckDB file, else here."""
+        file = _duckdb_file(self.url)
+        base = Path(file).resolve().parent if file and file != ":memory:" else Path.cwd()
+        return base / "ledger-artefacts"
+
+    @contextmanager
+    def session(self) -> Iterator[Session]:
+        """One transaction: committed when the block ends, rolled back on any error."""
+        session = Session(self.engine, expire_on_commit=False, autoflush=True)
+        try:
+            yield session
+            session.commit()
+        except sa.exc.SQLAlchemyError as exc:
+            session.rollback()
+            raise translate(exc, self.url) from exc
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    @contextmanager
+    def connection(self) -> Iterator[sa.Connection]:
+        """A read connection (no transaction kept)."""
+        try:
+            with self.engine.connect() as conn:
+                yield conn
+        except sa.exc.SQLAlchemyError as exc:
+            raise translate(exc, self.url) from exc
+
+    # ------------------------------------------------------------------ schema
+
+    def _alembic_config(self):
+        from alembic.config import Config
+
+        cfg = Config()
+        cfg.set_main_option("script_location", str(resources.files("migrations")))
+        return cfg
+
+    def head_revision(self) -> str:
+        from alembic.script import ScriptDirectory
+
+        return ScriptDirectory.from_config(self._alembic_config()).get_current_head()
+
+    def revision(self) -> str | None:
+        from alembic.migration import MigrationContext
+
+        with self.connection() as conn:
+            return MigrationContext.configure(conn).get_current_revision()
+
+    def init(self) -> tuple[str | None, str]:
+        """Create or upgrade the schema to head; returns (revision before, revision after)."""
+        from alembic import command
+
+        before = self.revision()
+        cfg = self._alembic_config()
+        try:
+            with self.engine.begin() as conn:
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, "head")
+        except sa.exc.SQLAlchemyError as exc:
+            raise translate(exc, self.url) from exc
+        return before, self.revision() or ""
+
+    def require_schema(self) -> None:
+        rev, head = self.revision(), self.head_revision()
+        if rev != head:
+            where = "has no schema" if rev is None else f"is at revision {rev}, the code needs {head}"
+            raise SchemaOutOfDate(f"the ledger at {self.display_url} {where}: run `ledger init`")
+
+    def status(self) -> Status:
+        rev = self.revision()
+        counts: dict[str, int] = {}
+        if rev is not None:
+            with self.connection() as conn:
+                for table in m.Base.metadata.sorted_tables:
+                    counts[table.name] = conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one()
+        return Status(self.display_url, self.backend, rev, self.head_revision(), counts)
+
+    # ------------------------------------------------------------------ lookups
+
+    @staticmethod
+    def get_batch(session: Session, name: str) -> m.Batch:
+        batch = session.scalar(sa.select(m.Batch).where(m.Batch.name == name))
+        if batch is None:
+            raise NotFound(f"no batch named {name!r}; `ledger batches` lists them")
+        return batch
+
+    @staticmethod
+    def get_deployment(session: Session, name: str) -> m.Deployment:
+        dep = session.scalar(sa.select(m.Deployment).where(m.Deployment.name == name))
+        if dep is None:
+            raise NotFound(f"no deployment named {name!r}; declare it first (`ledger declare FILE.yaml`)")
+        return dep
+
+    @staticmethod
+    def get_run(session: Session, run_id: int) -> m.Run:
+        run = session.get(m.Run, run_id)
+        if run is None:
+            raise NotFound(f"no run with id {run_id}; `ledger runs` lists them")
+        return run

@@ -1,0 +1,182 @@
+"""What is in the ledger: batches, runs, and one run in detail. Typed rows, no rendering."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from datetime import datetime
+
+import sqlalchemy as sa
+
+from ledger import models as m
+from ledger.records import REQUEST_FIELDS
+from ledger.store import Ledger
+
+
+@dataclass(frozen=True)
+class BatchRow:
+    id: int
+    name: str
+    status: str
+    deployment: str | None
+    runs: int
+    requests: int
+    artefacts: int
+    created_at: datetime
+    closed_at: datetime | None
+    description: str | None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RunRow:
+    id: int
+    batch: str
+    label: str
+    tool: str | None
+    input_target_tokens: int | None
+    output_cap_tokens: int | None
+    concurrency: int | None
+    request_count: int | None
+    requests: int
+    artefacts: int
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class CaptureDetail:
+    artefact_id: int
+    sha256: str
+    file_name: str
+    format: str
+    record_count: int
+    fields: list[str]
+    missing: list[str]
+    sampled: bool
+    sample_note: str | None
+    clock: str | None
+    token_source: str
+    success_rule: str
+
+
+@dataclass
+class PublishedDetail:
+    key: str
+    text: str
+    unit: str | None
+    flag: str
+    quantity_kind: str | None
+    artefact_id: int | None
+    locator: str | None
+    na_reason: str | None
+    note: str | None
+
+
+@dataclass
+class RunDetail:
+    run: RunRow
+    deployment: str | None
+    seed: int | None
+    dataset: str | None
+    request_rate: str | None
+    warm: dict[str, str]
+    status_counts: dict[str, int]
+    captures: list[CaptureDetail] = field(default_factory=list)
+    published: list[PublishedDetail] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def _count(table: sa.Table, where: sa.ColumnElement) -> sa.ScalarSelect:
+    return sa.select(sa.func.count()).select_from(table).where(where).scalar_subquery()
+
+
+def list_batches(ledger: Ledger) -> list[BatchRow]:
+    b, r, a, q = m.Batch.__table__, m.Run.__table__, m.Artefact.__table__, m.Request.__table__
+    d = m.Deployment.__table__
+    runs_in_batch = sa.select(r.c.id).where(r.c.batch_id == b.c.id)
+    stmt = (
+        sa.select(
+            b.c.id, b.c.name, b.c.status, d.c.name.label("deployment"),
+            _count(r, r.c.batch_id == b.c.id).label("runs"),
+            _count(q, q.c.run_id.in_(runs_in_batch)).label("requests"),
+            _count(a, a.c.batch_id == b.c.id).label("artefacts"),
+            b.c.created_at, b.c.closed_at, b.c.description,
+        )  # fmt: skip
+        .select_from(b.outerjoin(d, d.c.id == b.c.deployment_id))
+        .order_by(b.c.id)
+    )
+    with ledger.connection() as conn:
+        return [BatchRow(**row._mapping) for row in conn.execute(stmt)]
+
+
+def list_runs(ledger: Ledger, batch: str | None = None) -> list[RunRow]:
+    r, b, q, c = m.Run.__table__, m.Batch.__table__, m.Request.__table__, m.Capture.__table__
+    stmt = (
+        sa.select(
+            r.c.id, b.c.name.label("batch"), r.c.label, r.c.tool, r.c.input_target_tokens, r.c.output_cap_tokens,
+            r.c.concurrency, r.c.request_count,
+            _count(q, q.c.run_id == r.c.id).label("requests"),
+            _count(c, c.c.run_id == r.c.id).label("artefacts"),
+        )  # fmt: skip
+        .select_from(r.join(b, b.c.id == r.c.batch_id))
+        .order_by(b.c.id, r.c.id)
+    )
+    if batch is not None:
+        with ledger.session() as s:
+            Ledger.get_batch(s, batch)
+        stmt = stmt.where(b.c.name == batch)
+    with ledger.connection() as conn:
+        return [RunRow(**row._mapping) for row in conn.execute(stmt)]
+
+
+def run_detail(ledger: Ledger, run_id: int) -> RunDetail:
+    with ledger.session() as s:
+        run = Ledger.get_run(s, run_id)
+        batch = s.get(m.Batch, run.batch_id)
+        dep = s.get(m.Deployment, run.deployment_id) if run.deployment_id else None
+        row = next(x for x in list_runs(ledger, batch.name) if x.id == run_id)
+        statuses = dict(
+            s.execute(
+                sa.select(m.Request.status, sa.func.count()).where(m.Request.run_id == run_id).group_by(m.Request.status)
+            ).all()
+        )
+        detail = RunDetail(
+            run=row, deployment=dep.name if dep else None, seed=run.seed, dataset=run.dataset,
+            request_rate=run.request_rate,
+            warm={"prefix_cache": run.warm_prefix_cache, "process": run.warm_process,
+                  "compile": run.warm_compile, "file_cache": run.warm_file_cache},
+            status_counts={k: statuses.get(k, 0) for k in ("ok", "failed", "unknown")},
+        )  # fmt: skip
+        caps = s.execute(
+            sa.select(m.Capture, m.Artefact).join(m.Artefact, m.Artefact.id == m.Capture.artefact_id)
+            .where(m.Capture.run_id == run_id).order_by(m.Capture.id)
+        ).all()  # fmt: skip
+        for cap, art in caps:
+            fields = sorted(s.scalars(sa.select(m.CaptureField.field).where(m.CaptureField.capture_id == cap.id)))
+            detail.captures.append(
+                CaptureDetail(
+                    artefact_id=art.id, sha256=art.sha256, file_name=art.file_name, format=art.format,
+                    record_count=cap.record_count, fields=fields,
+                    missing=[f for f in REQUEST_FIELDS if f not in fields] if cap.record_count else [],
+                    sampled=cap.sampled, sample_note=cap.sample_note, clock=cap.clock,
+                    token_source=cap.token_source, success_rule=cap.success_rule,
+                )  # fmt: skip
+            )
+        for pv in s.scalars(
+            sa.select(m.PublishedValue).where(m.PublishedValue.run_id == run_id).order_by(m.PublishedValue.id)
+        ):
+            detail.published.append(
+                PublishedDetail(key=pv.key, text=pv.text, unit=pv.unit, flag=pv.flag, quantity_kind=pv.quantity_kind,
+                                artefact_id=pv.artefact_id, locator=pv.locator, na_reason=pv.na_reason, note=pv.note)
+            )  # fmt: skip
+    return detail
+
+
+def to_json(rows: object) -> str:
+    return json.dumps(rows, indent=2, default=str, ensure_ascii=False)

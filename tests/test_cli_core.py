@@ -1,0 +1,105 @@
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ledger.cli import main
+from ledger.store import Ledger
+
+MANIFEST = Path(__file__).parent / "fixtures" / "manifest" / "system.yaml"
+
+
+def run(*args: str, ok: bool = True):
+    result = CliRunner().invoke(main, list(args))
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+
+
+def test_init_then_status(ledger_url: str) -> None:
+    out = run("init", "--db", ledger_url).output
+    assert "schema empty -> 0002" in out or "->" in out
+    again = run("init", "--db", ledger_url).output
+    assert "schema already at revision" in again
+    st = json.loads(run("status", "--db", ledger_url, "--json").output)
+    assert st["revision"] == st["head"]
+    assert st["counts"]["request"] == 0
+
+
+def test_commands_on_uninitialised_ledger_say_what_to_do(tmp_path: Path) -> None:
+    res = run("batches", "--db", f"duckdb:///{tmp_path / 'x.duckdb'}", ok=False)
+    assert res.exit_code == 1
+    assert "has no schema: run `ledger init`" in res.output
+
+
+def test_default_db_is_ledger_duckdb_in_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("LEDGER_DB", raising=False)
+    run("init")
+    assert (tmp_path / "ledger.duckdb").exists()
+    assert "duckdb:///ledger.duckdb" in run("status").output
+
+
+def test_declare_records_everything_once(ledger_url: str) -> None:
+    run("init", "--db", ledger_url)
+    out = run("declare", "--db", ledger_url, str(MANIFEST)).output
+    assert "deployment: 2 declared, 0 already there" in out
+    assert "launch: 2 declared" in out and "run: 1 declared" in out
+    again = run("declare", "--db", ledger_url, str(MANIFEST)).output
+    assert "deployment: 0 declared, 2 already there" in again
+    batches = json.loads(run("batches", "--db", ledger_url, "--json").output)
+    assert [(b["name"], b["status"], b["deployment"], b["runs"]) for b in batches] == [("fx", "open", "h20-1017", 1)]
+    runs = json.loads(run("runs", "--db", ledger_url, "--batch", "fx", "--json").output)
+    assert runs[0]["label"] == "50k-200-c4n8" and runs[0]["concurrency"] == 4
+    shown = run("show", "run", str(runs[0]["id"]), "--db", ledger_url).output
+    assert "warm state: prefix_cache cold, process warm, compile warm, file_cache warm" in shown
+    with Ledger(ledger_url) as led, led.session() as s:
+        from ledger import models as m
+
+        deps = {d.name: d for d in s.query(m.Deployment)}
+        assert deps["h20-1017"].gpu_memory_unit == "MiB" and str(deps["h20-1017"].size_on_disk) == "510.31"
+        assert deps["h20-1017"].fingerprint != deps["h20-old"].fingerprint
+        assert len(deps["h20-1017"].fingerprint) == 64
+
+
+def test_redeclaring_with_different_content_is_refused(ledger_url: str, tmp_path: Path) -> None:
+    run("init", "--db", ledger_url)
+    run("declare", "--db", ledger_url, str(MANIFEST))
+    changed = tmp_path / "system.yaml"
+    shutil.copy(MANIFEST.parent / "report.txt", tmp_path / "report.txt")
+    changed.write_text(MANIFEST.read_text().replace("max_num_seqs: 32\n    launches", "max_num_seqs: 16\n    launches"))
+    res = run("declare", "--db", ledger_url, str(changed), ok=False)
+    assert res.exit_code == 3
+    assert "refused (R10): redeclare deployment 'h20-1017' with different fingerprint, max_num_seqs" in res.output
+
+
+def test_bad_manifest_names_the_field(tmp_path: Path, ledger_url: str) -> None:
+    run("init", "--db", ledger_url)
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("deployments:\n  - name: x\n    tp: eight\n")
+    res = run("declare", "--db", ledger_url, str(bad), ok=False)
+    assert res.exit_code == 1
+    assert f"error: {bad}: deployments.0.tp: Input should be a valid integer" in res.output
+
+
+def test_unknown_run_and_batch(ledger_url: str) -> None:
+    run("init", "--db", ledger_url)
+    res = run("show", "run", "42", "--db", ledger_url, ok=False)
+    assert res.exit_code == 1 and "no run with id 42; `ledger runs` lists them" in res.output
+    res = run("runs", "--batch", "nope", "--db", ledger_url, ok=False)
+    assert "no batch named 'nope'" in res.output
+
+
+def test_usage_error_exits_2() -> None:
+    assert run("show", "run", "notanumber", ok=False).exit_code == 2
+
+
+def test_every_command_help_has_an_example() -> None:
+    for name, cmd in main.commands.items():
+        if hasattr(cmd, "commands"):
+            continue
+        assert "Example:" in (cmd.help or ""), name

@@ -1,0 +1,86 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import sqlalchemy as sa
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+
+from ledger import models as m
+from ledger.errors import LedgerLocked, SchemaOutOfDate
+from ledger.store import Ledger, now, resolve_url
+
+
+def test_migrations_build_exactly_the_models(ledger_url: str) -> None:
+    with Ledger(ledger_url) as led:
+        before, after = led.init()
+        assert before is None and after == led.head_revision()
+        with led.engine.connect() as conn:
+            diff = compare_metadata(MigrationContext.configure(conn), m.Base.metadata)
+        assert diff == []
+        assert led.init() == (after, after)  # idempotent
+
+
+def test_status_counts_every_table(ledger: Ledger) -> None:
+    st = ledger.status()
+    assert st.revision == st.head
+    assert set(st.counts) == {t.name for t in m.Base.metadata.sorted_tables}
+    assert all(n == 0 for n in st.counts.values())
+
+
+def test_session_rolls_back_on_error(ledger: Ledger) -> None:
+    with pytest.raises(RuntimeError):
+        with ledger.session() as s:
+            s.add(m.Batch(name="fx", status="open", created_at=now()))
+            s.flush()
+            raise RuntimeError("boom")
+    assert ledger.status().counts["batch"] == 0
+
+
+def test_check_constraints_hold(ledger: Ledger) -> None:
+    from ledger.errors import StoreError
+
+    with pytest.raises(StoreError):
+        with ledger.session() as s:
+            s.add(m.Batch(name="fx", status="half-open", created_at=now()))
+
+
+def test_unmigrated_ledger_asks_for_init(ledger_url: str) -> None:
+    with Ledger(ledger_url) as led:
+        with pytest.raises(SchemaOutOfDate, match=r"has no schema: run `ledger init`"):
+            led.require_schema()
+
+
+def test_url_resolution(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("LEDGER_DB", raising=False)
+    assert resolve_url(None) == "duckdb:///ledger.duckdb"
+    monkeypatch.setenv("LEDGER_DB", "duckdb:///other.duckdb")
+    assert resolve_url(None) == "duckdb:///other.duckdb"
+    assert resolve_url("x.duckdb") == "duckdb:///x.duckdb"
+
+
+def test_duckdb_file_held_by_another_process(tmp_path) -> None:
+    path = tmp_path / "held.duckdb"
+    with Ledger(f"duckdb:///{path}") as led:
+        led.init()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", f"import duckdb,sys,time; c=duckdb.connect({str(path)!r}); print('held', flush=True); time.sleep(30)"],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(LedgerLocked) as info:
+            Ledger(f"duckdb:///{path}")
+        msg = str(info.value)
+        assert msg.startswith(f"{path} is held by another process")
+        assert "close that process" in msg and "Traceback" not in msg
+    finally:
+        holder.kill()
+        holder.wait()
+
+
+def test_fingerprint_index_exists(ledger: Ledger) -> None:
+    names = {ix["name"] for ix in sa.inspect(ledger.engine).get_indexes("deployment")}
+    assert "ix_deployment_fingerprint" in names
