@@ -102,6 +102,15 @@ def integer(path: Path, where: str, field: str, value: object, *, optional: bool
     raise ParseError(path, where, field, f"expected an integer, got {value!r}")
 
 
+def whole(value: object) -> int | None:
+    """A whole number from optional configuration, else None (config layouts are not validated)."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value if isinstance(value, int) else None
+
+
 def mapping(path: Path, where: str, field: str | None, value: object, *, optional: bool = False) -> dict:
     if value is None and optional:
         return {}
@@ -290,20 +299,16 @@ def build_columns(rows: Sequence[Mapping[str, Any]]) -> RequestColumns:
     return RequestColumns(**{name: [r.get(name) for r in rows] for name in RequestColumns.model_fields})
 
 
-def present_fields(columns: Mapping[str, Sequence[Any]], always: Iterable[str] = ()) -> list[str]:
+def present_fields(columns: RequestColumns, always: Iterable[str] = ()) -> list[str]:
     """REQUEST_FIELDS with at least one value in the columns, plus those the format always carries.
 
     A field whose every value is None was not captured (n/a, R9) and is left out.
     """
     found = set(always)
     for field, column in FIELD_COLUMN.items():
-        if any(v is not None for v in columns[column]):
+        if any(v is not None for v in getattr(columns, column)):
             found.add(field)
     return sorted(found)
-
-
-def columns_dict(columns: RequestColumns) -> dict[str, list[Any]]:
-    return {name: getattr(columns, name) for name in RequestColumns.model_fields}
 
 
 # --- sniff helpers ----------------------------------------------------------------------------

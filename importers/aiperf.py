@@ -105,7 +105,7 @@ class AiperfRecordsImporter:
             for r, u_in, u_out in zip(rows, usage_in, usage_out, strict=True):
                 r["input_tokens"], r["output_tokens"] = u_in, u_out
         columns = build_columns(rows)
-        fields = present_fields({n: getattr(columns, n) for n in type(columns).model_fields}, always=["status"])
+        fields = present_fields(columns, always=["status", "error"])
         skipped_text = ", ".join(f"{phase}: {n}" for phase, n in sorted(skipped.items()))
         starts = [r["send_ns"] for r in rows if r.get("send_ns") is not None]
         first = datetime.fromtimestamp(min(starts) // 10**9, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if starts else "?"
@@ -114,7 +114,7 @@ class AiperfRecordsImporter:
                 label=f"aiperf records from {first} ({len(rows)} requests)",
                 tool="aiperf",
                 request_count=len(rows),
-                locator="line 1",
+                locator=f"line {rows[0]['line']}" if rows else None,
                 metadata={"skipped_records": skipped_text} if skipped else {},
             ),
             capture=Capture(
@@ -158,8 +158,8 @@ def _row(
     for name, column in _TIME_METRICS.items():
         row[column] = _seconds(path, where, metrics, name)
     row["chunk_gaps_s"] = _gaps(path, where, metrics)
-    usage = (_tokens(path, where, metrics, "usage_prompt_tokens"), _tokens(path, where, metrics, "usage_completion_tokens"))
-    return row, *usage
+    usage_in = _tokens(path, where, metrics, "usage_prompt_tokens")
+    return row, usage_in, _tokens(path, where, metrics, "usage_completion_tokens")
 
 
 def _metric(path: Path, where: str, metrics: dict, name: str) -> tuple[Any, str] | None:

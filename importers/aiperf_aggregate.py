@@ -23,9 +23,11 @@ from importers._toolfiles import (
     TIME_UNITS,
     has_key,
     head_text,
+    is_number,
     jpath,
     published,
     to_seconds,
+    whole,
     walk_metric_objects,
 )
 from importers.base import ParseOptions, first_json_value, load_json
@@ -99,12 +101,6 @@ def _get(obj: Any, *keys: str) -> Any:
     return obj
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else (
-        int(value) if isinstance(value, float) and value.is_integer() else None
-    )
-
-
 def _when(path: Path, data: dict, key: str) -> datetime | None:
     raw = data.get(key)
     if raw is None:
@@ -119,11 +115,11 @@ def _info(path: Path, data: dict) -> RunInfo:
     config = data.get("input_config") if isinstance(data.get("input_config"), dict) else {}
     models = _get(config, "endpoint", "model_names")
     model = models[0] if isinstance(models, list) and models else None
-    concurrency = _int(_get(config, "loadgen", "concurrency"))
+    concurrency = whole(_get(config, "loadgen", "concurrency"))
     rate = _get(config, "loadgen", "request_rate")
     duration = data.get("benchmark_duration")
     duration_s = None
-    if isinstance(duration, dict) and duration.get("unit") in TIME_UNITS and isinstance(duration.get("avg"), (int, float)):
+    if isinstance(duration, dict) and duration.get("unit") in TIME_UNITS and is_number(duration.get("avg")):
         duration_s = to_seconds(duration["avg"], TIME_UNITS[duration["unit"]])
     parts = ["aiperf", model, f"c{concurrency}" if concurrency is not None else None,
              f"rate {rate}" if rate is not None else None, data.get("start_time")]
@@ -143,12 +139,12 @@ def _info(path: Path, data: dict) -> RunInfo:
         label=" ".join(str(p) for p in parts if p is not None),
         tool="aiperf",
         tool_version=str(data["aiperf_version"]) if data.get("aiperf_version") is not None else None,
-        input_target_tokens=_int(_get(config, "input", "prompt", "input_tokens", "mean")),
-        output_cap_tokens=_int(_get(config, "input", "prompt", "output_tokens", "mean")),
+        input_target_tokens=whole(_get(config, "input", "prompt", "input_tokens", "mean")),
+        output_cap_tokens=whole(_get(config, "input", "prompt", "output_tokens", "mean")),
         concurrency=concurrency,
-        request_count=_int(_get(config, "loadgen", "request_count")),
+        request_count=whole(_get(config, "loadgen", "request_count")),
         request_rate=None if rate is None else json.dumps(rate) if not isinstance(rate, str) else rate,
-        seed=_int(_get(config, "input", "random_seed")),
+        seed=whole(_get(config, "input", "random_seed")),
         dataset=_get(config, "input", "file") if isinstance(_get(config, "input", "file"), str) else None,
         started_at=_when(path, data, "start_time"),
         ended_at=_when(path, data, "end_time"),

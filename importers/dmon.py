@@ -26,8 +26,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from itertools import repeat
-from operator import ne
+from operator import ne, or_
 from typing import NoReturn
 
 from importers.base import ParseOptions
@@ -137,21 +136,22 @@ class _ColumnSet:
     counters: tuple[tuple[int, str, str], ...]  # (column index, name, unit)
 
 
-class _Numbers(dict):  # type: ignore[type-arg]
-    """Printed token -> float (or None for '-'), parsed once per distinct token.
+def _to_number(token: bytes) -> float | None:
+    """'-' (unavailable) -> None; a number -> float; anything else -> ValueError."""
+    if token == b"-":
+        return None
+    value = float(token)
+    if value != value or value in (_INF, -_INF):  # float() takes 'nan'/'inf'; dmon never prints them
+        raise ValueError(token)
+    return value
 
-    dmon prints few distinct values per column (percentages, clocks, watts), so a dict lookup at C
-    speed replaces most ``float()`` calls and the floats are shared. A bad token raises ValueError;
-    the caller then finds its line.
-    """
+
+class _Numbers(dict):  # type: ignore[type-arg]
+    """Printed token -> :func:`_to_number`, once per distinct token: dmon prints few distinct values
+    per column, so a C-speed dict lookup replaces most ``float()`` calls and the floats are shared."""
 
     def __missing__(self, token: bytes) -> float | None:
-        if token == b"-":
-            value = None
-        else:
-            value = float(token)
-            if value != value or value in (_INF, -_INF):  # float() takes 'nan'/'inf'; dmon never prints them
-                raise ValueError(token)
+        value = _to_number(token)
         if len(self) < 1_000_000:
             self[token] = value
         return value
@@ -188,7 +188,7 @@ class _Reader:
                         buf = buf[: len(buf) - len(carry)]
                     else:
                         block = [carry] if carry else []
-                    self._block(block, list(map(bytes.split, block)), _hash_lines(buf), base, 0)
+                    self._block(block, list(map(bytes.split, block)), _hash_lines(buf), base)
                     base += len(block)
                     limit = self._lines_per_chunk()
                     while len(self.rows) >= limit:
@@ -205,16 +205,24 @@ class _Reader:
         yield from self.out
         self.out.clear()
 
-    def _block(self, block: list[bytes], parts: list[list[bytes]], hashes: list[int], base: int, lo: int) -> None:
+    def _block(self, block: list[bytes], parts: list[list[bytes]], hashes: list[int], base: int) -> None:
         """Take runs of ordinary data rows whole; hand every other line to :meth:`_slow`.
 
         Special lines are those with another field count than the header in force (blank lines,
         '# gpu' headers, malformed rows) and those holding a '#' (``hashes``); they are located
         at C speed, so the per-line cost of ordinary rows is one ``split`` and nothing in Python.
         """
-        k, n = self.k, len(block)
         lens = list(map(len, parts))
-        special = set(hashes)
+        lo: int | None = 0
+        while lo is not None:
+            lo = self._run(block, parts, lens, hashes, base, lo)
+
+    def _run(
+        self, block: list[bytes], parts: list[list[bytes]], lens: list[int], hashes: list[int], base: int, lo: int
+    ) -> int | None:
+        """Lines ``lo``.. under the column set in force; where a new set comes in, its first line."""
+        k, n = self.k, len(block)
+        special = {x for x in hashes if x >= lo}
         for count in set(lens[lo:]) - {k}:
             i = lo
             try:
@@ -224,21 +232,23 @@ class _Reader:
             except ValueError:
                 pass
         i = lo
-        for s in sorted(x for x in special if x >= lo) + [n]:
+        for s in sorted(special) + [n]:
             if s < i:
                 continue
             while self.pending is not None and i < s:  # the line after a names line decides its units
                 self._slow(block[i], parts[i], base + i + 1)
                 i += 1
+            if self.k != k:
+                return i
             if s > i:
                 self.rows += parts[i:s]
                 self.lines += range(base + i + 1, base + s + 1)
             if s < n:
                 self._slow(block[s], parts[s], base + s + 1)
-                if self.k != k:  # a new column set: classify the rest against it
-                    self._block(block, parts, hashes, base, s + 1)
-                    return
+                if self.k != k:
+                    return s + 1
             i = s + 1
+        return None
 
     # -- rare lines ----------------------------------------------------------------------------
 
@@ -357,8 +367,11 @@ class _Reader:
         if dates is None and times is None:
             starts = [0]
         else:
-            keyed = [c for c in (dates, times) if c is not None]
-            change = list(map(any, zip(*(map(ne, c[1:], c[:-1]) for c in keyed))))
+            first = times if times is not None else dates
+            assert first is not None
+            change = list(map(ne, first[1:], first[:-1]))
+            if dates is not None and times is not None and dates.count(dates[0]) != n:  # midnight
+                change = list(map(or_, change, map(ne, dates[1:], dates[:-1])))
             starts = [0]
             i = 0
             while True:
@@ -404,10 +417,7 @@ class _Reader:
         """Find the first value of a column that is not a number ('-' allowed for counters)."""
         for v, lineno in zip(col, lines):
             try:
-                if allow_dash:
-                    _Numbers.__missing__({}, v)  # type: ignore[arg-type]
-                else:
-                    int(v)
+                _to_number(v) if allow_dash else int(v)
             except ValueError:
                 text = v.decode("utf-8", errors="replace")
                 raise ParseError(self.path, f"line {lineno}", name, f"not a number: {text!r}") from None

@@ -102,7 +102,7 @@ def _runs(path: Path, experiments: list, version: str | None, header: dict[str, 
                 metadata=metadata,
             ),
             capture=Capture(
-                fields=present_fields({n: getattr(columns, n) for n in type(columns).model_fields}, ["status"]),
+                fields=present_fields(columns, ["status"]),
                 record_count=len(rows),
                 clock="epoch_ns",
                 token_source="server_usage" if any(r.get("output_tokens") is not None for r in rows) else "unknown",

@@ -14,7 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from importers._toolfiles import AIPERF_MARKERS, has_key, head_text, walk_metric_objects
+from importers._toolfiles import AIPERF_MARKERS, has_key, head_text, walk_metric_objects, whole
 from importers.base import ParseOptions, first_json_value, load_json
 from ledger.errors import ParseError
 from ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
@@ -71,19 +71,11 @@ def _first(config: dict, *paths: tuple[str, ...]) -> Any:
     return None
 
 
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return value if isinstance(value, int) else None
-
-
 def _info(config: Any) -> RunInfo:
     config = config if isinstance(config, dict) else {}
     models = _first(config, ("model",), ("model_names",), ("endpoint", "model_names"))
     model = models[0] if isinstance(models, list) and models else models if isinstance(models, str) else None
-    concurrency = _int(_first(config, ("concurrency",), ("perf_analyzer", "stimulus", "concurrency")))
+    concurrency = whole(_first(config, ("concurrency",), ("perf_analyzer", "stimulus", "concurrency")))
     rate = _first(config, ("request_rate",), ("perf_analyzer", "stimulus", "request_rate"))
     parts = ["genai-perf", model, f"concurrency={concurrency}" if concurrency is not None else None,
              f"request_rate={rate}" if rate is not None else None]
@@ -99,14 +91,14 @@ def _info(config: Any) -> RunInfo:
     return RunInfo(
         label=" ".join(str(p) for p in parts if p is not None),
         tool="genai-perf",
-        input_target_tokens=_int(
+        input_target_tokens=whole(
             _first(config, ("synthetic_input_tokens_mean",), ("input", "synthetic_tokens", "mean"))
         ),
-        output_cap_tokens=_int(_first(config, ("output_tokens_mean",), ("input", "output_tokens", "mean"))),
+        output_cap_tokens=whole(_first(config, ("output_tokens_mean",), ("input", "output_tokens", "mean"))),
         concurrency=concurrency,
         request_rate=None if rate is None else str(rate),
-        request_count=_int(_first(config, ("request_count",), ("perf_analyzer", "stimulus", "request_count"))),
-        seed=_int(_first(config, ("random_seed",), ("input", "random_seed"))),
+        request_count=whole(_first(config, ("request_count",), ("perf_analyzer", "stimulus", "request_count"))),
+        seed=whole(_first(config, ("random_seed",), ("input", "random_seed"))),
         locator="$",
         metadata=metadata,
     )

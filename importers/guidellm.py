@@ -47,7 +47,6 @@ from importers._toolfiles import (
     to_seconds,
 )
 from importers.base import ParseOptions, load_json
-from ledger.errors import ParseError
 from ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 
 GROUPS = (("successful", "ok"), ("incomplete", "unknown"), ("errored", "failed"))
@@ -92,7 +91,7 @@ class GuidellmImporter:
         data = mapping(path, "$", None, load_json(path))
         meta = mapping(path, "$", "metadata", data.get("metadata"), optional=True)
         benchmarks = sequence(path, "$", "benchmarks", data.get("benchmarks"))
-        top_config = {**_dict(data.get("args")), **_dict(data.get("config"))}
+        top_config = _merged(_dict(data.get("args")), _dict(data.get("config")))
         version = str(meta["version"]) if meta.get("version") is not None else "0.3"
         tool_version = str(meta["guidellm_version"]) if meta.get("guidellm_version") else None
         runs = list(_runs(path, benchmarks, top_config, tool_version))
@@ -101,6 +100,14 @@ class GuidellmImporter:
 
 def _dict(value: Any) -> dict:
     return value if isinstance(value, dict) else {}
+
+
+def _merged(*configs: dict) -> dict:
+    """Later configs win, but a null never hides a value set elsewhere (e.g. sample_size)."""
+    out: dict = {}
+    for config in configs:
+        out.update({k: v for k, v in config.items() if v is not None})
+    return out
 
 
 def _runs(path: Path, benchmarks: list, top_config: dict, tool_version: str | None) -> Iterator[ParsedRun]:
@@ -113,12 +120,12 @@ def _runs(path: Path, benchmarks: list, top_config: dict, tool_version: str | No
             records = sequence(path, jpath("benchmarks", b, "requests"), group, groups.get(group), optional=True)
             rows.extend(_row(path, (b, group, k), len(rows), status, rec) for k, rec in enumerate(records))
         columns = build_columns(rows)
-        config = {**top_config, **_dict(bench.get("args")), **_dict(bench.get("config"))}
+        config = _merged(top_config, _dict(bench.get("args")), _dict(bench.get("config")))
         sampled, note = _sampling(bench, groups, config)
         yield ParsedRun(
             info=_info(bench, b, config, tool_version, sum(_counts(bench).values()) or len(rows)),
             capture=Capture(
-                fields=present_fields({n: getattr(columns, n) for n in type(columns).model_fields}, ["status"]),
+                fields=present_fields(columns, ["status"]),
                 record_count=len(rows),
                 sampled=sampled,
                 sample_note=note,
@@ -167,7 +174,8 @@ def _row(path: Path, at: tuple[int, str, int], idx: int, status: str, rec: Any) 
 
 def _counts(bench: dict) -> dict[str, int]:
     """Requests guidellm counted per group, wherever this version wrote them."""
-    for table in (_dict(_dict(bench.get("scheduler_metrics")).get("requests_made")), _dict(bench.get("request_totals"))):
+    made = _dict(_dict(bench.get("scheduler_metrics")).get("requests_made"))
+    for table in (made, _dict(bench.get("request_totals"))):
         found = {g: v for g, _ in GROUPS if is_number(v := table.get(g))}
         if found:
             return found
@@ -206,7 +214,12 @@ def _published(bench: dict, b: int) -> list[Published]:
 def _leaves(b: int, parts: list[str], obj: Any, unit: str | None, kind: str) -> list[Published]:
     """Every number below ``obj`` (lists such as the CDF are distributions, not single values)."""
     if isinstance(obj, dict):
-        return [p for k, v in obj.items() for p in _leaves(b, [*parts, str(k)], v, unit, kind)]
+        return [
+            p
+            for k, v in obj.items()
+            if k != "cumulative_distribution_function"
+            for p in _leaves(b, [*parts, str(k)], v, unit, kind)
+        ]
     if not is_number(obj) and obj is not None:
         return []
     stat = parts[-1]

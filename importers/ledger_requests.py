@@ -227,6 +227,11 @@ def _read_csv(path: Path) -> tuple[dict[str, Any], dict[str, list], list[int]]:
     return header, cols, lines
 
 
+def _shown(value: Any) -> str:
+    """A value for a message: decimals as written in the file, everything else as repr."""
+    return f"{value}" if isinstance(value, Decimal) else f"{value!r:.40}"
+
+
 def _convert(values: list, convert: Callable[[Any], Any], field: str, lines: list[int], path: Path) -> list:
     """Convert a column in one comprehension; on failure find the offending row for the message."""
     try:
@@ -236,22 +241,38 @@ def _convert(values: list, convert: Callable[[Any], Any], field: str, lines: lis
             try:
                 None if v is None else convert(v)
             except (ValueError, TypeError, ArithmeticError) as exc:
-                raise ParseError(path, f"line {lines[i]}", field, f"{exc} (value {v!r:.40})") from None
+                raise ParseError(path, f"line {lines[i]}", field, f"{exc}, got {_shown(v)}") from None
         raise
 
 
+def _int_cell(v: str) -> int:
+    if v.lstrip("-").isdigit():
+        return int(v)
+    raise ValueError("expected an integer")
+
+
 def _seconds_ns(v: Any) -> int:
-    if type(v) is float or isinstance(v, bool):
-        raise TypeError("expected a number")
-    return int(Decimal(v) * E9)
+    if type(v) not in (int, Decimal, str):
+        raise TypeError("expected a number of seconds")
+    try:
+        return int(Decimal(v) * E9)
+    except (ArithmeticError, ValueError):
+        raise ValueError("expected a number of seconds") from None
 
 
 def _ns(v: Any) -> int:
     if type(v) is int:
         return v
-    if isinstance(v, str):
+    if isinstance(v, str) and v.lstrip("-").isdigit():
         return int(v)
     raise TypeError("epoch_ns times must be integers")
+
+
+def _float_cell(v: str) -> float:
+    try:
+        return float(v)
+    except ValueError:
+        raise ValueError("expected a number of seconds") from None
 
 
 def _gaps_json(v: Any) -> list:
@@ -261,7 +282,10 @@ def _gaps_json(v: Any) -> list:
 
 
 def _gaps_csv(v: str) -> list[float]:
-    return [] if v == "[]" else [float(g) for g in v.split(";")]
+    try:
+        return [] if v == "[]" else [float(g) for g in v.split(";")]
+    except ValueError:
+        raise ValueError("expected numbers of seconds separated by ';' (or [] for none)") from None
 
 
 def _columns(cols: dict[str, list], lines: list[int], clock: str | None, csv_text: bool, path: Path) -> RequestColumns:
@@ -273,10 +297,10 @@ def _columns(cols: dict[str, list], lines: list[int], clock: str | None, csv_tex
                 raise ParseError(path, "line 1", "clock", f"the file has {field} but the header declares no clock")
             values = _convert(values, _ns if clock == "epoch_ns" else _seconds_ns, field, lines, path)
         elif field in SECONDS_FIELDS:
-            values = _convert(values, float if csv_text else (lambda v: float(v) if type(v) is Decimal else v),
+            values = _convert(values, _float_cell if csv_text else (lambda v: float(v) if type(v) is Decimal else v),
                               field, lines, path)
         elif field in INT_FIELDS and csv_text:
-            values = _convert(values, int, field, lines, path)
+            values = _convert(values, _int_cell, field, lines, path)
         elif field == "chunk_gaps":
             values = _convert(values, _gaps_csv if csv_text else _gaps_json, field, lines, path)
         elif field == "status":
@@ -293,7 +317,7 @@ def _columns(cols: dict[str, list], lines: list[int], clock: str | None, csv_tex
         column, i, *_ = err["loc"]
         value = err.get("input")
         raise ParseError(path, f"line {lines[int(i)]}", FIELD_OF.get(str(column), str(column)),
-                         f"{err['msg'].lower()}, got {value!r:.40}") from None
+                         f"{err['msg'].lower()}, got {_shown(value)}") from None
 
 
 class LedgerRequestsImporter:

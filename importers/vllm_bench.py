@@ -256,20 +256,31 @@ def _label(obj: dict[str, Any]) -> str:
     return " ".join(parts)
 
 
+def _times_ns(arrays: dict[str, list], ttft: list, latency: list, n: int) -> tuple[list, list, list]:
+    """send / first-token / end ns from perf_counter seconds, summed exactly as decimals."""
+    none = [None] * n
+    starts = [Decimal(repr(x)) for x in arrays["start_times"]]
+    send = [int(s * E9) for s in starts]
+    first = end = none
+    if "ttfts" in arrays:
+        first = [None if t is None else int((s + Decimal(repr(t))) * E9) for s, t in zip(starts, ttft)]
+    if "latencies" in arrays:
+        end = [None if t is None else int((s + Decimal(repr(t))) * E9) for s, t in zip(starts, latency)]
+    return send, first, end
+
+
 def _requests(arrays: dict[str, list], n: int, line: int | None, path: Path, prefix: str) -> RequestColumns:
-    check_numbers(arrays, ("start_times", "ttfts", "latencies") if "start_times" in arrays else (), path, prefix)
     status = status_of(arrays.get("errors"), n)
     ttft = unless_placeholder(arrays.get("ttfts"), status, n)
     latency = unless_placeholder(arrays.get("latencies"), status, n)
     none = [None] * n
     send = first = end = none
     if "start_times" in arrays:
-        starts = [Decimal(repr(x)) for x in arrays["start_times"]]
-        send = [int(s * E9) for s in starts]
-        if "ttfts" in arrays:
-            first = [None if t is None else int((s + Decimal(repr(t))) * E9) for s, t in zip(starts, ttft)]
-        if "latencies" in arrays:
-            end = [None if t is None else int((s + Decimal(repr(t))) * E9) for s, t in zip(starts, latency)]
+        try:  # fast path; a non-number raises in Decimal() or int(), then find it for the message
+            send, first, end = _times_ns(arrays, ttft, latency, n)
+        except (ArithmeticError, ValueError, TypeError):
+            check_numbers(arrays, ("start_times", "ttfts", "latencies"), path, prefix)
+            raise
     errors = arrays.get("errors")
     cols = {
         "idx": list(range(n)), "line": [line] * n, "status": status,

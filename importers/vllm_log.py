@@ -1,0 +1,240 @@
+"""vLLM server start-up log -> facts with their source line (formats.md section 8).
+
+Why it is built this way:
+
+* Processes interleave (``(APIServer pid=…)``, ``(EngineCore_0 pid=…)``, ``(EngineCore_DP1 pid=…)``,
+  ``(Worker_TP3 pid=…)``), so every fact keeps its process prefix: a KV pool is per engine / DP group.
+* Captures are often hard-wrapped at a fixed width. A physical line that starts with neither a process
+  prefix, a log level nor a timestamp continues the previous record; the pieces are joined without a
+  separator (the wrap cut mid-word) and the record keeps its FIRST physical line number.
+* vLLM prints no year (``09-04 01:29:05``): timestamps are kept as printed; elapsed times are computed
+  on month-day-time, across midnight and the new year.
+* Numbers are kept as printed (``464,848``) and as an exact Decimal with the commas removed (R11).
+
+Fact kinds (:data:`FACT_KINDS` gives each its meaning and quantity kind):
+
+========================== ===== =============================================================
+kind                       unit  from
+========================== ===== =============================================================
+kv_cache_tokens            tokens ``GPU KV cache size: %s tokens`` (per engine / DP group)
+max_concurrency_ratio      x     ``Maximum concurrency for %s tokens per request: %.2fx``
+max_concurrency_window_tokens tokens the window of that line
+model_allocation           GiB   ``Model loading took %s GiB and %.6f seconds`` (per rank; unit as printed)
+model_load_seconds         s     the seconds of that line
+weights_load_seconds       s     ``Loading weights took %.2f seconds``
+kv_cache_memory            GiB   ``Available KV cache memory: %s GiB`` (unit as printed)
+num_gpu_blocks             blocks ``num_gpu_blocks is: %d`` (or V0 ``# GPU blocks: %d``)
+init_engine_seconds        s     ``init engine (profile, create kv cache, warmup model) took %s seconds``
+engine_version             -     ``vLLM API server version X`` (text only)
+api_server_start           -     ``Starting vLLM API server … on http://…`` (text: the URL)
+ready                      -     uvicorn ``Application startup complete.`` (no timestamp printed)
+seconds_to_ready           s     DERIVED, see below
+engine_error               -     every ERROR / CRITICAL record (text: its message)
+========================== ===== =============================================================
+
+``seconds_to_ready`` = (last timestamp printed at or before the ``ready`` line) - (the first
+timestamp of the log: the launcher's first line, taken as process start). uvicorn prints no time, so
+the value has 1 s resolution and is a lower bound; it is one launch stage's time to READY (R8: never
+compare it across stages as a cold/warm A/B). A log without a ready line (a failed launch) has no
+``seconds_to_ready``; its ``engine_error`` facts carry the cause.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from decimal import Decimal
+from pathlib import Path
+
+from importers.base import ParseOptions, first_json_value
+from ledger.errors import ParseError
+from ledger.records import LogFact, ParsedArtefact
+
+# kind -> (quantity kind in ledger.kinds.KINDS or None for text facts, meaning)
+FACT_KINDS: dict[str, tuple[str | None, str]] = {
+    "kv_cache_tokens": ("kv_pool_tokens", "KV cache capacity of one engine / DP group, in tokens"),
+    "max_concurrency_ratio": (
+        "capacity_ratio",
+        "KV pool tokens / window tokens: a theoretical capacity ratio, never a served concurrency (R5)",
+    ),
+    "max_concurrency_window_tokens": ("token_setting", "the per-request window the ratio is computed for"),
+    "model_allocation": ("model_allocation", "per-rank model memory allocation after loading (R1)"),
+    "model_load_seconds": ("duration", "seconds the model load took, as the same line prints"),
+    "weights_load_seconds": ("duration", "seconds spent loading the weights"),
+    "kv_cache_memory": ("kv_cache_memory", "memory left for the KV cache after profiling"),
+    "num_gpu_blocks": ("count", "number of KV cache blocks on the GPU"),
+    "init_engine_seconds": ("duration", "engine init: profile, create KV cache, warm up"),
+    "engine_version": (None, "vLLM version the API server reports (text)"),
+    "api_server_start": (None, "the API server's listening URL (text)"),
+    "ready": (None, "uvicorn's 'Application startup complete.': the server is READY"),
+    "seconds_to_ready": ("startup_time", "derived: first log timestamp to the ready line (R8), 1 s resolution"),
+    "engine_error": (None, "an ERROR or CRITICAL record: why a launch failed (text)"),
+}
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+_PREFIX = re.compile(r"\((?P<proc>[^()]*?\bpid=\d+[^()]*)\)\s?")
+_TS = r"\d\d-\d\d \d\d:\d\d:\d\d"
+_STARTS_RECORD = re.compile(rf"(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\b|{_TS}")
+_VLLM_HEAD = re.compile(
+    rf"(?P<level>DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?P<ts>{_TS})(?:[.,]\d+)?\s+(?:\[[^\]]*\]\s?)?(?P<msg>.*)",
+    re.S,
+)
+_UVICORN_HEAD = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+(?P<msg>.*)", re.S)
+_NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)")  # negative: a failed launch prints "-1.20 GiB"
+_SNIFF = re.compile(rf"(?:^|\) )(?:DEBUG|INFO|WARNING|ERROR) {_TS} \[|^\((?:APIServer|EngineCore)", re.M)
+
+_NUMERIC_FACTS: tuple[tuple[re.Pattern[str], tuple[tuple[str, str | None], ...]], ...] = (
+    # pattern, ((kind, unit or None to take group 'u'), ...) in group order n1, n2
+    (re.compile(r"GPU KV cache size: (?P<n1>\S+) tokens"), (("kv_cache_tokens", "tokens"),)),
+    (
+        re.compile(r"Maximum concurrency for (?P<n2>\S+) tokens per request: (?P<n1>\S+?)x"),
+        (("max_concurrency_ratio", "x"), ("max_concurrency_window_tokens", "tokens")),
+    ),
+    (
+        re.compile(r"Model loading took (?P<n1>\S+) (?P<u>GiB|GB|MiB|MB) and (?P<n2>\S+) seconds"),
+        (("model_allocation", None), ("model_load_seconds", "s")),
+    ),
+    (re.compile(r"Loading model weights took (?P<n1>\S+) (?P<u>GiB|GB|MiB|MB)"), (("model_allocation", None),)),
+    (re.compile(r"Loading weights took (?P<n1>\S+) seconds"), (("weights_load_seconds", "s"),)),
+    (re.compile(r"Available KV cache memory: (?P<n1>\S+) (?P<u>GiB|GB|MiB|MB)"), (("kv_cache_memory", None),)),
+    (re.compile(r"num_gpu_blocks is: (?P<n1>\S+)"), (("num_gpu_blocks", "blocks"),)),
+    (re.compile(r"# (?:GPU|cuda) blocks: (?P<n1>[^\s,]+)"), (("num_gpu_blocks", "blocks"),)),
+    (
+        re.compile(r"init engine \(profile, create kv cache, warmup model\) took (?P<n1>\S+) seconds"),
+        (("init_engine_seconds", "s"),),
+    ),
+)
+_TEXT_FACTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"vLLM API server version (?P<t>\S+)"), "engine_version"),
+    (re.compile(r"Starting vLLM API server\b.*? on (?P<t>\S+)"), "api_server_start"),
+)
+
+
+@dataclass
+class _Record:
+    """One log record, hard-wrapped pieces joined; ``line`` is its first physical line."""
+
+    line: int
+    process: str | None
+    body: str
+    level: str | None = None
+    ts: str | None = None
+    msg: str = ""
+
+
+def _records(path: Path) -> list[_Record]:
+    records: list[_Record] = []
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for lineno, raw in enumerate(fh, start=1):
+            text = _ANSI.sub("", raw.rstrip("\r\n"))
+            m = _PREFIX.match(text)
+            if m:
+                records.append(_Record(lineno, m.group("proc"), text[m.end() :]))
+            elif _STARTS_RECORD.match(text) or not records:
+                records.append(_Record(lineno, None, text))
+            else:  # a hard-wrapped piece of the previous record
+                records[-1].body += text
+    for rec in records:
+        m = _VLLM_HEAD.match(rec.body)
+        if m:
+            rec.level, rec.ts, rec.msg = m.group("level"), m.group("ts"), m.group("msg").strip()
+            continue
+        m = _UVICORN_HEAD.match(rec.body)
+        if m:
+            rec.level, rec.msg = m.group("level"), m.group("msg").strip()
+        else:
+            rec.msg = rec.body.strip()
+    return records
+
+
+def _number(path: Path, rec: _Record, kind: str, text: str) -> Decimal:
+    if not _NUMBER.fullmatch(text):
+        raise ParseError(path, f"line {rec.line}", kind, f"not a number: {text!r}")
+    return Decimal(text.replace(",", ""))
+
+
+def _moment(ts: str, year: int) -> datetime:
+    return datetime.strptime(f"{year}-{ts}", "%Y-%m-%d %H:%M:%S")
+
+
+def elapsed_seconds(start: str, end: str) -> int:
+    """Seconds from ``start`` to ``end`` (``mm-dd hh:mm:ss``, no year), ``end`` not before ``start``.
+
+    ``end`` earlier in the calendar than ``start`` means the log crossed a new year. The year is
+    unknown, so a non-leap year is assumed unless a 29 February forces a leap year.
+    """
+    for year in (2001, 2000, 2003):  # non-leap pair, leap start (02-29), leap following year (end 02-29)
+        try:
+            a, b = _moment(start, year), _moment(end, year)
+            if b < a:
+                b = _moment(end, year + 1)
+            return int((b - a).total_seconds())
+        except ValueError:
+            continue
+    raise ValueError(f"not a month-day time pair: {start!r}, {end!r}")
+
+
+def _facts(path: Path, records: list[_Record]) -> list[LogFact]:
+    facts: list[LogFact] = []
+    first_ts = next((r.ts for r in records if r.ts), None)
+    last_ts: str | None = None
+
+    def add(rec: _Record, kind: str, text: str, value: Decimal | None, unit: str | None) -> None:
+        facts.append(LogFact(line=rec.line, process=rec.process, kind=kind, value=value, text=text, unit=unit,
+                             logged_at=rec.ts))
+
+    for rec in records:
+        last_ts = rec.ts or last_ts
+        msg = rec.msg
+        if rec.level in ("ERROR", "CRITICAL"):
+            add(rec, "engine_error", msg, None, None)
+            continue
+        if msg == "Application startup complete." and rec.level is not None:
+            add(rec, "ready", msg, None, None)
+            if first_ts is not None and last_ts is not None:
+                secs = elapsed_seconds(first_ts, last_ts)
+                add(rec, "seconds_to_ready", str(secs), Decimal(secs), "s")
+            continue
+        for pattern, kinds in _NUMERIC_FACTS:
+            m = pattern.search(msg)
+            if not m:
+                continue
+            for group, (kind, unit) in zip(("n1", "n2"), kinds):
+                text = m.group(group)
+                add(rec, kind, text, _number(path, rec, kind, text), unit or m.group("u"))
+            break
+        for pattern, kind in _TEXT_FACTS:
+            m = pattern.search(msg)
+            if m:
+                add(rec, kind, m.group("t"), None, None)
+    return facts
+
+
+class VllmLogImporter:
+    name = "vllm-server-log"
+    description = "vLLM server start-up log: KV pool, capacity ratio, model allocation, time to READY, errors"
+
+    def sniff(self, head: bytes) -> str | None:
+        shape, _ = first_json_value(head)
+        if shape != "other":
+            return "starts with '{' or '[': JSON, not a server log"
+        text = head.decode("utf-8", errors="replace").lstrip("\ufeff")
+        lines = [ln for ln in text.splitlines() if ln.strip()][:20]
+        if lines and lines[0].lstrip().startswith("#") and "gpu" in lines[0].lstrip("# ").split():
+            return "a '# gpu ...' header: nvidia-smi dmon text, not a vLLM log"
+        if any(_SNIFF.search(_ANSI.sub("", ln)) for ln in lines):
+            return None
+        return "no vLLM log line ('INFO mm-dd hh:mm:ss [file:line]', '(APIServer pid=', '(EngineCore') in the first 20 lines"
+
+    def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
+        path = Path(path)
+        return ParsedArtefact(
+            format=self.name,
+            format_version=None,
+            log_facts=_facts(path, _records(path)),
+            note="timestamps as printed (no year); seconds_to_ready is derived, 1 s resolution, a lower bound",
+        )
+
+
+IMPORTER = VllmLogImporter()

@@ -1,0 +1,1 @@
+"""Synthetic raw data set shaped after the H20 case-study report (see ``generate``)."""

@@ -1,0 +1,156 @@
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from importers import detect
+from importers.base import ParseOptions, read_head
+from importers.ledger_requests import IMPORTER
+from ledger.errors import ParseError
+from ledger.records import ParsedRun
+
+ALL_FIELDS = ["cached_tokens", "chunk_gaps", "end_time", "error", "first_token_time", "input_tokens",
+              "latency_s", "output_tokens", "retries", "send_time", "status", "ttft_s"]
+
+
+def one_run(path: Path) -> ParsedRun:
+    art = IMPORTER.parse(path, ParseOptions())
+    assert (art.format, art.format_version) == ("ledger-requests", "1")
+    (run,) = art.runs
+    return run
+
+
+def test_native_jsonl(fixtures: Path) -> None:
+    path = fixtures / "ledger_requests/native.jsonl"
+    assert detect(path).name == "ledger-requests"
+    run = one_run(path)
+    info = run.info
+    assert (info.label, info.tool, info.tool_version, info.locator) == ("h20 c64 in=2048", "mybench", "0.3", "line 1")
+    assert (info.concurrency, info.request_rate, info.input_target_tokens, info.output_cap_tokens) == (64, "inf", 2048, 512)
+    assert info.started_at == datetime(2026, 7, 7, 9, 39, 20, tzinfo=timezone(timedelta(hours=8)))
+    assert info.metadata == {"gpu": "H20", "batch": "fx"}
+    cap = run.capture
+    assert cap.fields == ALL_FIELDS  # queue_s and itl_mean_s never occur: not captured
+    assert (cap.record_count, cap.clock, cap.token_source) == (3, "epoch_s", "server_usage")
+    assert cap.success_rule == "HTTP 200 and a final [DONE] chunk"
+    req = run.requests
+    assert req.idx == [0, 1, 2]
+    assert req.line == [2, 3, 5]  # blank line 4 skipped
+    assert req.status == ["ok", "failed", "unknown"]  # no status key -> unknown
+    assert req.error == [None, "HTTP 503", None]
+    # exact: these need 19 significant digits, more than a float holds
+    assert req.send_ns == [1751880000123456789, 1751880001000000000, 1751880002000000001]
+    assert req.first_token_ns == [1751880000223456789, None, None]  # 0.1 ns truncated
+    assert req.end_ns == [1751880009500000000, 1751880001250000000, 1751880003500000000]
+    assert req.cached_tokens == [1024, None, None]  # captured field, null = no value for that record
+    assert req.output_tokens == [512, None, 100]
+    assert req.retries == [0, 2, None]
+    assert req.ttft_s == [0.1, None, None]
+    assert req.latency_s == [9.376543211, 0.25, None]
+    assert req.chunk_gaps_s == [[0.017, 0.018, 0.0165], None, []]
+    assert req.queue_s == [None, None, None]
+
+
+def test_native_csv_matches_jsonl(fixtures: Path) -> None:
+    path = fixtures / "ledger_requests/native.csv"
+    assert detect(path).name == "ledger-requests"
+    run = one_run(path)
+    assert run.info.label == "h20 c64 in=2048"
+    assert run.info.concurrency == 64
+    assert run.info.metadata == {"gpu": "H20"}
+    assert run.capture.fields == ALL_FIELDS
+    assert run.capture.clock == "epoch_s"
+    assert run.capture.success_rule == "status as written by the producing tool; a record without status is unknown"
+    req = run.requests
+    assert req.line == [3, 4, 5]
+    assert req.status == ["ok", "failed", "unknown"]
+    assert req.error == [None, "HTTP 503, retry later", None]
+    expected = one_run(fixtures / "ledger_requests/native.jsonl").requests
+    for column in ("send_ns", "first_token_ns", "end_ns", "ttft_s", "latency_s", "chunk_gaps_s",
+                   "input_tokens", "output_tokens", "cached_tokens", "retries"):
+        assert getattr(req, column) == getattr(expected, column), column
+
+
+def test_monotonic_and_epoch_ns(fixtures: Path) -> None:
+    run = one_run(fixtures / "ledger_requests/monotonic.jsonl")
+    assert run.capture.clock == "monotonic_s"
+    assert run.capture.fields == ["first_token_time", "send_time", "ttft_s"]
+    assert run.requests.send_ns == [52341123456789]
+    assert run.requests.first_token_ns == [52341165556789]
+    assert run.requests.status == ["unknown"]
+    run = one_run(fixtures / "ledger_requests/epoch_ns.csv")
+    assert run.capture.clock == "epoch_ns"
+    assert run.requests.send_ns == [1751880000123456789]
+    assert run.requests.end_ns == [1751880009500000000]
+
+
+def test_header_only(fixtures: Path) -> None:
+    run = one_run(fixtures / "ledger_requests/no_records.jsonl")
+    assert (run.capture.record_count, run.capture.fields, run.requests) == (0, [], None)
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("bad_status.jsonl", "line 3: field 'status': input should be 'ok', 'failed' or 'unknown', got 'success'"),
+        ("unknown_field.jsonl", "line 2: field 'ttft': unknown field; known: status, error, retries, input_tokens, "
+                                "output_tokens, send_time, first_token_time, end_time, ttft_s, latency_s, queue_s, "
+                                "itl_mean_s, chunk_gaps, cached_tokens"),
+        ("no_clock.jsonl", "line 1: field 'clock': the file has send_time but the header declares no clock"),
+        ("bad_int.csv", "line 4: field 'input_tokens': expected an integer, got '12.5'"),
+        ("short_row.csv", "line 4: row has 1 cells, the header has 2"),
+        ("ns_fraction.jsonl", "line 3: field 'send_time': epoch_ns times must be integers, got 1751880000123456789.5"),
+        ("float_tokens.jsonl", "line 2: field 'output_tokens': input should be a valid integer, got 12.0"),
+    ],
+)
+def test_bad_rows(fixtures: Path, name: str, message: str) -> None:
+    path = fixtures / "ledger_requests" / name
+    with pytest.raises(ParseError) as exc:
+        IMPORTER.parse(path, ParseOptions())
+    assert str(exc.value) == f"{path}, {message}"
+
+
+def test_bad_header(fixtures: Path, tmp_path: Path) -> None:
+    path = fixtures / "ledger_requests/bad_header.jsonl"
+    with pytest.raises(ParseError, match=r"line 1: field 'clok': unknown header key; known: run, tool, clock"):
+        IMPORTER.parse(path, ParseOptions())
+    cases = {
+        '{"ledger_requests": 2, "run": "r", "tool": "t"}\n':
+            "line 1: field 'ledger_requests': the first line must be the header {\"ledger_requests\": 1, ...}, got version 2",
+        '{"ledger_requests": 1, "tool": "t"}\n': "line 1: field 'run': the header must name the run and the tool",
+        '{"ledger_requests": 1, "run": "r", "tool": "t", "clock": "utc"}\n':
+            "line 1: field 'clock': expected one of monotonic_s, epoch_s, epoch_ns, got 'utc'",
+        '{"ledger_requests": 1, "run": "r", "tool": "t", "started_at": "2026-07-07T09:39:20"}\n':
+            "line 1: field 'started_at': '2026-07-07T09:39:20' has no UTC offset; write e.g. 2026-07-07T09:39:20+08:00",
+        "# ledger_requests v2 run=r tool=t\nstatus\n": "line 1: expected '# ledger_requests v1 run=... tool=...'",
+        "# ledger_requests v1 run=r tool=t\nstatus,ttft\n": "line 2: field 'ttft': unknown column; known: status,",
+    }
+    for i, (text, message) in enumerate(cases.items()):
+        bad = tmp_path / f"bad{i}.txt"
+        bad.write_text(text)
+        with pytest.raises(ParseError) as exc:
+            IMPORTER.parse(bad, ParseOptions())
+        assert str(exc.value).startswith(f"{bad}, {message}")
+
+
+def test_sniff(samples: Path, fixtures: Path) -> None:
+    for path in (p for p in samples.rglob("*") if p.is_file() and p.suffix != ".md"):
+        assert IMPORTER.sniff(read_head(path)) is not None, path
+    for path in (fixtures / "vllm_bench").glob("*.json*"):
+        assert IMPORTER.sniff(read_head(path)) is not None, path
+    assert IMPORTER.sniff(b'{"duration": 1}\n') == "no 'ledger_requests' header key"
+    assert IMPORTER.sniff(b"gpu,pwr\n") == (
+        "first line is neither a ledger_requests JSON header nor '# ledger_requests v1 ...'")
+
+
+def test_streams_a_large_file(tmp_path: Path) -> None:
+    path = tmp_path / "big.csv"
+    with open(path, "w") as fh:
+        fh.write("# ledger_requests v1 run=big tool=t clock=monotonic_s\nstatus,send_time,output_tokens\n")
+        fh.writelines(f"ok,{1000 + i / 1000},{i % 7}\n" for i in range(20000))
+    run = one_run(path)
+    assert run.capture.record_count == 20000
+    assert run.requests.send_ns[1234] == 1001234000000
+    assert run.requests.line[-1] == 20002

@@ -1,0 +1,192 @@
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from importers import detect
+from importers.base import ParseOptions, read_head
+from importers.vllm_bench import IMPORTER
+from ledger.errors import ParseError
+from ledger.kinds import KINDS
+from ledger.records import ParsedRun
+
+REAL_1QPS = "vllm/openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json"
+
+
+def runs(path: Path) -> list[ParsedRun]:
+    return list(IMPORTER.parse(path, ParseOptions()).runs)
+
+
+def pub(run: ParsedRun, key: str):
+    (found,) = [p for p in run.published if p.key == key]
+    return found
+
+
+def test_real_sample_aggregates_only(samples: Path) -> None:
+    (run,) = runs(samples / REAL_1QPS)
+    assert run.capture.fields == []
+    assert run.capture.record_count == 0
+    assert run.capture.clock is None
+    assert run.requests is None
+    assert run.info.label == "Qwen2.5-Coder-7B-Instruct rate=1.0 c=inf 20260707-093920"
+    assert run.info.tool == "vllm-bench"
+    assert run.info.request_count == 150
+    assert run.info.request_rate == "1.0"
+    assert run.info.concurrency is None
+    assert run.info.duration_s == 162.604954689
+    assert run.info.started_at is None  # `date` is local, zone-less: metadata only
+    assert run.info.metadata["date"] == "20260707-093920"
+    assert run.info.metadata["tag"] == "base_r1_burstgpt"
+    assert run.info.metadata["burstiness"] == "1.0"
+    out = pub(run, "output_throughput")
+    assert (out.text, out.value, out.flag) == ("120.42068482753697", Decimal("120.42068482753697"), "reported")
+    assert (out.unit, out.quantity_kind, out.locator, out.precision) == (
+        "tokens/s", "aggregate_token_rate", "$.output_throughput", 14)
+    completed = pub(run, "completed")
+    assert (completed.text, completed.value, completed.quantity_kind) == ("150", Decimal(150), "request_count")
+    assert pub(run, "duration").quantity_kind == "duration"
+    assert pub(run, "total_output_tokens").text == "19581"
+    assert pub(run, "max_concurrent_requests").quantity_kind == "concurrency"
+    assert pub(run, "max_output_tokens_per_s").text == "448.0"
+    p99 = pub(run, "p99_e2el_ms")
+    assert (p99.text, p99.unit, p99.quantity_kind) == ("21613.777367589988", "ms", "latency")
+    goodput = pub(run, "request_goodput")
+    assert (goodput.flag, goodput.value, goodput.na_reason) == ("n/a", None, "null in file")
+    assert len(run.published) == 30
+    assert all(p.quantity_kind in KINDS for p in run.published)
+
+
+def test_real_samples_are_detected_as_vllm(samples: Path) -> None:
+    for path in sorted((samples / "vllm").glob("*.json")):
+        assert detect(path).name == "vllm-bench"
+        assert len(runs(path)) == 1
+
+
+def test_sniff_rejects_other_formats(samples: Path) -> None:
+    others = [p for p in samples.rglob("*") if p.is_file() and p.parent.name != "vllm" and p.suffix != ".md"]
+    assert others
+    for path in others:
+        assert IMPORTER.sniff(read_head(path)) is not None, path
+    why = IMPORTER.sniff(read_head(samples / "sglang/llama_3_3_70b_online_output.jsonl"))
+    assert why == "has SGLang keys (dataset_name / random_input_len / total_output_tokens_retokenized)"
+    assert IMPORTER.sniff(b"# gpu pwr\n") == "not a JSON object"
+    assert IMPORTER.sniff(b'{"a": 1}\n') == "no 'duration' and 'completed' keys"
+
+
+def test_legacy_colon_key_pretty_printed(fixtures: Path) -> None:
+    path = fixtures / "vllm_bench/legacy_colon.json"
+    assert detect(path).name == "vllm-bench"
+    (run,) = runs(path)
+    goodput = pub(run, "request_goodput:")
+    assert (goodput.text, goodput.unit, goodput.quantity_kind) == ("0.6651442035260204", "requests/s", "request_rate")
+    assert "colon" in goodput.note
+    assert run.info.label == "Llama-3.2-3B-Instruct rate=10.0 c=inf 20250530-203806"
+    assert run.info.metadata["gpu"] == "4xNVIDIA_L40S"
+    assert "best_of" in {p.key for p in run.published}  # numeric key not known: kept, kind "other"
+    assert run.capture.fields == ["chunk_gaps", "error", "input_tokens", "output_tokens", "status", "ttft_s"]
+    assert run.capture.clock is None
+    assert run.capture.token_source == "unknown"
+    assert "Unreliable: a non-200 reply with an empty reason" in run.capture.success_rule
+    req = run.requests
+    assert req.status == ["ok", "ok", "failed"]
+    assert req.error == [None, None, "Bad Request"]
+    assert req.output_tokens == [4, 3, 0]  # 0 of the failure kept as written
+    assert req.ttft_s == [0.0421, 0.05, None]  # 0.0 placeholder dropped
+    assert req.chunk_gaps_s == [[0.011, 0.012, 0.013], [0.02, 0.021], []]
+    assert req.send_ns == [None] * 3
+    assert req.line == [None] * 3  # pretty-printed: no single physical line
+    assert pub(run, "p99_itl_ms").locator == "$.p99_itl_ms"
+
+
+def test_append_result_jsonl(fixtures: Path) -> None:
+    first, second, third = runs(fixtures / "vllm_bench/append.jsonl")
+    assert first.info.request_rate == "inf"
+    assert first.info.concurrency == 8
+    assert first.info.label == "Qwen2.5-7B-Instruct rate=inf c=8 20260707-100000"
+    assert second.info.label == "sweep-b"
+    assert second.info.concurrency is None
+    assert third.info.locator == "line 3 $"
+    assert first.info.metadata["hardware"] == "H20"
+    assert pub(third, "output_throughput").locator == "line 3 $.output_throughput"
+    assert pub(third, "request_goodput").text == "3.5"
+    assert pub(first, "request_goodput").flag == "n/a"
+    p999 = pub(first, "p99.9_ttft_ms")
+    assert (p999.text, p999.unit, p999.quantity_kind) == ("47.5", "ms", "latency")
+    assert all(r.capture.record_count == 0 and r.requests is None for r in (first, second, third))
+
+
+def test_detailed_with_start_times(fixtures: Path) -> None:
+    (run,) = runs(fixtures / "vllm_bench/detailed_start_times.json")
+    cap = run.capture
+    assert cap.clock == "monotonic_s"
+    assert cap.record_count == 4
+    assert cap.fields == ["chunk_gaps", "end_time", "error", "first_token_time", "input_tokens", "latency_s",
+                          "output_tokens", "queue_s", "send_time", "status", "ttft_s"]
+    assert "cached_tokens" not in cap.fields
+    req = run.requests
+    assert req.idx == [0, 1, 2, 3]
+    assert req.line == [1, 1, 1, 1]
+    assert req.status == ["ok", "ok", "ok", "failed"]
+    assert req.error == [None, None, None, "HTTP 500: Internal Server Error"]
+    # exact decimal arithmetic: float 1.005 * 1e9 would give 1004999999
+    assert req.send_ns == [52341123456789, 1005000000, 1500000000, 2000000000]
+    assert req.first_token_ns == [52341165556789, 1055000000, 1625000000, None]
+    assert req.end_ns == [52342623456789, 1255000000, 2250000000, None]
+    assert req.latency_s == [1.5, 0.25, 0.75, None]
+    assert req.queue_s == [0.001, 0.0, 0.002, 0.0]
+    assert req.cached_tokens == [None] * 4
+    assert run.info.concurrency == 2
+    assert run.info.started_at is None
+
+
+def test_only_latencies_and_queue_times(fixtures: Path) -> None:
+    (run,) = runs(fixtures / "vllm_bench/latencies_only.json")
+    assert run.capture.fields == ["latency_s", "queue_s"]
+    assert run.capture.success_rule.startswith("no errors array")
+    assert run.requests.status == ["unknown", "unknown"]
+    assert run.requests.latency_s == [0.5, None]  # exact 0.0 with unknown status: placeholder
+    assert run.requests.queue_s == [0.01, 0.02]
+    assert run.info.label == "lat-only"
+
+
+@pytest.mark.parametrize(
+    ("name", "message"),
+    [
+        ("truncated.json", "line 1 column 531: invalid JSON: Expecting property name enclosed in double quotes"),
+        ("unequal.json", "$.ttfts: field 'ttfts': $.ttfts has 3 entries, $.input_lens has 4"),
+        ("wrong_type.json", "$.ttfts[1]: field 'ttfts': input should be a valid number, got str '0.05'"),
+        ("bad_start_time.json", "$.start_times[2]: field 'start_times': expected a number, got str 'x'"),
+        ("bad_header_type.json", "$.max_concurrency: field 'max_concurrency': expected an integer, got str '8'"),
+    ],
+)
+def test_bad_single_files(fixtures: Path, name: str, message: str) -> None:
+    path = fixtures / "vllm_bench" / name
+    with pytest.raises(ParseError) as exc:
+        runs(path)
+    assert str(exc.value) == f"{path}, {message}"
+
+
+def test_bad_later_line_names_the_line(fixtures: Path) -> None:
+    path = fixtures / "vllm_bench/wrong_type_int.jsonl"
+    art = IMPORTER.parse(path, ParseOptions())  # first line is fine
+    with pytest.raises(ParseError) as exc:
+        list(art.runs)
+    assert str(exc.value) == (f"{path}, line 2 $.output_lens[2]: field 'output_lens': "
+                              "input should be a valid integer, got float 2.0")
+    path = fixtures / "vllm_bench/bad_line.jsonl"
+    with pytest.raises(ParseError, match=r"line 3 column 1: invalid JSON: Expecting value"):
+        list(IMPORTER.parse(path, ParseOptions()).runs)
+
+
+def test_not_an_object_and_empty(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    path.write_text('{"duration": 1.0, "completed": 1}\n[1, 2]\n')
+    with pytest.raises(ParseError) as exc:
+        list(IMPORTER.parse(path, ParseOptions()).runs)
+    assert str(exc.value) == f"{path}, line 2 $: expected a JSON object, got list"
+    empty = tmp_path / "empty.json"
+    empty.write_text("\n")
+    with pytest.raises(ParseError, match="empty file"):
+        IMPORTER.parse(empty, ParseOptions())
