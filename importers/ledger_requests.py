@@ -31,7 +31,7 @@ import json
 import shlex
 from collections.abc import Callable
 from datetime import datetime
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from pathlib import Path
 from typing import Any, get_args
 
@@ -59,6 +59,9 @@ SECONDS_FIELDS = ("ttft_s", "latency_s", "queue_s", "itl_mean_s")
 TIME_FIELDS = {"send_time": "send_ns", "first_token_time": "first_token_ns", "end_time": "end_ns"}
 COLUMN_OF = {**{f: f for f in REQUEST_FIELDS}, **TIME_FIELDS, "chunk_gaps": "chunk_gaps_s"}
 FIELD_OF = {column: field for field, column in COLUMN_OF.items()}
+# One decoder for all lines (json.loads with a hook builds a new one per call). Numbers with a
+# fraction or exponent become exact decimals: times need more digits than a float holds.
+DECODE = json.JSONDecoder(parse_float=Decimal).decode
 DEFAULT_RULE = "status as written by the producing tool; a record without status is unknown"
 
 
@@ -161,7 +164,7 @@ def _read_jsonl(path: Path) -> tuple[dict[str, Any], dict[str, list], list[int]]
             if not raw.strip():
                 continue
             try:
-                rec = json.loads(raw, parse_float=Decimal)
+                rec = DECODE(raw.decode("utf-8"))
             except json.JSONDecodeError as exc:
                 raise ParseError(path, f"line {lineno} column {exc.colno}", None, f"invalid JSON: {exc.msg}") from None
             except UnicodeDecodeError:
@@ -176,11 +179,11 @@ def _read_jsonl(path: Path) -> tuple[dict[str, Any], dict[str, list], list[int]]
                                      f"got version {version!r}")
                 header = _header(rec, path)
                 continue
-            n = len(lines)
-            for key in rec.keys() - cols.keys():
-                if key not in COLUMN_OF:
-                    raise ParseError(path, f"line {lineno}", key, f"unknown field; known: {', '.join(REQUEST_FIELDS)}")
-                cols[key] = [None] * n
+            if not rec.keys() <= cols.keys():  # a field seen for the first time: backfill None
+                for key in rec.keys() - cols.keys():
+                    if key not in COLUMN_OF:
+                        raise ParseError(path, f"line {lineno}", key, f"unknown field; known: {', '.join(REQUEST_FIELDS)}")
+                    cols[key] = [None] * len(lines)
             for key, col in cols.items():
                 col.append(rec.get(key))
             lines.append(lineno)
@@ -202,7 +205,7 @@ def _read_csv(path: Path) -> tuple[dict[str, Any], dict[str, list], list[int]]:
         pairs = [w.split("=", 1) for w in words[2:]]
         if any(len(p) != 2 for p in pairs):
             raise ParseError(path, "line 1", None, "header comment words must be key=value")
-        header = _header(dict(pairs), path)  # type: ignore[arg-type]
+        header = _header(dict(pairs), path)
         reader = csv.reader(fh)
         names = next(reader, None)
         if not names:

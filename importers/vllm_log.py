@@ -166,9 +166,10 @@ def elapsed_seconds(start: str, end: str) -> int:
     """
     for year in (2001, 2000, 2003):  # non-leap pair, leap start (02-29), leap following year (end 02-29)
         try:
-            a, b = _moment(start, year), _moment(end, year)
-            if b < a:
-                b = _moment(end, year + 1)
+            a = _moment(start, year)
+            b = _moment(end, year) if end[:5] >= start[:5] else _moment(end, year + 1)
+            if b < a:  # same day, earlier time: a whole year later is not a start-up log
+                raise ValueError(f"{end!r} is before {start!r}")
             return int((b - a).total_seconds())
         except ValueError:
             continue
@@ -193,7 +194,11 @@ def _facts(path: Path, records: list[_Record]) -> list[LogFact]:
         if msg == "Application startup complete." and rec.level is not None:
             add(rec, "ready", msg, None, None)
             if first_ts is not None and last_ts is not None:
-                secs = elapsed_seconds(first_ts, last_ts)
+                try:
+                    secs = elapsed_seconds(first_ts, last_ts)
+                except ValueError:
+                    raise ParseError(path, f"line {rec.line}", "seconds_to_ready",
+                                     f"last time before ready {last_ts!r} is before the first {first_ts!r}") from None
                 add(rec, "seconds_to_ready", str(secs), Decimal(secs), "s")
             continue
         for pattern, kinds in _NUMERIC_FACTS:

@@ -362,4 +362,44 @@ class LogFact(Base):
     logged_at: Mapped[str | None]
 
 
+
+# --------------------------------------------------------------------------- seals (R10)
+
+
+class Seal(Base):
+    """The seal of one closed batch: Merkle root of its rows, chained to the previous seal.
+
+    The construction is documented in :mod:`ledger.seal` and docs/seals.md. Append-only.
+    """
+
+    __tablename__ = "seal"
+
+    id: Mapped[int] = mapped_column(sa.Integer, primary_key=True)
+    batch_id: Mapped[int] = mapped_column(sa.ForeignKey("batch.id"), unique=True)
+    digest: Mapped[str] = mapped_column(sa.String(64), unique=True)
+    merkle_root: Mapped[str] = mapped_column(sa.String(64))
+    row_count: Mapped[int] = mapped_column(sa.BigInteger)
+    previous_digest: Mapped[str] = mapped_column(sa.String(64))
+    closed_at: Mapped[datetime]
+    table_counts: Mapped[str] = mapped_column(sa.String, doc="JSON {table: rows}")
+    table_roots: Mapped[str] = mapped_column(sa.String, doc="JSON {table: Merkle root hex}")
+    scheme: Mapped[str] = mapped_column(sa.String)
+
+
+class SealChunk(Base):
+    """Leaf hashes and primary keys of up to CHUNK rows of one table of a seal.
+
+    Kept so that `ledger verify` can name the rows that differ, not just the table. Append-only.
+    """
+
+    __tablename__ = "seal_chunk"
+
+    seal_id: Mapped[int] = mapped_column(sa.ForeignKey("seal.id"), primary_key=True)
+    table_name: Mapped[str] = mapped_column(sa.String, primary_key=True)
+    chunk_no: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
+    row_count: Mapped[int]
+    keys_json: Mapped[str] = mapped_column(sa.String, doc="JSON list of primary keys, in leaf order")
+    leaves: Mapped[bytes] = mapped_column(sa.LargeBinary, doc="32-byte leaf hashes, concatenated")
+
+
 CAPTURED_TABLES = ("artefact", "capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact")

@@ -24,7 +24,7 @@ from sqlalchemy.orm import Session
 
 import duckdb_sqlalchemy.alembic_impl  # noqa: F401  (registers DuckDB with Alembic)
 
-from ledger import models as m
+from ledger import guards, models as m
 from ledger.errors import LedgerLocked, NotFound, SchemaOutOfDate, StoreError
 
 DEFAULT_URL = "duckdb:///ledger.duckdb"
@@ -117,7 +117,7 @@ class Ledger:
     @contextmanager
     def session(self) -> Iterator[Session]:
         """One transaction: committed when the block ends, rolled back on any error."""
-        session = Session(self.engine, expire_on_commit=False, autoflush=True)
+        session = guards.install(Session(self.engine, expire_on_commit=False, autoflush=True))
         try:
             yield session
             session.commit()

@@ -23,6 +23,7 @@ class Scope:
     deployment: str | None = None
     launch: int | None = None  # attempt number within ``deployment``
     window: tuple[str, str] | None = None  # hardware window (ISO timestamps), default: whole artefact
+    gpu: str | None = None  # one card for per-card hardware statistics: "3", "gpu3" or "node0:gpu3"
 
     def describe(self) -> str:
         if self.run is not None:

@@ -1,0 +1,320 @@
+"""Closing the books (R10): seal a batch, verify seals, correct runs and values, read history.
+
+Why a module of its own: closing, verifying and correcting are the only writes that touch rows
+after they were recorded, and each of them must go through the same rule: a closed batch stays
+exactly as it was sealed (:mod:`ledger.seal` says how the seal is built); a correction is a new
+row that names what it supersedes and why; queries read the latest revision not superseded
+(:func:`current_runs`, :func:`current_published_values`), optionally as the ledger stood at a time.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.orm import Session, aliased
+
+from ledger import models as m
+from ledger import seal as sl
+from ledger.errors import InputError, IntegrityError, NotFound, Refused
+from ledger.store import Ledger, now
+
+
+@dataclass
+class SealResult:
+    batch: str
+    digest: str
+    merkle_root: str
+    row_count: int
+    previous_digest: str
+    closed_at: datetime
+    tables: dict[str, int]
+    seal_file: Path | None = None
+
+    def as_line(self) -> dict[str, Any]:
+        """The JSON object appended to a seal file (one line per closed batch)."""
+        return {"scheme": sl.SCHEME, "batch": self.batch, "digest": self.digest, "merkle_root": self.merkle_root,
+                "row_count": self.row_count, "previous_digest": self.previous_digest,
+                "closed_at": self.closed_at.isoformat(timespec="microseconds"), "tables": self.tables}  # fmt: skip
+
+
+def close_batch(ledger: Ledger, name: str, seal_file: Path | None = None) -> SealResult:
+    """Seal and close a batch in one transaction; append the seal to ``seal_file`` after commit."""
+    with ledger.session() as s:
+        batch = Ledger.get_batch(s, name)
+        if batch.status == "closed":
+            raise Refused("R10", f"close batch {name!r} again", f"it was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC",
+                          "nothing to do; `ledger verify` checks its seal")  # fmt: skip
+        last = s.scalar(sa.select(m.Seal).order_by(m.Seal.id.desc()).limit(1))
+        previous = last.digest if last else sl.ZERO_DIGEST
+        closed_at = now()
+        d = sl.compute(s.connection(), ledger.backend, batch.id, keep_chunks=True)
+        digest = sl.seal_digest(previous, name, d.root, d.count, closed_at)
+        seal = m.Seal(batch_id=batch.id, digest=digest, merkle_root=d.root, row_count=d.count, previous_digest=previous,
+                      closed_at=closed_at, table_counts=d.counts_json(), table_roots=d.roots_json(), scheme=sl.SCHEME)  # fmt: skip
+        s.add(seal)
+        s.flush()
+        s.add_all(
+            m.SealChunk(seal_id=seal.id, table_name=c.table, chunk_no=c.chunk_no, row_count=len(c.keys),
+                        keys_json=json.dumps(c.keys, separators=(",", ":")), leaves=bytes(c.leaves))
+            for c in d.chunks
+        )  # fmt: skip
+        batch.status, batch.closed_at, batch.seal_digest = "closed", closed_at, digest
+    result = SealResult(name, digest, d.root, d.count, previous, closed_at, {t: x.count for t, x in d.tables.items()})
+    if seal_file is not None:
+        seal_file.parent.mkdir(parents=True, exist_ok=True)
+        with open(seal_file, "a", encoding="utf-8") as fh:
+            fh.write(json.dumps(result.as_line(), sort_keys=True) + "\n")
+        result.seal_file = seal_file
+    return result
+
+
+# --------------------------------------------------------------------------- verify
+
+
+@dataclass
+class TableDiff:
+    table: str
+    changed: list[list] = field(default_factory=list)  # primary keys whose row differs
+    missing: list[list] = field(default_factory=list)  # sealed rows no longer there
+    added: list[list] = field(default_factory=list)  # rows that were not sealed
+
+    def describe(self, limit: int = 20) -> str:
+        cols = sl.key_columns(self.table)
+        parts = []
+        for what, keys in (("changed", self.changed), ("missing", self.missing), ("added", self.added)):
+            if keys:
+                shown = ", ".join("(" + ", ".join(f"{c}={v}" for c, v in zip(cols, k, strict=True)) + ")" for k in keys[:limit])
+                more = f" and {len(keys) - limit} more" if len(keys) > limit else ""
+                parts.append(f"{len(keys)} {what}: {shown}{more}")
+        return f"table {self.table}: " + "; ".join(parts or ["rows differ"])
+
+
+@dataclass
+class BatchCheck:
+    batch: str
+    digest: str | None
+    row_count: int
+    problems: list[str] = field(default_factory=list)
+    diffs: list[TableDiff] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems and not self.diffs
+
+
+@dataclass
+class VerifyResult:
+    checks: list[BatchCheck]
+
+    @property
+    def ok(self) -> bool:
+        return all(c.ok for c in self.checks)
+
+
+def read_seal_file(path: Path) -> dict[str, dict]:
+    """The last line per batch of a seal file (JSON Lines written by :func:`close_batch`)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"{path}: {exc.strerror}") from None
+    out: dict[str, dict] = {}
+    for n, line in enumerate(text.splitlines(), 1):
+        if line.strip():
+            try:
+                rec = json.loads(line)
+                out[rec["batch"]] = rec
+            except (ValueError, KeyError, TypeError):
+                raise InputError(f"{path}, line {n}: not a seal line") from None
+    return out
+
+
+def verify(ledger: Ledger, batch: str | None = None, seal_file: Path | None = None) -> VerifyResult:
+    """Recompute every closed batch's seal (or one) and compare with the seal row, chain and file."""
+    filed = read_seal_file(seal_file) if seal_file is not None else None
+    checks: list[BatchCheck] = []
+    with ledger.session() as s:
+        if batch is not None:
+            one = Ledger.get_batch(s, batch)
+            if one.status != "closed":
+                raise InputError(f"batch {batch!r} is open: only closed batches have a seal (`ledger close {batch}`)")
+        seals = {x.batch_id: x for x in s.scalars(sa.select(m.Seal))}
+        chain = sorted(seals.values(), key=lambda x: x.id)
+        prev_of = {x.id: (chain[i - 1].digest if i else sl.ZERO_DIGEST) for i, x in enumerate(chain)}
+        q = sa.select(m.Batch).where(m.Batch.status == "closed").order_by(m.Batch.id)
+        if batch is not None:
+            q = q.where(m.Batch.name == batch)
+        conn = s.connection()
+        for b in s.scalars(q):
+            checks.append(_check(conn, ledger.backend, s, b, seals.get(b.id), prev_of, filed))
+        if batch is None and filed is not None:
+            known = {c.batch for c in checks}
+            for name in sorted(set(filed) - known):
+                checks.append(BatchCheck(name, None, 0, [f"in the seal file but not a closed batch of the ledger"]))
+    return VerifyResult(checks)
+
+
+def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Seal | None,
+           prev_of: dict[int, str], filed: dict[str, dict] | None) -> BatchCheck:  # fmt: skip
+    d = sl.compute(conn, backend, b.id)
+    check = BatchCheck(b.name, None, d.count)
+    if seal is None:
+        check.problems.append("closed but has no seal row")
+        return check
+    digest = sl.seal_digest(seal.previous_digest, b.name, d.root, d.count, b.closed_at)
+    check.digest = digest
+    if digest != seal.digest:
+        check.problems.append(f"recomputed seal {digest[:16]}… differs from the stored seal {seal.digest[:16]}…")
+    if b.seal_digest != seal.digest:
+        check.problems.append("the batch's seal_digest differs from its seal row")
+    if seal.closed_at != b.closed_at:
+        check.problems.append("the batch's closed_at differs from its seal row")
+    if seal.previous_digest != prev_of[seal.id]:
+        check.problems.append("seal chain broken: previous_digest is not the digest of the seal before it")
+    if filed is not None:
+        line = filed.get(b.name)
+        if line is None:
+            check.problems.append("not in the seal file")
+        elif line.get("digest") != digest:
+            check.problems.append(f"seal file has {str(line.get('digest'))[:16]}…, the ledger recomputes {digest[:16]}…")
+    stored_roots = json.loads(seal.table_roots)
+    for table, td in d.tables.items():
+        if stored_roots.get(table) != td.root:
+            check.diffs.append(_diff_table(conn, backend, s, seal, b.id, table))
+    if check.problems and not check.diffs and d.root != seal.merkle_root:
+        check.problems.append("Merkle root differs from the stored one")
+    return check
+
+
+def _diff_table(conn: sa.Connection, backend: str, s: Session, seal: m.Seal, batch_id: int, table: str) -> TableDiff:
+    """Compare each row's leaf hash with the sealed ones (seal_chunk) by primary key."""
+    sealed: dict[tuple, bytes] = {}
+    rows = s.scalars(
+        sa.select(m.SealChunk).where(m.SealChunk.seal_id == seal.id, m.SealChunk.table_name == table).order_by(m.SealChunk.chunk_no)
+    )
+    for c in rows:
+        for i, key in enumerate(json.loads(c.keys_json)):
+            sealed[tuple(key)] = c.leaves[32 * i : 32 * i + 32]
+    diff = TableDiff(table)
+    for key, leaf, _ in sl.table_leaves(conn, backend, batch_id, table):
+        k = tuple(key)
+        old = sealed.pop(k, None)
+        if old is None:
+            diff.added.append(key)
+        elif old != leaf:
+            diff.changed.append(key)
+    diff.missing = [list(k) for k in sealed]
+    return diff
+
+
+# --------------------------------------------------------------------------- corrections
+
+
+_CORRECTABLE: dict[str, type[m.Run] | type[m.PublishedValue] | type[m.Launch]] = {
+    "run": m.Run, "published_value": m.PublishedValue, "launch": m.Launch,
+}  # fmt: skip
+_FIXED = {"id", "revision", "supersedes_id", "correction_reason", "recorded_at"}
+
+
+def _correct(ledger: Ledger, model: type, row_id: int, reason: str, changes: dict[str, Any]) -> int:
+    if not reason or not reason.strip():
+        raise InputError("a correction needs a reason")
+    with ledger.session() as s:
+        old = s.get(model, row_id)
+        table = model.__tablename__
+        if old is None:
+            raise NotFound(f"no {table} with id {row_id}")
+        newer = s.scalar(sa.select(model.id).where(model.supersedes_id == row_id))
+        if newer is not None:
+            raise InputError(f"{table} {row_id} is already superseded by {newer}; correct the latest revision")
+        cols = {c.key for c in sa.inspect(model).column_attrs}
+        bad = sorted(set(changes) - (cols - _FIXED))
+        if bad:
+            raise InputError(f"cannot correct {', '.join(bad)} of a {table}")
+        batch_id = getattr(old, "batch_id", None)
+        if batch_id is None and getattr(old, "run_id", None) is not None:
+            batch_id = s.get(m.Run, old.run_id).batch_id
+        batch = s.get(m.Batch, batch_id) if batch_id is not None else None
+        if batch is not None and batch.status == "closed":
+            raise Refused("R10", f"correct {table} {row_id} of batch {batch.name!r}",
+                          f"the batch was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC and is sealed",
+                          "record the corrected value in a new batch that names this one")  # fmt: skip
+        values = {c: getattr(old, c) for c in cols - _FIXED}
+        values.update(changes)
+        new = model(**values, revision=old.revision + 1, supersedes_id=old.id, correction_reason=reason.strip(),
+                    recorded_at=now())  # fmt: skip
+        s.add(new)
+        s.flush()
+        return new.id
+
+
+def correct_run(ledger: Ledger, run_id: int, reason: str, **changes: Any) -> int:
+    """A new revision of a run (changed fields, same label), superseding ``run_id``; its id."""
+    return _correct(ledger, m.Run, run_id, reason, changes)
+
+
+def correct_published_value(ledger: Ledger, value_id: int, reason: str, **changes: Any) -> int:
+    """A new revision of a published value, superseding ``value_id``; its id."""
+    return _correct(ledger, m.PublishedValue, value_id, reason, changes)
+
+
+def current(model: type, as_of: datetime | None = None) -> sa.Select:
+    """Rows of a correctable table that are the latest revision (as the ledger stood at ``as_of``)."""
+    newer = aliased(model)
+    superseded = sa.select(newer.id).where(newer.supersedes_id == model.id)
+    stmt = sa.select(model)
+    if as_of is not None:
+        stmt = stmt.where(model.recorded_at <= as_of)
+        superseded = superseded.where(newer.recorded_at <= as_of)
+    return stmt.where(~superseded.exists())
+
+
+def current_runs(as_of: datetime | None = None) -> sa.Select:
+    """``select(Run)`` of the current revision of every run; other queries should start from it."""
+    return current(m.Run, as_of)
+
+
+def current_published_values(as_of: datetime | None = None) -> sa.Select:
+    return current(m.PublishedValue, as_of)
+
+
+def current_ids(ledger: Ledger, table: str, as_of: datetime | None = None) -> set[int]:
+    model = _model(table)
+    with ledger.session() as s:
+        return set(s.scalars(current(model, as_of).with_only_columns(model.id)))
+
+
+def _model(table: str) -> type:
+    try:
+        return _CORRECTABLE[table]
+    except KeyError:
+        raise InputError(f"{table!r} has no history; correctable tables: {', '.join(_CORRECTABLE)}") from None
+
+
+def history(ledger: Ledger, table: str, row_id: int) -> list[dict[str, Any]]:
+    """The whole chain a row belongs to, oldest first (each revision as a dict of its columns)."""
+    model = _model(table)
+    cols = [c.key for c in sa.inspect(model).column_attrs]
+    with ledger.session() as s:
+        row = s.get(model, row_id)
+        if row is None:
+            raise NotFound(f"no {table} with id {row_id}")
+        while row.supersedes_id is not None:
+            row = s.get(model, row.supersedes_id)
+        chain = [row]
+        while (nxt := s.scalar(sa.select(model).where(model.supersedes_id == chain[-1].id))) is not None:
+            chain.append(nxt)
+        return [{c: getattr(r, c) for c in cols} for r in chain]
+
+
+def seal_of(ledger: Ledger, name: str) -> m.Seal:
+    with ledger.session() as s:
+        b = Ledger.get_batch(s, name)
+        seal = s.scalar(sa.select(m.Seal).where(m.Seal.batch_id == b.id))
+        if seal is None:
+            raise IntegrityError(f"batch {name!r} has no seal")
+        return seal

@@ -1,0 +1,208 @@
+"""Session guards: the ORM refuses what the rulebook forbids, even on a path around the store API.
+
+Why here and not only in the store functions: any code holding a :class:`~sqlalchemy.orm.Session`
+from :meth:`ledger.store.Ledger.session` could ``setattr`` a captured value or ``session.delete``
+a run of a closed batch; these listeners (installed on every such session) refuse it at flush:
+
+* captured rows (``artefact``, ``capture``, ``capture_field``, ``request``, ``chunk_gap``,
+  ``hardware_sample``, ``log_fact``) and seals are never updated or deleted (R9, R10);
+* runs, published values and artefacts of a **closed** batch are not inserted, updated or
+  deleted; a closed batch is not changed at all, reopening included (R10);
+* a launch is corrected by a new revision: the only update allowed is linking its server log
+  (``log_artefact_id`` from NULL to an artefact, as ``ledger.ingest`` does); it is never deleted.
+
+The one legitimate change of a batch is closing it: status open -> closed together with
+``closed_at`` and ``seal_digest`` (``ledger.books.close_batch``). Inserts (appends) are allowed.
+Bulk ``UPDATE``/``DELETE`` statements through the session (ORM-enabled or textual) on guarded
+tables are refused outright, since their rows cannot be checked one by one.
+
+The database is the last line: PostgreSQL triggers (migration 0005) refuse the same on raw SQL.
+DuckDB 1.x has no triggers (:func:`duckdb_triggers_supported` probes), so there the seal is what
+detects a change (``ledger verify``).
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.orm import ORMExecuteState, Session
+
+from ledger import models as m
+from ledger.errors import Refused
+
+SEAL_TABLES = ("seal", "seal_chunk")
+APPEND_ONLY = frozenset(m.CAPTURED_TABLES) | frozenset(SEAL_TABLES)
+BULK_GUARDED = APPEND_ONLY | {"batch", "run", "published_value", "launch"}
+_RAW_WRITE = re.compile(r"^\s*(?:update|delete\s+from|truncate(?:\s+table)?)\s+\"?(\w+)\"?", re.IGNORECASE)
+
+
+def install(session: Session) -> Session:
+    """Attach the guards to one session (called by :meth:`Ledger.session`)."""
+    event.listen(session, "before_flush", _before_flush)
+    event.listen(session, "do_orm_execute", _on_execute)
+    return session
+
+
+def _rule(table: str) -> str:
+    return "R9" if table in m.CAPTURED_TABLES else "R10"
+
+
+def _refuse_append_only(table: str, what: str) -> Refused:
+    return Refused(
+        _rule(table), f"{what} a {table} row",
+        "captured rows are append-only: a capture stays as it was imported" if table in m.CAPTURED_TABLES
+        else "seals are append-only",
+        "import a new artefact (a new run or batch); a correction is a new row naming what it supersedes",
+    )  # fmt: skip
+
+
+def _closed(session: Session, batch_id: int | None) -> m.Batch | None:
+    if batch_id is None:
+        return None
+    with session.no_autoflush:
+        batch = session.get(m.Batch, batch_id)
+    return batch if batch is not None and _committed(batch, "status") == "closed" else None
+
+
+def _committed(obj: object, attr: str):
+    """The value as loaded from the database (before this flush's changes)."""
+    hist = sa.inspect(obj).attrs[attr].history
+    if hist.deleted:
+        return hist.deleted[0]
+    return getattr(obj, attr)
+
+
+def _batch_of(session: Session, obj: object) -> int | None:
+    if isinstance(obj, m.Run | m.Artefact):
+        return _committed(obj, "batch_id")
+    if isinstance(obj, m.PublishedValue):
+        if _committed(obj, "batch_id") is not None:
+            return _committed(obj, "batch_id")
+        run_id = _committed(obj, "run_id")
+        if run_id is not None:
+            with session.no_autoflush:
+                run = session.get(m.Run, run_id)
+            return run.batch_id if run else None
+    return None
+
+
+def _refuse_closed(batch: m.Batch, table: str, what: str) -> Refused:
+    return Refused(
+        "R10", f"{what} a {table} row of batch {batch.name!r}",
+        f"the batch was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC and is sealed",
+        "import into a new batch; a correction of an open batch is a new row (`ledger.books.correct_run`)",
+    )  # fmt: skip
+
+
+def _before_flush(session: Session, flush_context, instances) -> None:
+    for obj in list(session.deleted):
+        table = obj.__table__.name
+        if table in APPEND_ONLY:
+            raise _refuse_append_only(table, "delete")
+        if isinstance(obj, m.Launch):
+            raise Refused("R10", "delete a launch", "launches are declared history", "record a correction (a new revision)")
+        if isinstance(obj, m.Batch) and _committed(obj, "status") == "closed":
+            raise _refuse_closed(obj, "batch", "delete")
+        if (closed := _closed(session, _batch_of(session, obj))) is not None:
+            raise _refuse_closed(closed, table, "delete")
+
+    for obj in list(session.dirty):
+        if not session.is_modified(obj, include_collections=False):
+            continue
+        table = obj.__table__.name
+        changed = {a.key for a in sa.inspect(obj).attrs if a.history.has_changes()}
+        if table in APPEND_ONLY:
+            raise _refuse_append_only(table, f"update {', '.join(sorted(changed))} of")
+        if isinstance(obj, m.Batch):
+            _check_batch_change(obj, changed)
+        elif isinstance(obj, m.Launch):
+            hist = sa.inspect(obj).attrs["log_artefact_id"].history
+            linking = changed == {"log_artefact_id"} and not any(v is not None for v in hist.deleted) and obj.log_artefact_id is not None
+            if not linking:
+                raise Refused("R10", f"update {', '.join(sorted(changed))} of launch {obj.id}",
+                              "a launch is corrected by a new revision, not edited",
+                              "add a launch row with revision+1, supersedes_id and correction_reason")  # fmt: skip
+        else:
+            for batch_id in {_batch_of(session, obj), getattr(obj, "batch_id", None)}:
+                if (closed := _closed(session, batch_id)) is not None:
+                    raise _refuse_closed(closed, table, "update")
+
+    for obj in list(session.new):
+        if isinstance(obj, m.Run | m.Artefact | m.PublishedValue):
+            batch_id = obj.batch_id
+            if batch_id is None and isinstance(obj, m.PublishedValue) and obj.run_id is not None:
+                with session.no_autoflush:
+                    run = session.get(m.Run, obj.run_id)
+                batch_id = run.batch_id if run else None
+            if (closed := _closed(session, batch_id)) is not None:
+                raise _refuse_closed(closed, obj.__table__.name, "add")
+
+
+def _check_batch_change(batch: m.Batch, changed: set[str]) -> None:
+    was = _committed(batch, "status")
+    if was == "closed":
+        what = "reopen" if batch.status == "open" else f"change {', '.join(sorted(changed))} of"
+        raise Refused("R10", f"{what} batch {batch.name!r}", "a closed batch stays exactly as it was sealed",
+                      "import into a new batch; corrections of open batches are new rows")  # fmt: skip
+    if "status" in changed and batch.status == "closed":
+        seal_hist = sa.inspect(batch).attrs["seal_digest"].history
+        if batch.seal_digest is None or batch.closed_at is None or any(v is not None for v in seal_hist.deleted):
+            raise Refused("R10", f"close batch {batch.name!r} without a seal", "closing seals the batch",
+                          "use `ledger close` (ledger.books.close_batch)")  # fmt: skip
+    elif changed & {"seal_digest", "closed_at"}:
+        raise Refused("R10", f"set {', '.join(sorted(changed & {'seal_digest', 'closed_at'}))} of open batch {batch.name!r}",
+                      "only closing sets them", "use `ledger close`")  # fmt: skip
+
+
+def _on_execute(state: ORMExecuteState) -> None:
+    stmt = state.statement
+    table: str | None = None
+    what = ""
+    if state.is_update or state.is_delete:
+        table = getattr(getattr(stmt, "table", None), "name", None)
+        what = "bulk update of" if state.is_update else "bulk delete of"
+    elif isinstance(stmt, sa.TextClause) and (match := _RAW_WRITE.match(stmt.text)):
+        table, what = match.group(1).lower(), "raw SQL write to"
+    if table in BULK_GUARDED:
+        if table in APPEND_ONLY:
+            raise _refuse_append_only(table, what)
+        raise Refused("R10", f"{what} table {table}", "rows of declared tables are checked one by one (closed batches)",
+                      "change objects through the session, or record a correction")  # fmt: skip
+
+
+@cache
+def duckdb_triggers_supported() -> tuple[bool, str]:
+    """Probe the installed DuckDB on a throwaway in-memory database (never the ledger).
+
+    True only if the exact statement-level trigger form used by migration 0005 can be created and
+    really aborts an UPDATE. Returns (supported, what happened) so the result can be reported.
+    """
+    import duckdb
+
+    con = duckdb.connect(":memory:")
+    try:
+        con.execute("CREATE TABLE probe (x INTEGER)")
+        con.execute("INSERT INTO probe VALUES (1)")
+        con.execute(duckdb_trigger_sql("probe", "UPDATE"))
+    except duckdb.Error as exc:
+        return False, f"DuckDB {duckdb.__version__}: CREATE TRIGGER failed: {str(exc).splitlines()[0]}"
+    try:
+        con.execute("UPDATE probe SET x = 2")
+    except duckdb.Error:
+        return True, f"DuckDB {duckdb.__version__}: statement triggers abort the UPDATE"
+    finally:
+        con.close()
+    return False, f"DuckDB {duckdb.__version__}: trigger created but the UPDATE was not aborted"
+
+
+def duckdb_trigger_sql(table: str, op: str) -> str:
+    """The DuckDB 2.x trigger form of the issue: statement-level AFTER, OLD TABLE, error()."""
+    msg = f"refused by {_rule(table)}: {op} of {table}: captured rows are append-only"
+    return (
+        f"CREATE TRIGGER ledger_append_only_{table}_{op.lower()} AFTER {op} ON {table} "
+        f"REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT "
+        f"SELECT error('{msg}') FROM old_rows LIMIT 1"
+    )

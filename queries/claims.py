@@ -1,0 +1,307 @@
+"""The claims file: a source report and every number it publishes, each with how to check it.
+
+A claims file (YAML, documented in docs/claims.md, JSON Schema in docs/claims.schema.json generated
+from these models) names its source report and lists claims. Each claim is exactly one of:
+
+* ``metric``: a registered metric over a scope, re-derived from the ledger's records;
+* ``derived``: a formula over other claims or literal printed numbers, recomputed with intervals;
+* ``quoted``: reported by another source, kept and shown, never re-derived;
+* ``estimated``: computed from targets or assumptions: flagged, never verified;
+* ``na``: not available, with its reason; a ``would_fill`` derivation is refused (R9).
+
+Regenerate the schema with ``python -m queries.claims --schema > docs/claims.schema.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Literal, Union
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from ledger.errors import InputError
+from ledger.kinds import KINDS
+from queries.types import Scope
+
+CLAIMS_VERSION = 1
+
+Verdict = Literal["reproduced", "consistent", "mismatch", "not-derivable", "quoted", "estimated", "n/a-kept", "refused"]
+VERDICTS: tuple[str, ...] = Verdict.__args__  # type: ignore[attr-defined]
+Op = Literal["ratio", "percent_change", "difference", "sum", "product", "convert", "divide", "range"]
+Says = Literal["measured", "derived", "estimated", "reported"]
+
+
+class _Model(BaseModel):
+    """One base config for every model of the claims file: unknown keys are errors."""
+
+    model_config = ConfigDict(extra="forbid", frozen=False)
+
+
+def _check_kind(kind: str | None) -> str | None:
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"unknown quantity kind {kind!r}; known: {', '.join(sorted(KINDS))}")
+    return kind
+
+
+class SourceReportRef(_Model):
+    """The report whose numbers the file lists."""
+
+    slug: str = Field(description="stable identifier of the report (as declared in the ledger's manifest)")
+    title: str = Field(description="the report's title as printed")
+    file: str | None = Field(None, description="the report's text, relative to the claims file")
+    language: str | None = Field(None, description="language of the report (en, zh, ...)")
+    location: str | None = Field(None, description="where the report lives (URL, citation)")
+
+
+class ScopeSpec(_Model):
+    """What a metric is computed over: a batch, a run label within a batch, a deployment, or a
+    launch attempt of a deployment (the contract's ``queries.types.Scope``)."""
+
+    batch: str | None = Field(None, description="batch name; with `run`, the batch the run label belongs to")
+    run: str | None = Field(None, description="run label within `batch` (or '#<id>')")
+    deployment: str | None = Field(None, description="deployment name; with `launch`, the launch's deployment")
+    launch: int | None = Field(None, description="launch attempt number within `deployment`")
+    window: tuple[str, str] | None = Field(None, description="hardware window as two ISO timestamps")
+
+    @model_validator(mode="after")
+    def _subject(self) -> ScopeSpec:
+        if self.batch is None and self.deployment is None:
+            raise ValueError("a scope names a batch (optionally with a run) or a deployment (optionally with a launch)")
+        if self.run is not None and self.batch is None:
+            raise ValueError("a run label needs its batch")
+        if self.launch is not None and self.deployment is None:
+            raise ValueError("a launch attempt needs its deployment")
+        return self
+
+    def to_scope(self) -> Scope:
+        return Scope(batch=self.batch, run=self.run, deployment=self.deployment, launch=self.launch,
+                     window=tuple(self.window) if self.window else None)  # fmt: skip
+
+    def ref(self) -> str:
+        """The scope as `ledger compare` names it: run:ID | batch:NAME | deployment:NAME."""
+        if self.run is not None:
+            return f"run:{self.batch}/{self.run}"
+        if self.batch is not None:
+            return f"batch:{self.batch}"
+        if self.launch is not None:
+            return f"launch:{self.deployment}/{self.launch}"
+        return f"deployment:{self.deployment}"
+
+
+class MetricSpec(_Model):
+    """A metric claim: re-derive the number from the ledger's records."""
+
+    name: str = Field(description="a metric registered in queries.metrics.METRICS")
+    scope: ScopeSpec = Field(description="what the metric is computed over")
+
+
+class LiteralNumber(_Model):
+    """A number used as an operand without being a claim of its own (a GPU count, a factor 60),
+    or a number the formula assumes but the report never printed (`value` omitted)."""
+
+    value: str | None = Field(None, description="the number exactly as printed ('8', '510.31'); omitted when not printed")
+    unit: str | None = Field(None, description="its unit ('GB', 'tok/s', 'unconfirmed'...)")
+    kind: str = Field(description="its quantity kind (ledger.kinds)")
+    label: str | None = Field(None, description="what the number is, in words")
+    context: dict[str, str] = Field(
+        default_factory=dict,
+        description="factors of the scope it was measured in (hardware, gpu_count, engine, seed, workload, batch...)",
+    )
+    flag: Says | None = Field(None, description="its provenance when not measured (reported, estimated)")
+    exact: bool = Field(False, description="true for a definitional constant (60 s/min, 8 GPUs): no rounding interval")
+
+    _kind = field_validator("kind")(classmethod(lambda cls, v: _check_kind(v)))
+
+
+class Formula(_Model):
+    """An operation over operands: claim ids, literal numbers or nested formulas."""
+
+    op: Op = Field(
+        description="ratio a/b | percent_change (b-a)/a x 100 | difference a-b | sum | product | "
+        "convert (one operand to the claim's unit) | divide (a by a count) | range (the printed "
+        "range's ends are the smallest and largest operand)"
+    )
+    operands: list[Union[str, LiteralNumber, Formula]] = Field(
+        description="claim ids (strings), literal numbers, or nested formulas; order matters for ratio, "
+        "percent_change, difference and divide"
+    )
+
+
+class Derived(Formula):
+    """A derived claim: a formula plus what the claim asserts about its result (type rules)."""
+
+    attributes_to: str | None = Field(
+        None, description="the factor the claim attributes the change or ratio to (hardware, weights_version...) (R6)"
+    )
+    claims_equal_resources: bool = Field(False, description="the claim presents the comparison as equal-resource (R6)")
+    claims_paired: bool = Field(False, description="the claim presents the comparison as per-request paired (R6)")
+    claims_speedup: bool = Field(False, description="the claim presents the ratio as a speed-up of one task (R7)")
+    claims_cold_warm: bool = Field(False, description="the claim presents the comparison as a cold/warm A/B (R8)")
+    series: bool = Field(False, description="the operands are presented as points of one series (R2)")
+    from_unit: str | None = Field(None, description="for convert: the unit the claim assumes its operand had (R12)")
+
+
+class Quoted(_Model):
+    """A number reported by another source: kept and shown, never re-derived (R15)."""
+
+    source: str = Field(description="where the number comes from (archived report, tool summary, earlier stage)")
+    locator: str | None = Field(None, description="section, table or line in that source")
+
+
+class Estimated(_Model):
+    """A number computed from targets, assumptions or a model: flagged, never verified."""
+
+    basis: str = Field(description="what it was estimated from")
+
+
+class NotAvailable(_Model):
+    """A value the report marks n/a: kept as n/a; filling it is refused (R9)."""
+
+    reason: str = Field(description="why it is not available (not captured, only rounded summaries kept...)")
+    would_fill: Formula | None = Field(
+        None, description="a derivation that would fill it in; the audit shows it refused (R9)"
+    )
+
+
+class Claim(_Model):
+    """One number of the report and how to check it. Exactly one of metric / derived / quoted /
+    estimated / na."""
+
+    id: str = Field(description="unique id within the file (letters, digits, '-', '_', '.')", pattern=r"^[A-Za-z0-9_.\-]+$")
+    text: str = Field(description="the claim as printed ('2,791', '约 86.9 倍', '1.77x-2.78x')")
+    value: str | None = Field(
+        None, description="the number as printed when `text` is prose; default: `text` itself. A range is two numbers"
+    )
+    unit: str | None = Field(None, description="unit of the number ('tokens/min', 's', 'GiB', '%', 'x'...)")
+    kind: str = Field(description="quantity kind the number claims to be (ledger.kinds)")
+    statement: str | None = Field(None, description="what the report (or the warned-against inference) says, in English")
+    locator: str | None = Field(None, description="where in the report (section, table row)")
+    says: Says | None = Field(None, description="the provenance the report gives the number (an estimate never satisfies 'measured')")
+    count_of: int | None = Field(
+        None, description="when the number is a mean or percentage of this many integer items: GRIM check"
+    )
+    context: dict[str, str] = Field(
+        default_factory=dict,
+        description="factors of the scope the number belongs to when it is not in the ledger "
+        "(hardware, gpu_count, engine, engine_version, layout, workload, seed, batch...) (R6)",
+    )
+    metric: MetricSpec | None = Field(None, description="metric claim: re-derived from the records")
+    derived: Derived | None = Field(None, description="derived claim: recomputed from its operands")
+    quoted: Quoted | None = Field(None, description="quoted claim: reported elsewhere, kept")
+    estimated: Estimated | None = Field(None, description="estimated claim: flagged, never verified")
+    na: NotAvailable | None = Field(None, description="n/a claim with its reason")
+    expected_verdict: Verdict | None = Field(None, description="the verdict the audit must give (pinned by tests)")
+    expected_rule: str | None = Field(None, description="for an expected `refused`: the rule id (R1..R15)")
+    note: str | None = Field(None, description="anything else worth showing next to the verdict")
+
+    _kind = field_validator("kind")(classmethod(lambda cls, v: _check_kind(v)))
+
+    @model_validator(mode="after")
+    def _one_basis(self) -> Claim:
+        given = [k for k in ("metric", "derived", "quoted", "estimated", "na") if getattr(self, k) is not None]
+        if len(given) != 1:
+            raise ValueError(f"claim {self.id!r}: exactly one of metric/derived/quoted/estimated/na, got {given or 'none'}")
+        return self
+
+    @property
+    def basis(self) -> str:
+        return next(k for k in ("metric", "derived", "quoted", "estimated", "na") if getattr(self, k) is not None)
+
+    @property
+    def printed(self) -> str | None:
+        """The number as printed, or None when the claim prints none (an inference, an n/a)."""
+        return self.value if self.value is not None else self.text
+
+
+class ClaimsFile(_Model):
+    """A source report and the claims it makes."""
+
+    version: Literal[1] = Field(description="format version of the claims file (this is version 1)")
+    synthetic: bool = Field(False, description="true when the ledger the file is audited against holds synthetic data")
+    source_report: SourceReportRef = Field(description="the report the numbers come from")
+    claims: list[Claim] = Field(description="every number of the report, one claim each")
+
+    @model_validator(mode="after")
+    def _references(self) -> ClaimsFile:
+        ids = [c.id for c in self.claims]
+        dup = sorted({i for i in ids if ids.count(i) > 1})
+        if dup:
+            raise ValueError(f"duplicate claim ids: {', '.join(dup)}")
+        known = set(ids)
+        for c in self.claims:
+            formulas = [f for f in (c.derived, c.na.would_fill if c.na else None) if f is not None]
+            for f in formulas:
+                for ref in claim_refs(f):
+                    if ref not in known:
+                        raise ValueError(f"claim {c.id!r} refers to unknown claim {ref!r}")
+                    if ref == c.id:
+                        raise ValueError(f"claim {c.id!r} refers to itself")
+        by_id = {c.id: c for c in self.claims}
+
+        def visit(cid: str, path: tuple[str, ...]) -> None:
+            if cid in path:
+                raise ValueError(f"claims refer to each other in a cycle: {' -> '.join(path + (cid,))}")
+            c = by_id[cid]
+            if c.derived is not None:
+                for ref in claim_refs(c.derived):
+                    visit(ref, path + (cid,))
+
+        for cid in ids:
+            visit(cid, ())
+        return self
+
+    def by_id(self) -> dict[str, Claim]:
+        return {c.id: c for c in self.claims}
+
+
+Formula.model_rebuild()
+Derived.model_rebuild()
+
+
+def claim_refs(f: Formula) -> list[str]:
+    """Every claim id a formula refers to, nested formulas included."""
+    out: list[str] = []
+    for o in f.operands:
+        if isinstance(o, str):
+            out.append(o)
+        elif isinstance(o, Formula):
+            out.extend(claim_refs(o))
+    return out
+
+
+def load_claims(path: str | Path) -> ClaimsFile:
+    """Read and validate a claims file; errors name the file and the failing field."""
+    path = Path(path)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError) as exc:
+        raise InputError(f"{path}: cannot read claims file: {exc}") from None
+    try:
+        return ClaimsFile.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"])
+        raise InputError(f"{path}: {where}: {first['msg']} ({exc.error_count()} error(s))") from None
+
+
+def claims_schema() -> dict:
+    """The JSON Schema of the claims file, as published in docs/claims.schema.json."""
+    schema = ClaimsFile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://bench-ledger.invalid/claims.schema.json"
+    return schema
+
+
+def schema_text() -> str:
+    return json.dumps(claims_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    if sys.argv[1:] == ["--schema"]:
+        sys.stdout.write(schema_text())
+    else:
+        sys.stderr.write("usage: python -m queries.claims --schema > docs/claims.schema.json\n")
+        sys.exit(2)

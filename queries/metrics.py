@@ -1,0 +1,245 @@
+"""The metric registry: every metric defined once, evaluated on a scope, with its provenance.
+
+``METRICS`` maps a name to its :class:`~queries.metrics_requests.Metric` (unit, quantity kind,
+statistic, interval, captured fields it needs, formula). Definitions live in
+:mod:`queries.metrics_requests` (requests: counts, totals, wall clock, TPM, latency distributions)
+and :mod:`queries.metrics_hardware` (dmon counters, power, server-log facts); this module resolves a
+:class:`~queries.types.Scope` and enforces the rules that apply to *any* metric:
+
+* R2: no computation crosses a batch. A scope whose runs or samples span two batches is refused.
+* R7: within one batch, only counts and totals add up over runs; a percentile, mean or rate pooled
+  over the runs of a sweep mixes loads, so it is refused unless the batch holds one run.
+* Every value is ``derived`` with its inputs, or ``n/a`` with its reason (never 0, never filled in).
+
+Percentiles are numpy's default linear method (type 7) = vLLM's ``np.percentile`` = pandas'
+``quantile``; see :func:`queries.metrics_requests.percentile_linear`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import sqlalchemy as sa
+
+from ledger import models as m
+from ledger.errors import NotFound, Refused
+from ledger.store import Ledger
+from queries.metrics_hardware import hardware_metrics, parse_window
+from queries.metrics_requests import Ctx, Metric, percentile_linear
+from queries.types import MetricValue, Scope
+
+__all__ = ["METRICS", "ROW_METRICS", "Metric", "RunMetrics", "evaluate", "list_metrics", "percentile_linear",
+           "run_metrics", "scope_of"]  # fmt: skip
+
+from queries.metrics_requests import request_metrics  # noqa: E402
+
+METRICS: dict[str, Metric] = {mt.name: mt for mt in [*request_metrics(), *hardware_metrics()]}
+
+# The columns of `ledger metrics` (one row per run), in order.
+ROW_METRICS = ("requests_ok", "requests_failed", "requests_unknown", "input_tokens", "output_tokens", "wall_clock_s",
+               "total_tpm", "output_tpm", "output_tokens_per_s", "ttft_p50", "ttft_p99", "e2e_latency_p50",
+               "per_stream_decode_rate_median", "cache_hit_tokens")  # fmt: skip
+
+R, B, D, L, A = (t.__table__ for t in (m.Run, m.Batch, m.Deployment, m.Launch, m.Artefact))
+
+
+def list_metrics() -> list[dict]:
+    return [mt.describe() for mt in METRICS.values()]
+
+
+def _current_runs() -> sa.ColumnElement[bool]:
+    """Runs not superseded by a correction (R10: the correction is the current row)."""
+    newer = sa.select(R.c.supersedes_id).where(R.c.supersedes_id.is_not(None))
+    return R.c.id.not_in(newer)
+
+
+def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
+    """Which runs / samples / launches the scope means, refusing a scope that spans batches (R2)."""
+    ctx = Ctx(scope=scope, kind="batch")
+    runs: list = []
+    q = sa.select(R.c.id, R.c.duration_s, R.c.started_at, R.c.ended_at, B.c.name.label("batch"), B.c.id.label("bid"),
+                  R.c.deployment_id, B.c.deployment_id.label("bdep")).join(B, B.c.id == R.c.batch_id)  # fmt: skip
+    if scope.run is not None:
+        ctx.kind = "run"
+        if scope.run.startswith("#"):
+            runs = conn.execute(q.where(R.c.id == int(scope.run[1:]))).all()
+        else:
+            if scope.batch is None:
+                raise NotFound(f"run label {scope.run!r} needs its batch (labels are unique within a batch)")
+            runs = conn.execute(q.where(R.c.label == scope.run, B.c.name == scope.batch, _current_runs())
+                                .order_by(R.c.revision.desc()).limit(1)).all()  # fmt: skip
+        if not runs:
+            raise NotFound(f"no run {scope.run!r}" + (f" in batch {scope.batch!r}" if scope.batch else ""))
+    elif scope.deployment is not None:
+        dep = conn.execute(sa.select(D.c.id).where(D.c.name == scope.deployment)).scalar()
+        if dep is None:
+            raise NotFound(f"no deployment named {scope.deployment!r}")
+        ctx.deployment_id = dep
+        if scope.launch is not None:
+            ctx.kind = "launch"
+            lid = conn.execute(sa.select(L.c.id).where(L.c.deployment_id == dep, L.c.attempt == scope.launch)
+                               .order_by(L.c.revision.desc()).limit(1)).scalar()  # fmt: skip
+            if lid is None:
+                raise NotFound(f"no launch attempt {scope.launch} of deployment {scope.deployment!r}")
+            ctx.launch_ids = [lid]
+        else:
+            ctx.kind = "deployment"
+            ctx.launch_ids = [r[0] for r in conn.execute(sa.select(L.c.id).where(L.c.deployment_id == dep)
+                                                         .where(L.c.id.not_in(sa.select(L.c.supersedes_id)
+                                                                .where(L.c.supersedes_id.is_not(None)))))]  # fmt: skip
+        where = sa.or_(R.c.deployment_id == dep, sa.and_(R.c.deployment_id.is_(None), B.c.deployment_id == dep))
+        if scope.batch is not None:
+            where = sa.and_(where, B.c.name == scope.batch)
+        runs = conn.execute(q.where(where, _current_runs()).order_by(R.c.id)).all()
+    elif scope.batch is not None:
+        bid = conn.execute(sa.select(B.c.id).where(B.c.name == scope.batch)).scalar()
+        if bid is None:
+            raise NotFound(f"no batch named {scope.batch!r}; `ledger batches` lists them")
+        runs = conn.execute(q.where(B.c.name == scope.batch, _current_runs()).order_by(R.c.id)).all()
+        ctx.batch_names = [scope.batch]
+    ctx.run_ids = [r.id for r in runs]
+    ctx.durations = {r.id: r.duration_s for r in runs}
+    ctx.batch_names = sorted({r.batch for r in runs}) or ctx.batch_names
+
+    if metric.family == "hardware":
+        _hardware_scope(conn, ctx, scope, runs)
+        batches = ctx.batch_names
+    elif metric.family == "requests":
+        batches = ctx.batch_names
+    else:
+        batches = []
+    if len(batches) > 1:
+        raise Refused(
+            "R2", f"{metric.name} over {scope.describe()}",
+            f"the scope spans batches {', '.join(batches)}: no total, rate, percentile or series is computed "
+            "across batches",
+            "evaluate it per batch (Scope(batch=...)) and show the rows side by side, each labelled",
+        )  # fmt: skip
+    if metric.family == "requests" and not metric.pools and len(ctx.run_ids) > 1:
+        raise Refused(
+            "R7", f"{metric.name} over {scope.describe()}",
+            f"the scope holds {len(ctx.run_ids)} runs (different load points); a {metric.statistic} pooled over "
+            "them mixes loads",
+            "evaluate it per run (Scope(batch=..., run=LABEL)) and show the runs side by side",
+        )  # fmt: skip
+    return ctx
+
+
+def _hardware_scope(conn: sa.Connection, ctx: Ctx, scope: Scope, runs: list) -> None:
+    """Samples of the scope: the batch's (or deployment's) dmon artefacts; a run cuts its own window."""
+    has_samples = sa.exists().where(m.HardwareSample.__table__.c.artefact_id == A.c.id)
+    stmt = sa.select(A.c.id, A.c.batch_id, B.c.name).outerjoin(B, B.c.id == A.c.batch_id).where(has_samples)
+    if ctx.kind == "run":
+        stmt = stmt.where(A.c.batch_id == runs[0].bid)
+        r = runs[0]
+        if scope.window is None:
+            if r.started_at is not None and r.ended_at is not None:
+                ctx.window = (r.started_at, r.ended_at)
+            else:
+                ctx.window_note = "the run has no wall-clock start/end to cut the samples: give Scope.window"
+    elif scope.batch is not None and scope.deployment is None:
+        stmt = stmt.where(B.c.name == scope.batch)
+    elif ctx.deployment_id is not None:
+        stmt = stmt.where(A.c.deployment_id == ctx.deployment_id)
+        if scope.batch is not None:
+            stmt = stmt.where(B.c.name == scope.batch)
+    rows = conn.execute(stmt.order_by(A.c.id)).all()
+    ctx.hw_artefact_ids = [r.id for r in rows]
+    ctx.batch_names = sorted({r.name for r in rows if r.name is not None})
+    if scope.window is not None:
+        ctx.window = parse_window(scope.window)
+
+
+def evaluate(ledger: Ledger, metric: str, scope: Scope) -> MetricValue:
+    """One metric on one scope: ``derived`` with inputs, or ``n/a`` with the reason; Refused (R2, R7)."""
+    if metric not in METRICS:
+        raise NotFound(f"no metric named {metric!r}; known: {', '.join(METRICS)}")
+    mt = METRICS[metric]
+    with ledger.connection() as conn:
+        ctx = _resolve(conn, scope, mt)
+        return mt.compute(conn, ctx, mt)
+
+
+def scope_of(ledger: Ledger, run_id: int) -> Scope:
+    with ledger.connection() as conn:
+        row = conn.execute(sa.select(R.c.label, B.c.name).join(B, B.c.id == R.c.batch_id).where(R.c.id == run_id)).first()
+    if row is None:
+        raise NotFound(f"no run with id {run_id}; `ledger runs` lists them")
+    return Scope(batch=row.name, run=f"#{run_id}")
+
+
+@dataclass
+class RunMetrics:
+    """One run's row of `ledger metrics`: its workload settings and its metric values."""
+
+    run_id: int
+    batch: str
+    label: str
+    tool: str | None
+    input_target_tokens: int | None
+    output_cap_tokens: int | None
+    concurrency: int | None
+    request_count: int | None
+    values: dict[str, MetricValue] = field(default_factory=dict)
+
+    def as_dict(self) -> dict:
+        out: dict = {k: getattr(self, k) for k in ("run_id", "batch", "label", "tool", "input_target_tokens",
+                                                    "output_cap_tokens", "concurrency", "request_count")}  # fmt: skip
+        out["metrics"] = {
+            name: {"value": None if v.value is None else float(v.value),
+                   "exact": None if v.value is None else str(v.value),
+                   "unit": v.unit, "flag": v.flag, "na_reason": v.na_reason, "inputs": v.inputs}
+            for name, v in self.values.items()
+        }  # fmt: skip
+        return out
+
+    def flat(self) -> dict:
+        """One flat record (for CSV / Arrow): value and flag columns per metric."""
+        out = {k: v for k, v in self.as_dict().items() if k != "metrics"}
+        for name, v in self.values.items():
+            out[name] = None if v.value is None else float(v.value)
+            out[f"{name}_flag"] = v.flag
+            out[f"{name}_na_reason"] = v.na_reason
+        return out
+
+
+def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | None = None,
+                metrics: tuple[str, ...] = ROW_METRICS) -> list[RunMetrics]:  # fmt: skip
+    """One row per run (of the named batches, or one run), never pooled across runs or batches (R2)."""
+    stmt = (sa.select(R.c.id, B.c.name.label("batch"), R.c.label, R.c.tool, R.c.input_target_tokens,
+                      R.c.output_cap_tokens, R.c.concurrency, R.c.request_count)
+            .join(B, B.c.id == R.c.batch_id).where(_current_runs()).order_by(B.c.id, R.c.id))  # fmt: skip
+    with ledger.connection() as conn:
+        if batches:
+            known = {r[0] for r in conn.execute(sa.select(B.c.name).where(B.c.name.in_(batches)))}
+            for b in batches:
+                if b not in known:
+                    raise NotFound(f"no batch named {b!r}; `ledger batches` lists them")
+            stmt = stmt.where(B.c.name.in_(batches))
+        if run_id is not None:
+            stmt = stmt.where(R.c.id == run_id)
+        rows = conn.execute(stmt).all()
+        if run_id is not None and not rows:
+            raise NotFound(f"no run with id {run_id}; `ledger runs` lists them")
+        out = []
+        for r in rows:
+            rm = RunMetrics(r.id, r.batch, r.label, r.tool, r.input_target_tokens, r.output_cap_tokens,
+                            r.concurrency, r.request_count)  # fmt: skip
+            scope = Scope(batch=r.batch, run=f"#{r.id}")
+            for name in metrics:
+                mt = METRICS[name]
+                rm.values[name] = mt.compute(conn, _resolve(conn, scope, mt), mt)
+            out.append(rm)
+    return out
+
+
+def to_arrow(rows: list[RunMetrics]):
+    """The rows as an Arrow table (flat: value, flag and reason per metric)."""
+    import pyarrow as pa
+
+    return pa.Table.from_pylist([r.flat() for r in rows])
+
+
+def exact_text(v: Fraction | None) -> str | None:
+    return None if v is None else str(v)

@@ -1,0 +1,257 @@
+"""Hardware-sample and server-log metrics: per-card counter statistics, power (R14), KV capacity (R5),
+seconds to ready (R8).
+
+Why it is built this way:
+
+* dmon counters keep their meaning (R13): ``sm`` becomes ``gpu_activity_time_pct_*`` (share of time a
+  kernel ran), ``mem`` becomes ``memory_busy_pct_*`` (memory-controller busy time); nothing is
+  called "utilization" or MFU.
+* A per-card statistic is one card's: with several cards in scope and no ``Scope.gpu`` the value is
+  n/a and ``inputs['per_card']`` lists each card's figure. Cards are never averaged together.
+* Power has three separate statistics (R14): the sum of each card's window mean, the peak over
+  time of the simultaneous sum (ticks aligned by timestamp when dmon printed ``-o DT``, else by
+  tick index within one file; across nodes only by timestamp), and the sum of each card's own peak.
+* Units are as printed; ``unconfirmed`` stays ``unconfirmed`` and is never converted (R12).
+* The KV capacity ratio is a capacity (kind ``capacity_ratio``), never a concurrency (R5).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable
+from datetime import datetime
+from decimal import Decimal
+from fractions import Fraction
+
+import sqlalchemy as sa
+
+from ledger import models as m
+from queries.metrics_requests import Ctx, Metric, derived, mean, na
+
+HS = m.HardwareSample.__table__
+LF = m.LogFact.__table__
+A = m.Artefact.__table__
+
+# dmon column -> (metric stem, unit printed by dmon, quantity kind)
+COUNTERS: dict[str, tuple[str, str, str]] = {
+    "pwr": ("power_w", "W", "power"),
+    "sm": ("gpu_activity_time_pct", "%", "activity_time_percent"),
+    "mem": ("memory_busy_pct", "%", "memory_busy_percent"),
+    "gtemp": ("gpu_temp_c", "C", "temperature"),
+    "mtemp": ("memory_temp_c", "C", "temperature"),
+    "enc": ("encoder_busy_pct", "%", "utilization_percent"),
+    "dec": ("decoder_busy_pct", "%", "utilization_percent"),
+    "jpg": ("jpeg_busy_pct", "%", "utilization_percent"),
+    "ofa": ("ofa_busy_pct", "%", "utilization_percent"),
+    "mclk": ("memory_clock_mhz", "MHz", "clock_frequency"),
+    "pclk": ("gpu_clock_mhz", "MHz", "clock_frequency"),
+    "fb": ("fb_memory_used", "MB", "device_memory"),
+    "bar1": ("bar1_memory_used", "MB", "device_memory"),
+    "rxpci": ("pcie_rx", "MB/s", "bandwidth"),
+    "txpci": ("pcie_tx", "MB/s", "bandwidth"),
+}
+
+
+def samples_sql(artefact_ids: list[int], counter: str, window: tuple[object, object] | None) -> sa.Select:
+    stmt = sa.select(HS.c.artefact_id, HS.c.node, HS.c.gpu, HS.c.tick, HS.c.ts, HS.c.value, HS.c.unit).where(
+        HS.c.artefact_id.in_(artefact_ids), HS.c.counter == counter
+    )
+    if window is not None:
+        stmt = stmt.where(HS.c.ts >= window[0], HS.c.ts <= window[1])
+    return stmt.order_by(HS.c.artefact_id, HS.c.tick, HS.c.gpu)
+
+
+def _card(row) -> str:
+    return f"{row.node}:gpu{row.gpu}" if row.node else f"artefact{row.artefact_id}:gpu{row.gpu}"
+
+
+def _load(conn: sa.Connection, ctx: Ctx, metric: Metric, counter: str):
+    """Samples of the counter in the scope, or an n/a value saying why there are none."""
+    if not ctx.hw_artefact_ids:
+        return na(metric, ctx, "no hardware samples in this scope"), None, None
+    if ctx.window is None and ctx.window_note:
+        return na(metric, ctx, ctx.window_note), None, None
+    if ctx.window is not None:
+        untimed = conn.execute(
+            sa.select(sa.func.count()).where(HS.c.artefact_id.in_(ctx.hw_artefact_ids), HS.c.counter == counter,
+                                             HS.c.ts.is_(None))
+        ).scalar_one()  # fmt: skip
+        if untimed:
+            return na(metric, ctx, "samples have no timestamps (dmon without -o DT): a window cannot select them"), None, None
+    rows = [r for r in conn.execute(samples_sql(ctx.hw_artefact_ids, counter, ctx.window))]
+    if not rows:
+        return na(metric, ctx, f"counter {counter!r} not sampled in this scope"), None, None
+    units = {r.unit for r in rows}
+    if len(units) > 1:
+        return na(metric, ctx, f"counter {counter!r} printed in several units: {sorted(units)}"), None, None
+    return None, rows, units.pop()
+
+
+def _per_card(rows) -> dict[str, list[Fraction]]:
+    cards: dict[str, list[Fraction]] = defaultdict(list)
+    for r in rows:
+        cards[_card(r)]  # a card with only '-' values still exists
+        if r.value is not None:
+            cards[_card(r)].append(Fraction(r.value))
+    return dict(cards)
+
+
+def card_stat(counter: str, stat: str) -> Callable:
+    """Mean or max of one card's counter over the window; one card only (name it with Scope.gpu)."""
+
+    def compute(conn: sa.Connection, ctx: Ctx, metric: Metric):
+        bad, rows, unit = _load(conn, ctx, metric, counter)
+        if bad:
+            return bad
+        cards = _per_card(rows)
+        per = {c: (None if not v else mean(v) if stat == "mean" else max(v)) for c, v in cards.items()}
+        gpu = ctx.scope.gpu
+        if gpu is not None:
+            hits = [c for c in per if c == gpu or c.endswith(f":gpu{gpu}") or c.endswith(f":{gpu}")]
+            if len(hits) != 1:
+                return na(metric, ctx, f"card {gpu!r} {'ambiguous' if hits else 'not found'}; cards: {sorted(per)}")
+            per = {hits[0]: per[hits[0]]}
+        shown = {c: (None if v is None else float(v)) for c, v in per.items()}
+        if len(per) > 1:
+            return na(metric, ctx, f"per-card statistic: {len(per)} cards in scope; name one (Scope.gpu)",
+                      per_card=shown, counter=counter, unit=unit)  # fmt: skip
+        (card, value), = per.items()
+        if value is None:
+            return na(metric, ctx, f"card {card} printed no value for {counter!r}")
+        return derived(metric, ctx, value, unit=unit, card=card, counter=counter, samples=len(cards[card]),
+                       artefacts=ctx.hw_artefact_ids)  # fmt: skip
+
+    return compute
+
+
+def power(stat: str) -> Callable:
+    """R14: sum of card means, peak of the simultaneous sum, sum of card peaks: three numbers."""
+
+    def compute(conn: sa.Connection, ctx: Ctx, metric: Metric):
+        bad, rows, unit = _load(conn, ctx, metric, "pwr")
+        if bad:
+            return bad
+        cards = _per_card(rows)
+        empty = [c for c, v in cards.items() if not v]
+        if empty:
+            return na(metric, ctx, f"cards with no power value: {empty}")
+        base = dict(cards=len(cards), artefacts=ctx.hw_artefact_ids, unit=unit)
+        if stat == "sum_of_means":
+            return derived(metric, ctx, sum((mean(v) for v in cards.values()), Fraction(0)), unit=unit,
+                           per_card_mean={c: float(mean(v)) for c, v in cards.items()}, **base)  # fmt: skip
+        if stat == "sum_of_peaks":
+            return derived(metric, ctx, sum((max(v) for v in cards.values()), Fraction(0)), unit=unit,
+                           per_card_peak={c: float(max(v)) for c, v in cards.items()}, **base)  # fmt: skip
+        timed = all(r.ts is not None for r in rows)
+        nodes = {r.node or f"artefact{r.artefact_id}" for r in rows}
+        if not timed and (len(nodes) > 1 or len(ctx.hw_artefact_ids) > 1):
+            return na(metric, ctx, "samples of several nodes/files without timestamps: ticks align across "
+                      "nodes only by time (-o DT)", **base)  # fmt: skip
+        ticks: dict[object, dict[str, Fraction]] = defaultdict(dict)
+        for r in rows:
+            if r.value is not None:
+                ticks[r.ts if timed else r.tick][_card(r)] = Fraction(r.value)
+        full = {k: sum(v.values(), Fraction(0)) for k, v in ticks.items() if len(v) == len(cards)}
+        if not full:
+            return na(metric, ctx, "no tick at which every card printed its power", **base)
+        key = max(full, key=lambda k: full[k])
+        return derived(metric, ctx, full[key], unit=unit, aligned_by="timestamp" if timed else "tick index",
+                       ticks=len(full), ticks_incomplete=len(ticks) - len(full), at=str(key), **base)  # fmt: skip
+
+    return compute
+
+
+# --------------------------------------------------------------------------- log facts
+
+
+def _facts(conn: sa.Connection, artefact_ids: list[int], kind: str) -> list:
+    return list(conn.execute(
+        sa.select(LF.c.artefact_id, LF.c.line, LF.c.process, LF.c.value, LF.c.text)
+        .where(LF.c.artefact_id.in_(artefact_ids), LF.c.kind == kind).order_by(LF.c.artefact_id, LF.c.line)
+    ))  # fmt: skip
+
+
+def log_artefacts(conn: sa.Connection, ctx: Ctx) -> list[int]:
+    L = m.Launch.__table__
+    if ctx.launch_ids:
+        ids = [r[0] for r in conn.execute(sa.select(L.c.log_artefact_id).where(L.c.id.in_(ctx.launch_ids)))]
+        return [i for i in ids if i is not None]
+    if ctx.deployment_id is not None:
+        return [r[0] for r in conn.execute(
+            sa.select(A.c.id).where(A.c.deployment_id == ctx.deployment_id, A.c.format == "vllm-server-log")
+            .order_by(A.c.id))]  # fmt: skip
+    return []
+
+
+def kv_capacity_ratio(conn: sa.Connection, ctx: Ctx, metric: Metric):
+    """KV pool tokens of one engine / DP group over the window tokens: a capacity, never a concurrency (R5)."""
+    logs = log_artefacts(conn, ctx)
+    if not logs:
+        return na(metric, ctx, "no server log linked to this launch / deployment")
+    pools = _facts(conn, logs, "kv_cache_tokens")
+    if not pools:
+        return na(metric, ctx, "no 'GPU KV cache size' line in the server log(s)")
+    distinct = sorted({Decimal(p.value) for p in pools if p.value is not None})
+    if len(distinct) != 1:
+        return na(metric, ctx, f"KV pool differs between engines / launches: {[str(d) for d in distinct]}; "
+                  "name one launch", pools=[p.text for p in pools])  # fmt: skip
+    windows = sorted({Decimal(w.value) for w in _facts(conn, logs, "max_concurrency_window_tokens") if w.value is not None})
+    basis = "log: Maximum concurrency for N tokens per request"
+    if len(windows) != 1:
+        dep = None
+        if ctx.deployment_id is not None:
+            dep = conn.execute(sa.select(m.Deployment.__table__.c.max_model_len)
+                               .where(m.Deployment.__table__.c.id == ctx.deployment_id)).scalar()  # fmt: skip
+        if dep is None:
+            return na(metric, ctx, "window tokens unknown: no 'Maximum concurrency for N tokens' line and no "
+                      "deployment max_model_len")  # fmt: skip
+        windows, basis = [Decimal(dep)], "deployment.max_model_len"
+    pool, window = distinct[0], windows[0]
+    return derived(metric, ctx, Fraction(pool) / Fraction(window), kv_pool_tokens=str(pool), window_tokens=str(window),
+                   window_basis=basis, per="one engine / DP group", log_artefacts=logs,
+                   meaning="theoretical capacity in full windows; not requests served at once (R5)")  # fmt: skip
+
+
+def seconds_to_ready(conn: sa.Connection, ctx: Ctx, metric: Metric):
+    """Time to READY of one launch: the log's derived fact, else the declared (reported) figure."""
+    L = m.Launch.__table__
+    if len(ctx.launch_ids) != 1:
+        return na(metric, ctx, f"per launch: {len(ctx.launch_ids)} launches in scope; name one (Scope.launch)")
+    logs = log_artefacts(conn, ctx)
+    facts = _facts(conn, logs, "seconds_to_ready") if logs else []
+    if facts:
+        f = facts[-1]
+        return derived(metric, ctx, Fraction(Decimal(f.value)), log_artefact=f.artefact_id, line=f.line,
+                       basis="first log timestamp to the ready line, 1 s resolution, a lower bound")  # fmt: skip
+    row = conn.execute(sa.select(L.c.seconds_to_ready, L.c.seconds_to_ready_flag).where(L.c.id == ctx.launch_ids[0])).one()
+    if row.seconds_to_ready is not None and row.seconds_to_ready_flag != "n/a":
+        return derived(metric, ctx, Fraction(Decimal(row.seconds_to_ready)), flag=row.seconds_to_ready_flag,
+                       basis="declared for the launch, not read from a log")  # fmt: skip
+    return na(metric, ctx, "no ready line in a linked log and no declared seconds_to_ready")
+
+
+def hardware_metrics() -> list[Metric]:
+    out: list[Metric] = []
+    for counter, (stem, unit, kind) in COUNTERS.items():
+        for stat in ("mean", "max"):
+            out.append(Metric(f"{stem}_{stat}", unit, kind, f"per-card {stat}", "the window's samples of one card",
+                              (), f"{stat.upper()}(value) of dmon column {counter!r} per card (unit as printed)",
+                              "hardware", card_stat(counter, stat)))  # fmt: skip
+    out += [
+        Metric("power_sum_of_card_means_w", "W", "power_card_mean_sum", "sum of means", "window", (),
+               "SUM over cards of MEAN(pwr) of the card (R14)", "hardware", power("sum_of_means")),
+        Metric("power_peak_of_sum_w", "W", "power_peak_of_sum", "peak of sums", "window, ticks aligned", (),
+               "MAX over aligned ticks of SUM over cards of pwr (R14)", "hardware", power("peak_of_sum")),
+        Metric("power_sum_of_card_peaks_w", "W", "power_sum_of_peaks", "sum of peaks", "window", (),
+               "SUM over cards of MAX(pwr) of the card (R14)", "hardware", power("sum_of_peaks")),
+        Metric("kv_capacity_ratio", "x", "capacity_ratio", "capacity ratio", "one launch's engine", (),
+               "log kv_cache_tokens / max_concurrency_window_tokens (else deployment.max_model_len) (R5)", "log",
+               kv_capacity_ratio),
+        Metric("seconds_to_ready", "s", "startup_time", "duration", "process start to READY of one launch", (),
+               "log fact seconds_to_ready; else launch.seconds_to_ready as declared (R8)", "log", seconds_to_ready),
+    ]  # fmt: skip
+    return out
+
+
+def parse_window(window: tuple[str, str]) -> tuple[datetime, datetime]:
+    return datetime.fromisoformat(window[0]), datetime.fromisoformat(window[1])

@@ -1,0 +1,458 @@
+"""Request metrics: counts, token totals, the common wall clock, TPM, latency distributions.
+
+Why it is built this way:
+
+* Each metric is one :class:`Metric` row of the registry (``queries.metrics.METRICS``): its SQL
+  (SQLAlchemy Core, so it renders for DuckDB and PostgreSQL alike) selects either one aggregate
+  row (counts, totals, first send / last end) or the per-request values of a distribution, sorted;
+  the statistic of a distribution (mean, numpy-linear percentile, max) is finished in Python with
+  :class:`fractions.Fraction`, so both backends give the very same exact value (SQL ``AVG`` of
+  doubles differs in the last bits between engines, and ``percentile_cont`` is not exact).
+* Percentiles are numpy's default "linear" method (Hyndman-Fan type 7), which is what vLLM uses
+  (``np.percentile``) and what pandas' ``Series.quantile`` (llmperf) uses: for sorted x of length n,
+  h = (n-1)·p/100, value = x[floor h] + (h - floor h)·(x[floor h + 1] - x[floor h]).
+* Only ``ok`` requests enter token totals and latency statistics (vLLM and llmperf do the same);
+  a needed field that a capture did not contain makes the value n/a, never zero (R9); records
+  that are a sample give n/a (R15); divisions are cast to DOUBLE PRECISION because PostgreSQL
+  divides integers as integers.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+import sqlalchemy as sa
+
+from ledger import models as m
+from queries.types import MetricValue, Scope
+
+Q = m.Request.__table__
+G = m.ChunkGap.__table__
+CAP = m.Capture.__table__
+CF = m.CaptureField.__table__
+DOUBLE = sa.Double()
+E9 = 10**9
+
+
+# --------------------------------------------------------------------------- statistics
+
+
+def percentile_linear(sorted_values: Sequence[Fraction], p: Fraction | int) -> Fraction:
+    """numpy's default (linear, type 7) percentile of already sorted values, exactly."""
+    n = len(sorted_values)
+    if n == 0:
+        raise ValueError("percentile of no values")
+    h = Fraction(n - 1) * Fraction(p) / 100
+    lo = math.floor(h)
+    if lo + 1 >= n:
+        return sorted_values[-1]
+    return sorted_values[lo] + (h - lo) * (sorted_values[lo + 1] - sorted_values[lo])
+
+
+def mean(values: Sequence[Fraction]) -> Fraction:
+    return sum(values, Fraction(0)) / len(values)
+
+
+def std(values: Sequence[Fraction], ddof: int) -> float:
+    """Standard deviation: ddof=0 population (numpy, vLLM), ddof=1 sample (pandas, llmperf)."""
+    mu = mean(values)
+    var = sum(((v - mu) ** 2 for v in values), Fraction(0)) / (len(values) - ddof)
+    return math.sqrt(var)
+
+
+def exact(v: float | int) -> Fraction:
+    return Fraction(v)
+
+
+# --------------------------------------------------------------------------- registry rows
+
+
+@dataclass
+class Ctx:
+    """A resolved scope: which runs / artefacts / launches a metric reads (all within one batch)."""
+
+    scope: Scope
+    kind: str  # run | batch | deployment | launch
+    run_ids: list[int] = field(default_factory=list)
+    batch_names: list[str] = field(default_factory=list)
+    durations: dict[int, float | None] = field(default_factory=dict)  # run id -> tool's duration_s
+    deployment_id: int | None = None
+    launch_ids: list[int] = field(default_factory=list)
+    hw_artefact_ids: list[int] = field(default_factory=list)
+    window: tuple[object, object] | None = None
+    window_note: str | None = None
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One metric, defined once: what it is, what it needs, how it is computed."""
+
+    name: str
+    unit: str
+    quantity_kind: str
+    statistic: str  # count, total, rate, per_stream_rate, percentile, mean, max, capacity_ratio, ...
+    interval: str  # the time interval or population it is taken over
+    needs: tuple[tuple[str, ...], ...]  # captured fields; each inner tuple is one acceptable set
+    formula: str  # the definition in words / SQL, as shown by `ledger metrics --list`
+    family: str  # requests | hardware | log
+    compute: Callable[[sa.Connection, Ctx, Metric], MetricValue] = field(repr=False, compare=False)
+    pools: bool = False  # additive over runs of one batch (counts, totals)
+
+    def describe(self) -> dict:
+        return {"name": self.name, "unit": self.unit, "quantity_kind": self.quantity_kind,
+                "statistic": self.statistic, "interval": self.interval,
+                "needs": [" + ".join(s) for s in self.needs], "formula": self.formula, "family": self.family}  # fmt: skip
+
+
+def na(metric: Metric, ctx: Ctx, reason: str, **inputs: object) -> MetricValue:
+    return MetricValue(metric.name, ctx.scope, None, metric.unit, metric.quantity_kind, "n/a", reason,
+                       dict(inputs), list(ctx.run_ids))  # fmt: skip
+
+
+def derived(metric: Metric, ctx: Ctx, value: Fraction, unit: str | None = None, flag: str = "derived",
+            **inputs: object) -> MetricValue:  # fmt: skip
+    return MetricValue(metric.name, ctx.scope, value, unit or metric.unit, metric.quantity_kind, flag,  # type: ignore[arg-type]
+                       None, dict(inputs), list(ctx.run_ids))  # fmt: skip
+
+
+# --------------------------------------------------------------------------- captures and fields
+
+
+@dataclass
+class CaptureInfo:
+    id: int
+    run_id: int
+    record_count: int
+    sampled: bool
+    sample_note: str | None
+    fields: set[str]
+
+
+def captures(conn: sa.Connection, run_ids: list[int]) -> list[CaptureInfo]:
+    """Captures of the runs that hold per-request records (aggregate-only files hold none)."""
+    rows = conn.execute(
+        sa.select(CAP.c.id, CAP.c.run_id, CAP.c.record_count, CAP.c.sampled, CAP.c.sample_note)
+        .where(CAP.c.run_id.in_(run_ids), CAP.c.record_count > 0).order_by(CAP.c.id)
+    ).all()  # fmt: skip
+    out = [CaptureInfo(r.id, r.run_id, r.record_count, bool(r.sampled), r.sample_note, set()) for r in rows]
+    if out:
+        by_id = {c.id: c for c in out}
+        for cid, f in conn.execute(sa.select(CF.c.capture_id, CF.c.field).where(CF.c.capture_id.in_(list(by_id)))):
+            by_id[cid].fields.add(f)
+    return out
+
+
+def precheck(conn: sa.Connection, ctx: Ctx, metric: Metric) -> tuple[MetricValue | None, list[CaptureInfo]]:
+    """n/a when there are no records, the records are a sample, or a needed field is missing (R9, R15)."""
+    caps = captures(conn, ctx.run_ids)
+    if not caps:
+        return na(metric, ctx, "no per-request records in this scope's artefacts (aggregates only)"), caps
+    sampled = [c for c in caps if c.sampled]
+    if sampled:
+        note = sampled[0].sample_note or "the file keeps only a sample of its records"
+        return na(metric, ctx, f"records are a sample ({note}): aggregates over them cannot be derived",
+                  sampled_captures=[c.id for c in sampled]), caps  # fmt: skip
+    total = sum(c.record_count for c in caps)
+    for options in [metric.needs] if metric.needs else []:
+        have = [c for c in caps if any(set(opt) <= c.fields for opt in options)]
+        if len(have) < len(caps):
+            want = " or ".join(" + ".join(o) for o in options)
+            covered = sum(c.record_count for c in have)
+            if not have:
+                return na(metric, ctx, f"{want} not captured", coverage=f"0 of {total} requests"), caps
+            return na(metric, ctx, f"{want} captured for {covered} of {total} requests",
+                      coverage=f"{covered} of {total} requests"), caps  # fmt: skip
+    return None, caps
+
+
+def _fields_used(caps: list[CaptureInfo], metric: Metric) -> list[str]:
+    used: set[str] = set()
+    for options in metric.needs:
+        for c in caps:
+            used |= next((set(o) for o in options if set(o) <= c.fields), set())
+    return sorted(used)
+
+
+def _in_runs(ctx: Ctx) -> sa.ColumnElement[bool]:
+    return Q.c.run_id.in_(ctx.run_ids)
+
+
+OK = Q.c.status == "ok"
+
+
+# --------------------------------------------------------------------------- counts and totals
+
+
+def status_counts_sql(run_ids: list[int]) -> sa.Select:
+    """Requests by status: API requests, one row of the request table each (never record groups)."""
+    return sa.select(
+        sa.func.count().label("n"),
+        sa.func.sum(sa.case((Q.c.status == "ok", 1), else_=0)).label("ok"),
+        sa.func.sum(sa.case((Q.c.status == "failed", 1), else_=0)).label("failed"),
+        sa.func.sum(sa.case((Q.c.status == "unknown", 1), else_=0)).label("unknown"),
+    ).where(Q.c.run_id.in_(run_ids))
+
+
+def count_status(status: str) -> Callable[[sa.Connection, Ctx, Metric], MetricValue]:
+    def compute(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
+        bad, caps = precheck(conn, ctx, metric)
+        if bad:
+            return bad
+        row = conn.execute(status_counts_sql(ctx.run_ids)).one()
+        return derived(metric, ctx, Fraction(int(row._mapping[status] or 0)), runs=ctx.run_ids,
+                       requests=int(row.n), fields=_fields_used(caps, metric))  # fmt: skip
+
+    return compute
+
+
+def record_groups(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
+    return derived(metric, ctx, Fraction(len(ctx.run_ids)), runs=ctx.run_ids,
+                   basis="runs (record groups) in the scope: a count of records, never of requests (R2)")  # fmt: skip
+
+
+def totals_sql(run_ids: list[int], column: sa.Column) -> sa.Select:
+    return sa.select(
+        sa.func.sum(column).label("total"),
+        sa.func.count().label("ok"),
+        sa.func.sum(sa.case((column.is_(None), 1), else_=0)).label("missing"),
+    ).where(Q.c.run_id.in_(run_ids), OK)
+
+
+def ok_total(column: sa.Column) -> Callable[[sa.Connection, Ctx, Metric], MetricValue]:
+    """Sum of a token column over ok requests: n/a when any ok request lacks it (no backfill, R9)."""
+
+    def compute(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
+        bad, caps = precheck(conn, ctx, metric)
+        if bad:
+            return bad
+        row = conn.execute(totals_sql(ctx.run_ids, column)).one()
+        if row.ok == 0:
+            return na(metric, ctx, "no ok requests", requests_ok=0)
+        if row.missing:
+            return na(metric, ctx, f"{column.name} reported for {row.ok - row.missing} of {row.ok} ok requests",
+                      coverage=f"{row.ok - row.missing} of {row.ok} ok requests")  # fmt: skip
+        return derived(metric, ctx, Fraction(int(row.total)), runs=ctx.run_ids, requests_ok=int(row.ok),
+                       fields=_fields_used(caps, metric))  # fmt: skip
+
+    return compute
+
+
+def wall_clock_sql(run_ids: list[int]) -> sa.Select:
+    """First send to last end over the runs' requests, with the number of clocks they are on."""
+    return sa.select(
+        sa.func.min(Q.c.send_ns).label("first_send"),
+        sa.func.max(Q.c.end_ns).label("last_end"),
+        sa.func.count(sa.distinct(Q.c.clock)).label("clocks"),
+        sa.func.count(Q.c.send_ns).label("timed"),
+    ).where(Q.c.run_id.in_(run_ids))
+
+
+def wall_clock(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
+    """The common wall clock (R3); without times, the tool's own duration, flagged as such."""
+    caps = captures(conn, ctx.run_ids)
+    if any(c.sampled for c in caps):
+        return na(metric, ctx, "records are a sample: their first send / last end is not the run's")
+    timed = bool(caps) and all({"send_time", "end_time"} <= c.fields for c in caps)
+    if timed:
+        row = conn.execute(wall_clock_sql(ctx.run_ids)).one()
+        if row.clocks > 1:
+            return na(metric, ctx, "requests are on different clocks: no common wall clock")
+        if row.first_send is not None and row.last_end is not None and row.last_end > row.first_send:
+            return derived(metric, ctx, Fraction(int(row.last_end) - int(row.first_send), E9), runs=ctx.run_ids,
+                           requests_timed=int(row.timed), fields=["end_time", "send_time"],
+                           basis="first send to last end of the run's requests, one clock")  # fmt: skip
+    durations = [ctx.durations.get(r) for r in ctx.run_ids]
+    if len(durations) == 1 and durations[0] is not None:
+        return derived(metric, ctx, Fraction(durations[0]), flag="reported", runs=ctx.run_ids,
+                       basis="tool's own duration (run.duration_s): the records have no send/end times")  # fmt: skip
+    return na(metric, ctx, "no send/end times captured and the tool recorded no duration")
+
+
+# --------------------------------------------------------------------------- rates over the wall clock
+
+
+def rate(tokens: tuple[str, ...], per: int, wall: Metric | None = None) -> Callable[[sa.Connection, Ctx, Metric], MetricValue]:
+    """per × (sum of token totals) / common wall clock (R3); n/a propagates, the basis is kept."""
+
+    def compute(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
+        from queries.metrics import METRICS
+
+        parts = [METRICS[t].compute(conn, ctx, METRICS[t]) for t in tokens]
+        clock = METRICS["wall_clock_s"].compute(conn, ctx, METRICS["wall_clock_s"])
+        for v in [*parts, clock]:
+            if v.value is None:
+                return na(metric, ctx, f"{v.metric}: {v.na_reason}", **{v.metric: None})
+        if clock.value == 0:
+            return na(metric, ctx, "wall clock is zero")
+        total = sum((p.value for p in parts), Fraction(0))  # type: ignore[misc]
+        inputs = {p.metric: str(p.value) for p in parts} | {"wall_clock_s": float(clock.value),  # type: ignore[arg-type]
+                                                           "basis": clock.inputs.get("basis"),
+                                                           "requests_ok": parts[0].inputs.get("requests_ok")}
+        return derived(metric, ctx, per * total / clock.value, runs=ctx.run_ids, **inputs)  # type: ignore[operator]
+
+    return compute
+
+
+# --------------------------------------------------------------------------- distributions over ok requests
+
+
+def _seconds(ns_a: sa.ColumnElement, ns_b: sa.ColumnElement) -> sa.ColumnElement:
+    return sa.cast(ns_a - ns_b, DOUBLE) / E9
+
+
+def ttft_expr() -> sa.ColumnElement:
+    return sa.case((Q.c.ttft_s.is_not(None), Q.c.ttft_s), else_=_seconds(Q.c.first_token_ns, Q.c.send_ns))
+
+
+def latency_expr() -> sa.ColumnElement:
+    return sa.case((Q.c.latency_s.is_not(None), Q.c.latency_s), else_=_seconds(Q.c.end_ns, Q.c.send_ns))
+
+
+def tpot_expr() -> sa.ColumnElement:
+    """vLLM's TPOT: (latency - ttft) / (output tokens - 1), for requests with more than one token."""
+    return (Q.c.latency_s - Q.c.ttft_s) / sa.cast(Q.c.output_tokens - 1, DOUBLE)
+
+
+def decode_rate_expr() -> sa.ColumnElement:
+    """(output tokens - 1) / (last token - first token) of one stream (R4)."""
+    span = sa.case(
+        (sa.and_(Q.c.latency_s.is_not(None), Q.c.ttft_s.is_not(None)), Q.c.latency_s - Q.c.ttft_s),
+        else_=_seconds(Q.c.end_ns, Q.c.first_token_ns),
+    )
+    return sa.cast(Q.c.output_tokens - 1, DOUBLE) / sa.func.nullif(span, 0)
+
+
+def values_sql(run_ids: list[int], expr: sa.ColumnElement, where: sa.ColumnElement | None = None) -> sa.Select:
+    stmt = sa.select(expr.label("v")).where(Q.c.run_id.in_(run_ids), OK)
+    if where is not None:
+        stmt = stmt.where(where)
+    return stmt.order_by(expr)
+
+
+def itl_sql(run_ids: list[int]) -> sa.Select:
+    """Chunk gaps of ok requests, flattened (vLLM's ITL list)."""
+    return (
+        sa.select(G.c.gap_s.label("v"))
+        .select_from(G.join(Q, sa.and_(Q.c.artefact_id == G.c.artefact_id, Q.c.idx == G.c.request_idx)))
+        .where(Q.c.run_id.in_(run_ids), OK)
+        .order_by(G.c.gap_s)
+    )
+
+
+def apply_stat(stat: str, values: list[Fraction]) -> Fraction:
+    if stat == "mean":
+        return mean(values)
+    if stat == "max":
+        return values[-1]
+    if stat.startswith("p"):
+        return percentile_linear(values, int(stat[1:]))
+    raise ValueError(stat)
+
+
+def distribution(sql: Callable[[list[int]], sa.Select], stat: str, population: str
+                 ) -> Callable[[sa.Connection, Ctx, Metric], MetricValue]:  # fmt: skip
+    def compute(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
+        bad, caps = precheck(conn, ctx, metric)
+        if bad:
+            return bad
+        raw = [r.v for r in conn.execute(sql(ctx.run_ids))]
+        missing = sum(1 for v in raw if v is None)
+        if missing:
+            return na(metric, ctx, f"value missing for {missing} of {len(raw)} {population}",
+                      coverage=f"{len(raw) - missing} of {len(raw)} {population}")  # fmt: skip
+        if not raw:
+            return na(metric, ctx, f"no {population}")
+        values = sorted(exact(v) for v in raw)
+        return derived(metric, ctx, apply_stat(stat, values), runs=ctx.run_ids, values=len(values),
+                       population=population, fields=_fields_used(caps, metric),
+                       method="numpy linear (type 7)" if stat.startswith("p") else stat)  # fmt: skip
+
+    return compute
+
+
+def cache_hit_tokens(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
+    """Sum of cached_tokens of ok requests; n/a where not reported, never 0, never from TTFT (R9)."""
+    bad, caps = precheck(conn, ctx, metric)
+    if bad:
+        bad.inputs.setdefault("basis", "cached_tokens is n/a where a capture lacks it: never 0, never estimated")
+        if bad.na_reason and " captured for " in bad.na_reason:
+            bad.na_reason = f"cached_tokens captured for {bad.inputs['coverage']}"
+        return bad
+    row = conn.execute(totals_sql(ctx.run_ids, Q.c.cached_tokens)).one()
+    if row.ok == 0:
+        return na(metric, ctx, "no ok requests")
+    if row.missing:
+        return na(metric, ctx, f"cached_tokens reported for {row.ok - row.missing} of {row.ok} ok requests",
+                  coverage=f"{row.ok - row.missing} of {row.ok} ok requests")  # fmt: skip
+    return derived(metric, ctx, Fraction(int(row.total)), runs=ctx.run_ids, requests_ok=int(row.ok),
+                   fields=["cached_tokens"])  # fmt: skip
+
+
+# --------------------------------------------------------------------------- the request metrics
+
+_OK = "ok requests of the run"
+TTFT_NEEDS = (("ttft_s",), ("send_time", "first_token_time"))
+LAT_NEEDS = (("latency_s",), ("send_time", "end_time"))
+
+
+def request_metrics() -> list[Metric]:
+    out = [
+        Metric("requests_ok", "requests", "request_count", "count", "the scope's API requests", (("status",),),
+               "COUNT(*) FROM request WHERE status = 'ok'", "requests", count_status("ok"), pools=True),
+        Metric("requests_failed", "requests", "request_count", "count", "the scope's API requests", (("status",),),
+               "COUNT(*) FROM request WHERE status = 'failed'", "requests", count_status("failed"), pools=True),
+        Metric("requests_unknown", "requests", "request_count", "count", "the scope's API requests", (),
+               "COUNT(*) FROM request WHERE status = 'unknown'", "requests", count_status("unknown"), pools=True),
+        Metric("record_groups", "runs", "record_count", "count", "runs (record groups) of the scope", (),
+               "COUNT(*) FROM run", "requests", record_groups, pools=True),
+        Metric("input_tokens", "tokens", "token_count", "total", _OK, (("input_tokens", "status"),),
+               "SUM(input_tokens) WHERE status = 'ok' (actual, not the input target)", "requests",
+               ok_total(Q.c.input_tokens), pools=True),
+        Metric("output_tokens", "tokens", "token_count", "total", _OK, (("output_tokens", "status"),),
+               "SUM(output_tokens) WHERE status = 'ok' (actual, not the output cap)", "requests",
+               ok_total(Q.c.output_tokens), pools=True),
+        Metric("wall_clock_s", "s", "duration", "span", "first send to last end of the run's requests, one clock",
+               (), "(MAX(end_ns) - MIN(send_ns)) / 1e9; else run.duration_s (flagged: tool's own duration)",
+               "requests", wall_clock),
+        Metric("total_tpm", "tokens/min", "aggregate_token_rate", "rate over common wall clock", "wall_clock_s",
+               (), "60 × (input_tokens + output_tokens) / wall_clock_s (R3)", "requests",
+               rate(("input_tokens", "output_tokens"), 60)),
+        Metric("output_tpm", "tokens/min", "aggregate_token_rate", "rate over common wall clock", "wall_clock_s",
+               (), "60 × output_tokens / wall_clock_s (R3)", "requests", rate(("output_tokens",), 60)),
+        Metric("output_tokens_per_s", "tokens/s", "aggregate_token_rate", "rate over common wall clock",
+               "wall_clock_s", (), "output_tokens / wall_clock_s (aggregate, not per stream: R4)", "requests",
+               rate(("output_tokens",), 1)),
+        Metric("per_stream_decode_rate_median", "tokens/s", "per_stream_token_rate", "per-stream rate, median",
+               "first to last token of each stream", (("output_tokens", "ttft_s", "latency_s"),
+                                                      ("output_tokens", "first_token_time", "end_time")),
+               "MEDIAN over ok requests with output_tokens > 1 of (output_tokens - 1) / (latency_s - ttft_s) (R4)",
+               "requests", distribution(lambda ids: values_sql(ids, decode_rate_expr(), Q.c.output_tokens > 1),
+                                        "p50", "ok requests with more than one output token")),
+        Metric("cache_hit_tokens", "tokens", "token_count", "total", _OK, (("cached_tokens",),),
+               "SUM(cached_tokens) WHERE status = 'ok'; n/a where not captured, never 0 (R9)", "requests",
+               cache_hit_tokens, pools=True),
+    ]  # fmt: skip
+    dists = [
+        ("ttft", TTFT_NEEDS, lambda ids: values_sql(ids, ttft_expr()), ("mean", "p50", "p90", "p99", "max"),
+         "time to first token (ttft_s, else first_token - send)", "ok requests"),
+        ("tpot", (("ttft_s", "latency_s", "output_tokens"),),
+         lambda ids: values_sql(ids, tpot_expr(), Q.c.output_tokens > 1), ("mean", "p50", "p99"),
+         "(latency_s - ttft_s) / (output_tokens - 1), output_tokens > 1 (vLLM's TPOT)",
+         "ok requests with more than one output token"),
+        ("itl", (("chunk_gaps",),), itl_sql, ("mean", "p50", "p99"),
+         "gaps between streamed chunks of ok requests, flattened (one chunk may carry several tokens)",
+         "chunk gaps of ok requests"),
+        ("e2e_latency", LAT_NEEDS, lambda ids: values_sql(ids, latency_expr()), ("mean", "p50", "p99"),
+         "end-to-end latency (latency_s, else end - send)", "ok requests"),
+    ]  # fmt: skip
+    for base, needs, sql, stats, formula, population in dists:
+        for stat in stats:
+            kind = "mean" if stat == "mean" else "max" if stat == "max" else "percentile"
+            method = "" if kind != "percentile" else ", numpy linear (type 7)"
+            out.append(Metric(f"{base}_{stat}", "s", "latency", kind, population, needs,
+                              f"{stat.upper()}{method} of {formula}", "requests",
+                              distribution(sql, stat, population)))  # fmt: skip
+    return out

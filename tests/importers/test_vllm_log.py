@@ -1,0 +1,143 @@
+"""vLLM server log importer: facts with process, first physical line, exact numbers, time to READY."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+import pytest
+
+from importers import by_name
+from importers.base import ParseOptions
+from importers.vllm_log import FACT_KINDS, IMPORTER, elapsed_seconds
+from ledger.errors import ParseError
+from ledger.kinds import KINDS
+from ledger.records import LogFact
+
+SAMPLE = "vllm-server-log/vllm-7B-1gpuA10080GB-0.5GRAM.log"
+
+
+def facts(path: Path) -> list[LogFact]:
+    return IMPORTER.parse(path, ParseOptions()).log_facts
+
+
+def one(found: list[LogFact], kind: str) -> LogFact:
+    matches = [f for f in found if f.kind == kind]
+    assert len(matches) == 1, (kind, matches)
+    return matches[0]
+
+
+def test_registry_knows_the_importer() -> None:
+    assert by_name("vllm-server-log") is IMPORTER
+
+
+def test_sniff(samples: Path, fixtures: Path) -> None:
+    assert IMPORTER.sniff((samples / SAMPLE).read_bytes()) is None
+    assert IMPORTER.sniff((fixtures / "vllm_log/failed_launch.log").read_bytes()) is None
+    assert IMPORTER.sniff(b"(APIServer pid=1) some text\n") is None
+    assert "JSON" in IMPORTER.sniff((samples / "vllm/openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json").read_bytes())
+    assert "dmon" in IMPORTER.sniff((samples / "dmon/dmon_3gpu_rtx30xx.txt").read_bytes())
+    assert IMPORTER.sniff(b"hello\nworld\n").startswith("no vLLM log line")
+
+
+def test_real_sample_facts(samples: Path) -> None:
+    got = facts(samples / SAMPLE)
+    kv = one(got, "kv_cache_tokens")
+    assert (kv.line, kv.process, kv.value, kv.text, kv.unit, kv.logged_at) == (
+        43, "EngineCore_0 pid=2881", Decimal(464848), "464,848", "tokens", "09-04 01:29:26"
+    )
+    ratio = one(got, "max_concurrency_ratio")
+    assert (ratio.line, ratio.value, ratio.text, ratio.unit) == (44, Decimal("28.37"), "28.37", "x")
+    window = one(got, "max_concurrency_window_tokens")
+    assert (window.line, window.value, window.text, window.unit) == (44, Decimal(16384), "16,384", "tokens")
+    alloc = one(got, "model_allocation")
+    assert (alloc.line, alloc.value, alloc.unit, alloc.process) == (31, Decimal("14.2488"), "GiB", "EngineCore_0 pid=2881")
+    assert one(got, "model_load_seconds").value == Decimal("2.993822")
+    assert (one(got, "weights_load_seconds").value, one(got, "weights_load_seconds").line) == (Decimal("2.68"), 30)
+    mem = one(got, "kv_cache_memory")
+    assert (mem.value, mem.unit, mem.line) == (Decimal("24.83"), "GiB", 42)
+    blocks = one(got, "num_gpu_blocks")  # wrapped: "num_gpu_blocks is" / ": 29053"
+    assert (blocks.line, blocks.value, blocks.text, blocks.process) == (48, Decimal(29053), "29053", "APIServer pid=2739")
+    assert one(got, "init_engine_seconds").value == Decimal("23.13")
+    version = one(got, "engine_version")
+    assert (version.text, version.value, version.line) == ("0.10.1.1", None, 2)
+    start = one(got, "api_server_start")
+    assert (start.text, start.line) == ("http://0.0.0.0:8081", 59)
+    ready = one(got, "ready")
+    assert (ready.line, ready.process, ready.logged_at) == (94, "APIServer pid=2739", None)
+    to_ready = one(got, "seconds_to_ready")
+    assert (to_ready.value, to_ready.text, to_ready.unit, to_ready.line) == (Decimal(68), "68", "s", 94)
+    assert not [f for f in got if f.kind == "engine_error"]
+    assert {f.kind for f in got} <= FACT_KINDS.keys()
+
+
+def test_dp_ranks_hard_wraps_and_new_year(fixtures: Path) -> None:
+    got = facts(fixtures / "vllm_log/dp_wrapped_new_year.log")
+    kv = sorted((f.line, f.process, f.value, f.text) for f in got if f.kind == "kv_cache_tokens")
+    assert kv == [
+        (10, "EngineCore_DP1 pid=202", Decimal(16593113), "16,593,113"),  # wrapped inside the number
+        (12, "EngineCore_DP0 pid=201", Decimal(16593113), "16,593,113"),
+    ]
+    assert one(got, "max_concurrency_ratio").value == Decimal("63.30")
+    alloc = one(got, "model_allocation")  # wrapped after "seco" / "nds": still found, first line kept
+    assert (alloc.line, alloc.process, alloc.value) == (8, "Worker_TP1 pid=302", Decimal("21.1300"))
+    assert one(got, "model_load_seconds").value == Decimal("13.402113")
+    assert one(got, "weights_load_seconds").process == "Worker_TP0 pid=301"
+    assert one(got, "engine_version").text == "0.11.0"
+    # 12-31 23:59:50 (first line) -> 01-01 00:01:04 (last timestamp before ready)
+    to_ready = one(got, "seconds_to_ready")
+    assert (to_ready.value, to_ready.line) == (Decimal(74), 19)
+
+
+def test_failed_launch_keeps_errors_and_has_no_time_to_ready(fixtures: Path) -> None:
+    got = facts(fixtures / "vllm_log/failed_launch.log")
+    errors = [(f.line, f.process, f.text, f.logged_at) for f in got if f.kind == "engine_error"]
+    assert errors == [
+        (4, "EngineCore_0 pid=600", "EngineCore failed to start.", "09-04 02:00:21"),
+        (5, "EngineCore_0 pid=600", "ValueError: No available memory for the cache blocks. Try increasing "
+         "`gpu_memory_utilization` when initializing the engine.", "09-04 02:00:21"),
+    ]
+    assert one(got, "kv_cache_memory").value == Decimal("-1.20")
+    assert not [f for f in got if f.kind in ("ready", "seconds_to_ready")]
+
+
+def test_a_fact_whose_number_does_not_parse(fixtures: Path) -> None:
+    path = fixtures / "vllm_log/bad_number.log"
+    with pytest.raises(ParseError) as err:
+        facts(path)
+    assert str(err.value) == f"{path}, line 2: field 'kv_cache_tokens': not a number: '46,48,48'"
+
+
+@pytest.mark.parametrize(
+    ("start", "end", "seconds"),
+    [
+        ("09-04 01:28:22", "09-04 01:29:30", 68),
+        ("09-04 23:59:30", "09-05 00:00:30", 60),
+        ("12-31 23:59:50", "01-01 00:01:04", 74),
+        ("02-28 23:59:59", "03-01 00:00:00", 1),
+        ("02-29 23:59:59", "03-01 00:00:00", 1),
+        ("12-31 23:00:00", "02-29 00:00:00", (31 + 28) * 86400 + 3600),
+    ],
+)
+def test_elapsed_seconds_without_a_year(start: str, end: str, seconds: int) -> None:
+    assert elapsed_seconds(start, end) == seconds
+
+
+def test_fact_kinds_are_documented_with_ledger_kinds() -> None:
+    assert {k for k, _ in FACT_KINDS.values() if k is not None} <= KINDS.keys()
+    assert "never a served concurrency" in FACT_KINDS["max_concurrency_ratio"][1]
+
+
+def test_ready_before_the_first_timestamp_is_an_error(tmp_path: Path) -> None:
+    path = tmp_path / "odd.log"
+    path.write_text(
+        "INFO 09-04 10:00:00 [a.py:1] start\n"
+        "(APIServer pid=1) INFO 09-04 09:00:00 [b.py:2] earlier\n"
+        "(APIServer pid=1) INFO:     Application startup complete.\n"
+    )
+    with pytest.raises(ParseError) as err:
+        facts(path)
+    assert str(err.value) == (
+        f"{path}, line 3: field 'seconds_to_ready': last time before ready '09-04 09:00:00' is before the first "
+        "'09-04 10:00:00'"
+    )
