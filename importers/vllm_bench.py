@@ -73,7 +73,7 @@ NOTES = {"request_goodput:": "legacy benchmark_serving.py spelling of request_go
 
 # Header keys that describe the run rather than measure it; settings kept as metadata text.
 HEADER = {"label", "request_rate", "max_concurrency", "num_prompts"}
-SETTINGS_AS_TEXT = {"burstiness", "ramp_up_start_rps", "ramp_up_end_rps", "seed"}
+SETTINGS_AS_TEXT = {"burstiness", "ramp_up_start_rps", "ramp_up_end_rps", "seed", "best_of", "use_beam_search"}
 ARRAYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "queue_times",
           "generated_texts", "errors", "start_times")
 # RequestColumns column -> the array it came from (to name the JSON path of a type error).

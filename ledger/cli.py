@@ -155,17 +155,24 @@ def batches(ledger: Ledger, as_json: bool) -> None:
 @main.command()
 @with_ledger
 @click.option("--batch", "batch", metavar="B", help="Only runs of this batch.")
+@click.option("--as-of", "as_of", type=click.DateTime(), help="As the ledger stood then (UTC): latest revisions recorded by then.")
 @json_option
-def runs(ledger: Ledger, batch: str | None, as_json: bool) -> None:
+def runs(ledger: Ledger, batch: str | None, as_of, as_json: bool) -> None:
     """List runs (load points), optionally of one batch.
 
     \b
     Example:
       ledger runs --batch fx
+      ledger runs --as-of 2026-07-08T12:00:00
     """
     from queries.catalog import list_runs, to_json
 
     rows = [r.as_dict() for r in list_runs(ledger, batch)]
+    if as_of is not None:
+        from ledger.books import current_ids
+
+        keep = current_ids(ledger, "run", as_of)
+        rows = [r for r in rows if r["id"] in keep]
     if as_json:
         click.echo(to_json(rows))
     else:

@@ -109,6 +109,7 @@ def write_artefact(
             if target.run and result.runs and result.runs[-1][1] == label:
                 raise InputError(f"{path}: holds several runs; --run can name only one (omit it to label runs from the file)")
             run = _run(s, batch, label, pr.info, art.id, deployment_id)
+            refuse_backfill(s, run, pr.capture)
             cap = m.Capture(
                 artefact_id=art.id, run_id=run.id, record_count=pr.capture.record_count, sampled=pr.capture.sampled,
                 sample_note=pr.capture.sample_note, clock=pr.capture.clock, token_source=pr.capture.token_source,
@@ -276,3 +277,30 @@ def _write_published(s: Session, values: list[rec.Published], artefact_id: int, 
         for p in values
     )  # fmt: skip
     return len(values)
+
+
+def refuse_backfill(s: Session, run: m.Run, capture: rec.Capture) -> None:
+    """R9: a capture that re-describes a run's requests with more fields is a backfill; refuse it.
+
+    Concretely: an earlier capture of the same run holds as many request records (> 0) and the new
+    capture's fields are a strict superset of its fields, e.g. a re-export that now carries
+    ``cached_tokens``. Importing it would give values to fields the earlier capture did not have.
+    """
+    if capture.record_count == 0:
+        return
+    new_fields = set(capture.fields)
+    earlier = s.execute(
+        sa.select(m.Capture.id, m.Capture.artefact_id, m.Capture.record_count).where(m.Capture.run_id == run.id)
+    ).all()
+    for cap_id, artefact_id, count in earlier:
+        if count != capture.record_count:
+            continue
+        old_fields = set(s.scalars(sa.select(m.CaptureField.field).where(m.CaptureField.capture_id == cap_id)))
+        if old_fields < new_fields:
+            extra = ", ".join(sorted(new_fields - old_fields))
+            verb = "was" if len(new_fields - old_fields) == 1 else "were"
+            raise Refused(
+                "R9", f"import {extra} for the {count} requests of run {run.label!r}",
+                f"{extra} {verb} not captured by artefact {artefact_id} for run {run.label}; later captures are not backfilled",
+                "import it as a new run or batch (--run NEW_LABEL or --batch NEW_BATCH)",
+            )  # fmt: skip

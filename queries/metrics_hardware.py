@@ -135,7 +135,7 @@ def power(stat: str) -> Callable:
         empty = [c for c, v in cards.items() if not v]
         if empty:
             return na(metric, ctx, f"cards with no power value: {empty}")
-        base = dict(cards=len(cards), artefacts=ctx.hw_artefact_ids, unit=unit)
+        base = dict(cards=len(cards), artefacts=ctx.hw_artefact_ids)
         if stat == "sum_of_means":
             return derived(metric, ctx, sum((mean(v) for v in cards.values()), Fraction(0)), unit=unit,
                            per_card_mean={c: float(mean(v)) for c, v in cards.items()}, **base)  # fmt: skip

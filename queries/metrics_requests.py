@@ -150,6 +150,10 @@ def precheck(conn: sa.Connection, ctx: Ctx, metric: Metric) -> tuple[MetricValue
     caps = captures(conn, ctx.run_ids)
     if not caps:
         return na(metric, ctx, "no per-request records in this scope's artefacts (aggregates only)"), caps
+    bare = sorted(set(ctx.run_ids) - {c.run_id for c in caps})
+    if bare:
+        return na(metric, ctx, f"no per-request records for run(s) {', '.join(map(str, bare))} of the scope "
+                  "(aggregates only)", runs_without_records=bare), caps  # fmt: skip
     sampled = [c for c in caps if c.sampled]
     if sampled:
         note = sampled[0].sample_note or "the file keeps only a sample of its records"
@@ -170,9 +174,8 @@ def precheck(conn: sa.Connection, ctx: Ctx, metric: Metric) -> tuple[MetricValue
 
 def _fields_used(caps: list[CaptureInfo], metric: Metric) -> list[str]:
     used: set[str] = set()
-    for options in metric.needs:
-        for c in caps:
-            used |= next((set(o) for o in options if set(o) <= c.fields), set())
+    for c in caps:
+        used |= next((set(o) for o in metric.needs if set(o) <= c.fields), set())
     return sorted(used)
 
 

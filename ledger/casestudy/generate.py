@@ -27,7 +27,7 @@ from pathlib import Path
 from ledger.casestudy import dmon, logs
 from ledger.casestudy.manifest import REPORT_FILE, import_commands, manifest_text
 from ledger.casestudy.plan import ALL_RUNS, FX_RUNS, M17_RUNS, PROBE_INPUT, PROBES
-from ledger.casestudy.runs import RunRecords, build_run
+from ledger.casestudy.runs import build_run
 from ledger.casestudy.vllm_files import dumps_result, legacy_result, probe_jsonl, vllm_result
 
 REPORT_SOURCE = Path(__file__).with_name(REPORT_FILE)

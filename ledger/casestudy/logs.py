@@ -26,7 +26,9 @@ class Launch:
     outcome: str  # "failed" | "ready"
     cause: str
     start: datetime
-    ready_s: int | None = None  # first timestamped line -> Application startup complete
+    # First timestamped line -> Application startup complete. For a partial log (launch 5) it only
+    # lays out the kept tail; the log itself cannot tell it.
+    ready_s: int | None = None
     weights: str = OLD_WEIGHTS
     max_num_seqs: int = 32
     dspark: bool = True

@@ -26,6 +26,7 @@ from ledger.casestudy.timeline import (
     fit_ints,
     median,
     solve_wall_clock,
+    t_interval,
 )
 
 # Scheduling model per tier: per-engine prefill rate (tok/s) and per-stream decode rate (tok/s).
@@ -60,7 +61,7 @@ def _natural_ins(rng: random.Random, spec: RunSpec) -> list[int]:
 
 
 def _natural_outs(rng: random.Random, spec: RunSpec, mean: float) -> list[int]:
-    sigma = 0.45 if spec.output_cap <= 1300 and spec.input_target > 100 else 0.18
+    sigma = 0.18 if spec.input_target <= 100 else 0.45  # short tier: answers of similar length
     mu = math.log(mean) - sigma**2 / 2
     return [
         min(spec.output_cap, max(8, round(rng.lognormvariate(mu, sigma))))
@@ -88,13 +89,23 @@ def _solve_sums(
             sum_out = round(sum_in * ratio)
         free_in = spec.sum_in is None and spec.input_target > 100
         free_out = spec.sum_out is None
+        # Nearest sums first; accept the first whose T interval keeps at least half the width of
+        # the narrower printed target's own interval (a comfortable margin on both roundings).
+        d_outs = sorted(range(-4, 5) if free_out else [0], key=abs)
+        d_ins = sorted(range(-300, 301) if free_in else [0], key=abs)
         best: tuple[Fraction, int, int] | None = None
-        for d_out in range(-4, 5) if free_out else (0,):
-            for d_in in range(-300, 301) if free_in else (0,):
-                solved = solve_wall_clock(sum_in + d_in, sum_out + d_out, spec.total_tpm,
-                                          spec.output_tpm)
-                if solved and (best is None or solved[1] > best[0]):
-                    best = (solved[1], sum_in + d_in, sum_out + d_out)
+        for d_out, d_in in sorted(((a, b) for a in d_outs for b in d_ins),
+                                  key=lambda ab: (abs(ab[0]) + abs(ab[1]), abs(ab[0]))):
+            s_in, s_out = sum_in + d_in, sum_out + d_out
+            solved = solve_wall_clock(s_in, s_out, spec.total_tpm, spec.output_tpm)
+            if solved is None:
+                continue
+            if best is None or solved[1] > best[0]:
+                best = (solved[1], s_in, s_out)
+            lo_t, hi_t = t_interval(s_in + s_out, spec.total_tpm)
+            lo_o, hi_o = t_interval(s_out, spec.output_tpm)
+            if solved[1] >= min(hi_t - lo_t, hi_o - lo_o) / 2:
+                break
         if best is None:
             raise ValueError(f"{spec.label}: no token sums meet both printed TPMs")
         _, sum_in, sum_out = best

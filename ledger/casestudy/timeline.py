@@ -22,18 +22,11 @@ import heapq
 import math
 import random
 from dataclasses import dataclass
-from decimal import ROUND_HALF_UP, Decimal
 from fractions import Fraction
 
 # Speculative decoding ("dspark", 3 speculative tokens): one streamed chunk carries 1..4 tokens.
 CHUNK_SIZES = (1, 2, 3, 4)
 CHUNK_WEIGHTS = (0.22, 0.30, 0.28, 0.20)
-
-
-def round_half_up(x: float, places: int) -> Decimal:
-    """Round as the report prints: half up, on the decimal repr of the float."""
-    q = Decimal(1).scaleb(-places)
-    return Decimal(repr(x)).quantize(q, rounding=ROUND_HALF_UP)
 
 
 def t_interval(tokens: int, printed: int) -> tuple[Fraction, Fraction]:
