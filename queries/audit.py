@@ -1,0 +1,710 @@
+"""Audit a claims file against a ledger: can each published number be re-derived, and is each
+inference allowed?
+
+Every claim gets one verdict:
+
+=============== ===============================================================================
+reproduced      a metric claim: the records give a value inside the printed rounding interval
+consistent      a derived claim: the recomputed interval meets the printed one (R11)
+mismatch        the recomputed value (shown, with the difference) falls outside the printed rounding
+not-derivable   the ledger lacks what is needed (the metric came back n/a, with its reason)
+quoted          reported by another source: kept and shown, never re-derived
+estimated       computed from targets or estimates: flagged, never verified (also by propagation)
+n/a-kept        the report marks it n/a; it stays n/a (a derivation that would fill it is refused, R9)
+refused         a type rule forbids the derivation (the rule id and why)
+=============== ===============================================================================
+
+A refusal is a verdict, not an exception: the audit always runs to the end. The metric registry
+(``queries.metrics.evaluate``) and the comparability analysis (``queries.compare.compare``) are
+injected, so the engine is testable without a database.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+from ledger.errors import LedgerError, Refused
+from ledger.units import UNCONFIRMED, dimension
+from ledger.units import convert as convert_units
+from queries import intervals as iv
+from queries.audit_rules import Derivation, Term, check_rules, infer_kind
+from queries.claims import VERDICTS, Claim, ClaimsFile, Formula, LiteralNumber, ScopeSpec
+from queries.intervals import Interval, fmt
+from queries.types import Comparison, MetricValue
+
+Evaluator = Callable[[Any, str, Any], MetricValue]
+Comparer = Callable[[Any, str, str], Comparison]
+
+
+@dataclass
+class AuditResult:
+    """The verdict on one claim, with what it was checked against."""
+
+    claim_id: str
+    text: str
+    unit: str | None
+    kind: str
+    basis: str  # metric | derived | quoted | estimated | na
+    verdict: str
+    rule: str | None = None
+    why: str | None = None
+    instead: str | None = None
+    printed: str | None = None  # the printed interval
+    recomputed: str | None = None  # the value or interval recomputed here
+    margin: str | None = None  # overlap, or the difference when it does not meet
+    missing: str | None = None  # what is missing (not-derivable)
+    provenance: str | None = None  # derived | derived from rounded | estimated | reported | n/a
+    statement: str | None = None
+    expected_verdict: str | None = None
+    expected_rule: str | None = None
+    notes: list[str] = field(default_factory=list)
+    evidence: dict = field(default_factory=dict)
+
+    @property
+    def as_expected(self) -> bool:
+        if self.expected_verdict is None:
+            return True
+        if self.expected_verdict != self.verdict:
+            return False
+        return self.expected_rule is None or self.expected_rule == self.rule
+
+    def as_dict(self) -> dict:
+        d = asdict(self)
+        d["as_expected"] = self.as_expected
+        return d
+
+
+@dataclass
+class AuditReport:
+    source_report: dict
+    synthetic: bool
+    results: list[AuditResult]
+
+    def counts(self) -> dict[str, int]:
+        c = Counter(r.verdict for r in self.results)
+        return {v: c[v] for v in VERDICTS if c[v]}
+
+    def unexpected(self) -> list[AuditResult]:
+        return [r for r in self.results if not r.as_expected]
+
+    def as_dict(self) -> dict:
+        return {"source_report": self.source_report, "synthetic": self.synthetic, "counts": self.counts(),
+                "results": [r.as_dict() for r in self.results]}  # fmt: skip
+
+
+# --------------------------------------------------------------------------- defaults
+
+
+def default_evaluator() -> Evaluator | None:
+    try:
+        from queries.metrics import evaluate
+    except ImportError:
+        return None
+    return evaluate
+
+
+def default_comparer() -> Comparer | None:
+    try:
+        from queries.compare import compare
+    except ImportError:
+        return None
+    return compare
+
+
+def _run_id(ledger: Any, batch: str, label: str) -> int | None:
+    """The newest revision's id of a run label within a batch."""
+    if label.startswith("#"):
+        return int(label[1:])
+    try:
+        import sqlalchemy as sa
+
+        from ledger import models as m
+
+        with ledger.session() as s:
+            row = s.execute(
+                sa.select(m.Run.id).join(m.Batch, m.Batch.id == m.Run.batch_id)
+                .where(m.Batch.name == batch, m.Run.label == label).order_by(m.Run.revision.desc()).limit(1)
+            ).first()  # fmt: skip
+        return row[0] if row else None
+    except Exception:  # noqa: BLE001 - no ledger (fake evaluator in tests)
+        return None
+
+
+# --------------------------------------------------------------------------- the auditor
+
+
+class Auditor:
+    """Evaluates the claims of one file against one ledger, memoising each claim's result."""
+
+    def __init__(self, claims: ClaimsFile, ledger: Any = None, *, evaluate: Evaluator | None = None,
+                 compare: Comparer | None = None) -> None:  # fmt: skip
+        self.file = claims
+        self.claims = claims.by_id()
+        self.ledger = ledger
+        self.evaluate = evaluate if evaluate is not None else default_evaluator()
+        self.compare_fn = compare if compare is not None else default_comparer()
+        self.results: dict[str, AuditResult] = {}
+        self.metric_values: dict[str, MetricValue] = {}
+
+    # ------------------------------------------------------------------ entry points
+
+    def run(self) -> AuditReport:
+        out = [self.result(c.id) for c in self.file.claims]
+        return AuditReport(self.file.source_report.model_dump(), self.file.synthetic, out)
+
+    def result(self, claim_id: str) -> AuditResult:
+        if claim_id not in self.results:
+            c = self.claims[claim_id]
+            r = AuditResult(claim_id=c.id, text=c.text, unit=c.unit, kind=c.kind, basis=c.basis, verdict="",
+                            statement=c.statement, expected_verdict=c.expected_verdict,
+                            expected_rule=c.expected_rule)  # fmt: skip
+            if c.note:
+                r.notes.append(c.note)
+            getattr(self, f"_{c.basis}")(c, r)
+            self._grim(c, r)
+            self.results[claim_id] = r
+        return self.results[claim_id]
+
+    # ------------------------------------------------------------------ printed intervals
+
+    @staticmethod
+    def printed_interval(c: Claim) -> Interval | None:
+        text = c.printed
+        if text is None:
+            return None
+        try:
+            return iv.interval_of(text)
+        except ValueError:
+            return None
+
+    def _grim(self, c: Claim, r: AuditResult) -> None:
+        if c.count_of is None or r.verdict not in ("reproduced", "consistent", "quoted"):
+            return
+        try:
+            ok = iv.grim(c.printed or "", c.count_of)
+        except ValueError:
+            return
+        if ok:
+            r.notes.append(f"GRIM: achievable as k/{c.count_of}")
+        else:
+            r.verdict = "mismatch"
+            r.why = f"GRIM: no integer k gives k/{c.count_of} inside {r.printed}"
+
+    # ------------------------------------------------------------------ the five bases
+
+    def _quoted(self, c: Claim, r: AuditResult) -> None:
+        r.verdict, r.provenance = "quoted", "reported"
+        r.printed = self._show(self.printed_interval(c))
+        r.evidence = {"source": c.quoted.source, "locator": c.quoted.locator}  # type: ignore[union-attr]
+
+    def _estimated(self, c: Claim, r: AuditResult) -> None:
+        r.verdict, r.provenance = "estimated", "estimated"
+        r.printed = self._show(self.printed_interval(c))
+        r.evidence = {"basis": c.estimated.basis}  # type: ignore[union-attr]
+        if c.says == "measured":
+            r.verdict, r.rule = "refused", "provenance"
+            r.why = "an estimate never satisfies a claim that says measured"
+
+    def _na(self, c: Claim, r: AuditResult) -> None:
+        r.verdict, r.provenance = "n/a-kept", "n/a"
+        r.missing = c.na.reason  # type: ignore[union-attr]
+        fill = c.na.would_fill  # type: ignore[union-attr]
+        if fill is not None:
+            r.notes.append(f"would-fill {self._formula_text(fill)} refused (R9): a value the capture did not contain "
+                           "stays n/a; no estimate from other fields")  # fmt: skip
+            r.evidence["would_fill"] = {"rule": "R9", "formula": self._formula_text(fill)}
+
+    def _metric(self, c: Claim, r: AuditResult) -> None:
+        spec = c.metric
+        assert spec is not None
+        scope = spec.scope.to_scope()
+        r.evidence = {"metric": spec.name, "scope": scope.describe()}
+        r.printed = self._show(self.printed_interval(c))
+        if self.evaluate is None:
+            r.verdict, r.missing = "not-derivable", "the metric registry (queries.metrics) is not available"
+            return
+        try:
+            mv = self.evaluate(self.ledger, spec.name, scope)
+        except Refused as exc:
+            r.verdict, r.rule, r.why, r.instead = "refused", exc.rule, exc.why, exc.instead
+            return
+        except (LedgerError, KeyError, ValueError) as exc:
+            r.verdict, r.missing = "not-derivable", f"{spec.name} over {scope.describe()}: {exc}"
+            return
+        self.metric_values[c.id] = mv
+        r.evidence.update({"run_ids": list(mv.run_ids), "inputs": _jsonable(mv.inputs), "metric_unit": mv.unit,
+                           "metric_kind": mv.quantity_kind, "flag": mv.flag})  # fmt: skip
+        if mv.quantity_kind and mv.quantity_kind != c.kind:
+            r.notes.append(f"the metric is of kind {mv.quantity_kind}; the claim says {c.kind}")
+        if mv.flag == "n/a" or mv.value is None:
+            r.verdict, r.provenance, r.missing = "not-derivable", "n/a", mv.na_reason or "the metric is n/a"
+            return
+        value = Fraction(mv.value)
+        try:
+            value = self._to_unit(value, mv.unit, c.unit)
+        except Refused as exc:
+            r.verdict, r.rule, r.why, r.instead = "refused", exc.rule, exc.why, exc.instead
+            return
+        r.recomputed = fmt(value)
+        if mv.flag == "estimated":
+            r.provenance = "estimated"
+            if c.says == "measured":
+                r.verdict, r.rule, r.why = "refused", "provenance", "an estimate never satisfies a claim that says measured"
+            else:
+                r.verdict = "estimated"
+            return
+        r.provenance = "derived"
+        printed = self.printed_interval(c)
+        if printed is None:
+            r.verdict = "reproduced"
+            r.notes.append("the report prints no number here; the value is shown as recomputed")
+            return
+        chk = iv.check(Interval.point(value), printed)
+        r.margin = chk.margin
+        if chk.consistent:
+            r.verdict = "reproduced"
+        else:
+            r.verdict = "mismatch"
+            nominal = iv.parse(c.printed).value if not iv.is_range(c.printed or "") else printed.mid  # type: ignore[arg-type]
+            r.why = f"recomputed {fmt(value)} vs printed {c.printed}: difference {fmt(value - nominal)}"
+
+    def _derived(self, c: Claim, r: AuditResult) -> None:
+        d = c.derived
+        assert d is not None
+        r.evidence = {"formula": self._formula_text(d)}
+        r.printed = self._show(self.printed_interval(c))
+        try:
+            terms = [self.term(o) for o in d.operands]
+            deriv = Derivation(
+                claim_id=c.id, op=d.op, terms=terms, result_kind=c.kind, result_unit=c.unit,
+                attributes_to=d.attributes_to, claims_equal_resources=d.claims_equal_resources,
+                claims_paired=d.claims_paired, claims_speedup=d.claims_speedup, claims_cold_warm=d.claims_cold_warm,
+                series=d.series, says=c.says, compare=self._compare,
+            )  # fmt: skip
+            check_rules(deriv)
+        except Refused as exc:
+            r.verdict, r.rule, r.why, r.instead = "refused", exc.rule, exc.why, exc.instead
+            return
+        r.evidence["operands"] = [self._term_dict(t) for t in terms]
+        cmp_note = self._comparability_note(deriv)
+        if cmp_note:
+            r.notes.append(cmp_note)
+        missing = [t for t in terms if t.flag == "missing" or t.interval is None]
+        if missing:
+            r.verdict = "not-derivable"
+            r.missing = "; ".join(f"{t.label}: {t.na_reason or 'no printed or recomputed value'}" for t in missing)
+            return
+        flags = {t.flag for t in terms}
+        rounded = any(t.interval is not None and t.interval.width > 0 for t in terms)
+        if "estimated" in flags:
+            r.provenance = "estimated"
+        elif "reported" in flags:
+            r.provenance = "derived from reported" + (" (rounded)" if rounded else "")
+        else:
+            r.provenance = "derived from rounded" if rounded else "derived"
+        try:
+            result = self._compute(d.op, terms, c.unit, d.from_unit)
+        except Refused as exc:
+            r.verdict, r.rule, r.why, r.instead = "refused", exc.rule, exc.why, exc.instead
+            return
+        except ValueError as exc:
+            r.verdict, r.missing = "not-derivable", str(exc)
+            return
+        if d.op == "range":
+            self._check_range(c, r, result)  # type: ignore[arg-type]
+        else:
+            self._check_value(c, r, result)  # type: ignore[arg-type]
+        if r.provenance == "estimated" and r.verdict == "consistent":
+            r.verdict = "estimated"
+            r.notes.append("derived from an estimate: an estimate (never verified)")
+
+    # ------------------------------------------------------------------ checks
+
+    def _check_value(self, c: Claim, r: AuditResult, result: Interval) -> None:
+        r.recomputed = str(result)
+        printed = self.printed_interval(c)
+        if printed is None:
+            r.verdict = "consistent"
+            r.notes.append("the claim prints no number; its derivation is legal")
+            return
+        chk = iv.check(result, printed)
+        r.margin = chk.margin
+        if chk.consistent:
+            r.verdict = "consistent"
+        else:
+            r.verdict = "mismatch"
+            r.why = f"recomputed {result} does not meet printed {printed}: off by {fmt(chk.distance)}"
+
+    def _check_range(self, c: Claim, r: AuditResult, ends: tuple[Interval, Interval]) -> None:
+        lo, hi = ends
+        r.recomputed = f"{lo} .. {hi}"
+        text = c.printed or ""
+        try:
+            a, b = iv.parse_range(text)
+        except ValueError:
+            r.verdict = "consistent"
+            r.notes.append("the claim prints no range; its derivation is legal")
+            return
+        ca, cb = iv.check(lo, a.interval), iv.check(hi, b.interval)
+        r.margin = f"low end {ca.margin}; high end {cb.margin}"
+        if ca.consistent and cb.consistent:
+            r.verdict = "consistent"
+        else:
+            r.verdict = "mismatch"
+            r.why = f"range ends recomputed {lo} .. {hi} vs printed {a.interval} .. {b.interval}"
+
+    # ------------------------------------------------------------------ operands
+
+    def term(self, o: str | LiteralNumber | Formula) -> Term:
+        if isinstance(o, str):
+            return self._claim_term(self.claims[o])
+        if isinstance(o, LiteralNumber):
+            interval = None
+            if o.value is not None:
+                p = iv.parse(o.value)
+                interval = Interval.point(p.value) if o.exact else p.interval
+            flag = o.flag or ("measured" if o.value is not None else "missing")
+            return Term(label=o.label or (o.value or "unprinted value"), kind=o.kind, unit=o.unit or _unit_of(o.value),
+                        interval=interval, flag=flag, context=dict(o.context),
+                        na_reason=None if o.value is not None else "not printed")  # fmt: skip
+        return self._formula_term(o)
+
+    def _claim_term(self, c: Claim) -> Term:
+        res = self.result(c.id)
+        interval = self.printed_interval(c)
+        scope_ref = c.metric.scope.ref() if c.metric else None
+        context = dict(c.context)
+        flag = {"metric": "measured", "derived": "derived", "quoted": "reported", "estimated": "estimated",
+                "na": "n/a"}[c.basis]  # fmt: skip
+        na_reason = c.na.reason if c.na else None
+        if c.basis == "derived" and res.provenance == "estimated":
+            flag = "estimated"
+        if interval is None and c.basis == "metric":
+            mv = self.metric_values.get(c.id)
+            if mv is not None and mv.value is not None and mv.flag != "n/a":
+                interval = Interval.point(self._to_unit(Fraction(mv.value), mv.unit, c.unit))
+            elif flag != "n/a":
+                flag, na_reason = "missing", res.missing or "the metric gave no value"
+        if c.metric and c.metric.scope.batch and "batch" not in context:
+            context["batch"] = c.metric.scope.batch
+        return Term(label=c.id, kind=c.kind, unit=c.unit or _unit_of(c.printed), interval=interval, flag=flag,
+                    claim_id=c.id, scope_ref=scope_ref, context=context, na_reason=na_reason)  # fmt: skip
+
+    def _formula_term(self, f: Formula) -> Term:
+        terms = [self.term(o) for o in f.operands]
+        kinds = [t.kind for t in terms]
+        kind = infer_kind(f.op, kinds) or "other"
+        below: frozenset[str] = frozenset()
+        for t in terms:
+            below |= t.all_kinds
+        unit = terms[0].unit if terms and f.op in ("sum", "difference", "divide", "product", "range") else None
+        interval = None
+        if all(t.interval is not None for t in terms) and f.op != "range":
+            try:
+                interval = self._compute(f.op, terms, unit, None)  # type: ignore[assignment]
+            except (Refused, ValueError):
+                interval = None
+        flags = {t.flag for t in terms}
+        flag = next((x for x in ("n/a", "missing", "estimated", "reported", "derived", "measured") if x in flags), "derived")
+        ctx = terms[0].context if terms else {}
+        return Term(label=self._formula_text(f), kind=kind, unit=unit, interval=interval, flag=flag,
+                    scope_ref=terms[0].scope_ref if terms else None, context=dict(ctx), kinds_below=below)  # fmt: skip
+
+    # ------------------------------------------------------------------ arithmetic
+
+    def _to_unit(self, value: Fraction, unit: str | None, to: str | None) -> Fraction:
+        if unit is None or to is None or unit == to:
+            return value
+        if UNCONFIRMED in (unit, to):
+            return convert_units(value, unit, to)  # raises Refused R12
+        if dimension(unit) is None or dimension(to) is None or dimension(unit) != dimension(to):
+            return value
+        return convert_units(value, unit, to)
+
+    def _aligned(self, terms: list[Term]) -> list[Interval]:
+        base = next((t.unit for t in terms if t.unit), None)
+        out = []
+        for t in terms:
+            x = t.interval
+            assert x is not None
+            if base and t.unit and t.unit != base and dimension(t.unit) and dimension(t.unit) == dimension(base):
+                x = iv.convert(x, t.unit, base)
+            out.append(x)
+        return out
+
+    def _compute(self, op: str, terms: list[Term], unit: str | None, from_unit: str | None) -> Interval | tuple[Interval, Interval]:
+        if any(t.interval is None for t in terms):
+            raise ValueError("an operand has no value")
+        if op == "convert":
+            t = terms[0]
+            src = t.unit if t.unit not in (None,) else from_unit
+            if src is None or unit is None:
+                raise ValueError("a conversion needs the operand's unit and the claim's unit")
+            return iv.convert(t.interval, src, unit)  # type: ignore[arg-type]
+        xs = self._aligned(terms)
+        if op == "ratio":
+            return iv.ratio(xs[0], xs[1])
+        if op == "divide":
+            return iv.ratio(xs[0], xs[1])
+        if op == "percent_change":
+            return iv.percent_change(xs[0], xs[1])
+        if op == "difference":
+            return iv.difference(xs[0], xs[1])
+        if op == "sum":
+            return iv.total(*xs)
+        if op == "product":
+            return iv.product(*xs)
+        if op == "range":
+            lo = min(xs, key=lambda x: (x.mid, x.lo))
+            hi = max(xs, key=lambda x: (x.mid, x.hi))
+            return lo, hi
+        raise ValueError(f"unknown op {op!r}")
+
+    # ------------------------------------------------------------------ comparability (R6)
+
+    def _compare(self, a: Term, b: Term) -> Comparison | None:
+        if self.compare_fn is None or self.ledger is None or not a.scope_ref or not b.scope_ref:
+            return None
+        ra, rb = self._compare_ref(a.scope_ref), self._compare_ref(b.scope_ref)
+        if ra is None or rb is None:
+            return None
+        try:
+            return self.compare_fn(self.ledger, ra, rb)
+        except LedgerError:
+            return None
+
+    def _compare_ref(self, ref: str) -> str | None:
+        kind, _, rest = ref.partition(":")
+        if kind == "run":
+            batch, _, label = rest.partition("/")
+            rid = _run_id(self.ledger, batch, label)
+            return f"run:{rid}" if rid is not None else None
+        if kind in ("batch", "deployment"):
+            return ref
+        return None  # launches are not compared by `ledger compare`
+
+    def _comparability_note(self, d: Derivation) -> str | None:
+        if d.op not in ("ratio", "percent_change", "difference") or len(d.terms) != 2:
+            return None
+        a, b = d.terms
+        cmp = self._compare(a, b)
+        if cmp is not None:
+            diffs = ", ".join(f"{f.name} ({f.a} vs {f.b})" for f in cmp.differences) or "none"
+            extra = "; stack ratio" if cmp.stack_ratio else ""
+            return f"comparability (compare {a.scope_ref} vs {b.scope_ref}): differs in {diffs}{extra}"
+        from queries.audit_rules import _differences
+
+        diffs_l = _differences(Derivation(d.claim_id, d.op, d.terms, d.result_kind))
+        if not diffs_l:
+            return None
+        stack = {f.name for f in diffs_l} >= {"hardware"} and bool({f.name for f in diffs_l} & {"engine", "engine_version"})
+        return ("comparability: differs in " + ", ".join(f"{f.name} ({f.a} vs {f.b})" for f in diffs_l)
+                + ("; a stack ratio, not a hardware ratio" if stack else ""))  # fmt: skip
+
+    # ------------------------------------------------------------------ display
+
+    @staticmethod
+    def _show(x: Interval | None) -> str | None:
+        return None if x is None else str(x)
+
+    def _formula_text(self, f: Formula) -> str:
+        parts = []
+        for o in f.operands:
+            if isinstance(o, str):
+                parts.append(o)
+            elif isinstance(o, LiteralNumber):
+                parts.append(f"{o.value or '?'}{(' ' + o.unit) if o.unit else ''}")
+            else:
+                parts.append(self._formula_text(o))
+        return f"{f.op}({', '.join(parts)})"
+
+    @staticmethod
+    def _term_dict(t: Term) -> dict:
+        return {"operand": t.label, "kind": t.kind, "unit": t.unit, "interval": None if t.interval is None else str(t.interval),
+                "flag": t.flag, "scope": t.scope_ref, "context": t.context or None}  # fmt: skip
+
+
+def _unit_of(text: str | None) -> str | None:
+    if not text:
+        return None
+    try:
+        return iv.parse(text).unit
+    except ValueError:
+        return None
+
+
+def _jsonable(x: Any) -> Any:
+    if isinstance(x, dict):
+        return {str(k): _jsonable(v) for k, v in x.items()}
+    if isinstance(x, list | tuple | set):
+        return [_jsonable(v) for v in x]
+    if isinstance(x, Fraction):
+        return fmt(x)
+    if isinstance(x, int | float | str | bool) or x is None:
+        return x
+    return str(x)
+
+
+def audit(claims: ClaimsFile, ledger: Any = None, *, evaluate: Evaluator | None = None,
+          compare: Comparer | None = None) -> AuditReport:  # fmt: skip
+    """Evaluate every claim of a claims file against a ledger."""
+    return Auditor(claims, ledger, evaluate=evaluate, compare=compare).run()
+
+
+# --------------------------------------------------------------------------- explain
+
+
+@dataclass
+class EvidenceStep:
+    level: str  # claim | formula | metric | operand | runs | requests | artefacts | source report
+    text: str
+    detail: dict = field(default_factory=dict)
+
+
+def explain(claims: ClaimsFile, ledger: Any, claim_id: str, *, claims_path: Path | None = None,
+            evaluate: Evaluator | None = None, compare: Comparer | None = None) -> list[EvidenceStep]:  # fmt: skip
+    """The evidence chain of one claim: claim -> formula or metric -> runs -> requests (how many,
+    which fields) -> artefacts (sha256, file, lines) -> source report."""
+    if claim_id not in claims.by_id():
+        from ledger.errors import NotFound
+
+        raise NotFound(f"no claim {claim_id!r} in the claims file; ids: {', '.join(c.id for c in claims.claims[:10])}...")
+    auditor = Auditor(claims, ledger, evaluate=evaluate, compare=compare)
+    steps: list[EvidenceStep] = []
+    _explain_claim(auditor, claim_id, steps, depth=0, seen=set())
+    steps.append(_source_step(claims, ledger, claims_path))
+    return steps
+
+
+def _explain_claim(a: Auditor, cid: str, steps: list[EvidenceStep], depth: int, seen: set[str]) -> None:
+    c = a.claims[cid]
+    r = a.result(cid)
+    pad = "  " * depth
+    verdict = r.verdict + (f" ({r.rule})" if r.rule else "")
+    steps.append(EvidenceStep("claim", f"{pad}claim {c.id}: {c.text!r} {c.unit or ''} [{c.kind}] -> {verdict}",
+                              {"claim": c.id, "verdict": r.verdict, "rule": r.rule}))  # fmt: skip
+    for line in filter(None, [r.statement and f"says: {r.statement}", r.printed and f"printed interval {r.printed}",
+                              r.recomputed and f"recomputed {r.recomputed}", r.margin and f"margin: {r.margin}",
+                              r.why and f"why: {r.why}", r.instead and f"instead: {r.instead}",
+                              r.missing and f"missing: {r.missing}", r.provenance and f"provenance: {r.provenance}",
+                              *r.notes]):  # fmt: skip
+        steps.append(EvidenceStep("claim", f"{pad}  {line}"))
+    if cid in seen:
+        return
+    seen.add(cid)
+    if c.quoted:
+        steps.append(EvidenceStep("quoted", f"{pad}  quoted from: {c.quoted.source}"
+                                  + (f" ({c.quoted.locator})" if c.quoted.locator else "")))  # fmt: skip
+    if c.estimated:
+        steps.append(EvidenceStep("estimated", f"{pad}  estimated from: {c.estimated.basis}"))
+    if c.na and c.na.would_fill:
+        steps.append(EvidenceStep("formula", f"{pad}  would fill with {a._formula_text(c.na.would_fill)}: refused (R9)"))
+    if c.derived:
+        steps.append(EvidenceStep("formula", f"{pad}  formula {a._formula_text(c.derived)}"))
+        for ref in _refs(c.derived):
+            _explain_claim(a, ref, steps, depth + 1, seen)
+    if c.metric:
+        mv = a.metric_values.get(cid)
+        steps.append(EvidenceStep("metric", f"{pad}  metric {c.metric.name} over {c.metric.scope.to_scope().describe()}"
+                                  + (f" = {fmt(Fraction(mv.value))} {mv.unit} ({mv.flag})" if mv and mv.value is not None
+                                     else f" = n/a ({mv.na_reason})" if mv else "")))  # fmt: skip
+        if mv is not None:
+            if mv.inputs:
+                steps.append(EvidenceStep("metric", f"{pad}  inputs: {_jsonable(mv.inputs)}"))
+            steps.extend(_records_steps(a.ledger, mv, pad + "  "))
+
+
+def _refs(f: Formula) -> list[str]:
+    from queries.claims import claim_refs
+
+    return claim_refs(f)
+
+
+def _records_steps(ledger: Any, mv: MetricValue, pad: str) -> list[EvidenceStep]:
+    """runs -> requests (how many, which fields) -> artefacts (sha256, file, lines)."""
+    if ledger is None:
+        return []
+    import sqlalchemy as sa
+
+    from ledger import models as m
+
+    out: list[EvidenceStep] = []
+    artefact_ids: set[int] = set()
+    for key in ("artefact_ids", "artefacts", "artefact_id"):
+        v = mv.inputs.get(key) if isinstance(mv.inputs, dict) else None
+        if isinstance(v, int):
+            artefact_ids.add(v)
+        elif isinstance(v, list | tuple | set):
+            artefact_ids |= {int(x) for x in v if isinstance(x, int) or str(x).isdigit()}
+    with ledger.session() as s:
+        for run_id in mv.run_ids:
+            run = s.get(m.Run, run_id)
+            if run is None:
+                continue
+            batch = s.get(m.Batch, run.batch_id)
+            out.append(EvidenceStep("runs", f"{pad}run {run.id} {run.label} (batch {batch.name if batch else '?'})",
+                                    {"run_id": run.id}))  # fmt: skip
+            n = s.execute(sa.select(sa.func.count()).select_from(m.Request).where(m.Request.run_id == run_id)).scalar()
+            caps = s.execute(sa.select(m.Capture).where(m.Capture.run_id == run_id)).scalars().all()
+            for cap in caps:
+                fields = s.execute(sa.select(m.CaptureField.field).where(m.CaptureField.capture_id == cap.id)).scalars().all()
+                art = s.get(m.Artefact, cap.artefact_id)
+                lines = s.execute(sa.select(sa.func.min(m.Request.line), sa.func.max(m.Request.line), sa.func.count())
+                                  .where(m.Request.run_id == run_id, m.Request.artefact_id == cap.artefact_id)).first()  # fmt: skip
+                out.append(EvidenceStep("requests", f"{pad}  requests: {lines[2] if lines else n} of {n} "
+                                        f"(fields: {', '.join(sorted(fields)) or 'none'})"))  # fmt: skip
+                if art is not None:
+                    artefact_ids.discard(art.id)
+                    where = f", lines {lines[0]}-{lines[1]}" if lines and lines[0] is not None else ""
+                    out.append(EvidenceStep("artefacts", f"{pad}    artefact {art.id} {art.file_name} [{art.format}] "
+                                            f"sha256 {art.sha256}{where}", {"sha256": art.sha256}))  # fmt: skip
+        for aid in sorted(artefact_ids):
+            art = s.get(m.Artefact, aid)
+            if art is None:
+                continue
+            lines = _artefact_lines(s, aid)
+            out.append(EvidenceStep("artefacts", f"{pad}artefact {art.id} {art.file_name} [{art.format}] "
+                                    f"sha256 {art.sha256}{lines}", {"sha256": art.sha256}))  # fmt: skip
+    return out
+
+
+def _artefact_lines(s: Any, aid: int) -> str:
+    import sqlalchemy as sa
+
+    from ledger import models as m
+
+    for table in (m.LogFact, m.HardwareSample, m.Request):
+        row = s.execute(sa.select(sa.func.min(table.line), sa.func.max(table.line), sa.func.count())
+                        .where(table.artefact_id == aid)).first()  # fmt: skip
+        if row and row[2]:
+            return f", lines {row[0]}-{row[1]} ({row[2]} rows of {table.__tablename__})"
+    return ""
+
+
+def _source_step(claims: ClaimsFile, ledger: Any, claims_path: Path | None) -> EvidenceStep:
+    src = claims.source_report
+    sha = None
+    if ledger is not None:
+        try:
+            import sqlalchemy as sa
+
+            from ledger import models as m
+
+            with ledger.session() as s:
+                row = s.execute(sa.select(m.SourceReport).where(m.SourceReport.slug == src.slug)).scalar_one_or_none()
+                sha = row.text_sha256 if row is not None else None
+        except Exception:  # noqa: BLE001 - the report need not be declared
+            sha = None
+    if sha is None and src.file and claims_path is not None:
+        p = (claims_path.parent / src.file)
+        if p.is_file():
+            sha = hashlib.sha256(p.read_bytes()).hexdigest()
+    return EvidenceStep("source report", f"source report {src.slug}: {src.title}"
+                        + (f" (file {src.file})" if src.file else "") + (f" sha256 {sha}" if sha else ""),
+                        {"slug": src.slug, "sha256": sha})  # fmt: skip

@@ -1,0 +1,226 @@
+"""Comparability of two scopes: every factor that differs, and what may be concluded (R6, R8).
+
+A side is ``run:ID``, ``batch:NAME`` or ``deployment:NAME``. Each factor is rendered as one string
+per side (several runs or deployments with different values give ``"a | b"``, itself a value), so
+"differs" is plain string inequality and the listing shows both values. Unknown (not recorded)
+values are shown as ``?``; an identity factor unknown on both sides blocks attribution, because it
+may differ.
+
+Conclusions, by rule:
+
+* R6 attribution: a ratio is attributed to a factor only when it is the only difference;
+* R6 stack ratio: hardware (model or GPU count) and software (engine, version, options, kernel)
+  both differ, so the ratio is never a hardware ratio;
+* R6 equal resources only with equal, known GPU counts; per-request pairing only with equal,
+  known seeds and the same workload;
+* R8 a cold/warm claim must name the warm dimension (prefix cache, process, compile, file cache).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from fractions import Fraction
+
+import sqlalchemy as sa
+
+from ledger import models as m
+from ledger.errors import NotFound, Refused
+from ledger.store import Ledger
+from queries.types import Comparison, Factor, MetricValue, Scope
+
+R, B, D = m.Run.__table__, m.Batch.__table__, m.Deployment.__table__
+WARM_DIMS = ("warm_prefix_cache", "warm_process", "warm_compile", "warm_file_cache")
+HARDWARE = ("hardware", "gpu_count")
+SOFTWARE = ("engine", "engine_version", "engine_options")
+IDENTITY = ("hardware", "gpu_count", "engine", "engine_version", "weights_version", "layout")
+FACTORS = (*IDENTITY, "engine_options", "workload", "seed", *WARM_DIMS, "batch")
+UNKNOWN = "?"
+
+
+def _t(v: object) -> str:
+    return UNKNOWN if v is None or v == "unknown" else str(v)
+
+
+def _join(values: list[str]) -> str:
+    distinct = sorted(set(values))
+    return distinct[0] if len(distinct) == 1 else " | ".join(distinct) if distinct else UNKNOWN
+
+
+def _dep_factors(d) -> dict[str, str]:
+    if d is None:
+        return {f: UNKNOWN for f in (*IDENTITY, "engine_options")}
+    mem = None if d.gpu_memory is None else f"{d.gpu_memory} {d.gpu_memory_unit or ''}".strip()
+    hw = None if d.gpu_model is None else " ".join(
+        _t(x) for x in (d.gpu_model, mem, d.interconnect_intra, d.interconnect_inter) if x is not None
+    )  # fmt: skip
+    count = None if d.gpus_per_node is None or d.nodes is None else d.gpus_per_node * d.nodes
+    layout = None if all(x is None for x in (d.tp, d.dp, d.ep, d.pp)) else f"tp{_t(d.tp)} dp{_t(d.dp)} ep{_t(d.ep)} pp{_t(d.pp)}"
+    opts = {k: getattr(d, k) for k in ("kv_cache_dtype", "prefix_caching", "max_num_seqs", "max_model_len",
+                                       "chunked_prefill_tokens", "speculative_method", "speculative_tokens",
+                                       "kernel_backend")}  # fmt: skip
+    options = None if all(v is None for v in opts.values()) else " ".join(f"{k}={_t(v)}" for k, v in opts.items())
+    return {"hardware": _t(hw), "gpu_count": _t(count), "engine": _t(d.engine), "engine_version": _t(d.engine_version),
+            "weights_version": _t(d.weights_version), "layout": _t(layout), "engine_options": _t(options)}  # fmt: skip
+
+
+def _run_factors(r) -> dict[str, str]:
+    wl = (f"in {_t(r.input_target_tokens)} / out {_t(r.output_cap_tokens)} / C {_t(r.concurrency)} / "
+          f"N {_t(r.request_count)} / dataset {_t(r.dataset)}")  # fmt: skip
+    return {"workload": wl, "seed": _t(r.seed), **{w: _t(getattr(r, w)) for w in WARM_DIMS}, "batch": r.batch}
+
+
+@dataclass
+class Side:
+    spec: str
+    scope: Scope
+    factors: dict[str, str]
+    run_ids: list[int]
+
+
+def side(ledger: Ledger, spec: str) -> Side:
+    """Resolve ``run:ID`` / ``batch:NAME`` / ``deployment:NAME`` to its factor values."""
+    kind, _, name = spec.partition(":")
+    q = sa.select(R, B.c.name.label("batch"), sa.func.coalesce(R.c.deployment_id, B.c.deployment_id).label("dep")).join(
+        B, B.c.id == R.c.batch_id
+    )
+    with ledger.connection() as conn:
+        if kind == "run":
+            if not name.isdigit():
+                raise NotFound(f"{spec!r}: a run is named by its id, e.g. run:3")
+            runs = conn.execute(q.where(R.c.id == int(name))).all()
+            if not runs:
+                raise NotFound(f"no run with id {name}; `ledger runs` lists them")
+            scope = Scope(batch=runs[0].batch, run=f"#{name}")
+            dep_ids = {runs[0].dep}
+        elif kind == "batch":
+            bid = conn.execute(sa.select(B.c.id, B.c.deployment_id).where(B.c.name == name)).first()
+            if bid is None:
+                raise NotFound(f"no batch named {name!r}; `ledger batches` lists them")
+            runs = conn.execute(q.where(B.c.name == name).order_by(R.c.id)).all()
+            scope = Scope(batch=name)
+            dep_ids = {r.dep for r in runs} or {bid.deployment_id}
+        elif kind == "deployment":
+            did = conn.execute(sa.select(D.c.id).where(D.c.name == name)).scalar()
+            if did is None:
+                raise NotFound(f"no deployment named {name!r}")
+            runs = [r for r in conn.execute(q.order_by(R.c.id)).all() if r.dep == did]
+            scope = Scope(deployment=name)
+            dep_ids = {did}
+        else:
+            raise NotFound(f"{spec!r}: write run:ID, batch:NAME or deployment:NAME")
+        deps = [conn.execute(sa.select(D).where(D.c.id == i)).first() if i is not None else None for i in dep_ids]
+    per_dep = [_dep_factors(d) for d in deps] or [_dep_factors(None)]
+    per_run = [_run_factors(r) for r in runs]
+    factors = {f: _join([p[f] for p in per_dep]) for f in per_dep[0]}
+    for f in ("workload", "seed", *WARM_DIMS, "batch"):
+        factors[f] = _join([p[f] for p in per_run]) if per_run else UNKNOWN
+    return Side(spec, scope, factors, [r.id for r in runs])
+
+
+def compare(ledger: Ledger, a: str, b: str, claim_factor: str | None = None, *, equal_resources: bool = False,
+            paired: bool = False) -> Comparison:  # fmt: skip
+    """Every factor that differs between A and B; refuses a claimed conclusion the factors forbid."""
+    sa_, sb = side(ledger, a), side(ledger, b)
+    return _comparison(sa_, sb, claim_factor, equal_resources, paired)
+
+
+def _comparison(sa_: Side, sb: Side, claim_factor: str | None, equal_resources: bool, paired: bool) -> Comparison:
+    fa, fb = sa_.factors, sb.factors
+    diffs = [Factor(f, fa[f], fb[f]) for f in FACTORS if fa[f] != fb[f]]
+    names = [d.name for d in diffs]
+    unknown_both = [f for f in IDENTITY if fa[f] == UNKNOWN and fb[f] == UNKNOWN]
+    notes: list[str] = []
+    if unknown_both:
+        notes.append(f"not recorded on either side (may differ): {', '.join(unknown_both)}")
+    attributable = names[0] if len(names) == 1 and not unknown_both else None
+    stack = any(n in HARDWARE for n in names) and any(n in SOFTWARE for n in names)
+    equal_res = fa["gpu_count"] == fb["gpu_count"] and fa["gpu_count"] != UNKNOWN and " | " not in fa["gpu_count"]
+    is_paired = (fa["seed"] == fb["seed"] and fa["seed"] != UNKNOWN and " | " not in fa["seed"]
+                 and fa["workload"] == fb["workload"])  # fmt: skip
+    if stack:
+        notes.append("hardware and software stack both differ: a stack ratio, never a hardware ratio (R6)")
+    if not equal_res:
+        notes.append(f"GPU count {fa['gpu_count']} vs {fb['gpu_count']}: not an equal-resource comparison (R6)")
+    if not is_paired:
+        notes.append(f"seed {fa['seed']} vs {fb['seed']}: not a per-request paired comparison (R6)")
+    if len(names) > 1:
+        notes.append(f"{len(names)} factors differ: a ratio cannot be attributed to one of them (R6)")
+    cmp = Comparison(sa_.spec, sb.spec, diffs, attributable, stack, equal_res, is_paired, notes)
+    _check_claims(cmp, claim_factor, equal_resources, paired)
+    return cmp
+
+
+def _check_claims(cmp: Comparison, claim_factor: str | None, equal_resources: bool, paired: bool) -> None:
+    asked_pair = f"{cmp.a} vs {cmp.b}"
+    names = [d.name for d in cmp.differences]
+    if claim_factor is not None:
+        if claim_factor in ("warm", "cold", "cold/warm", "warm_state"):
+            changed = [n for n in names if n in WARM_DIMS]
+            raise Refused(
+                "R8", f"attribute {asked_pair} to cold vs warm",
+                "cold is four things (prefix cache, process, compile, file cache); the claim does not name which "
+                f"changed (differing: {', '.join(changed) or 'none recorded'})",
+                f"name one dimension: {', '.join(WARM_DIMS)}",
+            )  # fmt: skip
+        if claim_factor not in FACTORS:
+            raise NotFound(f"no factor named {claim_factor!r}; factors: {', '.join(FACTORS)}")
+        if cmp.attributable_to != claim_factor:
+            others = [n for n in names if n != claim_factor]
+            why = (f"{claim_factor} does not differ" if claim_factor not in names else
+                   f"{claim_factor} is not the only difference: {', '.join(others)} also differ") if names else "nothing differs"
+            if claim_factor in names and not others:
+                why = "identity factors are not recorded on either side, so they may differ: " + ", ".join(
+                    f for f in IDENTITY if f not in names)
+            rule = "R8" if claim_factor in WARM_DIMS and any(o in WARM_DIMS for o in others) else "R6"
+            raise Refused(rule, f"attribute {asked_pair} to {claim_factor}", why,
+                          "compare scopes that differ only in that factor, or report it as a ratio with every "
+                          "difference listed")  # fmt: skip
+    if equal_resources and not cmp.equal_resources:
+        d = next((f for f in cmp.differences if f.name == "gpu_count"), None)
+        counts = f"{d.a} vs {d.b} GPUs" if d else "GPU count not recorded"
+        raise Refused("R6", f"call {asked_pair} an equal-resource comparison", f"GPU counts differ ({counts})",
+                      "normalise per GPU explicitly and say so, or compare deployments with the same GPU count")  # fmt: skip
+    if paired and not cmp.paired:
+        s = next((f for f in cmp.differences if f.name == "seed"), None)
+        why = f"seeds differ ({s.a} vs {s.b})" if s else "seeds are not recorded or the workloads differ"
+        raise Refused("R6", f"pair {asked_pair} per request", why,
+                      "compare distributions (percentiles), not request by request; rerun with the same seed")  # fmt: skip
+
+
+@dataclass
+class RatioResult:
+    metric: str
+    a: MetricValue
+    b: MetricValue
+    ratio: Fraction | None  # b / a
+    label: str  # what the ratio may be called
+    comparison: Comparison
+
+    def as_dict(self) -> dict:
+        def mv(v: MetricValue) -> dict:
+            return {"value": None if v.value is None else float(v.value), "unit": v.unit, "flag": v.flag,
+                    "na_reason": v.na_reason, "scope": v.scope.describe()}  # fmt: skip
+
+        return {"metric": self.metric, "a": mv(self.a), "b": mv(self.b),
+                "ratio_b_over_a": None if self.ratio is None else float(self.ratio), "label": self.label,
+                "comparison": asdict(self.comparison)}  # fmt: skip
+
+
+def ratio(ledger: Ledger, metric: str, a: str, b: str, claim_factor: str | None = None, *,
+          equal_resources: bool = False, paired: bool = False) -> RatioResult:  # fmt: skip
+    """B / A of one metric, labelled with what differs; refuses an illegal conclusion (R6, R8)."""
+    from queries.metrics import evaluate
+
+    sa_, sb = side(ledger, a), side(ledger, b)
+    cmp = _comparison(sa_, sb, claim_factor, equal_resources, paired)
+    va, vb = evaluate(ledger, metric, sa_.scope), evaluate(ledger, metric, sb.scope)
+    value = None if va.value in (None, 0) or vb.value is None else vb.value / va.value
+    if cmp.attributable_to:
+        label = f"attributable to {cmp.attributable_to} (the only difference)"
+    elif cmp.stack_ratio:
+        label = "stack ratio (hardware and software differ): not a hardware ratio"
+    elif not cmp.differences:
+        label = "no recorded factor differs"
+    else:
+        label = "ratio across differences: " + ", ".join(d.name for d in cmp.differences)
+    return RatioResult(metric, va, vb, value, label, cmp)
