@@ -377,8 +377,19 @@ class VllmBenchImporter:
     def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
         """Runs are streamed one JSON Lines line at a time; errors in later lines raise while iterating."""
         path = Path(path)
-        runs = (parse_run(obj, line, prefix, path) for line, prefix, obj in iter_objects(path))
-        return ParsedArtefact(format=self.name, format_version=None, runs=prefetched(runs))
+        return ParsedArtefact(format=self.name, format_version=None, runs=prefetched(_numbered(path)))
+
+
+def _numbered(path: Path) -> Iterator[ParsedRun]:
+    """idx is the record's position in the *artefact*: a JSON Lines file of several runs continues
+    counting across runs (request rows are keyed by artefact and idx)."""
+    offset = 0
+    for line, prefix, obj in iter_objects(path):
+        run = parse_run(obj, line, prefix, path)
+        if run.requests is not None and offset:
+            run.requests.idx = list(range(offset, offset + len(run.requests)))
+        offset += len(run.requests) if run.requests is not None else 0
+        yield run
 
 
 IMPORTER = VllmBenchImporter()

@@ -125,9 +125,13 @@ def write_artefact(
             result.published += _write_published(s, pr.published, art.id, batch.id, run.id, deployment_id)
             result.runs.append((run.id, label, n))
 
-        for chunk in parsed.samples:
+        wide = getattr(parsed, "wide_samples", None)
+        for chunk in parsed.samples if wide is None else wide:
             s.flush()
-            result.samples += _write_samples(conn, ledger.backend, art.id, target.node, chunk)
+            if isinstance(chunk, rec.WideSamples):
+                result.samples += _write_wide_samples(conn, ledger.backend, art.id, target.node, chunk)
+            else:
+                result.samples += _write_samples(conn, ledger.backend, art.id, target.node, chunk)
 
         if parsed.log_facts:
             s.add_all(
@@ -262,6 +266,29 @@ def _write_samples(conn: sa.Connection, backend: str, artefact_id: int, node: st
     )
     bulk_insert(conn, backend, "hardware_sample", table)
     return n
+
+
+def _write_wide_samples(conn: sa.Connection, backend: str, artefact_id: int, node: str | None,
+                        chunk: rec.WideSamples) -> int:
+    """Unpivot a wide chunk (one column per counter) to long hardware_sample rows, in Arrow: one
+    zero-copy slice of the key columns per counter, concatenated, then the usual bulk path."""
+    t, n = chunk.table, chunk.table.num_rows
+    node = node if node is not None else chunk.node
+    keys = {
+        "artefact_id": pa.repeat(pa.scalar(artefact_id, pa.int32()), n),
+        "line": t.column("line"),
+        "node": pa.repeat(pa.scalar(node, pa.string()), n),
+        "gpu": t.column("gpu"),
+        "tick": t.column("tick"),
+        "ts": t.column("ts"),
+    }
+    parts = [
+        pa.table({**keys, "counter": pa.repeat(pa.scalar(name, pa.string()), n),
+                  "value": t.column(name).cast(pa.float64()), "unit": pa.repeat(pa.scalar(unit, pa.string()), n)})
+        for name, unit in zip(chunk.counters, chunk.units, strict=True)
+    ]  # fmt: skip
+    bulk_insert(conn, backend, "hardware_sample", pa.concat_tables(parts))
+    return n * len(chunk.counters)
 
 
 def _write_published(s: Session, values: list[rec.Published], artefact_id: int, batch_id: int | None,

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -202,6 +202,30 @@ class ParsedArtefact:
     log_facts: list[LogFact] = field(default_factory=list)
     published: list[Published] = field(default_factory=list)
     note: str | None = None
+    # The same rows as ``samples`` in faster chunks (WideSamples, or SampleColumns where the importer
+    # fell back); when set, the store writes these instead of ``samples``.
+    wide_samples: Iterable[Any] | None = None
 
     def iter_runs(self) -> Iterator[ParsedRun]:
         yield from self.runs
+
+
+@dataclass
+class WideSamples:
+    """Hardware samples in *wide* form, one Arrow row per GPU and tick, one float64 column per counter.
+
+    An optional, faster alternative to :class:`SampleColumns` for importers that parse at C speed
+    (nvidia-smi dmon): the store unpivots it to the same long ``hardware_sample`` rows. ``table``
+    holds ``line`` (int32), ``gpu`` (int32), ``tick`` (int32), ``ts`` (timestamp[us], null without
+    -o DT) and one column per name in ``counters`` (null where the tool printed '-'); ``units``
+    gives each counter's unit as printed, or 'unconfirmed' (R12).
+    """
+
+    table: Any  # pyarrow.Table (kept untyped: this module does not import pyarrow)
+    counters: list[str]
+    units: list[str]
+    node: str | None = None
+
+    def __len__(self) -> int:
+        """Long rows this chunk stands for (rows x counters)."""
+        return self.table.num_rows * len(self.counters)

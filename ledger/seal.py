@@ -210,7 +210,7 @@ def table_leaves(conn: sa.Connection, backend: str, batch_id: int, table: str) -
     convs = [(i, f) for i, n in enumerate(names) if (f := _converter(t.c[n])) is not None]
     key_pos = [names.index(k) for k in key_columns(table)]
     sha = hashlib.sha256
-    result = conn.execution_options(yield_per=CHUNK).execute(stmt)
+    result = conn.execute(stmt, execution_options={"yield_per": CHUNK})  # this statement only
     n = 0
     for part in result.partitions():
         for raw in part:

@@ -99,12 +99,15 @@ def _count(table: sa.Table, where: sa.ColumnElement) -> sa.ScalarSelect:
 def list_batches(ledger: Ledger) -> list[BatchRow]:
     b, r, a, q = m.Batch.__table__, m.Run.__table__, m.Artefact.__table__, m.Request.__table__
     d = m.Deployment.__table__
-    runs_in_batch = sa.select(r.c.id).where(r.c.batch_id == b.c.id)
+    rq = r.alias("rq")
+    requests_in_batch = (
+        sa.select(sa.func.count()).select_from(q.join(rq, rq.c.id == q.c.run_id)).where(rq.c.batch_id == b.c.id)
+    ).scalar_subquery()
     stmt = (
         sa.select(
             b.c.id, b.c.name, b.c.status, d.c.name.label("deployment"),
             _count(r, r.c.batch_id == b.c.id).label("runs"),
-            _count(q, q.c.run_id.in_(runs_in_batch)).label("requests"),
+            requests_in_batch.label("requests"),
             _count(a, a.c.batch_id == b.c.id).label("artefacts"),
             b.c.created_at, b.c.closed_at, b.c.description,
         )  # fmt: skip

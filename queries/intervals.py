@@ -126,8 +126,10 @@ def fmt(x: Fraction, digits: int = 6) -> str:
     if x.denominator == 1:
         return f"{x.numerator:,}"
     d = Decimal(x.numerator) / Decimal(x.denominator)
-    if d == d.normalize() and len(str(d.normalize())) <= 14 and Fraction(str(d)) == x:
-        return str(d.normalize())
+    if len(str(d.normalize())) <= 16 and Fraction(str(d)) == x:
+        whole, _, frac = f"{d.normalize():f}".partition(".")
+        sign = "-" if whole.startswith("-") else ""
+        return f"{sign}{int(whole.lstrip('-')):,}" + (f".{frac}" if frac else "")
     mag = math.floor(math.log10(abs(float(x)))) if x else 0
     places = max(0, digits - 1 - mag)
     return f"{float(x):,.{places}f}"

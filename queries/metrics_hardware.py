@@ -173,14 +173,15 @@ def _facts(conn: sa.Connection, artefact_ids: list[int], kind: str) -> list:
 
 def log_artefacts(conn: sa.Connection, ctx: Ctx) -> list[int]:
     L = m.Launch.__table__
+    ids: list[int] = []
     if ctx.launch_ids:
-        ids = [r[0] for r in conn.execute(sa.select(L.c.log_artefact_id).where(L.c.id.in_(ctx.launch_ids)))]
-        return [i for i in ids if i is not None]
-    if ctx.deployment_id is not None:
-        return [r[0] for r in conn.execute(
+        ids = [r[0] for r in conn.execute(sa.select(L.c.log_artefact_id).where(L.c.id.in_(ctx.launch_ids)))
+               if r[0] is not None]  # fmt: skip
+    if ctx.kind == "deployment" and ctx.deployment_id is not None:
+        ids += [r[0] for r in conn.execute(
             sa.select(A.c.id).where(A.c.deployment_id == ctx.deployment_id, A.c.format == "vllm-server-log")
             .order_by(A.c.id))]  # fmt: skip
-    return []
+    return sorted(set(ids))
 
 
 def kv_capacity_ratio(conn: sa.Connection, ctx: Ctx, metric: Metric):

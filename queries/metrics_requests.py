@@ -439,8 +439,11 @@ def request_metrics() -> list[Metric]:
                cache_hit_tokens, pools=True),
     ]  # fmt: skip
     dists = [
-        ("ttft", TTFT_NEEDS, lambda ids: values_sql(ids, ttft_expr()), ("mean", "p50", "p90", "p99", "max"),
-         "time to first token (ttft_s, else first_token - send)", "ok requests"),
+        ("ttft", TTFT_NEEDS, lambda ids: values_sql(ids, ttft_expr(), sa.or_(Q.c.output_tokens.is_(None),
+                                                                             Q.c.output_tokens > 0)),
+         ("mean", "p50", "p90", "p99", "max"),
+         "time to first token (ttft_s, else first_token - send); a request with 0 output tokens has no first token",
+         "ok requests with output"),
         ("tpot", (("ttft_s", "latency_s", "output_tokens"),),
          lambda ids: values_sql(ids, tpot_expr(), Q.c.output_tokens > 1), ("mean", "p50", "p99"),
          "(latency_s - ttft_s) / (output_tokens - 1), output_tokens > 1 (vLLM's TPOT)",

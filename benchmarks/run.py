@@ -1,0 +1,541 @@
+"""bench-ledger performance benchmark (issue 7): import throughput and peak memory of `ledger import`,
+metrics and audit times, each against baselines measured in the same run.
+
+    .venv/bin/python benchmarks/run.py            # full sizes, writes BENCHMARKS.md (several minutes)
+    .venv/bin/python benchmarks/run.py --quick    # small sizes (CI), writes the report to --out or a temp dir
+
+Inputs are generated with a fixed seed into a temp dir. Every `ledger import` runs as a subprocess
+(start to exit); its peak RSS comes from os.wait4's rusage of that child. Baselines:
+* floor: DuckDB's own read_json / read_csv of the same data into a flat table (in-process), and
+  PostgreSQL COPY of a CSV of the same rows (CSV written beforehand by DuckDB, not timed);
+* the usual way: one SQLAlchemy ORM object per row on a subset, extrapolated (labelled);
+* pandas read + to_sql only when pandas is installed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import gen  # noqa: E402
+
+PG_BASE = os.environ.get("LEDGER_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+BIN = Path(sys.executable).parent
+LEDGER = str(BIN / "ledger") if (BIN / "ledger").exists() else None
+
+FULL = dict(runs=1000, per_run=1000, gaps=4, gap_runs=100, gap_per_run=1000, gap_gaps=128,
+            gpus=16, ticks=86_400, orm_rows=20_000, timeout=1800)
+QUICK = dict(runs=10, per_run=200, gaps=4, gap_runs=2, gap_per_run=200, gap_gaps=128,
+             gpus=16, ticks=300, orm_rows=500, timeout=120)
+
+
+@dataclass
+class Figure:
+    what: str
+    backend: str
+    rows: int | None = None
+    seconds: float | None = None
+    peak_mb: float | None = None
+    note: str = ""
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def rate(self) -> float | None:
+        return self.rows / self.seconds if self.rows and self.seconds else None
+
+
+# ----------------------------------------------------------------------------------- processes
+
+
+def run_child(args: list[str], timeout: float, env: dict | None = None) -> tuple[float, float, int, str]:
+    """Run a command; (wall seconds, peak RSS MB of that child, exit code, output tail)."""
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        p = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
+        deadline = t0 + timeout
+        while True:
+            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
+            if pid:
+                break
+            if time.perf_counter() > deadline:
+                p.kill()
+                pid, status, ru = os.wait4(p.pid, 0)
+                status = -9
+                break
+            time.sleep(0.01)
+        wall = time.perf_counter() - t0
+        p.returncode = os.waitstatus_to_exitcode(status) if status != -9 else -9
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    return wall, ru.ru_maxrss / 1024, p.returncode, text[-2000:]
+
+
+def ledger_cmd(*args: str) -> list[str]:
+    if LEDGER:
+        return [LEDGER, *args]
+    return [sys.executable, "-m", "ledger.cli", *args]
+
+
+# ----------------------------------------------------------------------------------- backends
+
+
+class Backend:
+    name: str
+
+    def fresh(self, tag: str) -> str: ...
+    def cleanup(self) -> None: ...
+
+
+class Duck(Backend):
+    name = "duckdb"
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+
+    def fresh(self, tag: str) -> str:
+        path = self.tmp / f"{tag}.duckdb"
+        if path.exists():
+            path.unlink()
+        return f"duckdb:///{path}"
+
+
+class Pg(Backend):
+    name = "postgresql"
+
+    def __init__(self) -> None:
+        import psycopg
+
+        self.conninfo = PG_BASE.replace("postgresql+psycopg://", "postgresql://")
+        self.psycopg = psycopg
+        self.schemas: list[str] = []
+
+    def raw(self):
+        return self.psycopg.connect(self.conninfo, autocommit=True)
+
+    def fresh(self, tag: str) -> str:
+        schema = f"bench_{tag}_{uuid.uuid4().hex[:8]}"
+        with self.raw() as c:
+            c.execute(f"CREATE SCHEMA {schema}")
+        self.schemas.append(schema)
+        sep = "&" if "?" in PG_BASE else "?"
+        return f"{PG_BASE}{sep}options=-csearch_path%3D{schema}"
+
+    def cleanup(self) -> None:
+        with self.raw() as c:
+            for s in self.schemas:
+                c.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")
+        self.schemas.clear()
+
+
+def pg_available() -> str | None:
+    try:
+        import psycopg
+
+        with psycopg.connect(PG_BASE.replace("postgresql+psycopg://", "postgresql://"), connect_timeout=3):
+            return None
+    except Exception as exc:  # noqa: BLE001
+        return str(exc).strip().splitlines()[0]
+
+
+# ----------------------------------------------------------------------------------- floors
+
+VLLM_FLAT = """
+CREATE TABLE flat AS
+SELECT label, unnest(input_lens) AS input_tokens, unnest(output_lens) AS output_tokens, unnest(ttfts) AS ttft_s,
+       unnest(latencies) AS latency_s, unnest(start_times) AS send_s, unnest(errors) AS error
+FROM read_json('{path}', format='newline_delimited', maximum_object_size=1073741824,
+               columns={{label: 'VARCHAR', input_lens: 'BIGINT[]', output_lens: 'BIGINT[]', ttfts: 'DOUBLE[]',
+                        latencies: 'DOUBLE[]', start_times: 'DOUBLE[]', errors: 'VARCHAR[]'}})
+"""
+LEDGER_FLAT = """
+CREATE TABLE flat AS SELECT * FROM read_json('{path}', format='newline_delimited', union_by_name=true,
+    columns={{status: 'VARCHAR', error: 'VARCHAR', input_tokens: 'BIGINT', output_tokens: 'BIGINT',
+             send_time: 'DOUBLE', first_token_time: 'DOUBLE', end_time: 'DOUBLE', ttft_s: 'DOUBLE',
+             latency_s: 'DOUBLE', chunk_gaps: 'DOUBLE[]'}})
+"""
+DMON_FLAT = """
+CREATE TABLE flat AS
+UNPIVOT INCLUDE NULLS (SELECT row_number() OVER () AS line, * FROM read_csv('{path}', header=true))
+ON {counters} INTO NAME counter VALUE value
+"""
+
+
+def duck_floor(sql: str, tmp: Path, tag: str, csv_out: Path | None) -> tuple[float, int]:
+    """Time DuckDB loading the data into a flat table (fresh file); optionally export it as CSV (untimed)."""
+    import duckdb
+
+    path = tmp / f"floor_{tag}.duckdb"
+    if path.exists():
+        path.unlink()
+    t0 = time.perf_counter()
+    con = duckdb.connect(str(path))
+    con.execute(sql)
+    con.close()
+    secs = time.perf_counter() - t0
+    con = duckdb.connect(str(path))
+    n = con.execute("SELECT count(*) FROM flat").fetchone()[0]
+    if csv_out is not None:
+        cols = [r[0] for r in con.execute("DESCRIBE flat").fetchall()]
+        types = {r[0]: r[1] for r in con.execute("DESCRIBE flat").fetchall()}
+        # lists go to PostgreSQL as arrays text; other types as they are
+        sel = ", ".join(f"'{{' || array_to_string({c}, ',') || '}}' AS {c}" if types[c].endswith("[]") else c
+                        for c in cols)
+        con.execute(f"COPY (SELECT {sel} FROM flat) TO '{csv_out}' (HEADER false)")
+        csv_out.with_suffix(".types").write_text(json.dumps(types))
+    con.close()
+    return secs, n
+
+
+PG_TYPES = {"VARCHAR": "text", "BIGINT": "bigint", "DOUBLE": "double precision", "INTEGER": "integer",
+            "DOUBLE[]": "double precision[]", "BIGINT[]": "bigint[]", "TIMESTAMP": "timestamp"}
+
+
+def pg_floor(pg: Pg, csv_path: Path) -> float:
+    """COPY the CSV into a flat table in a fresh schema (create table + copy + commit timed)."""
+    types = json.loads(csv_path.with_suffix(".types").read_text())
+    schema = f"bench_floor_{uuid.uuid4().hex[:8]}"
+    pg.schemas.append(schema)
+    cols = ", ".join(f'"{c}" {PG_TYPES.get(t, "text")}' for c, t in types.items())
+    with pg.raw() as c:
+        c.execute(f"CREATE SCHEMA {schema}")
+    t0 = time.perf_counter()
+    with pg.psycopg.connect(pg.conninfo) as c:
+        c.execute(f"CREATE TABLE {schema}.flat ({cols})")
+        with c.cursor() as cur, cur.copy(f"COPY {schema}.flat FROM STDIN (FORMAT csv)") as cp:
+            with open(csv_path, "rb") as fh:
+                while chunk := fh.read(1 << 20):
+                    cp.write(chunk)
+        c.commit()
+    return time.perf_counter() - t0
+
+
+# ----------------------------------------------------------------------------------- ORM way
+
+
+def orm_rate(url: str, rows: list[tuple]) -> float:
+    """Seconds to insert ``rows`` as one SQLAlchemy ORM object each (add_all + commit)."""
+    import sqlalchemy as sa
+    from sqlalchemy.orm import DeclarativeBase, Session
+
+    class Base(DeclarativeBase):
+        pass
+
+    class FlatRequest(Base):
+        __tablename__ = "orm_request"
+        id = sa.Column(sa.Integer, primary_key=True, autoincrement=False)
+        run = sa.Column(sa.String, nullable=False)
+        input_tokens = sa.Column(sa.Integer)
+        output_tokens = sa.Column(sa.Integer)
+        ttft_s = sa.Column(sa.Float)
+        latency_s = sa.Column(sa.Float)
+        send_s = sa.Column(sa.Float)
+        error = sa.Column(sa.String)
+
+    engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+    Base.metadata.create_all(engine)
+    t0 = time.perf_counter()
+    with Session(engine) as s:
+        s.add_all(FlatRequest(id=i, run=r[0], input_tokens=r[1], output_tokens=r[2], ttft_s=r[3], latency_s=r[4],
+                              send_s=r[5], error=r[6]) for i, r in enumerate(rows))
+        s.commit()
+    secs = time.perf_counter() - t0
+    engine.dispose()
+    return secs
+
+
+def orm_rows(vllm_path: Path, n: int) -> list[tuple]:
+    out: list[tuple] = []
+    with open(vllm_path) as fh:
+        for line in fh:
+            o = json.loads(line)
+            for t in zip(o["input_lens"], o["output_lens"], o["ttfts"], o["latencies"], o["start_times"], o["errors"]):
+                out.append((o["label"], *t))
+                if len(out) >= n:
+                    return out
+    return out
+
+
+# ----------------------------------------------------------------------------------- metrics / audit
+
+METRICS_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, {root!r})
+from ledger.store import Ledger
+from queries.metrics import run_metrics
+with Ledger({url!r}) as ledger:
+    t0 = time.perf_counter()
+    rows = run_metrics(ledger, {batches!r}, None)
+    secs = time.perf_counter() - t0
+print(json.dumps({{"seconds": secs, "runs": len(rows)}}))
+"""
+
+
+def measure_metrics(url: str, batch: str, timeout: float) -> Figure | str:
+    if importlib.util.find_spec("queries.metrics") is None:
+        return "not measured: metrics module absent"
+    try:
+        from queries import metrics as qm
+        if not hasattr(qm, "run_metrics"):
+            return "not measured: queries.metrics has no run_metrics"
+    except Exception as exc:  # noqa: BLE001
+        return f"not measured: queries.metrics does not import ({type(exc).__name__}: {exc})"
+    code = METRICS_CHILD.format(root=str(ROOT), url=url, batches=[batch])
+    wall, peak, rc, out = run_child([sys.executable, "-c", code], timeout)
+    if rc == -9:
+        return f"not finished: killed after {timeout:.0f} s"
+    if rc != 0:
+        return "failed: " + out.strip().splitlines()[-1][:300]
+    res = json.loads(out.strip().splitlines()[-1])
+    return Figure("metrics of every run", "", rows=res["runs"], seconds=res["seconds"], peak_mb=peak,
+                  note=f"run_metrics(ledger, [{batch!r}], None) in-process; child wall incl. imports {wall:.1f} s")
+
+
+def measure_audit() -> str:
+    if importlib.util.find_spec("queries.audit") is None:
+        return "not measured: queries.audit module absent"
+    return "not measured: queries.audit present but this benchmark has no claim generator wired to its API yet"
+
+
+# ----------------------------------------------------------------------------------- the run
+
+
+def machine() -> dict:
+    import duckdb
+
+    mem = ""
+    try:
+        with open("/proc/meminfo") as fh:
+            kb = int(fh.readline().split()[1])
+            mem = f"{kb / 1024 / 1024:.1f} GiB"
+    except OSError:
+        pass
+    cpu = ""
+    try:
+        cpu = next(ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo") if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    pgv = "unavailable"
+    if pg_available() is None:
+        import psycopg
+
+        with psycopg.connect(PG_BASE.replace("postgresql+psycopg://", "postgresql://")) as c:
+            pgv = c.execute("SHOW server_version").fetchone()[0]
+    import pyarrow
+
+    return {"nproc": os.cpu_count(), "cpu": cpu, "memory": mem, "python": platform.python_version(),
+            "duckdb": duckdb.__version__, "postgresql": pgv, "pyarrow": pyarrow.__version__,
+            "os": platform.platform()}
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
+    res: dict = {"sizes": sz, "figures": [], "baselines": [], "notes": []}
+    data = tmp / "data"
+    data.mkdir()
+    ldir = data / "ledger_requests"
+    ldir.mkdir()
+    t0 = time.perf_counter()
+    vllm = data / "vllm_detailed.jsonl"
+    gapf = data / "vllm_gaps128.jsonl"
+    n_vllm = gen.vllm_and_ledger(vllm, sz["runs"], sz["per_run"], sz["gaps"], ldir)
+    n_gap = gen.vllm_and_ledger(gapf, sz["gap_runs"], sz["gap_per_run"], sz["gap_gaps"], None, seed=gen.SEED + 1)
+    dmon_txt, dmon_csv = data / "dmon.txt", data / "dmon.csv"
+    n_dmon_lines = gen.dmon(dmon_txt, dmon_csv, sz["gpus"], sz["ticks"])
+    n_dmon_rows = n_dmon_lines * len(gen.COUNTERS)
+    log(f"inputs generated in {time.perf_counter() - t0:.1f} s: {n_vllm} vLLM requests, {n_gap} with "
+        f"{sz['gap_gaps']} gaps, {n_dmon_lines} dmon lines")
+    res["inputs"] = {
+        "vllm": (vllm.name, vllm.stat().st_size, n_vllm), "gaps": (gapf.name, gapf.stat().st_size, n_gap),
+        "ledger": (ldir.name, sum(p.stat().st_size for p in ldir.iterdir()), n_vllm),
+        "dmon": (dmon_txt.name, dmon_txt.stat().st_size, n_dmon_lines),
+    }
+    ledger_files = sorted(str(p) for p in ldir.iterdir())
+
+    # the floors on DuckDB (and the CSVs for PostgreSQL's COPY)
+    floors: dict[str, float] = {}
+    csvs: dict[str, Path] = {}
+    specs = {
+        "vllm": (VLLM_FLAT.format(path=vllm), n_vllm),
+        "gaps": (VLLM_FLAT.format(path=gapf), n_gap),
+        "ledger": (LEDGER_FLAT.format(path=ldir / "*.jsonl"), n_vllm),
+        "dmon": (DMON_FLAT.format(path=dmon_csv, counters=", ".join(gen.COUNTERS)), n_dmon_rows),
+    }
+    for tag, (sql, _) in specs.items():
+        if tag not in only:
+            continue
+        csvs[tag] = tmp / f"floor_{tag}.csv"
+        secs, n = duck_floor(sql, tmp, tag, csvs[tag])
+        floors[("duckdb", tag)] = secs
+        res["baselines"].append(Figure(f"floor {tag}", "duckdb", rows=n, seconds=secs,
+                                       note="DuckDB read_json/read_csv into a flat table"))
+        log(f"floor duckdb {tag}: {n} rows in {secs:.2f} s")
+
+    orm_sample = orm_rows(vllm, sz["orm_rows"])
+    pandas_note = ("not measured: pandas not installed" if importlib.util.find_spec("pandas") is None
+                   else "not measured: pandas installed but not wired (kept out of scope)")
+    res["notes"].append(f"pandas read + to_sql: {pandas_note}")
+
+    for bname in backends:
+        be: Backend = Duck(tmp) if bname == "duckdb" else Pg()
+        try:
+            if bname == "postgresql":
+                for tag in csvs:
+                    secs = pg_floor(be, csvs[tag])
+                    floors[("postgresql", tag)] = secs
+                    res["baselines"].append(Figure(f"floor {tag}", "postgresql", rows=specs[tag][1], seconds=secs,
+                                                   note="COPY FROM STDIN of a CSV of the same rows into a flat table"))
+                    log(f"floor postgresql {tag}: {secs:.2f} s")
+            # the usual way: one ORM object per row
+            url = be.fresh("orm")
+            secs = orm_rate(url, orm_sample)
+            per_row = secs / len(orm_sample)
+            res["baselines"].append(Figure("ORM one object per row", bname, rows=len(orm_sample), seconds=secs,
+                                           note=f"measured on {len(orm_sample)} rows; extrapolated to 1M requests: "
+                                                f"{per_row * 1e6:.0f} s (extrapolated)",
+                                           extra={"per_row": per_row}))
+            floors[(bname, "orm_per_row")] = per_row
+            log(f"ORM {bname}: {len(orm_sample) / secs:.0f} rows/s")
+
+            imports = [
+                ("vllm", "vLLM detailed JSON Lines", [str(vllm)], n_vllm, ["--batch", "bench"]),
+                ("gaps", f"vLLM detailed, {sz['gap_gaps']} chunk gaps each", [str(gapf)], n_gap, ["--batch", "gaps"]),
+                ("ledger", "ledger JSON Lines (one file per run)", ledger_files, n_vllm, ["--batch", "lr"]),
+                ("dmon", "nvidia-smi dmon -o DT (long rows)", [str(dmon_txt)], n_dmon_rows, ["--node", "n0"]),
+            ]
+            for tag, label, paths, nrows, extra in imports:
+                if tag not in only:
+                    continue
+                url = be.fresh(tag)
+                _, _, rc, out = run_child(ledger_cmd("init", "--db", url), 300)
+                if rc != 0:
+                    res["notes"].append(f"{bname} {tag}: ledger init failed: {out[-300:]}")
+                    continue
+                cmd = ledger_cmd("import", "--db", url, "--quiet", *extra, *paths)
+                wall, peak, rc, out = run_child(cmd, sz["timeout"])
+                shown = " ".join(cmd[:6] + ([paths[0], f"... ({len(paths)} files)"] if len(paths) > 1 else paths))
+                fig = Figure(f"import {label}", bname, rows=nrows, seconds=wall, peak_mb=peak,
+                             note="" if rc == 0 else f"exit {rc}: {out.strip()[-400:]}",
+                             extra={"tag": tag, "cmd": shown, "floor": floors.get((bname, tag)),
+                                    "lines": n_dmon_lines if tag == "dmon" else None})
+                res["figures"].append(fig)
+                log(f"{bname} import {tag}: {nrows} rows in {wall:.1f} s, peak {peak:.0f} MB, rc {rc}")
+                if tag == "vllm" and rc == 0:
+                    m = measure_metrics(url, "bench", sz["timeout"])
+                    if isinstance(m, Figure):
+                        m.backend = bname
+                        res["figures"].append(m)
+                        log(f"{bname} metrics: {m.seconds:.2f} s for {m.rows} runs")
+                    else:
+                        res["notes"].append(f"{bname} metrics: {m}")
+                        log(f"{bname} metrics: {m}")
+            res["notes"].append(f"{bname} audit of 1,000 claims: {measure_audit()}")
+        finally:
+            be.cleanup()
+    return res
+
+
+# ----------------------------------------------------------------------------------- report
+
+
+def fmt_s(x: float | None) -> str:
+    return "—" if x is None else (f"{x:.2f} s" if x < 100 else f"{x:.0f} s")
+
+
+def report(res: dict, mach: dict, command: str, quick: bool, elapsed: float) -> str:
+    out = ["# BENCHMARKS" + (" (quick mode: small sizes, figures not meaningful)" if quick else ""), ""]
+    out += [f"Generated by `{command}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
+            f"total {elapsed:.0f} s.", ""]
+    out += ["**The machine was shared with other engineers' test runs while this ran** (2 vCPUs): absolute "
+            "times are noisy, and ratios are the more stable figures (floor and import ran minutes apart, "
+            "under similar load).", ""]
+    out += ["## Machine", ""] + [f"- {k}: {v}" for k, v in mach.items()] + [""]
+    out += ["## Inputs (generated, fixed seed)", ""]
+    for tag, (name, size, n) in res["inputs"].items():
+        out.append(f"- {tag}: `{name}` {size / 1e6:.1f} MB, {n:,} {'lines' if tag == 'dmon' else 'requests'}")
+    out.append("")
+    out += ["## Import (whole `ledger import` command, subprocess start to exit)", "",
+            "| backend | input | rows | time | rows/s | floor time | ratio to floor (target ≤ 2x) | "
+            "vs ORM (extrapolated) | peak RSS |", "|---|---|---|---|---|---|---|---|---|"]
+    orm = {f.backend: f.extra["per_row"] for f in res["baselines"] if "per_row" in f.extra}
+    for f in res["figures"]:
+        if not f.what.startswith("import"):
+            continue
+        floor = f.extra.get("floor")
+        ratio = f"{f.seconds / floor:.1f}x" if floor and f.seconds else "—"
+        vs = f"{orm[f.backend] * f.rows / f.seconds:.1f}x faster" if f.backend in orm and f.seconds else "—"
+        rate = f"{f.rate:,.0f}" if f.rate else "—"
+        if f.extra.get("lines"):
+            rate += f" ({f.extra['lines'] / f.seconds:,.0f} lines/s)"
+        out.append(f"| {f.backend} | {f.what[7:]} | {f.rows:,} | {fmt_s(f.seconds)} | {rate} | {fmt_s(floor)} | "
+                   f"{ratio} | {vs} | {f.peak_mb:,.0f} MB |" + (f" {f.note}" if f.note else ""))
+    out.append("")
+    out += ["dmon rows are long rows (one per GPU, tick and counter: 12 per line). The ORM column divides the ORM way's "
+            "extrapolated time for the same number of rows by the import time; the ORM rows are flat request rows.", ""]
+    out += ["## Metrics and audit", ""]
+    for f in res["figures"]:
+        if f.what.startswith("metrics"):
+            out.append(f"- {f.backend}: every run's metrics for {f.rows:,} runs: {fmt_s(f.seconds)} (target < 1 s on "
+                       f"DuckDB); {f.note}")
+    out += [f"- {n}" for n in res["notes"]]
+    out.append("")
+    out += ["## Baselines (same run)", "", "| backend | baseline | rows | time | rows/s | note |", "|---|---|---|---|---|---|"]
+    for f in res["baselines"]:
+        out.append(f"| {f.backend} | {f.what} | {f.rows:,} | {fmt_s(f.seconds)} | {f.rate:,.0f} | {f.note} |")
+    out.append("")
+    out += ["## Commands", ""] + [f"- `{f.extra['cmd']}`" for f in res["figures"] if "cmd" in f.extra] + [""]
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--quick", action="store_true", help="small sizes (< 60 s), for CI")
+    ap.add_argument("--out", type=Path, help="report path (default: BENCHMARKS.md; quick: <tmp>/BENCHMARKS.quick.md)")
+    ap.add_argument("--backends", default="duckdb,postgresql")
+    ap.add_argument("--only", default="vllm,gaps,ledger,dmon", help="which inputs to import")
+    ap.add_argument("--json", type=Path, help="also write the raw figures as JSON")
+    ap.add_argument("--keep", action="store_true", help="keep the temp dir")
+    a = ap.parse_args(argv)
+    t0 = time.perf_counter()
+    backends = [b for b in a.backends.split(",") if b]
+    if "postgresql" in backends and (why := pg_available()) is not None:
+        log(f"PostgreSQL unavailable, skipped: {why}")
+        backends.remove("postgresql")
+    tmp = Path(tempfile.mkdtemp(prefix="ledger-bench-"))
+    try:
+        res = bench(QUICK if a.quick else FULL, tmp, backends, set(a.only.split(",")))
+        command = "python benchmarks/run.py" + " ".join([""] + (argv if argv is not None else sys.argv[1:]))
+        text = report(res, machine(), command, a.quick, time.perf_counter() - t0)
+        out = a.out or (tmp.parent / f"BENCHMARKS.quick.{os.getpid()}.md" if a.quick else ROOT / "BENCHMARKS.md")
+        out.write_text(text)
+        if a.json:
+            a.json.write_text(json.dumps({**res, "figures": [f.__dict__ for f in res["figures"]],
+                                          "baselines": [f.__dict__ for f in res["baselines"]]}, indent=1, default=str))
+        log(f"report written to {out}")
+    finally:
+        if not a.keep:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            log(f"kept {tmp}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

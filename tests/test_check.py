@@ -1,0 +1,96 @@
+"""`check`: tool-reported aggregates recomputed by each tool's own definition (R15)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ledger.cli import main
+from ledger.store import Ledger
+from queries.check import check, tolerance
+
+
+def imp(url: str, *args: str) -> None:
+    res = CliRunner().invoke(main, ["import", "--db", url, *args])
+    assert res.exit_code == 0, res.output
+
+
+def test_tolerance_is_half_a_unit_in_the_last_printed_place() -> None:
+    from fractions import Fraction
+
+    assert tolerance("2,791") == Fraction(1, 2)
+    assert tolerance("0.22") == Fraction(5, 1000)
+    assert tolerance("1.5e-05") == Fraction(5, 10**7)
+    assert tolerance("{}") is None
+
+
+@pytest.mark.parametrize("name", ["groq", "together"])
+def test_real_llmperf_every_results_statistic_agrees(ledger: Ledger, ledger_url: str, samples: Path, name: str) -> None:
+    d = samples / "llmperf"
+    imp(ledger_url, str(d / f"individual_{name}_70b.json"), str(d / f"summary_{name}_70b.json"), "--batch", "lp",
+        "--run", name)
+    rows = check(ledger, batch="lp")
+    by_status: dict[str, list[str]] = {}
+    for r in rows:
+        by_status.setdefault(r.status, []).append(r.key)
+    assert by_status.get("disagree") is None
+    agree = set(by_status["agree"])
+    for metric in ("ttft_s", "inter_token_latency_s", "end_to_end_latency_s", "number_input_tokens",
+                   "number_output_tokens"):
+        for stat in ("mean", "min", "max", "stddev", "quantiles_p25", "quantiles_p50", "quantiles_p75",
+                     "quantiles_p90", "quantiles_p95", "quantiles_p99"):
+            assert f"results_{metric}_{stat}" in agree
+    assert {"results_num_completed_requests", "results_number_errors", "results_num_requests_started",
+            "results_error_rate", "results_error_code_frequency"} <= agree
+    # what cannot be recomputed says why
+    why = {r.key: r.reason for r in rows if r.status == "not re-derivable"}
+    assert why["results_mean_output_throughput_token_per_s"] == (
+        "needs llmperf's own start/end wall time of the run; the records carry no times")
+    assert why["results_request_output_throughput_token_per_s_mean"].startswith(
+        "llmperf divides its own streamed-token count")
+
+
+def test_real_vllm_samples_are_aggregates_only(ledger: Ledger, ledger_url: str, samples: Path) -> None:
+    imp(ledger_url, *map(str, sorted((samples / "vllm").glob("*.json"))), "--batch", "v")
+    rows = check(ledger, batch="v")
+    assert rows and {r.status for r in rows} == {"not re-derivable"}
+    assert {r.reason for r in rows} == {"no per-request records in this run's artefacts (aggregates only)"}
+
+
+def test_vllm_records_recomputed_by_vllm_definition(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
+    obj = {"date": "20260301-120000", "endpoint_type": "openai", "backend": "openai", "model_id": "m",
+           "num_prompts": 4, "request_rate": "inf", "max_concurrency": 2, "duration": 4.0,
+           "completed": 3, "failed": 1, "total_input_tokens": 30, "total_output_tokens": 9,
+           "request_throughput": 0.75, "output_throughput": 2.25, "total_token_throughput": 9.75,
+           "input_lens": [10, 10, 10, 10], "output_lens": [4, 3, 2, 0], "ttfts": [0.04, 0.05, 0.125, 0.0],
+           "itls": [[0.01, 0.02, 0.03], [0.02, 0.02], [0.5], []], "latencies": [1.5, 0.25, 0.75, 0.0],
+           "errors": ["", "", "", "HTTP 500"],
+           "mean_ttft_ms": 71.67, "median_ttft_ms": 50.0, "std_ttft_ms": 38.9, "p99_ttft_ms": 123.5,
+           "mean_tpot_ms": 456.25, "median_itl_ms": 20.0, "std_e2el_ms": 999.0}
+    (tmp_path / "v.json").write_text(json.dumps(obj))
+    imp(ledger_url, str(tmp_path / "v.json"), "--batch", "v")
+    rows = {r.key: r for r in check(ledger, batch="v")}
+    for key in ("completed", "failed", "total_input_tokens", "total_output_tokens", "request_throughput",
+                "output_throughput", "total_token_throughput", "median_ttft_ms", "p99_ttft_ms", "median_itl_ms"):
+        assert rows[key].status == "agree", (key, rows[key])
+    # mean TTFT = (40 + 50 + 125) / 3 = 71.666..: printed 71.67 agrees within ±0.005
+    assert rows["mean_ttft_ms"].status == "agree"
+    # population std of [40, 50, 125] ms = 37.97...: 38.9 disagrees
+    assert rows["std_ttft_ms"].status == "disagree"
+    # TPOT: (1.5-0.04)/3, (0.25-0.05)/2, (0.75-0.125)/1 -> mean 0.4756.. s, not 456.25 ms
+    assert rows["mean_tpot_ms"].status == "disagree"
+    assert rows["std_e2el_ms"].status == "disagree"
+    assert rows["duration"].status == "not re-derivable"
+
+
+def test_cli_check(ledger: Ledger, ledger_url: str, samples: Path) -> None:
+    d = samples / "llmperf"
+    imp(ledger_url, str(d / "individual_groq_70b.json"), str(d / "summary_groq_70b.json"), "--batch", "lp",
+        "--run", "groq")
+    res = CliRunner().invoke(main, ["check", "--db", ledger_url, "--batch", "lp"])
+    assert res.exit_code == 0, res.output
+    assert "results_ttft_s_quantiles_p99" in res.output
+    assert res.output.strip().splitlines()[-1] == "55 agree, 0 disagree, 12 not re-derivable"

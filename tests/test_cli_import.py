@@ -1,0 +1,102 @@
+"""`ledger import` end to end: detection, atomicity, idempotence, messages (both backends)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from ledger.cli import main
+
+
+def run(*args: str, ok: bool = True):
+    result = CliRunner().invoke(main, list(args))
+    if ok:
+        assert result.exit_code == 0, result.output
+    return result
+
+
+def counts(url: str) -> dict[str, int]:
+    return json.loads(run("status", "--db", url, "--json").output)["counts"]
+
+
+def test_every_real_sample_imports_through_detection(ledger_url: str, samples: Path) -> None:
+    run("init", "--db", ledger_url)
+    files = sorted(p for p in samples.rglob("*") if p.is_file() and p.name != "MANIFEST.md")
+    out = run("import", "--db", ledger_url, "--batch", "real", *map(str, files)).output
+    assert out.count("imported as artefact") == len(files) == 10
+    c = counts(ledger_url)
+    assert c["artefact"] == 10
+    assert c["request"] == 300  # two llmperf files of 150 records; the others are aggregates only
+    assert c["hardware_sample"] == 3 * 11  # dmon: 3 GPUs x 11 counters (gpu is the key, not a counter)
+    batches = json.loads(run("batches", "--db", ledger_url, "--json").output)
+    assert [(b["name"], b["runs"], b["requests"], b["artefacts"]) for b in batches] == [("real", 14, 300, 10)]
+
+
+def test_same_bytes_twice_is_a_no_op(ledger_url: str, samples: Path) -> None:
+    run("init", "--db", ledger_url)
+    f = str(samples / "llmperf" / "individual_groq_70b.json")
+    run("import", "--db", ledger_url, "--batch", "b", f)
+    before = counts(ledger_url)
+    again = run("import", "--db", ledger_url, "--batch", "b", f).output
+    assert "already imported as artefact 1 (individual_groq_70b.json, llmperf-individual, sha256 948a9414793e" in again
+    assert counts(ledger_url) == before
+
+
+def test_pair_attaches_to_one_run_and_show_run_lists_fields(ledger_url: str, samples: Path) -> None:
+    run("init", "--db", ledger_url)
+    d = samples / "llmperf"
+    run("import", "--db", ledger_url, "--batch", "b", "--run", "groq",
+        str(d / "individual_groq_70b.json"), str(d / "summary_groq_70b.json"))  # fmt: skip
+    runs = json.loads(run("runs", "--db", ledger_url, "--json").output)
+    assert [(r["label"], r["requests"], r["artefacts"]) for r in runs] == [("groq", 150, 2)]
+    shown = run("show", "run", str(runs[0]["id"]), "--db", ledger_url).output
+    assert "requests: 150 (150 ok, 0 failed, 0 unknown)" in shown
+    assert "fields captured: error, input_tokens, itl_mean_s, latency_s, output_tokens, status, ttft_s" in shown
+    assert "not captured (n/a): retries, send_time, first_token_time, end_time, queue_s, chunk_gaps, cached_tokens" in shown
+    assert "results_ttft_s_mean" in shown and "0.22786034579078357 s" in shown
+
+
+def test_bad_file_leaves_nothing_and_names_the_place(ledger_url: str, tmp_path: Path, samples: Path) -> None:
+    run("init", "--db", ledger_url)
+    records = json.loads((samples / "llmperf" / "individual_groq_70b.json").read_text())
+    records[3]["ttft_s"] = "abc"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(records))
+    good = samples / "vllm" / "openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json"
+    res = run("import", "--db", ledger_url, "--batch", "b", str(bad), str(good), ok=False)
+    assert res.exit_code == 1
+    assert f"error: {bad}, $[3]: field 'ttft_s'" in res.output
+    c = counts(ledger_url)
+    assert c["artefact"] == 1 and c["request"] == 0  # the good file imported, the bad one left nothing
+
+
+def test_truncated_file_in_the_middle_of_a_stream_rolls_back(ledger_url: str, tmp_path: Path) -> None:
+    run("init", "--db", ledger_url)
+    good = '{"ledger_requests": 1, "run": "r", "tool": "t", "clock": "epoch_s"}\n' + "".join(
+        f'{{"status": "ok", "input_tokens": 10, "output_tokens": 5, "send_time": {1700000000 + i}, "end_time": {1700000001 + i}}}\n'
+        for i in range(50)
+    )
+    f = tmp_path / "cut.jsonl"
+    f.write_text(good + '{"status": "ok", "input_tok')
+    res = run("import", "--db", ledger_url, "--batch", "b", str(f), ok=False)
+    assert res.exit_code == 1 and f"{f}, line 52" in res.output
+    assert counts(ledger_url)["request"] == 0 and counts(ledger_url)["run"] == 0
+
+
+def test_unknown_format_lists_every_importer_tried(ledger_url: str, tmp_path: Path) -> None:
+    run("init", "--db", ledger_url)
+    f = tmp_path / "notes.txt"
+    f.write_text("hello\n")
+    res = run("import", "--db", ledger_url, "--batch", "b", str(f), ok=False)
+    assert res.exit_code == 1
+    assert f"{f}: format not recognised; tried:" in res.output
+    for name in ("vllm-bench", "sglang-bench", "llmperf-individual", "nvidia-smi-dmon", "vllm-server-log", "ledger-requests"):
+        assert f"  {name}: " in res.output
+
+
+def test_formats_lists_one_line_each() -> None:
+    lines = run("formats").output.strip().splitlines()
+    assert len(lines) >= 12
+    assert any(line.startswith("nvidia-smi-dmon ") for line in lines)

@@ -1,0 +1,269 @@
+"""Every metric on hand-computed fixtures, on DuckDB and PostgreSQL (the `ledger` fixture)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from ledger import models as m
+from ledger.cli import main
+from ledger.errors import Refused
+from ledger.store import Ledger
+from queries.metrics import METRICS, evaluate, percentile_linear, run_metrics
+from queries.types import Scope
+
+F = Fraction
+
+
+def write_requests(path: Path, header: dict, records: list[dict]) -> Path:
+    lines = [json.dumps({"ledger_requests": 1, **header})] + [json.dumps(r) for r in records]
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+# Run A (epoch seconds): three ok requests (5, 1 and 0 output tokens) and one failed.
+RUN_A = [
+    {"status": "ok", "input_tokens": 10, "output_tokens": 5, "send_time": 100.0, "first_token_time": 100.5,
+     "end_time": 102.5, "ttft_s": 0.5, "latency_s": 2.5, "chunk_gaps": [0.5, 0.5, 0.25, 0.75]},
+    {"status": "ok", "input_tokens": 20, "output_tokens": 1, "send_time": 101.0, "first_token_time": 101.2,
+     "end_time": 101.2, "ttft_s": 0.2, "latency_s": 0.2, "chunk_gaps": []},
+    {"status": "ok", "input_tokens": 30, "output_tokens": 0, "send_time": 101.5, "first_token_time": None,
+     "end_time": 103.0, "ttft_s": None, "latency_s": 1.5, "chunk_gaps": []},
+    {"status": "failed", "input_tokens": 40, "output_tokens": None, "send_time": 102.0, "first_token_time": None,
+     "end_time": None, "ttft_s": None, "latency_s": None, "chunk_gaps": None},
+]  # fmt: skip
+
+
+def imp(url: str, *args: str) -> None:
+    res = CliRunner().invoke(main, ["import", "--db", url, *args])
+    assert res.exit_code == 0, res.output
+
+
+@pytest.fixture
+def two_batches(ledger: Ledger, ledger_url: str, tmp_path: Path) -> Ledger:
+    """Batch b1: run A (timed), run B (two captures, untimed), an empty run, a sampled run.
+    Batch b2: run A again (same deployment d1 as b1's run A)."""
+    with ledger.session() as s:
+        s.add(m.Deployment(name="d1", fingerprint="0" * 64, recorded_at=datetime(2026, 1, 1), max_model_len=16384))
+    head = {"clock": "epoch_s", "input_target_tokens": 50, "output_cap_tokens": 8, "concurrency": 2,
+            "request_count": 4, "seed": 1}  # fmt: skip
+    a = write_requests(tmp_path / "a.jsonl", {"run": "A", "tool": "t", **head}, RUN_A)
+    imp(ledger_url, str(a), "--batch", "b1", "--deployment", "d1")
+    b1 = write_requests(tmp_path / "b1.jsonl", {"run": "B", "tool": "t", "duration_s": 10.0}, [
+        {"status": "ok", "input_tokens": 100, "output_tokens": 10, "cached_tokens": 64},
+        {"status": "ok", "input_tokens": 100, "output_tokens": 20, "cached_tokens": 0},
+    ])  # fmt: skip
+    b2 = write_requests(tmp_path / "b2.jsonl", {"run": "B", "tool": "t"}, [
+        {"status": "ok", "input_tokens": 100, "output_tokens": 30},
+    ])  # fmt: skip
+    imp(ledger_url, str(b1), "--batch", "b1")
+    imp(ledger_url, str(b2), "--batch", "b1", "--run", "B")
+    empty = write_requests(tmp_path / "e.jsonl", {"run": "E", "tool": "t"}, [])
+    imp(ledger_url, str(empty), "--batch", "b1")
+    sampled = write_requests(tmp_path / "s.jsonl", {"run": "S", "tool": "t", "sampled": True,
+                                                    "sample_note": "sample_size=2"},
+                             [{"status": "ok", "input_tokens": 1, "output_tokens": 2}])  # fmt: skip
+    imp(ledger_url, str(sampled), "--batch", "b1")
+    a2 = write_requests(tmp_path / "a2.jsonl", {"run": "A", "tool": "t", **head}, RUN_A[:2])
+    imp(ledger_url, str(a2), "--batch", "b2", "--deployment", "d1")
+    return ledger
+
+
+def ev(ledger: Ledger, metric: str, run: str = "A", batch: str = "b1"):
+    return evaluate(ledger, metric, Scope(batch=batch, run=run))
+
+
+# ------------------------------------------------------------------ percentile method
+
+
+def test_percentile_is_numpy_linear_by_hand() -> None:
+    xs = [F(1), F(2), F(4), F(8)]
+    # numpy.percentile([1,2,4,8], q): h = 3q/100; q=50 -> 3; q=90 -> 6.8; q=99 -> 7.88; q=0 -> 1; q=100 -> 8
+    assert percentile_linear(xs, 50) == 3
+    assert percentile_linear(xs, 90) == F(68, 10)
+    assert percentile_linear(xs, 99) == F(788, 100)
+    assert percentile_linear(xs, 0) == 1 and percentile_linear(xs, 100) == 8
+    assert percentile_linear([F(5)], 99) == 5
+
+
+# ------------------------------------------------------------------ requests
+
+
+def test_counts_and_totals(two_batches: Ledger) -> None:
+    led = two_batches
+    assert ev(led, "requests_ok").value == 3
+    assert ev(led, "requests_failed").value == 1
+    assert ev(led, "requests_unknown").value == 0
+    assert ev(led, "input_tokens").value == 60  # ok requests only: 10 + 20 + 30
+    assert ev(led, "output_tokens").value == 6  # 5 + 1 + 0
+    v = ev(led, "output_tokens")
+    assert v.flag == "derived" and v.inputs["requests_ok"] == 3 and "output_tokens" in v.inputs["fields"]
+    # record groups are runs, never requests (R2)
+    rg = evaluate(led, "record_groups", Scope(batch="b1"))
+    assert rg.value == 4 and rg.quantity_kind == "record_count"
+    assert METRICS["requests_ok"].quantity_kind == "request_count"
+
+
+def test_wall_clock_and_tpm(two_batches: Ledger) -> None:
+    led = two_batches
+    wall = ev(led, "wall_clock_s")
+    assert wall.value == 3 and wall.flag == "derived"  # first send 100.0 -> last end 103.0
+    assert ev(led, "total_tpm").value == F(60 * 66, 3)  # 1,320 tokens/min
+    assert ev(led, "output_tpm").value == 120
+    assert ev(led, "output_tokens_per_s").value == 2
+    # no times: the tool's own duration, flagged
+    wb = ev(led, "wall_clock_s", run="B")
+    assert wb.value == 10 and wb.flag == "reported" and "tool's own duration" in wb.inputs["basis"]
+    tpm = ev(led, "total_tpm", run="B")
+    assert tpm.value == F(60 * 360, 10) and "tool's own duration" in tpm.inputs["basis"]
+
+
+def test_latency_distributions(two_batches: Ledger) -> None:
+    led = two_batches
+    # TTFT over ok requests with output: [0.2, 0.5]
+    assert ev(led, "ttft_mean").value == F(0.2) / 2 + F(0.5) / 2
+    assert ev(led, "ttft_p50").value == (F(0.2) + F(0.5)) / 2
+    assert ev(led, "ttft_p90").value == F(0.2) + F(9, 10) * (F(0.5) - F(0.2))
+    assert ev(led, "ttft_max").value == F(0.5)
+    # TPOT only for output > 1: (2.5 - 0.5) / 4
+    assert ev(led, "tpot_mean").value == F(0.5)
+    # chunk gaps flattened: [0.25, 0.5, 0.5, 0.75]
+    assert ev(led, "itl_p50").value == F(0.5) and ev(led, "itl_mean").value == F(0.5)
+    assert ev(led, "itl_p99").value == F(0.5) + F(97, 100) * F(0.25)
+    # e2e over ok: [0.2, 1.5, 2.5]
+    assert ev(led, "e2e_latency_p50").value == F(1.5)
+    assert ev(led, "e2e_latency_p99").value == F(1.5) + F(98, 100) * (F(2.5) - F(1.5))
+    # per-stream decode rate: (5 - 1) / (2.5 - 0.5) = 2 tokens/s, a per-stream rate (R4)
+    d = ev(led, "per_stream_decode_rate_median")
+    assert d.value == 2 and d.quantity_kind == "per_stream_token_rate"
+
+
+def test_missing_fields_are_na_never_zero(two_batches: Ledger) -> None:
+    led = two_batches
+    v = ev(led, "cache_hit_tokens")
+    assert v.value is None and v.flag == "n/a" and v.na_reason == "cached_tokens not captured"
+    # run B: one capture has cached_tokens, the other not -> coverage, never a partial sum (R9)
+    v = ev(led, "cache_hit_tokens", run="B")
+    assert v.value is None and v.na_reason == "cached_tokens captured for 2 of 3 requests"
+    assert ev(led, "ttft_p50", run="B").na_reason == "ttft_s or send_time + first_token_time not captured"
+    assert ev(led, "itl_mean", run="B").na_reason == "chunk_gaps not captured"
+
+
+def test_empty_sampled_and_one_token(two_batches: Ledger, ledger_url: str, tmp_path: Path) -> None:
+    led = two_batches
+    assert ev(led, "requests_ok", run="E").na_reason == "no per-request records in this scope's artefacts (aggregates only)"
+    assert ev(led, "total_tpm", run="E").value is None
+    s = ev(led, "output_tokens", run="S")
+    assert s.value is None and s.na_reason.startswith("records are a sample (sample_size=2)")
+    # a run whose only ok request has one output token: no TPOT, no decode rate
+    one = write_requests(tmp_path / "one.jsonl", {"run": "O", "tool": "t"},
+                         [{"status": "ok", "output_tokens": 1, "ttft_s": 0.1, "latency_s": 0.1}])  # fmt: skip
+    imp(ledger_url, str(one), "--batch", "b1")
+    assert ev(led, "tpot_mean", run="O").na_reason == "no ok requests with more than one output token"
+    assert ev(led, "per_stream_decode_rate_median", run="O").value is None
+    assert ev(led, "ttft_p50", run="O").value == F(0.1)
+
+
+def test_no_ok_requests(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
+    f = write_requests(tmp_path / "f.jsonl", {"run": "F", "tool": "t"},
+                       [{"status": "failed", "input_tokens": 5, "output_tokens": 0}])  # fmt: skip
+    imp(ledger_url, str(f), "--batch", "b")
+    assert evaluate(ledger, "requests_failed", Scope(batch="b", run="F")).value == 1
+    assert evaluate(ledger, "input_tokens", Scope(batch="b", run="F")).na_reason == "no ok requests"
+    assert evaluate(ledger, "ttft_mean", Scope(batch="b", run="F")).na_reason == "ttft_s or send_time + first_token_time not captured"
+
+
+# ------------------------------------------------------------------ refusals
+
+
+def test_r2_no_computation_across_batches(two_batches: Ledger) -> None:
+    with pytest.raises(Refused) as exc:
+        evaluate(two_batches, "requests_ok", Scope(deployment="d1"))
+    assert exc.value.rule == "R2"
+    assert str(exc.value) == (
+        "refused by R2: requests_ok over deployment d1: the scope spans batches b1, b2: no total, rate, percentile "
+        "or series is computed across batches. Instead: evaluate it per batch (Scope(batch=...)) and show the rows "
+        "side by side, each labelled"
+    )
+    # within one batch the deployment scope is fine
+    assert evaluate(two_batches, "requests_ok", Scope(deployment="d1", batch="b2")).value == 2
+
+
+def test_r7_no_percentile_pooled_over_runs(two_batches: Ledger) -> None:
+    with pytest.raises(Refused) as exc:
+        evaluate(two_batches, "ttft_p50", Scope(batch="b1"))
+    assert exc.value.rule == "R7"
+    assert exc.value.why == ("the scope holds 4 runs (different load points); a percentile pooled over them mixes "
+                             "loads")  # fmt: skip
+    # counts add up within a batch; runs without records make it n/a, not a partial count
+    v = evaluate(two_batches, "requests_ok", Scope(batch="b1"))
+    assert v.value is None and v.na_reason.startswith("no per-request records for run(s)")
+
+
+# ------------------------------------------------------------------ run_metrics
+
+
+def test_run_metrics_rows(two_batches: Ledger) -> None:
+    rows = run_metrics(two_batches, ["b1", "b2"])
+    assert [(r.batch, r.label) for r in rows] == [("b1", "A"), ("b1", "B"), ("b1", "E"), ("b1", "S"), ("b2", "A")]
+    assert rows[0].values["total_tpm"].value == 1320
+    assert rows[4].values["requests_ok"].value == 2  # b2's run A alone, never pooled with b1's
+    assert rows[0].input_target_tokens == 50 and rows[0].concurrency == 2
+
+
+# ------------------------------------------------------------------ hardware and logs
+
+DMON = """# gpu    pwr  gtemp     sm    mem
+# Idx      W      C      %      %
+    0    100     50     90      5
+    1    300     60     80      6
+    0    200     51     70      7
+    1    100     61     60      8
+"""
+
+
+def test_power_three_statistics_and_counters(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
+    (tmp_path / "dmon.txt").write_text(DMON)
+    imp(ledger_url, str(tmp_path / "dmon.txt"), "--batch", "hw", "--node", "n0")
+    sc = Scope(batch="hw")
+    # cards: gpu0 [100, 200], gpu1 [300, 100]
+    assert evaluate(ledger, "power_sum_of_card_means_w", sc).value == 150 + 200
+    peak = evaluate(ledger, "power_peak_of_sum_w", sc)
+    assert peak.value == 400 and peak.inputs["aligned_by"] == "tick index"  # ticks: 400, 300
+    assert evaluate(ledger, "power_sum_of_card_peaks_w", sc).value == 200 + 300
+    assert evaluate(ledger, "power_sum_of_card_means_w", sc).quantity_kind == "power_card_mean_sum"
+    # sm is activity time (R13), per card only
+    v = evaluate(ledger, "gpu_activity_time_pct_mean", sc)
+    assert v.value is None and v.inputs["per_card"] == {"n0:gpu0": 80.0, "n0:gpu1": 70.0}
+    one = evaluate(ledger, "gpu_activity_time_pct_mean", Scope(batch="hw", gpu="1"))
+    assert one.value == 70 and one.unit == "%" and one.quantity_kind == "activity_time_percent"
+    assert evaluate(ledger, "memory_busy_pct_max", Scope(batch="hw", gpu="0")).value == 7
+    assert not any("utilization" in name or "mfu" in name for name in METRICS)
+
+
+def test_unconfirmed_units_are_carried(ledger: Ledger, ledger_url: str, fixtures: Path) -> None:
+    imp(ledger_url, str(fixtures / "dmon" / "no_units.txt"), "--batch", "hw")
+    v = evaluate(ledger, "power_sum_of_card_peaks_w", Scope(batch="hw"))
+    assert v.unit == "unconfirmed"
+
+
+def test_kv_capacity_ratio_and_seconds_to_ready(ledger: Ledger, ledger_url: str, samples: Path) -> None:
+    with ledger.session() as s:
+        dep = m.Deployment(name="a100", fingerprint="1" * 64, recorded_at=datetime(2026, 1, 1))
+        s.add(dep)
+        s.flush()
+        s.add(m.Launch(deployment_id=dep.id, attempt=1, outcome="ready", seconds_to_ready=None,
+                       seconds_to_ready_flag="n/a", recorded_at=datetime(2026, 1, 1)))  # fmt: skip
+        s.add(m.Launch(deployment_id=dep.id, attempt=2, outcome="ready", seconds_to_ready=__import__("decimal").Decimal("390"),
+                       seconds_to_ready_flag="reported", recorded_at=datetime(2026, 1, 1)))  # fmt: skip
+    imp(ledger_url, str(samples / "vllm-server-log" / "vllm-7B-1gpuA10080GB-0.5GRAM.log"), "--deployment", "a100")
+    v = evaluate(ledger, "kv_capacity_ratio", Scope(deployment="a100"))
+    assert v.value == F(464848, 16384) and v.quantity_kind == "capacity_ratio"  # 28.37x: a capacity (R5)
+    r = evaluate(ledger, "seconds_to_ready", Scope(deployment="a100", launch=2))
+    assert r.value == 390 and r.flag == "reported"
+    assert evaluate(ledger, "seconds_to_ready", Scope(deployment="a100")).na_reason.startswith("per launch: 2 launches")
