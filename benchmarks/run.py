@@ -85,6 +85,13 @@ def run_child(args: list[str], timeout: float, env: dict | None = None) -> tuple
     return wall, ru.ru_maxrss / 1024, p.returncode, text[-2000:]
 
 
+def init_schema(url: str) -> None:
+    from ledger.store import Ledger
+
+    with Ledger(url) as ledger:
+        ledger.init()
+
+
 def ledger_cmd(*args: str) -> list[str]:
     if LEDGER:
         return [LEDGER, *args]
@@ -170,8 +177,8 @@ CREATE TABLE flat AS SELECT * FROM read_json('{path}', format='newline_delimited
 """
 DMON_FLAT = """
 CREATE TABLE flat AS
-UNPIVOT INCLUDE NULLS (SELECT row_number() OVER () AS line, * FROM read_csv('{path}', header=true))
-ON {counters} INTO NAME counter VALUE value
+SELECT * FROM (SELECT row_number() OVER () AS line, * FROM read_csv('{path}', header=true))
+UNPIVOT INCLUDE NULLS (value FOR counter IN ({counters}))
 """
 
 
@@ -202,7 +209,7 @@ def duck_floor(sql: str, tmp: Path, tag: str, csv_out: Path | None) -> tuple[flo
 
 
 PG_TYPES = {"VARCHAR": "text", "BIGINT": "bigint", "DOUBLE": "double precision", "INTEGER": "integer",
-            "DOUBLE[]": "double precision[]", "BIGINT[]": "bigint[]", "TIMESTAMP": "timestamp"}
+            "DOUBLE[]": "double precision[]", "TIME": "time", "BIGINT[]": "bigint[]", "TIMESTAMP": "timestamp"}
 
 
 def pg_floor(pg: Pg, csv_path: Path) -> float:
@@ -348,17 +355,21 @@ def log(msg: str) -> None:
 
 def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
     res: dict = {"sizes": sz, "figures": [], "baselines": [], "notes": []}
-    data = tmp / "data"
-    data.mkdir()
+    data = sz.get("inputs") or tmp / "data"
     ldir = data / "ledger_requests"
-    ldir.mkdir()
     t0 = time.perf_counter()
     vllm = data / "vllm_detailed.jsonl"
     gapf = data / "vllm_gaps128.jsonl"
-    n_vllm = gen.vllm_and_ledger(vllm, sz["runs"], sz["per_run"], sz["gaps"], ldir)
-    n_gap = gen.vllm_and_ledger(gapf, sz["gap_runs"], sz["gap_per_run"], sz["gap_gaps"], None, seed=gen.SEED + 1)
     dmon_txt, dmon_csv = data / "dmon.txt", data / "dmon.csv"
-    n_dmon_lines = gen.dmon(dmon_txt, dmon_csv, sz["gpus"], sz["ticks"])
+    done = data / "done.json"
+    if done.exists():  # --inputs DIR: reuse what an earlier run generated with the same sizes
+        n_vllm, n_gap, n_dmon_lines = json.loads(done.read_text())
+    else:
+        ldir.mkdir(parents=True, exist_ok=True)
+        n_vllm = gen.vllm_and_ledger(vllm, sz["runs"], sz["per_run"], sz["gaps"], ldir)
+        n_gap = gen.vllm_and_ledger(gapf, sz["gap_runs"], sz["gap_per_run"], sz["gap_gaps"], None, seed=gen.SEED + 1)
+        n_dmon_lines = gen.dmon(dmon_txt, dmon_csv, sz["gpus"], sz["ticks"])
+        done.write_text(json.dumps([n_vllm, n_gap, n_dmon_lines]))
     n_dmon_rows = n_dmon_lines * len(gen.COUNTERS)
     log(f"inputs generated in {time.perf_counter() - t0:.1f} s: {n_vllm} vLLM requests, {n_gap} with "
         f"{sz['gap_gaps']} gaps, {n_dmon_lines} dmon lines")
@@ -424,10 +435,7 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
                 if tag not in only:
                     continue
                 url = be.fresh(tag)
-                _, _, rc, out = run_child(ledger_cmd("init", "--db", url), 300)
-                if rc != 0:
-                    res["notes"].append(f"{bname} {tag}: ledger init failed: {out[-300:]}")
-                    continue
+                init_schema(url)  # not timed: `ledger init` of an empty ledger, in-process
                 cmd = ledger_cmd("import", "--db", url, "--quiet", *extra, *paths)
                 wall, peak, rc, out = run_child(cmd, sz["timeout"])
                 shown = " ".join(cmd[:6] + ([paths[0], f"... ({len(paths)} files)"] if len(paths) > 1 else paths))
@@ -467,6 +475,7 @@ def report(res: dict, mach: dict, command: str, quick: bool, elapsed: float) -> 
             "times are noisy, and ratios are the more stable figures (floor and import ran minutes apart, "
             "under similar load).", ""]
     out += ["## Machine", ""] + [f"- {k}: {v}" for k, v in mach.items()] + [""]
+    out += ["## Sizes", "", "`" + json.dumps({k: v for k, v in res["sizes"].items() if k != "inputs"}) + "`", ""]
     out += ["## Inputs (generated, fixed seed)", ""]
     for tag, (name, size, n) in res["inputs"].items():
         out.append(f"- {tag}: `{name}` {size / 1e6:.1f} MB, {n:,} {'lines' if tag == 'dmon' else 'requests'}")
@@ -512,6 +521,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--only", default="vllm,gaps,ledger,dmon", help="which inputs to import")
     ap.add_argument("--json", type=Path, help="also write the raw figures as JSON")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
+    ap.add_argument("--inputs", type=Path, help="generate inputs into DIR, or reuse them if DIR holds them")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
     backends = [b for b in a.backends.split(",") if b]
@@ -520,7 +530,8 @@ def main(argv: list[str] | None = None) -> int:
         backends.remove("postgresql")
     tmp = Path(tempfile.mkdtemp(prefix="ledger-bench-"))
     try:
-        res = bench(QUICK if a.quick else FULL, tmp, backends, set(a.only.split(",")))
+        sz = dict(QUICK if a.quick else FULL, inputs=a.inputs)
+        res = bench(sz, tmp, backends, set(a.only.split(",")))
         command = "python benchmarks/run.py" + " ".join([""] + (argv if argv is not None else sys.argv[1:]))
         text = report(res, machine(), command, a.quick, time.perf_counter() - t0)
         out = a.out or (tmp.parent / f"BENCHMARKS.quick.{os.getpid()}.md" if a.quick else ROOT / "BENCHMARKS.md")

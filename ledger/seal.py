@@ -67,6 +67,7 @@ TABLE_ORDER = (
 )  # fmt: skip
 BATCH_IDENTITY = ("id", "name", "description", "deployment_id", "created_at")
 _SAFE_INT = 2**53
+_sha256 = hashlib.sha256
 
 
 # --------------------------------------------------------------------------- Merkle tree (RFC 9162)
@@ -90,24 +91,24 @@ class MerkleStream:
     __slots__ = ("_stack", "count")
 
     def __init__(self) -> None:
-        self._stack: list[tuple[int, bytes]] = []  # (size, hash)
+        self._stack: list[bytes] = []  # roots of complete subtrees; sizes are the bits of count
         self.count = 0
 
     def add(self, leaf: bytes) -> None:
-        size, h = 1, leaf
+        n = self.count
         stack = self._stack
-        while stack and stack[-1][0] == size:
-            left = stack.pop()[1]
-            h = hashlib.sha256(b"\x01" + left + h).digest()
-            size *= 2
-        stack.append((size, h))
+        h = leaf
+        while n & 1:  # each trailing 1 bit of the count is a complete subtree of equal size: merge
+            h = _sha256(b"\x01" + stack.pop() + h).digest()
+            n >>= 1
+        stack.append(h)
         self.count += 1
 
     def root(self) -> bytes:
         if not self._stack:
             return hashlib.sha256(b"").digest()
-        acc = self._stack[-1][1]
-        for _, h in reversed(self._stack[:-1]):
+        acc = self._stack[-1]
+        for h in reversed(self._stack[:-1]):
             acc = node_hash(h, acc)
         return acc
 
@@ -154,14 +155,17 @@ def _converter(col: sa.Column) -> Callable[[Any], Any] | None:
         return _float
     if isinstance(t, sa.DateTime | sa.Date):
         return _stamp
-    if isinstance(t, sa.Integer):
-        return _int
+    if isinstance(t, sa.BigInteger):
+        return _int  # 32-bit integers are always inside the I-JSON range
     return None
+
+
+_ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def canonical(table: str, row: dict[str, Any]) -> bytes:
     """RFC 8785 bytes of ``[table, row]`` for rows already converted (see module docstring)."""
-    return json.dumps([table, row], sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+    return _ENCODER.encode([table, row]).encode()
 
 
 def canonical_checked(table: str, row: dict[str, Any]) -> bytes:
@@ -209,7 +213,8 @@ def table_leaves(conn: sa.Connection, backend: str, batch_id: int, table: str) -
     t = m.Base.metadata.tables[table]
     convs = [(i, f) for i, n in enumerate(names) if (f := _converter(t.c[n])) is not None]
     key_pos = [names.index(k) for k in key_columns(table)]
-    sha = hashlib.sha256
+    sha = _sha256
+    encode = _ENCODER.encode
     result = conn.execute(stmt, execution_options={"yield_per": CHUNK})  # this statement only
     n = 0
     for part in result.partitions():
@@ -217,9 +222,10 @@ def table_leaves(conn: sa.Connection, backend: str, batch_id: int, table: str) -
             vals = list(raw)
             for i, f in convs:
                 vals[i] = f(vals[i])
-            row = dict(zip(names, vals, strict=True))
-            data = canonical_checked(table, row) if n % CHUNK == 0 else canonical(table, row)
-            yield [vals[i] for i in key_pos], sha(b"\x00" + data).digest(), n % CHUNK == 0
+            row = dict(zip(names, vals))
+            first = n % CHUNK == 0
+            data = canonical_checked(table, row) if first else encode([table, row]).encode()
+            yield [vals[i] for i in key_pos], sha(b"\x00" + data).digest(), first
             n += 1
 
 

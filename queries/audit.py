@@ -34,11 +34,14 @@ from ledger.units import UNCONFIRMED, dimension
 from ledger.units import convert as convert_units
 from queries import intervals as iv
 from queries.audit_rules import Derivation, Term, check_rules, infer_kind
-from queries.claims import VERDICTS, Claim, ClaimsFile, Formula, LiteralNumber, ScopeSpec
+from queries.claims import VERDICTS, Claim, ClaimsFile, Formula, LiteralNumber, MetricOperand, ScopeSpec
 from queries.intervals import Interval, fmt
 from queries.types import Comparison, MetricValue
 
 Evaluator = Callable[[Any, str, Any], MetricValue]
+# kinds whose values are integers: a printed "2" is exactly 2 (R11 with GRIM's premise)
+INTEGER_KINDS = frozenset({"count", "token_count", "request_count", "record_count", "concurrency", "token_setting",
+                           "kv_pool_tokens"})
 Comparer = Callable[[Any, str, str], Comparison]
 
 
@@ -179,11 +182,23 @@ class Auditor:
         if text is None:
             return None
         try:
-            return iv.interval_of(text)
+            x = iv.interval_of(text)
         except ValueError:
             return None
+        if c.kind in INTEGER_KINDS and not iv.is_range(text):
+            return iv.integers_in(x) or x  # a count is an integer (checked in _grim)
+        return x
 
     def _grim(self, c: Claim, r: AuditResult) -> None:
+        if c.kind in INTEGER_KINDS and r.verdict in ("reproduced", "consistent", "quoted"):
+            try:
+                x = iv.interval_of(c.printed or "")
+            except ValueError:
+                x = None
+            if x is not None and not iv.is_range(c.printed or "") and iv.integers_in(x) is None:
+                r.verdict = "mismatch"
+                r.why = f"a count is an integer; {c.printed!r} allows none"
+                return
         if c.count_of is None or r.verdict not in ("reproduced", "consistent", "quoted"):
             return
         try:
@@ -231,6 +246,8 @@ class Auditor:
             return
         try:
             mv = self.evaluate(self.ledger, spec.name, scope)
+            if spec.over_cards == "mean":
+                mv = self._mean_over_cards(mv, spec.name, scope, r)
         except Refused as exc:
             r.verdict, r.rule, r.why, r.instead = "refused", exc.rule, exc.why, exc.instead
             return
@@ -273,6 +290,29 @@ class Auditor:
             r.verdict = "mismatch"
             nominal = iv.parse(c.printed).value if not iv.is_range(c.printed or "") else printed.mid  # type: ignore[arg-type]
             r.why = f"recomputed {fmt(value)} vs printed {c.printed}: difference {fmt(value - nominal)}"
+
+    def _mean_over_cards(self, mv: MetricValue, name: str, scope: Any, r: AuditResult) -> MetricValue:
+        """Mean over the scope's cards of a per-card statistic, each card evaluated on its own."""
+        cards = sorted((mv.inputs or {}).get("per_card") or {})
+        if mv.value is not None and not cards:
+            return mv  # one card in scope
+        if not cards:
+            return mv
+        from dataclasses import replace
+
+        values, run_ids = [], set(mv.run_ids)
+        for card in cards:
+            one = self.evaluate(self.ledger, name, replace(scope, gpu=card))
+            if one.value is None or one.flag == "n/a":
+                return MetricValue(name, scope, None, mv.unit, mv.quantity_kind, "n/a",
+                                   na_reason=f"card {card}: {one.na_reason}", inputs=mv.inputs)  # fmt: skip
+            values.append(Fraction(one.value))
+            run_ids |= set(one.run_ids)
+        r.notes.append(f"mean over {len(values)} cards of each card's {name} (a summary; per-card values in evidence)")
+        inputs = dict(mv.inputs or {})
+        inputs["cards"] = len(values)
+        return MetricValue(name, scope, sum(values, Fraction(0)) / len(values), mv.unit, mv.quantity_kind, "derived",
+                           inputs=inputs, run_ids=sorted(run_ids))  # fmt: skip
 
     def _derived(self, c: Claim, r: AuditResult) -> None:
         d = c.derived
@@ -369,11 +409,41 @@ class Auditor:
             if o.value is not None:
                 p = iv.parse(o.value)
                 interval = Interval.point(p.value) if o.exact else p.interval
+                if o.kind in INTEGER_KINDS:
+                    interval = iv.integers_in(interval) or interval
             flag = o.flag or ("measured" if o.value is not None else "missing")
             return Term(label=o.label or (o.value or "unprinted value"), kind=o.kind, unit=o.unit or _unit_of(o.value),
                         interval=interval, flag=flag, context=dict(o.context),
                         na_reason=None if o.value is not None else "not printed")  # fmt: skip
+        if isinstance(o, MetricOperand):
+            return self._metric_term(o)
         return self._formula_term(o)
+
+    def _metric_term(self, o: MetricOperand) -> Term:
+        scope = o.scope.to_scope()
+        label = o.label or f"{o.metric}[{scope.describe()}]"
+        context = dict(o.context)
+        if o.scope.batch and "batch" not in context:
+            context["batch"] = o.scope.batch
+        base = Term(label=label, kind=o.kind, unit=o.unit, interval=None, flag="missing", scope_ref=o.scope.ref(),
+                    context=context)  # fmt: skip
+        if self.evaluate is None:
+            base.na_reason = "the metric registry (queries.metrics) is not available"
+            return base
+        try:
+            mv = self.evaluate(self.ledger, o.metric, scope)
+        except Refused:
+            raise
+        except (LedgerError, KeyError, ValueError) as exc:
+            base.na_reason = str(exc)
+            return base
+        if mv.value is None or mv.flag == "n/a":
+            base.na_reason = mv.na_reason or "the metric is n/a"
+            return base
+        base.unit = o.unit or mv.unit
+        base.interval = Interval.point(self._to_unit(Fraction(mv.value), mv.unit, base.unit))
+        base.flag = "estimated" if mv.flag == "estimated" else "measured"
+        return base
 
     def _claim_term(self, c: Claim) -> Term:
         res = self.result(c.id)
@@ -520,6 +590,8 @@ class Auditor:
                 parts.append(o)
             elif isinstance(o, LiteralNumber):
                 parts.append(f"{o.value or '?'}{(' ' + o.unit) if o.unit else ''}")
+            elif isinstance(o, MetricOperand):
+                parts.append(f"{o.metric}[{o.scope.ref()}]")
             else:
                 parts.append(self._formula_text(o))
         return f"{f.op}({', '.join(parts)})"

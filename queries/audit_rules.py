@@ -117,7 +117,11 @@ def infer_kind(op: str, kinds: list[str]) -> str | None:
         dims = [k for k in kinds if k not in SCALAR_KINDS]
         if len(dims) > 1:
             return None
-        return dims[0] if dims else ("count" if all(k == "count" for k in kinds) else "ratio")
+        if dims:
+            return dims[0]
+        if "concurrency" in kinds:
+            return "concurrency"
+        return "count" if all(k == "count" for k in kinds) else "ratio"
     return None
 
 

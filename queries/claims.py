@@ -65,6 +65,7 @@ class ScopeSpec(_Model):
     deployment: str | None = Field(None, description="deployment name; with `launch`, the launch's deployment")
     launch: int | None = Field(None, description="launch attempt number within `deployment`")
     window: tuple[str, str] | None = Field(None, description="hardware window as two ISO timestamps")
+    gpu: str | None = Field(None, description="one card for per-card hardware statistics ('node0:gpu3')")
 
     @model_validator(mode="after")
     def _subject(self) -> ScopeSpec:
@@ -78,7 +79,7 @@ class ScopeSpec(_Model):
 
     def to_scope(self) -> Scope:
         return Scope(batch=self.batch, run=self.run, deployment=self.deployment, launch=self.launch,
-                     window=tuple(self.window) if self.window else None)  # fmt: skip
+                     window=tuple(self.window) if self.window else None, gpu=self.gpu)  # fmt: skip
 
     def ref(self) -> str:
         """The scope as `ledger compare` names it: run:ID | batch:NAME | deployment:NAME."""
@@ -96,6 +97,24 @@ class MetricSpec(_Model):
 
     name: str = Field(description="a metric registered in queries.metrics.METRICS")
     scope: ScopeSpec = Field(description="what the metric is computed over")
+    over_cards: Literal["mean"] | None = Field(
+        None, description="for a per-card hardware metric: the claim is the mean over the scope's cards of each "
+        "card's value (a summary; the per-card values are kept as evidence)",
+    )
+
+
+class MetricOperand(_Model):
+    """A metric used as an operand without being a claim of its own (a value the report does not
+    print, e.g. the C32 point of a fall-back percentage)."""
+
+    metric: str = Field(description="a metric registered in queries.metrics.METRICS")
+    scope: ScopeSpec = Field(description="what the metric is computed over")
+    kind: str = Field(description="its quantity kind (ledger.kinds)")
+    unit: str | None = Field(None, description="the unit to use it in (default: the metric's own)")
+    label: str | None = Field(None, description="what the value is, in words")
+    context: dict[str, str] = Field(default_factory=dict, description="factors of its scope outside the ledger (R6)")
+
+    _kind = field_validator("kind")(classmethod(lambda cls, v: _check_kind(v)))
 
 
 class LiteralNumber(_Model):
@@ -124,8 +143,8 @@ class Formula(_Model):
         "convert (one operand to the claim's unit) | divide (a by a count) | range (the printed "
         "range's ends are the smallest and largest operand)"
     )
-    operands: list[Union[str, LiteralNumber, Formula]] = Field(
-        description="claim ids (strings), literal numbers, or nested formulas; order matters for ratio, "
+    operands: list[Union[str, LiteralNumber, MetricOperand, Formula]] = Field(
+        description="claim ids (strings), literal numbers, metrics, or nested formulas; order matters for ratio, "
         "percent_change, difference and divide"
     )
 

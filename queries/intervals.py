@@ -354,6 +354,13 @@ def grim(printed: Printed | str, n: int, *, percent: bool | None = None) -> bool
     return k_lo <= k_hi
 
 
+def integers_in(x: Interval) -> Interval | None:
+    """The integers a count printed as ``x`` can be: [ceil(lo), floor(hi)], or None when there is
+    none (a count is an integer: "2" is exactly 2, "约 18.61M" any integer in its interval)."""
+    lo, hi = math.ceil(x.lo), math.floor(x.hi)
+    return Interval(lo, hi) if lo <= hi else None
+
+
 def is_count_text(printed: Printed | str) -> bool:
     """A count is an integer: '1,840,234' is; '2,791.5' is not."""
     p = parse(printed) if isinstance(printed, str) else printed

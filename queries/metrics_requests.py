@@ -96,7 +96,7 @@ class Metric:
     statistic: str  # count, total, rate, per_stream_rate, percentile, mean, max, capacity_ratio, ...
     interval: str  # the time interval or population it is taken over
     needs: tuple[tuple[str, ...], ...]  # captured fields; each inner tuple is one acceptable set
-    formula: str  # the definition in words / SQL, as shown by `ledger metrics --list`
+    formula: str  # the definition in words / SQL (METRICS listing, list_metrics())
     family: str  # requests | hardware | log
     compute: Callable[[sa.Connection, Ctx, Metric], MetricValue] = field(repr=False, compare=False)
     pools: bool = False  # additive over runs of one batch (counts, totals)

@@ -267,3 +267,28 @@ def test_kv_capacity_ratio_and_seconds_to_ready(ledger: Ledger, ledger_url: str,
     r = evaluate(ledger, "seconds_to_ready", Scope(deployment="a100", launch=2))
     assert r.value == 390 and r.flag == "reported"
     assert evaluate(ledger, "seconds_to_ready", Scope(deployment="a100")).na_reason.startswith("per launch: 2 launches")
+
+
+# ------------------------------------------------------------------ CLI
+
+
+def test_cli_metrics_two_batches_juxtaposed(two_batches: Ledger, ledger_url: str) -> None:
+    res = CliRunner().invoke(main, ["metrics", "--db", ledger_url, "--batch", "b1", "--batch", "b2"])
+    assert res.exit_code == 0, res.output
+    lines = res.output.splitlines()
+    assert lines[0].split() == ["batch", "run", "in/out", "C/N", "ok/failed", "total", "TPM", "output", "TPM",
+                                "TTFT", "p50", "s"]
+    a1 = next(line for line in lines if line.startswith("b1") and " A " in line)
+    assert "50 / 8" in a1 and "2 / 4" in a1 and "3 d / 1 d" in a1 and "1,320 d" in a1 and "120 d" in a1
+    assert "0.3500 d" in a1  # TTFT p50 of [0.2, 0.5]
+    a2 = next(line for line in lines if line.startswith("b2"))
+    assert "2 d / 0 d" in a2
+    assert "2 batches side by side (b1, b2): nothing is pooled across batches (R2)" in res.output
+    assert any(line.startswith("[1] n/a: ") for line in lines)
+    js = CliRunner().invoke(main, ["metrics", "--db", ledger_url, "--run", "1", "--json"])
+    assert js.exit_code == 0, js.output
+    row = json.loads(js.output)[0]
+    assert row["metrics"]["total_tpm"] == {**row["metrics"]["total_tpm"], "value": 1320.0, "exact": "1320",
+                                           "flag": "derived"}  # fmt: skip
+    csv_out = CliRunner().invoke(main, ["metrics", "--db", ledger_url, "--batch", "b2", "--csv"])
+    assert csv_out.exit_code == 0 and "total_tpm_flag" in csv_out.output.splitlines()[0]

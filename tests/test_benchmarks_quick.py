@@ -1,0 +1,92 @@
+"""The benchmark keeps working (`benchmarks/run.py --quick`), and the dmon fast path it measures gives
+exactly the rows of the line-by-line reader. No timing is asserted anywhere."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import importers.dmon as dmon
+from importers.base import ParseOptions
+from ledger.errors import ParseError
+from ledger.records import WideSamples
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "dmon"
+
+
+def test_quick_benchmark_completes_and_writes_its_report(tmp_path: Path) -> None:
+    out = tmp_path / "BENCHMARKS.quick.md"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--out", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    text = out.read_text()
+    assert "## Import" in text and "## Machine" in text and "## Baselines" in text
+    assert "exit " not in text, text  # every `ledger import` of the benchmark succeeded
+
+
+def _long(chunks) -> list[tuple]:
+    out: list[tuple] = []
+    for c in chunks:
+        if isinstance(c, WideSamples):
+            d = c.table.to_pydict()
+            for name, unit in zip(c.counters, c.units, strict=True):
+                out += [(d["line"][i], c.node, d["gpu"][i], d["tick"][i], d["ts"][i], name, d[name][i], unit)
+                        for i in range(c.table.num_rows)]  # fmt: skip
+        else:
+            out += list(zip(c.line, c.node, c.gpu, c.tick, c.ts, c.counter, c.value, c.unit, strict=True))
+    return sorted(out, key=lambda r: (r[0], r[5]))
+
+
+def _both(path: Path) -> tuple[object, object]:
+    res = []
+    for chunks in (lambda: dmon.IMPORTER.parse(path, ParseOptions(node="n")).samples,
+                   lambda: dmon._wide_chunks(path, "n")):  # fmt: skip
+        try:
+            res.append(_long(chunks()))
+        except ParseError as exc:
+            res.append(str(exc))
+    return res[0], res[1]
+
+
+def _big(path: Path, ticks: int = 2500, gpus: int = 16) -> list[str]:
+    lines = []
+    for t in range(ticks):
+        if t % 20 == 0:
+            lines += ["#Date       Time        gpu    pwr     sm    mem     fb",
+                      "#YYYYMMDD   HH:MM:SS    Idx      W      %      %     MB"]  # fmt: skip
+        day, rest = 4 + (t + 86_000) // 86_400, (t + 86_000) % 86_400
+        hh, mm, ss = rest // 3600, rest // 60 % 60, rest % 60
+        for g in range(gpus):
+            lines.append(f" 202401{day:02d}   {hh:02d}:{mm:02d}:{ss:02d}    {g:3d}  {100 + g:5d}  {t % 101:5d}      -  {t:5d}")
+    return lines
+
+
+@pytest.mark.parametrize("edit", ["none", "header_change", "gpu_repeat", "bad_value", "blank", "no_units", "no_eol"])
+def test_dmon_wide_path_matches_the_line_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str) -> None:
+    monkeypatch.setattr(dmon, "_WIDE_BLOCK", 64 << 10)  # many blocks: the irregular one is not the first
+    lines = _big(tmp_path / "x")
+    at = 30_000
+    if edit == "header_change":
+        lines[at:at] = ["# gpu    pwr     sm", "# Idx      W      %"] + [f" {g} 1 2" for g in range(3)]
+    elif edit == "gpu_repeat":
+        lines.insert(at + 1, lines[at])
+    elif edit == "bad_value":
+        lines[at] = lines[at][:-5] + "  N/A"
+    elif edit == "blank":
+        lines.insert(at, "")
+    elif edit == "no_units":
+        lines.insert(at, lines[0])
+    path = tmp_path / "d.txt"
+    path.write_text("\n".join(lines) + ("" if edit == "no_eol" else "\n"))
+    slow, fast = _both(path)
+    assert fast == slow
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.glob("*.txt")))
+def test_dmon_wide_path_matches_on_fixtures(name: str) -> None:
+    slow, fast = _both(FIXTURES / name)
+    assert fast == slow
