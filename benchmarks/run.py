@@ -39,9 +39,9 @@ BIN = Path(sys.executable).parent
 LEDGER = str(BIN / "ledger") if (BIN / "ledger").exists() else None
 
 FULL = dict(runs=1000, per_run=1000, gaps=4, gap_runs=100, gap_per_run=1000, gap_gaps=128,
-            gpus=16, ticks=86_400, orm_rows=20_000, timeout=1800)
+            gpus=16, ticks=86_400, orm_rows=20_000, timeout=1800, metrics_timeout=120)
 QUICK = dict(runs=10, per_run=200, gaps=4, gap_runs=2, gap_per_run=200, gap_gaps=128,
-             gpus=16, ticks=300, orm_rows=500, timeout=120)
+             gpus=16, ticks=300, orm_rows=500, timeout=120, metrics_timeout=60)
 
 
 @dataclass
@@ -284,12 +284,21 @@ import json, sys, time
 sys.path.insert(0, {root!r})
 from ledger.store import Ledger
 from queries.metrics import run_metrics
+import sqlalchemy as sa
 with Ledger({url!r}) as ledger:
     t0 = time.perf_counter()
-    rows = run_metrics(ledger, {batches!r}, None)
+    if {sample!r}:  # a sample of runs, one call each (for an extrapolation when the whole is too slow)
+        with ledger.connection() as conn:
+            ids = [r[0] for r in conn.execute(sa.text("SELECT id FROM run ORDER BY id LIMIT {sample}"))]
+        rows = [x for rid in ids for x in run_metrics(ledger, None, rid)]
+    else:
+        rows = run_metrics(ledger, {batches!r}, None)
     secs = time.perf_counter() - t0
 print(json.dumps({{"seconds": secs, "runs": len(rows)}}))
 """
+
+
+sizes_runs = [0]
 
 
 def measure_metrics(url: str, batch: str, timeout: float) -> Figure | str:
@@ -301,9 +310,16 @@ def measure_metrics(url: str, batch: str, timeout: float) -> Figure | str:
             return "not measured: queries.metrics has no run_metrics"
     except Exception as exc:  # noqa: BLE001
         return f"not measured: queries.metrics does not import ({type(exc).__name__}: {exc})"
-    code = METRICS_CHILD.format(root=str(ROOT), url=url, batches=[batch])
+    code = METRICS_CHILD.format(root=str(ROOT), url=url, batches=[batch], sample=0)
     wall, peak, rc, out = run_child([sys.executable, "-c", code], timeout)
     if rc == -9:
+        code = METRICS_CHILD.format(root=str(ROOT), url=url, batches=[batch], sample=20)
+        _, _, rc2, out2 = run_child([sys.executable, "-c", code], timeout)
+        if rc2 == 0:
+            r = json.loads(out2.strip().splitlines()[-1])
+            return (f"MISSED: not finished, killed after {timeout:.0f} s; a sample of {r['runs']} runs took "
+                    f"{r['seconds']:.2f} s ({r['seconds'] / max(1, r['runs']):.3f} s/run), i.e. about "
+                    f"{r['seconds'] / max(1, r['runs']) * sizes_runs[0]:.0f} s for all {sizes_runs[0]} runs (extrapolated)")
         return f"not finished: killed after {timeout:.0f} s"
     if rc != 0:
         return "failed: " + out.strip().splitlines()[-1][:300]
@@ -446,7 +462,8 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
                 res["figures"].append(fig)
                 log(f"{bname} import {tag}: {nrows} rows in {wall:.1f} s, peak {peak:.0f} MB, rc {rc}")
                 if tag == "vllm" and rc == 0:
-                    m = measure_metrics(url, "bench", sz["timeout"])
+                    sizes_runs[0] = sz["runs"]
+                    m = measure_metrics(url, "bench", sz["metrics_timeout"])
                     if isinstance(m, Figure):
                         m.backend = bname
                         res["figures"].append(m)
@@ -509,6 +526,9 @@ def report(res: dict, mach: dict, command: str, quick: bool, elapsed: float) -> 
     for f in res["baselines"]:
         out.append(f"| {f.backend} | {f.what} | {f.rows:,} | {fmt_s(f.seconds)} | {f.rate:,.0f} | {f.note} |")
     out.append("")
+    notes = ROOT / "benchmarks" / "profile_notes.md"
+    if notes.exists() and not quick:
+        out += [notes.read_text().rstrip(), ""]
     out += ["## Commands", ""] + [f"- `{f.extra['cmd']}`" for f in res["figures"] if "cmd" in f.extra] + [""]
     return "\n".join(out)
 

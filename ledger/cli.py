@@ -563,5 +563,82 @@ def compare(ledger: Ledger, a: str, b: str, metric: str | None, claim_factor: st
         click.echo(f"B / A = {'n/a' if res.ratio is None else f'{float(res.ratio):.4g}'}: {res.label}")
 
 
+@main.command()
+@with_ledger
+@click.argument("claims_file", metavar="CLAIMS.yaml", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--fail-on", "fail_on", metavar="VERDICT,...", default="",
+              help="Exit 1 when one of these verdicts occurs (e.g. mismatch,refused).")
+@json_option
+def audit(ledger: Ledger, claims_file: Path, fail_on: str, as_json: bool) -> None:
+    """Check every number of a claims file against the ledger; print the verdicts grouped.
+
+    Verdicts: reproduced, consistent, mismatch, not-derivable, quoted, estimated, n/a-kept,
+    refused (with its rule). A refused claim is a verdict, not an error. The format is
+    documented in docs/claims.md.
+
+    \b
+    Example:
+      ledger audit ledger/casestudy/claims.yaml --fail-on mismatch,not-derivable
+    """
+    from queries.audit import audit as run_audit
+    from queries.claims import VERDICTS, load_claims
+
+    wanted = [v.strip() for v in fail_on.split(",") if v.strip()]
+    unknown = [v for v in wanted if v not in VERDICTS]
+    if unknown:
+        raise click.BadParameter(f"unknown verdict(s) {', '.join(unknown)}; verdicts: {', '.join(VERDICTS)}",
+                                 param_hint="--fail-on")  # fmt: skip
+    report = run_audit(load_claims(claims_file), ledger)
+    if as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False, default=str))
+    else:
+        src = report.source_report
+        click.echo(f"source report {src['slug']}: {src['title']}" + ("   [SYNTHETIC data]" if report.synthetic else ""))
+        for verdict in VERDICTS:
+            rows = [r for r in report.results if r.verdict == verdict]
+            if not rows:
+                continue
+            click.echo("")
+            table([{"claim": r.claim_id, "printed": r.text, "unit": r.unit, "rule": r.rule,
+                    "recomputed": r.recomputed,
+                    "detail": r.why or r.missing or r.margin or "; ".join(r.notes)[:100] or None,
+                    "expected": None if r.as_expected else f"expected {r.expected_verdict}"}
+                   for r in rows],
+                  ["claim", "printed", "unit", "rule", "recomputed", "detail", "expected"],
+                  title=f"{verdict} ({len(rows)})")  # fmt: skip
+        click.echo("")
+        click.echo("verdicts: " + ", ".join(f"{k} {v}" for k, v in report.counts().items()))
+        off = report.unexpected()
+        if off:
+            click.echo(f"{len(off)} claim(s) differ from their expected verdict: {', '.join(r.claim_id for r in off)}")
+    if any(r.verdict in wanted for r in report.results):
+        sys.exit(EXIT_FAILURE)
+
+
+@main.command()
+@with_ledger
+@click.argument("claims_file", metavar="CLAIMS.yaml", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("claim_id")
+@json_option
+def explain(ledger: Ledger, claims_file: Path, claim_id: str, as_json: bool) -> None:
+    """Print the evidence chain of one claim: claim -> formula or metric -> runs -> requests
+    (how many, which fields) -> artefacts (sha256, file, lines) -> source report.
+
+    \b
+    Example:
+      ledger explain ledger/casestudy/claims.yaml tier-50k-output-tpm
+    """
+    from queries.audit import explain as run_explain
+    from queries.claims import load_claims
+
+    steps = run_explain(load_claims(claims_file), ledger, claim_id, claims_path=claims_file)
+    if as_json:
+        click.echo(json.dumps([{"level": s.level, "text": s.text.strip(), "detail": s.detail} for s in steps],
+                              indent=2, ensure_ascii=False, default=str))  # fmt: skip
+        return
+    for s in steps:
+        click.echo(s.text)
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

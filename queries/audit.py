@@ -708,14 +708,16 @@ def _records_steps(ledger: Any, mv: MetricValue, pad: str) -> list[EvidenceStep]
 
     out: list[EvidenceStep] = []
     artefact_ids: set[int] = set()
-    for key in ("artefact_ids", "artefacts", "artefact_id"):
+    for key in ("artefact_ids", "artefacts", "artefact_id", "log_artefacts", "log_artefact"):
         v = mv.inputs.get(key) if isinstance(mv.inputs, dict) else None
         if isinstance(v, int):
             artefact_ids.add(v)
         elif isinstance(v, list | tuple | set):
             artefact_ids |= {int(x) for x in v if isinstance(x, int) or str(x).isdigit()}
     with ledger.session() as s:
-        for run_id in mv.run_ids:
+        # request metrics name their runs in inputs['runs']; log and hardware metrics name artefacts
+        runs = mv.inputs.get("runs") if isinstance(mv.inputs, dict) else None
+        for run_id in (runs if isinstance(runs, list) else []):
             run = s.get(m.Run, run_id)
             if run is None:
                 continue

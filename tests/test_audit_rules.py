@@ -131,10 +131,20 @@ def test_range_claim_is_two_numbers():
 
 
 def test_grim_on_a_count():
-    r = run([quoted("m", "75.83", "token_count", "tokens") | {"count_of": 8},
-             quoted("ok", "75.875", "token_count", "tokens") | {"count_of": 8}])
+    # a mean of 8 requests' output tokens is k/8
+    r = run([quoted("m", "75.83", "other", "tokens") | {"count_of": 8},
+             quoted("ok", "75.875", "other", "tokens") | {"count_of": 8}])
     assert r["m"].verdict == "mismatch" and "GRIM" in r["m"].why
     assert r["ok"].verdict == "quoted"
+
+
+def test_a_count_is_an_integer():
+    r = run([quoted("n", "2", "count"), quoted("m", "8", "count"), quoted("bad", "2.5", "request_count"),
+             derived("p", "16", "count", "product", ["n", "m"]),
+             derived("q", "17", "count", "product", ["n", "m"])])
+    assert r["p"].verdict == "consistent" and r["p"].recomputed == "16"  # printed counts are exact
+    assert r["q"].verdict == "mismatch"
+    assert r["bad"].verdict == "mismatch" and "integer" in r["bad"].why
 
 
 def test_derived_from_estimate_is_estimated():
