@@ -34,7 +34,7 @@ from ledger.units import UNCONFIRMED, dimension
 from ledger.units import convert as convert_units
 from queries import intervals as iv
 from queries.audit_rules import Derivation, Term, check_rules, infer_kind
-from queries.claims import VERDICTS, Claim, ClaimsFile, Formula, LiteralNumber, MetricOperand, ScopeSpec
+from queries.claims import VERDICTS, Claim, ClaimsFile, Formula, LiteralNumber, MetricOperand
 from queries.intervals import Interval, fmt
 from queries.types import Comparison, MetricValue
 
