@@ -179,6 +179,12 @@ class Ledger:
             where = "has no schema" if rev is None else f"is at revision {rev}, the code needs {head}"
             raise SchemaOutOfDate(f"the ledger at {self.display_url} {where}: run `ledger init`")
 
+    def require_empty(self) -> None:
+        """Refuse to build something (the demo) into a ledger that already holds data."""
+        used = {t: n for t, n in self.status().counts.items() if n and t != "alembic_version"}
+        if used:
+            raise StoreError(f"the ledger at {self.display_url} is not empty ({', '.join(sorted(used))}); give a fresh one")
+
     def status(self) -> Status:
         rev = self.revision()
         counts: dict[str, int] = {}

@@ -320,10 +320,20 @@ def tpot_expr() -> sa.ColumnElement:
 
 
 def decode_rate_expr() -> sa.ColumnElement:
-    """(output tokens - 1) / (last token - first token) of one stream (R4)."""
+    """(output tokens - 1) / (last token - first token) of one stream (R4).
+
+    The first-to-last-token span is latency - TTFT, else end - first token on the request's clock,
+    else the sum of its chunk gaps (the legacy vLLM writer keeps gaps but no latency).
+    """
+    gap_sum = (
+        sa.select(sa.func.sum(G.c.gap_s))
+        .where(G.c.artefact_id == Q.c.artefact_id, G.c.request_idx == Q.c.idx)
+        .scalar_subquery()
+    )
     span = sa.case(
         (sa.and_(Q.c.latency_s.is_not(None), Q.c.ttft_s.is_not(None)), Q.c.latency_s - Q.c.ttft_s),
-        else_=_seconds(Q.c.end_ns, Q.c.first_token_ns),
+        (sa.and_(Q.c.end_ns.is_not(None), Q.c.first_token_ns.is_not(None)), _seconds(Q.c.end_ns, Q.c.first_token_ns)),
+        else_=gap_sum,
     )
     return sa.cast(Q.c.output_tokens - 1, DOUBLE) / sa.func.nullif(span, 0)
 
@@ -430,7 +440,8 @@ def request_metrics() -> list[Metric]:
                rate(("output_tokens",), 1)),
         Metric("per_stream_decode_rate_median", "tokens/s", "per_stream_token_rate", "per-stream rate, median",
                "first to last token of each stream", (("output_tokens", "ttft_s", "latency_s"),
-                                                      ("output_tokens", "first_token_time", "end_time")),
+                                                      ("output_tokens", "first_token_time", "end_time"),
+                                                      ("output_tokens", "chunk_gaps")),
                "MEDIAN over ok requests with output_tokens > 1 of (output_tokens - 1) / (latency_s - ttft_s) (R4)",
                "requests", distribution(lambda ids: values_sql(ids, decode_rate_expr(), Q.c.output_tokens > 1),
                                         "p50", "ok requests with more than one output token")),
