@@ -154,7 +154,7 @@ def verify(ledger: Ledger, batch: str | None = None, seal_file: Path | None = No
         if batch is None and filed is not None:
             known = {c.batch for c in checks}
             for name in sorted(set(filed) - known):
-                checks.append(BatchCheck(name, None, 0, [f"in the seal file but not a closed batch of the ledger"]))
+                checks.append(BatchCheck(name, None, 0, ["in the seal file but not a closed batch of the ledger"]))
     return VerifyResult(checks)
 
 
