@@ -217,7 +217,7 @@ def _diff_table(conn: sa.Connection, backend: str, s: Session, seal: m.Seal, bat
 _CORRECTABLE: dict[str, type[m.Run] | type[m.PublishedValue] | type[m.Launch]] = {
     "run": m.Run, "published_value": m.PublishedValue, "launch": m.Launch,
 }  # fmt: skip
-_FIXED = {"id", "revision", "supersedes_id", "correction_reason", "recorded_at"}
+_FIXED = {"id", "revision", "supersedes_id", "correction_reason", "recorded_at", "origin_id"}
 
 
 def _correct(ledger: Ledger, model: type, row_id: int, reason: str, changes: dict[str, Any]) -> int:
@@ -245,6 +245,8 @@ def _correct(ledger: Ledger, model: type, row_id: int, reason: str, changes: dic
                           "record the corrected value in a new batch that names this one")  # fmt: skip
         values = {c: getattr(old, c) for c in cols - _FIXED}
         values.update(changes)
+        if model is m.Run:  # captured rows stay on the first revision (see Run.origin_id)
+            values["origin_id"] = old.origin_id or old.id
         new = model(**values, revision=old.revision + 1, supersedes_id=old.id, correction_reason=reason.strip(),
                     recorded_at=now())  # fmt: skip
         s.add(new)
@@ -260,6 +262,12 @@ def correct_run(ledger: Ledger, run_id: int, reason: str, **changes: Any) -> int
 def correct_published_value(ledger: Ledger, value_id: int, reason: str, **changes: Any) -> int:
     """A new revision of a published value, superseding ``value_id``; its id."""
     return _correct(ledger, m.PublishedValue, value_id, reason, changes)
+
+
+def not_superseded(table: sa.Table) -> sa.ColumnElement[bool]:
+    """True for rows of a correctable table that no later revision supersedes (for Core queries)."""
+    newer = table.alias()
+    return ~sa.exists().where(newer.c.supersedes_id == table.c.id)
 
 
 def current(model: type, as_of: datetime | None = None) -> sa.Select:

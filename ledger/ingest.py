@@ -110,9 +110,10 @@ def write_artefact(
             if target.run and result.runs and result.runs[-1][1] == label:
                 raise InputError(f"{path}: holds several runs; --run can name only one (omit it to label runs from the file)")
             run = _run(s, batch, label, pr.info, art.id, deployment_id)
+            run_key = run.origin_id or run.id  # captured rows belong to the run's first revision
             refuse_backfill(s, run, pr.capture)
             cap = m.Capture(
-                artefact_id=art.id, run_id=run.id, record_count=pr.capture.record_count, sampled=pr.capture.sampled,
+                artefact_id=art.id, run_id=run_key, record_count=pr.capture.record_count, sampled=pr.capture.sampled,
                 sample_note=pr.capture.sample_note, clock=pr.capture.clock, token_source=pr.capture.token_source,
                 success_rule=pr.capture.success_rule,
             )  # fmt: skip
@@ -122,8 +123,8 @@ def write_artefact(
             n = 0
             if pr.requests is not None and len(pr.requests):
                 s.flush()
-                n = _write_requests(conn, ledger.backend, art.id, run.id, pr.capture.clock, pr.requests, rows.add)
-            result.published += _write_published(s, pr.published, art.id, batch.id, run.id, deployment_id)
+                n = _write_requests(conn, ledger.backend, art.id, run_key, pr.capture.clock, pr.requests, rows.add)
+            result.published += _write_published(s, pr.published, art.id, batch.id, run_key, deployment_id)
             result.runs.append((run.id, label, n))
         rows.flush()
 
@@ -355,7 +356,7 @@ def refuse_backfill(s: Session, run: m.Run, capture: rec.Capture) -> None:
         return
     new_fields = set(capture.fields)
     earlier = s.execute(
-        sa.select(m.Capture.id, m.Capture.artefact_id, m.Capture.record_count).where(m.Capture.run_id == run.id)
+        sa.select(m.Capture.id, m.Capture.artefact_id, m.Capture.record_count).where(m.Capture.run_id == (run.origin_id or run.id))
     ).all()
     for cap_id, artefact_id, count in earlier:
         if count != capture.record_count:

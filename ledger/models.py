@@ -226,6 +226,10 @@ class Run(Base):
     metadata_json: Mapped[str | None] = mapped_column(sa.String)
     revision: Mapped[int] = mapped_column(sa.Integer, default=0)
     supersedes_id: Mapped[int | None] = mapped_column(sa.ForeignKey("run.id"))
+    # The first revision's id; None on the first revision itself. Captured rows (requests, captures,
+    # tool aggregates) always point at the first revision, so a correction never orphans them.
+    # No FOREIGN KEY: it was added by ALTER TABLE (migration 0006), which DuckDB cannot constrain.
+    origin_id: Mapped[int | None]
     correction_reason: Mapped[str | None]
     recorded_at: Mapped[datetime]
 

@@ -9,6 +9,8 @@ from datetime import datetime
 import sqlalchemy as sa
 
 from ledger import models as m
+from ledger.books import not_superseded
+from ledger.errors import NotFound
 from ledger.records import REQUEST_FIELDS
 from ledger.store import Ledger
 
@@ -120,14 +122,16 @@ def list_batches(ledger: Ledger) -> list[BatchRow]:
 
 def list_runs(ledger: Ledger, batch: str | None = None) -> list[RunRow]:
     r, b, q, c = m.Run.__table__, m.Batch.__table__, m.Request.__table__, m.Capture.__table__
+    origin = sa.func.coalesce(r.c.origin_id, r.c.id)  # captured rows belong to the first revision
     stmt = (
         sa.select(
             r.c.id, b.c.name.label("batch"), r.c.label, r.c.tool, r.c.input_target_tokens, r.c.output_cap_tokens,
             r.c.concurrency, r.c.request_count,
-            _count(q, q.c.run_id == r.c.id).label("requests"),
-            _count(c, c.c.run_id == r.c.id).label("artefacts"),
+            _count(q, q.c.run_id == origin).label("requests"),
+            _count(c, c.c.run_id == origin).label("artefacts"),
         )  # fmt: skip
         .select_from(r.join(b, b.c.id == r.c.batch_id))
+        .where(not_superseded(r))
         .order_by(b.c.id, r.c.id)
     )
     if batch is not None:
@@ -143,10 +147,13 @@ def run_detail(ledger: Ledger, run_id: int) -> RunDetail:
         run = Ledger.get_run(s, run_id)
         batch = s.get(m.Batch, run.batch_id)
         dep = s.get(m.Deployment, run.deployment_id) if run.deployment_id else None
-        row = next(x for x in list_runs(ledger, batch.name) if x.id == run_id)
+        row = next((x for x in list_runs(ledger, batch.name) if x.id == run_id), None)
+        if row is None:
+            raise NotFound(f"run {run_id} is superseded by a correction; `ledger history run {run_id}` shows the chain")
+        key = run.origin_id or run.id  # captured rows belong to the first revision
         statuses = dict(
             s.execute(
-                sa.select(m.Request.status, sa.func.count()).where(m.Request.run_id == run_id).group_by(m.Request.status)
+                sa.select(m.Request.status, sa.func.count()).where(m.Request.run_id == key).group_by(m.Request.status)
             ).all()
         )
         detail = RunDetail(
@@ -158,7 +165,7 @@ def run_detail(ledger: Ledger, run_id: int) -> RunDetail:
         )  # fmt: skip
         caps = s.execute(
             sa.select(m.Capture, m.Artefact).join(m.Artefact, m.Artefact.id == m.Capture.artefact_id)
-            .where(m.Capture.run_id == run_id).order_by(m.Capture.id)
+            .where(m.Capture.run_id == key).order_by(m.Capture.id)
         ).all()  # fmt: skip
         for cap, art in caps:
             fields = sorted(s.scalars(sa.select(m.CaptureField.field).where(m.CaptureField.capture_id == cap.id)))
@@ -172,7 +179,7 @@ def run_detail(ledger: Ledger, run_id: int) -> RunDetail:
                 )  # fmt: skip
             )
         for pv in s.scalars(
-            sa.select(m.PublishedValue).where(m.PublishedValue.run_id == run_id).order_by(m.PublishedValue.id)
+            sa.select(m.PublishedValue).where(m.PublishedValue.run_id == key).order_by(m.PublishedValue.id)
         ):
             detail.published.append(
                 PublishedDetail(key=pv.key, text=pv.text, unit=pv.unit, flag=pv.flag, quantity_kind=pv.quantity_kind,

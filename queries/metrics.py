@@ -23,6 +23,7 @@ from fractions import Fraction
 import sqlalchemy as sa
 
 from ledger import models as m
+from ledger.books import not_superseded
 from ledger.errors import NotFound, Refused
 from ledger.store import Ledger
 from queries.metrics_hardware import hardware_metrics, parse_window
@@ -50,15 +51,15 @@ def list_metrics() -> list[dict]:
 
 def _current_runs() -> sa.ColumnElement[bool]:
     """Runs not superseded by a correction (R10: the correction is the current row)."""
-    newer = sa.select(R.c.supersedes_id).where(R.c.supersedes_id.is_not(None))
-    return R.c.id.not_in(newer)
+    return not_superseded(R)
 
 
 def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
     """Which runs / samples / launches the scope means, refusing a scope that spans batches (R2)."""
     ctx = Ctx(scope=scope, kind="batch")
     runs: list = []
-    q = sa.select(R.c.id, R.c.duration_s, R.c.started_at, R.c.ended_at, B.c.name.label("batch"), B.c.id.label("bid"),
+    # Captured rows belong to a run's first revision (Run.origin_id); settings come from the current one.
+    q = sa.select(sa.func.coalesce(R.c.origin_id, R.c.id).label("id"), R.c.duration_s, R.c.started_at, R.c.ended_at, B.c.name.label("batch"), B.c.id.label("bid"),
                   R.c.deployment_id, B.c.deployment_id.label("bdep")).join(B, B.c.id == R.c.batch_id)  # fmt: skip
     if scope.run is not None:
         ctx.kind = "run"

@@ -228,3 +228,32 @@ def test_seal_digest_vector() -> None:
 def _request_artefact(ledger: Ledger) -> int:
     with ledger.session() as s:
         return s.scalar(sa.select(m.Request.artefact_id).limit(1))
+
+
+def test_a_corrected_run_keeps_its_records_in_metrics_and_listings(ledger_url: str, tmp_path) -> None:
+    """Captured rows stay on the first revision (Run.origin_id); queries show the current one."""
+    from click.testing import CliRunner
+
+    from ledger.books import correct_run
+    from ledger.cli import main
+    from ledger.store import Ledger
+    from queries.catalog import list_runs, run_detail
+    from queries.metrics import evaluate
+    from queries.types import Scope
+
+    f = tmp_path / "r.jsonl"
+    f.write_text('{"ledger_requests": 1, "run": "r1", "tool": "t", "clock": "epoch_s"}\n'
+                 '{"status": "ok", "input_tokens": 100, "output_tokens": 10, "send_time": 1700000000, "end_time": 1700000002}\n'
+                 '{"status": "ok", "input_tokens": 100, "output_tokens": 20, "send_time": 1700000001, "end_time": 1700000004}\n')  # fmt: skip
+    runner = CliRunner()
+    assert runner.invoke(main, ["init", "--db", ledger_url]).exit_code == 0
+    res = runner.invoke(main, ["import", "--db", ledger_url, "--batch", "b", "--run", "r1", str(f)])
+    assert res.exit_code == 0, res.output
+    with Ledger(ledger_url) as led:
+        first = list_runs(led, "b")[0]
+        new_id = correct_run(led, first.id, "concurrency was 2, not unknown", concurrency=2)
+        rows = list_runs(led, "b")
+        assert [(r.id, r.concurrency, r.requests) for r in rows] == [(new_id, 2, 2)]
+        assert run_detail(led, new_id).status_counts["ok"] == 2
+        total = evaluate(led, "total_tpm", Scope(batch="b", run="r1"))
+        assert total.flag == "derived" and total.value == 60 * 230 / 4  # 230 tokens over 4 s
