@@ -27,8 +27,8 @@ from importers._toolfiles import (
     jpath,
     published,
     to_seconds,
-    whole,
     walk_metric_objects,
+    whole,
 )
 from importers.base import ParseOptions, first_json_value, load_json
 from ledger.errors import ParseError

@@ -8,9 +8,9 @@ exists with different content is an error (a correction is a new revision, not a
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
-import datetime as dt
 from decimal import Decimal
 from pathlib import Path
 from typing import Literal
@@ -19,7 +19,6 @@ import rfc8785
 import sqlalchemy as sa
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-from sqlalchemy.orm import Session
 
 from ledger import models as m
 from ledger.errors import InputError, NotFound, Refused

@@ -19,12 +19,12 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
+import duckdb_sqlalchemy.alembic_impl  # noqa: F401  (registers DuckDB with Alembic)
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
-import duckdb_sqlalchemy.alembic_impl  # noqa: F401  (registers DuckDB with Alembic)
-
-from ledger import guards, models as m
+from ledger import guards
+from ledger import models as m
 from ledger.errors import LedgerLocked, NotFound, SchemaOutOfDate, StoreError
 
 DEFAULT_URL = "duckdb:///ledger.duckdb"

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+import duckdb_sqlalchemy.alembic_impl  # noqa: F401  (registers DuckDB with Alembic)
 from alembic import context
 
-import duckdb_sqlalchemy.alembic_impl  # noqa: F401  (registers DuckDB with Alembic)
 from ledger.models import Base
 
 target_metadata = Base.metadata

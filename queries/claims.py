@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Literal, Union
+from typing import Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -143,7 +143,7 @@ class Formula(_Model):
         "convert (one operand to the claim's unit) | divide (a by a count) | range (the printed "
         "range's ends are the smallest and largest operand)"
     )
-    operands: list[Union[str, LiteralNumber, MetricOperand, Formula]] = Field(
+    operands: list[str | LiteralNumber | MetricOperand | Formula] = Field(
         description="claim ids (strings), literal numbers, metrics, or nested formulas; order matters for ratio, "
         "percent_change, difference and divide"
     )
