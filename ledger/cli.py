@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -264,7 +265,8 @@ def import_one(ledger: Ledger, path: Path, fmt: str | None, target, quiet: bool)
         imp = importers.by_name(fmt) if fmt else importers.detect(path)
         sha, size = check_not_imported(ledger, path)
         parsed = imp.parse(path, importers.ParseOptions(node=target.node))
-        res = write_artefact(ledger, path, sha, size, parsed, imp.name, importers.version(), target)
+        with RowProgress(path, enabled=not quiet) as shown:
+            res = write_artefact(ledger, path, sha, size, parsed, imp.name, importers.version(), target, shown)
     except AlreadyImported as exc:
         click.echo(str(exc))
         return True
@@ -316,6 +318,27 @@ def import_(db, paths, batch, run, deployment, fmt, node, copy, quiet) -> None:
             ok &= import_one(ledger, path, fmt, target, quiet)
     if not ok:
         sys.exit(EXIT_FAILURE)
+
+
+class RowProgress:
+    """A one-line row counter on stderr while a file imports: only on a terminal, never with --quiet."""
+
+    def __init__(self, path: Path, enabled: bool) -> None:
+        self.path, self.enabled = path, enabled and sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, rows: int) -> None:
+        now = time.monotonic()
+        if self.enabled and now - self.last > 0.2:
+            self.last = now
+            click.echo(f"\r  {self.path.name}: {rows:,} rows written", err=True, nl=False)
+
+    def __enter__(self) -> RowProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled and self.last:
+            click.echo("\r\033[K", err=True, nl=False)
 
 
 def progress(paths, quiet: bool):

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -56,6 +57,11 @@ class ImportResult:
     log_facts: int = 0
     published: int = 0
 
+    @property
+    def rows(self) -> int:
+        """Requests and samples written so far."""
+        return sum(n for _, _, n in self.runs) + self.samples
+
 
 def find_artefact(session: Session, sha: str) -> m.Artefact | None:
     return session.scalar(sa.select(m.Artefact).where(m.Artefact.sha256 == sha))
@@ -82,8 +88,13 @@ def write_artefact(
     importer: str,
     importer_version: str,
     target: ImportTarget,
+    progress: Callable[[int], None] | None = None,
 ) -> ImportResult:
-    """Write everything parsed from one file in one transaction."""
+    """Write everything parsed from one file in one transaction.
+
+    ``progress`` is called with the number of rows written so far, after each run and each chunk
+    of samples (the file is parsed while it is written, so this is the import's progress).
+    """
     with ledger.session() as s:
         if find_artefact(s, sha) is not None:  # imported concurrently since the check
             raise AlreadyImported(f"{path}: already imported (sha256 {sha[:12]}…); nothing changed")
@@ -126,6 +137,8 @@ def write_artefact(
                 n = _write_requests(conn, ledger.backend, art.id, run_key, pr.capture.clock, pr.requests, rows.add)
             result.published += _write_published(s, pr.published, art.id, batch.id, run_key, deployment_id)
             result.runs.append((run.id, label, n))
+            if progress is not None:
+                progress(result.rows)
         rows.flush()
 
         wide = getattr(parsed, "wide_samples", None)
@@ -135,6 +148,8 @@ def write_artefact(
                 result.samples += _write_wide_samples(conn, ledger.backend, art.id, target.node, chunk)
             else:
                 result.samples += _write_samples(conn, ledger.backend, art.id, target.node, chunk)
+            if progress is not None:
+                progress(result.rows)
 
         if parsed.log_facts:
             s.add_all(

@@ -100,3 +100,21 @@ def test_formats_lists_one_line_each() -> None:
     lines = run("formats").output.strip().splitlines()
     assert len(lines) >= 12
     assert any(line.startswith("nvidia-smi-dmon ") for line in lines)
+
+
+def test_row_progress_only_on_a_terminal_and_never_quiet(monkeypatch, capsys) -> None:
+    import sys
+
+    from ledger.cli import RowProgress
+
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
+    with RowProgress(Path("big.json"), enabled=True) as shown:
+        shown(1_000_000)
+    assert "big.json: 1,000,000 rows written" in capsys.readouterr().err
+    with RowProgress(Path("big.json"), enabled=False) as shown:  # --quiet
+        shown(5)
+    assert capsys.readouterr().err == ""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: False, raising=False)
+    with RowProgress(Path("big.json"), enabled=True) as shown:  # piped
+        shown(5)
+    assert capsys.readouterr().err == ""
