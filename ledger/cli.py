@@ -651,8 +651,8 @@ def explain(ledger: Ledger, claims_file: Path, claim_id: str, as_json: bool) -> 
     Example:
       ledger explain ledger/casestudy/claims.yaml tier-50k-output-tpm
     """
-    from queries.audit import explain as run_explain
     from queries.claims import load_claims
+    from queries.explain import explain as run_explain
 
     steps = run_explain(load_claims(claims_file), ledger, claim_id, claims_path=claims_file)
     if as_json:
