@@ -1,0 +1,89 @@
+"""The `ledger` command group, its shared options and helpers; commands live beside it.
+
+Each command parses its options, opens the ledger, calls one function of ``ledger``,
+``importers`` or ``queries`` and renders the result. This module is the only part of the
+``ledger`` package that imports ``importers`` and ``queries`` (it is the shell, not the core).
+
+Exit codes: 0 ok, 1 failure, 2 usage error, 3 refused by a rule of the rulebook.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+
+import click
+
+from ledger.errors import LedgerError, Refused
+from ledger.store import Ledger
+
+EXIT_FAILURE, EXIT_USAGE, EXIT_REFUSED = 1, 2, 3
+
+
+class LedgerGroup(click.Group):
+    """Turns the ledger's exceptions into one message and the documented exit code."""
+
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except Refused as exc:
+            click.echo(f"refused ({exc.rule}): {exc.asked}\n  why: {exc.why}\n  instead: {exc.instead}", err=True)
+            ctx.exit(EXIT_REFUSED)
+        except LedgerError as exc:
+            click.echo(f"error: {exc}", err=True)
+            ctx.exit(EXIT_FAILURE)
+
+
+db_option = click.option(
+    "--db", "db", metavar="URL", envvar="LEDGER_DB", default=None,
+    help="Ledger database URL [default: duckdb:///ledger.duckdb; env LEDGER_DB].",
+)  # fmt: skip
+json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
+
+
+def open_ledger(db: str | None, *, migrated: bool = True) -> Ledger:
+    ledger = Ledger(db)
+    if migrated:
+        try:
+            ledger.require_schema()
+        except LedgerError:
+            ledger.close()
+            raise
+    return ledger
+
+
+def with_ledger(fn: Callable) -> Callable:
+    """Open the ledger named by --db for the command and close it afterwards."""
+
+    @db_option
+    @functools.wraps(fn)
+    def wrapper(db: str | None, **kwargs):
+        with open_ledger(db) as ledger:
+            return fn(ledger, **kwargs)
+
+    return wrapper
+
+
+def table(rows: list[dict], columns: list[str], title: str | None = None) -> None:
+    """Render rows as a plain aligned table (stable for tests and for piping)."""
+    if title:
+        click.echo(title)
+    if not rows:
+        click.echo("(none)")
+        return
+    cells = [[("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
+    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
+    for row in cells:
+        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+
+
+@click.group(cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="bench-ledger")
+def main() -> None:
+    """bench-ledger: where does this benchmark number come from?
+
+    \b
+    Example:
+      ledger init && ledger status
+    """

@@ -1,0 +1,159 @@
+"""Commands that audit published numbers: audit, explain, and the case-study demo."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ledger.cli.app import (
+    EXIT_FAILURE,
+    json_option,
+    main,
+    open_ledger,
+    table,
+    with_ledger,
+)
+from ledger.cli.browse import metrics
+from ledger.cli.setup import import_one
+from ledger.store import Ledger
+
+
+@main.command()
+@with_ledger
+@click.argument("claims_file", metavar="CLAIMS.yaml", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--fail-on", "fail_on", metavar="VERDICT,...", default="",
+              help="Exit 1 when one of these verdicts occurs (e.g. mismatch,refused).")
+@json_option
+def audit(ledger: Ledger, claims_file: Path, fail_on: str, as_json: bool) -> None:
+    """Check every number of a claims file against the ledger; print the verdicts grouped.
+
+    Verdicts: reproduced, consistent, mismatch, not-derivable, quoted, estimated, n/a-kept,
+    refused (with its rule). A refused claim is a verdict, not an error. The format is
+    documented in docs/claims.md.
+
+    \b
+    Example:
+      ledger audit ledger/casestudy/claims.yaml --fail-on mismatch,not-derivable
+    """
+    from queries.audit import audit as run_audit
+    from queries.claims import VERDICTS, load_claims
+
+    wanted = [v.strip() for v in fail_on.split(",") if v.strip()]
+    unknown = [v for v in wanted if v not in VERDICTS]
+    if unknown:
+        raise click.BadParameter(f"unknown verdict(s) {', '.join(unknown)}; verdicts: {', '.join(VERDICTS)}",
+                                 param_hint="--fail-on")  # fmt: skip
+    report = run_audit(load_claims(claims_file), ledger)
+    if as_json:
+        click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False, default=str))
+    else:
+        src = report.source_report
+        click.echo(f"source report {src['slug']}: {src['title']}" + ("   [SYNTHETIC data]" if report.synthetic else ""))
+        for verdict in VERDICTS:
+            rows = [r for r in report.results if r.verdict == verdict]
+            if not rows:
+                continue
+            click.echo("")
+            table([{"claim": r.claim_id, "printed": r.text, "unit": r.unit, "rule": r.rule,
+                    "recomputed": r.recomputed,
+                    "detail": r.why or r.missing or r.margin or "; ".join(r.notes)[:100] or None,
+                    "expected": None if r.as_expected else f"expected {r.expected_verdict}"}
+                   for r in rows],
+                  ["claim", "printed", "unit", "rule", "recomputed", "detail", "expected"],
+                  title=f"{verdict} ({len(rows)})")  # fmt: skip
+        click.echo("")
+        click.echo("verdicts: " + ", ".join(f"{k} {v}" for k, v in report.counts().items()))
+        off = report.unexpected()
+        if off:
+            click.echo(f"{len(off)} claim(s) differ from their expected verdict: {', '.join(r.claim_id for r in off)}")
+    if any(r.verdict in wanted for r in report.results):
+        sys.exit(EXIT_FAILURE)
+
+
+@main.command()
+@with_ledger
+@click.argument("claims_file", metavar="CLAIMS.yaml", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("claim_id")
+@json_option
+def explain(ledger: Ledger, claims_file: Path, claim_id: str, as_json: bool) -> None:
+    """Print the evidence chain of one claim: claim -> formula or metric -> runs -> requests
+    (how many, which fields) -> artefacts (sha256, file, lines) -> source report.
+
+    \b
+    Example:
+      ledger explain ledger/casestudy/claims.yaml tier-50k-output-tpm
+    """
+    from queries.claims import load_claims
+    from queries.explain import explain as run_explain
+
+    steps = run_explain(load_claims(claims_file), ledger, claim_id, claims_path=claims_file)
+    if as_json:
+        click.echo(json.dumps([{"level": s.level, "text": s.text.strip(), "detail": s.detail} for s in steps],
+                              indent=2, ensure_ascii=False, default=str))  # fmt: skip
+        return
+    for s in steps:
+        click.echo(s.text)
+
+
+@main.command()
+@click.option("--db", "db", metavar="URL", default=None,
+              help="Ledger to build the demo in [default: a fresh bench-ledger-demo/ledger.duckdb].")
+@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("bench-ledger-demo"),
+              show_default=True, help="Folder for the generated (SYNTHETIC) raw files.")
+@click.pass_context
+def demo(ctx: click.Context, db: str | None, out: Path) -> None:
+    """Build the reference report's case study and audit every number it publishes.
+
+    Generates a SYNTHETIC raw data set shaped after the report (vLLM bench results, server logs of
+    nine launches, nvidia-smi dmon samples) in the real tools' formats, declares the system under
+    test, imports everything through the real importers, prints the per-batch table and audits the
+    report's claims (ledger/casestudy/claims.yaml). The same steps by hand are in
+    OUT/data/import-commands.sh.
+
+    \b
+    Example:
+      ledger demo
+      ledger demo --db postgresql+psycopg://postgres@127.0.0.1:5432/test
+    """
+    import shutil
+    from importlib import resources
+
+    from ledger.casestudy.generate import generate
+    from ledger.declare import declare as do_declare
+    from ledger.declare import load_manifest
+    from ledger.ingest import ImportTarget
+
+    data = out / "data"
+    if data.exists():
+        shutil.rmtree(data)
+    if db is None:
+        file = out / "ledger.duckdb"
+        for stale in (file, file.with_name(file.name + ".wal")):
+            stale.unlink(missing_ok=True)
+        out.mkdir(parents=True, exist_ok=True)
+        db = f"duckdb:///{file}"
+    banner = "SYNTHETIC DATA: generated by bench-ledger, shaped after the report; not the report's raw records"
+    click.echo(f"== {banner}\n== raw files: {data}/  ledger: {db}")
+    generated = generate(data)
+    with open_ledger(db, migrated=False) as ledger:
+        ledger.init()
+        ledger.require_empty()
+        done = do_declare(ledger, load_manifest(generated.manifest), generated.manifest.parent)
+        ok = True
+        for dep, attempt, log in done.launch_logs:
+            ok &= import_one(ledger, log, "vllm-server-log", ImportTarget(batch=None, deployment=dep, launch=(dep, attempt)),
+                             quiet=True)  # fmt: skip
+        for job in generated.imports:
+            ok &= import_one(ledger, job.path, None, ImportTarget(batch=job.batch, run=job.run, node=job.node),
+                             quiet=True)  # fmt: skip
+    if not ok:
+        raise click.ClickException("the demo data did not import cleanly (see above)")
+    click.echo(f"\n== per-batch table ({banner})")
+    ctx.invoke(metrics, db=db, batches=("fx", "m17"), run_id=None, as_json=False, as_csv=False)
+    click.echo(f"\n== audit of the report's published numbers ({banner})")
+    claims = Path(str(resources.files("ledger.casestudy") / "claims.yaml"))
+    ctx.invoke(audit, db=db, claims_file=claims, fail_on="", as_json=False)
+    click.echo(f"\n== explore: ledger --help; e.g. ledger explain {claims} tier-50k-total-tpm --db {db}")

@@ -1,0 +1,95 @@
+"""Commands that close and check the books: close, verify, history (R9, R10)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from ledger.cli.app import (
+    EXIT_FAILURE,
+    json_option,
+    main,
+    table,
+    with_ledger,
+)
+from ledger.store import Ledger
+
+
+@main.command()
+@with_ledger
+@click.argument("batch")
+@click.option("--seal-file", type=click.Path(dir_okay=False, path_type=Path), help="Append the seal to this file (JSON Lines).")
+def close(ledger: Ledger, batch: str, seal_file: Path | None) -> None:
+    """Seal a batch and close it: no imports, edits or reopening afterwards (R10).
+
+    Keep the seal file somewhere the ledger's writers cannot edit: it is what makes a change
+    behind every guard detectable (docs/seals.md).
+
+    \b
+    Example:
+      ledger close fx --seal-file ~/seals/ledger.seals
+    """
+    from ledger.books import close_batch
+
+    r = close_batch(ledger, batch, seal_file)
+    click.echo(f"closed batch {r.batch} at {r.closed_at:%Y-%m-%d %H:%M:%S} UTC")
+    click.echo(f"  seal:     {r.digest}")
+    click.echo(f"  root:     {r.merkle_root} over {r.row_count:,} rows")
+    click.echo(f"  previous: {r.previous_digest}")
+    click.echo("  rows:     " + ", ".join(f"{t} {n:,}" for t, n in r.tables.items() if n))
+    if r.seal_file:
+        click.echo(f"  appended to {r.seal_file}")
+
+
+@main.command()
+@with_ledger
+@click.argument("batch", required=False)
+@click.option("--seal-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Compare with this seal file too.")
+def verify(ledger: Ledger, batch: str | None, seal_file: Path | None) -> None:
+    """Recompute the seals of closed batches; name the batch, table and rows that differ (exit 1).
+
+    \b
+    Example:
+      ledger verify --seal-file ~/seals/ledger.seals
+    """
+    from ledger.books import verify as do_verify
+
+    res = do_verify(ledger, batch, seal_file)
+    if not res.checks:
+        click.echo("no closed batches to verify")
+    for c in res.checks:
+        if c.ok:
+            click.echo(f"batch {c.batch}: ok, seal {c.digest} over {c.row_count:,} rows")
+            continue
+        click.echo(f"batch {c.batch}: MISMATCH", err=True)
+        for p in c.problems:
+            click.echo(f"  {p}", err=True)
+        for d in c.diffs:
+            click.echo(f"  {d.describe()}", err=True)
+    if not res.ok:
+        sys.exit(EXIT_FAILURE)
+
+
+@main.command()
+@with_ledger
+@click.argument("table_name", metavar="TABLE", type=click.Choice(["run", "published_value", "launch"]))
+@click.argument("row_id", type=int)
+@json_option
+def history(ledger: Ledger, table_name: str, row_id: int, as_json: bool) -> None:
+    """Show the correction chain of a run, published value or launch, oldest first.
+
+    \b
+    Example:
+      ledger history run 3
+    """
+    from ledger.books import history as chain
+
+    rows = chain(ledger, table_name, row_id)
+    if as_json:
+        click.echo(json.dumps(rows, indent=2, default=str))
+    else:
+        cols = ["id", "revision", "supersedes_id", "recorded_at", "correction_reason"]
+        table([{**r, "recorded_at": f"{r['recorded_at']:%Y-%m-%d %H:%M:%S}"} for r in rows], cols)

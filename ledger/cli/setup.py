@@ -1,0 +1,204 @@
+"""Commands that build a ledger: init, status, declare, import, formats."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import click
+
+from ledger.cli.app import (
+    EXIT_FAILURE,
+    db_option,
+    json_option,
+    main,
+    open_ledger,
+)
+from ledger.errors import AlreadyImported, LedgerError, Refused
+from ledger.store import Ledger
+
+
+@main.command()
+@db_option
+def init(db: str | None) -> None:
+    """Create the ledger or upgrade its schema to the latest revision.
+
+    \b
+    Example:
+      ledger init --db postgresql+psycopg://postgres@127.0.0.1:5432/test
+    """
+    with open_ledger(db, migrated=False) as ledger:
+        before, after = ledger.init()
+        if before == after:
+            click.echo(f"{ledger.display_url}: schema already at revision {after}")
+        else:
+            click.echo(f"{ledger.display_url}: schema {before or 'empty'} -> {after}")
+
+
+@main.command()
+@db_option
+@json_option
+def status(db: str | None, as_json: bool) -> None:
+    """Show the ledger's URL, schema revision and row counts per table.
+
+    \b
+    Example:
+      ledger status --json
+    """
+    with open_ledger(db, migrated=False) as ledger:
+        st = ledger.status()
+    if as_json:
+        click.echo(json.dumps({"url": st.url, "backend": st.backend, "revision": st.revision, "head": st.head,
+                               "counts": st.counts}, indent=2))  # fmt: skip
+        return
+    click.echo(f"ledger:   {st.url}")
+    click.echo(f"backend:  {st.backend}")
+    state = "up to date" if st.revision == st.head else "run `ledger init`"
+    click.echo(f"schema:   {st.revision or 'none'} (head {st.head}, {state})")
+    for name, n in sorted(st.counts.items()):
+        click.echo(f"  {name:<16} {n:>10,}")
+
+
+@main.command()
+@db_option
+@click.argument("manifest", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+def declare(db: str | None, manifest: Path) -> None:
+    """Record deployments, launches, batches, runs and source reports from a YAML manifest.
+
+    The format is documented in docs/manifest.md. Launch logs named in the manifest are
+    imported with the vLLM server-log importer and linked to their launch.
+
+    \b
+    Example:
+      ledger declare system.yaml
+    """
+    from ledger.declare import declare as do_declare
+    from ledger.declare import load_manifest
+    from ledger.ingest import ImportTarget
+
+    with open_ledger(db) as ledger:
+        done = do_declare(ledger, load_manifest(manifest), manifest.parent)
+        for kind in sorted(set(done.created) | set(done.unchanged)):
+            click.echo(f"{kind}: {done.created.get(kind, 0)} declared, {done.unchanged.get(kind, 0)} already there")
+        failed = False
+        for dep, attempt, log in done.launch_logs:
+            failed |= not import_one(ledger, log, "vllm-server-log", ImportTarget(batch=None, deployment=dep,
+                                                                                 launch=(dep, attempt)), quiet=False)  # fmt: skip
+    if failed:
+        sys.exit(EXIT_FAILURE)
+
+
+def import_one(ledger: Ledger, path: Path, fmt: str | None, target, quiet: bool) -> bool:
+    """Detect, parse and write one file; print what happened. False when the file failed."""
+    import importers
+    from ledger.ingest import check_not_imported, write_artefact
+
+    try:
+        imp = importers.by_name(fmt) if fmt else importers.detect(path)
+        sha, size = check_not_imported(ledger, path)
+        parsed = imp.parse(path, importers.ParseOptions(node=target.node))
+        with RowProgress(path, enabled=not quiet) as shown:
+            res = write_artefact(ledger, path, sha, size, parsed, imp.name, importers.version(), target, shown)
+    except AlreadyImported as exc:
+        click.echo(str(exc))
+        return True
+    except Refused:
+        raise
+    except LedgerError as exc:
+        click.echo(f"error: {exc}", err=True)
+        return False
+    parts = [f"{len(res.runs)} run(s)"] if res.runs else []
+    parts += [f"{sum(n for _, _, n in res.runs):,} requests"] if res.runs else []
+    parts += [f"{res.samples:,} samples"] if res.samples else []
+    parts += [f"{res.log_facts} log facts"] if res.log_facts else []
+    parts += [f"{res.published} reported values"] if res.published else []
+    click.echo(f"{path}: imported as artefact {res.artefact_id} [{res.format}] sha256 {res.sha256[:12]}…: {', '.join(parts) or 'nothing'}")
+    if not quiet:
+        for run_id, label, n in res.runs:
+            click.echo(f"  run {run_id} {label}: {n} requests")
+    return True
+
+
+@main.command("import")
+@db_option
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--batch", "batch", metavar="B", help="Batch the runs belong to (created open if new).")
+@click.option("--run", "run", metavar="LABEL", help="Attach to this run label instead of one labelled from the content.")
+@click.option("--deployment", metavar="NAME", help="Deployment (system under test) the artefact describes.")
+@click.option("--format", "fmt", metavar="F", help="Force a format (see `ledger formats`).")
+@click.option("--node", metavar="NODE", help="Node the samples came from (nvidia-smi dmon).")
+@click.option("--copy/--no-copy", default=False, help="Keep a content-addressed copy next to the ledger.")
+@click.option("--quiet", "-q", is_flag=True, help="No progress, one line per file.")
+def import_(db, paths, batch, run, deployment, fmt, node, copy, quiet) -> None:
+    """Import benchmark outputs, GPU samples or server logs; the format is detected from content.
+
+    Each file is its own transaction: a bad file leaves nothing behind and the others still
+    import. Importing the same bytes again changes nothing.
+
+    \b
+    Example:
+      ledger import results/*.json --batch fx
+      ledger import dmon-node0.txt --batch fx --node node0
+    """
+    from ledger.ingest import ImportTarget
+
+    with open_ledger(db) as ledger:
+        store = ledger.artefact_folder() if copy else None
+        target = ImportTarget(batch=batch, run=run, deployment=deployment, node=node, store_copy=store)
+        ok = True
+        for path in progress(paths, quiet):
+            ok &= import_one(ledger, path, fmt, target, quiet)
+    if not ok:
+        sys.exit(EXIT_FAILURE)
+
+
+class RowProgress:
+    """A one-line row counter on stderr while a file imports: only on a terminal, never with --quiet."""
+
+    def __init__(self, path: Path, enabled: bool) -> None:
+        self.path, self.enabled = path, enabled and sys.stderr.isatty()
+        self.last = 0.0
+
+    def __call__(self, rows: int) -> None:
+        now = time.monotonic()
+        if self.enabled and now - self.last > 0.2:
+            self.last = now
+            click.echo(f"\r  {self.path.name}: {rows:,} rows written", err=True, nl=False)
+
+    def __enter__(self) -> RowProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.enabled and self.last:
+            click.echo("\r\033[K", err=True, nl=False)
+
+
+def progress(paths, quiet: bool):
+    """A progress bar on stderr, only on a terminal and without --quiet."""
+    if quiet or not sys.stderr.isatty() or len(paths) < 2:
+        yield from paths
+        return
+    with click.progressbar(paths, label="importing", file=sys.stderr) as bar:
+        yield from bar
+
+
+@main.command()
+@json_option
+def formats(as_json: bool) -> None:
+    """List the formats `ledger import` understands, one line each.
+
+    \b
+    Example:
+      ledger formats
+    """
+    import importers
+
+    rows = [{"name": i.name, "description": i.description} for i in importers.all_importers()]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+    else:
+        width = max(len(r["name"]) for r in rows)
+        for r in rows:
+            click.echo(f"{r['name']:<{width}}  {r['description']}")
