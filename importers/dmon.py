@@ -479,8 +479,8 @@ class _WideReader:
         for i, text in rows:
             tokens = text.lstrip().lstrip("#").split()
             if "gpu" in tokens:
-                if st["pending"] is not None:
-                    raise _Irregular
+                if st["pending"] is not None or not blank_after.get(i, True):
+                    raise _Irregular  # two names lines, or data straight after one: units unconfirmed
                 st["pending"] = (tokens, base + i + 1)
             elif st["pending"] is not None:
                 names, at = st["pending"]
@@ -491,10 +491,6 @@ class _WideReader:
                 if len(set(names)) != len(names) or not {"Date", "Time", "gpu"} <= set(names):
                     raise _Irregular
                 st["names"], st["units"], st["header_line"], st["pending"] = tuple(names), tuple(tokens), at, None
-            else:
-                continue  # a comment
-            if not blank_after.get(i, True):
-                raise _Irregular  # data straight after a names line: units unconfirmed
         return st
 
     def block(self, buf: bytes, base: int):
