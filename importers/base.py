@@ -11,12 +11,13 @@ Parsing never touches the database and computes no metrics.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from ledger.errors import ParseError
-from ledger.records import ParsedArtefact
+from ledger.records import ParsedArtefact, ParsedRun
 
 SNIFF_BYTES = 64 * 1024
 
@@ -78,3 +79,27 @@ def iter_json_lines(path: Path):
                 raise ParseError(path, f"line {lineno} column {exc.colno}", None, f"invalid JSON: {exc.msg}") from None
             except UnicodeDecodeError:
                 raise ParseError(path, f"line {lineno}", None, "not UTF-8 text") from None
+
+
+def prefetched(runs: Iterator[ParsedRun]) -> Iterator[ParsedRun]:
+    """Parse the first run now, so a file that is not what it claims fails in ``parse``."""
+    first = next(runs, None)
+
+    def chained() -> Iterator[ParsedRun]:
+        if first is not None:
+            yield first
+        yield from runs
+
+    return chained()
+
+
+def numbered_across_runs(runs: Iterator[ParsedRun]) -> Iterator[ParsedRun]:
+    """idx is a record's position in the *artefact*: a file of several runs (JSON Lines of vLLM or
+    SGLang results) keeps counting across runs, since request rows are keyed by artefact and idx."""
+    offset = 0
+    for run in runs:
+        if run.requests is not None:
+            if offset:
+                run.requests.idx = list(range(offset, offset + len(run.requests)))
+            offset += len(run.requests)
+        yield run

@@ -45,7 +45,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from importers.base import ParseOptions, first_json_value, iter_json_lines, load_json
+from importers.base import (
+    ParseOptions,
+    first_json_value,
+    iter_json_lines,
+    load_json,
+    numbered_across_runs,
+    prefetched,
+)
 from ledger.errors import ParseError
 from ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RequestColumns, RunInfo
 
@@ -345,18 +352,6 @@ def parse_run(obj: object, line: int | None, prefix: str, path: Path) -> ParsedR
     return ParsedRun(info=info, capture=capture, requests=requests, published=pubs)
 
 
-def prefetched(runs: Iterator[ParsedRun]) -> Iterator[ParsedRun]:
-    """Parse the first run now, so a file that is not what it claims fails in ``parse``."""
-    first = next(runs, None)
-
-    def chained() -> Iterator[ParsedRun]:
-        if first is not None:
-            yield first
-        yield from runs
-
-    return chained()
-
-
 class VllmBenchImporter:
     name = "vllm-bench"
     description = "vLLM `vllm bench serve` / benchmark_serving.py --save-result JSON or JSON Lines"
@@ -377,19 +372,12 @@ class VllmBenchImporter:
     def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
         """Runs are streamed one JSON Lines line at a time; errors in later lines raise while iterating."""
         path = Path(path)
-        return ParsedArtefact(format=self.name, format_version=None, runs=prefetched(_numbered(path)))
+        return ParsedArtefact(format=self.name, format_version=None, runs=prefetched(numbered_across_runs(_runs(path))))
 
 
-def _numbered(path: Path) -> Iterator[ParsedRun]:
-    """idx is the record's position in the *artefact*: a JSON Lines file of several runs continues
-    counting across runs (request rows are keyed by artefact and idx)."""
-    offset = 0
+def _runs(path: Path) -> Iterator[ParsedRun]:
     for line, prefix, obj in iter_objects(path):
-        run = parse_run(obj, line, prefix, path)
-        if run.requests is not None and offset:
-            run.requests.idx = list(range(offset, offset + len(run.requests)))
-        offset += len(run.requests) if run.requests is not None else 0
-        yield run
+        yield parse_run(obj, line, prefix, path)
 
 
 IMPORTER = VllmBenchImporter()

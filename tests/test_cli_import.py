@@ -118,3 +118,18 @@ def test_row_progress_only_on_a_terminal_and_never_quiet(monkeypatch, capsys) ->
     with RowProgress(Path("big.json"), enabled=True) as shown:  # piped
         shown(5)
     assert capsys.readouterr().err == ""
+
+
+def test_several_runs_with_records_in_one_file_import(ledger_url: str, tmp_path: Path) -> None:
+    """Request rows are keyed by artefact and record index: runs of one file keep counting."""
+    line = {"backend": "sglang", "dataset_name": "random", "request_rate": 1.0, "max_concurrency": 2,
+            "random_input_len": 10, "random_output_len": 5, "duration": 2.0, "completed": 2,
+            "total_input_tokens": 20, "total_output_tokens": 10, "output_throughput": 5.0,
+            "input_lens": [10, 10], "output_lens": [5, 5], "ttfts": [0.1, 0.2], "itls": [[0.1] * 4, [0.1] * 4],
+            "generated_texts": ["a", "b"], "errors": ["", ""]}  # fmt: skip
+    f = tmp_path / "sg.jsonl"
+    f.write_text(json.dumps(line) + "\n" + json.dumps({**line, "request_rate": 2.0}) + "\n")
+    run("init", "--db", ledger_url)
+    out = run("import", "--db", ledger_url, "--batch", "b", str(f)).output
+    assert "2 run(s), 4 requests" in out
+    assert counts(ledger_url)["request"] == 4 and counts(ledger_url)["chunk_gap"] == 16
