@@ -34,17 +34,17 @@ class _Item(BaseModel):
 
 class SourceReportDecl(_Item):
     slug: str = Field(description="short stable identifier")
-    title: str
-    date: dt.date | None = None
-    author: str | None = None
+    title: str = Field(description="title as published")
+    date: dt.date | None = Field(None, description="publication date")
+    author: str | None = Field(None, description="author or series")
     language: str | None = Field(None, description="e.g. en, zh")
     file: str | None = Field(None, description="the report's text, relative to the manifest; hashed")
     location: str | None = Field(None, description="where the report lives (URL, citation)")
 
 
 class LaunchDecl(_Item):
-    attempt: int
-    outcome: Literal["ready", "failed", "unknown"]
+    attempt: int = Field(description="attempt number, 1 for the first start of this deployment")
+    outcome: Literal["ready", "failed", "unknown"] = Field(description="did the engine reach READY")
     cause: str | None = Field(None, description="cause of failure or the change made")
     seconds_to_ready: Decimal | None = Field(None, description="as reported elsewhere; logs give the measured one")
     log: str | None = Field(None, description="server log of this attempt, relative to the manifest")
@@ -60,33 +60,33 @@ IDENTITY_FIELDS = (
 
 
 class DeploymentDecl(_Item):
-    name: str
-    gpu_model: str | None = None
-    gpus_per_node: int | None = None
-    nodes: int | None = None
+    name: str = Field(description="unique name of the system under test")
+    gpu_model: str | None = Field(None, description="GPU model as reported, e.g. H20")
+    gpus_per_node: int | None = Field(None, description="GPUs used per node")
+    nodes: int | None = Field(None, description="number of nodes")
     gpu_memory: str | None = Field(None, description="as reported, with its unit: '97871 MiB'")
-    interconnect_intra: str | None = None
-    interconnect_inter: str | None = None
-    engine: str | None = None
+    interconnect_intra: str | None = Field(None, description="interconnect inside a node")
+    interconnect_inter: str | None = Field(None, description="interconnect between nodes (a port count is not a bandwidth)")
+    engine: str | None = Field(None, description="serving engine, e.g. vllm, sglang")
     engine_version: str | None = Field(None, description="version or image")
-    model: str | None = None
-    weights_version: str | None = None
-    shards: int | None = None
+    model: str | None = Field(None, description="model name")
+    weights_version: str | None = Field(None, description="weights version or revision")
+    shards: int | None = Field(None, description="number of weight shards")
     size_on_disk: str | None = Field(None, description="with its unit: '510.31 GB'")
-    tp: int | None = None
-    dp: int | None = None
-    ep: int | None = None
-    pp: int | None = None
-    kv_cache_dtype: str | None = None
-    prefix_caching: bool | None = None
-    max_num_seqs: int | None = None
-    max_model_len: int | None = None
-    chunked_prefill_tokens: int | None = None
-    speculative_method: str | None = None
-    speculative_tokens: int | None = None
-    kernel_backend: str | None = None
-    note: str | None = None
-    launches: list[LaunchDecl] = Field(default_factory=list)
+    tp: int | None = Field(None, description="tensor parallel size")
+    dp: int | None = Field(None, description="data parallel size")
+    ep: int | None = Field(None, description="expert parallel size")
+    pp: int | None = Field(None, description="pipeline parallel size")
+    kv_cache_dtype: str | None = Field(None, description="KV cache data type, e.g. fp8")
+    prefix_caching: bool | None = Field(None, description="prefix caching enabled")
+    max_num_seqs: int | None = Field(None, description="scheduling slots per engine")
+    max_model_len: int | None = Field(None, description="context window in tokens")
+    chunked_prefill_tokens: int | None = Field(None, description="chunked-prefill budget (max-num-batched-tokens)")
+    speculative_method: str | None = Field(None, description="speculative decoding method")
+    speculative_tokens: int | None = Field(None, description="speculative tokens per step")
+    kernel_backend: str | None = Field(None, description="kernel or attention backend, e.g. marlin")
+    note: str | None = Field(None, description="free text; not part of the identity")
+    launches: list[LaunchDecl] = Field(default_factory=list, description="engine start attempts")
 
     def fingerprint(self) -> str:
         """sha256 of the RFC 8785 canonical JSON of the identity fields."""
@@ -95,40 +95,40 @@ class DeploymentDecl(_Item):
 
 
 class BatchDecl(_Item):
-    name: str
-    description: str | None = None
-    deployment: str | None = None
+    name: str = Field(description="unique batch name, e.g. fx")
+    description: str | None = Field(None, description="what this accounting of measurements is")
+    deployment: str | None = Field(None, description="the deployment its runs measured")
 
 
 class WarmDecl(_Item):
-    prefix_cache: WarmState = "unknown"
-    process: WarmState = "unknown"
-    compile: WarmState = "unknown"
-    file_cache: WarmState = "unknown"
+    prefix_cache: WarmState = Field("unknown", description="prefix (KV) cache state")
+    process: WarmState = Field("unknown", description="engine process freshly started or not")
+    compile: WarmState = Field("unknown", description="JIT / autotune / compile caches")
+    file_cache: WarmState = Field("unknown", description="OS page cache of the weights")
 
 
 class RunDecl(_Item):
-    batch: str
-    label: str
+    batch: str = Field(description="batch the run belongs to")
+    label: str = Field(description="run label, unique within its batch")
     deployment: str | None = Field(None, description="defaults to the batch's deployment")
-    input_target_tokens: int | None = None
-    output_cap_tokens: int | None = None
-    concurrency: int | None = None
-    request_count: int | None = None
-    request_rate: str | None = None
-    seed: int | None = None
-    dataset: str | None = None
-    tool: str | None = None
-    warm: WarmDecl = Field(default_factory=WarmDecl)
+    input_target_tokens: int | None = Field(None, description="input length setting (not an actual length, R3)")
+    output_cap_tokens: int | None = Field(None, description="output cap setting (not an actual length, R3)")
+    concurrency: int | None = Field(None, description="client concurrency C")
+    request_count: int | None = Field(None, description="requests N")
+    request_rate: str | None = Field(None, description="request rate as written (a number or inf)")
+    seed: int | None = Field(None, description="workload seed (paired comparisons need the same, R6)")
+    dataset: str | None = Field(None, description="dataset name")
+    tool: str | None = Field(None, description="benchmark tool")
+    warm: WarmDecl = Field(default_factory=WarmDecl, description="warm state, four separate things (R8)")
 
 
 class Manifest(_Item):
-    version: Literal[1] = 1
+    version: Literal[1] = Field(1, description="manifest format version")
     synthetic: bool = Field(False, description="the data this manifest describes is synthetic")
-    source_reports: list[SourceReportDecl] = Field(default_factory=list)
-    deployments: list[DeploymentDecl] = Field(default_factory=list)
-    batches: list[BatchDecl] = Field(default_factory=list)
-    runs: list[RunDecl] = Field(default_factory=list)
+    source_reports: list[SourceReportDecl] = Field(default_factory=list, description="documents that publish numbers")
+    deployments: list[DeploymentDecl] = Field(default_factory=list, description="systems under test")
+    batches: list[BatchDecl] = Field(default_factory=list, description="accountings of measurements")
+    runs: list[RunDecl] = Field(default_factory=list, description="load points")
 
 
 def load_manifest(path: Path) -> Manifest:
@@ -266,5 +266,15 @@ def _cols(row: m.Base) -> dict:
 
 
 def manifest_schema() -> str:
-    """The manifest's JSON Schema, generated from the models (published in docs/)."""
-    return json.dumps(Manifest.model_json_schema(), indent=2)
+    """The manifest's JSON Schema, generated from the models (published as docs/manifest.schema.json)."""
+    return json.dumps(Manifest.model_json_schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+if __name__ == "__main__":  # pragma: no cover
+    import sys
+
+    if sys.argv[1:] == ["--schema"]:
+        sys.stdout.write(manifest_schema())
+    else:
+        sys.stderr.write("usage: python -m ledger.declare --schema > docs/manifest.schema.json\n")
+        sys.exit(2)

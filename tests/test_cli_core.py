@@ -103,3 +103,16 @@ def test_every_command_help_has_an_example() -> None:
         if hasattr(cmd, "commands"):
             continue
         assert "Example:" in (cmd.help or ""), name
+
+
+def test_manifest_schema_is_published_and_documents_every_field() -> None:
+    from ledger.declare import manifest_schema
+
+    published = Path(__file__).resolve().parents[1] / "docs" / "manifest.schema.json"
+    assert published.read_text(encoding="utf-8") == manifest_schema(), (
+        "docs/manifest.schema.json is stale: run `python -m ledger.declare --schema > docs/manifest.schema.json`"
+    )
+    schema = json.loads(manifest_schema())
+    for name, node in [("Manifest", schema), *schema["$defs"].items()]:
+        for field, spec in node.get("properties", {}).items():
+            assert "description" in spec, f"{name}.{field} has no description"
