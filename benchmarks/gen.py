@@ -115,3 +115,71 @@ def dmon(out_txt: Path, out_csv: Path, gpus: int, ticks: int, seed: int = SEED) 
                 buf, cbuf = [], []
         fh.writelines(buf), fc.writelines(cbuf)
     return lines
+
+
+def claims(vllm_path: Path, out: Path, n: int, batch: str = "bench") -> dict[str, int]:
+    """A claims file (docs/claims.md) of ``n`` claims about the runs of ``vllm_path`` imported into
+    ``batch``; returns how many claims of each basis (``metric``, ``derived``) and how many
+    ``evaluate()`` calls the audit makes (metric claims plus metric operands).
+
+    The printed numbers are computed here from the generated requests (ok / failed request counts,
+    output tokens per run), so a correct ledger reproduces every one of them. Claims come in blocks
+    of five about run i: three metric claims (requests_ok, requests_failed, output_tokens), a derived
+    ``sum`` (ok + failed = the run's request count) and a derived ``ratio`` of run i's output tokens
+    to run i+1's, over the two claims (every fourth block: over two metric operands instead, which
+    the audit evaluates itself). Blocks cycle over the runs when there are fewer runs than blocks.
+    Written as YAML flow mappings with JSON scalars (stdlib only).
+    """
+    runs: list[tuple[str, int, int, int]] = []  # label, ok, failed, output tokens
+    with open(vllm_path) as fh:
+        for line in fh:
+            o = json.loads(line)
+            failed = sum(1 for e in o["errors"] if e)
+            runs.append((o["label"], len(o["errors"]) - failed, failed, sum(o["output_lens"])))
+    if len(runs) < 2:
+        raise ValueError("claims need at least two runs")
+    d = json.dumps
+    lines = ["version: 1", "synthetic: true", "source_report:",
+             f"  slug: {d('bench-' + batch)}", f"  title: {d(f'benchmark claims over batch {batch} ({n} claims)')}",
+             "claims:"]  # fmt: skip
+    counts = {"metric": 0, "derived": 0, "evaluate_calls": 0}
+
+    def scope(label: str) -> str:
+        return f"{{batch: {d(batch)}, run: {d(label)}}}"
+
+    def add(line: str, basis: str) -> bool:
+        if counts["metric"] + counts["derived"] >= n:
+            return False
+        lines.append("  - " + line)
+        counts[basis] += 1
+        return True
+
+    block = 0
+    while counts["metric"] + counts["derived"] < n:
+        i = block % len(runs)
+        (lab, ok, failed, out_tok), (lab2, _, _, out2) = runs[i], runs[(i + 1) % len(runs)]
+        b = f"b{block:05d}"
+        for cid, metric, value, unit, kind in (
+            (f"{b}-ok", "requests_ok", ok, "requests", "request_count"),
+            (f"{b}-failed", "requests_failed", failed, "requests", "request_count"),
+            (f"{b}-out", "output_tokens", out_tok, "tokens", "token_count"),
+        ):
+            if add(f"{{id: {cid}, text: {d(f'{value:,}')}, unit: {unit}, kind: {kind}, "
+                   f"metric: {{name: {metric}, scope: {scope(lab)}}}}}", "metric"):  # fmt: skip
+                counts["evaluate_calls"] += 1
+        add(f"{{id: {b}-count, text: {d(f'{ok + failed:,}')}, unit: requests, kind: request_count, "
+            f"derived: {{op: sum, operands: [{b}-ok, {b}-failed]}}}}", "derived")  # fmt: skip
+        nxt = f"b{block + 1:05d}-out"
+        ratio = d(f"{out_tok / out2:.3f}") if out2 else d("0")
+        if block % 4 == 3 and out2:
+            ops = (f"{{metric: output_tokens, scope: {scope(lab)}, kind: token_count}}, "
+                   f"{{metric: output_tokens, scope: {scope(lab2)}, kind: token_count}}")  # fmt: skip
+            if add(f"{{id: {b}-ratio, text: {ratio}, unit: x, kind: ratio, derived: {{op: ratio, operands: [{ops}]}}}}",
+                   "derived"):
+                counts["evaluate_calls"] += 2
+        elif out2 and counts["metric"] + counts["derived"] + 3 < n:  # run i+1's claim comes in the next block
+            add(f"{{id: {b}-ratio, text: {ratio}, unit: x, kind: ratio, derived: {{op: ratio, operands: [{b}-out, {nxt}]}}}}",
+                "derived")
+        block += 1
+    out.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return counts

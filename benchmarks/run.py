@@ -39,9 +39,11 @@ BIN = Path(sys.executable).parent
 LEDGER = str(BIN / "ledger") if (BIN / "ledger").exists() else None
 
 FULL = dict(runs=1000, per_run=1000, gaps=4, gap_runs=100, gap_per_run=1000, gap_gaps=128,
-            gpus=16, ticks=86_400, orm_rows=20_000, timeout=1800, metrics_timeout=120)
+            gpus=16, ticks=86_400, orm_rows=20_000, timeout=1800, metrics_timeout=120,
+            claims=1000, audit_timeout=600)
 QUICK = dict(runs=10, per_run=200, gaps=4, gap_runs=2, gap_per_run=200, gap_gaps=128,
-             gpus=16, ticks=300, orm_rows=500, timeout=120, metrics_timeout=60)
+             gpus=16, ticks=300, orm_rows=500, timeout=120, metrics_timeout=60,
+             claims=100, audit_timeout=60)
 
 
 @dataclass
@@ -328,10 +330,71 @@ def measure_metrics(url: str, batch: str, timeout: float) -> Figure | str:
                   note=f"run_metrics(ledger, [{batch!r}], None) in-process; child wall incl. imports {wall:.1f} s")
 
 
-def measure_audit() -> str:
+AUDIT_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, {root!r})
+from collections import Counter
+from ledger.store import Ledger
+from queries.audit import audit, default_evaluator
+from queries.claims import load_claims
+claims = load_claims({path!r})
+if {limit!r}:  # a sample (for an extrapolation when the whole is too slow); derived claims keep their operands
+    keep = set()
+    for c in claims.claims[: {limit!r}]:
+        keep.add(c.id)
+        if c.derived is not None:
+            keep.update(o for o in c.derived.operands if isinstance(o, str))
+    claims = claims.model_copy(update={{"claims": [c for c in claims.claims if c.id in keep]}})
+evaluate = default_evaluator()
+spent = [0.0, 0]
+def timed(ledger, name, scope):
+    t = time.perf_counter()
+    try:
+        return evaluate(ledger, name, scope)
+    finally:
+        spent[0] += time.perf_counter() - t
+        spent[1] += 1
+with Ledger({url!r}) as ledger:
+    t0 = time.perf_counter()
+    rep = audit(claims, ledger, evaluate=timed)
+    secs = time.perf_counter() - t0
+verdicts = Counter(r.verdict for r in rep.results)
+bases = Counter(c.basis for c in claims.claims)
+print(json.dumps({{"seconds": secs, "claims": len(rep.results), "verdicts": dict(verdicts), "bases": dict(bases),
+                  "evaluate_calls": spent[1], "evaluate_seconds": spent[0]}}))
+"""
+
+
+def measure_audit(url: str, claims_path: Path, n_claims: int, timeout: float) -> Figure | str:
+    """Time queries.audit.audit() of the generated claims file against the benchmark's vLLM import
+    (in a child process; loading the claims file is not timed). evaluate() is wrapped to time its
+    share. When the whole does not finish in time, a sample of 50 claims is timed and extrapolated."""
     if importlib.util.find_spec("queries.audit") is None:
         return "not measured: queries.audit module absent"
-    return "not measured: queries.audit present but this benchmark has no claim generator wired to its API yet"
+    code = AUDIT_CHILD.format(root=str(ROOT), url=url, path=str(claims_path), limit=0)
+    wall, peak, rc, out = run_child([sys.executable, "-c", code], timeout)
+    if rc == -9:
+        code = AUDIT_CHILD.format(root=str(ROOT), url=url, path=str(claims_path), limit=50)
+        _, _, rc2, out2 = run_child([sys.executable, "-c", code], timeout)
+        if rc2 == 0:
+            r = json.loads(out2.strip().splitlines()[-1])
+            per = r["seconds"] / max(1, r["claims"])
+            return (f"MISSED: not finished, killed after {timeout:.0f} s; a sample of {r['claims']} claims took "
+                    f"{r['seconds']:.2f} s ({per:.3f} s/claim; {r['evaluate_calls']} evaluate() calls took "
+                    f"{r['evaluate_seconds']:.2f} s), i.e. about {per * n_claims:.0f} s for {n_claims:,} claims (extrapolated)")
+        return f"not finished: killed after {timeout:.0f} s"
+    if rc != 0:
+        return "failed: " + out.strip().splitlines()[-1][:300]
+    r = json.loads(out.strip().splitlines()[-1])
+    verdicts = ", ".join(f"{v} {k}" for k, v in sorted(r["verdicts"].items(), key=lambda kv: -kv[1]))
+    bases = ", ".join(f"{v} {k}" for k, v in sorted(r["bases"].items()))
+    share = r["evaluate_seconds"] / r["seconds"] if r["seconds"] else 0.0
+    return Figure(f"audit of {r['claims']:,} claims", "", rows=r["claims"], seconds=r["seconds"], peak_mb=peak,
+                  note=(f"{bases}; verdicts: {verdicts}; {r['evaluate_calls']} evaluate() calls took "
+                        f"{r['evaluate_seconds']:.2f} s ({share:.0%}, {r['evaluate_seconds'] / max(1, r['evaluate_calls']) * 1000:.1f} ms "
+                        f"per call); queries.audit.audit() in-process, child wall incl. imports {wall:.1f} s"),
+                  extra={"verdicts": r["verdicts"], "evaluate_calls": r["evaluate_calls"],
+                         "evaluate_seconds": r["evaluate_seconds"]})
 
 
 # ----------------------------------------------------------------------------------- the run
@@ -461,7 +524,7 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
                                     "lines": n_dmon_lines if tag == "dmon" else None})
                 res["figures"].append(fig)
                 log(f"{bname} import {tag}: {nrows} rows in {wall:.1f} s, peak {peak:.0f} MB, rc {rc}")
-                if tag == "vllm" and rc == 0:
+                if tag == "vllm" and rc == 0 and not sz.get("no_metrics"):
                     sizes_runs[0] = sz["runs"]
                     m = measure_metrics(url, "bench", sz["metrics_timeout"])
                     if isinstance(m, Figure):
@@ -471,7 +534,21 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
                     else:
                         res["notes"].append(f"{bname} metrics: {m}")
                         log(f"{bname} metrics: {m}")
-            res["notes"].append(f"{bname} audit of 1,000 claims: {measure_audit()}")
+                if tag == "vllm" and rc == 0 and not sz.get("no_audit"):
+                    claims_path = data / f"claims_{sz['claims']}.yaml"
+                    if not claims_path.exists():
+                        gen.claims(vllm, claims_path, sz["claims"], batch="bench")
+                    a = measure_audit(url, claims_path, sz["claims"], sz["audit_timeout"])
+                    if isinstance(a, Figure):
+                        a.backend = bname
+                        res["figures"].append(a)
+                        log(f"{bname} audit: {a.seconds:.2f} s for {a.rows} claims ({a.note})")
+                    else:
+                        res["notes"].append(f"{bname} audit of {sz['claims']:,} claims: {a}")
+                        log(f"{bname} audit: {a}")
+            if "vllm" not in only:
+                res["notes"].append(f"{bname} metrics and audit: not measured (they run on the vLLM import; "
+                                    f"--only {','.join(sorted(only))})")
         finally:
             be.cleanup()
     return res
@@ -520,6 +597,9 @@ def report(res: dict, mach: dict, command: str, quick: bool, elapsed: float) -> 
         if f.what.startswith("metrics"):
             out.append(f"- {f.backend}: every run's metrics for {f.rows:,} runs: {fmt_s(f.seconds)} (target < 1 s on "
                        f"DuckDB); {f.note}")
+        elif f.what.startswith("audit"):
+            out.append(f"- {f.backend}: {f.what}: {fmt_s(f.seconds)} ({f.rows / f.seconds:,.0f} claims/s, "
+                       f"peak {f.peak_mb:,.0f} MB); {f.note}")
     out += [f"- {n}" for n in res["notes"]]
     out.append("")
     out += ["## Baselines (same run)", "", "| backend | baseline | rows | time | rows/s | note |", "|---|---|---|---|---|---|"]
@@ -542,6 +622,9 @@ def main(argv: list[str] | None = None) -> int:
                     "quick: vllm,ledger,dmon, to stay under a minute]")
     ap.add_argument("--json", type=Path, help="also write the raw figures as JSON")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
+    ap.add_argument("--no-metrics", action="store_true", help="skip the metrics timing (import figures only)")
+    ap.add_argument("--no-audit", action="store_true", help="skip the audit timing")
+    ap.add_argument("--claims", type=int, help="how many claims the audit timing generates [default: 1000; quick: 100]")
     ap.add_argument("--inputs", type=Path, help="generate inputs into DIR, or reuse them if DIR holds them")
     a = ap.parse_args(argv)
     t0 = time.perf_counter()
@@ -551,7 +634,9 @@ def main(argv: list[str] | None = None) -> int:
         backends.remove("postgresql")
     tmp = Path(tempfile.mkdtemp(prefix="ledger-bench-"))
     try:
-        sz = dict(QUICK if a.quick else FULL, inputs=a.inputs)
+        sz = dict(QUICK if a.quick else FULL, inputs=a.inputs, no_metrics=a.no_metrics, no_audit=a.no_audit)
+        if a.claims:
+            sz["claims"] = a.claims
         only = a.only or ("vllm,ledger,dmon" if a.quick else "vllm,gaps,ledger,dmon")
         res = bench(sz, tmp, backends, set(only.split(",")))
         command = "python benchmarks/run.py" + " ".join([""] + (argv if argv is not None else sys.argv[1:]))

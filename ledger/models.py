@@ -336,13 +336,29 @@ class ChunkGap(Base):
 
 
 class HardwareSample(Base):
-    """One counter of one GPU at one tick, as printed (R12, R13)."""
+    """One counter of one GPU at one tick, as printed (R12, R13).
+
+    (artefact_id, line, counter) identifies a row, but since migration 0007 the database keeps
+    neither a PRIMARY KEY nor the FOREIGN KEY to ``artefact`` on this table: maintaining them was
+    most of a dmon import (17M rows a day for 16 GPUs; benchmarks/profile_notes.md has the
+    measurements). Instead the importer guarantees them: every row of an artefact comes from one
+    physical line of that file (``line`` is the line number) and a column set whose names do not
+    repeat (refused otherwise), and ``artefact_id`` is the artefact row written in the same
+    transaction. The seal (Merkle root over the rows in (artefact_id, line, counter) order) is what
+    shows a later change. The key below is therefore *logical*: it gives the ORM its identity and
+    the seal its row order and row names (``ledger.seal.key_columns``), and is never emitted as DDL
+    (``ddl_if``), so ``metadata.create_all`` builds the same table as the migrations.
+    """
 
     __tablename__ = "hardware_sample"
+    __table_args__ = (
+        sa.PrimaryKeyConstraint("artefact_id", "line", "counter", name="pk_hardware_sample")
+        .ddl_if(callable_=lambda *_a, **_k: False),  # logical key only: not created (migration 0007)
+    )
 
-    artefact_id: Mapped[int] = mapped_column(sa.ForeignKey("artefact.id"), primary_key=True)
-    line: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
-    counter: Mapped[str] = mapped_column(sa.String, primary_key=True)
+    artefact_id: Mapped[int] = mapped_column(sa.Integer)  # artefact.id; no FOREIGN KEY (see above)
+    line: Mapped[int] = mapped_column(sa.Integer, autoincrement=False)
+    counter: Mapped[str] = mapped_column(sa.String)
     node: Mapped[str | None]
     gpu: Mapped[int]
     tick: Mapped[int]

@@ -13,6 +13,12 @@ and :mod:`queries.metrics_hardware` (dmon counters, power, server-log facts); th
 
 Percentiles are numpy's default linear method (type 7) = vLLM's ``np.percentile`` = pandas'
 ``quantile``; see :func:`queries.metrics_requests.percentile_linear`.
+
+:func:`evaluate` is the reference definition (one metric, one scope). :func:`run_metrics` (the
+table of `ledger metrics`) computes the request metrics of *all* its runs with a few grouped
+statements (:mod:`queries.metrics_batch`) that feed the same decision functions, so every value,
+flag, n/a reason and input equals :func:`evaluate`'s (tests/test_metrics_batch.py checks it on both
+backends); :func:`run_metrics_per_run` is the old one-run-at-a-time path, kept as the test's reference.
 """
 
 from __future__ import annotations
@@ -26,12 +32,13 @@ from ledger import models as m
 from ledger.books import not_superseded
 from ledger.errors import NotFound, Refused
 from ledger.store import Ledger
+from queries.metrics_batch import RunRef, batch_values, supported
 from queries.metrics_hardware import hardware_metrics, parse_window
 from queries.metrics_requests import Ctx, Metric, percentile_linear
 from queries.types import MetricValue, Scope
 
 __all__ = ["METRICS", "ROW_METRICS", "Metric", "RunMetrics", "evaluate", "list_metrics", "percentile_linear",
-           "run_metrics", "scope_of"]  # fmt: skip
+           "run_metrics", "run_metrics_per_run", "scope_of"]  # fmt: skip
 
 from queries.metrics_requests import request_metrics  # noqa: E402
 
@@ -207,9 +214,17 @@ class RunMetrics:
 
 def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | None = None,
                 metrics: tuple[str, ...] = ROW_METRICS) -> list[RunMetrics]:  # fmt: skip
-    """One row per run (of the named batches, or one run), never pooled across runs or batches (R2)."""
+    """One row per run (of the named batches, or one run), never pooled across runs or batches (R2).
+
+    Request metrics come from the batch path (:mod:`queries.metrics_batch`: a few grouped statements
+    over all the runs at once, values equal to :func:`evaluate`'s); the others are evaluated per run.
+    """
+    for name in metrics:
+        if name not in METRICS:
+            raise NotFound(f"no metric named {name!r}; known: {', '.join(METRICS)}")
     stmt = (sa.select(R.c.id, B.c.name.label("batch"), R.c.label, R.c.tool, R.c.input_target_tokens,
-                      R.c.output_cap_tokens, R.c.concurrency, R.c.request_count)
+                      R.c.output_cap_tokens, R.c.concurrency, R.c.request_count,
+                      sa.func.coalesce(R.c.origin_id, R.c.id).label("origin"), R.c.duration_s)
             .join(B, B.c.id == R.c.batch_id).where(_current_runs()).order_by(B.c.id, R.c.id))  # fmt: skip
     with ledger.connection() as conn:
         if batches:
@@ -223,6 +238,9 @@ def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | 
         rows = conn.execute(stmt).all()
         if run_id is not None and not rows:
             raise NotFound(f"no run with id {run_id}; `ledger runs` lists them")
+        fast = [METRICS[name] for name in metrics if supported(METRICS[name])]
+        selection = stmt.with_only_columns(sa.func.coalesce(R.c.origin_id, R.c.id)).order_by(None)
+        values = batch_values(conn, [RunRef(r.id, r.origin, r.batch, r.duration_s) for r in rows], fast, selection)
         out = []
         for r in rows:
             rm = RunMetrics(r.id, r.batch, r.label, r.tool, r.input_target_tokens, r.output_cap_tokens,
@@ -230,8 +248,25 @@ def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | 
             scope = Scope(batch=r.batch, run=f"#{r.id}")
             for name in metrics:
                 mt = METRICS[name]
-                rm.values[name] = mt.compute(conn, _resolve(conn, scope, mt), mt)
+                if name in values[r.id]:
+                    rm.values[name] = values[r.id][name]
+                else:
+                    rm.values[name] = mt.compute(conn, _resolve(conn, scope, mt), mt)
             out.append(rm)
+    return out
+
+
+def run_metrics_per_run(ledger: Ledger, batches: list[str] | None = None, run_id: int | None = None,
+                        metrics: tuple[str, ...] = ROW_METRICS) -> list[RunMetrics]:  # fmt: skip
+    """The reference for :func:`run_metrics`: every metric of every run through :func:`evaluate`'s path
+    (resolve the run's scope, then the metric's own statements), one run at a time. Slow; for tests."""
+    out = run_metrics(ledger, batches, run_id, metrics=())
+    with ledger.connection() as conn:
+        for rm in out:
+            scope = Scope(batch=rm.batch, run=f"#{rm.run_id}")
+            for name in metrics:
+                mt = METRICS[name]
+                rm.values[name] = mt.compute(conn, _resolve(conn, scope, mt), mt)
     return out
 
 

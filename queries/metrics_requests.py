@@ -19,10 +19,12 @@ Why it is built this way:
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -148,34 +150,50 @@ def captures(conn: sa.Connection, run_ids: list[int]) -> list[CaptureInfo]:
 def precheck(conn: sa.Connection, ctx: Ctx, metric: Metric) -> tuple[MetricValue | None, list[CaptureInfo]]:
     """n/a when there are no records, the records are a sample, or a needed field is missing (R9, R15)."""
     caps = captures(conn, ctx.run_ids)
+    return precheck_caps(ctx, metric, caps), caps
+
+
+def precheck_caps(ctx: Ctx, metric: Metric, caps: list[CaptureInfo]) -> MetricValue | None:
+    """The decision of :func:`precheck` on captures already read (shared with the batch path)."""
     if not caps:
-        return na(metric, ctx, "no per-request records in this scope's artefacts (aggregates only)"), caps
+        return na(metric, ctx, "no per-request records in this scope's artefacts (aggregates only)")
     bare = sorted(set(ctx.run_ids) - {c.run_id for c in caps})
     if bare:
         return na(metric, ctx, f"no per-request records for run(s) {', '.join(map(str, bare))} of the scope "
-                  "(aggregates only)", runs_without_records=bare), caps  # fmt: skip
+                  "(aggregates only)", runs_without_records=bare)  # fmt: skip
     sampled = [c for c in caps if c.sampled]
     if sampled:
         note = sampled[0].sample_note or "the file keeps only a sample of its records"
         return na(metric, ctx, f"records are a sample ({note}): aggregates over them cannot be derived",
-                  sampled_captures=[c.id for c in sampled]), caps  # fmt: skip
+                  sampled_captures=[c.id for c in sampled])  # fmt: skip
     total = sum(c.record_count for c in caps)
     for options in [metric.needs] if metric.needs else []:
-        have = [c for c in caps if any(set(opt) <= c.fields for opt in options)]
+        sets = _option_sets(options)
+        have = [c for c in caps if any(opt <= c.fields for opt in sets)]
         if len(have) < len(caps):
             want = " or ".join(" + ".join(o) for o in options)
             covered = sum(c.record_count for c in have)
             if not have:
-                return na(metric, ctx, f"{want} not captured", coverage=f"0 of {total} requests"), caps
+                return na(metric, ctx, f"{want} not captured", coverage=f"0 of {total} requests")
             return na(metric, ctx, f"{want} captured for {covered} of {total} requests",
-                      coverage=f"{covered} of {total} requests"), caps  # fmt: skip
-    return None, caps
+                      coverage=f"{covered} of {total} requests")  # fmt: skip
+    return None
+
+
+@functools.cache
+def _option_sets(needs: tuple[tuple[str, ...], ...]) -> tuple[frozenset[str], ...]:
+    return tuple(frozenset(o) for o in needs)
 
 
 def _fields_used(caps: list[CaptureInfo], metric: Metric) -> list[str]:
+    """The fields used: per capture, its first acceptable set of needed fields."""
     used: set[str] = set()
+    sets = _option_sets(metric.needs)
     for c in caps:
-        used |= next((set(o) for o in metric.needs if set(o) <= c.fields), set())
+        for o in sets:
+            if o <= c.fields:
+                used |= o
+                break
     return sorted(used)
 
 
@@ -205,15 +223,23 @@ def count_status(status: str) -> Callable[[sa.Connection, Ctx, Metric], MetricVa
         if bad:
             return bad
         row = conn.execute(status_counts_sql(ctx.run_ids)).one()
-        return derived(metric, ctx, Fraction(int(row._mapping[status] or 0)), runs=ctx.run_ids,
-                       requests=int(row.n), fields=_fields_used(caps, metric))  # fmt: skip
+        return count_value(metric, ctx, caps, row.n, row._mapping[status])
 
+    compute.batch = ("count", status)  # type: ignore[attr-defined]  # queries.metrics_batch
     return compute
+
+
+def count_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], n: int, count: int | None) -> MetricValue:
+    return derived(metric, ctx, Fraction(int(count or 0)), runs=ctx.run_ids, requests=int(n),
+                   fields=_fields_used(caps, metric))  # fmt: skip
 
 
 def record_groups(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
     return derived(metric, ctx, Fraction(len(ctx.run_ids)), runs=ctx.run_ids,
                    basis="runs (record groups) in the scope: a count of records, never of requests (R2)")  # fmt: skip
+
+
+record_groups.batch = ("groups",)  # type: ignore[attr-defined]
 
 
 def totals_sql(run_ids: list[int], column: sa.Column) -> sa.Select:
@@ -232,15 +258,21 @@ def ok_total(column: sa.Column) -> Callable[[sa.Connection, Ctx, Metric], Metric
         if bad:
             return bad
         row = conn.execute(totals_sql(ctx.run_ids, column)).one()
-        if row.ok == 0:
-            return na(metric, ctx, "no ok requests", requests_ok=0)
-        if row.missing:
-            return na(metric, ctx, f"{column.name} reported for {row.ok - row.missing} of {row.ok} ok requests",
-                      coverage=f"{row.ok - row.missing} of {row.ok} ok requests")  # fmt: skip
-        return derived(metric, ctx, Fraction(int(row.total)), runs=ctx.run_ids, requests_ok=int(row.ok),
-                       fields=_fields_used(caps, metric))  # fmt: skip
+        return total_value(metric, ctx, caps, column.name, row.total, row.ok, row.missing)
 
+    compute.batch = ("total", column.name)  # type: ignore[attr-defined]
     return compute
+
+
+def total_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], column: str, total: int | None, ok: int,
+                missing: int | None) -> MetricValue:  # fmt: skip
+    if ok == 0:
+        return na(metric, ctx, "no ok requests", requests_ok=0)
+    if missing:
+        return na(metric, ctx, f"{column} reported for {ok - missing} of {ok} ok requests",
+                  coverage=f"{ok - missing} of {ok} ok requests")  # fmt: skip
+    return derived(metric, ctx, Fraction(int(total)), runs=ctx.run_ids, requests_ok=int(ok),  # type: ignore[arg-type]
+                   fields=_fields_used(caps, metric))  # fmt: skip
 
 
 def wall_clock_sql(run_ids: list[int]) -> sa.Select:
@@ -256,11 +288,16 @@ def wall_clock_sql(run_ids: list[int]) -> sa.Select:
 def wall_clock(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
     """The common wall clock (R3); without times, the tool's own duration, flagged as such."""
     caps = captures(conn, ctx.run_ids)
+    return wall_value(metric, ctx, caps, lambda: conn.execute(wall_clock_sql(ctx.run_ids)).one())
+
+
+def wall_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], fetch: Callable[[], object]) -> MetricValue:
+    """The decision of :func:`wall_clock`; ``fetch`` gives the row of :func:`wall_clock_sql` (read only if needed)."""
     if any(c.sampled for c in caps):
         return na(metric, ctx, "records are a sample: their first send / last end is not the run's")
     timed = bool(caps) and all({"send_time", "end_time"} <= c.fields for c in caps)
     if timed:
-        row = conn.execute(wall_clock_sql(ctx.run_ids)).one()
+        row: Any = fetch()
         if row.clocks > 1:
             return na(metric, ctx, "requests are on different clocks: no common wall clock")
         if row.first_send is not None and row.last_end is not None and row.last_end > row.first_send:
@@ -274,6 +311,9 @@ def wall_clock(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
     return na(metric, ctx, "no send/end times captured and the tool recorded no duration")
 
 
+wall_clock.batch = ("wall",)  # type: ignore[attr-defined]
+
+
 # --------------------------------------------------------------------------- rates over the wall clock
 
 
@@ -285,18 +325,24 @@ def rate(tokens: tuple[str, ...], per: int, wall: Metric | None = None) -> Calla
 
         parts = [METRICS[t].compute(conn, ctx, METRICS[t]) for t in tokens]
         clock = METRICS["wall_clock_s"].compute(conn, ctx, METRICS["wall_clock_s"])
-        for v in [*parts, clock]:
-            if v.value is None:
-                return na(metric, ctx, f"{v.metric}: {v.na_reason}", **{v.metric: None})
-        if clock.value == 0:
-            return na(metric, ctx, "wall clock is zero")
-        total = sum((p.value for p in parts), Fraction(0))  # type: ignore[misc]
-        inputs = {p.metric: str(p.value) for p in parts} | {"wall_clock_s": float(clock.value),  # type: ignore[arg-type]
-                                                           "basis": clock.inputs.get("basis"),
-                                                           "requests_ok": parts[0].inputs.get("requests_ok")}
-        return derived(metric, ctx, per * total / clock.value, runs=ctx.run_ids, **inputs)  # type: ignore[operator]
+        return rate_value(metric, ctx, parts, clock, per)
 
+    compute.batch = ("rate", tokens, per)  # type: ignore[attr-defined]
     return compute
+
+
+def rate_value(metric: Metric, ctx: Ctx, parts: list[MetricValue], clock: MetricValue, per: int) -> MetricValue:
+    """The decision of :func:`rate` on the token totals and the wall clock already computed."""
+    for v in [*parts, clock]:
+        if v.value is None:
+            return na(metric, ctx, f"{v.metric}: {v.na_reason}", **{v.metric: None})
+    if clock.value == 0:
+        return na(metric, ctx, "wall clock is zero")
+    total = sum((p.value for p in parts), Fraction(0))  # type: ignore[misc]
+    inputs = {p.metric: str(p.value) for p in parts} | {"wall_clock_s": float(clock.value),  # type: ignore[arg-type]
+                                                       "basis": clock.inputs.get("basis"),
+                                                       "requests_ok": parts[0].inputs.get("requests_ok")}
+    return derived(metric, ctx, per * total / clock.value, runs=ctx.run_ids, **inputs)  # type: ignore[operator]
 
 
 # --------------------------------------------------------------------------- distributions over ok requests
@@ -319,17 +365,18 @@ def tpot_expr() -> sa.ColumnElement:
     return (Q.c.latency_s - Q.c.ttft_s) / sa.cast(Q.c.output_tokens - 1, DOUBLE)
 
 
-def decode_rate_expr() -> sa.ColumnElement:
+def decode_rate_expr(gap_sum: sa.ColumnElement | None = None) -> sa.ColumnElement:
     """(output tokens - 1) / (last token - first token) of one stream (R4).
 
     The first-to-last-token span is latency - TTFT, else end - first token on the request's clock,
     else the sum of its chunk gaps (the legacy vLLM writer keeps gaps but no latency).
     """
-    gap_sum = (
-        sa.select(sa.func.sum(G.c.gap_s))
-        .where(G.c.artefact_id == Q.c.artefact_id, G.c.request_idx == Q.c.idx)
-        .scalar_subquery()
-    )
+    if gap_sum is None:
+        gap_sum = (
+            sa.select(sa.func.sum(G.c.gap_s))
+            .where(G.c.artefact_id == Q.c.artefact_id, G.c.request_idx == Q.c.idx)
+            .scalar_subquery()
+        )
     span = sa.case(
         (sa.and_(Q.c.latency_s.is_not(None), Q.c.ttft_s.is_not(None)), Q.c.latency_s - Q.c.ttft_s),
         (sa.and_(Q.c.end_ns.is_not(None), Q.c.first_token_ns.is_not(None)), _seconds(Q.c.end_ns, Q.c.first_token_ns)),
@@ -338,21 +385,56 @@ def decode_rate_expr() -> sa.ColumnElement:
     return sa.cast(Q.c.output_tokens - 1, DOUBLE) / sa.func.nullif(span, 0)
 
 
-def values_sql(run_ids: list[int], expr: sa.ColumnElement, where: sa.ColumnElement | None = None) -> sa.Select:
-    stmt = sa.select(expr.label("v")).where(Q.c.run_id.in_(run_ids), OK)
+def _needs_gaps(q: sa.Table) -> sa.ColumnElement[bool]:
+    """A request whose first-to-last-token span can only come from its chunk gaps."""
+    return sa.and_(sa.or_(q.c.latency_s.is_(None), q.c.ttft_s.is_(None)),
+                   sa.or_(q.c.end_ns.is_(None), q.c.first_token_ns.is_(None)))  # fmt: skip
+
+
+def decode_rate_by_run_sql(run_ids: list[int] | sa.Select, conn: sa.Connection | None = None) -> sa.Select:
+    """(run_id, decode rate) of many runs, unsorted: :func:`decode_rate_expr` with its chunk-gap sum read by
+    one grouped LEFT JOIN, over only the requests whose span needs it (no latency/TTFT, no end/first token),
+    instead of a correlated subquery per request. Same gaps, same SUM: same value. Given ``conn``, a probe
+    first: when no such request exists the gap sum is never reached and the join is left out."""
+    if conn is not None:
+        probe = sa.select(Q.c.idx).where(Q.c.run_id.in_(run_ids), OK, Q.c.output_tokens > 1, _needs_gaps(Q)).limit(1)
+        if conn.execute(probe).first() is None:
+            v = decode_rate_expr(gap_sum=sa.null())
+            return sa.select(Q.c.run_id, v.label("v")).where(Q.c.run_id.in_(run_ids), OK, Q.c.output_tokens > 1)
+    q2 = Q.alias("q2")
+    needs_gaps = _needs_gaps(q2)
+    gs = (sa.select(G.c.artefact_id, G.c.request_idx, sa.func.sum(G.c.gap_s).label("s"))
+          .select_from(G.join(q2, sa.and_(q2.c.artefact_id == G.c.artefact_id, q2.c.idx == G.c.request_idx)))
+          .where(q2.c.run_id.in_(run_ids), q2.c.status == "ok", q2.c.output_tokens > 1, needs_gaps)
+          .group_by(G.c.artefact_id, G.c.request_idx).subquery("gs"))  # fmt: skip
+    span = sa.case(
+        (sa.and_(Q.c.latency_s.is_not(None), Q.c.ttft_s.is_not(None)), Q.c.latency_s - Q.c.ttft_s),
+        (sa.and_(Q.c.end_ns.is_not(None), Q.c.first_token_ns.is_not(None)), _seconds(Q.c.end_ns, Q.c.first_token_ns)),
+        else_=gs.c.s,
+    )
+    v = sa.cast(Q.c.output_tokens - 1, DOUBLE) / sa.func.nullif(span, 0)
+    return (sa.select(Q.c.run_id, v.label("v"))
+            .select_from(Q.outerjoin(gs, sa.and_(gs.c.artefact_id == Q.c.artefact_id, gs.c.request_idx == Q.c.idx)))
+            .where(Q.c.run_id.in_(run_ids), OK, Q.c.output_tokens > 1))  # fmt: skip
+
+
+def values_sql(run_ids: list[int], expr: sa.ColumnElement, where: sa.ColumnElement | None = None,
+               by_run: bool = False) -> sa.Select:  # fmt: skip
+    """The values of a distribution, sorted; ``by_run``: (run_id, v) of many runs, unsorted (batch path)."""
+    stmt = sa.select(*([Q.c.run_id] if by_run else []), expr.label("v")).where(Q.c.run_id.in_(run_ids), OK)
     if where is not None:
         stmt = stmt.where(where)
-    return stmt.order_by(expr)
+    return stmt if by_run else stmt.order_by(expr)
 
 
-def itl_sql(run_ids: list[int]) -> sa.Select:
+def itl_sql(run_ids: list[int], by_run: bool = False, conn: sa.Connection | None = None) -> sa.Select:
     """Chunk gaps of ok requests, flattened (vLLM's ITL list)."""
-    return (
-        sa.select(G.c.gap_s.label("v"))
+    stmt = (
+        sa.select(*([Q.c.run_id] if by_run else []), G.c.gap_s.label("v"))
         .select_from(G.join(Q, sa.and_(Q.c.artefact_id == G.c.artefact_id, Q.c.idx == G.c.request_idx)))
         .where(Q.c.run_id.in_(run_ids), OK)
-        .order_by(G.c.gap_s)
     )
+    return stmt if by_run else stmt.order_by(G.c.gap_s)
 
 
 def apply_stat(stat: str, values: list[Fraction]) -> Fraction:
@@ -365,36 +447,52 @@ def apply_stat(stat: str, values: list[Fraction]) -> Fraction:
     raise ValueError(stat)
 
 
-def distribution(sql: Callable[[list[int]], sa.Select], stat: str, population: str
+def distribution(sql: Callable[..., sa.Select], stat: str, population: str
                  ) -> Callable[[sa.Connection, Ctx, Metric], MetricValue]:  # fmt: skip
+    """``sql(run_ids)``: the sorted values; ``sql(run_ids, by_run=True, conn=conn)``: (run_id, v) of many runs
+    (the batch path; ``conn`` lets a builder probe the data first)."""
+
     def compute(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
         bad, caps = precheck(conn, ctx, metric)
         if bad:
             return bad
         raw = [r.v for r in conn.execute(sql(ctx.run_ids))]
         missing = sum(1 for v in raw if v is None)
-        if missing:
-            return na(metric, ctx, f"value missing for {missing} of {len(raw)} {population}",
-                      coverage=f"{len(raw) - missing} of {len(raw)} {population}")  # fmt: skip
-        if not raw:
-            return na(metric, ctx, f"no {population}")
-        values = sorted(exact(v) for v in raw)
-        return derived(metric, ctx, apply_stat(stat, values), runs=ctx.run_ids, values=len(values),
-                       population=population, fields=_fields_used(caps, metric),
-                       method="numpy linear (type 7)" if stat.startswith("p") else stat)  # fmt: skip
+        return dist_value(metric, ctx, caps, stat, population, len(raw), missing,
+                          lambda: sorted(exact(v) for v in raw))  # fmt: skip
 
+    compute.batch = ("dist", sql, stat, population)  # type: ignore[attr-defined]
     return compute
+
+
+def dist_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], stat: str, population: str, n: int,
+               missing: int, values: Callable[[], Sequence[Fraction]]) -> MetricValue:  # fmt: skip
+    """The decision of :func:`distribution`: n values of which ``missing`` are NULL; ``values()`` sorted."""
+    if missing:
+        return na(metric, ctx, f"value missing for {missing} of {n} {population}",
+                  coverage=f"{n - missing} of {n} {population}")  # fmt: skip
+    if not n:
+        return na(metric, ctx, f"no {population}")
+    vals = values()
+    return derived(metric, ctx, apply_stat(stat, vals), runs=ctx.run_ids, values=len(vals),
+                   population=population, fields=_fields_used(caps, metric),
+                   method="numpy linear (type 7)" if stat.startswith("p") else stat)  # fmt: skip
 
 
 def cache_hit_tokens(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
     """Sum of cached_tokens of ok requests; n/a where not reported, never 0, never from TTFT (R9)."""
-    bad, caps = precheck(conn, ctx, metric)
+    bad, _ = precheck(conn, ctx, metric)
+    return cache_value(metric, ctx, bad, lambda: conn.execute(totals_sql(ctx.run_ids, Q.c.cached_tokens)).one())
+
+
+def cache_value(metric: Metric, ctx: Ctx, bad: MetricValue | None, fetch: Callable[[], object]) -> MetricValue:
+    """The decision of :func:`cache_hit_tokens`; ``fetch`` gives the row of :func:`totals_sql`."""
     if bad:
         bad.inputs.setdefault("basis", "cached_tokens is n/a where a capture lacks it: never 0, never estimated")
         if bad.na_reason and " captured for " in bad.na_reason:
             bad.na_reason = f"cached_tokens captured for {bad.inputs['coverage']}"
         return bad
-    row = conn.execute(totals_sql(ctx.run_ids, Q.c.cached_tokens)).one()
+    row: Any = fetch()
     if row.ok == 0:
         return na(metric, ctx, "no ok requests")
     if row.missing:
@@ -402,6 +500,9 @@ def cache_hit_tokens(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricVal
                   coverage=f"{row.ok - row.missing} of {row.ok} ok requests")  # fmt: skip
     return derived(metric, ctx, Fraction(int(row.total)), runs=ctx.run_ids, requests_ok=int(row.ok),
                    fields=["cached_tokens"])  # fmt: skip
+
+
+cache_hit_tokens.batch = ("cache",)  # type: ignore[attr-defined]
 
 
 # --------------------------------------------------------------------------- the request metrics
@@ -443,26 +544,28 @@ def request_metrics() -> list[Metric]:
                                                       ("output_tokens", "first_token_time", "end_time"),
                                                       ("output_tokens", "chunk_gaps")),
                "MEDIAN over ok requests with output_tokens > 1 of (output_tokens - 1) / (latency_s - ttft_s) (R4)",
-               "requests", distribution(lambda ids: values_sql(ids, decode_rate_expr(), Q.c.output_tokens > 1),
+               "requests", distribution(lambda ids, by_run=False, conn=None: decode_rate_by_run_sql(ids, conn) if by_run else
+                                        values_sql(ids, decode_rate_expr(), Q.c.output_tokens > 1),
                                         "p50", "ok requests with more than one output token")),
         Metric("cache_hit_tokens", "tokens", "token_count", "total", _OK, (("cached_tokens",),),
                "SUM(cached_tokens) WHERE status = 'ok'; n/a where not captured, never 0 (R9)", "requests",
                cache_hit_tokens, pools=True),
     ]  # fmt: skip
     dists = [
-        ("ttft", TTFT_NEEDS, lambda ids: values_sql(ids, ttft_expr(), sa.or_(Q.c.output_tokens.is_(None),
-                                                                             Q.c.output_tokens > 0)),
+        ("ttft", TTFT_NEEDS, lambda ids, by_run=False, conn=None: values_sql(ids, ttft_expr(), sa.or_(
+            Q.c.output_tokens.is_(None), Q.c.output_tokens > 0), by_run),
          ("mean", "p50", "p90", "p99", "max"),
          "time to first token (ttft_s, else first_token - send); a request with 0 output tokens has no first token",
          "ok requests with output"),
         ("tpot", (("ttft_s", "latency_s", "output_tokens"),),
-         lambda ids: values_sql(ids, tpot_expr(), Q.c.output_tokens > 1), ("mean", "p50", "p99"),
+         lambda ids, by_run=False, conn=None: values_sql(ids, tpot_expr(), Q.c.output_tokens > 1, by_run), ("mean", "p50", "p99"),
          "(latency_s - ttft_s) / (output_tokens - 1), output_tokens > 1 (vLLM's TPOT)",
          "ok requests with more than one output token"),
         ("itl", (("chunk_gaps",),), itl_sql, ("mean", "p50", "p99"),
          "gaps between streamed chunks of ok requests, flattened (one chunk may carry several tokens)",
          "chunk gaps of ok requests"),
-        ("e2e_latency", LAT_NEEDS, lambda ids: values_sql(ids, latency_expr()), ("mean", "p50", "p99"),
+        ("e2e_latency", LAT_NEEDS, lambda ids, by_run=False, conn=None: values_sql(ids, latency_expr(), None, by_run),
+         ("mean", "p50", "p99"),
          "end-to-end latency (latency_s, else end - send)", "ok requests"),
     ]  # fmt: skip
     for base, needs, sql, stats, formula, population in dists:

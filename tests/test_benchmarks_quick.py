@@ -26,6 +26,24 @@ def test_quick_benchmark_completes_and_writes_its_report(tmp_path: Path) -> None
     text = out.read_text()
     assert "## Import" in text and "## Machine" in text and "## Baselines" in text
     assert "exit " not in text, text  # every `ledger import` of the benchmark succeeded
+    assert "audit of 100 claims:" in text, text  # the audit timing ran (quick: 100 claims) on every backend
+
+
+def test_generated_claims_file_is_valid_and_counts_its_claims(tmp_path: Path) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gen
+
+    from queries.claims import load_claims
+
+    vllm = tmp_path / "v.jsonl"
+    gen.vllm_and_ledger(vllm, 3, 20, 2, None)
+    for n in (7, 100, 1000):
+        out = tmp_path / f"c{n}.yaml"
+        counts = gen.claims(vllm, out, n)
+        claims = load_claims(out).claims  # the documented format; every referenced claim exists
+        assert len(claims) == n == counts["metric"] + counts["derived"]
+        assert counts["metric"] == sum(c.basis == "metric" for c in claims)
+    assert (counts["metric"], counts["derived"], counts["evaluate_calls"]) == (600, 400, 700)
 
 
 def _long(chunks) -> list[tuple]:

@@ -186,3 +186,74 @@ def test_counter_meanings_say_what_is_measured() -> None:
     assert COUNTER_KIND.keys() == COUNTER_MEANING.keys()
     assert set(COUNTER_KIND.values()) <= KINDS.keys()
     assert COUNTER_KIND["sm"] == "activity_time_percent" and COUNTER_KIND["mem"] == "memory_busy_percent"
+
+
+# --------------------------------------------------------------------------- the key of hardware_sample
+# Since migration 0007 the database keeps no PRIMARY KEY (artefact_id, line, counter) and no FOREIGN KEY
+# on hardware_sample: the importer guarantees the key, the seal shows any later change.
+
+
+def _dmon_file(path: Path, ticks: int = 300, gpus: int = 4, names: str = "pwr     sm    mem") -> Path:
+    head = [f"#Date       Time        gpu    {names}", "#YYYYMMDD   HH:MM:SS    Idx      W      %      %"]
+    lines = []
+    for t in range(ticks):
+        if t % 20 == 0:
+            lines += head
+        for g in range(gpus):
+            lines.append(f" 20240105   10:{t // 60 % 60:02d}:{t % 60:02d}    {g:3d}  {100 + g:5d}  {t % 101:5d}  {t % 7:5d}")
+    path.write_text("\n".join(lines) + "\n")
+    return path
+
+
+def test_repeated_column_names_are_refused_on_both_paths(tmp_path: Path) -> None:
+    """Two columns of one name would give two rows of one key: both readers refuse the file."""
+    from importers.dmon import _wide_chunks
+
+    path = _dmon_file(tmp_path / "d.txt", ticks=30, names="pwr     sm    pwr")
+    with pytest.raises(ParseError, match="column names repeat"):
+        drain(path)
+    with pytest.raises(ParseError, match="column names repeat"):
+        for _ in _wide_chunks(path, None):
+            pass
+
+
+def test_hardware_sample_key_is_kept_by_the_importer_and_sealed(ledger, tmp_path: Path) -> None:
+    import sqlalchemy as sa
+    from click.testing import CliRunner
+
+    from ledger.cli import main
+
+    def cli(*args: object, code: int = 0) -> str:
+        res = CliRunner().invoke(main, [str(a) for a in args])
+        assert res.exit_code == code, res.output
+        return res.output
+
+    a = _dmon_file(tmp_path / "a.txt")
+    b = tmp_path / "b.txt"  # a header change mid-file (the line reader takes over) and other values
+    b.write_text(a.read_text().replace(" 20240105   10:00:1", " 20240105   10:00:2", 1)
+                 + "# gpu    pwr     sm\n# Idx      W      %\n    0    90     5\n    1    91     6\n")
+    cli("import", a, b, "--batch", "hw", "--node", "n0", "--db", ledger.url)
+    with ledger.engine.connect() as conn:
+        total, dup, orphans = conn.execute(sa.text(
+            "SELECT (SELECT count(*) FROM hardware_sample), "
+            "(SELECT count(*) FROM (SELECT artefact_id, line, counter FROM hardware_sample "
+            " GROUP BY artefact_id, line, counter HAVING count(*) > 1) d), "
+            "(SELECT count(*) FROM hardware_sample h WHERE NOT EXISTS (SELECT 1 FROM artefact a WHERE a.id = h.artefact_id))"
+        )).one()  # fmt: skip
+        art = conn.execute(sa.text("SELECT min(id) FROM artefact")).scalar_one()
+        line = conn.execute(sa.text(f"SELECT min(line) FROM hardware_sample WHERE artefact_id = {art}")).scalar_one()
+    assert (total, dup, orphans) == (2 * 300 * 4 * 3 + 2 * 2, 0, 0)
+
+    seals = tmp_path / "seals.jsonl"
+    cli("close", "hw", "--seal-file", seals, "--db", ledger.url)
+    assert "batch hw: ok" in cli("verify", "--seal-file", seals, "--db", ledger.url)
+    sql = f"UPDATE hardware_sample SET value = value + 1 WHERE artefact_id = {art} AND line = {line} AND counter = 'sm'"
+    if ledger.backend == "postgresql":  # migration 0007 re-created the append-only triggers of 0005
+        with pytest.raises(sa.exc.DBAPIError, match="refused by R9: UPDATE of hardware_sample"):
+            with ledger.engine.begin() as conn:
+                conn.exec_driver_sql(sql)
+        return
+    with ledger.engine.begin() as conn:
+        conn.exec_driver_sql(sql)
+    out = cli("verify", "--seal-file", seals, "--db", ledger.url, code=1)
+    assert f"table hardware_sample: 1 changed: (artefact_id={art}, line={line}, counter=sm)" in out

@@ -1,0 +1,146 @@
+"""The batch path of run_metrics (queries.metrics_batch) equals evaluate(), metric by metric, run by run.
+
+On both backends (the `ledger` fixture): the hand-computed fixtures of test_metrics.py (plus runs that
+reach the remaining branches: one output token, failed only, legacy chunk gaps only, mixed clocks,
+unknown status, a corrected run) and a generated multi-run ledger with fields missing at random.
+Equality is exact: value (Fraction), flag, n/a reason, inputs (in order: the CLI prints them as JSON),
+run ids and scope. Percentiles are exact too: the batch path reads the two order statistics
+numpy's linear method needs and interpolates with Fractions, as evaluate does.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+from ledger.books import correct_run
+from ledger.store import Ledger
+from queries.metrics import METRICS, ROW_METRICS, evaluate, run_metrics, run_metrics_per_run
+from queries.metrics_batch import supported
+from queries.types import Scope
+from tests.test_metrics import imp, two_batches, write_requests  # noqa: F401  (fixture)
+
+# every request metric the batch path serves, then a mean (computed per run as before)
+BATCH = tuple(n for n, mt in METRICS.items() if supported(mt))
+ALL = tuple(dict.fromkeys([*ROW_METRICS, *BATCH, "ttft_mean", "record_groups"]))
+
+
+def assert_same(led: Ledger, batches: list[str] | None = None) -> int:
+    fast = run_metrics(led, batches, metrics=ALL)
+    slow = run_metrics_per_run(led, batches, metrics=ALL)
+    assert [(r.run_id, r.batch, r.label) for r in fast] == [(r.run_id, r.batch, r.label) for r in slow]
+    for f, s in zip(fast, slow, strict=True):
+        assert list(f.values) == list(s.values) == list(ALL)
+        for name in ALL:
+            a, b = f.values[name], s.values[name]
+            where = f"run {f.run_id} ({f.batch}/{f.label}) {name}"
+            assert (a.value, a.flag, a.na_reason) == (b.value, b.flag, b.na_reason), where
+            assert list(a.inputs.items()) == list(b.inputs.items()), where
+            assert a == b, where
+            assert type(a.value) is type(b.value), where
+        assert f.as_dict() == s.as_dict()
+    # and evaluate() itself, as the audit and `ledger metrics --json` see it
+    for f in fast:
+        for name in ROW_METRICS:
+            assert f.values[name] == evaluate(led, name, Scope(batch=f.batch, run=f"#{f.run_id}")), (f.run_id, name)
+    return len(fast)
+
+
+def test_batch_path_covers_the_row_metrics() -> None:
+    assert set(ROW_METRICS) - {"record_groups"} <= set(BATCH)
+    assert "ttft_mean" not in BATCH  # an exact mean needs every value: computed per run
+
+
+def test_batch_equals_evaluate_on_hand_fixtures(two_batches: Ledger, ledger_url: str, tmp_path: Path) -> None:  # noqa: F811
+    led = two_batches
+    one = write_requests(tmp_path / "one.jsonl", {"run": "O", "tool": "t"},
+                         [{"status": "ok", "output_tokens": 1, "ttft_s": 0.1, "latency_s": 0.1}])  # fmt: skip
+    failed = write_requests(tmp_path / "f.jsonl", {"run": "F", "tool": "t", "duration_s": 0.0},
+                            [{"status": "failed", "input_tokens": 5, "output_tokens": 0}])  # fmt: skip
+    # legacy writer: chunk gaps, no latency / TTFT / times: the decode span is the sum of the gaps
+    gaps = write_requests(tmp_path / "g.jsonl", {"run": "G", "tool": "t", "duration_s": 7.5}, [
+        {"status": "ok", "input_tokens": 3, "output_tokens": 4, "chunk_gaps": [0.1, 0.2, 0.3]},
+        {"status": "ok", "input_tokens": 3, "output_tokens": 9, "chunk_gaps": [0.25, 0.5]},
+        {"status": "ok", "input_tokens": 3, "output_tokens": 1, "chunk_gaps": []},
+        {"input_tokens": 3, "output_tokens": 2},
+    ])  # fmt: skip
+    imp(ledger_url, str(one), "--batch", "b1")
+    imp(ledger_url, str(failed), "--batch", "b2")
+    imp(ledger_url, str(gaps), "--batch", "b2")
+    # two captures of one run on different clocks: no common wall clock
+    c1 = write_requests(tmp_path / "c1.jsonl", {"run": "C", "tool": "t", "clock": "epoch_s"},
+                        [{"status": "ok", "input_tokens": 1, "output_tokens": 2, "send_time": 1.0, "end_time": 2.0}])
+    c2 = write_requests(tmp_path / "c2.jsonl", {"run": "C", "tool": "t", "clock": "monotonic_s"},
+                        [{"status": "ok", "input_tokens": 1, "output_tokens": 2, "send_time": 5.0, "end_time": 9.0}])
+    imp(ledger_url, str(c1), "--batch", "b2")
+    imp(ledger_url, str(c2), "--batch", "b2", "--run", "C")
+    # a corrected run: the current revision is shown, captured rows stay on the first one
+    rid = run_metrics(led, ["b2"], metrics=())[0].run_id
+    correct_run(led, rid, "typo in the duration", duration_s=99.0)
+    assert assert_same(led) == 9
+    assert assert_same(led, ["b2"]) == 4
+    rows = run_metrics(led, ["b2"])
+    corrected = next(r for r in rows if r.values["requests_ok"].run_ids == [rid])
+    assert corrected.run_id != rid and corrected.values["requests_ok"].value == 2
+    g = next(r for r in rows if r.label == "G")
+    assert g.values["per_stream_decode_rate_median"].flag == "derived"  # from the gap sums
+    assert g.values["wall_clock_s"].flag == "reported"
+    c = next(r for r in rows if r.label == "C")
+    assert c.values["wall_clock_s"].na_reason == "requests are on different clocks: no common wall clock"
+
+
+FIELDS = ("input_tokens", "output_tokens", "cached_tokens", "ttft_s", "latency_s", "chunk_gaps")
+
+
+def _run_records(rng: random.Random, n: int, drop: set[str], clock_s: float) -> list[dict]:
+    out = []
+    for _ in range(n):
+        status = rng.choices(["ok", "failed", "unknown", None], [90, 6, 2, 2])[0]
+        out_tok = rng.choice([0, 1, 2, rng.randint(3, 400)])
+        ttft = round(rng.uniform(0.01, 0.4), 6)
+        gaps = [round(rng.uniform(0.002, 0.05), 6) for _ in range(rng.randint(0, 5))]
+        lat = round(ttft + sum(gaps) + rng.random() * 0.01, 6)
+        send = round(clock_s + rng.uniform(0, 30), 6)
+        rec = {"status": status, "input_tokens": rng.randint(1, 4000), "output_tokens": out_tok,
+               "cached_tokens": rng.choice([0, 16, 64]), "ttft_s": ttft, "latency_s": lat, "chunk_gaps": gaps,
+               "send_time": send, "first_token_time": round(send + ttft, 6), "end_time": round(send + lat, 6)}
+        if rng.random() < 0.05:  # a value missing here and there (the field is still captured)
+            rec[rng.choice(["ttft_s", "latency_s", "output_tokens", "input_tokens", "end_time"])] = None
+        if status is None:
+            del rec["status"]
+        out.append({k: v for k, v in rec.items() if k not in drop})
+    return out
+
+
+def test_batch_equals_evaluate_on_generated_ledger(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
+    rng = random.Random(7)
+    for i in range(14):
+        drop: set[str] = set()
+        if i % 3 == 1:
+            drop |= set(rng.sample(["cached_tokens", "ttft_s", "latency_s", "chunk_gaps", "first_token_time"], 2))
+        if i % 4 == 2:
+            drop |= {"send_time", "first_token_time", "end_time"}
+        head = {"run": f"r{i}", "tool": "gen", "concurrency": 2 ** (i % 5)}
+        if not drop >= {"send_time"}:
+            head["clock"] = "epoch_s"
+        if i % 2:
+            head["duration_s"] = round(rng.uniform(10, 40), 3)
+        if i == 5:
+            head |= {"sampled": True, "sample_note": "every 10th request"}
+        recs = _run_records(rng, rng.choice([0, 1, 2, 7, 60]) if i != 3 else 0, drop, 1000.0 * i)
+        path = write_requests(tmp_path / f"r{i}.jsonl", head, recs)
+        imp(ledger_url, str(path), "--batch", f"g{i % 2}")
+        if i == 8:  # a second capture of run r8 lacking some fields: coverage reasons
+            more = write_requests(tmp_path / "r8b.jsonl", {"run": "r8", "tool": "gen", "clock": "epoch_s"},
+                                  _run_records(rng, 9, {"cached_tokens", "chunk_gaps"}, 8000.0))
+            imp(ledger_url, str(more), "--batch", "g0", "--run", "r8")
+    assert assert_same(ledger) == 14
+    assert assert_same(ledger, ["g1"]) == 7
+    # the generated runs reach the branches: derived, reported, and n/a for each kind of reason
+    values = [v for r in run_metrics(ledger, None, metrics=ALL) for v in r.values.values()]
+    assert {v.flag for v in values} == {"derived", "reported", "n/a"}
+    reasons = " | ".join(v.na_reason for v in values if v.na_reason)
+    for part in ("not captured", "captured for", "value missing for", "records are a sample", "no per-request records",
+                 "reported for"):
+        assert part in reasons, part
+    assert sum(1 for v in values if v.flag == "derived" and v.metric.endswith(("_p50", "_p99", "_median"))) > 20
