@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ledger.errors import ParseError
-from ledger.records import ParsedArtefact, ParsedRun
+from ledger.records import ArrowRequests, ParsedArtefact, ParsedRun
 
 SNIFF_BYTES = 64 * 1024
 
@@ -99,7 +99,7 @@ def numbered_across_runs(runs: Iterator[ParsedRun]) -> Iterator[ParsedRun]:
     offset = 0
     for run in runs:
         if run.requests is not None:
-            if offset:
+            if offset and not isinstance(run.requests, ArrowRequests):  # Arrow rows come numbered
                 run.requests.idx = list(range(offset, offset + len(run.requests)))
             offset += len(run.requests)
         yield run

@@ -54,9 +54,13 @@ from importers.base import (
     prefetched,
 )
 from ledger.errors import ParseError
-from ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RequestColumns, RunInfo
+from ledger.records import ArrowRequests, Capture, ParsedArtefact, ParsedRun, Published, RequestColumns, RunInfo
 
 E9 = Decimal(10**9)
+# The DuckDB-parsed path for regular JSON Lines files (_fast_runs below; issue 7). Anything it
+# does not recognise as regular falls back to the Python path below, which owns every error message.
+FAST_PATH = True
+FAST_MIN_BYTES = 1 << 20  # smaller files: the Python path (DuckDB's start-up would cost more than it saves)
 NUMBER = (int, float)
 
 # Aggregates vLLM writes: key as written -> (unit, quantity kind of ledger/kinds.py).
@@ -301,7 +305,7 @@ def _requests(arrays: dict[str, list], n: int, line: int | None, path: Path, pre
     return validate_columns(cols, path, prefix)
 
 
-def _fields(arrays: dict[str, list]) -> list[str]:
+def _fields(arrays) -> list[str]:
     fields = [f for a, f in (("input_lens", "input_tokens"), ("output_lens", "output_tokens"),
                              ("ttfts", "ttft_s"), ("itls", "chunk_gaps"), ("latencies", "latency_s"),
                              ("queue_times", "queue_s")) if a in arrays]
@@ -319,6 +323,13 @@ def parse_run(obj: object, line: int | None, prefix: str, path: Path) -> ParsedR
     if not isinstance(obj, dict):
         raise ParseError(path, where(prefix), None, f"expected a JSON object, got {type_name(obj)}")
     arrays, n = read_arrays(obj, ARRAYS, path, prefix)
+    info, capture, pubs = _header(obj, set(arrays), n, prefix, path)
+    requests = _requests(arrays, n, line, path, prefix) if n else None
+    return ParsedRun(info=info, capture=capture, requests=requests, published=pubs)
+
+
+def _header(obj: dict[str, Any], present: set[str], n: int, prefix: str, path: Path) -> tuple[RunInfo, Capture, list[Published]]:
+    """Run info, capture and printed aggregates of one result object (``present``: its arrays)."""
     pubs: list[Published] = []
     metadata: dict[str, str] = {}
     ignored: list[str] = []
@@ -345,11 +356,10 @@ def parse_run(obj: object, line: int | None, prefix: str, path: Path) -> ParsedR
         duration_s=float_or_none(obj, "duration"), locator=where(prefix), metadata=metadata,
     )
     capture = Capture(
-        fields=_fields(arrays), record_count=n, clock="monotonic_s" if "start_times" in arrays else None,
-        token_source="unknown", success_rule=SUCCESS_RULE if "errors" in arrays else NO_ERRORS_RULE,
+        fields=_fields(present), record_count=n, clock="monotonic_s" if "start_times" in present else None,
+        token_source="unknown", success_rule=SUCCESS_RULE if "errors" in present else NO_ERRORS_RULE,
     )
-    requests = _requests(arrays, n, line, path, prefix) if n else None
-    return ParsedRun(info=info, capture=capture, requests=requests, published=pubs)
+    return info, capture, pubs
 
 
 class VllmBenchImporter:
@@ -375,9 +385,316 @@ class VllmBenchImporter:
         return ParsedArtefact(format=self.name, format_version=None, runs=prefetched(numbered_across_runs(_runs(path))))
 
 
-def _runs(path: Path) -> Iterator[ParsedRun]:
+def _runs(path: Path, fast: bool | None = None) -> Iterator[ParsedRun]:
+    """Runs of the file: DuckDB-parsed (:func:`_fast_runs`) where the file is regular, else in Python."""
+    if fast or (fast is None and FAST_PATH and _size(path) >= FAST_MIN_BYTES):
+        runs = _fast_runs(path)
+        if runs is not None:
+            yield from runs
+            return
     for line, prefix, obj in iter_objects(path):
         yield parse_run(obj, line, prefix, path)
+
+
+# ---------------------------------------------------------------- the DuckDB-parsed path (issue 7)
+#
+# An in-memory DuckDB (not the ledger) is the JSON parser: read_json with typed columns reads the
+# per-request arrays of every line at C speed into typed lists (one row per line, kept in memory:
+# ~100 MB for the 1M-request benchmark file); Arrow kernels then flatten them, a batch of runs at a
+# time, into request and chunk-gap rows (ledger.records.ArrowRequests) that the store bulk-inserts.
+# Python reads each line once as bytes (_cut_arrays): it checks the arrays' bytes with
+# bytes.translate / one regex and decodes only the rest of the line (the small header) with json, so
+# labels, metadata and printed aggregates come from the same _header code as the Python path.
+#
+# Exactness: a start/ttft/latency double is turned into its shortest round-trip text (Arrow's
+# float -> string, the digits of Python's repr) and then decimal128(37,24); sums and the truncation
+# to ns are exact decimal arithmetic, as int(Decimal(repr(x)) * 10**9) in the Python path. That is
+# exact for |x| < 1e9 that are 0 or >= 1e-7 (17 significant digits fit 24 places); files with other
+# values fall back. Anything irregular (blank line, a line that is not an object, an array holding
+# anything but plain numbers / strings as expected, an array key that is not an array, unequal
+# lengths, integers beyond int32, a key found twice) makes the whole file take the Python path
+# before any run is yielded, so its error messages stay exactly as they are.
+# Tests: tests/importers/test_vllm_bench.py compares both paths row for row.
+
+FAST_RUNS_PER_QUERY = 64  # runs per Arrow batch (~64k requests of the benchmark file)
+_INT = ("input_lens", "output_lens")
+_TYPES = {"input_lens": "BIGINT[]", "output_lens": "BIGINT[]", "ttfts": "DOUBLE[]", "latencies": "DOUBLE[]",
+          "start_times": "DOUBLE[]", "queue_times": "DOUBLE[]", "errors": "VARCHAR[]", "itls": "DOUBLE[][]",
+          "generated_texts": "VARCHAR[]"}  # fmt: skip
+# Bytes an array may hold besides its numbers' digits (checked with bytes.translate, at C speed).
+_INT_BYTES = b"0123456789-, \t"
+_FLOAT_BYTES = b"0123456789-+.eE, \t"
+_STRINGS = re.compile(rb'\[\s*(?:"(?:[^"\\]|\\.)*"\s*(?:,\s*"(?:[^"\\]|\\.)*"\s*)*)?\]')
+
+
+def _cut_arrays(line: bytes) -> tuple[bytes, tuple[str, ...]] | None:
+    """The line without its per-request arrays (the small header for Python's json) and the arrays
+    it has, or None where an array is not plainly what the fast path expects: a numeric array with
+    anything but number characters (strings, null, true, NaN...), a string array with anything but
+    strings, a nested level too many. (A key found twice is caught by the caller: its second value
+    stays in the header.)"""
+    cuts, present = [], []
+    for name in ARRAYS:
+        key = b'"' + name.encode() + b'"'
+        i = line.find(key)
+        if i < 0:
+            continue
+        j = i + len(key)
+        while line[j: j + 1] in (b" ", b"\t"):
+            j += 1
+        if line[j: j + 1] != b":":
+            return None
+        j += 1
+        while line[j: j + 1] in (b" ", b"\t"):
+            j += 1
+        if line.startswith(b"null", j):
+            continue  # null counts as absent; the key stays in the header (the Python path skips it)
+        if line[j: j + 1] != b"[":
+            return None
+        if name in ("errors", "generated_texts"):
+            match = _STRINGS.match(line, j)
+            if match is None:
+                return None
+            end = match.end()
+        elif name == "itls":
+            if line.startswith(b"[]", j):
+                end = j + 2
+            else:
+                end = line.find(b"]]", j) + 2
+                seg = line[j + 1: end - 1]
+                if end < 2 or b"[[" in seg or seg.translate(None, _FLOAT_BYTES + b"[]") or not seg.startswith(b"["):
+                    return None
+        else:
+            end = line.find(b"]", j) + 1
+            if end <= 0 or line[j + 1: end - 1].translate(None, _INT_BYTES if name in _INT else _FLOAT_BYTES):
+                return None
+        cuts.append((j, end))
+        present.append(name)
+    if not cuts:
+        return line, ()
+    cuts.sort()
+    parts, pos = [], 0
+    for j, end in cuts:
+        parts.append(line[pos:j])
+        parts.append(b"null")
+        pos = end
+    parts.append(line[pos:])
+    return b"".join(parts), tuple(present)
+
+
+def _prescan(path: Path) -> tuple[list[tuple[dict, tuple[str, ...]]], int] | None:
+    """Per line: the header (the object without its arrays, decoded by Python's json) and the arrays
+    present; None where a line is blank, not an object, or irregular (see :func:`_cut_arrays`)."""
+    heads, longest = [], 0
+    try:
+        with open(path, "rb") as fh:
+            for raw in fh:
+                cut = _cut_arrays(raw)
+                if cut is None:
+                    return None
+                head = json.loads(cut[0])
+                # an array key found twice (or first inside a nested object) leaves a value here
+                if not isinstance(head, dict) or any(head.get(name) is not None for name in ARRAYS):
+                    return None
+                heads.append((head, cut[1]))
+                longest = max(longest, len(raw))
+    except (OSError, ValueError):
+        return None
+    return (heads, longest) if heads else None
+
+
+def _fast_runs(path: Path) -> Iterator[ParsedRun] | None:
+    """Runs parsed by DuckDB, or None where the file is not regular enough (see above)."""
+    scan = _prescan(path)
+    if scan is None:
+        return None
+    heads, longest = scan
+    import duckdb
+
+    con = duckdb.connect()
+    try:
+        meta = _fast_load(con, path, heads, longest)
+    except duckdb.Error:
+        meta = None
+    if meta is None:
+        con.close()
+        return None
+    return _fast_iter(con, path, meta, len(heads))
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _q(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _fast_load(con, path: Path, heads: list, longest: int) -> list[tuple] | None:
+    """Read the arrays as typed lists (table ``t``, one row per line); (rid, header, arrays, n) per
+    line, or None where lengths differ, an integer is beyond int32 or a time outside the exact range."""
+    cols = ", ".join(f"{name}: {_q(typ)}" for name, typ in _TYPES.items())
+    con.execute("SET preserve_insertion_order = true")
+    con.execute("SET enable_progress_bar = false")
+    con.execute(f"CREATE TABLE t AS SELECT * FROM read_json({_q(str(path))}, "
+                f"format='newline_delimited', columns={{{cols}}}, maximum_object_size={max(2 * longest, 1 << 20)})")  # fmt: skip
+    lens = ", ".join(f"len({name})" for name in _TYPES)
+    rows = con.execute(f"SELECT rowid, {lens} FROM t ORDER BY rowid").fetchall()
+    if len(rows) != len(heads):
+        return None
+    names = list(_TYPES)
+    meta = []
+    for (rid, *ns), (head, present) in zip(rows, heads, strict=True):
+        got = {name for name, n in zip(names, ns, strict=True) if n is not None}
+        if got != set(present) or len({n for n in ns if n is not None}) > 1:
+            return None
+        meta.append((rid, head, present, next((n for n in ns if n is not None), 0)))
+    conds = [f"coalesce(list_max(list_transform({c}, v -> abs(v))) >= 2147483648, false)" for c in _INT]
+    conds += [f"coalesce(list_bool_or(list_transform({c}, v -> abs(v) >= 1e9 OR (v <> 0 AND abs(v) < 1e-7))), false)"
+              for c in ("ttfts", "latencies", "start_times")]  # fmt: skip
+    bad = con.execute(f"SELECT count(*) FROM t WHERE {' OR '.join(conds)}").fetchone()[0]
+    return None if bad else meta
+
+
+def _dec(col):
+    """float64 -> decimal128(37,24) of its shortest round-trip text (the digits of Python's repr):
+    exact in the guarded range (|x| < 1e9, x == 0 or |x| >= 1e-7). Nulls stay null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.cast(pc.cast(col, pa.string()), pa.decimal128(37, 24))
+
+
+def _ns(*decs):
+    """Exact integer ns of a sum of :func:`_dec` values, truncated toward zero like
+    ``int(Decimal(repr(x)) * 10**9)``: the rescale to 9 places truncates, and the unscaled integer of
+    that decimal is the ns value. Nulls propagate."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = decs[0]
+    for d in decs[1:]:
+        total = pc.add(total, d)
+    t9 = pc.cast(total, pa.decimal128(38, 9), safe=False)
+    chunks = t9.chunks if isinstance(t9, pa.ChunkedArray) else [t9]
+    return pa.chunked_array([c.view(pa.decimal128(38, 0)).cast(pa.int64()) for c in chunks], pa.int64())
+
+
+def _arrow_rows(tab, present: tuple[str, ...], idx0: int, lines: list[int]):
+    """Request rows and chunk-gap rows of consecutive runs (rows of ``tab``) that have the same
+    arrays, computed with Arrow kernels from the typed lists: flatten, placeholders, status, exact ns."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    first = tab.column(present[0]).combine_chunks()
+    parent = pc.list_parent_indices(first)
+    n = len(parent)
+    flat = {name: pc.list_flatten(tab.column(name).combine_chunks()) for name in present if name != "generated_texts"}
+
+    def nulls(typ):
+        return pa.nulls(n, typ)
+
+    if "errors" in flat:
+        empty = pc.equal(flat["errors"], "")
+        status = pc.if_else(empty, "ok", "failed")
+        error = pc.if_else(empty, pa.scalar(None, pa.string()), flat["errors"])
+        keep = empty
+    else:
+        status = pa.repeat(pa.scalar("unknown"), n)
+        error = nulls(pa.string())
+        keep = None
+
+    def kept(name):
+        if name not in flat:
+            return nulls(pa.float64())
+        v = flat[name]
+        mask = keep if keep is not None else pc.not_equal(v, 0)  # unknown status: exact 0 is the placeholder
+        return pc.if_else(mask, v, pa.scalar(None, pa.float64()))
+
+    ttft, lat = kept("ttfts"), kept("latencies")
+    if "start_times" in flat:
+        st = _dec(flat["start_times"])
+        send = _ns(st)
+        first_tok = _ns(st, _dec(ttft)) if "ttfts" in flat else nulls(pa.int64())
+        end = _ns(st, _dec(lat)) if "latencies" in flat else nulls(pa.int64())
+    else:
+        send = first_tok = end = nulls(pa.int64())
+    if "itls" in flat:
+        inner = flat["itls"]
+        lens = pc.list_value_length(inner)
+        chunk_count = pc.add(lens, 1).cast(pa.int32())
+        gap_s = pc.list_flatten(inner)
+        g_parent = pc.list_parent_indices(inner)
+        starts = pc.subtract(pc.cumulative_sum(lens), lens)
+        pos = pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), len(gap_s))), 1)
+        gaps = pa.table({"request_idx": pc.add(g_parent, idx0).cast(pa.int32()),
+                         "seq": pc.subtract(pos, pc.take(starts, g_parent).cast(pa.int64())).cast(pa.int32()),
+                         "gap_s": gap_s.cast(pa.float64())})  # fmt: skip
+    else:
+        chunk_count, gaps = nulls(pa.int32()), None
+    cols = {
+        "idx": pc.add(pa.array(range(n), pa.int64()), idx0).cast(pa.int32()),
+        "line": pc.take(pa.array(lines, pa.int32()), parent),
+        "status": status, "error": error, "retries": nulls(pa.int32()),
+        "input_tokens": flat["input_lens"].cast(pa.int32()) if "input_lens" in flat else nulls(pa.int32()),
+        "output_tokens": flat["output_lens"].cast(pa.int32()) if "output_lens" in flat else nulls(pa.int32()),
+        "send_ns": send, "first_token_ns": first_tok, "end_ns": end, "ttft_s": ttft, "latency_s": lat,
+        "queue_s": flat["queue_times"] if "queue_times" in flat else nulls(pa.float64()),
+        "itl_mean_s": nulls(pa.float64()), "chunk_count": chunk_count, "cached_tokens": nulls(pa.int32()),
+    }  # fmt: skip
+    return pa.table(cols), gaps
+
+
+def _fast_iter(con, path: Path, meta: list[tuple], lines: int) -> Iterator[ParsedRun]:
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        single = lines == 1
+        idx0 = lo = 0
+        # a plain scan keeps insertion (= line) order (preserve_insertion_order); an ORDER BY would
+        # sort the list rows (~6x slower); the rowids are checked against the lines all the same
+        reader = con.execute("SELECT rowid AS rid, * FROM t").to_arrow_reader(FAST_RUNS_PER_QUERY)
+        for batch in reader:
+            part = meta[lo: lo + batch.num_rows]
+            if batch.column(0).to_pylist() != [r[0] for r in part]:
+                raise RuntimeError(f"{path}: DuckDB returned the lines out of order")
+            lo += batch.num_rows
+            tab = pa.Table.from_batches([batch])
+            # groups of consecutive runs with the same arrays (all of them in a regular file)
+            start = 0
+            while start < len(part):
+                stop = start + 1
+                while stop < len(part) and part[stop][2] == part[start][2]:
+                    stop += 1
+                group = part[start:stop]
+                present = group[0][2]
+                req = gaps = None
+                if any(r[3] for r in group):
+                    req, gaps = _arrow_rows(tab.slice(start, stop - start), present, idx0,
+                                            [rid + 1 for rid, *_ in group])  # fmt: skip
+                at = g_at = 0
+                for rid, obj, present, n in group:
+                    prefix = "" if single else f"line {rid + 1}"
+                    info, capture, pubs = _header(obj, set(present), n, prefix, path)
+                    requests = None
+                    if n:
+                        table = req.slice(at, n)
+                        at += n
+                        g = None
+                        if gaps is not None:  # this run's gaps follow the previous run's
+                            count = pc.sum(table.column("chunk_count")).as_py() - n
+                            g = gaps.slice(g_at, count)
+                            g_at += count
+                        requests = ArrowRequests(table=table, gaps=g)
+                    idx0 += n
+                    yield ParsedRun(info=info, capture=capture, requests=requests, published=pubs)
+                start = stop
+    finally:
+        con.close()
 
 
 IMPORTER = VllmBenchImporter()

@@ -30,7 +30,7 @@ _CSV = pacsv.WriteOptions(include_header=False, quoting_style="all_valid", batch
 def bulk_insert(conn: sa.Connection, backend: str, table: str, data: pa.Table) -> None:
     if data.num_rows == 0:
         return
-    cols = ", ".join(data.column_names)
+    cols = ", ".join(f'"{c}"' for c in data.column_names)
     raw = conn.connection.driver_connection
     if backend == "duckdb":
         view = f"_ledger_bulk_{next(_names)}"

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import sqlalchemy as sa
 from sqlalchemy.orm import Session
 
@@ -114,31 +115,17 @@ def write_artefact(
         conn = s.connection()
         rows = _Pending(conn, ledger.backend)
 
+        runs = _RunWriter(s, conn, ledger.backend, art.id, batch, deployment_id, rows, result, progress)
+        seen = 0
         for pr in parsed.iter_runs():
             if batch is None:
                 raise InputError(f"{path}: holds benchmark runs; name the batch they belong to with --batch")
             label = target.run or pr.info.label
-            if target.run and result.runs and result.runs[-1][1] == label:
+            if target.run and seen:
                 raise InputError(f"{path}: holds several runs; --run can name only one (omit it to label runs from the file)")
-            run = _run(s, batch, label, pr.info, art.id, deployment_id)
-            run_key = run.origin_id or run.id  # captured rows belong to the run's first revision
-            refuse_backfill(s, run, pr.capture)
-            cap = m.Capture(
-                artefact_id=art.id, run_id=run_key, record_count=pr.capture.record_count, sampled=pr.capture.sampled,
-                sample_note=pr.capture.sample_note, clock=pr.capture.clock, token_source=pr.capture.token_source,
-                success_rule=pr.capture.success_rule,
-            )  # fmt: skip
-            s.add(cap)
-            s.flush()
-            s.add_all(m.CaptureField(capture_id=cap.id, field=f) for f in pr.capture.fields)
-            n = 0
-            if pr.requests is not None and len(pr.requests):
-                s.flush()
-                n = _write_requests(conn, ledger.backend, art.id, run_key, pr.capture.clock, pr.requests, rows.add)
-            result.published += _write_published(s, pr.published, art.id, batch.id, run_key, deployment_id)
-            result.runs.append((run.id, label, n))
-            if progress is not None:
-                progress(result.rows)
+            seen += 1
+            runs.add(label, pr)
+        runs.flush()
         rows.flush()
 
         wide = getattr(parsed, "wide_samples", None)
@@ -190,28 +177,178 @@ def _batch(s: Session, name: str) -> m.Batch:
     return batch
 
 
-def _run(s: Session, batch: m.Batch, label: str, info: rec.RunInfo, artefact_id: int, deployment_id: int | None) -> m.Run:
-    run = s.scalar(
-        sa.select(m.Run).where(m.Run.batch_id == batch.id, m.Run.label == label).order_by(m.Run.revision.desc())
-    )
-    described = dict(
+def _described(info: rec.RunInfo, artefact_id: int) -> dict:
+    return dict(
         input_target_tokens=info.input_target_tokens, output_cap_tokens=info.output_cap_tokens,
         concurrency=info.concurrency, request_count=info.request_count, request_rate=info.request_rate,
         seed=info.seed, dataset=info.dataset, tool=info.tool, tool_version=info.tool_version,
         started_at=info.started_at, ended_at=info.ended_at, duration_s=info.duration_s, artefact_id=artefact_id,
         metadata_json=json.dumps(info.metadata, sort_keys=True, ensure_ascii=False) if info.metadata else None,
     )  # fmt: skip
-    if run is not None:
-        # A declared run (or one made by a companion file, e.g. llmperf's individual responses before
-        # its summary) learns what it did not know yet; what it already says is never overwritten.
-        for key, value in described.items():
-            if value is not None and getattr(run, key) is None:
-                setattr(run, key, value)
-        return run
-    run = m.Run(batch_id=batch.id, label=label, deployment_id=deployment_id, recorded_at=now(), **described)
-    s.add(run)
-    s.flush()
-    return run
+
+
+def next_ids(conn: sa.Connection, backend: str, table: str, n: int) -> list[int]:
+    """``n`` fresh ids from the sequence behind ``table.id`` (DuckDB: ``<table>_id_seq``; PostgreSQL:
+    the SERIAL's sequence), in one statement, so rows can be bulk-inserted with their ids."""
+    if n == 0:
+        return []
+    if backend == "duckdb":
+        sql = f"SELECT nextval('{table}_id_seq') FROM range({int(n)})"
+    else:
+        sql = f"SELECT nextval(pg_get_serial_sequence('{table}', 'id')) FROM generate_series(1, {int(n)})"
+    return sorted(r[0] for r in conn.exec_driver_sql(sql))
+
+
+def _arrow_of(table: sa.Table, rows: list[dict], dialect: sa.Dialect) -> pa.Table:
+    """Rows (dicts with the same keys) as an Arrow table typed after ``table``'s columns; bind
+    processors (ExactDecimal -> text) are applied as an ORM insert would."""
+    names = list(rows[0])
+    data = {}
+    for name in names:
+        col = table.c[name]
+        values = [r[name] for r in rows]
+        ctype = col.type
+        if isinstance(ctype, m.ExactDecimal):
+            values = [ctype.process_bind_param(v, dialect) for v in values]
+            atype = pa.string()
+        elif isinstance(ctype, sa.Boolean):
+            atype = pa.bool_()
+        elif isinstance(ctype, sa.Integer):
+            atype = pa.int64() if isinstance(ctype, sa.BigInteger) else pa.int32()
+        elif isinstance(ctype, sa.Float):
+            atype = pa.float64()
+        elif isinstance(ctype, sa.DateTime):
+            atype = pa.timestamp("us")
+        else:
+            atype = pa.string()
+        data[name] = pa.array(values, atype)
+    return pa.table(data)
+
+
+class _RunWriter:
+    """Runs of one artefact, their captures, capture fields and tool aggregates, written a chunk of
+    runs at a time with a handful of set-based statements instead of ORM objects one row each.
+
+    A profile of the 1000-run vLLM import showed ~40% of the write in per-run ORM statements (run
+    lookup, capture, ~11 capture_field rows, ~27 published values). Per chunk now: one SELECT of the
+    runs by label, one of their earlier captures and fields (R9 backfill check), one nextval() per
+    table for ids, and one bulk insert (Arrow: DuckDB INSERT ... SELECT, PostgreSQL COPY) per table.
+    Guard semantics are kept: these are inserts (allowed), the batch was checked open (R10) when it
+    was resolved, and an existing run still learns its missing fields through the ORM (an update
+    the guards see at flush)."""
+
+    RUNS = 256  # runs per chunk
+    ROWS = 200_000  # or fewer runs, once this many requests are buffered (memory)
+
+    def __init__(self, s: Session, conn: sa.Connection, backend: str, artefact_id: int, batch: m.Batch | None,
+                 deployment_id: int | None, rows: _Pending, result: ImportResult,
+                 progress: Callable[[int], None] | None) -> None:  # fmt: skip
+        self.s, self.conn, self.backend, self.artefact_id = s, conn, backend, artefact_id
+        self.batch, self.deployment_id, self.rows, self.result, self.progress = batch, deployment_id, rows, result, progress
+        self.chunk: list[tuple[str, rec.ParsedRun]] = []
+        self.buffered = 0
+
+    def add(self, label: str, pr: rec.ParsedRun) -> None:
+        self.chunk.append((label, pr))
+        self.buffered += len(pr.requests) if pr.requests is not None else 0
+        if len(self.chunk) >= self.RUNS or self.buffered >= self.ROWS:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self.chunk:
+            return
+        chunk, self.chunk, self.buffered = self.chunk, [], 0
+        s, conn, batch, art_id = self.s, self.conn, self.batch, self.artefact_id
+        dialect = conn.dialect
+        labels = sorted({label for label, _ in chunk})
+        found: dict[str, m.Run] = {}
+        for run in s.scalars(
+            sa.select(m.Run).where(m.Run.batch_id == batch.id, m.Run.label.in_(labels)).order_by(m.Run.revision.desc())
+        ):
+            found.setdefault(run.label, run)
+        # run label -> (id, key, label) ; new runs collected as rows
+        new_rows: dict[str, dict] = {}
+        for label, pr in chunk:
+            described = _described(pr.info, art_id)
+            target = found.get(label)
+            if target is not None:  # learns what it did not know yet; never overwritten
+                for key, value in described.items():
+                    if value is not None and getattr(target, key) is None:
+                        setattr(target, key, value)
+            elif label in new_rows:
+                row = new_rows[label]
+                for key, value in described.items():
+                    if value is not None and row[key] is None:
+                        row[key] = value
+            else:
+                new_rows[label] = dict(
+                    batch_id=batch.id, label=label, deployment_id=self.deployment_id, **described,
+                    warm_prefix_cache="unknown", warm_process="unknown", warm_compile="unknown",
+                    warm_file_cache="unknown", revision=0, recorded_at=now(),
+                )  # fmt: skip
+        ids: dict[str, tuple[int, int]] = {lab: (r.id, r.origin_id or r.id) for lab, r in found.items()}
+        if new_rows:
+            for rid, row in zip(next_ids(conn, self.backend, "run", len(new_rows)), new_rows.values(), strict=True):
+                row["id"] = rid
+                ids[row["label"]] = (rid, rid)
+            bulk_insert(conn, self.backend, "run", _arrow_of(m.Run.__table__, list(new_rows.values()), dialect))
+        # R9: earlier captures of runs that existed before this chunk
+        earlier: dict[int, list[tuple[int, int, set[str]]]] = {}
+        old_keys = sorted({ids[lab][1] for lab in found})
+        if old_keys:
+            caps = s.execute(
+                sa.select(m.Capture.id, m.Capture.artefact_id, m.Capture.record_count, m.Capture.run_id)
+                .where(m.Capture.run_id.in_(old_keys))
+            ).all()
+            fields: dict[int, set[str]] = {c.id: set() for c in caps}
+            if caps:
+                for cap_id, f in s.execute(
+                    sa.select(m.CaptureField.capture_id, m.CaptureField.field).where(m.CaptureField.capture_id.in_(list(fields)))
+                ):
+                    fields[cap_id].add(f)
+            for c in caps:
+                earlier.setdefault(c.run_id, []).append((c.artefact_id, c.record_count, fields[c.id]))
+        for label, pr in chunk:
+            _check_backfill(label, pr.capture, earlier.get(ids[label][1], ()))
+        if found:
+            s.flush()  # the learned run fields, before rows that point at the runs
+        cap_ids = next_ids(conn, self.backend, "capture", len(chunk))
+        stamp = now()
+        caps_rows, field_rows, pub_rows = [], [], []
+        for cap_id, (label, pr) in zip(cap_ids, chunk, strict=True):
+            key = ids[label][1]
+            c = pr.capture
+            caps_rows.append(dict(id=cap_id, artefact_id=art_id, run_id=key, record_count=c.record_count,
+                                  sampled=c.sampled, sample_note=c.sample_note, clock=c.clock,
+                                  token_source=c.token_source, success_rule=c.success_rule))  # fmt: skip
+            field_rows.extend(dict(capture_id=cap_id, field=f) for f in c.fields)
+            pub_rows.extend(_published_row(p, art_id, batch.id, key, self.deployment_id, stamp) for p in pr.published)
+        bulk_insert(conn, self.backend, "capture", _arrow_of(m.Capture.__table__, caps_rows, dialect))
+        if field_rows:
+            bulk_insert(conn, self.backend, "capture_field", _arrow_of(m.CaptureField.__table__, field_rows, dialect))
+        if pub_rows:
+            for pid, row in zip(next_ids(conn, self.backend, "published_value", len(pub_rows)), pub_rows, strict=True):
+                row["id"] = pid
+            bulk_insert(conn, self.backend, "published_value", _arrow_of(m.PublishedValue.__table__, pub_rows, dialect))
+        result = self.result
+        result.published += len(pub_rows)
+        for label, pr in chunk:
+            run_id, key = ids[label]
+            n = 0
+            if pr.requests is not None and len(pr.requests):
+                n = _write_requests(conn, self.backend, art_id, key, pr.capture.clock, pr.requests, self.rows.add)
+            result.runs.append((run_id, label, n))
+            if self.progress is not None:
+                self.progress(result.rows)
+
+
+def _published_row(p: rec.Published, artefact_id: int, batch_id: int | None, run_id: int | None,
+                   deployment_id: int | None, stamp) -> dict:  # fmt: skip
+    return dict(
+        artefact_id=artefact_id, key=p.key, text=p.text, value=p.value, unit=p.unit, quantity_kind=p.quantity_kind,
+        precision=p.precision, flag=p.flag, na_reason=p.na_reason, batch_id=batch_id, run_id=run_id,
+        deployment_id=deployment_id, locator=p.locator, note=p.note, revision=0, recorded_at=stamp,
+    )  # fmt: skip
 
 
 _REQUEST_SCHEMA = pa.schema(
@@ -249,17 +386,35 @@ class _Pending:
     def flush(self) -> None:
         for name, parts in self.tables.items():
             if parts:
-                bulk_insert(self.conn, self.backend, name, pa.concat_tables(parts))
+                # one contiguous chunk per column: DuckDB's INSERT ... SELECT scans it ~1.5x faster
+                # than the per-run slices (measured on 200 runs of the benchmark file)
+                bulk_insert(self.conn, self.backend, name, pa.concat_tables(parts).combine_chunks())
                 parts.clear()
         self.rows = 0
 
 
 def _write_requests(conn: sa.Connection, backend: str, artefact_id: int, run_id: int, clock: str | None,
-                    cols: rec.RequestColumns, sink=None) -> int:  # fmt: skip
+                    cols: rec.RequestColumns | rec.ArrowRequests, sink=None) -> int:  # fmt: skip
     """Write (or, with ``sink``, hand over for a pooled write) one run's requests and chunk gaps."""
     if sink is None:
         def sink(name: str, data: pa.Table) -> None:
             bulk_insert(conn, backend, name, data)
+    requests, gaps = request_tables(artefact_id, run_id, clock, cols)
+    sink("request", requests)
+    if gaps is not None and gaps.num_rows:
+        sink("chunk_gap", gaps)
+    return requests.num_rows
+
+
+_GAP_SCHEMA = pa.schema([("artefact_id", pa.int32()), ("request_idx", pa.int32()), ("seq", pa.int32()),
+                         ("gap_s", pa.float64())])  # fmt: skip
+
+
+def request_tables(artefact_id: int, run_id: int, clock: str | None,
+                   cols: rec.RequestColumns | rec.ArrowRequests) -> tuple[pa.Table, pa.Table | None]:  # fmt: skip
+    """The ``request`` and ``chunk_gap`` rows of one run, as Arrow tables in the tables' column order."""
+    if isinstance(cols, rec.ArrowRequests):
+        return _arrow_request_tables(artefact_id, run_id, clock, cols)
     n = len(cols)
     gaps = cols.chunk_gaps_s
     data = {
@@ -283,24 +438,44 @@ def _write_requests(conn: sa.Connection, backend: str, artefact_id: int, run_id:
         "chunk_count": [None if g is None else len(g) + 1 for g in gaps],
         "cached_tokens": cols.cached_tokens,
     }
-    sink("request", pa.table(data, schema=_REQUEST_SCHEMA))
-    if any(g for g in gaps):
-        req_idx, seq, gap = [], [], []
-        for i, g in zip(cols.idx, gaps, strict=True):
-            if g:
-                req_idx.extend([i] * len(g))
-                seq.extend(range(len(g)))
-                gap.extend(g)
-        table = pa.table(
-            {
-                "artefact_id": pa.array([artefact_id] * len(gap), pa.int32()),
-                "request_idx": pa.array(req_idx, pa.int32()),
-                "seq": pa.array(seq, pa.int32()),
-                "gap_s": pa.array(gap, pa.float64()),
-            }
-        )
-        sink("chunk_gap", table)
-    return n
+    requests = pa.table(data, schema=_REQUEST_SCHEMA)
+    if not any(g for g in gaps):
+        return requests, None
+    req_idx, seq, gap = [], [], []
+    for i, g in zip(cols.idx, gaps, strict=True):
+        if g:
+            req_idx.extend([i] * len(g))
+            seq.extend(range(len(g)))
+            gap.extend(g)
+    table = pa.table(
+        {
+            "artefact_id": pa.array([artefact_id] * len(gap), pa.int32()),
+            "request_idx": pa.array(req_idx, pa.int32()),
+            "seq": pa.array(seq, pa.int32()),
+            "gap_s": pa.array(gap, pa.float64()),
+        }
+    )
+    return requests, table
+
+
+def _arrow_request_tables(artefact_id: int, run_id: int, clock: str | None,
+                          cols: rec.ArrowRequests) -> tuple[pa.Table, pa.Table | None]:  # fmt: skip
+    t, n = cols.table, cols.table.num_rows
+    fixed = {
+        "artefact_id": pa.repeat(pa.scalar(artefact_id, pa.int32()), n),
+        "run_id": pa.repeat(pa.scalar(run_id, pa.int32()), n),
+        "clock": (pc.if_else(pc.is_valid(t.column("send_ns")), pa.scalar(clock, pa.string()), pa.scalar(None, pa.string()))
+                  if clock else pa.nulls(n, pa.string())),
+    }  # fmt: skip
+    columns = [fixed[f.name] if f.name in fixed else t.column(f.name).cast(f.type) for f in _REQUEST_SCHEMA]
+    requests = pa.Table.from_arrays(columns, schema=_REQUEST_SCHEMA)
+    g = cols.gaps
+    if g is None or g.num_rows == 0:
+        return requests, None
+    gaps = pa.Table.from_arrays(
+        [pa.repeat(pa.scalar(artefact_id, pa.int32()), g.num_rows), g.column("request_idx").cast(pa.int32()),
+         g.column("seq").cast(pa.int32()), g.column("gap_s").cast(pa.float64())], schema=_GAP_SCHEMA)  # fmt: skip
+    return requests, gaps
 
 
 def _write_samples(conn: sa.Connection, backend: str, artefact_id: int, node: str | None, cols: rec.SampleColumns) -> int:
@@ -369,19 +544,28 @@ def refuse_backfill(s: Session, run: m.Run, capture: rec.Capture) -> None:
     """
     if capture.record_count == 0:
         return
-    new_fields = set(capture.fields)
     earlier = s.execute(
         sa.select(m.Capture.id, m.Capture.artefact_id, m.Capture.record_count).where(m.Capture.run_id == (run.origin_id or run.id))
     ).all()
-    for cap_id, artefact_id, count in earlier:
+    _check_backfill(run.label, capture, [
+        (artefact_id, count, set(s.scalars(sa.select(m.CaptureField.field).where(m.CaptureField.capture_id == cap_id))))
+        for cap_id, artefact_id, count in earlier
+    ])  # fmt: skip
+
+
+def _check_backfill(label: str, capture: rec.Capture, earlier) -> None:
+    """The R9 rule of :func:`refuse_backfill` on earlier captures given as (artefact id, count, fields)."""
+    if capture.record_count == 0:
+        return
+    new_fields = set(capture.fields)
+    for artefact_id, count, old_fields in earlier:
         if count != capture.record_count:
             continue
-        old_fields = set(s.scalars(sa.select(m.CaptureField.field).where(m.CaptureField.capture_id == cap_id)))
         if old_fields < new_fields:
             extra = ", ".join(sorted(new_fields - old_fields))
             verb = "was" if len(new_fields - old_fields) == 1 else "were"
             raise Refused(
-                "R9", f"import {extra} for the {count} requests of run {run.label!r}",
-                f"{extra} {verb} not captured by artefact {artefact_id} for run {run.label}; later captures are not backfilled",
+                "R9", f"import {extra} for the {count} requests of run {label!r}",
+                f"{extra} {verb} not captured by artefact {artefact_id} for run {label}; later captures are not backfilled",
                 "import it as a new run or batch (--run NEW_LABEL or --batch NEW_BATCH)",
             )  # fmt: skip

@@ -191,3 +191,125 @@ def test_not_an_object_and_empty(tmp_path: Path) -> None:
     empty.write_text("\n")
     with pytest.raises(ParseError, match="empty file"):
         IMPORTER.parse(empty, ParseOptions())
+
+
+# ------------------------------------------------------------ the DuckDB-parsed path (issue 7)
+
+import json as _json  # noqa: E402
+
+from importers import vllm_bench as vb  # noqa: E402
+from importers.base import numbered_across_runs  # noqa: E402
+from ledger.ingest import request_tables  # noqa: E402
+from ledger.records import ArrowRequests, RequestColumns  # noqa: E402
+
+
+def _both(path: Path):
+    """(python result, fast result): a list of runs, or the error message."""
+    out = []
+    for fast in (False, True):
+        try:
+            out.append(list(numbered_across_runs(vb._runs(path, fast=fast))))
+        except ParseError as exc:
+            out.append(str(exc))
+    return out
+
+
+def _assert_same(path: Path) -> None:
+    py, fast = _both(path)
+    if isinstance(py, str) or isinstance(fast, str):
+        assert py == fast
+        return
+    assert len(py) == len(fast)
+    for a, b in zip(py, fast, strict=True):
+        assert (a.info, a.capture, a.published) == (b.info, b.capture, b.published)
+        if a.requests is None:
+            assert b.requests is None
+            continue
+        ra, ga = request_tables(7, 9, a.capture.clock, a.requests)
+        rb, gb = request_tables(7, 9, b.capture.clock, b.requests)
+        assert ra.combine_chunks().equals(rb.combine_chunks()), path
+        assert (ga is None) == (gb is None or gb.num_rows == 0)
+        if ga is not None:
+            assert ga.combine_chunks().equals(gb.combine_chunks())
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (Path(__file__).parents[1] / "fixtures/vllm_bench").iterdir()))
+def test_fast_path_gives_identical_rows_or_errors_on_every_fixture(fixtures: Path, name: str) -> None:
+    _assert_same(fixtures / "vllm_bench" / name)
+
+
+def test_fast_path_takes_regular_files_and_leaves_irregular_ones(fixtures: Path) -> None:
+    d = fixtures / "vllm_bench"
+    for name in ("detailed_start_times.json", "latencies_only.json", "append.jsonl"):
+        assert vb._fast_runs(d / name) is not None, name
+    for name in ("legacy_colon.json", "truncated.json", "unequal.json", "wrong_type.json", "wrong_type_int.jsonl",
+                 "bad_line.jsonl", "bad_start_time.json"):
+        assert vb._fast_runs(d / name) is None, name
+
+
+def _result(i: int, n: int, rng, *, starts: bool = True, errors: bool = True, gaps: int = 3) -> dict:
+    tricky = [52341.123456789123, 1.005, 0.30000000000000004, 1e-07, 123456.0000000005, 0.1, 2.0, 999999.999999999]
+    obj = {"date": f"20261129-{i:06d}", "endpoint_type": "openai-chat", "backend": "vllm", "label": f"run-{i}",
+           "num_prompts": n, "request_rate": "inf", "burstiness": 1.0, "max_concurrency": 8,
+           "duration": 12.5 + i / 3, "completed": n, "request_throughput": n / 7, "mean_ttft_ms": 170.25,
+           "p99.9_ttft_ms": 318.0, "odd": [1, 2], "custom_metric": 3}
+    obj["input_lens"] = [rng.randint(1, 4000) for _ in range(n)]
+    obj["output_lens"] = [rng.randint(0, 500) for _ in range(n)]
+    failed = [rng.random() < 0.2 for _ in range(n)]
+    obj["ttfts"] = [0.0 if f else (tricky[j % len(tricky)] if j % 5 == 0 else rng.random()) for j, f in enumerate(failed)]
+    obj["latencies"] = [0.0 if f else rng.random() * 3 for f in failed]
+    obj["itls"] = [[] if f else [rng.random() / 10 for _ in range(rng.randint(0, gaps))] for f in failed]
+    if errors:
+        obj["errors"] = ["HTTP 500: Internal \"Server\" Error [x]" if f else "" for f in failed]
+    if starts:
+        obj["start_times"] = [tricky[j % len(tricky)] + j * 0.0125 if j % 3 else 1000.0 + rng.random() * 1e4
+                              for j in range(n)]
+    return obj
+
+
+def test_fast_path_matches_python_on_a_generated_multi_run_file(tmp_path: Path) -> None:
+    import random
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import gen
+
+    rng = random.Random(7)
+    path = tmp_path / "multi.jsonl"
+    gen.vllm_and_ledger(path, 5, 300, 4, None)
+    with open(path, "a") as fh:  # runs of other shapes in the same file: no errors, no start times, no rows
+        fh.write(_json.dumps(_result(5, 200, rng)) + "\n")
+        fh.write(_json.dumps(_result(6, 150, rng, errors=False)) + "\n")
+        fh.write(_json.dumps(_result(7, 120, rng, starts=False)) + "\n")
+        fh.write(_json.dumps({**_result(8, 0, rng)}) + "\n")
+        fh.write(_json.dumps(_result(9, 90, rng, gaps=0)) + "\n")
+    assert vb._fast_runs(path) is not None
+    runs_fast = list(numbered_across_runs(vb._runs(path, fast=True)))
+    assert all(isinstance(r.requests, ArrowRequests) for r in runs_fast if r.requests is not None)
+    assert [r.info.label for r in runs_fast][:2] == ["run-0000", "run-0001"]
+    _assert_same(path)
+    runs_py = list(numbered_across_runs(vb._runs(path, fast=False)))
+    assert isinstance(runs_py[0].requests, RequestColumns)
+    assert runs_fast[6].requests.table.column("idx").to_pylist()[0] == 5 * 300 + 200  # idx continues across runs
+
+
+def test_fast_path_falls_back_on_irregular_lines(tmp_path: Path) -> None:
+    import random
+
+    rng = random.Random(3)
+    obj = _result(0, 20, rng)
+    good = _json.dumps(obj)
+    cases = {"string number": ("ttfts", "0.5"), "null element": ("latencies", None), "float in ints": ("input_lens", 2.0),
+             "number in errors": ("errors", 5), "tiny time": ("start_times", 1e-12), "flat itls": ("itls", 0.5),
+             "beyond int32": ("output_lens", 2**40), "not a list": ("ttfts", "x")}  # fmt: skip
+    for what, (key, value) in cases.items():
+        changed = {**obj, key: [value, *obj[key][1:]] if what != "not a list" else value}
+        path = tmp_path / f"{what}.jsonl"
+        path.write_text(good + "\n" + _json.dumps(changed) + "\n")
+        assert vb._fast_runs(path) is None, what
+        if what != "beyond int32":  # the Python path's rows do not fit the request table either
+            _assert_same(path)
+    blank = tmp_path / "blank.jsonl"
+    blank.write_text(good + "\n\n" + good + "\n")
+    assert vb._fast_runs(blank) is None
+    _assert_same(blank)

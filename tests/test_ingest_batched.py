@@ -1,0 +1,93 @@
+"""ledger.ingest writes runs, captures, capture fields and published values a chunk of runs at a time
+(issue 7), and takes the vLLM importer's Arrow rows: both paths must leave the very same rows."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+
+from importers import vllm_bench as vb
+from importers.base import ParseOptions
+from ledger import ingest
+from ledger import models as m
+from ledger.errors import Refused
+from ledger.store import Ledger
+
+
+def _file(path: Path, runs: int, n: int, *, starts: bool = True, seed: int = 1, tail: str = "") -> Path:
+    rng = random.Random(seed)
+    with open(path, "w") as fh:
+        for i in range(runs):
+            failed = [rng.random() < 0.2 for _ in range(n)]
+            obj = {"date": "20261129-000000", "endpoint_type": "openai-chat", "backend": "vllm", "label": f"r{i}",
+                   "num_prompts": n, "request_rate": "inf", "max_concurrency": 4, "duration": 10.5 + i,
+                   "completed": n - sum(failed), "request_throughput": 1 / 3, "p99_ttft_ms": 12.25,
+                   "input_lens": [rng.randint(1, 900) for _ in range(n)],
+                   "output_lens": [0 if f else rng.randint(1, 90) for f in failed],
+                   "ttfts": [0.0 if f else rng.random() for f in failed],
+                   "latencies": [0.0 if f else 1 + rng.random() for f in failed],
+                   "itls": [[] if f else [rng.random() / 9 for _ in range(rng.randint(0, 4))] for f in failed],
+                   "errors": ["boom" if f else "" for f in failed]}  # fmt: skip
+            if starts:
+                obj["start_times"] = [52341.123456789123 + j * 0.0125 + rng.random() for j in range(n)]
+            fh.write(json.dumps(obj) + tail + "\n")
+    return path
+
+
+def _import(ledger: Ledger, path: Path, batch: str, *, fast: bool, monkeypatch) -> ingest.ImportResult:
+    monkeypatch.setattr(vb, "FAST_PATH", fast)
+    monkeypatch.setattr(vb, "FAST_MIN_BYTES", 0)
+    sha, size = ingest.check_not_imported(ledger, path)
+    parsed = vb.IMPORTER.parse(path, ParseOptions())
+    return ingest.write_artefact(ledger, path, sha, size, parsed, "vllm-bench", "t", ingest.ImportTarget(batch=batch))
+
+
+def _rows(ledger: Ledger, artefact_id: int) -> dict[str, list]:
+    skip = {"artefact_id", "run_id", "id", "capture_id", "recorded_at", "batch_id"}
+    out = {}
+    with ledger.session() as s:
+        runs = {r.id: r.label for r in s.scalars(sa.select(m.Run).where(m.Run.artefact_id == artefact_id))}
+        for table, order in ((m.Request, "idx"), (m.ChunkGap, "request_idx, seq"), (m.Capture, "run_id"),
+                             (m.PublishedValue, "run_id, key")):  # fmt: skip
+            t = table.__table__
+            cols = [c for c in t.columns if c.name not in skip]
+            rows = s.execute(sa.select(*cols, *([t.c.run_id] if "run_id" in t.c else []))
+                             .where(t.c.artefact_id == artefact_id).order_by(sa.text(order))).all()  # fmt: skip
+            out[t.name] = [(*r[: len(cols)], runs[r[-1]]) if "run_id" in t.c else tuple(r) for r in rows]
+        out["fields"] = sorted(s.execute(
+            sa.select(m.Run.label, m.CaptureField.field).join(m.Capture, m.Capture.id == m.CaptureField.capture_id)
+            .join(m.Run, m.Run.id == m.Capture.run_id).where(m.Capture.artefact_id == artefact_id)).all())  # fmt: skip
+    return out
+
+
+def test_fast_and_python_paths_write_identical_rows(ledger: Ledger, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(ingest._RunWriter, "RUNS", 3)  # several chunks of runs
+    fast = _import(ledger, _file(tmp_path / "a.jsonl", 7, 60), "fast", fast=True, monkeypatch=monkeypatch)
+    slow = _import(ledger, _file(tmp_path / "b.jsonl", 7, 60, tail=" "), "slow", fast=False, monkeypatch=monkeypatch)
+    assert [(label, n) for _, label, n in fast.runs] == [(label, n) for _, label, n in slow.runs]
+    assert fast.published == slow.published == 7 * 4
+    a, b = _rows(ledger, fast.artefact_id), _rows(ledger, slow.artefact_id)
+    assert len(a["request"]) == 7 * 60 and a["chunk_gap"]
+    assert a == b
+
+
+def test_runs_found_again_and_backfill_still_refused(ledger: Ledger, tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(ingest._RunWriter, "RUNS", 2)
+    first = _import(ledger, _file(tmp_path / "a.jsonl", 5, 10, starts=False), "b", fast=True, monkeypatch=monkeypatch)
+    # same labels, other record counts: the same runs get a second capture
+    again = _import(ledger, _file(tmp_path / "c.jsonl", 5, 12, starts=False, seed=2), "b", fast=True,
+                    monkeypatch=monkeypatch)  # fmt: skip
+    assert [r[0] for r in again.runs] == [r[0] for r in first.runs]
+    with ledger.session() as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(m.Run)) == 5
+        assert s.scalar(sa.select(sa.func.count()).select_from(m.Capture)) == 10
+    # same counts with more fields (start times): a backfill (R9), refused; nothing written
+    with pytest.raises(Refused, match=r"R9.*end_time, first_token_time, send_time for the 10 requests of run 'r0'"):
+        _import(ledger, _file(tmp_path / "d.jsonl", 5, 10, seed=3), "b", fast=True, monkeypatch=monkeypatch)
+    with ledger.session() as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(m.Capture)) == 10
+        assert s.scalar(sa.select(sa.func.count()).select_from(m.Artefact)) == 2
