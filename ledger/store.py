@@ -188,6 +188,13 @@ class Ledger:
             where = "has no schema" if rev is None else f"is at revision {rev}, the code needs {head}"
             raise SchemaOutOfDate(f"the ledger at {self.display_url} {where}: run `ledger init`")
 
+    def refresh_statistics(self, tables: tuple[str, ...]) -> None:
+        """Refresh the planner's statistics after a bulk load (PostgreSQL; DuckDB keeps its own)."""
+        if self.backend != "postgresql":
+            return
+        with self.engine.begin() as conn:
+            conn.exec_driver_sql(f"ANALYZE {', '.join(tables)}")
+
     def require_empty(self) -> None:
         """Refuse to build something (the demo) into a ledger that already holds data."""
         used = {t: n for t, n in self.status().counts.items() if n and t != "alembic_version"}

@@ -90,3 +90,14 @@ def test_duckdb_file_held_by_another_process(tmp_path) -> None:
 def test_fingerprint_index_exists(ledger: Ledger) -> None:
     names = {ix["name"] for ix in sa.inspect(ledger.engine).get_indexes("deployment")}
     assert "ix_deployment_fingerprint" in names
+
+
+def test_refresh_statistics_analyzes_on_postgresql(ledger: Ledger) -> None:
+    ledger.refresh_statistics(("request", "chunk_gap"))  # a no-op on DuckDB, ANALYZE on PostgreSQL
+    if ledger.backend == "postgresql":
+        with ledger.engine.connect() as conn:
+            analyzed = conn.exec_driver_sql(
+                "SELECT relname FROM pg_stat_user_tables WHERE relname IN ('request', 'chunk_gap') "
+                "AND last_analyze IS NOT NULL AND schemaname = current_schema()"
+            ).scalars().all()
+        assert sorted(analyzed) == ["chunk_gap", "request"]
