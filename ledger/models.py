@@ -295,14 +295,29 @@ class CaptureField(Base):
 
 
 class Request(Base):
-    """One API request as its artefact recorded it. Times are integer ns on ``clock``."""
+    """One API request as its artefact recorded it. Times are integer ns on ``clock``.
+
+    (artefact_id, idx) identifies a row, but since migration 0008 the database keeps neither a
+    PRIMARY KEY nor the FOREIGN KEYs to ``artefact`` and ``run`` on this table: maintaining them
+    was most of a request import (1M vLLM requests; benchmarks/profile_notes.md has the
+    measurements: the primary key alone was 22% of the insert on DuckDB and 30% on PostgreSQL).
+    Instead the importer guarantees them: ``idx`` is the record's position in its artefact
+    (numbered across the runs of the artefact), ``artefact_id`` is the artefact row and ``run_id``
+    the run (first revision) written in the same transaction. The seal (rows in (artefact_id, idx)
+    order) is what shows a later change. The key below is therefore *logical*, as on
+    ``HardwareSample``: the ORM's identity, the seal's row order and row names, never DDL.
+    """
 
     __tablename__ = "request"
-    __table_args__ = (_enum_check("status", STATUS, "status"),)
+    __table_args__ = (
+        _enum_check("status", STATUS, "status"),
+        sa.PrimaryKeyConstraint("artefact_id", "idx", name="pk_request")
+        .ddl_if(callable_=lambda *_a, **_k: False),  # logical key only: not created (migration 0008)
+    )
 
-    artefact_id: Mapped[int] = mapped_column(sa.ForeignKey("artefact.id"), primary_key=True)
-    idx: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
-    run_id: Mapped[int] = mapped_column(sa.ForeignKey("run.id"), index=True)
+    artefact_id: Mapped[int] = mapped_column(sa.Integer)  # artefact.id; no FOREIGN KEY (see above)
+    idx: Mapped[int] = mapped_column(sa.Integer, autoincrement=False)
+    run_id: Mapped[int] = mapped_column(sa.Integer, index=True)  # run.id; no FOREIGN KEY (see above)
     line: Mapped[int | None]
     status: Mapped[str]
     error: Mapped[str | None] = mapped_column(sa.String)
@@ -322,16 +337,26 @@ class Request(Base):
 
 
 class ChunkGap(Base):
-    """One gap between streamed chunks of a request (a chunk may carry several tokens)."""
+    """One gap between streamed chunks of a request (a chunk may carry several tokens).
+
+    (artefact_id, request_idx, seq) identifies a row, but since migration 0008 the database keeps
+    neither that PRIMARY KEY nor the FOREIGN KEY (artefact_id, request_idx) -> ``request``:
+    maintaining them was most of the time of writing the gaps of a request import
+    (benchmarks/profile_notes.md). The importer guarantees them: the gaps of a request are written
+    from that request's own record, in the same transaction, numbered ``seq`` = 0, 1, ...
+    The key below is *logical* (ORM identity, the seal's row order and row names), never DDL.
+    """
 
     __tablename__ = "chunk_gap"
     __table_args__ = (
-        sa.ForeignKeyConstraint(["artefact_id", "request_idx"], ["request.artefact_id", "request.idx"]),
+        sa.PrimaryKeyConstraint("artefact_id", "request_idx", "seq", name="pk_chunk_gap")
+        .ddl_if(callable_=lambda *_a, **_k: False),  # logical key only: not created (migration 0008)
     )
 
-    artefact_id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
-    request_idx: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
-    seq: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
+    # (artefact_id, request_idx) is a request's (artefact_id, idx); no FOREIGN KEY (see above)
+    artefact_id: Mapped[int] = mapped_column(sa.Integer, autoincrement=False)
+    request_idx: Mapped[int] = mapped_column(sa.Integer, autoincrement=False)
+    seq: Mapped[int] = mapped_column(sa.Integer, autoincrement=False)
     gap_s: Mapped[float] = mapped_column(sa.Float)
 
 

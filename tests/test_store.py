@@ -25,6 +25,11 @@ def test_migrations_build_exactly_the_models(ledger_url: str) -> None:
         insp = sa.inspect(led.engine)
         assert insp.get_pk_constraint("hardware_sample")["constrained_columns"] == []
         assert insp.get_foreign_keys("hardware_sample") == []
+        # request and chunk_gap: the same since migration 0008 (models.Request, models.ChunkGap)
+        for table in ("request", "chunk_gap"):
+            assert insp.get_pk_constraint(table)["constrained_columns"] == [], table
+            assert insp.get_foreign_keys(table) == [], table
+        assert [ix["column_names"] for ix in insp.get_indexes("request")] == [["run_id"]]
         assert insp.get_pk_constraint("log_fact")["constrained_columns"] == ["artefact_id", "line", "kind"]
         assert led.init() == (after, after)  # idempotent
 

@@ -1,0 +1,192 @@
+"""request and chunk_gap without database keys: the importer guarantees them, the seal shows changes.
+
+Maintaining the keys of ``request`` (PRIMARY KEY (artefact_id, idx), FOREIGN KEYs to ``artefact``
+and ``run``) and ``chunk_gap`` (PRIMARY KEY (artefact_id, request_idx, seq), FOREIGN KEY
+(artefact_id, request_idx) -> request) was ~77% (DuckDB) and ~85% (PostgreSQL) of importing 1M
+vLLM requests. Both tables lose their foreign keys, and chunk_gap its primary key, as
+hardware_sample did in 0007.
+
+request's PRIMARY KEY was measured on its own (benchmarks/profile_notes.md, "request and
+chunk_gap keys"): 200k requests into a table keeping the ix_request_run_id index, best of 3, with
+the primary key vs without: DuckDB 0.42 s vs 0.33 s (the key is 22% of the insert), PostgreSQL
+COPY 1.22 s vs 0.86 s (30%). The rule was to keep it only if it costs < 20% on both backends, so
+it is dropped too. The ix_request_run_id index (the views and metrics select requests by run) is
+kept. The keys stay the rows' logical identity (ledger.models Request and ChunkGap: the ORM's
+identity, the seal's row order and row names) and are guaranteed by the importer: ``idx`` is the
+record's position in its artefact, numbered across the artefact's runs; the gaps of a request
+come from that request's record, numbered seq = 0, 1, ...; artefact and run rows are written in
+the same transaction.
+
+DuckDB cannot drop a constraint with ALTER TABLE, so both tables are recreated on both backends
+(chunk_gap first: the request it references cannot be dropped while its foreign key exists):
+create the new table, copy the rows in key order, drop the old one, rename, re-create
+ix_request_run_id. The downgrade renames the keyless table away first and creates the keyed one
+under its own name (see ``_restore``: DuckDB keeps a stale record of a renamed foreign key). The views v_run_requests and v_run_metrics of migration 0003 read ``request``
+(PostgreSQL refuses to drop a table a view depends on), so they are dropped first and re-created
+from 0003's very SQL at the end. PostgreSQL's append-only triggers of migration 0005 go with the
+dropped tables and are created again on the new ones (and on DuckDB where its triggers are
+supported, as 0005 does). Rows are copied unchanged, so seals of closed batches still verify.
+The downgrade restores every key (request first, then chunk_gap with its foreign key) and fails,
+as it should, if rows now break one.
+
+Revision ID: 0008
+Revises: 0007
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0008"
+down_revision = "0007"
+branch_labels = None
+depends_on = None
+
+REQUEST_COLUMNS = (
+    "artefact_id, idx, run_id, line, status, error, retries, input_tokens, output_tokens, clock, send_ns, "
+    "first_token_ns, end_ns, ttft_s, latency_s, queue_s, itl_mean_s, chunk_count, cached_tokens"
+)
+GAP_COLUMNS = "artefact_id, request_idx, seq, gap_s"
+
+
+def _request_columns() -> list[sa.Column]:
+    return [
+        sa.Column("artefact_id", sa.Integer(), nullable=False),
+        sa.Column("idx", sa.Integer(), autoincrement=False, nullable=False),
+        sa.Column("run_id", sa.Integer(), nullable=False),
+        sa.Column("line", sa.Integer(), nullable=True),
+        sa.Column("status", sa.String(), nullable=False),
+        sa.Column("error", sa.String(), nullable=True),
+        sa.Column("retries", sa.Integer(), nullable=True),
+        sa.Column("input_tokens", sa.Integer(), nullable=True),
+        sa.Column("output_tokens", sa.Integer(), nullable=True),
+        sa.Column("clock", sa.String(), nullable=True),
+        sa.Column("send_ns", sa.BigInteger(), nullable=True),
+        sa.Column("first_token_ns", sa.BigInteger(), nullable=True),
+        sa.Column("end_ns", sa.BigInteger(), nullable=True),
+        sa.Column("ttft_s", sa.Float(), nullable=True),
+        sa.Column("latency_s", sa.Float(), nullable=True),
+        sa.Column("queue_s", sa.Float(), nullable=True),
+        sa.Column("itl_mean_s", sa.Float(), nullable=True),
+        sa.Column("chunk_count", sa.Integer(), nullable=True),
+        sa.Column("cached_tokens", sa.Integer(), nullable=True),
+        sa.CheckConstraint("status IN ('ok', 'failed', 'unknown')", name=op.f("ck_request_status")),
+    ]
+
+
+def _gap_columns() -> list[sa.Column]:
+    return [
+        sa.Column("artefact_id", sa.Integer(), autoincrement=False, nullable=False),
+        sa.Column("request_idx", sa.Integer(), autoincrement=False, nullable=False),
+        sa.Column("seq", sa.Integer(), autoincrement=False, nullable=False),
+        sa.Column("gap_s", sa.Float(), nullable=False),
+    ]
+
+
+def _views_0003():
+    """Migration 0003's module (its file name is not importable by name): the views' very SQL."""
+    path = Path(__file__).with_name("0003_create_query_views.py")
+    spec = importlib.util.spec_from_file_location("_ledger_migration_0003", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _drop_guards(dialect: str, table: str) -> None:
+    if dialect == "postgresql":  # a DROP TABLE would drop them too; explicit for the downgrade's sake
+        op.execute(f"DROP TRIGGER IF EXISTS ledger_append_only ON {table}")
+        op.execute(f"DROP TRIGGER IF EXISTS ledger_append_only_truncate ON {table}")
+    elif dialect == "duckdb":
+        from ledger.guards import duckdb_triggers_supported
+
+        if duckdb_triggers_supported()[0]:
+            for what in ("update", "delete"):
+                op.execute(f"DROP TRIGGER IF EXISTS ledger_append_only_{table}_{what}")
+
+
+def _create_guards(dialect: str, table: str) -> None:
+    """The append-only guards of migration 0005 on a recreated table."""
+    if dialect == "postgresql":
+        op.execute(f"CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON {table} "
+                   f"FOR EACH ROW EXECUTE FUNCTION ledger_refuse_append_only('R9')")  # fmt: skip
+        op.execute(f"CREATE TRIGGER ledger_append_only_truncate BEFORE TRUNCATE ON {table} "
+                   f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('R9')")  # fmt: skip
+    elif dialect == "duckdb":
+        from ledger.guards import duckdb_trigger_sql, duckdb_triggers_supported
+
+        if duckdb_triggers_supported()[0]:
+            for what in ("UPDATE", "DELETE"):
+                op.execute(duckdb_trigger_sql(table, what))
+
+
+def _recreate(table: str, columns: list[sa.Column], copied: str, order: str) -> None:
+    """Upgrade, as 0007: create ``{table}_0008`` (no keys), copy the rows in key order, drop, rename."""
+    dialect = op.get_bind().dialect.name
+    new = f"{table}_0008"
+    op.create_table(new, *columns)
+    op.execute(f"INSERT INTO {new} ({copied}) SELECT {copied} FROM {table} ORDER BY {order}")
+    _drop_guards(dialect, table)
+    op.drop_table(table)
+    op.rename_table(new, table)
+    _create_guards(dialect, table)
+
+
+def _restore(table: str, columns: list[sa.Column], copied: str, order: str, *constraints: sa.Constraint) -> None:
+    """Downgrade: rename the keyless table away, create ``table`` with its keys, copy, drop the old one.
+
+    Not create-then-rename as in the upgrade: DuckDB does not update the referenced table's record of
+    a FOREIGN KEY when the referencing table is renamed, so a renamed table with a foreign key would
+    leave ``request`` (or ``artefact``, ``run``) naming a table that no longer exists, and the next
+    upgrade could not drop ``request``. The constraints get their final names directly."""
+    dialect = op.get_bind().dialect.name
+    old = f"{table}_0008"
+    _drop_guards(dialect, table)
+    op.rename_table(table, old)
+    op.create_table(table, *columns, *constraints)
+    op.execute(f"INSERT INTO {table} ({copied}) SELECT {copied} FROM {old} ORDER BY {order}")
+    op.drop_table(old)
+    _create_guards(dialect, table)
+
+
+def _drop_views() -> None:
+    op.execute("DROP VIEW IF EXISTS v_run_metrics")
+    op.execute("DROP VIEW IF EXISTS v_run_requests")
+
+
+def _create_views() -> None:
+    views = _views_0003()
+    op.execute(views.V_RUN_REQUESTS)
+    op.execute(views.V_RUN_METRICS)
+
+
+def upgrade() -> None:
+    _drop_views()
+    # chunk_gap first: its foreign key references request
+    _recreate("chunk_gap", _gap_columns(), GAP_COLUMNS, "artefact_id, request_idx, seq")
+    _recreate("request", _request_columns(), REQUEST_COLUMNS, "artefact_id, idx")
+    op.create_index(op.f("ix_request_run_id"), "request", ["run_id"], unique=False)
+    _create_views()
+
+
+def downgrade() -> None:
+    # Back to 0002's tables; fails (as it should) if rows now break a key.
+    _drop_views()
+    op.drop_index(op.f("ix_request_run_id"), table_name="request")  # DuckDB renames no table with an index
+    _restore(
+        "request", _request_columns(), REQUEST_COLUMNS, "artefact_id, idx",
+        sa.ForeignKeyConstraint(["artefact_id"], ["artefact.id"], name=op.f("fk_request_artefact_id_artefact")),
+        sa.ForeignKeyConstraint(["run_id"], ["run.id"], name=op.f("fk_request_run_id_run")),
+        sa.PrimaryKeyConstraint("artefact_id", "idx", name=op.f("pk_request")),
+    )  # fmt: skip
+    op.create_index(op.f("ix_request_run_id"), "request", ["run_id"], unique=False)
+    _restore(  # after request: its foreign key needs request's primary key
+        "chunk_gap", _gap_columns(), GAP_COLUMNS, "artefact_id, request_idx, seq",
+        sa.ForeignKeyConstraint(["artefact_id", "request_idx"], ["request.artefact_id", "request.idx"],
+                                name=op.f("fk_chunk_gap_artefact_id_request")),
+        sa.PrimaryKeyConstraint("artefact_id", "request_idx", "seq", name=op.f("pk_chunk_gap")),
+    )  # fmt: skip
+    _create_views()
