@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ledger.errors import ParseError
-from ledger.records import ArrowRequests, ParsedArtefact, ParsedRun
+from ledger.records import ParsedArtefact, ParsedRun
 
 SNIFF_BYTES = 64 * 1024
 
@@ -91,15 +91,3 @@ def prefetched(runs: Iterator[ParsedRun]) -> Iterator[ParsedRun]:
         yield from runs
 
     return chained()
-
-
-def numbered_across_runs(runs: Iterator[ParsedRun]) -> Iterator[ParsedRun]:
-    """idx is a record's position in the *artefact*: a file of several runs (JSON Lines of vLLM or
-    SGLang results) keeps counting across runs, since request rows are keyed by artefact and idx."""
-    offset = 0
-    for run in runs:
-        if run.requests is not None:
-            if offset and not isinstance(run.requests, ArrowRequests):  # Arrow rows come numbered
-                run.requests.idx = list(range(offset, offset + len(run.requests)))
-            offset += len(run.requests)
-        yield run

@@ -34,7 +34,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from importers.base import ParseOptions, first_json_value, iter_json_lines, numbered_across_runs, prefetched
+from importers.base import ParseOptions, first_json_value, iter_json_lines, prefetched
 from importers.vllm_bench import (
     NUMBER,
     float_or_none,
@@ -223,7 +223,7 @@ class SglangBenchImporter:
             if not found:
                 raise ParseError(path, None, None, "empty file: no JSON Lines runs")
 
-        return ParsedArtefact(format=self.name, format_version=None, runs=prefetched(numbered_across_runs(runs())))
+        return ParsedArtefact(format=self.name, format_version=None, runs=prefetched(runs()))
 
 
 IMPORTER = SglangBenchImporter()

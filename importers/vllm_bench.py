@@ -50,7 +50,6 @@ from importers.base import (
     first_json_value,
     iter_json_lines,
     load_json,
-    numbered_across_runs,
     prefetched,
 )
 from ledger.errors import ParseError
@@ -382,7 +381,7 @@ class VllmBenchImporter:
     def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
         """Runs are streamed one JSON Lines line at a time; errors in later lines raise while iterating."""
         path = Path(path)
-        return ParsedArtefact(format=self.name, format_version=None, runs=prefetched(numbered_across_runs(_runs(path))))
+        return ParsedArtefact(format=self.name, format_version=None, runs=prefetched(_runs(path)))
 
 
 def _runs(path: Path, fast: bool | None = None) -> Iterator[ParsedRun]:

@@ -231,7 +231,27 @@ class ParsedArtefact:
     wide_samples: Iterable[Any] | None = None
 
     def iter_runs(self) -> Iterator[ParsedRun]:
-        yield from self.runs
+        """The runs, with ``idx`` made the record's position in the *artefact*.
+
+        Request rows are keyed by (artefact, idx), and the database does not enforce that key
+        (migration 0008): a file of several runs (vLLM or SGLang JSON Lines, GenAI-Perf experiments,
+        guidellm benchmarks) whose importer numbered each run from 0 is numbered on here, in file
+        order. Runs already numbered past the previous ones are left as they are.
+        """
+        offset = 0
+        for run in self.runs:
+            req = run.requests
+            if isinstance(req, RequestColumns) and req.idx:
+                if req.idx[0] < offset:
+                    req.idx = list(range(offset, offset + len(req.idx)))
+                offset = max(offset, max(req.idx) + 1)
+            elif isinstance(req, ArrowRequests) and len(req):
+                first, last = req.table.column("idx")[0].as_py(), req.table.column("idx")[-1].as_py()
+                if first < offset:
+                    raise ValueError(f"Arrow request rows of run {run.info.label!r} start at idx {first}, "
+                                     f"below {offset}: they must come numbered across the artefact")
+                offset = max(offset, last + 1)
+            yield run
 
 
 @dataclass

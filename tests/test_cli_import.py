@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from ledger.cli import main
@@ -133,3 +134,34 @@ def test_several_runs_with_records_in_one_file_import(ledger_url: str, tmp_path:
     out = run("import", "--db", ledger_url, "--batch", "b", str(f)).output
     assert "2 run(s), 4 requests" in out
     assert counts(ledger_url)["request"] == 4 and counts(ledger_url)["chunk_gap"] == 16
+
+
+@pytest.mark.parametrize("fixture", ["guidellm/benchmarks_v2.json", "genai_perf/profile_export.json"])
+def test_runs_of_one_file_never_share_a_record_index(ledger_url: str, fixtures: Path, fixture: str) -> None:
+    """The database does not enforce (artefact, idx) (migration 0008): the records contract does."""
+    from ledger.store import Ledger
+
+    run("init", "--db", ledger_url)
+    run("import", "--db", ledger_url, "--batch", "b", str(fixtures / fixture))
+    with Ledger(ledger_url) as led, led.connection() as conn:
+        total, distinct = conn.exec_driver_sql(
+            "SELECT COUNT(*), COUNT(DISTINCT CAST(artefact_id AS VARCHAR) || ':' || CAST(idx AS VARCHAR)) FROM request"
+        ).one()
+        runs = conn.exec_driver_sql("SELECT COUNT(DISTINCT run_id) FROM request").scalar()
+    assert runs == 2 and total == distinct > 0
+
+
+def test_iter_runs_numbers_records_across_the_artefact() -> None:
+    from ledger.records import Capture, ParsedArtefact, ParsedRun, RequestColumns, RunInfo
+
+    def parsed_run(label: str, idx: list[int]) -> ParsedRun:
+        cols = RequestColumns.empty_columns()
+        for i in idx:
+            for name, column in cols.items():
+                column.append(i if name == "idx" else "ok" if name == "status" else None)
+        return ParsedRun(info=RunInfo(label=label, tool="t"), requests=RequestColumns(**cols),
+                         capture=Capture(fields=["status"], record_count=len(idx), success_rule="test"))  # fmt: skip
+
+    runs = [parsed_run("a", [0, 1, 2]), parsed_run("b", [0, 1]), parsed_run("c", [7, 9])]
+    got = [r.requests.idx for r in ParsedArtefact(format="t", format_version=None, runs=runs).iter_runs()]
+    assert got == [[0, 1, 2], [3, 4], [7, 9]]  # b renumbered in file order; c already past b: left as is
