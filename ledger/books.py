@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session, aliased
 
 from ledger import models as m
 from ledger import seal as sl
-from ledger.errors import InputError, IntegrityError, NotFound, Refused
+from ledger.errors import InputError, NotFound, Refused
 from ledger.store import Ledger, now
 
 
@@ -319,10 +319,3 @@ def history(ledger: Ledger, table: str, row_id: int) -> list[dict[str, Any]]:
         return [{c: getattr(r, c) for c in cols} for r in chain]
 
 
-def seal_of(ledger: Ledger, name: str) -> m.Seal:
-    with ledger.session() as s:
-        b = Ledger.get_batch(s, name)
-        seal = s.scalar(sa.select(m.Seal).where(m.Seal.batch_id == b.id))
-        if seal is None:
-            raise IntegrityError(f"batch {name!r} has no seal")
-        return seal

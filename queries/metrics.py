@@ -24,7 +24,6 @@ backends); :func:`run_metrics_per_run` is the old one-run-at-a-time path, kept a
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from fractions import Fraction
 
 import sqlalchemy as sa
 
@@ -277,5 +276,3 @@ def to_arrow(rows: list[RunMetrics]):
     return pa.Table.from_pylist([r.flat() for r in rows])
 
 
-def exact_text(v: Fraction | None) -> str | None:
-    return None if v is None else str(v)

@@ -197,10 +197,6 @@ def _fields_used(caps: list[CaptureInfo], metric: Metric) -> list[str]:
     return sorted(used)
 
 
-def _in_runs(ctx: Ctx) -> sa.ColumnElement[bool]:
-    return Q.c.run_id.in_(ctx.run_ids)
-
-
 OK = Q.c.status == "ok"
 
 

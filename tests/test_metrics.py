@@ -216,6 +216,17 @@ def test_run_metrics_rows(two_batches: Ledger) -> None:
     assert rows[0].input_target_tokens == 50 and rows[0].concurrency == 2
 
 
+def test_run_metrics_as_arrow(two_batches: Ledger) -> None:
+    from queries.metrics import to_arrow
+
+    table = to_arrow(run_metrics(two_batches, ["b1", "b2"]))
+    assert table.num_rows == 5
+    assert table.column("batch").to_pylist() == ["b1", "b1", "b1", "b1", "b2"]
+    assert table.column("total_tpm").to_pylist()[0] == 1320.0
+    assert table.column("total_tpm_flag").to_pylist()[0] == "derived"
+    assert "total_tpm_na_reason" in table.column_names
+
+
 # ------------------------------------------------------------------ hardware and logs
 
 DMON = """# gpu    pwr  gtemp     sm    mem
