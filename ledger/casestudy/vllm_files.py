@@ -111,6 +111,31 @@ def _header(run: RunRecords, date: str, legacy: bool) -> dict[str, Any]:
     return head
 
 
+def _summary(run: RunRecords, duration: float, failed: int | None, goodput_key: str) -> dict[str, Any]:
+    """The aggregates both writers print, in their order; the legacy one has no ``failed`` key and
+    spells the goodput key with a colon."""
+    total_in, total_out = sum(run.ins), sum(run.outs)
+    out: dict[str, Any] = {"duration": duration, "completed": len(run.ins)}
+    if failed is not None:
+        out["failed"] = failed
+    out.update({
+        "total_input_tokens": total_in,
+        "total_output_tokens": total_out,
+        "request_throughput": len(run.ins) / duration,
+        goodput_key: None,
+        "output_throughput": total_out / duration,
+        "total_token_throughput": (total_in + total_out) / duration,
+    })
+    return out
+
+
+def _arrays(run: RunRecords, **timing: list[float]) -> dict[str, Any]:
+    """The per-request arrays; ``timing`` (latencies, start_times) only where the writer keeps them."""
+    n = len(run.ins)
+    return {"input_lens": run.ins, "output_lens": run.outs, "ttfts": run.ttfts, "itls": run.itls, **timing,
+            "generated_texts": [PLACEHOLDER_TEXT] * n, "errors": [""] * n}
+
+
 def vllm_result(run: RunRecords, date: str, clock_base: float) -> dict[str, Any]:
     """``vllm bench serve --save-result --save-detailed`` (new key set, with ``start_times``).
 
@@ -119,30 +144,10 @@ def vllm_result(run: RunRecords, date: str, clock_base: float) -> dict[str, Any]
     """
     starts = [clock_base + s for s in run.starts]
     duration = max(s + lat for s, lat in zip(starts, run.latencies)) - min(starts)
-    total_in, total_out = sum(run.ins), sum(run.outs)
     peak_chunks, peak_active = _peaks(starts, run)
-    body: dict[str, Any] = {
-        "duration": duration,
-        "completed": len(run.ins),
-        "failed": 0,
-        "total_input_tokens": total_in,
-        "total_output_tokens": total_out,
-        "request_throughput": len(run.ins) / duration,
-        "request_goodput": None,
-        "output_throughput": total_out / duration,
-        "total_token_throughput": (total_in + total_out) / duration,
-        "input_lens": run.ins,
-        "output_lens": run.outs,
-        "ttfts": run.ttfts,
-        "itls": run.itls,
-        "latencies": run.latencies,
-        "start_times": starts,
-        "generated_texts": [PLACEHOLDER_TEXT] * len(run.ins),
-        "errors": [""] * len(run.ins),
-        "max_output_tokens_per_s": peak_chunks,
-        "max_concurrent_requests": peak_active,
-        "rtfx": 0.0,
-    }
+    body = _summary(run, duration, failed=0, goodput_key="request_goodput")
+    body.update(_arrays(run, latencies=run.latencies, start_times=starts))
+    body.update(max_output_tokens_per_s=peak_chunks, max_concurrent_requests=peak_active, rtfx=0.0)
     body.update(_latency_stats(run, NEW_PERCENTILES))
     return {**_header(run, date, legacy=False), **body}
 
@@ -153,24 +158,8 @@ def legacy_result(run: RunRecords, date: str) -> dict[str, Any]:
     Its ``duration`` is the tool's perf_counter span, which also covers the moment between starting
     the clock and sending the first request; the latencies are ttft + the sum of the chunk gaps.
     """
-    duration = run.wall_clock
-    total_in, total_out = sum(run.ins), sum(run.outs)
-    body: dict[str, Any] = {
-        "duration": duration,
-        "completed": len(run.ins),
-        "total_input_tokens": total_in,
-        "total_output_tokens": total_out,
-        "request_throughput": len(run.ins) / duration,
-        "request_goodput:": None,
-        "output_throughput": total_out / duration,
-        "total_token_throughput": (total_in + total_out) / duration,
-        "input_lens": run.ins,
-        "output_lens": run.outs,
-        "ttfts": run.ttfts,
-        "itls": run.itls,
-        "generated_texts": [PLACEHOLDER_TEXT] * len(run.ins),
-        "errors": [""] * len(run.ins),
-    }
+    body = _summary(run, run.wall_clock, failed=None, goodput_key="request_goodput:")
+    body.update(_arrays(run))
     body.update(_latency_stats(run, LEGACY_PERCENTILES))
     return {**_header(run, date, legacy=True), **body}
 
