@@ -119,18 +119,19 @@ def default_comparer() -> Comparer | None:
 
 
 def _run_id(ledger: Any, batch: str, label: str) -> int | None:
-    """The newest revision's id of a run label within a batch."""
+    """The current revision's id of a run label within a batch (the one no correction supersedes)."""
     if label.startswith("#"):
         return int(label[1:])
     try:
         import sqlalchemy as sa
 
         from ledger import models as m
+        from ledger.books import not_superseded
 
         with ledger.session() as s:
             row = s.execute(
                 sa.select(m.Run.id).join(m.Batch, m.Batch.id == m.Run.batch_id)
-                .where(m.Batch.name == batch, m.Run.label == label).order_by(m.Run.revision.desc()).limit(1)
+                .where(m.Batch.name == batch, m.Run.label == label, not_superseded(m.Run.__table__))
             ).first()  # fmt: skip
         return row[0] if row else None
     except Exception:  # noqa: BLE001 - no ledger (fake evaluator in tests)
