@@ -133,8 +133,7 @@ def write_artefact(
         runs.flush()
         rows.flush()
 
-        wide = getattr(parsed, "wide_samples", None)
-        for chunk in parsed.samples if wide is None else wide:
+        for chunk in parsed.samples if parsed.wide_samples is None else parsed.wide_samples:
             s.flush()
             if isinstance(chunk, rec.WideSamples):
                 result.samples += _write_wide_samples(conn, ledger.backend, art.id, target.node, chunk)
