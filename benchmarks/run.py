@@ -88,7 +88,7 @@ def run_child(args: list[str], timeout: float, env: dict | None = None) -> tuple
 
 
 def init_schema(url: str) -> None:
-    from ledger.store import Ledger
+    from bench_ledger.store import Ledger
 
     with Ledger(url) as ledger:
         ledger.init()
@@ -97,7 +97,7 @@ def init_schema(url: str) -> None:
 def ledger_cmd(*args: str) -> list[str]:
     if LEDGER:
         return [LEDGER, *args]
-    return [sys.executable, "-m", "ledger.cli", *args]
+    return [sys.executable, "-m", "bench_ledger.cli", *args]
 
 
 # ----------------------------------------------------------------------------------- backends
@@ -284,8 +284,8 @@ def orm_rows(vllm_path: Path, n: int) -> list[tuple]:
 METRICS_CHILD = r"""
 import json, sys, time
 sys.path.insert(0, {root!r})
-from ledger.store import Ledger
-from queries.metrics import run_metrics
+from bench_ledger.store import Ledger
+from bench_ledger.queries.metrics import run_metrics
 import sqlalchemy as sa
 with Ledger({url!r}) as ledger:
     t0 = time.perf_counter()
@@ -304,10 +304,10 @@ sizes_runs = [0]
 
 
 def measure_metrics(url: str, batch: str, timeout: float) -> Figure | str:
-    if importlib.util.find_spec("queries.metrics") is None:
+    if importlib.util.find_spec("bench_ledger.queries.metrics") is None:
         return "not measured: metrics module absent"
     try:
-        from queries import metrics as qm
+        from bench_ledger.queries import metrics as qm
         if not hasattr(qm, "run_metrics"):
             return "not measured: queries.metrics has no run_metrics"
     except Exception as exc:  # noqa: BLE001
@@ -334,9 +334,9 @@ AUDIT_CHILD = r"""
 import json, sys, time
 sys.path.insert(0, {root!r})
 from collections import Counter
-from ledger.store import Ledger
-from queries.audit import audit, default_evaluator
-from queries.claims import load_claims
+from bench_ledger.store import Ledger
+from bench_ledger.queries.audit import audit, default_evaluator
+from bench_ledger.queries.claims import load_claims
 claims = load_claims({path!r})
 if {limit!r}:  # a sample (for an extrapolation when the whole is too slow); derived claims keep their operands
     keep = set()
@@ -369,7 +369,7 @@ def measure_audit(url: str, claims_path: Path, n_claims: int, timeout: float) ->
     """Time queries.audit.audit() of the generated claims file against the benchmark's vLLM import
     (in a child process; loading the claims file is not timed). evaluate() is wrapped to time its
     share. When the whole does not finish in time, a sample of 50 claims is timed and extrapolated."""
-    if importlib.util.find_spec("queries.audit") is None:
+    if importlib.util.find_spec("bench_ledger.queries.audit") is None:
         return "not measured: queries.audit module absent"
     code = AUDIT_CHILD.format(root=str(ROOT), url=url, path=str(claims_path), limit=0)
     wall, peak, rc, out = run_child([sys.executable, "-c", code], timeout)

@@ -9,8 +9,8 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from importers.base import Importer, ParseOptions, read_head
-from ledger.errors import InputError, UnknownFormat
+from bench_ledger.errors import InputError, UnknownFormat
+from bench_ledger.importers.base import Importer, ParseOptions, read_head
 
 # Order matters only for speed: every sniff must be specific enough to reject the others' files.
 _MODULES = (
@@ -46,9 +46,9 @@ def all_importers() -> list[Importer]:
     found = []
     for module in _MODULES:
         try:
-            found.append(importlib.import_module(f"importers.{module}").IMPORTER)
+            found.append(importlib.import_module(f"bench_ledger.importers.{module}").IMPORTER)
         except ModuleNotFoundError as exc:
-            if exc.name != f"importers.{module}":
+            if exc.name != f"bench_ledger.importers.{module}":
                 raise
     return found
 

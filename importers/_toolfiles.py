@@ -16,9 +16,9 @@ from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any
 
-from ledger.errors import ParseError
-from ledger.kinds import check_kind
-from ledger.records import Published, RequestColumns
+from bench_ledger.errors import ParseError
+from bench_ledger.kinds import check_kind
+from bench_ledger.records import Published, RequestColumns
 
 NS_PER_S = Decimal(10) ** 9
 

@@ -28,7 +28,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from importers._toolfiles import (
+from bench_ledger.errors import ParseError
+from bench_ledger.importers._toolfiles import (
     TIME_UNITS,
     TOKEN_UNITS,
     build_columns,
@@ -39,9 +40,8 @@ from importers._toolfiles import (
     number,
     present_fields,
 )
-from importers.base import ParseOptions, first_json_value, iter_json_lines
-from ledger.errors import ParseError
-from ledger.records import Capture, ParsedArtefact, ParsedRun, RunInfo
+from bench_ledger.importers.base import ParseOptions, first_json_value, iter_json_lines
+from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, RunInfo
 
 PROFILING = "profiling"
 SUCCESS_RULE = (

@@ -18,7 +18,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from importers._toolfiles import (
+from bench_ledger.errors import ParseError
+from bench_ledger.importers._toolfiles import (
     AIPERF_MARKERS,
     TIME_UNITS,
     has_key,
@@ -30,9 +31,8 @@ from importers._toolfiles import (
     walk_metric_objects,
     whole,
 )
-from importers.base import ParseOptions, first_json_value, load_json
-from ledger.errors import ParseError
-from ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.importers.base import ParseOptions, first_json_value, load_json
+from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 
 SUCCESS_RULE = "no request records in this file; AIPerf counts a request as failed when it has an error"
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from ledger.errors import ParseError
-from ledger.records import ParsedArtefact, ParsedRun
+from bench_ledger.errors import ParseError
+from bench_ledger.records import ParsedArtefact, ParsedRun
 
 SNIFF_BYTES = 64 * 1024
 

@@ -33,9 +33,9 @@ from operator import ne, or_
 from pathlib import Path
 from typing import NoReturn
 
-from importers.base import ParseOptions
-from ledger.errors import ParseError
-from ledger.records import ParsedArtefact, SampleColumns
+from bench_ledger.errors import ParseError
+from bench_ledger.importers.base import ParseOptions
+from bench_ledger.records import ParsedArtefact, SampleColumns
 
 UNCONFIRMED = "unconfirmed"
 CHUNK_ROWS = 100_000
@@ -497,8 +497,7 @@ class _WideReader:
         import pyarrow as pa
         import pyarrow.compute as pc
         import pyarrow.csv as pacsv
-
-        from ledger.records import WideSamples
+        from bench_ledger.records import WideSamples
 
         if b"\r" in buf:
             raise _Irregular

@@ -24,7 +24,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from importers._toolfiles import (
+from bench_ledger.errors import ParseError
+from bench_ledger.importers._toolfiles import (
     build_columns,
     has_key,
     head_text,
@@ -35,9 +36,8 @@ from importers._toolfiles import (
     present_fields,
     sequence,
 )
-from importers.base import ParseOptions, load_json
-from ledger.errors import ParseError
-from ledger.records import Capture, ParsedArtefact, ParsedRun, RunInfo
+from bench_ledger.importers.base import ParseOptions, load_json
+from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, RunInfo
 
 SUCCESS_RULE = (
     "failed when a response payload is a JSON object with an 'error' member or is not JSON; "

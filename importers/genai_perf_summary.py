@@ -14,10 +14,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from importers._toolfiles import AIPERF_MARKERS, has_key, head_text, walk_metric_objects, whole
-from importers.base import ParseOptions, first_json_value, load_json
-from ledger.errors import ParseError
-from ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.errors import ParseError
+from bench_ledger.importers._toolfiles import AIPERF_MARKERS, has_key, head_text, walk_metric_objects, whole
+from bench_ledger.importers.base import ParseOptions, first_json_value, load_json
+from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 
 SUCCESS_RULE = "no request records in this file; GenAI-Perf writes no per-request status"
 _GENAI_METRICS = ("time_to_first_token", "request_latency", "request_throughput", "output_token_throughput")

@@ -31,7 +31,7 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from importers._toolfiles import (
+from bench_ledger.importers._toolfiles import (
     build_columns,
     has_key,
     head_text,
@@ -46,8 +46,8 @@ from importers._toolfiles import (
     to_ns,
     to_seconds,
 )
-from importers.base import ParseOptions, load_json
-from ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.importers.base import ParseOptions, load_json
+from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 
 GROUPS = (("successful", "ok"), ("incomplete", "unknown"), ("errored", "failed"))
 SUCCESS_RULE = (

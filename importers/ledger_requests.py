@@ -35,11 +35,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any, get_args
 
-from pydantic import ValidationError
-
-from importers.base import ParseOptions, first_json_value, read_head
-from ledger.errors import ParseError
-from ledger.records import (
+from bench_ledger.errors import ParseError
+from bench_ledger.importers.base import ParseOptions, first_json_value, read_head
+from bench_ledger.records import (
     REQUEST_FIELDS,
     Capture,
     Clock,
@@ -49,6 +47,7 @@ from ledger.records import (
     RunInfo,
     TokenSource,
 )
+from pydantic import ValidationError
 
 VERSION = 1
 E9 = Decimal(10**9)

@@ -19,10 +19,10 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
-from importers._toolfiles import build_columns, has_key, head_text, integer, jpath, mapping, number
-from importers.base import ParseOptions, load_json
-from ledger.errors import ParseError
-from ledger.records import Capture, ParsedArtefact, ParsedRun, RunInfo
+from bench_ledger.errors import ParseError
+from bench_ledger.importers._toolfiles import build_columns, has_key, head_text, integer, jpath, mapping, number
+from bench_ledger.importers.base import ParseOptions, load_json
+from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, RunInfo
 
 SUCCESS_RULE = (
     "ok iff error_code is null (llmperf's own rule: its summary statistics use exactly these "

@@ -15,10 +15,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from importers._toolfiles import has_key, head_text, integer, jpath, published
-from importers.base import ParseOptions, load_json
-from ledger.errors import ParseError
-from ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.errors import ParseError
+from bench_ledger.importers._toolfiles import has_key, head_text, integer, jpath, published
+from bench_ledger.importers.base import ParseOptions, load_json
+from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 
 # Per-request metrics llmperf summarises: name -> (unit stated by the name, quantity kind).
 _METRICS: dict[str, tuple[str | None, str]] = {

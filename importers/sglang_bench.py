@@ -34,8 +34,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from importers.base import ParseOptions, first_json_value, iter_json_lines, prefetched
-from importers.vllm_bench import (
+from bench_ledger.errors import ParseError
+from bench_ledger.importers.base import ParseOptions, first_json_value, iter_json_lines, prefetched
+from bench_ledger.importers.vllm_bench import (
     NUMBER,
     float_or_none,
     int_or_none,
@@ -49,8 +50,7 @@ from importers.vllm_bench import (
     validate_columns,
     where,
 )
-from ledger.errors import ParseError
-from ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RequestColumns, RunInfo
+from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RequestColumns, RunInfo
 
 TOKENS_NOTE = ("sum of output_lens: the server's usage.completion_tokens where the reply had it, "
                "else the requested output length; the file does not say which (not confirmed measured)")

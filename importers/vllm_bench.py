@@ -43,17 +43,16 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from importers.base import (
+from bench_ledger.errors import ParseError
+from bench_ledger.importers.base import (
     ParseOptions,
     first_json_value,
     iter_json_lines,
     load_json,
     prefetched,
 )
-from ledger.errors import ParseError
-from ledger.records import ArrowRequests, Capture, ParsedArtefact, ParsedRun, Published, RequestColumns, RunInfo
+from bench_ledger.records import ArrowRequests, Capture, ParsedArtefact, ParsedRun, Published, RequestColumns, RunInfo
+from pydantic import ValidationError
 
 E9 = Decimal(10**9)
 # The DuckDB-parsed path for regular JSON Lines files (_fast_runs below; issue 7). Anything it

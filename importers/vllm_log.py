@@ -47,9 +47,9 @@ from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 
-from importers.base import ParseOptions, first_json_value
-from ledger.errors import ParseError
-from ledger.records import LogFact, ParsedArtefact
+from bench_ledger.errors import ParseError
+from bench_ledger.importers.base import ParseOptions, first_json_value
+from bench_ledger.records import LogFact, ParsedArtefact
 
 # kind -> (quantity kind in ledger.kinds.KINDS or None for text facts, meaning)
 FACT_KINDS: dict[str, tuple[str | None, str]] = {

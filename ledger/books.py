@@ -16,12 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import sqlalchemy as sa
+from bench_ledger import models as m
+from bench_ledger import seal as sl
+from bench_ledger.errors import InputError, NotFound, Refused
+from bench_ledger.store import Ledger, now
 from sqlalchemy.orm import Session, aliased
-
-from ledger import models as m
-from ledger import seal as sl
-from ledger.errors import InputError, NotFound, Refused
-from ledger.store import Ledger, now
 
 
 @dataclass

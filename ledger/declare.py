@@ -18,12 +18,11 @@ from typing import Literal
 import rfc8785
 import sqlalchemy as sa
 import yaml
+from bench_ledger import models as m
+from bench_ledger.errors import InputError, NotFound, Refused
+from bench_ledger.store import Ledger, now
+from bench_ledger.units import parse_quantity
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-from ledger import models as m
-from ledger.errors import InputError, NotFound, Refused
-from ledger.store import Ledger, now
-from ledger.units import parse_quantity
 
 WarmState = Literal["cold", "warm", "unknown"]
 

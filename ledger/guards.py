@@ -27,11 +27,10 @@ import re
 from functools import cache
 
 import sqlalchemy as sa
+from bench_ledger import models as m
+from bench_ledger.errors import Refused
 from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session
-
-from ledger import models as m
-from ledger.errors import Refused
 
 SEAL_TABLES = ("seal", "seal_chunk")
 APPEND_ONLY = frozenset(m.CAPTURED_TABLES) | frozenset(SEAL_TABLES)

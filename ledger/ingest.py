@@ -17,13 +17,12 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.compute as pc
 import sqlalchemy as sa
+from bench_ledger import models as m
+from bench_ledger import records as rec
+from bench_ledger.bulk import bulk_insert
+from bench_ledger.errors import AlreadyImported, InputError, Refused
+from bench_ledger.store import Ledger, now
 from sqlalchemy.orm import Session
-
-from ledger import models as m
-from ledger import records as rec
-from ledger.bulk import bulk_insert
-from ledger.errors import AlreadyImported, InputError, Refused
-from ledger.store import Ledger, now
 
 # After a bulk load this large, PostgreSQL's planner statistics are stale until autovacuum runs
 # (metric queries were seen picking bad plans on a freshly imported million-request ledger).

@@ -54,9 +54,8 @@ from typing import Any
 
 import rfc8785
 import sqlalchemy as sa
-
-from ledger import models as m
-from ledger.errors import IntegrityError
+from bench_ledger import models as m
+from bench_ledger.errors import IntegrityError
 
 SCHEME = "bench-ledger-seal/1"
 ZERO_DIGEST = "0" * 64

@@ -23,11 +23,10 @@ from pathlib import Path
 
 import duckdb_sqlalchemy.alembic_impl  # noqa: F401  (registers DuckDB with Alembic)
 import sqlalchemy as sa
+from bench_ledger import guards
+from bench_ledger import models as m
+from bench_ledger.errors import LedgerLocked, NotFound, SchemaOutOfDate, StoreError
 from sqlalchemy.orm import Session
-
-from ledger import guards
-from ledger import models as m
-from ledger.errors import LedgerLocked, NotFound, SchemaOutOfDate, StoreError
 
 # DuckDB's Python client tries `import pandas` on every execute() with parameters. Where pandas is
 # not installed that import fails, is not cached, and re-scans sys.path each time: profiles showed it
@@ -154,7 +153,7 @@ class Ledger:
         from alembic.config import Config
 
         cfg = Config()
-        cfg.set_main_option("script_location", str(resources.files("migrations")))
+        cfg.set_main_option("script_location", str(resources.files("bench_ledger.migrations")))
         return cfg
 
     def head_revision(self) -> str:

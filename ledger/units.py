@@ -11,7 +11,7 @@ import re
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
-from ledger.errors import Refused
+from bench_ledger.errors import Refused
 
 UNCONFIRMED = "unconfirmed"
 

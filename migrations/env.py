@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import duckdb_sqlalchemy.alembic_impl  # noqa: F401  (registers DuckDB with Alembic)
 from alembic import context
-
-from ledger.models import Base
+from bench_ledger.models import Base
 
 target_metadata = Base.metadata
 

@@ -27,14 +27,14 @@ from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from ledger.errors import LedgerError, Refused
-from ledger.units import UNCONFIRMED, dimension
-from ledger.units import convert as convert_units
-from queries import intervals as iv
-from queries.audit_rules import Derivation, Term, check_rules, infer_kind
-from queries.claims import VERDICTS, Claim, ClaimsFile, Formula, LiteralNumber, MetricOperand
-from queries.intervals import Interval, fmt
-from queries.types import Comparison, MetricValue
+from bench_ledger.errors import LedgerError, Refused
+from bench_ledger.queries import intervals as iv
+from bench_ledger.queries.audit_rules import Derivation, Term, check_rules, infer_kind
+from bench_ledger.queries.claims import VERDICTS, Claim, ClaimsFile, Formula, LiteralNumber, MetricOperand
+from bench_ledger.queries.intervals import Interval, fmt
+from bench_ledger.queries.types import Comparison, MetricValue
+from bench_ledger.units import UNCONFIRMED, dimension
+from bench_ledger.units import convert as convert_units
 
 Evaluator = Callable[[Any, str, Any], MetricValue]
 # kinds whose values are integers: a printed "2" is exactly 2 (R11 with GRIM's premise)
@@ -104,7 +104,7 @@ class AuditReport:
 
 def default_evaluator() -> Evaluator | None:
     try:
-        from queries.metrics import evaluate
+        from bench_ledger.queries.metrics import evaluate
     except ImportError:
         return None
     return evaluate
@@ -112,7 +112,7 @@ def default_evaluator() -> Evaluator | None:
 
 def default_comparer() -> Comparer | None:
     try:
-        from queries.compare import compare
+        from bench_ledger.queries.compare import compare
     except ImportError:
         return None
     return compare
@@ -124,9 +124,8 @@ def _run_id(ledger: Any, batch: str, label: str) -> int | None:
         return int(label[1:])
     try:
         import sqlalchemy as sa
-
-        from ledger import models as m
-        from ledger.books import not_superseded
+        from bench_ledger import models as m
+        from bench_ledger.books import not_superseded
 
         with ledger.session() as s:
             row = s.execute(
@@ -567,7 +566,7 @@ class Auditor:
             diffs = ", ".join(f"{f.name} ({f.a} vs {f.b})" for f in cmp.differences) or "none"
             extra = "; stack ratio" if cmp.stack_ratio else ""
             return f"comparability (compare {a.scope_ref} vs {b.scope_ref}): differs in {diffs}{extra}"
-        from queries.audit_rules import _differences
+        from bench_ledger.queries.audit_rules import _differences
 
         diffs_l = _differences(Derivation(d.claim_id, d.op, d.terms, d.result_kind))
         if not diffs_l:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ledger.errors import Refused
-from ledger.units import UNCONFIRMED
-from queries.intervals import Interval
-from queries.types import Comparison, Factor
+from bench_ledger.errors import Refused
+from bench_ledger.queries.intervals import Interval
+from bench_ledger.queries.types import Comparison, Factor
+from bench_ledger.units import UNCONFIRMED
 
 # --------------------------------------------------------------------------- kinds
 

@@ -7,12 +7,11 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 import sqlalchemy as sa
-
-from ledger import models as m
-from ledger.books import not_superseded
-from ledger.errors import NotFound
-from ledger.records import REQUEST_FIELDS
-from ledger.store import Ledger
+from bench_ledger import models as m
+from bench_ledger.books import not_superseded
+from bench_ledger.errors import NotFound
+from bench_ledger.records import REQUEST_FIELDS
+from bench_ledger.store import Ledger
 
 
 @dataclass(frozen=True)

@@ -27,10 +27,9 @@ from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
 import sqlalchemy as sa
-
-from ledger import models as m
-from ledger.store import Ledger
-from queries.metrics_requests import captures, mean, percentile_linear, std
+from bench_ledger import models as m
+from bench_ledger.queries.metrics_requests import captures, mean, percentile_linear, std
+from bench_ledger.store import Ledger
 
 AGREE, DISAGREE, NOT_DERIVABLE = "agree", "disagree", "not re-derivable"
 REL_FLOOR = Fraction(1, 10**9)

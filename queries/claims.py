@@ -20,11 +20,10 @@ from pathlib import Path
 from typing import Literal
 
 import yaml
+from bench_ledger.errors import InputError
+from bench_ledger.kinds import KINDS
+from bench_ledger.queries.types import Scope
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
-
-from ledger.errors import InputError
-from ledger.kinds import KINDS
-from queries.types import Scope
 
 CLAIMS_VERSION = 1
 

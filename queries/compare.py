@@ -22,11 +22,10 @@ from dataclasses import asdict, dataclass
 from fractions import Fraction
 
 import sqlalchemy as sa
-
-from ledger import models as m
-from ledger.errors import NotFound, Refused
-from ledger.store import Ledger
-from queries.types import Comparison, Factor, MetricValue, Scope
+from bench_ledger import models as m
+from bench_ledger.errors import NotFound, Refused
+from bench_ledger.queries.types import Comparison, Factor, MetricValue, Scope
+from bench_ledger.store import Ledger
 
 R, B, D = m.Run.__table__, m.Batch.__table__, m.Deployment.__table__
 WARM_DIMS = ("warm_prefix_cache", "warm_process", "warm_compile", "warm_file_cache")
@@ -209,7 +208,7 @@ class RatioResult:
 def ratio(ledger: Ledger, metric: str, a: str, b: str, claim_factor: str | None = None, *,
           equal_resources: bool = False, paired: bool = False) -> RatioResult:  # fmt: skip
     """B / A of one metric, labelled with what differs; refuses an illegal conclusion (R6, R8)."""
-    from queries.metrics import evaluate
+    from bench_ledger.queries.metrics import evaluate
 
     sa_, sb = side(ledger, a), side(ledger, b)
     cmp = _comparison(sa_, sb, claim_factor, equal_resources, paired)

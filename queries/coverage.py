@@ -10,11 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import sqlalchemy as sa
-
-from ledger import models as m
-from ledger.errors import InputError
-from ledger.records import REQUEST_FIELDS
-from ledger.store import Ledger
+from bench_ledger import models as m
+from bench_ledger.errors import InputError
+from bench_ledger.records import REQUEST_FIELDS
+from bench_ledger.store import Ledger
 
 
 @dataclass(frozen=True)

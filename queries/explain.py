@@ -12,10 +12,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from queries.audit import Auditor, Comparer, Evaluator, jsonable
-from queries.claims import ClaimsFile, Formula
-from queries.intervals import fmt
-from queries.types import MetricValue
+from bench_ledger.queries.audit import Auditor, Comparer, Evaluator, jsonable
+from bench_ledger.queries.claims import ClaimsFile, Formula
+from bench_ledger.queries.intervals import fmt
+from bench_ledger.queries.types import MetricValue
 
 
 @dataclass
@@ -30,7 +30,7 @@ def explain(claims: ClaimsFile, ledger: Any, claim_id: str, *, claims_path: Path
     """The evidence chain of one claim: claim -> formula or metric -> runs -> requests (how many,
     which fields) -> artefacts (sha256, file, lines) -> source report."""
     if claim_id not in claims.by_id():
-        from ledger.errors import NotFound
+        from bench_ledger.errors import NotFound
 
         raise NotFound(f"no claim {claim_id!r} in the claims file; ids: {', '.join(c.id for c in claims.claims[:10])}...")
     auditor = Auditor(claims, ledger, evaluate=evaluate, compare=compare)
@@ -79,7 +79,7 @@ def _explain_claim(a: Auditor, cid: str, steps: list[EvidenceStep], depth: int, 
 
 
 def _refs(f: Formula) -> list[str]:
-    from queries.claims import claim_refs
+    from bench_ledger.queries.claims import claim_refs
 
     return claim_refs(f)
 
@@ -89,8 +89,7 @@ def _records_steps(ledger: Any, mv: MetricValue, pad: str) -> list[EvidenceStep]
     if ledger is None:
         return []
     import sqlalchemy as sa
-
-    from ledger import models as m
+    from bench_ledger import models as m
 
     out: list[EvidenceStep] = []
     artefact_ids: set[int] = set()
@@ -136,8 +135,7 @@ def _records_steps(ledger: Any, mv: MetricValue, pad: str) -> list[EvidenceStep]
 
 def _artefact_lines(s: Any, aid: int) -> str:
     import sqlalchemy as sa
-
-    from ledger import models as m
+    from bench_ledger import models as m
 
     for table in (m.LogFact, m.HardwareSample, m.Request):
         row = s.execute(sa.select(sa.func.min(table.line), sa.func.max(table.line), sa.func.count())
@@ -153,8 +151,7 @@ def _source_step(claims: ClaimsFile, ledger: Any, claims_path: Path | None) -> E
     if ledger is not None:
         try:
             import sqlalchemy as sa
-
-            from ledger import models as m
+            from bench_ledger import models as m
 
             with ledger.session() as s:
                 row = s.execute(sa.select(m.SourceReport).where(m.SourceReport.slug == src.slug)).scalar_one_or_none()

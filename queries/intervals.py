@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 from fractions import Fraction
 
-from ledger.errors import Refused
-from ledger.units import convert as convert_exact
+from bench_ledger.errors import Refused
+from bench_ledger.units import convert as convert_exact
 
 # ----------------------------------------------------------------------------- intervals
 

@@ -26,20 +26,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import sqlalchemy as sa
-
-from ledger import models as m
-from ledger.books import not_superseded
-from ledger.errors import NotFound, Refused
-from ledger.store import Ledger
-from queries.metrics_batch import RunRef, batch_values, supported
-from queries.metrics_hardware import hardware_metrics, parse_window
-from queries.metrics_requests import Ctx, Metric, percentile_linear
-from queries.types import MetricValue, Scope
+from bench_ledger import models as m
+from bench_ledger.books import not_superseded
+from bench_ledger.errors import NotFound, Refused
+from bench_ledger.queries.metrics_batch import RunRef, batch_values, supported
+from bench_ledger.queries.metrics_hardware import hardware_metrics, parse_window
+from bench_ledger.queries.metrics_requests import Ctx, Metric, percentile_linear
+from bench_ledger.queries.types import MetricValue, Scope
+from bench_ledger.store import Ledger
 
 __all__ = ["METRICS", "ROW_METRICS", "Metric", "RunMetrics", "evaluate", "list_metrics", "percentile_linear",
            "run_metrics", "run_metrics_per_run", "scope_of"]  # fmt: skip
 
-from queries.metrics_requests import request_metrics  # noqa: E402
+from bench_ledger.queries.metrics_requests import request_metrics  # noqa: E402
 
 METRICS: dict[str, Metric] = {mt.name: mt for mt in [*request_metrics(), *hardware_metrics()]}
 

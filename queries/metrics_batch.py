@@ -35,8 +35,7 @@ from fractions import Fraction
 from types import SimpleNamespace
 
 import sqlalchemy as sa
-
-from queries.metrics_requests import (
+from bench_ledger.queries.metrics_requests import (
     CAP,
     CF,
     OK,
@@ -53,7 +52,7 @@ from queries.metrics_requests import (
     total_value,
     wall_value,
 )
-from queries.types import MetricValue, Scope
+from bench_ledger.queries.types import MetricValue, Scope
 
 
 @dataclass
@@ -215,7 +214,7 @@ class _OneRun:
     def value(self, name: str) -> MetricValue:
         v = self.done.get(name)
         if v is None:
-            from queries.metrics import METRICS
+            from bench_ledger.queries.metrics import METRICS
 
             v = self.done[name] = self.compute(METRICS[name])
         return v

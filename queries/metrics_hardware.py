@@ -24,9 +24,8 @@ from decimal import Decimal
 from fractions import Fraction
 
 import sqlalchemy as sa
-
-from ledger import models as m
-from queries.metrics_requests import Ctx, Metric, derived, mean, na
+from bench_ledger import models as m
+from bench_ledger.queries.metrics_requests import Ctx, Metric, derived, mean, na
 
 HS = m.HardwareSample.__table__
 LF = m.LogFact.__table__

@@ -27,9 +27,8 @@ from fractions import Fraction
 from typing import Any
 
 import sqlalchemy as sa
-
-from ledger import models as m
-from queries.types import MetricValue, Scope
+from bench_ledger import models as m
+from bench_ledger.queries.types import MetricValue, Scope
 
 Q = m.Request.__table__
 G = m.ChunkGap.__table__
@@ -317,7 +316,7 @@ def rate(tokens: tuple[str, ...], per: int, wall: Metric | None = None) -> Calla
     """per × (sum of token totals) / common wall clock (R3); n/a propagates, the basis is kept."""
 
     def compute(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
-        from queries.metrics import METRICS
+        from bench_ledger.queries.metrics import METRICS
 
         parts = [METRICS[t].compute(conn, ctx, METRICS[t]) for t in tokens]
         clock = METRICS["wall_clock_s"].compute(conn, ctx, METRICS["wall_clock_s"])

@@ -14,8 +14,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-
-from ledger.store import Ledger
+from bench_ledger.store import Ledger
 
 PG_URL = os.environ.get("LEDGER_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = os.environ.get("LEDGER_REQUIRE_PG") == "1"

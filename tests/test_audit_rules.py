@@ -5,10 +5,9 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
-
-from queries.audit import audit
-from queries.claims import ClaimsFile
-from queries.types import Comparison, Factor, MetricValue, Scope
+from bench_ledger.queries.audit import audit
+from bench_ledger.queries.claims import ClaimsFile
+from bench_ledger.queries.types import Comparison, Factor, MetricValue, Scope
 
 # --------------------------------------------------------------------------- fakes
 
@@ -301,7 +300,7 @@ def test_rule_r6_uses_compare_for_ledger_scopes():
         calls.append((a, b))
         return Comparison(a, b, [Factor("warm_prefix_cache", "cold", "warm")], "warm_prefix_cache", False, True, True)
 
-    import queries.audit as audit_mod
+    import bench_ledger.queries.audit as audit_mod
 
     orig = audit_mod._run_id
     audit_mod._run_id = lambda ledger, batch, label: {"cold-50k-cold": 1, "cold-50k-warm": 2}[label]

@@ -7,12 +7,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import bench_ledger.importers.dmon as dmon
 import pytest
-
-import importers.dmon as dmon
-from importers.base import ParseOptions
-from ledger.errors import ParseError
-from ledger.records import WideSamples
+from bench_ledger.errors import ParseError
+from bench_ledger.importers.base import ParseOptions
+from bench_ledger.records import WideSamples
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "dmon"
@@ -32,8 +31,7 @@ def test_quick_benchmark_completes_and_writes_its_report(tmp_path: Path) -> None
 def test_generated_claims_file_is_valid_and_counts_its_claims(tmp_path: Path) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import gen
-
-    from queries.claims import load_claims
+    from bench_ledger.queries.claims import load_claims
 
     vllm = tmp_path / "v.jsonl"
     gen.vllm_and_ledger(vllm, 3, 20, 2, None)

@@ -11,14 +11,13 @@ from pathlib import Path
 import pytest
 import rfc8785
 import sqlalchemy as sa
+from bench_ledger import books
+from bench_ledger import models as m
+from bench_ledger import seal as sl
+from bench_ledger.cli import main
+from bench_ledger.errors import Refused
+from bench_ledger.store import Ledger
 from click.testing import CliRunner
-
-from ledger import books
-from ledger import models as m
-from ledger import seal as sl
-from ledger.cli import main
-from ledger.errors import Refused
-from ledger.store import Ledger
 
 VLLM = Path(__file__).resolve().parents[2] / "shared" / "samples" / "vllm"
 PG_REQUEST_UPDATE = "refused by R9: UPDATE of request: rows of this table are append-only"
@@ -232,14 +231,13 @@ def _request_artefact(ledger: Ledger) -> int:
 
 def test_a_corrected_run_keeps_its_records_in_metrics_and_listings(ledger_url: str, tmp_path) -> None:
     """Captured rows stay on the first revision (Run.origin_id); queries show the current one."""
+    from bench_ledger.books import correct_run
+    from bench_ledger.cli import main
+    from bench_ledger.queries.catalog import list_runs, run_detail
+    from bench_ledger.queries.metrics import evaluate
+    from bench_ledger.queries.types import Scope
+    from bench_ledger.store import Ledger
     from click.testing import CliRunner
-
-    from ledger.books import correct_run
-    from ledger.cli import main
-    from ledger.store import Ledger
-    from queries.catalog import list_runs, run_detail
-    from queries.metrics import evaluate
-    from queries.types import Scope
 
     f = tmp_path / "r.jsonl"
     f.write_text('{"ledger_requests": 1, "run": "r1", "tool": "t", "clock": "epoch_s"}\n'

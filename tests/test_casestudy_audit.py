@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-generate_mod = pytest.importorskip("ledger.casestudy.generate", reason="the case-study generator has not landed yet")
-pytest.importorskip("queries.metrics", reason="the metric registry has not landed yet")
+generate_mod = pytest.importorskip("bench_ledger.casestudy.generate", reason="the case-study generator has not landed yet")
+pytest.importorskip("bench_ledger.queries.metrics", reason="the metric registry has not landed yet")
 
-from ledger.cli import main  # noqa: E402
-from ledger.store import Ledger  # noqa: E402
-from queries.audit import audit  # noqa: E402
-from queries.claims import load_claims  # noqa: E402
+from bench_ledger.cli import main  # noqa: E402
+from bench_ledger.queries.audit import audit  # noqa: E402
+from bench_ledger.queries.claims import load_claims  # noqa: E402
+from bench_ledger.store import Ledger  # noqa: E402
 
 CLAIMS = Path(__file__).resolve().parents[1] / "ledger" / "casestudy" / "claims.yaml"
 

@@ -21,8 +21,7 @@ from typing import Any
 
 import pytest
 import yaml
-
-from ledger.casestudy.generate import Generated, generate
+from bench_ledger.casestudy.generate import Generated, generate
 
 PACKAGE = Path(__file__).resolve().parents[1] / "ledger" / "casestudy"
 SHARED_REPORT = (

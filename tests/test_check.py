@@ -6,11 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+from bench_ledger.cli import main
+from bench_ledger.queries.check import check, tolerance
+from bench_ledger.store import Ledger
 from click.testing import CliRunner
-
-from ledger.cli import main
-from ledger.store import Ledger
-from queries.check import check, tolerance
 
 
 def imp(url: str, *args: str) -> None:

@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-
-from ledger.errors import InputError
-from queries.claims import VERDICTS, ClaimsFile, load_claims, schema_text
+from bench_ledger.errors import InputError
+from bench_ledger.queries.claims import VERDICTS, ClaimsFile, load_claims, schema_text
 
 ROOT = Path(__file__).resolve().parents[1]
 SCHEMA = ROOT / "docs" / "claims.schema.json"

@@ -5,10 +5,9 @@ import shutil
 from pathlib import Path
 
 import pytest
+from bench_ledger.cli import main
+from bench_ledger.store import Ledger
 from click.testing import CliRunner
-
-from ledger.cli import main
-from ledger.store import Ledger
 
 MANIFEST = Path(__file__).parent / "fixtures" / "manifest" / "system.yaml"
 
@@ -58,7 +57,7 @@ def test_declare_records_everything_once(ledger_url: str) -> None:
     shown = run("show", "run", str(runs[0]["id"]), "--db", ledger_url).output
     assert "warm state: prefix_cache cold, process warm, compile warm, file_cache warm" in shown
     with Ledger(ledger_url) as led, led.session() as s:
-        from ledger import models as m
+        from bench_ledger import models as m
 
         deps = {d.name: d for d in s.query(m.Deployment)}
         assert deps["h20-1017"].gpu_memory_unit == "MiB" and str(deps["h20-1017"].size_on_disk) == "510.31"
@@ -106,7 +105,7 @@ def test_every_command_help_has_an_example() -> None:
 
 
 def test_manifest_schema_is_published_and_documents_every_field() -> None:
-    from ledger.declare import manifest_schema
+    from bench_ledger.declare import manifest_schema
 
     published = Path(__file__).resolve().parents[1] / "docs" / "manifest.schema.json"
     assert published.read_text(encoding="utf-8") == manifest_schema(), (

@@ -6,9 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from bench_ledger.cli import main
 from click.testing import CliRunner
-
-from ledger.cli import main
 
 
 def run(*args: str, ok: bool = True):
@@ -22,9 +21,13 @@ def counts(url: str) -> dict[str, int]:
     return json.loads(run("status", "--db", url, "--json").output)["counts"]
 
 
+# The folders of ../shared/samples whose formats the first importers cover (MANIFEST.md's first part).
+FIRST_FORMATS = ("vllm", "sglang", "llmperf", "dmon", "vllm-server-log")
+
+
 def test_every_real_sample_imports_through_detection(ledger_url: str, samples: Path) -> None:
     run("init", "--db", ledger_url)
-    files = sorted(p for p in samples.rglob("*") if p.is_file() and p.name != "MANIFEST.md")
+    files = sorted(p for d in FIRST_FORMATS for p in (samples / d).rglob("*") if p.is_file())
     out = run("import", "--db", ledger_url, "--batch", "real", *map(str, files)).output
     assert out.count("imported as artefact") == len(files) == 10
     c = counts(ledger_url)
@@ -106,7 +109,7 @@ def test_formats_lists_one_line_each() -> None:
 def test_row_progress_only_on_a_terminal_and_never_quiet(monkeypatch, capsys) -> None:
     import sys
 
-    from ledger.cli import RowProgress
+    from bench_ledger.cli import RowProgress
 
     monkeypatch.setattr(sys.stderr, "isatty", lambda: True, raising=False)
     with RowProgress(Path("big.json"), enabled=True) as shown:
@@ -139,7 +142,7 @@ def test_several_runs_with_records_in_one_file_import(ledger_url: str, tmp_path:
 @pytest.mark.parametrize("fixture", ["guidellm/benchmarks_v2.json", "genai_perf/profile_export.json"])
 def test_runs_of_one_file_never_share_a_record_index(ledger_url: str, fixtures: Path, fixture: str) -> None:
     """The database does not enforce (artefact, idx) (migration 0008): the records contract does."""
-    from ledger.store import Ledger
+    from bench_ledger.store import Ledger
 
     run("init", "--db", ledger_url)
     run("import", "--db", ledger_url, "--batch", "b", str(fixtures / fixture))
@@ -152,7 +155,7 @@ def test_runs_of_one_file_never_share_a_record_index(ledger_url: str, fixtures: 
 
 
 def test_iter_runs_numbers_records_across_the_artefact() -> None:
-    from ledger.records import Capture, ParsedArtefact, ParsedRun, RequestColumns, RunInfo
+    from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, RequestColumns, RunInfo
 
     def parsed_run(label: str, idx: list[int]) -> ParsedRun:
         cols = RequestColumns.empty_columns()

@@ -7,13 +7,12 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from bench_ledger import models as m
+from bench_ledger.cli import main
+from bench_ledger.errors import Refused
+from bench_ledger.queries.compare import compare, ratio
+from bench_ledger.store import Ledger
 from click.testing import CliRunner
-
-from ledger import models as m
-from ledger.cli import main
-from ledger.errors import Refused
-from ledger.store import Ledger
-from queries.compare import compare, ratio
 
 
 @pytest.fixture

@@ -5,9 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from bench_ledger.cli import main
 from click.testing import CliRunner
-
-from ledger.cli import main
 
 
 def test_demo_shows_every_verdict_kind_and_says_synthetic(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from bench_ledger import guards
+from bench_ledger import models as m
+from bench_ledger.errors import Refused
+from bench_ledger.queries.coverage import field_coverage
+from bench_ledger.store import Ledger, now
 
-from ledger import guards
-from ledger import models as m
-from ledger.errors import Refused
-from ledger.store import Ledger, now
-from queries.coverage import field_coverage
 from tests.test_books import bench_json, cli
 
 HEADER = '{"ledger_requests": 1, "run": "r1", "tool": "mytool", "clock": "epoch_s"}\n'

@@ -9,13 +9,12 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-
-from importers import vllm_bench as vb
-from importers.base import ParseOptions
-from ledger import ingest
-from ledger import models as m
-from ledger.errors import Refused
-from ledger.store import Ledger
+from bench_ledger import ingest
+from bench_ledger import models as m
+from bench_ledger.errors import Refused
+from bench_ledger.importers import vllm_bench as vb
+from bench_ledger.importers.base import ParseOptions
+from bench_ledger.store import Ledger
 
 
 def _file(path: Path, runs: int, n: int, *, starts: bool = True, seed: int = 1, tail: str = "") -> Path:

@@ -5,10 +5,9 @@ from __future__ import annotations
 from fractions import Fraction as F
 
 import pytest
-
-from ledger.errors import Refused
-from queries import intervals as iv
-from queries.intervals import Interval
+from bench_ledger.errors import Refused
+from bench_ledger.queries import intervals as iv
+from bench_ledger.queries.intervals import Interval
 
 
 def I(lo, hi) -> Interval:  # noqa: E743

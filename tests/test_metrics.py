@@ -8,14 +8,13 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from bench_ledger import models as m
+from bench_ledger.cli import main
+from bench_ledger.errors import Refused
+from bench_ledger.queries.metrics import METRICS, evaluate, percentile_linear, run_metrics
+from bench_ledger.queries.types import Scope
+from bench_ledger.store import Ledger
 from click.testing import CliRunner
-
-from ledger import models as m
-from ledger.cli import main
-from ledger.errors import Refused
-from ledger.store import Ledger
-from queries.metrics import METRICS, evaluate, percentile_linear, run_metrics
-from queries.types import Scope
 
 F = Fraction
 
@@ -217,7 +216,7 @@ def test_run_metrics_rows(two_batches: Ledger) -> None:
 
 
 def test_run_metrics_as_arrow(two_batches: Ledger) -> None:
-    from queries.metrics import to_arrow
+    from bench_ledger.queries.metrics import to_arrow
 
     table = to_arrow(run_metrics(two_batches, ["b1", "b2"]))
     assert table.num_rows == 5

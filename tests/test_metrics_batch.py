@@ -13,11 +13,12 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from ledger.books import correct_run
-from ledger.store import Ledger
-from queries.metrics import METRICS, ROW_METRICS, evaluate, run_metrics, run_metrics_per_run
-from queries.metrics_batch import supported
-from queries.types import Scope
+from bench_ledger.books import correct_run
+from bench_ledger.queries.metrics import METRICS, ROW_METRICS, evaluate, run_metrics, run_metrics_per_run
+from bench_ledger.queries.metrics_batch import supported
+from bench_ledger.queries.types import Scope
+from bench_ledger.store import Ledger
+
 from tests.test_metrics import imp, two_batches, write_requests  # noqa: F401  (fixture)
 
 # every request metric the batch path serves, then a mean (computed per run as before)

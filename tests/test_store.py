@@ -7,10 +7,9 @@ import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-
-from ledger import models as m
-from ledger.errors import LedgerLocked, SchemaOutOfDate
-from ledger.store import Ledger, now, resolve_url
+from bench_ledger import models as m
+from bench_ledger.errors import LedgerLocked, SchemaOutOfDate
+from bench_ledger.store import Ledger, now, resolve_url
 
 
 def test_migrations_build_exactly_the_models(ledger_url: str) -> None:
@@ -51,7 +50,7 @@ def test_session_rolls_back_on_error(ledger: Ledger) -> None:
 
 
 def test_check_constraints_hold(ledger: Ledger) -> None:
-    from ledger.errors import StoreError
+    from bench_ledger.errors import StoreError
 
     with pytest.raises(StoreError):
         with ledger.session() as s:

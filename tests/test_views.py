@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import sqlalchemy as sa
+from bench_ledger.cli import main
+from bench_ledger.store import Ledger
 from click.testing import CliRunner
 
-from ledger.cli import main
-from ledger.store import Ledger
 from tests.test_metrics import RUN_A, write_requests
 
 

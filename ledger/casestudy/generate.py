@@ -24,11 +24,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
 
-from ledger.casestudy import dmon, logs
-from ledger.casestudy.manifest import REPORT_FILE, import_commands, manifest_text
-from ledger.casestudy.plan import ALL_RUNS, FX_RUNS, M17_RUNS, PROBE_INPUT, PROBES
-from ledger.casestudy.runs import build_run
-from ledger.casestudy.vllm_files import dumps_result, legacy_result, probe_jsonl, vllm_result
+from bench_ledger.casestudy import dmon, logs
+from bench_ledger.casestudy.manifest import REPORT_FILE, import_commands, manifest_text
+from bench_ledger.casestudy.plan import ALL_RUNS, FX_RUNS, M17_RUNS, PROBE_INPUT, PROBES
+from bench_ledger.casestudy.runs import build_run
+from bench_ledger.casestudy.vllm_files import dumps_result, legacy_result, probe_jsonl, vllm_result
 
 REPORT_SOURCE = Path(__file__).with_name(REPORT_FILE)
 M17_START = datetime(2026, 10, 17, 10, 5, 0)

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ledger.casestudy.logs import LAUNCHES, Launch
-from ledger.casestudy.plan import PROBE_INPUT, PROBES, RunSpec
+from bench_ledger.casestudy.logs import LAUNCHES, Launch
+from bench_ledger.casestudy.plan import PROBE_INPUT, PROBES, RunSpec
 
 REPORT_FILE = "h20-dsv41-flash-report.zh.txt"
 REPORT_TITLE = "DeepSeek-V4.1-Flash 双机 16 卡 H20 部署压测：TP8×DP2 与跨机 EP 的边界"

@@ -11,14 +11,14 @@ import random
 from dataclasses import dataclass
 from fractions import Fraction
 
-from ledger.casestudy.plan import (
+from bench_ledger.casestudy.plan import (
     DECODE_RATE,
     M17_STREAM_MEDIAN,
     M17_TTFT_MAX,
     M17_TTFT_P50,
     RunSpec,
 )
-from ledger.casestudy.timeline import (
+from bench_ledger.casestudy.timeline import (
     Shape,
     Timeline,
     calibrated_timeline,

@@ -12,8 +12,8 @@ import json
 import math
 from typing import Any
 
-from ledger.casestudy.plan import MODEL_ID, SYNTHETIC_NOTE
-from ledger.casestudy.runs import RunRecords
+from bench_ledger.casestudy.plan import MODEL_ID, SYNTHETIC_NOTE
+from bench_ledger.casestudy.runs import RunRecords
 
 NEW_PERCENTILES = (50.0, 95.0, 99.0)  # --metric-percentiles 50,95,99
 LEGACY_PERCENTILES = (99.0,)  # the legacy script's default

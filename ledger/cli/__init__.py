@@ -9,8 +9,8 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 refused by a rule of the rulebook.
 
 from __future__ import annotations
 
-from ledger.cli import audit, books, browse, setup  # noqa: F401  (each registers its commands)
-from ledger.cli.app import main
-from ledger.cli.setup import RowProgress, import_one
+from bench_ledger.cli import audit, books, browse, setup  # noqa: F401  (each registers its commands)
+from bench_ledger.cli.app import main
+from bench_ledger.cli.setup import RowProgress, import_one
 
 __all__ = ["RowProgress", "import_one", "main"]

@@ -13,9 +13,8 @@ import functools
 from collections.abc import Callable
 
 import click
-
-from ledger.errors import LedgerError, Refused
-from ledger.store import Ledger
+from bench_ledger.errors import LedgerError, Refused
+from bench_ledger.store import Ledger
 
 EXIT_FAILURE, EXIT_USAGE, EXIT_REFUSED = 1, 2, 3
 

@@ -7,8 +7,7 @@ import sys
 from pathlib import Path
 
 import click
-
-from ledger.cli.app import (
+from bench_ledger.cli.app import (
     EXIT_FAILURE,
     json_option,
     main,
@@ -16,9 +15,9 @@ from ledger.cli.app import (
     table,
     with_ledger,
 )
-from ledger.cli.browse import metrics
-from ledger.cli.setup import import_one
-from ledger.store import Ledger
+from bench_ledger.cli.browse import metrics
+from bench_ledger.cli.setup import import_one
+from bench_ledger.store import Ledger
 
 
 @main.command()
@@ -38,8 +37,8 @@ def audit(ledger: Ledger, claims_file: Path, fail_on: str, as_json: bool) -> Non
     Example:
       ledger audit ledger/casestudy/claims.yaml --fail-on mismatch,not-derivable
     """
-    from queries.audit import audit as run_audit
-    from queries.claims import VERDICTS, load_claims
+    from bench_ledger.queries.audit import audit as run_audit
+    from bench_ledger.queries.claims import VERDICTS, load_claims
 
     wanted = [v.strip() for v in fail_on.split(",") if v.strip()]
     unknown = [v for v in wanted if v not in VERDICTS]
@@ -86,8 +85,8 @@ def explain(ledger: Ledger, claims_file: Path, claim_id: str, as_json: bool) -> 
     Example:
       ledger explain ledger/casestudy/claims.yaml tier-50k-output-tpm
     """
-    from queries.claims import load_claims
-    from queries.explain import explain as run_explain
+    from bench_ledger.queries.claims import load_claims
+    from bench_ledger.queries.explain import explain as run_explain
 
     steps = run_explain(load_claims(claims_file), ledger, claim_id, claims_path=claims_file)
     if as_json:
@@ -121,10 +120,10 @@ def demo(ctx: click.Context, db: str | None, out: Path) -> None:
     import shutil
     from importlib import resources
 
-    from ledger.casestudy.generate import generate
-    from ledger.declare import declare as do_declare
-    from ledger.declare import load_manifest
-    from ledger.ingest import ImportTarget
+    from bench_ledger.casestudy.generate import generate
+    from bench_ledger.declare import declare as do_declare
+    from bench_ledger.declare import load_manifest
+    from bench_ledger.ingest import ImportTarget
 
     data = out / "data"
     if data.exists():
@@ -154,6 +153,6 @@ def demo(ctx: click.Context, db: str | None, out: Path) -> None:
     click.echo(f"\n== per-batch table ({banner})")
     ctx.invoke(metrics, db=db, batches=("fx", "m17"), run_id=None, as_json=False, as_csv=False)
     click.echo(f"\n== audit of the report's published numbers ({banner})")
-    claims = Path(str(resources.files("ledger.casestudy") / "claims.yaml"))
+    claims = Path(str(resources.files("bench_ledger.casestudy") / "claims.yaml"))
     ctx.invoke(audit, db=db, claims_file=claims, fail_on="", as_json=False)
     click.echo(f"\n== explore: ledger --help; e.g. ledger explain {claims} tier-50k-total-tpm --db {db}")

@@ -7,15 +7,14 @@ import sys
 from pathlib import Path
 
 import click
-
-from ledger.cli.app import (
+from bench_ledger.cli.app import (
     EXIT_FAILURE,
     json_option,
     main,
     table,
     with_ledger,
 )
-from ledger.store import Ledger
+from bench_ledger.store import Ledger
 
 
 @main.command()
@@ -32,7 +31,7 @@ def close(ledger: Ledger, batch: str, seal_file: Path | None) -> None:
     Example:
       ledger close fx --seal-file ~/seals/ledger.seals
     """
-    from ledger.books import close_batch
+    from bench_ledger.books import close_batch
 
     r = close_batch(ledger, batch, seal_file)
     click.echo(f"closed batch {r.batch} at {r.closed_at:%Y-%m-%d %H:%M:%S} UTC")
@@ -55,7 +54,7 @@ def verify(ledger: Ledger, batch: str | None, seal_file: Path | None) -> None:
     Example:
       ledger verify --seal-file ~/seals/ledger.seals
     """
-    from ledger.books import verify as do_verify
+    from bench_ledger.books import verify as do_verify
 
     res = do_verify(ledger, batch, seal_file)
     if not res.checks:
@@ -85,7 +84,7 @@ def history(ledger: Ledger, table_name: str, row_id: int, as_json: bool) -> None
     Example:
       ledger history run 3
     """
-    from ledger.books import history as chain
+    from bench_ledger.books import history as chain
 
     rows = chain(ledger, table_name, row_id)
     if as_json:

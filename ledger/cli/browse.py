@@ -6,14 +6,13 @@ import json
 import sys
 
 import click
-
-from ledger.cli.app import (
+from bench_ledger.cli.app import (
     json_option,
     main,
     table,
     with_ledger,
 )
-from ledger.store import Ledger
+from bench_ledger.store import Ledger
 
 
 @main.command()
@@ -26,7 +25,7 @@ def batches(ledger: Ledger, as_json: bool) -> None:
     Example:
       ledger batches --json
     """
-    from queries.catalog import list_batches, to_json
+    from bench_ledger.queries.catalog import list_batches, to_json
 
     rows = [b.as_dict() for b in list_batches(ledger)]
     if as_json:
@@ -48,11 +47,11 @@ def runs(ledger: Ledger, batch: str | None, as_of, as_json: bool) -> None:
       ledger runs --batch fx
       ledger runs --as-of 2026-07-08T12:00:00
     """
-    from queries.catalog import list_runs, to_json
+    from bench_ledger.queries.catalog import list_runs, to_json
 
     rows = [r.as_dict() for r in list_runs(ledger, batch)]
     if as_of is not None:
-        from ledger.books import current_ids
+        from bench_ledger.books import current_ids
 
         keep = current_ids(ledger, "run", as_of)
         rows = [r for r in rows if r["id"] in keep]
@@ -79,7 +78,7 @@ def show_run(ledger: Ledger, run_id: int, as_json: bool) -> None:
     Example:
       ledger show run 3
     """
-    from queries.catalog import run_detail, to_json
+    from bench_ledger.queries.catalog import run_detail, to_json
 
     d = run_detail(ledger, run_id)
     if as_json:
@@ -139,7 +138,7 @@ def metrics(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, as_jso
     """
     import csv
 
-    from queries.metrics import run_metrics
+    from bench_ledger.queries.metrics import run_metrics
 
     rows = run_metrics(ledger, list(batches) or None, run_id)
     if as_json:
@@ -188,7 +187,7 @@ def check(ledger: Ledger, batch: str | None, run_id: int | None, as_json: bool) 
     Example:
       ledger check --batch fx
     """
-    from queries.check import check as do_check
+    from bench_ledger.queries.check import check as do_check
 
     rows = do_check(ledger, batch, run_id)
     if as_json:
@@ -222,8 +221,8 @@ def compare(ledger: Ledger, a: str, b: str, metric: str | None, claim_factor: st
     """
     from dataclasses import asdict
 
-    from queries.compare import compare as do_compare
-    from queries.compare import ratio
+    from bench_ledger.queries.compare import compare as do_compare
+    from bench_ledger.queries.compare import ratio
 
     if metric:
         res = ratio(ledger, metric, a, b, claim_factor, equal_resources=equal_resources, paired=paired)

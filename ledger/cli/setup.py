@@ -8,16 +8,15 @@ import time
 from pathlib import Path
 
 import click
-
-from ledger.cli.app import (
+from bench_ledger.cli.app import (
     EXIT_FAILURE,
     db_option,
     json_option,
     main,
     open_ledger,
 )
-from ledger.errors import AlreadyImported, LedgerError, Refused
-from ledger.store import Ledger
+from bench_ledger.errors import AlreadyImported, LedgerError, Refused
+from bench_ledger.store import Ledger
 
 
 @main.command()
@@ -74,9 +73,9 @@ def declare(db: str | None, manifest: Path) -> None:
     Example:
       ledger declare system.yaml
     """
-    from ledger.declare import declare as do_declare
-    from ledger.declare import load_manifest
-    from ledger.ingest import ImportTarget
+    from bench_ledger.declare import declare as do_declare
+    from bench_ledger.declare import load_manifest
+    from bench_ledger.ingest import ImportTarget
 
     with open_ledger(db) as ledger:
         done = do_declare(ledger, load_manifest(manifest), manifest.parent)
@@ -92,8 +91,8 @@ def declare(db: str | None, manifest: Path) -> None:
 
 def import_one(ledger: Ledger, path: Path, fmt: str | None, target, quiet: bool) -> bool:
     """Detect, parse and write one file; print what happened. False when the file failed."""
-    import importers
-    from ledger.ingest import check_not_imported, write_artefact
+    from bench_ledger import importers
+    from bench_ledger.ingest import check_not_imported, write_artefact
 
     try:
         imp = importers.by_name(fmt) if fmt else importers.detect(path)
@@ -142,7 +141,7 @@ def import_(db, paths, batch, run, deployment, fmt, node, copy, quiet) -> None:
       ledger import results/*.json --batch fx
       ledger import dmon-node0.txt --batch fx --node node0
     """
-    from ledger.ingest import ImportTarget
+    from bench_ledger.ingest import ImportTarget
 
     with open_ledger(db) as ledger:
         store = ledger.artefact_folder() if copy else None
@@ -193,8 +192,7 @@ def formats(as_json: bool) -> None:
     Example:
       ledger formats
     """
-    import importers
-
+    from bench_ledger import importers
     rows = [{"name": i.name, "description": i.description} for i in importers.all_importers()]
     if as_json:
         click.echo(json.dumps(rows, indent=2))

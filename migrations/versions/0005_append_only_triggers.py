@@ -126,7 +126,7 @@ def upgrade() -> None:
     if dialect == "postgresql":
         _pg_upgrade()
     elif dialect == "duckdb":
-        from ledger.guards import duckdb_trigger_sql, duckdb_triggers_supported
+        from bench_ledger.guards import duckdb_trigger_sql, duckdb_triggers_supported
 
         supported, _why = duckdb_triggers_supported()
         if supported:  # DuckDB 2.x: statement-level AFTER triggers abort the statement
@@ -140,7 +140,7 @@ def downgrade() -> None:
     if dialect == "postgresql":
         _pg_downgrade()
     elif dialect == "duckdb":
-        from ledger.guards import duckdb_triggers_supported
+        from bench_ledger.guards import duckdb_triggers_supported
 
         if duckdb_triggers_supported()[0]:
             for table in CAPTURED:

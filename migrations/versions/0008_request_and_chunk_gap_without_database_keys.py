@@ -101,7 +101,7 @@ def _drop_guards(dialect: str, table: str) -> None:
         op.execute(f"DROP TRIGGER IF EXISTS ledger_append_only ON {table}")
         op.execute(f"DROP TRIGGER IF EXISTS ledger_append_only_truncate ON {table}")
     elif dialect == "duckdb":
-        from ledger.guards import duckdb_triggers_supported
+        from bench_ledger.guards import duckdb_triggers_supported
 
         if duckdb_triggers_supported()[0]:
             for what in ("update", "delete"):
@@ -116,7 +116,7 @@ def _create_guards(dialect: str, table: str) -> None:
         op.execute(f"CREATE TRIGGER ledger_append_only_truncate BEFORE TRUNCATE ON {table} "
                    f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('R9')")  # fmt: skip
     elif dialect == "duckdb":
-        from ledger.guards import duckdb_trigger_sql, duckdb_triggers_supported
+        from bench_ledger.guards import duckdb_trigger_sql, duckdb_triggers_supported
 
         if duckdb_triggers_supported()[0]:
             for what in ("UPDATE", "DELETE"):

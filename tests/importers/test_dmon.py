@@ -7,13 +7,12 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-
-from importers import by_name
-from importers.base import ParseOptions
-from importers.dmon import CHUNK_ROWS, COUNTER_KIND, COUNTER_MEANING, IMPORTER, UNCONFIRMED
-from ledger.errors import ParseError
-from ledger.kinds import KINDS
-from ledger.records import SampleColumns
+from bench_ledger.errors import ParseError
+from bench_ledger.importers import by_name
+from bench_ledger.importers.base import ParseOptions
+from bench_ledger.importers.dmon import CHUNK_ROWS, COUNTER_KIND, COUNTER_MEANING, IMPORTER, UNCONFIRMED
+from bench_ledger.kinds import KINDS
+from bench_ledger.records import SampleColumns
 
 SAMPLE = "dmon/dmon_3gpu_rtx30xx.txt"
 
@@ -207,7 +206,7 @@ def _dmon_file(path: Path, ticks: int = 300, gpus: int = 4, names: str = "pwr   
 
 def test_repeated_column_names_are_refused_on_both_paths(tmp_path: Path) -> None:
     """Two columns of one name would give two rows of one key: both readers refuse the file."""
-    from importers.dmon import _wide_chunks
+    from bench_ledger.importers.dmon import _wide_chunks
 
     path = _dmon_file(tmp_path / "d.txt", ticks=30, names="pwr     sm    pwr")
     with pytest.raises(ParseError, match="column names repeat"):
@@ -219,9 +218,8 @@ def test_repeated_column_names_are_refused_on_both_paths(tmp_path: Path) -> None
 
 def test_hardware_sample_key_is_kept_by_the_importer_and_sealed(ledger, tmp_path: Path) -> None:
     import sqlalchemy as sa
+    from bench_ledger.cli import main
     from click.testing import CliRunner
-
-    from ledger.cli import main
 
     def cli(*args: object, code: int = 0) -> str:
         res = CliRunner().invoke(main, [str(a) for a in args])

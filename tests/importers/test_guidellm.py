@@ -7,11 +7,10 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-
-import importers
-from importers import guidellm
-from importers.base import ParseOptions, read_head
-from ledger.errors import ParseError
+from bench_ledger import importers
+from bench_ledger.errors import ParseError
+from bench_ledger.importers import guidellm
+from bench_ledger.importers.base import ParseOptions, read_head
 
 OPTS = ParseOptions()
 

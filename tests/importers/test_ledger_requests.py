@@ -4,12 +4,11 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
-
-from importers import detect
-from importers.base import ParseOptions, read_head
-from importers.ledger_requests import IMPORTER
-from ledger.errors import ParseError
-from ledger.records import ParsedRun
+from bench_ledger.errors import ParseError
+from bench_ledger.importers import detect
+from bench_ledger.importers.base import ParseOptions, read_head
+from bench_ledger.importers.ledger_requests import IMPORTER
+from bench_ledger.records import ParsedRun
 
 ALL_FIELDS = ["cached_tokens", "chunk_gaps", "end_time", "error", "first_token_time", "input_tokens",
               "latency_s", "output_tokens", "retries", "send_time", "status", "ttft_s"]

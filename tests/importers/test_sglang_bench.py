@@ -4,13 +4,12 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-
-from importers import detect
-from importers.base import ParseOptions, read_head
-from importers.sglang_bench import IMPORTER
-from ledger.errors import ParseError
-from ledger.kinds import KINDS
-from ledger.records import ParsedRun
+from bench_ledger.errors import ParseError
+from bench_ledger.importers import detect
+from bench_ledger.importers.base import ParseOptions, read_head
+from bench_ledger.importers.sglang_bench import IMPORTER
+from bench_ledger.kinds import KINDS
+from bench_ledger.records import ParsedRun
 
 REAL = "sglang/llama_3_3_70b_online_output.jsonl"
 

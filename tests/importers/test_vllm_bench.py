@@ -4,13 +4,12 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-
-from importers import detect
-from importers.base import ParseOptions, read_head
-from importers.vllm_bench import IMPORTER
-from ledger.errors import ParseError
-from ledger.kinds import KINDS
-from ledger.records import ParsedRun
+from bench_ledger.errors import ParseError
+from bench_ledger.importers import detect
+from bench_ledger.importers.base import ParseOptions, read_head
+from bench_ledger.importers.vllm_bench import IMPORTER
+from bench_ledger.kinds import KINDS
+from bench_ledger.records import ParsedRun
 
 REAL_1QPS = "vllm/openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json"
 
@@ -65,7 +64,7 @@ def test_real_samples_are_detected_as_vllm(samples: Path) -> None:
 
 
 def test_sniff_rejects_other_formats(samples: Path) -> None:
-    others = [p for p in samples.rglob("*") if p.is_file() and p.parent.name != "vllm" and p.suffix != ".md"]
+    others = [p for d in ("sglang", "llmperf", "dmon", "vllm-server-log") for p in (samples / d).rglob("*") if p.is_file()]
     assert others
     for path in others:
         assert IMPORTER.sniff(read_head(path)) is not None, path
@@ -197,14 +196,14 @@ def test_not_an_object_and_empty(tmp_path: Path) -> None:
 
 import json as _json  # noqa: E402
 
-from importers import vllm_bench as vb  # noqa: E402
-from ledger.records import ParsedArtefact  # noqa: E402
+from bench_ledger.importers import vllm_bench as vb  # noqa: E402
+from bench_ledger.records import ParsedArtefact  # noqa: E402
 
 
 def numbered_across_runs(runs):  # the store numbers records across the runs of an artefact
     return ParsedArtefact(format="vllm-bench", format_version=None, runs=runs).iter_runs()
-from ledger.ingest import request_tables  # noqa: E402
-from ledger.records import ArrowRequests, RequestColumns  # noqa: E402
+from bench_ledger.ingest import request_tables  # noqa: E402
+from bench_ledger.records import ArrowRequests, RequestColumns  # noqa: E402
 
 
 def _both(path: Path):

@@ -6,13 +6,12 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
-
-from importers import by_name
-from importers.base import ParseOptions
-from importers.vllm_log import FACT_KINDS, IMPORTER, elapsed_seconds
-from ledger.errors import ParseError
-from ledger.kinds import KINDS
-from ledger.records import LogFact
+from bench_ledger.errors import ParseError
+from bench_ledger.importers import by_name
+from bench_ledger.importers.base import ParseOptions
+from bench_ledger.importers.vllm_log import FACT_KINDS, IMPORTER, elapsed_seconds
+from bench_ledger.kinds import KINDS
+from bench_ledger.records import LogFact
 
 SAMPLE = "vllm-server-log/vllm-7B-1gpuA10080GB-0.5GRAM.log"
 

@@ -1,0 +1,1 @@
+"""Read side: listings, metric definitions, checks, comparisons and the audit (imports only bench_ledger core)."""
