@@ -28,18 +28,14 @@ _MODULES = (
     "ledger_requests",
 )
 
-__all__ = ["Importer", "ParseOptions", "all_importers", "by_name", "detect", "version"]
+__all__ = ["Importer", "ParseOptions", "all_importers", "by_name", "choose", "detect", "version"]
 
 
 def version() -> str:
     """The importer version recorded with each artefact: the installed package's version."""
-    from importlib.metadata import PackageNotFoundError
-    from importlib.metadata import version as pkg_version
+    from bench_ledger.ingest import package_version  # the core owns it; imported late (pyarrow)
 
-    try:
-        return pkg_version("bench-ledger")
-    except PackageNotFoundError:  # running from a source tree that is not installed
-        return "0+unknown"
+    return package_version()
 
 
 def all_importers() -> list[Importer]:
@@ -71,3 +67,19 @@ def detect(path: Path) -> Importer:
             return imp
         reasons[imp.name] = why
     raise UnknownFormat(str(path), reasons)
+
+
+def choose(path: Path, fmt: str | None = None, force: bool = False) -> Importer:
+    """The importer for ``path``: detected by content, or ``fmt`` when named.
+
+    A named format whose own sniff rejects the file is refused (the file would be parsed as what
+    it is not, and its sha256 taken, so the right import later says "already imported") unless
+    ``force`` says the user knows better.
+    """
+    if not fmt:
+        return detect(path)
+    imp = by_name(fmt)
+    why = imp.sniff(read_head(path))
+    if why is not None and not force:
+        raise InputError(f"{path}: --format {fmt} refused: {why}; pass --force-format to import it as {fmt} anyway")
+    return imp

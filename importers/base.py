@@ -12,21 +12,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 from bench_ledger.errors import ParseError
-from bench_ledger.records import ParsedArtefact, ParsedRun
+from bench_ledger.records import ParsedArtefact, ParsedRun, ParseOptions
 
 SNIFF_BYTES = 64 * 1024
 
 
-@dataclass(frozen=True)
-class ParseOptions:
-    """Options the command line passes through to parsers."""
-
-    node: str | None = None  # dmon: the node the samples came from
+__all__ = ["Importer", "ParseOptions", "first_json_value", "iter_json_lines", "load_json", "prefetched", "read_head"]
 
 
 class Importer(Protocol):

@@ -13,6 +13,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -66,6 +67,45 @@ class ImportResult:
     def rows(self) -> int:
         """Requests and samples written so far."""
         return sum(n for _, _, n in self.runs) + self.samples
+
+
+class Parser(Protocol):
+    """What the pipeline needs of an importer (``bench_ledger.importers.base.Importer`` fits)."""
+
+    name: str
+
+    def parse(self, path: Path, options: rec.ParseOptions) -> rec.ParsedArtefact: ...
+
+
+def package_version() -> str:
+    """The importer version recorded with each artefact: the installed package's version."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as pkg_version
+
+    try:
+        return pkg_version("bench-ledger")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "0+unknown"
+
+
+def import_file(
+    ledger: Ledger,
+    path: Path,
+    importer: Parser,
+    target: ImportTarget,
+    progress: Callable[[int], None] | None = None,
+) -> ImportResult:
+    """Import one file with ``importer``: hash, refuse the same bytes twice, parse, write.
+
+    The whole pipeline a caller needs (the CLI, the demo, a notebook): the importer is chosen by
+    the caller (``bench_ledger.importers.choose``), because the core does not know the formats.
+    Raises :class:`AlreadyImported` when the bytes are in the ledger (nothing changed), a
+    :class:`ParseError` / :class:`InputError` naming the file and place, or :class:`Refused`;
+    on any error nothing of the file is written.
+    """
+    sha, size = check_not_imported(ledger, path)
+    parsed = importer.parse(path, rec.ParseOptions(node=target.node))
+    return write_artefact(ledger, path, sha, size, parsed, importer.name, package_version(), target, progress)
 
 
 def find_artefact(session: Session, sha: str) -> m.Artefact | None:

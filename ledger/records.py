@@ -49,6 +49,13 @@ REQUEST_FIELDS: tuple[str, ...] = (
 )
 
 
+@dataclass(frozen=True)
+class ParseOptions:
+    """Options the command line passes through to parsers."""
+
+    node: str | None = None  # dmon: the node the samples came from
+
+
 class Record(BaseModel):
     """Shared configuration: strict field names, no silent extras."""
 

@@ -89,17 +89,16 @@ def declare(db: str | None, manifest: Path) -> None:
         sys.exit(EXIT_FAILURE)
 
 
-def import_one(ledger: Ledger, path: Path, fmt: str | None, target, quiet: bool) -> bool:
-    """Detect, parse and write one file; print what happened. False when the file failed."""
+def import_one(ledger: Ledger, path: Path, fmt: str | None, target, quiet: bool, force_format: bool = False) -> bool:
+    """Import one file through :func:`bench_ledger.ingest.import_file`; print what happened.
+    False when the file failed."""
     from bench_ledger import importers
-    from bench_ledger.ingest import check_not_imported, write_artefact
+    from bench_ledger.ingest import import_file
 
     try:
-        imp = importers.by_name(fmt) if fmt else importers.detect(path)
-        sha, size = check_not_imported(ledger, path)
-        parsed = imp.parse(path, importers.ParseOptions(node=target.node))
+        imp = importers.choose(path, fmt, force=force_format)
         with RowProgress(path, enabled=not quiet) as shown:
-            res = write_artefact(ledger, path, sha, size, parsed, imp.name, importers.version(), target, shown)
+            res = import_file(ledger, path, imp, target, shown)
     except AlreadyImported as exc:
         click.echo(str(exc))
         return True
@@ -126,11 +125,12 @@ def import_one(ledger: Ledger, path: Path, fmt: str | None, target, quiet: bool)
 @click.option("--batch", "batch", metavar="B", help="Batch the runs belong to (created open if new).")
 @click.option("--run", "run", metavar="LABEL", help="Attach to this run label instead of one labelled from the content.")
 @click.option("--deployment", metavar="NAME", help="Deployment (system under test) the artefact describes.")
-@click.option("--format", "fmt", metavar="F", help="Force a format (see `ledger formats`).")
+@click.option("--format", "fmt", metavar="F", help="Name the format (see `ledger formats`) instead of detecting it.")
+@click.option("--force-format", is_flag=True, help="Import as --format even when that format's own check rejects the file.")
 @click.option("--node", metavar="NODE", help="Node the samples came from (nvidia-smi dmon).")
 @click.option("--copy/--no-copy", default=False, help="Keep a content-addressed copy next to the ledger.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress, one line per file.")
-def import_(db, paths, batch, run, deployment, fmt, node, copy, quiet) -> None:
+def import_(db, paths, batch, run, deployment, fmt, force_format, node, copy, quiet) -> None:
     """Import benchmark outputs, GPU samples or server logs; the format is detected from content.
 
     Each file is its own transaction: a bad file leaves nothing behind and the others still
@@ -143,12 +143,14 @@ def import_(db, paths, batch, run, deployment, fmt, node, copy, quiet) -> None:
     """
     from bench_ledger.ingest import ImportTarget
 
+    if force_format and not fmt:
+        raise click.UsageError("--force-format needs --format F (the format to force)")
     with open_ledger(db) as ledger:
         store = ledger.artefact_folder() if copy else None
         target = ImportTarget(batch=batch, run=run, deployment=deployment, node=node, store_copy=store)
         ok = True
         for path in progress(paths, quiet):
-            ok &= import_one(ledger, path, fmt, target, quiet)
+            ok &= import_one(ledger, path, fmt, target, quiet, force_format)
     if not ok:
         sys.exit(EXIT_FAILURE)
 
