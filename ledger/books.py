@@ -20,7 +20,7 @@ from bench_ledger import models as m
 from bench_ledger import seal as sl
 from bench_ledger.errors import InputError, NotFound, Refused
 from bench_ledger.store import Ledger, now
-from sqlalchemy.orm import Session, aliased
+from sqlalchemy.orm import Session
 
 
 @dataclass
@@ -263,36 +263,56 @@ def correct_published_value(ledger: Ledger, value_id: int, reason: str, **change
     return _correct(ledger, m.PublishedValue, value_id, reason, changes)
 
 
-def not_superseded(table: sa.Table) -> sa.ColumnElement[bool]:
-    """True for rows of a correctable table that no later revision supersedes (for Core queries)."""
-    newer = table.alias()
-    return ~sa.exists().where(newer.c.supersedes_id == table.c.id)
+def _table(table: sa.FromClause | type) -> sa.FromClause:
+    return table.__table__ if isinstance(table, type) else table
 
 
-def current(model: type, as_of: datetime | None = None) -> sa.Select:
-    """Rows of a correctable table that are the latest revision (as the ledger stood at ``as_of``)."""
-    newer = aliased(model)
-    superseded = sa.select(newer.id).where(newer.supersedes_id == model.id)
-    stmt = sa.select(model)
-    if as_of is not None:
-        stmt = stmt.where(model.recorded_at <= as_of)
-        superseded = superseded.where(newer.recorded_at <= as_of)
-    return stmt.where(~superseded.exists())
+def current(table: sa.FromClause | type, as_of: datetime | None = None) -> sa.ColumnElement[bool]:
+    """THE current-revision predicate: true for rows of a correctable table (run, published_value,
+    launch) that no later revision supersedes -- as the ledger stood at ``as_of`` when given (the
+    row was recorded by then, and no revision recorded by then supersedes it).
+
+    Every listing, metric, comparison, check and audit scope filters with it; the SQL views
+    (migration 0009) spell the same rule in SQL. ``table`` is a model, a Table or an alias of one.
+    """
+    t = _table(table)
+    newer = t.element.alias() if isinstance(t, sa.Alias) else t.alias()
+    superseded = sa.select(newer.c.id).where(newer.c.supersedes_id == t.c.id)
+    if as_of is None:
+        return ~superseded.exists()
+    return sa.and_(t.c.recorded_at <= as_of, ~superseded.where(newer.c.recorded_at <= as_of).exists())
+
+
+def require_current(conn: sa.Connection, table: str, row_id: int) -> None:
+    """Refuse a named revision that a correction superseded: the caller should use the current one."""
+    model = _model(table)
+    t = model.__table__
+    newest, n = row_id, None
+    while (n := conn.execute(sa.select(t.c.id).where(t.c.supersedes_id == newest)).scalar()) is not None:
+        newest = n
+    if newest != row_id:
+        raise NotFound(f"{table} {row_id} is superseded by a correction: the current revision is {table} {newest} "
+                       f"(`ledger history {table} {row_id}` shows the chain)")  # fmt: skip
+
+
+def not_superseded(table: sa.FromClause | type) -> sa.ColumnElement[bool]:
+    """:func:`current` without a time (kept for callers written before it)."""
+    return current(table)
 
 
 def current_runs(as_of: datetime | None = None) -> sa.Select:
-    """``select(Run)`` of the current revision of every run; other queries should start from it."""
-    return current(m.Run, as_of)
+    """``select(Run)`` of the current revision of every run."""
+    return sa.select(m.Run).where(current(m.Run, as_of))
 
 
 def current_published_values(as_of: datetime | None = None) -> sa.Select:
-    return current(m.PublishedValue, as_of)
+    return sa.select(m.PublishedValue).where(current(m.PublishedValue, as_of))
 
 
 def current_ids(ledger: Ledger, table: str, as_of: datetime | None = None) -> set[int]:
     model = _model(table)
     with ledger.session() as s:
-        return set(s.scalars(current(model, as_of).with_only_columns(model.id)))
+        return set(s.scalars(sa.select(model.id).where(current(model, as_of))))
 
 
 def _model(table: str) -> type:

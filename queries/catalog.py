@@ -8,8 +8,7 @@ from datetime import datetime
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.books import not_superseded
-from bench_ledger.errors import NotFound
+from bench_ledger.books import current, require_current
 from bench_ledger.records import REQUEST_FIELDS
 from bench_ledger.store import Ledger
 
@@ -107,7 +106,7 @@ def list_batches(ledger: Ledger) -> list[BatchRow]:
     stmt = (
         sa.select(
             b.c.id, b.c.name, b.c.status, d.c.name.label("deployment"),
-            _count(r, r.c.batch_id == b.c.id).label("runs"),
+            _count(r, sa.and_(r.c.batch_id == b.c.id, current(r))).label("runs"),
             requests_in_batch.label("requests"),
             _count(a, a.c.batch_id == b.c.id).label("artefacts"),
             b.c.created_at, b.c.closed_at, b.c.description,
@@ -119,7 +118,8 @@ def list_batches(ledger: Ledger) -> list[BatchRow]:
         return [BatchRow(**row._mapping) for row in conn.execute(stmt)]
 
 
-def list_runs(ledger: Ledger, batch: str | None = None) -> list[RunRow]:
+def list_runs(ledger: Ledger, batch: str | None = None, as_of: datetime | None = None) -> list[RunRow]:
+    """Current runs (``as_of``: as the ledger stood then), optionally of one batch."""
     r, b, q, c = m.Run.__table__, m.Batch.__table__, m.Request.__table__, m.Capture.__table__
     origin = sa.func.coalesce(r.c.origin_id, r.c.id)  # captured rows belong to the first revision
     stmt = (
@@ -130,7 +130,7 @@ def list_runs(ledger: Ledger, batch: str | None = None) -> list[RunRow]:
             _count(c, c.c.run_id == origin).label("artefacts"),
         )  # fmt: skip
         .select_from(r.join(b, b.c.id == r.c.batch_id))
-        .where(not_superseded(r))
+        .where(current(r, as_of))
         .order_by(b.c.id, r.c.id)
     )
     if batch is not None:
@@ -146,9 +146,8 @@ def run_detail(ledger: Ledger, run_id: int) -> RunDetail:
         run = Ledger.get_run(s, run_id)
         batch = s.get(m.Batch, run.batch_id)
         dep = s.get(m.Deployment, run.deployment_id) if run.deployment_id else None
-        row = next((x for x in list_runs(ledger, batch.name) if x.id == run_id), None)
-        if row is None:
-            raise NotFound(f"run {run_id} is superseded by a correction; `ledger history run {run_id}` shows the chain")
+        require_current(s.connection(), "run", run_id)
+        row = next(x for x in list_runs(ledger, batch.name) if x.id == run_id)
         key = run.origin_id or run.id  # captured rows belong to the first revision
         statuses = dict(
             s.execute(
@@ -178,7 +177,8 @@ def run_detail(ledger: Ledger, run_id: int) -> RunDetail:
                 )  # fmt: skip
             )
         for pv in s.scalars(
-            sa.select(m.PublishedValue).where(m.PublishedValue.run_id == key).order_by(m.PublishedValue.id)
+            sa.select(m.PublishedValue).where(m.PublishedValue.run_id == key, current(m.PublishedValue))
+            .order_by(m.PublishedValue.id)
         ):
             detail.published.append(
                 PublishedDetail(key=pv.key, text=pv.text, unit=pv.unit, flag=pv.flag, quantity_kind=pv.quantity_kind,

@@ -28,6 +28,7 @@ from fractions import Fraction
 
 import sqlalchemy as sa
 from bench_ledger import models as m
+from bench_ledger.books import current
 from bench_ledger.queries.metrics_requests import captures, mean, percentile_linear, std
 from bench_ledger.store import Ledger
 
@@ -256,12 +257,13 @@ def _records(conn: sa.Connection, run_id: int) -> Records | str:
 
 def check(ledger: Ledger, batch: str | None = None, run_id: int | None = None) -> list[CheckRow]:
     """Every reported value of the runs in scope: agree / disagree / not re-derivable (R15)."""
-    newer = sa.select(PV.c.supersedes_id).where(PV.c.supersedes_id.is_not(None))
     stmt = (
-        sa.select(PV.c.run_id, B.c.name.label("batch"), R.c.label, R.c.tool, PV.c.key, PV.c.text, PV.c.value,
-                  PV.c.unit)
-        .join(R, R.c.id == PV.c.run_id).join(B, B.c.id == R.c.batch_id)
-        .where(PV.c.flag == "reported", PV.c.id.not_in(newer))
+        sa.select(R.c.id.label("run_id"), PV.c.run_id.label("origin"), B.c.name.label("batch"), R.c.label, R.c.tool,
+                  PV.c.key, PV.c.text, PV.c.value, PV.c.unit)
+        # values hang on a run's first revision (Run.origin_id); the row shown is its current revision
+        .select_from(PV).join(R, sa.and_(sa.func.coalesce(R.c.origin_id, R.c.id) == PV.c.run_id, current(R)))
+        .join(B, B.c.id == R.c.batch_id)
+        .where(PV.c.flag == "reported", current(PV))
         .order_by(B.c.id, R.c.id, PV.c.id)
     )  # fmt: skip
     if batch is not None:
@@ -271,7 +273,7 @@ def check(ledger: Ledger, batch: str | None = None, run_id: int | None = None) -
     if run_id is not None:
         with ledger.session() as s:
             Ledger.get_run(s, run_id)
-        stmt = stmt.where(PV.c.run_id == run_id)
+        stmt = stmt.where(R.c.id == run_id)
     out: list[CheckRow] = []
     with ledger.connection() as conn:
         loaded: dict[int, Records | str] = {}
@@ -279,9 +281,9 @@ def check(ledger: Ledger, batch: str | None = None, run_id: int | None = None) -
             row = CheckRow(pv.run_id, pv.batch, pv.label, pv.tool, pv.key, pv.text, pv.unit, None, NOT_DERIVABLE,
                            None, None)  # fmt: skip
             out.append(row)
-            if pv.run_id not in loaded:
-                loaded[pv.run_id] = _records(conn, pv.run_id)
-            rec = loaded[pv.run_id]
+            if pv.origin not in loaded:
+                loaded[pv.origin] = _records(conn, pv.origin)
+            rec = loaded[pv.origin]
             tol_unit = tolerance(pv.text)
             if pv.value is None or tol_unit is None:
                 if pv.key == "results_error_code_frequency" and isinstance(rec, Records) and pv.tool == "llmperf":

@@ -23,6 +23,7 @@ from fractions import Fraction
 
 import sqlalchemy as sa
 from bench_ledger import models as m
+from bench_ledger.books import current, require_current
 from bench_ledger.errors import NotFound, Refused
 from bench_ledger.queries.types import Comparison, Factor, MetricValue, Scope
 from bench_ledger.store import Ledger
@@ -89,20 +90,21 @@ def side(ledger: Ledger, spec: str) -> Side:
             runs = conn.execute(q.where(R.c.id == int(name))).all()
             if not runs:
                 raise NotFound(f"no run with id {name}; `ledger runs` lists them")
+            require_current(conn, "run", int(name))
             scope = Scope(batch=runs[0].batch, run=f"#{name}")
             dep_ids = {runs[0].dep}
         elif kind == "batch":
             bid = conn.execute(sa.select(B.c.id, B.c.deployment_id).where(B.c.name == name)).first()
             if bid is None:
                 raise NotFound(f"no batch named {name!r}; `ledger batches` lists them")
-            runs = conn.execute(q.where(B.c.name == name).order_by(R.c.id)).all()
+            runs = conn.execute(q.where(B.c.name == name, current(R)).order_by(R.c.id)).all()
             scope = Scope(batch=name)
             dep_ids = {r.dep for r in runs} or {bid.deployment_id}
         elif kind == "deployment":
             did = conn.execute(sa.select(D.c.id).where(D.c.name == name)).scalar()
             if did is None:
                 raise NotFound(f"no deployment named {name!r}")
-            runs = [r for r in conn.execute(q.order_by(R.c.id)).all() if r.dep == did]
+            runs = [r for r in conn.execute(q.where(current(R)).order_by(R.c.id)).all() if r.dep == did]
             scope = Scope(deployment=name)
             dep_ids = {did}
         else:

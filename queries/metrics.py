@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.books import not_superseded
+from bench_ledger.books import current, require_current
 from bench_ledger.errors import NotFound, Refused
 from bench_ledger.queries.metrics_batch import RunRef, batch_values, supported
 from bench_ledger.queries.metrics_hardware import hardware_metrics, parse_window
@@ -56,7 +56,7 @@ def list_metrics() -> list[dict]:
 
 def _current_runs() -> sa.ColumnElement[bool]:
     """Runs not superseded by a correction (R10: the correction is the current row)."""
-    return not_superseded(R)
+    return current(R)
 
 
 def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
@@ -69,12 +69,12 @@ def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
     if scope.run is not None:
         ctx.kind = "run"
         if scope.run.startswith("#"):
-            runs = conn.execute(q.where(R.c.id == int(scope.run[1:]))).all()
+            if runs := conn.execute(q.where(R.c.id == int(scope.run[1:]))).all():
+                require_current(conn, "run", int(scope.run[1:]))
         else:
             if scope.batch is None:
                 raise NotFound(f"run label {scope.run!r} needs its batch (labels are unique within a batch)")
-            runs = conn.execute(q.where(R.c.label == scope.run, B.c.name == scope.batch, _current_runs())
-                                .order_by(R.c.revision.desc()).limit(1)).all()  # fmt: skip
+            runs = conn.execute(q.where(R.c.label == scope.run, B.c.name == scope.batch, _current_runs())).all()
         if not runs:
             raise NotFound(f"no run {scope.run!r}" + (f" in batch {scope.batch!r}" if scope.batch else ""))
     elif scope.deployment is not None:
@@ -84,16 +84,14 @@ def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
         ctx.deployment_id = dep
         if scope.launch is not None:
             ctx.kind = "launch"
-            lid = conn.execute(sa.select(L.c.id).where(L.c.deployment_id == dep, L.c.attempt == scope.launch)
-                               .order_by(L.c.revision.desc()).limit(1)).scalar()  # fmt: skip
+            lid = conn.execute(sa.select(L.c.id).where(L.c.deployment_id == dep, L.c.attempt == scope.launch,
+                                                       current(L))).scalar()  # fmt: skip
             if lid is None:
                 raise NotFound(f"no launch attempt {scope.launch} of deployment {scope.deployment!r}")
             ctx.launch_ids = [lid]
         else:
             ctx.kind = "deployment"
-            ctx.launch_ids = [r[0] for r in conn.execute(sa.select(L.c.id).where(L.c.deployment_id == dep)
-                                                         .where(L.c.id.not_in(sa.select(L.c.supersedes_id)
-                                                                .where(L.c.supersedes_id.is_not(None)))))]  # fmt: skip
+            ctx.launch_ids = [r[0] for r in conn.execute(sa.select(L.c.id).where(L.c.deployment_id == dep, current(L)))]
         where = sa.or_(R.c.deployment_id == dep, sa.and_(R.c.deployment_id.is_(None), B.c.deployment_id == dep))
         if scope.batch is not None:
             where = sa.and_(where, B.c.name == scope.batch)

@@ -5,7 +5,8 @@ from __future__ import annotations
 import hashlib
 import json
 import random
-from datetime import datetime, timedelta
+import time
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -173,7 +174,10 @@ def test_corrections_history_and_as_of(ledger: Ledger, tmp_path: Path) -> None:
     cli("import", bench_json(tmp_path / "a.json"), "--batch", "open1", "--db", ledger.url)
     with ledger.session() as s:
         run_id = s.scalar(sa.select(m.Run.id))
-    before = datetime.utcnow() + timedelta(seconds=-0.001)
+    imported = datetime.utcnow()
+    while datetime.utcnow().replace(microsecond=0) <= imported:  # --as-of has whole seconds
+        time.sleep(0.05)
+    before = datetime.utcnow().replace(microsecond=0)
     new_id = books.correct_run(ledger, run_id, "concurrency was 8, not 4", concurrency=8)
     chain = books.history(ledger, "run", new_id)
     assert [(r["id"], r["revision"], r["supersedes_id"]) for r in chain] == [(run_id, 0, None), (new_id, 1, run_id)]
@@ -184,7 +188,7 @@ def test_corrections_history_and_as_of(ledger: Ledger, tmp_path: Path) -> None:
     out = cli("history", "run", run_id, "--db", ledger.url).output
     assert "concurrency was 8, not 4" in out
     asof = cli("runs", "--as-of", before.strftime("%Y-%m-%dT%H:%M:%S"), "--db", ledger.url, "--json").output
-    assert [r["id"] for r in json.loads(asof)] in ([run_id], [])  # whole-second resolution of --as-of
+    assert [r["id"] for r in json.loads(asof)] == [run_id]
     with ledger.session() as s:
         pv = s.scalar(sa.select(m.PublishedValue.id).where(m.PublishedValue.run_id == run_id).limit(1))
     pv2 = books.correct_published_value(ledger, pv, "typo in the report", text="1,000")

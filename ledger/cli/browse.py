@@ -49,12 +49,7 @@ def runs(ledger: Ledger, batch: str | None, as_of, as_json: bool) -> None:
     """
     from bench_ledger.queries.catalog import list_runs, to_json
 
-    rows = [r.as_dict() for r in list_runs(ledger, batch)]
-    if as_of is not None:
-        from bench_ledger.books import current_ids
-
-        keep = current_ids(ledger, "run", as_of)
-        rows = [r for r in rows if r["id"] in keep]
+    rows = [r.as_dict() for r in list_runs(ledger, batch, as_of)]
     if as_json:
         click.echo(to_json(rows))
     else:
