@@ -19,7 +19,8 @@ def run(*args: str, ok: bool = True):
     return result
 
 
-def test_init_then_status(ledger_url: str) -> None:
+def test_init_then_status(empty_ledger_url: str) -> None:
+    ledger_url = empty_ledger_url
     out = run("init", "--db", ledger_url).output
     assert "schema empty -> 0002" in out or "->" in out
     again = run("init", "--db", ledger_url).output

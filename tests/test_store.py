@@ -12,8 +12,8 @@ from bench_ledger.errors import LedgerLocked, SchemaOutOfDate
 from bench_ledger.store import Ledger, now, resolve_url
 
 
-def test_migrations_build_exactly_the_models(ledger_url: str) -> None:
-    with Ledger(ledger_url) as led:
+def test_migrations_build_exactly_the_models(empty_ledger_url: str) -> None:
+    with Ledger(empty_ledger_url) as led:
         before, after = led.init()
         assert before is None and after == led.head_revision()
         with led.engine.connect() as conn:
@@ -57,8 +57,17 @@ def test_check_constraints_hold(ledger: Ledger) -> None:
             s.add(m.Batch(name="fx", status="half-open", created_at=now()))
 
 
-def test_unmigrated_ledger_asks_for_init(ledger_url: str) -> None:
+def test_template_copy_is_the_migrated_schema(ledger_url: str) -> None:
+    """The fixtures' per-session template (tests/conftest.py) is what the migrations build."""
     with Ledger(ledger_url) as led:
+        assert led.revision() == led.head_revision()
+        with led.engine.connect() as conn:
+            assert compare_metadata(MigrationContext.configure(conn), m.Base.metadata) == []
+        assert led.init() == (led.head_revision(), led.head_revision())
+
+
+def test_unmigrated_ledger_asks_for_init(empty_ledger_url: str) -> None:
+    with Ledger(empty_ledger_url) as led:
         with pytest.raises(SchemaOutOfDate, match=r"has no schema: run `ledger init`"):
             led.require_schema()
 

@@ -6,11 +6,10 @@ or deleting runs, artefacts and published values of a closed batch, any change t
 (reopening included), and any launch update other than linking its server log. Every message
 starts with ``refused by R9`` or ``refused by R10`` and names the table.
 
-DuckDB: probed, not assumed (``ledger.guards.duckdb_triggers_supported`` creates the exact trigger
-form on a throwaway in-memory database and checks that it aborts an UPDATE). DuckDB 1.5 has no
-CREATE TRIGGER at all, so nothing is created there and the seal (`ledger verify`) is what detects a
-change. Where a DuckDB supports the form, statement-level AFTER UPDATE/DELETE triggers are created
-on the captured tables. Triggers are invisible to ``compare_metadata``.
+DuckDB 1.x has no CREATE TRIGGER at all (probed by ``tests/test_guards.py``), so nothing is created
+there and the seal (`ledger verify`) is what detects a change. Triggers are invisible to
+``compare_metadata``. Frozen: this revision imports nothing of the package, so later edits of the
+code cannot change what it does.
 
 Revision ID: 0005
 Revises: 0004
@@ -122,27 +121,10 @@ def _pg_downgrade() -> None:
 
 
 def upgrade() -> None:
-    dialect = op.get_bind().dialect.name
-    if dialect == "postgresql":
+    if op.get_bind().dialect.name == "postgresql":
         _pg_upgrade()
-    elif dialect == "duckdb":
-        from bench_ledger.guards import duckdb_trigger_sql, duckdb_triggers_supported
-
-        supported, _why = duckdb_triggers_supported()
-        if supported:  # DuckDB 2.x: statement-level AFTER triggers abort the statement
-            for table in CAPTURED:
-                for what in ("UPDATE", "DELETE"):
-                    op.execute(duckdb_trigger_sql(table, what))
 
 
 def downgrade() -> None:
-    dialect = op.get_bind().dialect.name
-    if dialect == "postgresql":
+    if op.get_bind().dialect.name == "postgresql":
         _pg_downgrade()
-    elif dialect == "duckdb":
-        from bench_ledger.guards import duckdb_triggers_supported
-
-        if duckdb_triggers_supported()[0]:
-            for table in CAPTURED:
-                for what in ("update", "delete"):
-                    op.execute(f"DROP TRIGGER IF EXISTS ledger_append_only_{table}_{what}")

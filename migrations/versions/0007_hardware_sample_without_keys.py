@@ -49,12 +49,6 @@ def _drop_guards(dialect: str) -> None:
     if dialect == "postgresql":  # a DROP TABLE would drop them too; explicit for the downgrade's sake
         op.execute(f"DROP TRIGGER IF EXISTS ledger_append_only ON {TABLE}")
         op.execute(f"DROP TRIGGER IF EXISTS ledger_append_only_truncate ON {TABLE}")
-    elif dialect == "duckdb":
-        from bench_ledger.guards import duckdb_triggers_supported
-
-        if duckdb_triggers_supported()[0]:
-            for what in ("update", "delete"):
-                op.execute(f"DROP TRIGGER IF EXISTS ledger_append_only_{TABLE}_{what}")
 
 
 def _create_guards(dialect: str) -> None:
@@ -64,12 +58,6 @@ def _create_guards(dialect: str) -> None:
                    f"FOR EACH ROW EXECUTE FUNCTION ledger_refuse_append_only('R9')")  # fmt: skip
         op.execute(f"CREATE TRIGGER ledger_append_only_truncate BEFORE TRUNCATE ON {TABLE} "
                    f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('R9')")  # fmt: skip
-    elif dialect == "duckdb":
-        from bench_ledger.guards import duckdb_trigger_sql, duckdb_triggers_supported
-
-        if duckdb_triggers_supported()[0]:
-            for what in ("UPDATE", "DELETE"):
-                op.execute(duckdb_trigger_sql(TABLE, what))
 
 
 def _recreate(*constraints: sa.Constraint) -> None:

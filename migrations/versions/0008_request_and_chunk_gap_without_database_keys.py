@@ -23,7 +23,7 @@ create the new table, copy the rows in key order, drop the old one, rename, re-c
 ix_request_run_id. The downgrade renames the keyless table away first and creates the keyed one
 under its own name (see ``_restore``: DuckDB keeps a stale record of a renamed foreign key). The views v_run_requests and v_run_metrics of migration 0003 read ``request``
 (PostgreSQL refuses to drop a table a view depends on), so they are dropped first and re-created
-from 0003's very SQL at the end. PostgreSQL's append-only triggers of migration 0005 go with the
+from a literal copy of 0003's SQL at the end. PostgreSQL's append-only triggers of migration 0005 go with the
 dropped tables and are created again on the new ones (and on DuckDB where its triggers are
 supported, as 0005 does). Rows are copied unchanged, so seals of closed batches still verify.
 The downgrade restores every key (request first, then chunk_gap with its foreign key) and fails,
@@ -34,9 +34,6 @@ Revises: 0007
 """
 
 from __future__ import annotations
-
-import importlib.util
-from pathlib import Path
 
 import sqlalchemy as sa
 from alembic import op
@@ -87,25 +84,59 @@ def _gap_columns() -> list[sa.Column]:
     ]
 
 
-def _views_0003():
-    """Migration 0003's module (its file name is not importable by name): the views' very SQL."""
-    path = Path(__file__).with_name("0003_create_query_views.py")
-    spec = importlib.util.spec_from_file_location("_ledger_migration_0003", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+# Migration 0003's views, copied literally (a revision is a frozen snapshot: it loads no other file).
+V_RUN_REQUESTS = """
+CREATE VIEW v_run_requests AS
+SELECT
+    r.id AS run_id,
+    b.name AS batch,
+    r.label AS run_label,
+    r.revision AS run_revision,
+    COUNT(q.idx) AS requests,
+    SUM(CASE WHEN q.status = 'ok' THEN 1 ELSE 0 END) AS requests_ok,
+    SUM(CASE WHEN q.status = 'failed' THEN 1 ELSE 0 END) AS requests_failed,
+    SUM(CASE WHEN q.status = 'unknown' THEN 1 ELSE 0 END) AS requests_unknown,
+    SUM(CASE WHEN q.status = 'ok' THEN q.input_tokens END) AS input_tokens_ok,
+    SUM(CASE WHEN q.status = 'ok' THEN q.output_tokens END) AS output_tokens_ok,
+    SUM(CASE WHEN q.status = 'ok' AND q.input_tokens IS NULL THEN 1 ELSE 0 END) AS ok_without_input_tokens,
+    SUM(CASE WHEN q.status = 'ok' AND q.output_tokens IS NULL THEN 1 ELSE 0 END) AS ok_without_output_tokens,
+    MIN(q.send_ns) AS first_send_ns,
+    MAX(q.end_ns) AS last_end_ns,
+    COUNT(DISTINCT q.clock) AS clocks,
+    MIN(q.clock) AS clock,
+    (SELECT COUNT(*) FROM capture c WHERE c.run_id = r.id AND c.sampled) AS sampled_captures
+FROM run r
+JOIN batch b ON b.id = r.batch_id
+LEFT JOIN request q ON q.run_id = r.id
+GROUP BY r.id, b.name, r.label, r.revision
+"""
+
+V_RUN_METRICS = """
+CREATE VIEW v_run_metrics AS
+SELECT
+    run_id, batch, run_label, requests, requests_ok, requests_failed, requests_unknown,
+    input_tokens_ok, output_tokens_ok, wall_clock_s,
+    CASE WHEN complete THEN 60 * CAST(input_tokens_ok + output_tokens_ok AS DOUBLE PRECISION) / wall_clock_s END
+        AS total_tpm,
+    CASE WHEN complete THEN 60 * CAST(output_tokens_ok AS DOUBLE PRECISION) / wall_clock_s END AS output_tpm,
+    CASE WHEN complete THEN CAST(output_tokens_ok AS DOUBLE PRECISION) / wall_clock_s END AS output_tokens_per_s
+FROM (
+    SELECT
+        v.*,
+        CASE WHEN v.clocks = 1 AND v.last_end_ns > v.first_send_ns AND v.sampled_captures = 0
+             THEN CAST(v.last_end_ns - v.first_send_ns AS DOUBLE PRECISION) / CAST(1000000000 AS DOUBLE PRECISION)
+        END AS wall_clock_s,
+        (v.requests_ok > 0 AND v.ok_without_input_tokens = 0 AND v.ok_without_output_tokens = 0
+         AND v.sampled_captures = 0 AND v.clocks = 1 AND v.last_end_ns > v.first_send_ns) AS complete
+    FROM v_run_requests v
+) t
+"""
 
 
 def _drop_guards(dialect: str, table: str) -> None:
     if dialect == "postgresql":  # a DROP TABLE would drop them too; explicit for the downgrade's sake
         op.execute(f"DROP TRIGGER IF EXISTS ledger_append_only ON {table}")
         op.execute(f"DROP TRIGGER IF EXISTS ledger_append_only_truncate ON {table}")
-    elif dialect == "duckdb":
-        from bench_ledger.guards import duckdb_triggers_supported
-
-        if duckdb_triggers_supported()[0]:
-            for what in ("update", "delete"):
-                op.execute(f"DROP TRIGGER IF EXISTS ledger_append_only_{table}_{what}")
 
 
 def _create_guards(dialect: str, table: str) -> None:
@@ -115,12 +146,6 @@ def _create_guards(dialect: str, table: str) -> None:
                    f"FOR EACH ROW EXECUTE FUNCTION ledger_refuse_append_only('R9')")  # fmt: skip
         op.execute(f"CREATE TRIGGER ledger_append_only_truncate BEFORE TRUNCATE ON {table} "
                    f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('R9')")  # fmt: skip
-    elif dialect == "duckdb":
-        from bench_ledger.guards import duckdb_trigger_sql, duckdb_triggers_supported
-
-        if duckdb_triggers_supported()[0]:
-            for what in ("UPDATE", "DELETE"):
-                op.execute(duckdb_trigger_sql(table, what))
 
 
 def _recreate(table: str, columns: list[sa.Column], copied: str, order: str) -> None:
@@ -158,9 +183,8 @@ def _drop_views() -> None:
 
 
 def _create_views() -> None:
-    views = _views_0003()
-    op.execute(views.V_RUN_REQUESTS)
-    op.execute(views.V_RUN_METRICS)
+    op.execute(V_RUN_REQUESTS)
+    op.execute(V_RUN_METRICS)
 
 
 def upgrade() -> None:
