@@ -1,0 +1,132 @@
+"""The package's shape: imports point one way, migrations are frozen, one import name installed.
+
+Read off the source with `ast` (function-level imports included), so a new module cannot slip
+past the architecture of docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# Repository folder -> the part of bench_ledger it installs as.
+FOLDERS = {"ledger": "", "importers": "importers", "queries": "queries", "migrations": "migrations"}
+# The shell may import every part; the others only what is listed (and themselves).
+SHELL = {"cli", "api"}
+ALLOWED = {
+    "core": {"core"},
+    "importers": {"core", "importers"},
+    "queries": {"core", "queries"},
+    "casestudy": {"core", "casestudy"},
+    "migrations": set(),  # frozen snapshots: a revision imports nothing of the package
+}
+
+
+def part_of_module(dotted: str) -> str:
+    """The part of ``bench_ledger.x.y`` (core, importers, queries, cli, casestudy, migrations, api)."""
+    parts = dotted.split(".")
+    if len(parts) == 1:
+        return "core"
+    return parts[1] if parts[1] in {"importers", "queries", "migrations", "cli", "casestudy", "api"} else "core"
+
+
+def module_name(path: Path) -> str:
+    rel = path.relative_to(ROOT)
+    top = FOLDERS[rel.parts[0]]
+    inner = [p for p in (top, *rel.parts[1:-1]) if p]
+    stem = [] if path.stem == "__init__" else [path.stem]
+    return ".".join(["bench_ledger", *inner, *stem])
+
+
+def package_files() -> list[Path]:
+    return sorted(p for folder in FOLDERS for p in (ROOT / folder).rglob("*.py") if "__pycache__" not in p.parts)
+
+
+def imports_of(path: Path) -> list[tuple[int, str]]:
+    """(line, absolute module) of every import in the file, relative ones resolved."""
+    here = module_name(path).split(".")
+    package = here if path.stem == "__init__" else here[:-1]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            found.append((node.lineno, mod))
+            if mod == "bench_ledger":  # from bench_ledger import models, cli, ...
+                found += [(node.lineno, f"bench_ledger.{alias.name}") for alias in node.names]
+    return found
+
+
+def test_imports_point_one_way() -> None:
+    wrong: list[str] = []
+    for path in package_files():
+        me = module_name(path)
+        mine = part_of_module(me)
+        if mine in SHELL or (me == "bench_ledger"):
+            continue
+        allowed = ALLOWED[mine] | {mine}
+        if path.relative_to(ROOT).as_posix() == "migrations/env.py":
+            allowed = {"migrations", "core"}  # the environment hands Alembic the models' metadata
+        for line, target in imports_of(path):
+            top = target.split(".")[0]
+            if top in {"ledger", "queries", "importers", "migrations"}:
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: imports {target} (use bench_ledger.…)")
+            elif top == "bench_ledger" and target != "bench_ledger" and part_of_module(target) not in allowed:
+                wrong.append(f"{path.relative_to(ROOT)}:{line}: {mine} imports {target} ({part_of_module(target)})")
+    assert wrong == []
+
+
+def test_migration_revisions_are_frozen() -> None:
+    """A revision loads no package code and no other file: editing today's code cannot change it."""
+    wrong = []
+    for path in sorted((ROOT / "migrations" / "versions").glob("0*.py")):
+        for line, target in imports_of(path):
+            if target.split(".")[0] not in {"__future__", "alembic", "sqlalchemy"}:
+                wrong.append(f"{path.name}:{line}: imports {target}")
+        if "__file__" in path.read_text():
+            wrong.append(f"{path.name}: reads files beside it")
+    assert wrong == []
+
+
+def test_the_checker_sees_a_wrong_import(tmp_path: Path) -> None:
+    """The direction test is not vacuous: it resolves relative and function-level imports."""
+    assert part_of_module("bench_ledger.queries.metrics") == "queries"
+    assert part_of_module("bench_ledger.store") == "core"
+    assert module_name(ROOT / "queries" / "audit.py") == "bench_ledger.queries.audit"
+    assert module_name(ROOT / "ledger" / "cli" / "app.py") == "bench_ledger.cli.app"
+    assert ("bench_ledger.importers.base" in {t for _, t in imports_of(ROOT / "importers" / "dmon.py")})
+
+
+def test_wheel_installs_one_import_package(tmp_path: Path) -> None:
+    """Installed, the project puts exactly one import package (and its dist-info) into site-packages."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    src = tmp_path / "src"  # a copy, so the build leaves nothing in the checkout
+    for folder in FOLDERS:
+        shutil.copytree(ROOT / folder, src / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, src / name)
+    out = subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(src)],
+        capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    (wheel,) = tmp_path.glob("*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names}
+    assert {t for t in tops if not t.endswith(".dist-info")} == {"bench_ledger"}
+    for needed in ("bench_ledger/migrations/env.py", "bench_ledger/migrations/script.py.mako",
+                   "bench_ledger/migrations/versions/0001_create_declared_tables.py",
+                   "bench_ledger/queries/metrics.py", "bench_ledger/importers/dmon.py",
+                   "bench_ledger/casestudy/claims.yaml"):  # fmt: skip
+        assert needed in names, needed
