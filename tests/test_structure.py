@@ -130,3 +130,21 @@ def test_wheel_installs_one_import_package(tmp_path: Path) -> None:
                    "bench_ledger/queries/metrics.py", "bench_ledger/importers/dmon.py",
                    "bench_ledger/casestudy/claims.yaml"):  # fmt: skip
         assert needed in names, needed
+
+
+def test_help_loads_no_database_stack() -> None:
+    """`ledger --help` starts fast: the store (SQLAlchemy, DuckDB, Alembic, Arrow) loads when a command runs."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from click.testing import CliRunner\n"
+        "from bench_ledger.cli import main\n"
+        "assert CliRunner().invoke(main, ['--help']).exit_code == 0\n"
+        "heavy = ('sqlalchemy', 'duckdb', 'alembic', 'duckdb_sqlalchemy', 'pyarrow', 'psycopg')\n"
+        "print(sorted({m.split('.')[0] for m in sys.modules} & set(heavy)))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import click
 from bench_ledger.errors import LedgerError, Refused
-from bench_ledger.store import Ledger
 
 EXIT_FAILURE, EXIT_USAGE, EXIT_REFUSED = 1, 2, 3
 
@@ -37,10 +37,15 @@ db_option = click.option(
     "--db", "db", metavar="URL", envvar="LEDGER_DB", default=None,
     help="Ledger database URL [default: duckdb:///ledger.duckdb; env LEDGER_DB].",
 )  # fmt: skip
+
+if TYPE_CHECKING:  # the store (SQLAlchemy, DuckDB, Alembic) loads when a command runs, not for --help
+    from bench_ledger.store import Ledger
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 
 
 def open_ledger(db: str | None, *, migrated: bool = True) -> Ledger:
+    from bench_ledger.store import Ledger
+
     ledger = Ledger(db)
     if migrated:
         try:

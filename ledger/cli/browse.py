@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import TYPE_CHECKING
 
 import click
 from bench_ledger.cli.app import (
@@ -12,7 +13,9 @@ from bench_ledger.cli.app import (
     table,
     with_ledger,
 )
-from bench_ledger.store import Ledger
+
+if TYPE_CHECKING:  # the store (SQLAlchemy, DuckDB, Alembic) loads when a command runs, not for --help
+    from bench_ledger.store import Ledger
 
 
 @main.command()

@@ -6,6 +6,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from bench_ledger.cli.app import (
@@ -16,7 +17,9 @@ from bench_ledger.cli.app import (
     open_ledger,
 )
 from bench_ledger.errors import AlreadyImported, LedgerError, Refused
-from bench_ledger.store import Ledger
+
+if TYPE_CHECKING:  # the store (SQLAlchemy, DuckDB, Alembic) loads when a command runs, not for --help
+    from bench_ledger.store import Ledger
 
 
 @main.command()
