@@ -1,6 +1,7 @@
 """Importers: raw files written by benchmark tools, GPU samplers and servers -> parsed records.
 
-Each format lives in its own module and exposes ``IMPORTER`` (see :mod:`importers.base`).
+Each format lives in its own module and exposes ``IMPORTER`` (see :mod:`importers.base`); a module
+that reads several related shapes of one tool exposes them all as ``IMPORTERS``.
 ``detect`` picks the importer by content, never by file name.
 """
 
@@ -26,6 +27,10 @@ _MODULES = (
     "dmon",
     "vllm_log",
     "ledger_requests",
+    "inference_perf",
+    "trtllm_bench",
+    "genai_bench",
+    "mlperf_loadgen",
 )
 
 __all__ = ["Importer", "ParseOptions", "all_importers", "by_name", "choose", "detect", "version"]
@@ -42,7 +47,8 @@ def all_importers() -> list[Importer]:
     found = []
     for module in _MODULES:
         try:
-            found.append(importlib.import_module(f"bench_ledger.importers.{module}").IMPORTER)
+            mod = importlib.import_module(f"bench_ledger.importers.{module}")
+            found.extend(getattr(mod, "IMPORTERS", (mod.IMPORTER,)))
         except ModuleNotFoundError as exc:
             if exc.name != f"bench_ledger.importers.{module}":
                 raise
