@@ -25,12 +25,16 @@ _MODULES = (
     "llmperf_summary",
     "guidellm",
     "dmon",
+    "vllm_console",
     "vllm_log",
     "ledger_requests",
     "inference_perf",
     "trtllm_bench",
     "genai_bench",
     "mlperf_loadgen",
+    "gpu_telemetry",
+    "vllm_sweep",
+    "inference_perf_config",
 )
 
 __all__ = ["Importer", "ParseOptions", "all_importers", "by_name", "choose", "detect", "version"]

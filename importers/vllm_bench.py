@@ -379,8 +379,10 @@ class VllmBenchImporter:
 
     def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
         """Runs are streamed one JSON Lines line at a time; errors in later lines raise while iterating."""
+        from bench_ledger.importers.vllm_sweep import relabel  # a run=N.json of `vllm bench sweep`
+
         path = Path(path)
-        return ParsedArtefact(format=self.name, format_version=None, runs=prefetched(_runs(path)))
+        return ParsedArtefact(format=self.name, format_version=None, runs=prefetched(relabel(path, _runs(path))))
 
 
 def _runs(path: Path, fast: bool | None = None) -> Iterator[ParsedRun]:

@@ -228,6 +228,8 @@ class VllmLogImporter:
         lines = [ln for ln in text.splitlines() if ln.strip()][:20]
         if lines and lines[0].lstrip().startswith("#") and "gpu" in lines[0].lstrip("# ").split():
             return "a '# gpu ...' header: nvidia-smi dmon text, not a vLLM log"
+        if "Serving Benchmark Result" in text or "bench_type='serve'" in text:
+            return "the console output of `vllm bench serve`, not a server log"
         if any(_SNIFF.search(_ANSI.sub("", ln)) for ln in lines):
             return None
         return "no vLLM log line ('INFO mm-dd hh:mm:ss [file:line]', '(APIServer pid=', '(EngineCore') in the first 20 lines"

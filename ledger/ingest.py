@@ -12,6 +12,7 @@ import json
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime
 from pathlib import Path
 from typing import Protocol
 
@@ -49,6 +50,9 @@ class ImportTarget:
     run: str | None = None
     deployment: str | None = None
     node: str | None = None
+    time_zone: str | None = None  # zone of the host-local sample timestamps, as the user declares it
+    start: datetime | None = None  # when sample 0 was taken (timestamp-less samplers), as declared
+    interval_s: float | None = None  # seconds between samples, as declared
     launch: tuple[str, int] | None = None  # (deployment, attempt) for a server log
     store_copy: Path | None = None  # content-addressed folder for a copy of the bytes
 
@@ -104,7 +108,8 @@ def import_file(
     on any error nothing of the file is written.
     """
     sha, size = check_not_imported(ledger, path)
-    parsed = importer.parse(path, rec.ParseOptions(node=target.node))
+    parsed = importer.parse(path, rec.ParseOptions(node=target.node, time_zone=target.time_zone, start=target.start,
+                                                   interval_s=target.interval_s))
     return write_artefact(ledger, path, sha, size, parsed, importer.name, package_version(), target, progress)
 
 

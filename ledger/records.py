@@ -54,6 +54,9 @@ class ParseOptions:
     """Options the command line passes through to parsers."""
 
     node: str | None = None  # dmon: the node the samples came from
+    time_zone: str | None = None  # nvidia-smi CSV: the zone of the host's local timestamps, as declared
+    start: datetime | None = None  # dcgmi dmon: when sample 0 was taken, as declared
+    interval_s: float | None = None  # dcgmi dmon: seconds between samples (-d), as declared
 
 
 class Record(BaseModel):

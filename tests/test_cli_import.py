@@ -23,6 +23,9 @@ def counts(url: str) -> dict[str, int]:
 
 # The folders of ../shared/samples whose formats the first importers cover (MANIFEST.md's first part).
 FIRST_FORMATS = ("vllm", "sglang", "llmperf", "dmon", "vllm-server-log")
+# The folders of MANIFEST.md's "More formats" that issue 15's importers cover (aiperf and guidellm: issue 14).
+MORE_FORMATS = ("inference-perf", "trtllm-bench", "mlperf-loadgen", "genai-bench", "vllm-bench-serve",
+                "vllm-bench-sweep", "nvidia-smi", "dcgmi-dmon")  # fmt: skip
 
 
 def test_every_real_sample_imports_through_detection(ledger_url: str, samples: Path) -> None:
@@ -36,6 +39,27 @@ def test_every_real_sample_imports_through_detection(ledger_url: str, samples: P
     assert c["hardware_sample"] == 3 * 11  # dmon: 3 GPUs x 11 counters (gpu is the key, not a counter)
     batches = json.loads(run("batches", "--db", ledger_url, "--json").output)
     assert [(b["name"], b["runs"], b["requests"], b["artefacts"]) for b in batches] == [("real", 14, 300, 10)]
+
+
+def test_every_more_formats_sample_imports_through_detection(ledger_url: str, samples: Path) -> None:
+    run("init", "--db", ledger_url)
+    files = sorted(p for d in MORE_FORMATS for p in (samples / d).rglob("*") if p.is_file())
+    out = run("import", "--db", ledger_url, "--batch", "more", *map(str, files)).output
+    assert out.count("imported as artefact") == len(files) == 21
+    assert "[vllm-bench-console]" in out and "[vllm-sweep-summary]" in out and "[inference-perf-config]" in out
+    c = counts(ledger_url)
+    assert c["artefact"] == 21
+    assert c["request"] == 50 + 64 + 65  # the vLLM --save-detailed file and the two genai-bench runs
+    assert c["hardware_sample"] == 4 * 2619 + 7 * 5  # nvidia-smi CSV 4 counters; dcgmi dmon 7 fields x 5 samples
+    batches = json.loads(run("batches", "--db", ledger_url, "--json").output)
+    # runs: inference-perf 3 (stage 0, stage 6, all stages), trtllm 1, MLPerf 2 (pairs), genai-bench 2,
+    # vLLM detailed 1 + console 1, sweep 2 (summary.json lands on the two repetitions)
+    assert [(b["name"], b["runs"], b["requests"], b["artefacts"]) for b in batches] == [("more", 12, 179, 21)]
+    formats = run("formats").output
+    for name in ("inference-perf", "inference-perf-prometheus", "inference-perf-requests", "inference-perf-config",
+                 "trtllm-bench", "mlperf-summary", "mlperf-detail", "genai-bench", "genai-bench-metadata",
+                 "vllm-sweep-summary", "vllm-bench-console", "nvidia-smi-csv", "dcgmi-dmon"):  # fmt: skip
+        assert f"\n{name} " in "\n" + formats, name
 
 
 def test_same_bytes_twice_is_a_no_op(ledger_url: str, samples: Path) -> None:

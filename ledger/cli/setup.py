@@ -131,9 +131,15 @@ def import_one(ledger: Ledger, path: Path, fmt: str | None, target, quiet: bool,
 @click.option("--format", "fmt", metavar="F", help="Name the format (see `ledger formats`) instead of detecting it.")
 @click.option("--force-format", is_flag=True, help="Import as --format even when that format's own check rejects the file.")
 @click.option("--node", metavar="NODE", help="Node the samples came from (nvidia-smi dmon).")
+@click.option("--time-zone", "time_zone", metavar="TZ",
+              help="IANA zone of the host-local timestamps of GPU samples (nvidia-smi CSV); else unconfirmed.")
+@click.option("--start", "start", metavar="ISO", type=click.DateTime(["%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]),
+              help="When sample 0 was taken, for samplers that print no times (dcgmi dmon); with --interval.")
+@click.option("--interval", "interval_s", metavar="SECONDS", type=click.FloatRange(min=0, min_open=True),
+              help="Seconds between samples (dcgmi dmon -d, in seconds); with --start.")
 @click.option("--copy/--no-copy", default=False, help="Keep a content-addressed copy next to the ledger.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress, one line per file.")
-def import_(db, paths, batch, run, deployment, fmt, force_format, node, copy, quiet) -> None:
+def import_(db, paths, batch, run, deployment, fmt, force_format, node, time_zone, start, interval_s, copy, quiet) -> None:
     """Import benchmark outputs, GPU samples or server logs; the format is detected from content.
 
     Each file is its own transaction: a bad file leaves nothing behind and the others still
@@ -148,9 +154,19 @@ def import_(db, paths, batch, run, deployment, fmt, force_format, node, copy, qu
 
     if force_format and not fmt:
         raise click.UsageError("--force-format needs --format F (the format to force)")
+    if (start is None) != (interval_s is None):
+        raise click.UsageError("--start and --interval go together: sample k was taken at start + k x interval")
+    if time_zone is not None:
+        from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+        try:
+            ZoneInfo(time_zone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise click.UsageError(f"--time-zone {time_zone!r} is not an IANA time zone (e.g. Europe/Berlin, UTC)") from None
     with open_ledger(db) as ledger:
         store = ledger.artefact_folder() if copy else None
-        target = ImportTarget(batch=batch, run=run, deployment=deployment, node=node, store_copy=store)
+        target = ImportTarget(batch=batch, run=run, deployment=deployment, node=node, store_copy=store,
+                              time_zone=time_zone, start=start, interval_s=interval_s)
         ok = True
         for path in progress(paths, quiet):
             ok &= import_one(ledger, path, fmt, target, quiet, force_format)

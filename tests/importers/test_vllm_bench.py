@@ -64,7 +64,11 @@ def test_real_samples_are_detected_as_vllm(samples: Path) -> None:
 
 
 def test_sniff_rejects_other_formats(samples: Path) -> None:
-    others = [p for d in ("sglang", "llmperf", "dmon", "vllm-server-log") for p in (samples / d).rglob("*") if p.is_file()]
+    folders = ("sglang", "llmperf", "dmon", "vllm-server-log", "inference-perf", "trtllm-bench", "mlperf-loadgen",
+               "genai-bench", "nvidia-smi", "dcgmi-dmon")
+    others = [p for d in folders for p in (samples / d).rglob("*") if p.is_file()]
+    others += [samples / "vllm-bench-sweep/vllm_sweep_v0.25.1/SERVE--max_num_seqs=4-BENCH--max_concurrency=2-num_prompts=8/summary.json",
+               samples / "vllm-bench-serve/benchmaq_tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.stdout.txt"]
     assert others
     for path in others:
         assert IMPORTER.sniff(read_head(path)) is not None, path
