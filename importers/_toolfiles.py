@@ -258,15 +258,18 @@ def stat_dict_published(
     for stat in keys:
         if stat not in stats:
             continue
+        # count: how many values the statistics cover (requests, or chunks for inter_chunk_latency)
+        counted = stat == "count"
         p = published(
-            ".".join([*parts, stat]), stats[stat], locator=jpath(*parts, stat), unit=unit, kind=kind
-        )
+            ".".join([*parts, stat]), stats[stat], locator=jpath(*parts, stat),
+            unit=None if counted else unit, kind="count" if counted else kind,
+        )  # fmt: skip
         if p is not None:
             out.append(p)
     return out
 
 
-STAT_KEY = re.compile(r"^(avg|mean|min|max|std|p\d+(\.\d+)?)$")
+STAT_KEY = re.compile(r"^(avg|mean|min|max|std|count|sum|p\d+(\.\d+)?)$")
 
 
 def walk_metric_objects(path: Path, obj: Mapping[str, Any], parts: list[str]) -> list[Published]:

@@ -42,6 +42,7 @@ from bench_ledger.importers._toolfiles import (
 )
 from bench_ledger.importers.base import ParseOptions, first_json_value, iter_json_lines
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, RunInfo
+from bench_ledger.tools import Tool
 
 PROFILING = "profiling"
 SUCCESS_RULE = (
@@ -112,7 +113,7 @@ class AiperfRecordsImporter:
         run = ParsedRun(
             info=RunInfo(
                 label=f"aiperf records from {first} ({len(rows)} requests)",
-                tool="aiperf",
+                tool=Tool.AIPERF,
                 request_count=len(rows),
                 locator=f"line {rows[0]['line']}" if rows else None,
                 metadata={"skipped_records": skipped_text} if skipped else {},

@@ -33,6 +33,7 @@ from bench_ledger.importers._toolfiles import (
 )
 from bench_ledger.importers.base import ParseOptions, first_json_value, load_json
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.tools import Tool
 
 SUCCESS_RULE = "no request records in this file; AIPerf counts a request as failed when it has an error"
 
@@ -137,7 +138,7 @@ def _info(path: Path, data: dict) -> RunInfo:
     }
     return RunInfo(
         label=" ".join(str(p) for p in parts if p is not None),
-        tool="aiperf",
+        tool=Tool.AIPERF,
         tool_version=str(data["aiperf_version"]) if data.get("aiperf_version") is not None else None,
         input_target_tokens=whole(_get(config, "input", "prompt", "input_tokens", "mean")),
         output_cap_tokens=whole(_get(config, "input", "prompt", "output_tokens", "mean")),

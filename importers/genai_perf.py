@@ -38,6 +38,7 @@ from bench_ledger.importers._toolfiles import (
 )
 from bench_ledger.importers.base import ParseOptions, load_json
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, RunInfo
+from bench_ledger.tools import Tool
 
 SUCCESS_RULE = (
     "failed when a response payload is a JSON object with an 'error' member or is not JSON; "
@@ -92,7 +93,7 @@ def _runs(path: Path, experiments: list, version: str | None, header: dict[str, 
         yield ParsedRun(
             info=RunInfo(
                 label=label,
-                tool="genai-perf",
+                tool=Tool.GENAI_PERF,
                 tool_version=str(version) if version else None,
                 output_cap_tokens=cap if isinstance(cap, int) and not isinstance(cap, bool) else None,
                 concurrency=value if mode == "concurrency" and isinstance(value, int) else None,

@@ -18,6 +18,7 @@ from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import AIPERF_MARKERS, has_key, head_text, walk_metric_objects, whole
 from bench_ledger.importers.base import ParseOptions, first_json_value, load_json
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.tools import Tool
 
 SUCCESS_RULE = "no request records in this file; GenAI-Perf writes no per-request status"
 _GENAI_METRICS = ("time_to_first_token", "request_latency", "request_throughput", "output_token_throughput")
@@ -90,7 +91,7 @@ def _info(config: Any) -> RunInfo:
     }
     return RunInfo(
         label=" ".join(str(p) for p in parts if p is not None),
-        tool="genai-perf",
+        tool=Tool.GENAI_PERF,
         input_target_tokens=whole(
             _first(config, ("synthetic_input_tokens_mean",), ("input", "synthetic_tokens", "mean"))
         ),

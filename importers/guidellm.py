@@ -48,6 +48,7 @@ from bench_ledger.importers._toolfiles import (
 )
 from bench_ledger.importers.base import ParseOptions, load_json
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.tools import Tool
 
 GROUPS = (("successful", "ok"), ("incomplete", "unknown"), ("errored", "failed"))
 SUCCESS_RULE = (
@@ -257,7 +258,7 @@ def _info(bench: dict, b: int, config: dict, tool_version: str | None, n: int) -
     metadata = {k: str(v) for k, v in (("id", bench.get("id_")), ("run_id", bench.get("run_id"))) if v is not None}
     return RunInfo(
         label=f"guidellm #{b} {desc}".rstrip(),
-        tool="guidellm",
+        tool=Tool.GUIDELLM,
         tool_version=tool_version,
         concurrency=concurrency,
         request_count=n,

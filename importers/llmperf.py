@@ -23,6 +23,7 @@ from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import build_columns, has_key, head_text, integer, jpath, mapping, number
 from bench_ledger.importers.base import ParseOptions, load_json
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, RunInfo
+from bench_ledger.tools import Tool
 
 SUCCESS_RULE = (
     "ok iff error_code is null (llmperf's own rule: its summary statistics use exactly these "
@@ -57,7 +58,7 @@ class LlmperfIndividualImporter:
         run = ParsedRun(
             info=RunInfo(
                 label=f"llmperf individual {len(rows)} requests sha256:{digest}",
-                tool="llmperf",
+                tool=Tool.LLMPERF,
                 request_count=len(rows),
                 locator="$",
                 metadata={"failed_records": str(failed)},

@@ -19,6 +19,7 @@ from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import has_key, head_text, integer, jpath, published
 from bench_ledger.importers.base import ParseOptions, load_json
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.tools import Tool
 
 # Per-request metrics llmperf summarises: name -> (unit stated by the name, quantity kind).
 _METRICS: dict[str, tuple[str | None, str]] = {
@@ -81,7 +82,7 @@ class LlmperfSummaryImporter:
         run = ParsedRun(
             info=RunInfo(
                 label=label,
-                tool="llmperf",
+                tool=Tool.LLMPERF,
                 # mean_input_tokens / mean_output_tokens are workload settings (R3), not actual lengths.
                 input_target_tokens=integer(path, jpath("mean_input_tokens"), "mean_input_tokens", in_target),
                 output_cap_tokens=integer(path, jpath("mean_output_tokens"), "mean_output_tokens", out_cap),

@@ -51,6 +51,7 @@ from bench_ledger.importers.vllm_bench import (
     where,
 )
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RequestColumns, RunInfo
+from bench_ledger.tools import Tool
 
 TOKENS_NOTE = ("sum of output_lens: the server's usage.completion_tokens where the reply had it, "
                "else the requested output length; the file does not say which (not confirmed measured)")
@@ -180,7 +181,7 @@ def parse_run(obj: object, line: int, path: Path) -> ParsedRun:
         metadata["ignored_keys"] = ",".join(ignored)
     target, cap = _targets(obj, dataset, path, prefix)
     info = RunInfo(
-        label=_label(obj, dataset), tool="sglang-bench", input_target_tokens=target, output_cap_tokens=cap,
+        label=_label(obj, dataset), tool=Tool.SGLANG_BENCH, input_target_tokens=target, output_cap_tokens=cap,
         concurrency=int_or_none(obj, "max_concurrency", path, prefix),
         request_count=int_or_none(obj, "num_prompts", path, prefix),
         request_rate=rate_text(obj.get("request_rate")), dataset=dataset,

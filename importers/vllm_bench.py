@@ -52,6 +52,7 @@ from bench_ledger.importers.base import (
     prefetched,
 )
 from bench_ledger.records import ArrowRequests, Capture, ParsedArtefact, ParsedRun, Published, RequestColumns, RunInfo
+from bench_ledger.tools import Tool
 from pydantic import ValidationError
 
 E9 = Decimal(10**9)
@@ -349,7 +350,7 @@ def _header(obj: dict[str, Any], present: set[str], n: int, prefix: str, path: P
     if ignored:
         metadata["ignored_keys"] = ",".join(ignored)
     info = RunInfo(
-        label=_label(obj), tool="vllm-bench", concurrency=int_or_none(obj, "max_concurrency", path, prefix),
+        label=_label(obj), tool=Tool.VLLM_BENCH, concurrency=int_or_none(obj, "max_concurrency", path, prefix),
         request_count=int_or_none(obj, "num_prompts", path, prefix), request_rate=rate_text(obj.get("request_rate")),
         duration_s=float_or_none(obj, "duration"), locator=where(prefix), metadata=metadata,
     )

@@ -1,40 +1,48 @@
-"""Recompute what benchmark tools reported, by each tool's own definition (R15).
+"""Check what benchmark tools reported, by each tool's own definition (R15).
 
 A tool's summary (vLLM's ``output_throughput``, llmperf's ``results_ttft_s_quantiles_p99``...) is
-a claim: stored as ``published_value`` with flag ``reported``. For a run whose per-request records
-are in the ledger, :func:`check` recomputes each reported value the way *that tool* computes it
-(formats.md) and says whether the two agree within the precision the tool printed:
+a claim: stored as ``published_value`` with flag ``reported``. :func:`check` gives every reported
+value of the runs in scope two kinds of rows:
 
-* tolerance = half a unit in the last printed place (``"2,791"`` → ±0.5; ``"0.22"`` → ±0.005), with a
-  relative floor of 1e-9 for full-precision floats (their last digit is binary noise, not a claim);
-* vLLM / SGLang: statistics over successful requests, numpy linear percentiles, population std,
-  TPOT = (latency - ttft) / (output - 1) for output > 1, ITL over the flattened chunk gaps, rates
-  over the tool's own ``duration``;
-* llmperf: over records with ``error_code`` null, pandas linear quantiles, sample std (n - 1).
+* section ``records``: recomputed from the run's per-request records the way *that tool* computes
+  it (the tool's entry in :mod:`queries.check_tools`, its statistic definition from
+  :mod:`queries.check_stats`), or "not re-derivable" with the reason the records give (none in
+  the run's artefacts, a sample, a field not captured, a value only the tool's clock knows);
+* section ``identity``: the tool's own summary identities over the reported values alone
+  (``output_throughput = total_output_tokens / duration``, ``median = p50``, ``avg x count = sum``),
+  which hold exactly on an untouched file and catch hand-edited or mis-merged summaries.
 
-Where a value cannot be recomputed the row says "not re-derivable" and why (no per-request records
-in the artefacts, the records are a sample, a needed field was not captured, the key needs the
-tool's own clock, the key is unknown). Recomputation here is deliberately separate from the metric
-registry: it follows each tool's definition, which is not always the ledger's (R3, R4).
+Agreement is by intervals (R11): a reported value stands for [v - t, v + t], t = max(half a unit in
+its last printed place, one float ulp of v), t = 0 for a count printed as an integer, t = one ulp
+for a float a tool's JSON wrote with ``repr`` (ToolCheck.machine_floats); a records recomputation also allows a relative 1e-9
+for the tool's float arithmetic over many records, an identity 1e-12 for a few float operations.
+Recomputation here is deliberately separate from the metric registry: it follows each tool's
+definition, which is not always the ledger's (R3, R4).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable
-from dataclasses import asdict, dataclass
+import math
+from dataclasses import asdict, dataclass, field
 from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.books import current
-from bench_ledger.queries.metrics_requests import captures, mean, percentile_linear, std
+from bench_ledger.queries.check_stats import NotDerivable
+from bench_ledger.queries.intervals import Interval
+from bench_ledger.queries.metrics_requests import captures
 from bench_ledger.store import Ledger
 
 AGREE, DISAGREE, NOT_DERIVABLE = "agree", "disagree", "not re-derivable"
-REL_FLOOR = Fraction(1, 10**9)
+RECORDS, IDENTITY = "records", "identity"
+REL_FLOOR = Fraction(1, 10**9)  # records: float arithmetic of the tool over many values
+REL_IDENTITY = Fraction(1, 10**12)  # identity: a few float operations
 PV, R, B, Q, G = (t.__table__ for t in (m.PublishedValue, m.Run, m.Batch, m.Request, m.ChunkGap))
+
+__all__ = ["AGREE", "DISAGREE", "IDENTITY", "NOT_DERIVABLE", "RECORDS", "CheckRow", "NotDerivable", "Records",
+           "Reported", "check", "tolerance"]  # fmt: skip
 
 
 @dataclass
@@ -50,13 +58,11 @@ class CheckRow:
     status: str  # agree | disagree | not re-derivable
     tolerance: str | None
     reason: str | None  # why not re-derivable, or how it was recomputed
+    section: str = RECORDS  # records | identity
+    definition: str | None = None  # the statistic definition or identity used
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-class NotDerivable(Exception):
-    """Raised inside a recomputation: the reported value cannot be re-derived, and why."""
 
 
 @dataclass
@@ -68,6 +74,8 @@ class Records:
     gaps: list[float]
     fields: set[str]  # fields captured by every record-holding capture of the run
     duration: Fraction | None
+    values: dict[str, list[float | None]] = field(default_factory=dict)  # tool's own per-request values, ok records
+    failed: list[dict] = field(default_factory=list)
 
     def column(self, name: str, field: str | None = None) -> list[Fraction]:
         if (field or name) not in self.fields:
@@ -77,9 +85,28 @@ class Records:
             raise NotDerivable(f"{name} missing for {sum(v is None for v in vals)} of {len(vals)} ok requests")
         return [Fraction(v) for v in vals]
 
+    def value(self, key: str) -> list[Fraction]:
+        """A per-request value the tool wrote (``request_value``), over the ok records."""
+        vals = self.values.get(key)
+        if vals is None:
+            raise NotDerivable(f"the records carry no per-request {key}")
+        if any(v is None for v in vals):
+            raise NotDerivable(f"{key} missing for {sum(v is None for v in vals)} of {len(vals)} ok requests")
+        return [Fraction(v) for v in vals]
+
     def need_status(self) -> None:
         if "status" not in self.fields or "unknown" in self.statuses:
             raise NotDerivable("request success not captured (status unknown for some records)")
+
+
+@dataclass(frozen=True)
+class Reported:
+    """One reported value of a run, as an interval (R11)."""
+
+    key: str
+    text: str
+    value: Fraction
+    interval: Interval
 
 
 def tolerance(text: str) -> Fraction | None:
@@ -94,140 +121,28 @@ def tolerance(text: str) -> Fraction | None:
     return Fraction(5) * Fraction(10) ** (int(exp) - 1)  # type: ignore[arg-type]
 
 
-# --------------------------------------------------------------------------- tool definitions
+COUNT_KINDS = ("request_count", "token_count", "count")
 
 
-def _stat(values: list[Fraction], stat: str, ddof: int) -> Fraction:
-    if not values:
-        raise NotDerivable("no values to recompute from")
-    s = sorted(values)
-    if stat == "mean":
-        return mean(s)
-    if stat == "median":
-        return percentile_linear(s, 50)
-    if stat == "min":
-        return s[0]
-    if stat == "max":
-        return s[-1]
-    if stat in ("std", "stddev"):
-        if len(s) <= ddof:
-            raise NotDerivable("too few values for a standard deviation")
-        return Fraction(std(s, ddof))
-    if stat.startswith("p"):
-        return percentile_linear(s, Fraction(stat[1:]))
-    if stat.startswith("quantiles_p"):
-        return percentile_linear(s, Fraction(stat[len("quantiles_p"):]))
-    raise NotDerivable(f"statistic {stat!r} unknown")
+def is_exact_count(text: str, kind: str | None) -> bool:
+    """A count printed as a plain integer (``"150"``, a JSON int) is exact, not rounded."""
+    return kind in COUNT_KINDS and text.strip().isdigit()
 
 
-def _serving_series(rec: Records, name: str) -> list[Fraction]:
-    """vLLM / SGLang per-request series over successful requests, in seconds."""
-    rec.need_status()
-    if name == "ttft":
-        return rec.column("ttft_s")
-    if name in ("e2el", "e2e_latency"):
-        return rec.column("latency_s")
-    if name == "itl":
-        if "chunk_gaps" not in rec.fields:
-            raise NotDerivable("needed field chunk_gaps not captured")
-        return [Fraction(g) for g in rec.gaps]
-    if name == "tpot":
-        out = rec.column("output_tokens")
-        ttft, lat = rec.column("ttft_s"), rec.column("latency_s")
-        # the tool divides in floats; recompute the same float operations, then exactly
-        return [Fraction((float(la) - float(t)) / (int(o) - 1)) for o, t, la in zip(out, ttft, lat) if o > 1]
-    raise NotDerivable(f"series {name!r} unknown")
+def reported_interval(text: str, value: Fraction, kind: str | None = None, machine: bool = False) -> Interval | None:
+    """[v - t, v + t]: t = 0 for an exact count; for a ``machine`` float (a tool's JSON writes
+    ``repr``: the shortest text of one binary float) one ulp; else max(half a printed unit, ulp)."""
+    half = tolerance(text)
+    if half is None:
+        return None
+    if is_exact_count(text, kind):
+        return Interval.point(value)
+    ulp = Fraction(math.ulp(float(value)))
+    t = ulp if machine and repr(float(value)) == text.strip() else max(half, ulp)
+    return Interval(value - t, value + t)
 
 
-SERVING_STAT = re.compile(r"(?P<stat>mean|median|std|p\d+(?:\.\d+)?)_(?P<series>ttft|tpot|itl|e2el|e2e_latency)_ms")
-
-
-def _serving(key: str, rec: Records) -> tuple[Fraction, str]:
-    """vLLM ``bench serve`` and SGLang ``bench_serving`` aggregates (formats.md sections 1, 2)."""
-    if mt := SERVING_STAT.fullmatch(key):
-        return 1000 * _stat(_serving_series(rec, mt["series"]), mt["stat"], 0), "over ok requests, ×1000 (ms), population std, numpy linear percentiles"
-    if key in ("completed", "failed"):
-        rec.need_status()
-        return Fraction(rec.statuses.count("ok" if key == "completed" else "failed")), "count of records by status"
-    if key == "total_input_tokens":
-        rec.need_status()
-        return sum(rec.column("input_tokens"), Fraction(0)), "sum over ok requests"
-    if key == "total_output_tokens":
-        rec.need_status()
-        return sum(rec.column("output_tokens"), Fraction(0)), "sum over ok requests"
-    if key in ("duration", "max_output_tokens_per_s", "max_concurrent_requests", "request_goodput",
-               "request_goodput:", "total_output_tokens_retokenized", "accept_length", "rtfx"):  # fmt: skip
-        raise NotDerivable({
-            "duration": "the tool's own perf_counter span of the whole run: the base of its rates, not in the records",
-            "max_output_tokens_per_s": "needs per-token arrival times; the records keep chunk gaps only",
-            "max_concurrent_requests": "needs the tool's own per-second accounting",
-            "total_output_tokens_retokenized": "needs the generated texts and the tool's tokenizer",
-        }.get(key, "needs the tool's own settings (SLOs, speculative accounting) not in the records"))
-    if key in ("request_throughput", "output_throughput", "total_token_throughput", "input_throughput", "concurrency"):
-        if rec.duration is None:
-            raise NotDerivable("the tool's duration was not reported for this run")
-        rec.need_status()
-        num = {
-            "request_throughput": lambda: Fraction(rec.statuses.count("ok")),
-            "output_throughput": lambda: sum(rec.column("output_tokens"), Fraction(0)),
-            "input_throughput": lambda: sum(rec.column("input_tokens"), Fraction(0)),
-            "total_token_throughput": lambda: sum(rec.column("input_tokens") + rec.column("output_tokens"), Fraction(0)),
-            "concurrency": lambda: sum(rec.column("latency_s"), Fraction(0)),
-        }[key]()
-        return num / rec.duration, "over the tool's own duration"
-    raise NotDerivable(f"key {key!r} not known to the check")
-
-
-LLMPERF_STAT = re.compile(r"results_(?P<metric>.+?)_(?P<stat>quantiles_p\d+|mean|min|max|stddev)")
-
-
-def _llmperf(key: str, rec: Records) -> tuple[Fraction, str]:
-    """llmperf summary: over records with error_code null, pandas quantiles, sample std (formats.md 5)."""
-    rec.need_status()
-    if key in ("results_mean_output_throughput_token_per_s", "results_num_completed_requests_per_min"):
-        raise NotDerivable("needs llmperf's own start/end wall time of the run; the records carry no times")
-    if mt := LLMPERF_STAT.fullmatch(key):
-        metric = mt["metric"]
-        if metric == "ttft_s":
-            series = rec.column("ttft_s")
-        elif metric == "end_to_end_latency_s":
-            series = rec.column("latency_s")
-        elif metric == "inter_token_latency_s":
-            series = rec.column("itl_mean_s")
-        elif metric == "number_input_tokens":
-            series = rec.column("input_tokens")
-        elif metric == "number_output_tokens":
-            series = rec.column("output_tokens")
-        elif metric == "number_total_tokens":
-            series = [a + b for a, b in zip(rec.column("input_tokens"), rec.column("output_tokens"), strict=True)]
-        elif metric == "request_output_throughput_token_per_s":
-            raise NotDerivable(
-                "llmperf divides its own streamed-token count (not number_output_tokens: on the real samples "
-                "they differ by 1 to 39 tokens) by the latency; the per-record value is not kept by the importer"
-            )
-        else:
-            raise NotDerivable(f"metric {metric!r} not known to the check")
-        return _stat(series, mt["stat"], 1), "over error_code-null records, sample std, pandas linear quantiles"
-    n, failed = len(rec.statuses), rec.statuses.count("failed")
-    if key == "results_num_completed_requests":
-        return Fraction(n - failed), "records with error_code null"
-    if key == "results_number_errors":
-        return Fraction(failed), "records with an error_code"
-    if key == "results_num_requests_started":
-        return Fraction(n), "all records"
-    if key == "results_error_rate":
-        return Fraction(failed, n) if n else Fraction(0), "records with an error_code / all records"
-    raise NotDerivable(f"key {key!r} not known to the check")
-
-
-DEFINITIONS: dict[str, Callable[[str, Records], tuple[Fraction, str]]] = {
-    "vllm-bench": _serving,
-    "sglang-bench": _serving,
-    "llmperf": _llmperf,
-}
-
-
-# --------------------------------------------------------------------------- loading and the check
+# --------------------------------------------------------------------------- loading
 
 
 def _records(conn: sa.Connection, run_id: int) -> Records | str:
@@ -240,7 +155,8 @@ def _records(conn: sa.Connection, run_id: int) -> Records | str:
         return f"records are a sample ({sampled[0].sample_note or 'sample_size'}): the aggregates cannot be re-derived"
     fields = set.intersection(*(c.fields for c in caps))
     rows = conn.execute(
-        sa.select(Q.c.status, Q.c.input_tokens, Q.c.output_tokens, Q.c.ttft_s, Q.c.latency_s, Q.c.itl_mean_s)
+        sa.select(Q.c.artefact_id, Q.c.idx, Q.c.status, Q.c.error, Q.c.input_tokens, Q.c.output_tokens, Q.c.ttft_s,
+                  Q.c.latency_s, Q.c.itl_mean_s, Q.c.chunk_count)
         .where(Q.c.run_id == run_id).order_by(Q.c.artefact_id, Q.c.idx)
     ).all()  # fmt: skip
     gaps = [g for (g,) in conn.execute(
@@ -249,17 +165,37 @@ def _records(conn: sa.Connection, run_id: int) -> Records | str:
     duration = conn.execute(
         sa.select(PV.c.value).where(PV.c.run_id == run_id, PV.c.key == "duration", PV.c.flag == "reported")
     ).scalar()
+    values: dict[str, list[float | None]] = {}
     return Records(
         statuses=[r.status for r in rows], ok=[dict(r._mapping) for r in rows if r.status == "ok"], gaps=gaps,
-        fields=fields, duration=None if duration is None else Fraction(Decimal(duration)),
+        fields=fields, duration=None if duration is None else Fraction(Decimal(duration)), values=values,
+        failed=[dict(r._mapping) for r in rows if r.status == "failed"],
     )  # fmt: skip
 
 
+def _reported(rows, machine: bool) -> dict[str, Reported]:
+    out: dict[str, Reported] = {}
+    for pv in rows:
+        if pv.value is None:
+            continue
+        value = Fraction(Decimal(pv.value))
+        iv = reported_interval(pv.text, value, pv.quantity_kind, machine)
+        if iv is not None:
+            out.setdefault(pv.key, Reported(pv.key, pv.text, value, iv))
+    return out
+
+
+# --------------------------------------------------------------------------- the check
+
+
 def check(ledger: Ledger, batch: str | None = None, run_id: int | None = None) -> list[CheckRow]:
-    """Every reported value of the runs in scope: agree / disagree / not re-derivable (R15)."""
+    """Every reported value of the runs in scope: agree / disagree / not re-derivable (R15),
+    recomputed from records and, where the tool has them, by its summary identities."""
+    from bench_ledger.queries.check_tools import tool_check
+
     stmt = (
         sa.select(R.c.id.label("run_id"), PV.c.run_id.label("origin"), B.c.name.label("batch"), R.c.label, R.c.tool,
-                  PV.c.key, PV.c.text, PV.c.value, PV.c.unit)
+                  R.c.request_count, PV.c.key, PV.c.text, PV.c.value, PV.c.unit, PV.c.quantity_kind)
         # values hang on a run's first revision (Run.origin_id); the row shown is its current revision
         .select_from(PV).join(R, sa.and_(sa.func.coalesce(R.c.origin_id, R.c.id) == PV.c.run_id, current(R)))
         .join(B, B.c.id == R.c.batch_id)
@@ -276,39 +212,60 @@ def check(ledger: Ledger, batch: str | None = None, run_id: int | None = None) -
         stmt = stmt.where(R.c.id == run_id)
     out: list[CheckRow] = []
     with ledger.connection() as conn:
-        loaded: dict[int, Records | str] = {}
+        by_run: dict[int, list] = {}
         for pv in conn.execute(stmt):
-            row = CheckRow(pv.run_id, pv.batch, pv.label, pv.tool, pv.key, pv.text, pv.unit, None, NOT_DERIVABLE,
-                           None, None)  # fmt: skip
-            out.append(row)
-            if pv.origin not in loaded:
-                loaded[pv.origin] = _records(conn, pv.origin)
-            rec = loaded[pv.origin]
-            tol_unit = tolerance(pv.text)
-            if pv.value is None or tol_unit is None:
-                if pv.key == "results_error_code_frequency" and isinstance(rec, Records) and pv.tool == "llmperf":
-                    none_failed = "failed" not in rec.statuses
-                    row.status = AGREE if none_failed and pv.text == "{}" else NOT_DERIVABLE
-                    row.reason = "no record has an error_code" if none_failed else "error-code text not recomputed"
-                else:
-                    row.reason = "printed as text, not a number"
-                continue
-            if isinstance(rec, str):
-                row.reason = rec
-                continue
-            definition = DEFINITIONS.get(pv.tool or "")
-            if definition is None:
-                row.reason = f"recomputation by {pv.tool or 'an unknown tool'}'s own definition is not implemented"
-                continue
+            by_run.setdefault(pv.run_id, []).append(pv)
+        for rid, pvs in by_run.items():
+            first = pvs[0]
+            tc = tool_check(first.tool)
+            rec = _records(conn, first.origin)
+            reported = _reported(pvs, tc is not None and tc.machine_floats)
+            for pv in pvs:
+                out.append(_record_row(pv, rec, tc))
+            if tc is not None:
+                for ident in tc.identities(reported, first):
+                    out.append(CheckRow(
+                        rid, first.batch, first.label, first.tool, ident.key, reported[ident.key].text,
+                        _unit(pvs, ident.key), ident.recomputed, ident.status, ident.tolerance, ident.reason,
+                        IDENTITY, ident.name,
+                    ))  # fmt: skip
+    return out
+
+
+def _unit(pvs, key: str) -> str | None:
+    return next((p.unit for p in pvs if p.key == key), None)
+
+
+def _record_row(pv, rec: Records | str, tc) -> CheckRow:
+    row = CheckRow(pv.run_id, pv.batch, pv.label, pv.tool, pv.key, pv.text, pv.unit, None, NOT_DERIVABLE, None, None)
+    half = tolerance(pv.text)
+    if pv.value is None or half is None:
+        if tc is not None and isinstance(rec, Records) and tc.recompute_text is not None:
             try:
-                value, how = definition(pv.key, rec)
+                agrees, how = tc.recompute_text(pv.key, pv.text, rec)
             except NotDerivable as exc:
                 row.reason = str(exc)
-                continue
-            reported = Fraction(Decimal(pv.value))
-            tol = max(tol_unit, REL_FLOOR * abs(reported))
-            row.recomputed = float(value)
-            row.tolerance = f"±{float(tol):.3g}"
-            row.status = AGREE if abs(value - reported) <= tol else DISAGREE
-            row.reason = how
-    return out
+                return row
+            row.status, row.reason, row.definition = (AGREE if agrees else DISAGREE), how, tc.definition.name
+            return row
+        row.reason = "printed as text, not a number"
+        return row
+    if isinstance(rec, str):
+        row.reason = rec
+        return row
+    if tc is None or tc.recompute is None:
+        row.reason = f"recomputation by {pv.tool or 'an unknown tool'}'s own definition is not implemented"
+        return row
+    try:
+        value, how = tc.recompute(pv.key, rec)
+    except NotDerivable as exc:
+        row.reason = str(exc)
+        return row
+    reported = Fraction(Decimal(pv.value))
+    tol = Fraction(0) if is_exact_count(pv.text, pv.quantity_kind) else max(half, REL_FLOOR * abs(reported))
+    row.recomputed = float(value)
+    row.tolerance = f"±{float(tol):.3g}"
+    row.status = AGREE if abs(value - reported) <= tol else DISAGREE
+    row.reason = how
+    row.definition = tc.definition.name
+    return row

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from bench_ledger.cli import main
-from bench_ledger.queries.check import check, tolerance
+from bench_ledger.queries.check import IDENTITY, RECORDS, check, tolerance
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 
@@ -31,7 +31,8 @@ def test_real_llmperf_every_results_statistic_agrees(ledger: Ledger, ledger_url:
     d = samples / "llmperf"
     imp(ledger_url, str(d / f"individual_{name}_70b.json"), str(d / f"summary_{name}_70b.json"), "--batch", "lp",
         "--run", name)
-    rows = check(ledger, batch="lp")
+    rows = [r for r in check(ledger, batch="lp") if r.section == RECORDS]
+    assert {r.definition for r in rows if r.status == "agree"} == {"pandas-linear"}
     by_status: dict[str, list[str]] = {}
     for r in rows:
         by_status.setdefault(r.status, []).append(r.key)
@@ -47,16 +48,26 @@ def test_real_llmperf_every_results_statistic_agrees(ledger: Ledger, ledger_url:
     # what cannot be recomputed says why
     why = {r.key: r.reason for r in rows if r.status == "not re-derivable"}
     assert why["results_mean_output_throughput_token_per_s"] == (
-        "needs llmperf's own start/end wall time of the run; the records carry no times")
-    assert why["results_request_output_throughput_token_per_s_mean"].startswith(
-        "llmperf divides its own streamed-token count")
+        "divides by llmperf's own start-to-end monotonic time of the run; the records carry no times "
+        "(see the identity linking the two)")
 
 
 def test_real_vllm_samples_are_aggregates_only(ledger: Ledger, ledger_url: str, samples: Path) -> None:
     imp(ledger_url, *map(str, sorted((samples / "vllm").glob("*.json"))), "--batch", "v")
     rows = check(ledger, batch="v")
-    assert rows and {r.status for r in rows} == {"not re-derivable"}
-    assert {r.reason for r in rows} == {"no per-request records in this run's artefacts (aggregates only)"}
+    records = [r for r in rows if r.section == RECORDS]
+    assert records and {r.status for r in records} == {"not re-derivable"}
+    assert {r.reason for r in records} == {"no per-request records in this run's artefacts (aggregates only)"}
+    # ... but vLLM's own summary identities hold on every file: 3 rates + 3 median = p50, per file
+    ident = [r for r in rows if r.section == IDENTITY]
+    assert [(r.run, r.key, r.status) for r in ident if r.run_id == ident[0].run_id] == [
+        (ident[0].run, k, "agree") for k in ("request_throughput", "output_throughput", "total_token_throughput",
+                                             "median_ttft_ms", "median_tpot_ms", "median_e2el_ms")]
+    assert len(ident) == 18 and {r.status for r in ident} == {"agree"}
+    first = ident[1]
+    assert first.definition == "output_throughput = total_output_tokens / duration"
+    assert first.reason == ("output_throughput = total_output_tokens / duration: 120.42068482753697 from the "
+                            "reported total_output_tokens 19581, duration 162.604954689")
 
 
 def test_vllm_records_recomputed_by_vllm_definition(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
@@ -71,7 +82,7 @@ def test_vllm_records_recomputed_by_vllm_definition(ledger: Ledger, ledger_url: 
            "mean_tpot_ms": 456.25, "median_itl_ms": 20.0, "std_e2el_ms": 999.0}
     (tmp_path / "v.json").write_text(json.dumps(obj))
     imp(ledger_url, str(tmp_path / "v.json"), "--batch", "v")
-    rows = {r.key: r for r in check(ledger, batch="v")}
+    rows = {r.key: r for r in check(ledger, batch="v") if r.section == RECORDS}
     for key in ("completed", "failed", "total_input_tokens", "total_output_tokens", "request_throughput",
                 "output_throughput", "total_token_throughput", "median_ttft_ms", "p99_ttft_ms", "median_itl_ms"):
         assert rows[key].status == "agree", (key, rows[key])
@@ -92,4 +103,34 @@ def test_cli_check(ledger: Ledger, ledger_url: str, samples: Path) -> None:
     res = CliRunner().invoke(main, ["check", "--db", ledger_url, "--batch", "lp"])
     assert res.exit_code == 0, res.output
     assert "results_ttft_s_quantiles_p99" in res.output
-    assert res.output.strip().splitlines()[-1] == "55 agree, 0 disagree, 12 not re-derivable"
+    lines = res.output.strip().splitlines()
+    assert "recomputed from records: 55 agree, 0 disagree, 12 not re-derivable" in lines
+    assert "internal identities: 3 agree, 0 disagree, 0 not re-derivable" in lines
+    assert lines[-1] == "58 agree, 0 disagree, 12 not re-derivable"
+
+
+def test_a_hand_edited_summary_breaks_its_identity(ledger: Ledger, ledger_url: str, samples: Path,
+                                                  tmp_path: Path) -> None:
+    src = samples / "vllm" / "openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json"
+    obj = json.loads(src.read_text())
+    obj["output_throughput"] = 121.0  # edited by hand; total_output_tokens / duration is 120.42...
+    (tmp_path / "edited.json").write_text(json.dumps(obj))
+    imp(ledger_url, str(tmp_path / "edited.json"), "--batch", "v")
+    bad = [r for r in check(ledger, batch="v") if r.status == "disagree"]
+    assert [(r.section, r.key, r.recomputed) for r in bad] == [(IDENTITY, "output_throughput", 120.42068482753697)]
+
+
+def test_real_sglang_and_aiperf_identities(ledger: Ledger, ledger_url: str, samples: Path) -> None:
+    imp(ledger_url, str(samples / "sglang" / "llama_3_3_70b_online_output.jsonl"), "--batch", "s")
+    imp(ledger_url, str(samples / "aiperf" / "aiperf-repo-examples-run1__profile_export_aiperf.json"), "--batch", "a")
+    sg = [r for r in check(ledger, batch="s") if r.section == IDENTITY]
+    assert [(r.key, r.status) for r in sg] == [("output_throughput", "agree")] * 7
+    ai = {r.key: r for r in check(ledger, batch="a") if r.section == IDENTITY}
+    assert {k: r.status for k, r in ai.items()} == {
+        "records.request_throughput.avg": "agree", "records.output_token_throughput.avg": "agree",
+        "records.benchmark_duration.avg": "agree", "records.request_count.avg": "agree",
+        "records.total_isl.avg": "agree", "records.total_osl.avg": "agree",
+        "records.total_output_tokens.avg": "agree", "records.total_reasoning_tokens.avg": "agree",
+    }
+    # AIPerf 0.1's output token throughput is its total OSL (output + reasoning) over the duration
+    assert ai["records.output_token_throughput.avg"].recomputed == pytest.approx(21624 / 9.317788951, rel=1e-12)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from bench_ledger.casestudy.logs import LAUNCHES, Launch
 from bench_ledger.casestudy.plan import PROBE_INPUT, PROBES, RunSpec
+from bench_ledger.tools import Tool
 
 REPORT_FILE = "h20-dsv41-flash-report.zh.txt"
 REPORT_TITLE = "DeepSeek-V4.1-Flash 双机 16 卡 H20 部署压测：TP8×DP2 与跨机 EP 的边界"
@@ -44,7 +45,7 @@ def _q(value: object) -> str:
 def manifest_runs(specs: Iterable[RunSpec]) -> list[ManifestRun]:
     runs = []
     for spec in specs:
-        tool = "vllm-benchmark-serving" if spec.legacy else "vllm-bench"
+        tool = Tool.VLLM_BENCHMARK_SERVING if spec.legacy else Tool.VLLM_BENCH
         warm = {"prefix_cache": "cold", "process": "unknown" if spec.legacy else "warm",
                 "compile": "unknown", "file_cache": "unknown"}
         runs.append(ManifestRun(spec.batch, spec.label, spec.input_target, spec.output_cap,

@@ -176,15 +176,20 @@ def metrics(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, as_jso
 @click.option("--run", "run_id", type=int, metavar="ID", help="Only this run.")
 @json_option
 def check(ledger: Ledger, batch: str | None, run_id: int | None, as_json: bool) -> None:
-    """Recompute what the tools reported from the records, by each tool's definition (R15).
+    """Check what the tools reported, by each tool's own definitions (R15).
 
-    Each reported value agrees (within the precision the tool printed), disagrees, or is not
-    re-derivable, with the reason (aggregates only, sampled records, field not captured...).
+    Two sections. "recomputed from records": each reported value recomputed from the run's
+    per-request records by the tool's statistic definition (named in the "definition" column:
+    numpy-linear, pandas-linear, guidellm-inverted-cdf...), or not re-derivable with the reason
+    (aggregates only, sampled records, field not captured...). "internal identities": the tool's
+    own summary identities over its reported values (output_throughput = total_output_tokens /
+    duration, median = p50, avg x count = sum...). Agreement is within the printed precision.
 
     \b
     Example:
       ledger check --batch fx
     """
+    from bench_ledger.queries.check import IDENTITY, RECORDS
     from bench_ledger.queries.check import check as do_check
 
     rows = do_check(ledger, batch, run_id)
@@ -193,9 +198,22 @@ def check(ledger: Ledger, batch: str | None, run_id: int | None, as_json: bool) 
         return
     show = [{**r.as_dict(), "run": f"{r.run_id}", "recomputed": "" if r.recomputed is None else repr(r.recomputed)}
             for r in rows]  # fmt: skip
-    table(show, ["batch", "run", "key", "reported", "recomputed", "tolerance", "status", "reason"])
-    counts = {s: sum(r.status == s for r in rows) for s in ("agree", "disagree", "not re-derivable")}
-    click.echo(", ".join(f"{n} {s}" for s, n in counts.items()))
+    statuses = ("agree", "disagree", "not re-derivable")
+    for section, title, cols in (
+        (RECORDS, "recomputed from records", ["batch", "run", "key", "reported", "recomputed", "tolerance", "status",
+                                              "definition", "reason"]),
+        (IDENTITY, "internal identities", ["batch", "run", "key", "reported", "recomputed", "tolerance", "status",
+                                           "definition"]),
+    ):  # fmt: skip
+        part = [r for r in show if r["section"] == section]
+        if section == IDENTITY and not part:
+            continue
+        table(part, cols, title=f"== {title}")
+        counts = {st: sum(r["status"] == st for r in part) for st in statuses}
+        click.echo(f"{title}: " + ", ".join(f"{n} {st}" for st, n in counts.items()))
+        click.echo("")
+    counts = {st: sum(r.status == st for r in rows) for st in statuses}
+    click.echo(", ".join(f"{n} {st}" for st, n in counts.items()))
 
 
 @main.command()

@@ -1,0 +1,20 @@
+"""The benchmark tools the ledger knows by name: one vocabulary for importers and checks.
+
+An importer writes ``RunInfo.tool`` from here; ``queries.check_tools`` keys each tool's statistic
+definitions and summary identities by the same member. Values are the strings stored in
+``run.tool`` (a ``StrEnum`` compares equal to them), so adding a tool is one line here.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Tool(StrEnum):
+    VLLM_BENCH = "vllm-bench"  # vllm bench serve / benchmark_serving.py --save-result
+    VLLM_BENCHMARK_SERVING = "vllm-benchmark-serving"  # the legacy script, as the case study names it
+    SGLANG_BENCH = "sglang-bench"  # python -m sglang.bench_serving
+    LLMPERF = "llmperf"  # ray-project llmperf token_benchmark_ray.py
+    AIPERF = "aiperf"  # NVIDIA AIPerf
+    GENAI_PERF = "genai-perf"  # NVIDIA GenAI-Perf
+    GUIDELLM = "guidellm"  # vllm-project guidellm

@@ -1,0 +1,423 @@
+"""Each benchmark tool's statistic definitions and summary identities: one registry (R15).
+
+:data:`REGISTRY` maps a :class:`bench_ledger.tools.Tool` to a :class:`ToolCheck`: the tool's
+statistic definition (:mod:`queries.check_stats`), how each of its reported keys is recomputed
+from per-request records, and the identities its own summary satisfies. Adding a format's checks
+is one entry here (and a line in docs/formats.md): the framework in :mod:`queries.check` loads the
+records and the reported values, compares by intervals and renders both sections.
+
+Definitions are read from the tools' sources (named per entry); where the source and a real file
+disagree the real file is not fitted: the identity is stated as the source computes it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from fractions import Fraction
+
+from bench_ledger.queries.check import AGREE, DISAGREE, REL_IDENTITY, Records, Reported
+from bench_ledger.queries.check_stats import (
+    GUIDELLM_INVERTED_CDF,
+    NUMPY_LINEAR,
+    PANDAS_LINEAR,
+    NotDerivable,
+    StatDefinition,
+)
+from bench_ledger.queries.intervals import Interval
+from bench_ledger.tools import Tool
+
+Recompute = Callable[[str, Records], tuple[Fraction, str]]
+
+
+# --------------------------------------------------------------------------- identities
+
+
+@dataclass
+class IdentityResult:
+    name: str  # the identity as a formula over the tool's keys
+    key: str  # the reported value it checks
+    recomputed: float
+    status: str
+    tolerance: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Identity:
+    """``key = formula(inputs)`` over reported values; skipped unless every key is reported."""
+
+    name: str
+    key: str
+    inputs: tuple[str, ...]
+    formula: Callable[..., Interval]
+
+    def evaluate(self, values: dict[str, Reported]) -> IdentityResult | None:
+        if self.key not in values or any(k not in values for k in self.inputs):
+            return None
+        try:
+            got = self.formula(*(values[k].interval for k in self.inputs))
+        except ZeroDivisionError:
+            return None
+        target = values[self.key].interval
+        slack = REL_IDENTITY * abs(values[self.key].value)
+        widened = Interval(got.lo - slack, got.hi + slack)
+        ok = widened.meets(target)
+        half = (widened.width + target.width) / 2
+        return IdentityResult(
+            self.name, self.key, float(got.mid), AGREE if ok else DISAGREE, f"±{float(half):.3g}",
+            f"{self.name}: {float(got.mid):.17g} from the reported "
+            + ", ".join(f"{k} {values[k].text}" for k in self.inputs),
+        )  # fmt: skip
+
+
+def ratio(name: str, key: str, num: str, den: str, scale: int = 1) -> Identity:
+    return Identity(name, key, (num, den), lambda a, b: a * scale / b)
+
+
+def total_ratio(name: str, key: str, nums: tuple[str, ...], den: str) -> Identity:
+    def f(*xs: Interval) -> Interval:
+        acc = xs[0]
+        for x in xs[1:-1]:
+            acc = acc + x
+        return acc / xs[-1]
+
+    return Identity(name, key, (*nums, den), f)
+
+
+def equal(key: str, other: str) -> Identity:
+    return Identity(f"{key} = {other}", key, (other,), lambda a: a)
+
+
+def product(name: str, key: str, a: str, b: str) -> Identity:
+    return Identity(name, key, (a, b), lambda x, y: x * y)
+
+
+def sum_of(name: str, key: str, parts: tuple[str, ...]) -> Identity:
+    def f(*xs: Interval) -> Interval:
+        acc = xs[0]
+        for x in xs[1:]:
+            acc = acc + x
+        return acc
+
+    return Identity(name, key, parts, f)
+
+
+# --------------------------------------------------------------------------- the registry entry
+
+
+@dataclass(frozen=True)
+class ToolCheck:
+    tool: Tool
+    definition: StatDefinition
+    source: str  # where the definition was read
+    recompute: Recompute | None = None
+    recompute_text: Callable[[str, str, Records], tuple[bool, str]] | None = None
+    fixed: tuple[Identity, ...] = ()
+    families: tuple[Callable[[dict[str, Reported]], Iterable[Identity]], ...] = field(default_factory=tuple)
+    # the tool's files hold Python-repr floats (json.dump): a value is one exact binary float, so an
+    # identity allows one ulp, not half a unit of its last printed digit ("150.0" is exactly 150)
+    machine_floats: bool = True
+
+    def identities(self, values: dict[str, Reported], run) -> Iterator[IdentityResult]:
+        """Every identity whose keys the run reported, evaluated (run: its declared row, unused
+        by most tools)."""
+        seen = set()
+        for ident in (*self.fixed, *(i for fam in self.families for i in fam(values))):
+            if (ident.name, ident.key) in seen:
+                continue
+            seen.add((ident.name, ident.key))
+            res = ident.evaluate(values)
+            if res is not None:
+                yield res
+
+
+# --------------------------------------------------------------------------- vLLM and SGLang
+
+
+def _serving_series(rec: Records, name: str) -> list[Fraction]:
+    """vLLM / SGLang per-request series over successful requests, in seconds."""
+    rec.need_status()
+    if name == "ttft":
+        return rec.column("ttft_s")
+    if name in ("e2el", "e2e_latency"):
+        return rec.column("latency_s")
+    if name == "itl":
+        if "chunk_gaps" not in rec.fields:
+            raise NotDerivable("needed field chunk_gaps not captured")
+        return [Fraction(g) for g in rec.gaps]
+    if name == "tpot":
+        out = rec.column("output_tokens")
+        ttft, lat = rec.column("ttft_s"), rec.column("latency_s")
+        # the tool divides in floats; recompute the same float operations, then exactly
+        return [Fraction((float(la) - float(t)) / (int(o) - 1)) for o, t, la in zip(out, ttft, lat, strict=True) if o > 1]
+    raise NotDerivable(f"series {name!r} unknown")
+
+
+SERVING_STAT = re.compile(r"(?P<stat>mean|median|std|p\d+(?:\.\d+)?)_(?P<series>ttft|tpot|itl|e2el|e2e_latency)_ms")
+_SERVING_OWN = {
+    "duration": "the tool's own perf_counter span of the whole run: the base of its rates, not in the records",
+    "max_output_tokens_per_s": "needs per-token arrival times; the records keep chunk gaps only",
+    "max_concurrent_requests": "needs the tool's own per-second accounting",
+    "total_output_tokens_retokenized": "needs the generated texts and the tool's tokenizer",
+}
+_SERVING_SETTINGS = ("request_goodput", "request_goodput:", "accept_length", "rtfx")
+
+
+def _serving(key: str, rec: Records) -> tuple[Fraction, str]:
+    """vLLM ``bench serve`` and SGLang ``bench_serving`` aggregates (docs/formats.md)."""
+    if mt := SERVING_STAT.fullmatch(key):
+        stat = "mean" if mt["stat"] == "mean" else mt["stat"]
+        return 1000 * NUMPY_LINEAR.stat(_serving_series(rec, mt["series"]), stat), "over ok requests, x1000 (ms)"
+    if key in ("completed", "failed"):
+        rec.need_status()
+        return Fraction(rec.statuses.count("ok" if key == "completed" else "failed")), "count of records by status"
+    if key == "total_input_tokens":
+        rec.need_status()
+        return sum(rec.column("input_tokens"), Fraction(0)), "sum over ok requests"
+    if key == "total_output_tokens":
+        rec.need_status()
+        return sum(rec.column("output_tokens"), Fraction(0)), "sum over ok requests"
+    if key in _SERVING_OWN:
+        raise NotDerivable(_SERVING_OWN[key])
+    if key in _SERVING_SETTINGS:
+        raise NotDerivable("needs the tool's own settings (SLOs, speculative accounting) not in the records")
+    if key in ("request_throughput", "output_throughput", "total_token_throughput", "input_throughput", "concurrency"):
+        if rec.duration is None:
+            raise NotDerivable("the tool's duration was not reported for this run")
+        rec.need_status()
+        num = {
+            "request_throughput": lambda: Fraction(rec.statuses.count("ok")),
+            "output_throughput": lambda: sum(rec.column("output_tokens"), Fraction(0)),
+            "input_throughput": lambda: sum(rec.column("input_tokens"), Fraction(0)),
+            "total_token_throughput": lambda: sum(rec.column("input_tokens") + rec.column("output_tokens"), Fraction(0)),
+            "concurrency": lambda: sum(rec.column("latency_s"), Fraction(0)),
+        }[key]()
+        return num / rec.duration, "over the tool's own duration"
+    raise NotDerivable(f"key {key!r} not known to the check")
+
+
+def _median_is_p50(values: dict[str, Reported]) -> Iterator[Identity]:
+    for key in values:
+        if key.startswith("median_") and f"p50_{key[len('median_'):]}" in values:
+            yield equal(key, f"p50_{key[len('median_'):]}")
+
+
+_SERVING_RATES = (
+    ratio("request_throughput = completed / duration", "request_throughput", "completed", "duration"),
+    ratio("output_throughput = total_output_tokens / duration", "output_throughput", "total_output_tokens", "duration"),
+    ratio("input_throughput = total_input_tokens / duration", "input_throughput", "total_input_tokens", "duration"),
+    total_ratio("total_token_throughput = (total_input_tokens + total_output_tokens) / duration",
+                "total_token_throughput", ("total_input_tokens", "total_output_tokens"), "duration"),
+)  # fmt: skip
+
+VLLM = ToolCheck(
+    Tool.VLLM_BENCH, NUMPY_LINEAR, "vllm benchmarks/serve.py calculate_metrics (np.mean, np.median, np.std, np.percentile)",
+    recompute=_serving, fixed=_SERVING_RATES, families=(_median_is_p50,),
+)  # fmt: skip
+SGLANG = ToolCheck(
+    Tool.SGLANG_BENCH, NUMPY_LINEAR, "sglang python/sglang/bench_serving.py calculate_metrics (numpy)",
+    recompute=_serving, fixed=_SERVING_RATES, families=(_median_is_p50,),
+)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- llmperf
+
+LLMPERF_STAT = re.compile(r"results_(?P<metric>.+?)_(?P<stat>quantiles_p\d+|mean|min|max|stddev)")
+_LLMPERF_SERIES = {
+    "ttft_s": "ttft_s", "end_to_end_latency_s": "latency_s", "inter_token_latency_s": "itl_mean_s",
+    "number_input_tokens": "input_tokens", "number_output_tokens": "output_tokens",
+}  # fmt: skip
+
+
+def _llmperf(key: str, rec: Records) -> tuple[Fraction, str]:
+    """llmperf ``metrics_summary``: over records with error_code null, pandas (token_benchmark_ray.py)."""
+    rec.need_status()
+    if key in ("results_mean_output_throughput_token_per_s", "results_num_completed_requests_per_min"):
+        raise NotDerivable("divides by llmperf's own start-to-end monotonic time of the run; the records carry "
+                           "no times (see the identity linking the two)")  # fmt: skip
+    if mt := LLMPERF_STAT.fullmatch(key):
+        metric, stat = mt["metric"], mt["stat"].removeprefix("quantiles_")
+        if metric in _LLMPERF_SERIES:
+            series = rec.column(_LLMPERF_SERIES[metric])
+        elif metric == "number_total_tokens":
+            series = [a + b for a, b in zip(rec.column("input_tokens"), rec.column("output_tokens"), strict=True)]
+        elif metric == "request_output_throughput_token_per_s":
+            series = rec.value(metric)
+        else:
+            raise NotDerivable(f"metric {metric!r} not known to the check")
+        return PANDAS_LINEAR.stat(series, stat), "over error_code-null records"
+    n, failed = len(rec.statuses), rec.statuses.count("failed")
+    if key == "results_num_completed_requests":
+        return Fraction(n - failed), "records with error_code null"
+    if key == "results_number_errors":
+        return Fraction(failed), "records with an error_code"
+    if key == "results_num_requests_started":
+        return Fraction(n), "all records"
+    if key == "results_error_rate":
+        return Fraction(failed, n) if n else Fraction(0), "records with an error_code / all records"
+    raise NotDerivable(f"key {key!r} not known to the check")
+
+
+def _llmperf_text(key: str, text: str, rec: Records) -> tuple[bool, str]:
+    """``results_error_code_frequency``: ``str(dict(error_codes.value_counts()))`` in llmperf."""
+    if key != "results_error_code_frequency":
+        raise NotDerivable("printed as text, not a number")
+    rec.need_status()
+    counts: dict[str, int] = {}
+    for r in rec.failed:
+        code = str(r.get("error") or "").split(":", 1)[0].strip() or "?"
+        counts[code] = counts.get(code, 0) + 1
+    printed = {m["code"]: int(m["n"]) for m in re.finditer(r"['\"]?(?P<code>[^'\",{}:]+?)['\"]?\s*:\s*(?P<n>\d+)", text)}
+    if not counts:
+        return text.strip() == "{}", "no record has an error_code: llmperf prints {}"
+    return printed == counts, "error codes counted over the records: " + ", ".join(f"{k} x{v}" for k, v in counts.items())
+
+
+LLMPERF = ToolCheck(
+    Tool.LLMPERF, PANDAS_LINEAR, "llmperf token_benchmark_ray.py metrics_summary (pandas Series.quantile/std)",
+    recompute=_llmperf, recompute_text=_llmperf_text,
+    fixed=(
+        sum_of("results_num_requests_started = results_num_completed_requests + results_number_errors",
+               "results_num_requests_started", ("results_num_completed_requests", "results_number_errors")),
+        ratio("results_error_rate = results_number_errors / results_num_requests_started", "results_error_rate",
+              "results_number_errors", "results_num_requests_started"),
+        # both divide by the same (end_time - start_time): throughput = mean output tokens x requests per s
+        Identity("results_mean_output_throughput_token_per_s = results_number_output_tokens_mean x "
+                 "results_num_completed_requests_per_min / 60", "results_mean_output_throughput_token_per_s",
+                 ("results_number_output_tokens_mean", "results_num_completed_requests_per_min"), lambda a, b: a * b / 60),
+    ),
+)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- AIPerf and GenAI-Perf
+
+_METRIC_STAT = re.compile(r"(?:records\.)?(?P<metric>[a-z0-9_]+)\.(?P<stat>avg|min|max|std|count|sum|p\d+(?:\.\d+)?)")
+_PERF_SERIES = {  # metric tag -> (request column, scale to the tool's unit)
+    "ttft": ("ttft_s", 1000), "time_to_first_token": ("ttft_s", 1000),
+    "request_latency": ("latency_s", 1000),
+    "input_sequence_length": ("input_tokens", 1), "output_sequence_length": ("output_tokens", 1),
+}  # fmt: skip
+
+
+def _perf(key: str, rec: Records) -> tuple[Fraction, str]:
+    """AIPerf / GenAI-Perf ``metric.stat`` over the ok records (numpy)."""
+    rec.need_status()
+    mt = _METRIC_STAT.fullmatch(key)
+    if mt is None:
+        raise NotDerivable(f"key {key!r} not known to the check")
+    metric, stat = mt["metric"], mt["stat"]
+    if metric in _PERF_SERIES:
+        col, scale = _PERF_SERIES[metric]
+        series = [v * scale for v in rec.column(col)]
+    elif metric in rec.values:
+        series = rec.value(metric)
+    else:
+        raise NotDerivable(f"the records carry no per-request {metric}")
+    return NUMPY_LINEAR.stat(series, "sum" if stat == "sum" else stat), "over ok records"
+
+
+def _avg_times_count(values: dict[str, Reported]) -> Iterator[Identity]:
+    """AIPerf: a metric's sum is avg x count (its MetricResult); totals are sums over the records."""
+    for key in values:
+        if key.endswith(".avg"):
+            base = key[: -len(".avg")]
+            if f"{base}.sum" in values and f"{base}.count" in values:
+                yield product(f"{base}.sum = {base}.avg x {base}.count", f"{base}.sum", f"{base}.avg", f"{base}.count")
+    pre = "records." if any(k.startswith("records.") for k in values) else ""
+    for total, dist in (("total_isl", "input_sequence_length"), ("total_osl", "output_sequence_length"),
+                        ("total_output_tokens", "output_token_count"),
+                        ("total_reasoning_tokens", "reasoning_token_count")):  # fmt: skip
+        t, a, c = f"{pre}{total}.avg", f"{pre}{dist}.avg", f"{pre}{dist}.count"
+        yield product(f"{t} = {a} x {c}", t, a, c)
+
+
+def _aiperf_rates(values: dict[str, Reported]) -> Iterator[Identity]:
+    pre = "records." if any(k.startswith("records.") for k in values) else ""
+    d = f"{pre}benchmark_duration.avg"
+    yield ratio(f"{pre}request_throughput.avg = {pre}request_count.avg / {d}", f"{pre}request_throughput.avg",
+                f"{pre}request_count.avg", d)  # fmt: skip
+    # BenchmarkTokenCount: the total output sequence length (output + reasoning tokens)
+    yield ratio(f"{pre}output_token_throughput.avg = {pre}total_osl.avg / {d}", f"{pre}output_token_throughput.avg",
+                f"{pre}total_osl.avg", d)  # fmt: skip
+    yield Identity(
+        f"{d} = ({pre}max_response_timestamp.avg - {pre}min_request_timestamp.avg) / 1e9", d,
+        (f"{pre}max_response_timestamp.avg", f"{pre}min_request_timestamp.avg"), lambda a, b: (a - b) / 10**9,
+    )  # fmt: skip
+    yield equal(f"{pre}request_count.avg", f"{pre}request_latency.count")
+
+
+AIPERF = ToolCheck(
+    Tool.AIPERF, NUMPY_LINEAR, "aiperf metrics (numpy percentiles over the record arrays; derived metrics "
+    "aiperf/metrics/types/*_throughput_metric.py)",
+    recompute=_perf, families=(_avg_times_count, _aiperf_rates),
+)  # fmt: skip
+GENAI_PERF = ToolCheck(
+    Tool.GENAI_PERF, NUMPY_LINEAR, "genai-perf metrics/statistics.py (np.percentile, np.std)",
+    recompute=_perf,
+)  # fmt: skip
+
+
+# --------------------------------------------------------------------------- guidellm
+
+_GUIDELLM_STAT = re.compile(
+    r"metrics\.(?P<metric>[a-z_]+)\.(?P<group>successful|errored|incomplete|total)\."
+    r"(?P<stat>mean|median|mode|variance|std_dev|min|max|count|total_sum|percentiles\.p\d+)"
+)
+_GUIDELLM_SERIES = {  # guidellm metric -> (request column, scale to the metric's unit)
+    "request_latency": ("latency_s", 1), "time_to_first_token_ms": ("ttft_s", 1000),
+    "prompt_token_count": ("input_tokens", 1), "output_token_count": ("output_tokens", 1),
+}  # fmt: skip
+_GUIDELLM_TIMED = ("_per_second", "_concurrency", "requests_per_second", "request_concurrency")
+
+
+def _guidellm(key: str, rec: Records) -> tuple[Fraction, str]:
+    mt = _GUIDELLM_STAT.fullmatch(key)
+    if mt is None:
+        raise NotDerivable(f"key {key!r} not known to the check")
+    metric, group, stat = mt["metric"], mt["group"], mt["stat"].removeprefix("percentiles.")
+    if any(metric.endswith(t) for t in _GUIDELLM_TIMED):
+        raise NotDerivable("a time-weighted rate or concurrency distribution (guidellm weights each event by the "
+                           "time around it): needs every token's time, the records keep first/last token times")  # fmt: skip
+    if group != "successful":
+        raise NotDerivable(f"the {group} group: recomputed here for successful requests only")
+    if metric not in _GUIDELLM_SERIES:
+        raise NotDerivable(f"the records carry no per-request {metric}")
+    rec.need_status()
+    col, scale = _GUIDELLM_SERIES[metric]
+    series = [v * scale for v in rec.column(col)]
+    return GUIDELLM_INVERTED_CDF.stat(series, stat), "over successful records"
+
+
+def _guidellm_identities(values: dict[str, Reported]) -> Iterator[Identity]:
+    for key in values:
+        if not key.endswith(".mean") or not key.startswith("metrics."):
+            continue
+        base = key[: -len(".mean")]
+        yield product(f"{base}.total_sum = {base}.mean x {base}.count", f"{base}.total_sum", key, f"{base}.count")
+        yield equal(f"{base}.median", f"{base}.percentiles.p50")
+        yield Identity(f"{base}.variance = {base}.std_dev^2", f"{base}.variance", (f"{base}.std_dev",), lambda s: s * s)
+        parts = tuple(f"{base.rsplit('.', 1)[0]}.{g}.count" for g in ("successful", "errored", "incomplete"))
+        if base.endswith(".total"):
+            yield sum_of(f"{base}.count = successful + errored + incomplete counts", f"{base}.count", parts)
+    for prefix in ("request_totals", "scheduler_metrics.requests_made"):
+        yield sum_of(f"{prefix}.total = successful + errored + incomplete", f"{prefix}.total",
+                     tuple(f"{prefix}.{g}" for g in ("successful", "errored", "incomplete")))  # fmt: skip
+
+
+GUIDELLM = ToolCheck(
+    Tool.GUIDELLM, GUIDELLM_INVERTED_CDF, "guidellm src/guidellm/schemas/statistics.py DistributionSummary",
+    recompute=_guidellm, families=(_guidellm_identities,),
+)  # fmt: skip
+
+
+REGISTRY: dict[str, ToolCheck] = {
+    tc.tool: tc for tc in (VLLM, SGLANG, LLMPERF, AIPERF, GENAI_PERF, GUIDELLM)
+}
+REGISTRY[Tool.VLLM_BENCHMARK_SERVING] = VLLM
+
+
+def tool_check(tool: str | None) -> ToolCheck | None:
+    """The registry entry of ``tool`` (a ``run.tool`` string), or None when the ledger has none."""
+    return REGISTRY.get(tool or "")
