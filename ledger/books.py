@@ -10,6 +10,7 @@ row that names what it supersedes and why; queries read the latest revision not 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -41,34 +42,107 @@ class SealResult:
                 "closed_at": self.closed_at.isoformat(timespec="microseconds"), "tables": self.tables}  # fmt: skip
 
 
+CHAIN_LOCK = 0x6C6564676572  # PostgreSQL advisory lock key of the seal chain head ("ledger")
+
+
+def lock_for_close(s: Session, backend: str, name: str) -> m.Batch:
+    """The batch row, locked against imports and corrections, and the seal chain head locked against
+    other closes, until this transaction ends (PostgreSQL: advisory + row lock; DuckDB: one writer
+    per file, so a second process cannot even open the ledger while this one writes)."""
+    if backend == "postgresql":
+        s.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": CHAIN_LOCK})
+    return Ledger.get_batch(s, name, lock="update")
+
+
+def _check_seal_file(path: Path) -> None:
+    """Fail before anything is sealed: the folder must exist and the file must be writable."""
+    folder = path.parent if str(path.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(f"{path}: no such folder {folder} (create it first; the seal file is not placed by guess)")
+    if path.exists():
+        if not path.is_file() or not os.access(path, os.W_OK):
+            raise InputError(f"{path}: not a writable file")
+    elif not os.access(folder, os.W_OK):
+        raise InputError(f"{path}: folder {folder} is not writable")
+
+
+def _write_seal_file(path: Path, line: str) -> bytes | None:
+    """Old content + ``line`` to a temporary file beside ``path``, fsync, rename over ``path``.
+
+    Returns the previous content (None if there was no file) so a failed commit can put it back."""
+    old = path.read_bytes() if path.exists() else None
+    data = (old or b"")
+    if data and not data.endswith(b"\n"):
+        data += b"\n"
+    data += line.encode() + b"\n"
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise InputError(f"{path}: cannot write the seal: {exc.strerror}") from None
+    if path.read_bytes() != data:
+        _restore_seal_file(path, old)
+        raise InputError(f"{path}: the seal file does not read back as written")
+    return old
+
+
+def _restore_seal_file(path: Path, old: bytes | None) -> None:
+    try:
+        if old is None:
+            path.unlink(missing_ok=True)
+        else:
+            path.write_bytes(old)
+    except OSError:
+        pass
+
+
 def close_batch(ledger: Ledger, name: str, seal_file: Path | None = None) -> SealResult:
-    """Seal and close a batch in one transaction; append the seal to ``seal_file`` after commit."""
-    with ledger.session() as s:
-        batch = Ledger.get_batch(s, name)
-        if batch.status == "closed":
-            raise Refused("R10", f"close batch {name!r} again", f"it was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC",
-                          "nothing to do; `ledger verify` checks its seal")  # fmt: skip
-        last = s.scalar(sa.select(m.Seal).order_by(m.Seal.id.desc()).limit(1))
-        previous = last.digest if last else sl.ZERO_DIGEST
-        closed_at = now()
-        d = sl.compute(s.connection(), ledger.backend, batch.id, keep_chunks=True)
-        digest = sl.seal_digest(previous, name, d.root, d.count, closed_at)
-        seal = m.Seal(batch_id=batch.id, digest=digest, merkle_root=d.root, row_count=d.count, previous_digest=previous,
-                      closed_at=closed_at, table_counts=d.counts_json(), table_roots=d.roots_json(), scheme=sl.SCHEME)  # fmt: skip
-        s.add(seal)
-        s.flush()
-        s.add_all(
-            m.SealChunk(seal_id=seal.id, table_name=c.table, chunk_no=c.chunk_no, row_count=len(c.keys),
-                        keys_json=json.dumps(c.keys, separators=(",", ":")), leaves=bytes(c.leaves))
-            for c in d.chunks
-        )  # fmt: skip
-        batch.status, batch.closed_at, batch.seal_digest = "closed", closed_at, digest
-    result = SealResult(name, digest, d.root, d.count, previous, closed_at, {t: x.count for t, x in d.tables.items()})
+    """Seal and close a batch in one transaction.
+
+    The batch and the seal chain are locked first (:func:`lock_for_close`), so no import commits
+    into the batch while its seal is computed and no other close forks the chain. With
+    ``seal_file``, the seal line is written (temporary file, fsync, rename) *before* the commit:
+    if it cannot be written nothing is closed, and if the commit fails the file is put back.
+    """
     if seal_file is not None:
-        seal_file.parent.mkdir(parents=True, exist_ok=True)
-        with open(seal_file, "a", encoding="utf-8") as fh:
-            fh.write(json.dumps(result.as_line(), sort_keys=True) + "\n")
-        result.seal_file = seal_file
+        _check_seal_file(seal_file)
+    written: bytes | None | bool = False
+    try:
+        with ledger.session() as s:
+            batch = lock_for_close(s, ledger.backend, name)
+            if batch.status == "closed":
+                raise Refused("R10", f"close batch {name!r} again", f"it was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC",
+                              "nothing to do; `ledger verify` checks its seal")  # fmt: skip
+            last = s.scalar(sa.select(m.Seal).order_by(m.Seal.id.desc()).limit(1))
+            previous = last.digest if last else sl.ZERO_DIGEST
+            closed_at = now()
+            d = sl.compute(s.connection(), ledger.backend, batch.id, keep_chunks=True)
+            digest = sl.seal_digest(previous, name, d.root, d.count, closed_at)
+            seal = m.Seal(batch_id=batch.id, digest=digest, merkle_root=d.root, row_count=d.count, previous_digest=previous,
+                          closed_at=closed_at, table_counts=d.counts_json(), table_roots=d.roots_json(), scheme=sl.SCHEME)  # fmt: skip
+            s.add(seal)
+            s.flush()
+            s.add_all(
+                m.SealChunk(seal_id=seal.id, table_name=c.table, chunk_no=c.chunk_no, row_count=len(c.keys),
+                            keys_json=json.dumps(c.keys, separators=(",", ":")), leaves=bytes(c.leaves))
+                for c in d.chunks
+            )  # fmt: skip
+            batch.status, batch.closed_at, batch.seal_digest = "closed", closed_at, digest
+            result = SealResult(name, digest, d.root, d.count, previous, closed_at,
+                                {t: x.count for t, x in d.tables.items()})  # fmt: skip
+            s.flush()
+            if seal_file is not None:
+                written = _write_seal_file(seal_file, json.dumps(result.as_line(), sort_keys=True))
+                result.seal_file = seal_file
+    except BaseException:
+        if seal_file is not None and written is not False:
+            _restore_seal_file(seal_file, written)  # type: ignore[arg-type]
+        raise
     return result
 
 
@@ -109,10 +183,11 @@ class BatchCheck:
 @dataclass
 class VerifyResult:
     checks: list[BatchCheck]
+    guard_problems: list[str] = field(default_factory=list)  # missing or disabled PostgreSQL triggers
 
     @property
     def ok(self) -> bool:
-        return all(c.ok for c in self.checks)
+        return all(c.ok for c in self.checks) and not self.guard_problems
 
 
 def read_seal_file(path: Path) -> dict[str, dict]:
@@ -133,60 +208,130 @@ def read_seal_file(path: Path) -> dict[str, dict]:
 
 
 def verify(ledger: Ledger, batch: str | None = None, seal_file: Path | None = None) -> VerifyResult:
-    """Recompute every closed batch's seal (or one) and compare with the seal row, chain and file."""
+    """Recompute every closed batch's seal (or one) and compare with the seal row, chain and file.
+
+    Also checks the ledger's own seal rows: a seal row whose batch is no longer closed (reopened
+    behind the ledger), a seal row that disagrees with itself (its digest rebuilt from its own
+    fields, its per-table roots rebuilt from its stored leaves), and, on PostgreSQL, that the
+    append-only triggers exist and are enabled (:func:`ledger.guards.trigger_problems`).
+    """
+    from bench_ledger.guards import trigger_problems
+
     filed = read_seal_file(seal_file) if seal_file is not None else None
     checks: list[BatchCheck] = []
     with ledger.session() as s:
         if batch is not None:
             one = Ledger.get_batch(s, batch)
-            if one.status != "closed":
+            has_seal = s.scalar(sa.select(m.Seal.id).where(m.Seal.batch_id == one.id)) is not None
+            if one.status != "closed" and not has_seal and (filed is None or batch not in filed):
                 raise InputError(f"batch {batch!r} is open: only closed batches have a seal (`ledger close {batch}`)")
         seals = {x.batch_id: x for x in s.scalars(sa.select(m.Seal))}
         chain = sorted(seals.values(), key=lambda x: x.id)
         prev_of = {x.id: (chain[i - 1].digest if i else sl.ZERO_DIGEST) for i, x in enumerate(chain)}
-        q = sa.select(m.Batch).where(m.Batch.status == "closed").order_by(m.Batch.id)
         if batch is not None:
-            q = q.where(m.Batch.name == batch)
+            picked = [Ledger.get_batch(s, batch)]
+        else:
+            picked = [b for b in s.scalars(sa.select(m.Batch).order_by(m.Batch.id))
+                      if b.status == "closed" or b.id in seals or (filed is not None and b.name in filed)]  # fmt: skip
         conn = s.connection()
-        for b in s.scalars(q):
+        for b in picked:
             checks.append(_check(conn, ledger.backend, s, b, seals.get(b.id), prev_of, filed))
-        if batch is None and filed is not None:
+        if batch is None:
             known = {c.batch for c in checks}
-            for name in sorted(set(filed) - known):
-                checks.append(BatchCheck(name, None, 0, ["in the seal file but not a closed batch of the ledger"]))
-    return VerifyResult(checks)
+            if filed is not None:
+                for name in sorted(set(filed) - known):
+                    checks.append(BatchCheck(name, None, 0, ["in the seal file but not a batch of the ledger"]))
+        guard_problems = trigger_problems(conn, ledger.backend)
+    return VerifyResult(checks, guard_problems)
 
 
 def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Seal | None,
            prev_of: dict[int, str], filed: dict[str, dict] | None) -> BatchCheck:  # fmt: skip
-    d = sl.compute(conn, backend, b.id)
-    check = BatchCheck(b.name, None, d.count)
+    check = BatchCheck(b.name, None, 0)
+    line = filed.get(b.name) if filed is not None else None
+    if b.status != "closed":
+        check.problems.append(f"is open in the ledger (status {b.status!r}), but "
+                              + ("has a seal row" if seal is not None else "the seal file has a seal for it")
+                              + ": reopened behind the ledger")  # fmt: skip
     if seal is None:
-        check.problems.append("closed but has no seal row")
+        if b.status == "closed":
+            check.problems.append("closed but has no seal row")
+        if line is None:
+            return check
+    scheme = seal.scheme if seal is not None else line.get("scheme")
+    tables = sl.TABLES_OF_SCHEME.get(scheme)
+    if tables is None:
+        check.problems.append(f"seal scheme {scheme!r} is unknown to this version")
         return check
-    digest = sl.seal_digest(seal.previous_digest, b.name, d.root, d.count, b.closed_at)
+    d = sl.compute(conn, backend, b.id, tables=tables)
+    check.row_count = d.count
+    closed_at = b.closed_at if b.closed_at is not None else (seal.closed_at if seal is not None else None)
+    if seal is None:  # only the seal file is left
+        closed_at = datetime.fromisoformat(line["closed_at"])
+        digest = sl.seal_digest(line.get("previous_digest", ""), b.name, d.root, d.count, closed_at, scheme)
+        check.digest = digest
+        if digest != line.get("digest"):
+            check.problems.append(f"seal file has {str(line.get('digest'))[:16]}…, the ledger recomputes {digest[:16]}…")
+        return check
+    digest = sl.seal_digest(seal.previous_digest, b.name, d.root, d.count, closed_at, scheme)
     check.digest = digest
     if digest != seal.digest:
         check.problems.append(f"recomputed seal {digest[:16]}… differs from the stored seal {seal.digest[:16]}…")
-    if b.seal_digest != seal.digest:
+    own = sl.seal_digest(seal.previous_digest, b.name, seal.merkle_root, seal.row_count, seal.closed_at, scheme)
+    if own != seal.digest:
+        check.problems.append("the seal row disagrees with itself: its digest is not the digest of its "
+                              "previous_digest, merkle_root, row_count and closed_at (rewritten)")  # fmt: skip
+    if d.root != seal.merkle_root:
+        check.problems.append(f"recomputed Merkle root {d.root[:16]}… differs from the stored {seal.merkle_root[:16]}…")
+    if b.status == "closed" and b.seal_digest != seal.digest:
         check.problems.append("the batch's seal_digest differs from its seal row")
-    if seal.closed_at != b.closed_at:
+    if b.status == "closed" and seal.closed_at != b.closed_at:
         check.problems.append("the batch's closed_at differs from its seal row")
     if seal.previous_digest != prev_of[seal.id]:
         check.problems.append("seal chain broken: previous_digest is not the digest of the seal before it")
     if filed is not None:
-        line = filed.get(b.name)
         if line is None:
             check.problems.append("not in the seal file")
-        elif line.get("digest") != digest:
-            check.problems.append(f"seal file has {str(line.get('digest'))[:16]}…, the ledger recomputes {digest[:16]}…")
+        else:
+            if line.get("digest") != digest:
+                check.problems.append(f"seal file has {str(line.get('digest'))[:16]}…, the ledger recomputes {digest[:16]}…")
+            if line.get("digest") != seal.digest or line.get("merkle_root") != seal.merkle_root:
+                check.problems.append("the seal file's line differs from the ledger's seal row (digest or merkle_root)")
+    check.problems.extend(_stored_leaf_problems(s, seal))
     stored_roots = json.loads(seal.table_roots)
     for table, td in d.tables.items():
         if stored_roots.get(table) != td.root:
-            check.diffs.append(_diff_table(conn, backend, s, seal, b.id, table))
-    if check.problems and not check.diffs and d.root != seal.merkle_root:
-        check.problems.append("Merkle root differs from the stored one")
+            diff = _diff_table(conn, backend, s, seal, b.id, table)
+            if diff.changed or diff.missing or diff.added:
+                check.diffs.append(diff)
+            else:
+                check.problems.append(f"table {table}: no row differs from the stored leaves, but the stored "
+                                      "table root does not match them (seal row rewritten)")  # fmt: skip
     return check
+
+
+def _stored_leaf_problems(s: Session, seal: m.Seal) -> list[str]:
+    """The stored leaves (seal_chunk) must rebuild the seal row's per-table roots and counts."""
+    out: list[str] = []
+    roots, counts = json.loads(seal.table_roots), json.loads(seal.table_counts)
+    streams: dict[str, sl.MerkleStream] = {}
+    expected_no: dict[str, int] = {}
+    for c in s.scalars(sa.select(m.SealChunk).where(m.SealChunk.seal_id == seal.id)
+                       .order_by(m.SealChunk.table_name, m.SealChunk.chunk_no)):  # fmt: skip
+        st = streams.setdefault(c.table_name, sl.MerkleStream())
+        if c.chunk_no != expected_no.get(c.table_name, 0):
+            out.append(f"seal_chunk of table {c.table_name}: chunk {expected_no.get(c.table_name, 0)} is missing")
+        expected_no[c.table_name] = c.chunk_no + 1
+        if len(c.leaves) != 32 * c.row_count or len(json.loads(c.keys_json)) != c.row_count:
+            out.append(f"seal_chunk {c.chunk_no} of table {c.table_name}: row_count does not match its keys and leaves")
+        for i in range(0, len(c.leaves), 32):
+            st.add(c.leaves[i : i + 32])
+    for table, root in roots.items():
+        st = streams.get(table, sl.MerkleStream())
+        if st.count != counts.get(table) or st.root().hex() != root:
+            out.append(f"seal_chunk rows of table {table} do not rebuild the seal's root for it "
+                       f"({st.count:,} stored leaves for {counts.get(table, 0):,} sealed rows): deleted or rewritten")  # fmt: skip
+    return out
 
 
 def _diff_table(conn: sa.Connection, backend: str, s: Session, seal: m.Seal, batch_id: int, table: str) -> TableDiff:
@@ -238,6 +383,8 @@ def _correct(ledger: Ledger, model: type, row_id: int, reason: str, changes: dic
         if batch_id is None and getattr(old, "run_id", None) is not None:
             batch_id = s.get(m.Run, old.run_id).batch_id
         batch = s.get(m.Batch, batch_id) if batch_id is not None else None
+        if batch is not None:  # locked like an import: a concurrent close waits, or is waited for
+            batch = Ledger.get_batch(s, batch.name, lock="share")
         if batch is not None and batch.status == "closed":
             raise Refused("R10", f"correct {table} {row_id} of batch {batch.name!r}",
                           f"the batch was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC and is sealed",
@@ -251,6 +398,72 @@ def _correct(ledger: Ledger, model: type, row_id: int, reason: str, changes: dic
         s.add(new)
         s.flush()
         return new.id
+
+
+def parse_changes(table: str, assignments: list[str]) -> dict[str, Any]:
+    """``FIELD=VALUE`` texts -> typed values by the column's type (``null`` clears a nullable field)."""
+    model = _model(table)
+    cols = {c.key: c for c in sa.inspect(model).column_attrs}
+    out: dict[str, Any] = {}
+    for a in assignments:
+        name, eq, text = a.partition("=")
+        name = name.strip()
+        if not eq or not name:
+            raise InputError(f"--set {a!r}: write FIELD=VALUE")
+        if name not in cols or name in _FIXED:
+            allowed = ", ".join(sorted(set(cols) - _FIXED))
+            raise InputError(f"--set {a!r}: {table} has no correctable field {name!r} (correctable: {allowed})")
+        col = cols[name].columns[0]
+        if text == "null":
+            if not col.nullable:
+                raise InputError(f"--set {a!r}: {table}.{name} cannot be empty")
+            out[name] = None
+            continue
+        try:
+            out[name] = _typed(col.type, text)
+        except (ValueError, ArithmeticError):
+            raise InputError(f"--set {a!r}: {text!r} is not a valid {_type_name(col.type)} for {table}.{name}") from None
+    if not out:
+        raise InputError("a correction changes at least one field (--set FIELD=VALUE)")
+    return out
+
+
+def _type_name(t: sa.types.TypeEngine) -> str:
+    if isinstance(t, m.ExactDecimal):
+        return "exact decimal"
+    return {sa.Integer: "integer", sa.Float: "number", sa.Boolean: "true/false", sa.DateTime: "ISO timestamp"}.get(
+        next((k for k in (sa.Integer, sa.Float, sa.Boolean, sa.DateTime) if isinstance(t, k)), None), "text")  # fmt: skip
+
+
+def _typed(t: sa.types.TypeEngine, text: str) -> Any:
+    from decimal import Decimal
+
+    if isinstance(t, m.ExactDecimal):
+        d = Decimal(text)
+        if not d.is_finite():
+            raise ValueError(text)
+        return d
+    if isinstance(t, sa.Boolean):
+        if text not in ("true", "false"):
+            raise ValueError(text)
+        return text == "true"
+    if isinstance(t, sa.Integer):
+        return int(text)
+    if isinstance(t, sa.Float):
+        import math
+
+        v = float(text)
+        if not math.isfinite(v):
+            raise ValueError(text)
+        return v
+    if isinstance(t, sa.DateTime):
+        return datetime.fromisoformat(text)
+    return text
+
+
+def correct(ledger: Ledger, table: str, row_id: int, reason: str, changes: dict[str, Any]) -> int:
+    """A new revision of a run, published value or launch, superseding ``row_id``; its id."""
+    return _correct(ledger, _model(table), row_id, reason, changes)
 
 
 def correct_run(ledger: Ledger, run_id: int, reason: str, **changes: Any) -> int:

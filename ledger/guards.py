@@ -9,10 +9,15 @@ a run of a closed batch; these listeners (installed on every such session) refus
 * runs, published values and artefacts of a **closed** batch are not inserted, updated or
   deleted; a closed batch is not changed at all, reopening included (R10);
 * a launch is corrected by a new revision: the only update allowed is linking its server log
-  (``log_artefact_id`` from NULL to an artefact, as ``ledger.ingest`` does); it is never deleted.
+  (``log_artefact_id`` from NULL to an artefact, as ``ledger.ingest`` does); it is never deleted;
+* a deployment that a closed batch names (the batch's, a run's or an artefact's) is sealed with it:
+  not updated or deleted (R10);
+* no backfill (R9): rows describing an artefact (``capture``, ``request``, ``chunk_gap``,
+  ``hardware_sample``, ``log_fact``) or a capture (``capture_field``) are added only in the
+  transaction that created that artefact or capture, never to one imported earlier.
 
 The one legitimate change of a batch is closing it: status open -> closed together with
-``closed_at`` and ``seal_digest`` (``ledger.books.close_batch``). Inserts (appends) are allowed.
+``closed_at`` and ``seal_digest`` (``ledger.books.close_batch``). Other inserts are allowed.
 Bulk ``UPDATE``/``DELETE`` statements through the session (ORM-enabled or textual) on guarded
 tables are refused outright, since their rows cannot be checked one by one.
 
@@ -38,11 +43,51 @@ BULK_GUARDED = APPEND_ONLY | {"batch", "run", "published_value", "launch"}
 _RAW_WRITE = re.compile(r"^\s*(?:update|delete\s+from|truncate(?:\s+table)?)\s+\"?(\w+)\"?", re.IGNORECASE)
 
 
+# Captured rows that describe an artefact (or a capture) and so must be written with it, in its
+# own import transaction, never after (R9: no backfill): key attribute -> what it names.
+_BELONGS_TO = {
+    m.Capture: ("artefact_id", "fresh_artefacts"), m.CaptureField: ("capture_id", "fresh_captures"),
+    m.Request: ("artefact_id", "fresh_artefacts"), m.ChunkGap: ("artefact_id", "fresh_artefacts"),
+    m.HardwareSample: ("artefact_id", "fresh_artefacts"), m.LogFact: ("artefact_id", "fresh_artefacts"),
+}  # fmt: skip
+
+
 def install(session: Session) -> Session:
     """Attach the guards to one session (called by :meth:`Ledger.session`)."""
     event.listen(session, "before_flush", _before_flush)
+    event.listen(session, "after_flush", _after_flush)
     event.listen(session, "do_orm_execute", _on_execute)
     return session
+
+
+def _after_flush(session: Session, flush_context) -> None:
+    """Remember the artefacts and captures this session (one transaction) created."""
+    for obj in session.new:
+        if isinstance(obj, m.Artefact):
+            session.info.setdefault("fresh_artefacts", set()).add(obj.id)
+        elif isinstance(obj, m.Capture):
+            session.info.setdefault("fresh_captures", set()).add(obj.id)
+
+
+def _refuse_backfill(obj: object) -> Refused:
+    attr, _ = _BELONGS_TO[type(obj)]
+    table = obj.__table__.name
+    owner = "capture" if attr == "capture_id" else "artefact"
+    return Refused(
+        "R9", f"add a {table} row to {owner} {getattr(obj, attr)}",
+        f"that {owner} was imported earlier: what a capture contained is fixed by its own import (no backfill)",
+        "import the new data as a new artefact (a new run or batch); a correction is a new row naming what it supersedes",
+    )  # fmt: skip
+
+
+def _sealed_deployment(session: Session, dep_id: int) -> m.Batch | None:
+    """A closed batch that names this deployment (its own, a run's or an artefact's): it is sealed."""
+    with session.no_autoflush:
+        return session.scalar(sa.select(m.Batch).where(m.Batch.status == "closed", sa.or_(
+            m.Batch.deployment_id == dep_id,
+            m.Batch.id.in_(sa.select(m.Run.batch_id).where(m.Run.deployment_id == dep_id)),
+            m.Batch.id.in_(sa.select(m.Artefact.batch_id).where(m.Artefact.deployment_id == dep_id)),
+        )).limit(1))  # fmt: skip
 
 
 def _rule(table: str) -> str:
@@ -105,6 +150,8 @@ def _before_flush(session: Session, flush_context, instances) -> None:
             raise Refused("R10", "delete a launch", "launches are declared history", "record a correction (a new revision)")
         if isinstance(obj, m.Batch) and _committed(obj, "status") == "closed":
             raise _refuse_closed(obj, "batch", "delete")
+        if isinstance(obj, m.Deployment) and (closed := _sealed_deployment(session, obj.id)) is not None:
+            raise _refuse_closed(closed, "deployment", "delete")
         if (closed := _closed(session, _batch_of(session, obj))) is not None:
             raise _refuse_closed(closed, table, "delete")
 
@@ -117,6 +164,9 @@ def _before_flush(session: Session, flush_context, instances) -> None:
             raise _refuse_append_only(table, f"update {', '.join(sorted(changed))} of")
         if isinstance(obj, m.Batch):
             _check_batch_change(obj, changed)
+        elif isinstance(obj, m.Deployment):
+            if (closed := _sealed_deployment(session, obj.id)) is not None:
+                raise _refuse_closed(closed, "deployment", f"update {', '.join(sorted(changed))} of")
         elif isinstance(obj, m.Launch):
             hist = sa.inspect(obj).attrs["log_artefact_id"].history
             linking = changed == {"log_artefact_id"} and not any(v is not None for v in hist.deleted) and obj.log_artefact_id is not None
@@ -130,6 +180,11 @@ def _before_flush(session: Session, flush_context, instances) -> None:
                     raise _refuse_closed(closed, table, "update")
 
     for obj in list(session.new):
+        if type(obj) in _BELONGS_TO:
+            attr, fresh = _BELONGS_TO[type(obj)]
+            owner = getattr(obj, attr)
+            if owner is not None and owner not in session.info.get(fresh, ()):
+                raise _refuse_backfill(obj)
         if isinstance(obj, m.Run | m.Artefact | m.PublishedValue):
             batch_id = obj.batch_id
             if batch_id is None and isinstance(obj, m.PublishedValue) and obj.run_id is not None:
@@ -170,6 +225,40 @@ def _on_execute(state: ORMExecuteState) -> None:
             raise _refuse_append_only(table, what)
         raise Refused("R10", f"{what} table {table}", "rows of declared tables are checked one by one (closed batches)",
                       "change objects through the session, or record a correction")  # fmt: skip
+
+
+# The triggers migrations 0005, 0008 and 0010 create on PostgreSQL: (table, trigger name).
+EXPECTED_PG_TRIGGERS: tuple[tuple[str, str], ...] = (
+    *((t, n) for t in (*m.CAPTURED_TABLES, *SEAL_TABLES) for n in ("ledger_append_only", "ledger_append_only_truncate")),
+    *((t, "ledger_closed_batch") for t in ("run", "published_value", "artefact", "batch")),
+    ("batch", "ledger_closed_batch_truncate"),
+    ("launch", "ledger_launch"),
+    ("deployment", "ledger_sealed_deployment"),
+    *((t, "ledger_no_backfill") for t in ("capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact")),
+)  # fmt: skip
+
+
+def trigger_problems(conn: sa.Connection, backend: str) -> list[str]:
+    """What is wrong with the database's own guards: each expected PostgreSQL trigger must exist and
+    be enabled (``tgenabled`` 'O' or 'A'; 'D' is disabled, 'R' fires only for replication).
+    DuckDB 1.x has no triggers: nothing to check there (the seal is the guard)."""
+    if backend != "postgresql":
+        return []
+    rows = conn.execute(sa.text(
+        "SELECT c.relname, t.tgname, t.tgenabled FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+        "WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal"
+    )).all()  # fmt: skip
+    found = {(r[0], r[1]): str(r[2]) for r in rows}
+    out = []
+    for table, name in EXPECTED_PG_TRIGGERS:
+        state = found.get((table, name))
+        if state is None:
+            out.append(f"trigger {name} on {table} is missing: raw SQL can change {table} unrefused (`ledger init` does not "
+                       "re-create it; restore it from migrations 0005/0010)")  # fmt: skip
+        elif state not in ("O", "A"):
+            out.append(f"trigger {name} on {table} is disabled (tgenabled {state!r}): "
+                       f"ALTER TABLE {table} ENABLE TRIGGER {name}")  # fmt: skip
+    return out
 
 
 @cache

@@ -214,7 +214,9 @@ def write_artefact(
 
 
 def _batch(s: Session, name: str) -> m.Batch:
-    batch = s.scalar(sa.select(m.Batch).where(m.Batch.name == name))
+    # locked (PostgreSQL) until the import commits: a concurrent `ledger close` waits for it, or it
+    # waits for the close and then sees the batch closed (ledger.books.lock_for_close)
+    batch = Ledger.find_batch(s, name, lock="share")
     if batch is None:
         batch = m.Batch(name=name, status="open", created_at=now())
         s.add(batch)

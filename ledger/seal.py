@@ -4,14 +4,15 @@ Why: a closed batch must stay exactly as it was closed, and *anyone* must be abl
 including where the database cannot refuse a change (DuckDB 1.x has no triggers). A digest kept
 outside the database (the seal file) is what makes a change by someone with write access visible.
 
-The construction (scheme ``bench-ledger-seal/1``; docs/seals.md says the same, with examples):
+The construction (scheme ``bench-ledger-seal/2``; docs/seals.md says the same, with examples):
 
 1. **Rows.** The rows that belong to batch B, table by table in this fixed order
    (:data:`TABLE_ORDER`), each table ordered by its primary key (strings in byte order, ``COLLATE
    "C"`` on PostgreSQL):
 
    ``batch`` (its identity fields only: id, name, description, deployment_id, created_at; status,
-   closed_at and seal_digest are what closing changes), ``run`` (batch_id = B, every revision),
+   closed_at and seal_digest are what closing changes), ``deployment`` (the system under test: every
+   deployment the batch, its runs or its artefacts name), ``run`` (batch_id = B, every revision),
    ``capture`` (of those runs), ``capture_field`` (of those captures), ``artefact`` (batch_id = B),
    ``request``, ``chunk_gap``, ``hardware_sample``, ``log_fact`` (artefact in B),
    ``published_value`` (batch_id = B or run in B).
@@ -34,7 +35,7 @@ The construction (scheme ``bench-ledger-seal/1``; docs/seals.md says the same, w
    order above gives ``merkle_root``; one tree per table gives the per-table roots kept in the seal
    row to find which table changed.
 
-4. **Seal digest.** ``SHA-256(JCS(["bench-ledger-seal/1", previous, batch_name, merkle_root,
+4. **Seal digest.** ``SHA-256(JCS(["bench-ledger-seal/2", previous, batch_name, merkle_root,
    row_count, closed_at]))`` with ``previous`` the digest of the ledger's latest seal before this
    one (64 zeros for the first), the root as lowercase hex, the count as a JSON number and
    ``closed_at`` as in 2. The chain makes rewriting an old seal visible in every later one.
@@ -57,13 +58,15 @@ import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.errors import IntegrityError
 
-SCHEME = "bench-ledger-seal/1"
+SCHEME = "bench-ledger-seal/2"
 ZERO_DIGEST = "0" * 64
 CHUNK = 4096
 TABLE_ORDER = (
-    "batch", "run", "capture", "capture_field", "artefact",
+    "batch", "deployment", "run", "capture", "capture_field", "artefact",
     "request", "chunk_gap", "hardware_sample", "log_fact", "published_value",
 )  # fmt: skip
+# Scheme 1 (seals made before the deployment was covered) had the same rows without ``deployment``.
+TABLES_OF_SCHEME = {"bench-ledger-seal/1": tuple(t for t in TABLE_ORDER if t != "deployment"), SCHEME: TABLE_ORDER}
 BATCH_IDENTITY = ("id", "name", "description", "deployment_id", "created_at")
 _SAFE_INT = 2**53
 _sha256 = hashlib.sha256
@@ -194,6 +197,11 @@ def _select(table: str, batch_id: int, backend: str) -> tuple[sa.Select, list[st
         "capture": col("run_id").in_(runs),
         "capture_field": col("capture_id").in_(caps),
         "artefact": col("batch_id") == batch_id,
+        "deployment": sa.or_(
+            col("id").in_(sa.select(col("deployment_id")).select_from(sa.table("batch")).where(col("id") == batch_id)),
+            col("id").in_(sa.select(col("deployment_id")).select_from(sa.table("run")).where(col("batch_id") == batch_id)),
+            col("id").in_(sa.select(col("deployment_id")).select_from(sa.table("artefact")).where(col("batch_id") == batch_id)),
+        ),
         "published_value": sa.or_(col("batch_id") == batch_id, col("run_id").in_(runs)),
     }.get(table, col("artefact_id").in_(arts))
     order = []
@@ -285,7 +293,7 @@ def compute(conn: sa.Connection, backend: str, batch_id: int, *, keep_chunks: bo
     return out
 
 
-def seal_digest(previous: str, batch_name: str, root: str, count: int, closed_at: datetime) -> str:
+def seal_digest(previous: str, batch_name: str, root: str, count: int, closed_at: datetime, scheme: str = SCHEME) -> str:
     """Step 4 of the module docstring."""
-    data = rfc8785.dumps([SCHEME, previous, batch_name, root, count, _stamp(closed_at)])
+    data = rfc8785.dumps([scheme, previous, batch_name, root, count, _stamp(closed_at)])
     return hashlib.sha256(data).hexdigest()

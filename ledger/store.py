@@ -80,6 +80,7 @@ class Status:
     revision: str | None
     head: str
     counts: dict[str, int]
+    guard_problems: list[str]  # missing or disabled PostgreSQL triggers (ledger.guards.trigger_problems)
 
 
 class Ledger:
@@ -203,17 +204,30 @@ class Ledger:
     def status(self) -> Status:
         rev = self.revision()
         counts: dict[str, int] = {}
+        problems: list[str] = []
         if rev is not None:
             with self.connection() as conn:
                 for table in m.Base.metadata.sorted_tables:
                     counts[table.name] = conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one()
-        return Status(self.display_url, self.backend, rev, self.head_revision(), counts)
+                if rev == self.head_revision():
+                    problems = guards.trigger_problems(conn, self.backend)
+        return Status(self.display_url, self.backend, rev, self.head_revision(), counts, problems)
 
     # ------------------------------------------------------------------ lookups
 
     @staticmethod
-    def get_batch(session: Session, name: str) -> m.Batch:
-        batch = session.scalar(sa.select(m.Batch).where(m.Batch.name == name))
+    def find_batch(session: Session, name: str, lock: str | None = None) -> m.Batch | None:
+        """The batch named ``name`` or None. ``lock`` (PostgreSQL; DuckDB has one writer per file
+        anyway): "share" for writes into the batch (imports, corrections), "update" for closing it;
+        held until the transaction ends, and the row is (re)read after the lock is granted."""
+        stmt = sa.select(m.Batch).where(m.Batch.name == name)
+        if lock is not None and session.get_bind().dialect.name == "postgresql":
+            stmt = stmt.with_for_update(read=lock == "share").execution_options(populate_existing=True)
+        return session.scalar(stmt)
+
+    @staticmethod
+    def get_batch(session: Session, name: str, lock: str | None = None) -> m.Batch:
+        batch = Ledger.find_batch(session, name, lock)
         if batch is None:
             raise NotFound(f"no batch named {name!r}; `ledger batches` lists them")
         return batch

@@ -139,7 +139,9 @@ def test_rewritten_seal_row_is_caught_by_the_file(closed: tuple[Ledger, Path]) -
     raw(ledger, "DELETE FROM seal_chunk")  # DuckDB cannot update a key referenced by a foreign key
     raw(ledger, f"UPDATE seal SET digest = '{digest}', merkle_root = '{d.root}', table_roots = '{d.roots_json()}'")
     raw(ledger, f"UPDATE batch SET seal_digest = '{digest}'")
-    assert "ok" in cli("verify", "--db", ledger.url).output  # the database alone is convinced
+    # the database's own seal rows disagree: the stored leaves no longer rebuild the sealed roots
+    res = cli("verify", "--db", ledger.url, code=1)
+    assert "seal_chunk rows of table request do not rebuild the seal's root for it (0 stored leaves for 5 sealed rows)" in res.output
     res = cli("verify", "--seal-file", seals, "--db", ledger.url, code=1)
     assert "seal file has" in res.output
 
@@ -222,10 +224,13 @@ def test_fast_canonical_form_is_rfc8785(text: str) -> None:
 
 def test_seal_digest_vector() -> None:
     at = datetime(2026, 7, 7, 9, 39, 20)
-    expected = hashlib.sha256(
-        b'["bench-ledger-seal/1","' + b"0" * 64 + b'","fx","' + b"ab" * 32 + b'",100,"2026-07-07T09:39:20.000000"]'
-    ).hexdigest()
-    assert sl.seal_digest(sl.ZERO_DIGEST, "fx", "ab" * 32, 100, at) == expected
+    for scheme in ("bench-ledger-seal/2", "bench-ledger-seal/1"):
+        expected = hashlib.sha256(
+            b'["' + scheme.encode() + b'","' + b"0" * 64 + b'","fx","' + b"ab" * 32 + b'",100,"2026-07-07T09:39:20.000000"]'
+        ).hexdigest()
+        assert sl.seal_digest(sl.ZERO_DIGEST, "fx", "ab" * 32, 100, at, scheme) == expected
+    assert sl.seal_digest(sl.ZERO_DIGEST, "fx", "ab" * 32, 100, at) == sl.seal_digest(
+        sl.ZERO_DIGEST, "fx", "ab" * 32, 100, at, "bench-ledger-seal/2")
 
 
 def _request_artefact(ledger: Ledger) -> int:

@@ -1,4 +1,4 @@
-"""Commands that close and check the books: close, verify, history (R9, R10)."""
+"""Commands that close and check the books: close, verify, correct, history (R9, R10)."""
 
 from __future__ import annotations
 
@@ -61,7 +61,9 @@ def verify(ledger: Ledger, batch: str | None, seal_file: Path | None) -> None:
 
     res = do_verify(ledger, batch, seal_file)
     if not res.checks:
-        click.echo("no closed batches to verify")
+        click.echo("no closed batches and no seals to verify")
+    for p in res.guard_problems:
+        click.echo(f"database guards: {p}", err=True)
     for c in res.checks:
         if c.ok:
             click.echo(f"batch {c.batch}: ok, seal {c.digest} over {c.row_count:,} rows")
@@ -79,6 +81,31 @@ def verify(ledger: Ledger, batch: str | None, seal_file: Path | None) -> None:
 @with_ledger
 @click.argument("table_name", metavar="TABLE", type=click.Choice(["run", "published_value", "launch"]))
 @click.argument("row_id", type=int)
+@click.option("--set", "assignments", metavar="FIELD=VALUE", multiple=True, required=True,
+              help="A corrected field (repeatable); `null` empties a nullable field.")
+@click.option("--reason", required=True, help="Why: kept with the new revision and shown by `ledger history`.")
+def correct(ledger: Ledger, table_name: str, row_id: int, assignments: tuple[str, ...], reason: str) -> None:
+    """Correct a run, published value or launch of an open batch: a new revision that names what it
+    supersedes and why (R10); the old row stays, `ledger history` shows both.
+
+    \b
+    Example:
+      ledger correct run 3 --set concurrency=8 --reason "the sweep ran at C8, the file name says C4"
+    """
+    from bench_ledger.books import correct as do_correct
+    from bench_ledger.books import parse_changes
+
+    changes = parse_changes(table_name, list(assignments))
+    new_id = do_correct(ledger, table_name, row_id, reason, changes)
+    click.echo(f"{table_name} {row_id} superseded by {table_name} {new_id}: "
+               + ", ".join(f"{k}={v}" for k, v in changes.items()))  # fmt: skip
+    click.echo(f"  reason: {reason.strip()}")
+
+
+@main.command()
+@with_ledger
+@click.argument("table_name", metavar="TABLE", type=click.Choice(["run", "published_value", "launch"]))
+@click.argument("row_id", type=int)
 @json_option
 def history(ledger: Ledger, table_name: str, row_id: int, as_json: bool) -> None:
     """Show the correction chain of a run, published value or launch, oldest first.
@@ -87,11 +114,14 @@ def history(ledger: Ledger, table_name: str, row_id: int, as_json: bool) -> None
     Example:
       ledger history run 3
     """
+    from bench_ledger.books import _FIXED
     from bench_ledger.books import history as chain
 
     rows = chain(ledger, table_name, row_id)
     if as_json:
         click.echo(json.dumps(rows, indent=2, default=str))
     else:
-        cols = ["id", "revision", "supersedes_id", "recorded_at", "correction_reason"]
-        table([{**r, "recorded_at": f"{r['recorded_at']:%Y-%m-%d %H:%M:%S}"} for r in rows], cols)
+        changed = [""] + [", ".join(f"{k}={r[k]}" for k in r if k not in _FIXED and r[k] != prev[k])
+                          for prev, r in zip(rows, rows[1:])]  # fmt: skip
+        cols = ["id", "revision", "supersedes_id", "recorded_at", "changed", "correction_reason"]
+        table([{**r, "recorded_at": f"{r['recorded_at']:%Y-%m-%d %H:%M:%S}", "changed": c} for r, c in zip(rows, changed)], cols)

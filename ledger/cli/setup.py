@@ -53,14 +53,25 @@ def status(db: str | None, as_json: bool) -> None:
         st = ledger.status()
     if as_json:
         click.echo(json.dumps({"url": st.url, "backend": st.backend, "revision": st.revision, "head": st.head,
-                               "counts": st.counts}, indent=2))  # fmt: skip
+                               "counts": st.counts, "guard_problems": st.guard_problems}, indent=2))  # fmt: skip
+        if st.guard_problems:
+            sys.exit(EXIT_FAILURE)
         return
     click.echo(f"ledger:   {st.url}")
     click.echo(f"backend:  {st.backend}")
     state = "up to date" if st.revision == st.head else "run `ledger init`"
     click.echo(f"schema:   {st.revision or 'none'} (head {st.head}, {state})")
+    if st.backend == "postgresql" and st.revision == st.head:
+        click.echo("guards:   " + (f"{len(st.guard_problems)} PROBLEM(S)" if st.guard_problems
+                                   else "append-only and closed-batch triggers present and enabled"))  # fmt: skip
+    elif st.backend == "duckdb":
+        click.echo("guards:   session guards only (DuckDB 1.x has no triggers; `ledger verify` detects raw SQL)")
     for name, n in sorted(st.counts.items()):
         click.echo(f"  {name:<16} {n:>10,}")
+    for p in st.guard_problems:
+        click.echo(f"guard problem: {p}", err=True)
+    if st.guard_problems:
+        sys.exit(EXIT_FAILURE)
 
 
 @main.command()
