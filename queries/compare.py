@@ -18,7 +18,8 @@ Conclusions, by rule:
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+import json
+from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 
 import sqlalchemy as sa
@@ -64,7 +65,7 @@ def _dep_factors(d) -> dict[str, str]:
 
 
 def _run_factors(r) -> dict[str, str]:
-    wl = (f"in {_t(r.input_target_tokens)} / out {_t(r.output_cap_tokens)} / C {_t(r.concurrency)} / "
+    wl = (f"rate {_t(r.request_rate)} / in {_t(r.input_target_tokens)} / out {_t(r.output_cap_tokens)} / C {_t(r.concurrency)} / "
           f"N {_t(r.request_count)} / dataset {_t(r.dataset)}")  # fmt: skip
     return {"workload": wl, "seed": _t(r.seed), **{w: _t(getattr(r, w)) for w in WARM_DIMS}, "batch": r.batch}
 
@@ -75,6 +76,18 @@ class Side:
     scope: Scope
     factors: dict[str, str]
     run_ids: list[int]
+    # runs whose achieved load fell short of the requested one (inference-perf stages), in words
+    shortfalls: list[str] = field(default_factory=list)
+
+
+def _shortfall(r) -> str | None:
+    """``run N: achieved x% of the requested rate`` when the importer flagged the run, else None."""
+    try:
+        meta = json.loads(r.metadata_json) if r.metadata_json else {}
+    except ValueError:
+        return None
+    short = meta.get("rate_shortfall") if isinstance(meta, dict) else None
+    return f"run {r.id} ({r.label}): {short}" if short else None
 
 
 def side(ledger: Ledger, spec: str) -> Side:
@@ -115,7 +128,7 @@ def side(ledger: Ledger, spec: str) -> Side:
     factors = {f: _join([p[f] for p in per_dep]) for f in per_dep[0]}
     for f in ("workload", "seed", *WARM_DIMS, "batch"):
         factors[f] = _join([p[f] for p in per_run]) if per_run else UNKNOWN
-    return Side(spec, scope, factors, [r.id for r in runs])
+    return Side(spec, scope, factors, [r.id for r in runs], [s for r in runs if (s := _shortfall(r))])
 
 
 def compare(ledger: Ledger, a: str, b: str, claim_factor: str | None = None, *, equal_resources: bool = False,
@@ -146,6 +159,9 @@ def _comparison(sa_: Side, sb: Side, claim_factor: str | None, equal_resources: 
         notes.append(f"seed {fa['seed']} vs {fb['seed']}: not a per-request paired comparison (R6)")
     if len(names) > 1:
         notes.append(f"{len(names)} factors differ: a ratio cannot be attributed to one of them (R6)")
+    for short in (*sa_.shortfalls, *sb.shortfalls):
+        notes.append(f"{short}: the load it was offered is not the requested one; compare it as the "
+                     "achieved load, not the requested rate")  # fmt: skip
     cmp = Comparison(sa_.spec, sb.spec, diffs, attributable, stack, equal_res, is_paired, notes)
     _check_claims(cmp, claim_factor, equal_resources, paired)
     return cmp

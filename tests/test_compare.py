@@ -76,3 +76,19 @@ def test_cli_compare_exit_codes(declared: Ledger, ledger_url: str) -> None:
                                     "--equal-resources"])  # fmt: skip
     assert bad.exit_code == 3
     assert "refused (R6): call deployment:h20-1017 vs deployment:6000d-sglang an equal-resource comparison" in bad.output
+
+
+def test_saturated_inference_perf_stage_is_named_in_the_comparison(ledger: Ledger, ledger_url: str, samples: Path) -> None:
+    d = samples / "inference-perf"
+    res = CliRunner().invoke(main, ["import", "--db", ledger_url, "--batch", "ip", "-q",
+                                    str(d / "kubecon-na-2025_vllm_stage_0_lifecycle_metrics.json"),
+                                    str(d / "kubecon-na-2025_vllm_stage_6_lifecycle_metrics.json")])  # fmt: skip
+    assert res.exit_code == 0, res.output
+    c = compare(ledger, "run:1", "run:2")
+    work = next(f for f in c.differences if f.name == "workload")
+    assert (work.a, work.b) == ("rate 1.0 / in ? / out ? / C ? / N 60 / dataset ?",
+                                "rate 183.38 / in ? / out ? / C ? / N 11002 / dataset ?")  # fmt: skip
+    (note,) = [n for n in c.notes if "requested" in n]
+    assert note == ("run 2 (inference-perf inference-perf/kubecon-na-2025_vllm stage 6): achieved 58.1% of the "
+                    "requested rate: the load it was offered is not the requested one; compare it as the achieved "
+                    "load, not the requested rate")  # fmt: skip
