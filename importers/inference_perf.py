@@ -51,8 +51,9 @@ from bench_ledger.importers._toolfiles import (
 )
 from bench_ledger.importers.base import ParseOptions, load_json
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.tools import Tool
 
-TOOL = "inference-perf"
+TOOL = Tool.INFERENCE_PERF
 # A stage that achieved less than this share of its requested rate is flagged (it saturated).
 SHORTFALL = Decimal("0.9")
 SHORTFALL_NOTE = (

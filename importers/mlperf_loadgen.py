@@ -30,8 +30,9 @@ from pathlib import Path
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import head_text, is_number, published
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.tools import Tool
 
-TOOL = "mlperf-loadgen"
+TOOL = Tool.MLPERF_LOADGEN
 SUCCESS_RULE = "aggregates only: loadgen's per-sample records are not in these logs"
 _PREFIX = re.compile(r"^(?P<prefix>.*?)_?mlperf_log_(?:summary|detail)\.txt$")
 _RUN_DIR = re.compile(r"^run_\d+$")

@@ -24,8 +24,9 @@ from pathlib import Path
 from bench_ledger.importers._toolfiles import has_key, head_text, integer, is_number, jpath, mapping, published
 from bench_ledger.importers.base import ParseOptions, load_json
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.tools import Tool
 
-TOOL = "trtllm-bench"
+TOOL = Tool.TRTLLM_BENCH
 ISSUE_RATE_NOTE = "latency mode: issue_rate is queue time / requests with no issue schedule, not a rate; ignored"
 SUCCESS_RULE = "aggregates only: trtllm-bench reports no per-request success"
 _SECTIONS = ("world_info", "request_info", "performance", "streaming_metrics", "decoding_stats", "dataset", "machine")

@@ -18,6 +18,7 @@ from pathlib import Path
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import head_text, published
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, RunInfo
+from bench_ledger.tools import Tool
 
 BANNER = "Serving Benchmark Result"
 _ROW = re.compile(r"^(?P<label>[A-Za-z][^:]*?):\s+(?P<value>\S+)\s*$")
@@ -83,7 +84,7 @@ class VllmConsoleImporter:
                 if line.startswith(setting + ":"):
                     metadata.setdefault(setting, line.split(":", 1)[1].strip())
         run = ParsedRun(
-            info=RunInfo(label=f"vllm-bench console {path.stem}", tool="vllm-bench", locator=f"line {start + 1}",
+            info=RunInfo(label=f"vllm-bench console {path.stem}", tool=Tool.VLLM_BENCH, locator=f"line {start + 1}",
                          metadata=metadata),  # fmt: skip
             capture=Capture(fields=[], record_count=0, token_source="unknown",
                             success_rule="aggregates only: the console table has no per-request records"),  # fmt: skip

@@ -18,3 +18,12 @@ class Tool(StrEnum):
     AIPERF = "aiperf"  # NVIDIA AIPerf
     GENAI_PERF = "genai-perf"  # NVIDIA GenAI-Perf
     GUIDELLM = "guidellm"  # vllm-project guidellm
+    INFERENCE_PERF = "inference-perf"  # kubernetes-sigs/inference-perf
+    TRTLLM_BENCH = "trtllm-bench"  # NVIDIA TensorRT-LLM trtllm-bench --report_json
+    MLPERF_LOADGEN = "mlperf-loadgen"  # MLPerf Inference loadgen logs
+    GENAI_BENCH = "genai-bench"  # sgl-project/genai-bench
+
+
+# Artefact formats whose numbers are text printed rounded by the tool (a console table, a log), never
+# a float's ``repr``: "0.17" there is 0.17 +- 0.005, even though it reads like a JSON float.
+PRINTED_ROUNDED = frozenset({"vllm-bench-console", "mlperf-summary", "mlperf-detail"})

@@ -34,12 +34,13 @@ from bench_ledger.queries.check_stats import NotDerivable
 from bench_ledger.queries.intervals import Interval
 from bench_ledger.queries.metrics_requests import captures
 from bench_ledger.store import Ledger
+from bench_ledger.tools import PRINTED_ROUNDED
 
 AGREE, DISAGREE, NOT_DERIVABLE = "agree", "disagree", "not re-derivable"
 RECORDS, IDENTITY = "records", "identity"
 REL_FLOOR = Fraction(1, 10**9)  # records: float arithmetic of the tool over many values
 REL_IDENTITY = Fraction(1, 10**12)  # identity: a few float operations
-PV, R, B, Q, G = (t.__table__ for t in (m.PublishedValue, m.Run, m.Batch, m.Request, m.ChunkGap))
+PV, R, B, Q, G, A = (t.__table__ for t in (m.PublishedValue, m.Run, m.Batch, m.Request, m.ChunkGap, m.Artefact))
 
 __all__ = ["AGREE", "DISAGREE", "IDENTITY", "NOT_DERIVABLE", "RECORDS", "CheckRow", "NotDerivable", "Records",
            "Reported", "check", "tolerance"]  # fmt: skip
@@ -135,8 +136,8 @@ def reported_interval(text: str, value: Fraction, kind: str | None = None, machi
     half = tolerance(text)
     if half is None:
         return None
-    if is_exact_count(text, kind):
-        return Interval.point(value)
+    if is_exact_count(text, kind) or (machine and text.strip().lstrip("-").isdigit()):
+        return Interval.point(value)  # an exact count, or an integer a tool's JSON wrote: exactly that integer
     ulp = Fraction(math.ulp(float(value)))
     t = ulp if machine and repr(float(value)) == text.strip() else max(half, ulp)
     return Interval(value - t, value + t)
@@ -156,7 +157,7 @@ def _records(conn: sa.Connection, run_id: int) -> Records | str:
     fields = set.intersection(*(c.fields for c in caps))
     rows = conn.execute(
         sa.select(Q.c.artefact_id, Q.c.idx, Q.c.status, Q.c.error, Q.c.input_tokens, Q.c.output_tokens, Q.c.ttft_s,
-                  Q.c.latency_s, Q.c.itl_mean_s, Q.c.chunk_count)
+                  Q.c.latency_s, Q.c.itl_mean_s, Q.c.chunk_count, Q.c.send_ns, Q.c.end_ns)
         .where(Q.c.run_id == run_id).order_by(Q.c.artefact_id, Q.c.idx)
     ).all()  # fmt: skip
     gaps = [g for (g,) in conn.execute(
@@ -173,15 +174,50 @@ def _records(conn: sa.Connection, run_id: int) -> Records | str:
     )  # fmt: skip
 
 
+def _as_reported(pv, machine: bool) -> Reported | None:
+    if pv.value is None:
+        return None
+    value = Fraction(Decimal(pv.value))
+    # a console table prints rounded text that may look like a float's repr ("0.17"): never machine
+    iv = reported_interval(pv.text, value, pv.quantity_kind, machine and pv.artefact_format not in PRINTED_ROUNDED)
+    return None if iv is None else Reported(pv.key, pv.text, value, iv)
+
+
 def _reported(rows, machine: bool) -> dict[str, Reported]:
     out: dict[str, Reported] = {}
     for pv in rows:
-        if pv.value is None:
+        if (r := _as_reported(pv, machine)) is not None:
+            out.setdefault(pv.key, r)
+    return out
+
+
+def _where(pv) -> str:
+    return f"{pv.file_name or 'a report'} {pv.locator or ''}".strip()
+
+
+def _repeats(rid: int, pvs: list, machine: bool) -> list[CheckRow]:
+    """A key the run's artefacts report more than once (a sweep's summary.json and its run=N.json, a
+    console table and its JSON, a line printed twice): every repeat must meet the first (R11)."""
+    first: dict[str, tuple] = {}
+    out = []
+    for pv in pvs:
+        r = _as_reported(pv, machine)
+        if pv.key not in first:
+            first[pv.key] = (pv, r)
             continue
-        value = Fraction(Decimal(pv.value))
-        iv = reported_interval(pv.text, value, pv.quantity_kind, machine)
-        if iv is not None:
-            out.setdefault(pv.key, Reported(pv.key, pv.text, value, iv))
+        pv0, r0 = first[pv.key]
+        name = f"{pv.key} in {_where(pv)} = {pv.key} in {_where(pv0)}"
+        if (r is None or r0 is None) and pv.file_name == pv0.file_name:
+            continue  # a text event a log repeats (MLPerf's generic_message), not one quantity printed twice
+            same = pv.text.strip() == pv0.text.strip()
+            out.append(CheckRow(rid, pv.batch, pv.label, pv.tool, pv.key, pv.text, pv.unit, None,
+                                AGREE if same else DISAGREE, None,
+                                f"{name}: printed {pv.text!r} and {pv0.text!r}", IDENTITY, "repeated value"))  # fmt: skip
+            continue
+        ok = r.interval.meets(r0.interval)
+        out.append(CheckRow(rid, pv.batch, pv.label, pv.tool, pv.key, pv.text, pv.unit, float(r0.value),
+                            AGREE if ok else DISAGREE, f"±{float((r.interval.width + r0.interval.width) / 2):.3g}",
+                            f"{name}: {pv0.text}", IDENTITY, "repeated value"))  # fmt: skip
     return out
 
 
@@ -195,10 +231,11 @@ def check(ledger: Ledger, batch: str | None = None, run_id: int | None = None) -
 
     stmt = (
         sa.select(R.c.id.label("run_id"), PV.c.run_id.label("origin"), B.c.name.label("batch"), R.c.label, R.c.tool,
-                  R.c.request_count, PV.c.key, PV.c.text, PV.c.value, PV.c.unit, PV.c.quantity_kind)
+                  R.c.request_count, PV.c.key, PV.c.text, PV.c.value, PV.c.unit, PV.c.quantity_kind,
+                  PV.c.locator, A.c.format.label("artefact_format"), A.c.file_name)
         # values hang on a run's first revision (Run.origin_id); the row shown is its current revision
         .select_from(PV).join(R, sa.and_(sa.func.coalesce(R.c.origin_id, R.c.id) == PV.c.run_id, current(R)))
-        .join(B, B.c.id == R.c.batch_id)
+        .join(B, B.c.id == R.c.batch_id).outerjoin(A, A.c.id == PV.c.artefact_id)
         .where(PV.c.flag == "reported", current(PV))
         .order_by(B.c.id, R.c.id, PV.c.id)
     )  # fmt: skip
@@ -219,9 +256,11 @@ def check(ledger: Ledger, batch: str | None = None, run_id: int | None = None) -
             first = pvs[0]
             tc = tool_check(first.tool)
             rec = _records(conn, first.origin)
-            reported = _reported(pvs, tc is not None and tc.machine_floats)
+            machine = tc is not None and tc.machine_floats
+            reported = _reported(pvs, machine)
             for pv in pvs:
                 out.append(_record_row(pv, rec, tc))
+            out.extend(_repeats(rid, pvs, machine))
             if tc is not None:
                 for ident in tc.identities(reported, first):
                     out.append(CheckRow(
@@ -262,7 +301,10 @@ def _record_row(pv, rec: Records | str, tc) -> CheckRow:
         row.reason = str(exc)
         return row
     reported = Fraction(Decimal(pv.value))
-    tol = Fraction(0) if is_exact_count(pv.text, pv.quantity_kind) else max(half, REL_FLOOR * abs(reported))
+    # an integer a tool's JSON wrote (``"error_rate": 0``) is that integer exactly, whatever its kind
+    exact = is_exact_count(pv.text, pv.quantity_kind) or (
+        tc.machine_floats and pv.artefact_format not in PRINTED_ROUNDED and pv.text.strip().lstrip("-").isdigit())
+    tol = REL_FLOOR * abs(reported) if exact else max(half, REL_FLOOR * abs(reported))
     row.recomputed = float(value)
     row.tolerance = f"±{float(tol):.3g}"
     row.status = AGREE if abs(value - reported) <= tol else DISAGREE
