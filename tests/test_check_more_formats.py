@@ -181,3 +181,15 @@ def test_console_table_is_rounded_not_a_machine_float(ledger: Ledger, ledger_url
     assert (thr.reported, thr.status) == ("0.17", "agree")
     ttft = next(r for r in rows if r.section == RECORDS and r.key == "mean_ttft_ms" and r.reported == "886.37")
     assert (ttft.status, ttft.tolerance, round(ttft.recomputed, 6)) == ("agree", "±0.005", 886.365973)
+
+
+def test_vllm_save_detailed_sample_reproduces_vllm_aggregates(ledger: Ledger, ledger_url: str, samples: Path) -> None:
+    imp(ledger_url, "--batch", "d", str(samples / "vllm-bench-serve/benchmaq_tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.json"))
+    rows = [r for r in check(ledger, batch="d") if r.section == RECORDS]
+    agree = {r.key for r in rows if r.status == "agree"}
+    assert agree == {f"{s}_{m}_ms" for s in ("mean", "median", "std", "p99") for m in ("ttft", "itl")} | {
+        "completed", "failed", "total_input_tokens", "total_output_tokens", "request_throughput", "output_throughput",
+        "total_token_throughput"}  # fmt: skip
+    assert not [r for r in rows if r.status == "disagree"]
+    why = {r.key: r.reason for r in rows if r.status == "not re-derivable"}
+    assert why["mean_e2el_ms"] == why["p99_tpot_ms"] == "needed field latency_s not captured"
