@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import yaml
 from bench_ledger.errors import InputError
@@ -214,6 +214,10 @@ class Claim(_Model):
     expected_verdict: Verdict | None = Field(None, description="the verdict the audit must give (pinned by tests)")
     expected_rule: str | None = Field(None, description="for an expected `refused`: the rule id (R1..R15)")
     note: str | None = Field(None, description="anything else worth showing next to the verdict")
+    draft: bool = Field(False, description="proposed by `ledger claims draft` and not yet reviewed (docs/claims-draft.md)")
+    evidence: dict[str, Any] | None = Field(
+        None, description="what the drafter saw: place, cues, confidence, candidates considered (never read by the audit)"
+    )
 
     _kind = field_validator("kind")(classmethod(lambda cls, v: _check_kind(v)))
 
@@ -234,12 +238,32 @@ class Claim(_Model):
         return self.value if self.value is not None else self.text
 
 
+class SkippedNumber(_Model):
+    """A number-like token the drafter recognised and left out (a section number, a date...)."""
+
+    text: str = Field(description="as printed")
+    locator: str = Field(description="where in the report")
+    why: str = Field(description="what it was recognised as")
+
+
+class DraftInfo(_Model):
+    """How a drafted claims file was produced (`ledger claims draft`); removed or kept after review."""
+
+    generated_by: str = Field(description="the command that wrote the draft")
+    report_sha256: str = Field(description="sha256 of the report's bytes the draft was made from")
+    ledger: str | None = Field(None, description="the ledger the metric proposals were checked against")
+    batches: list[str] = Field(default_factory=list, description="batches the metric proposals were limited to")
+    coverage: dict[str, Any] = Field(default_factory=dict, description="numbers found, by proposed basis, by confidence")
+    skipped: list[SkippedNumber] = Field(default_factory=list, description="tokens left out, each with why")
+
+
 class ClaimsFile(_Model):
     """A source report and the claims it makes."""
 
     version: Literal[1] = Field(description="format version of the claims file (this is version 1)")
     synthetic: bool = Field(False, description="true when the ledger the file is audited against holds synthetic data")
     source_report: SourceReportRef = Field(description="the report the numbers come from")
+    draft: DraftInfo | None = Field(None, description="present in a file drafted by `ledger claims draft`")
     claims: list[Claim] = Field(description="every number of the report, one claim each")
 
     @model_validator(mode="after")

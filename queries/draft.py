@@ -1,0 +1,221 @@
+"""`ledger claims draft`: a claims file drafted from a report, for a person to review.
+
+Every number the report prints (:mod:`queries.draft_numbers`) becomes one claim with its exact text,
+its locator, a guessed unit and kind, and a proposed basis (:mod:`queries.draft_basis`). Each claim
+is marked ``draft: true`` with its ``evidence`` (cues, confidence, the candidates considered and
+rejected); the file's ``draft`` section lists what was skipped (section numbers, dates, versions,
+names) and a coverage summary. Nothing in it is a verdict: ``ledger audit`` gives those once a
+person has reviewed the proposals.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from bench_ledger.queries.claims import ClaimsFile
+from bench_ledger.queries.draft_basis import (
+    DerivedProposal,
+    Guess,
+    LedgerView,
+    choose_metric,
+    facets_with_row,
+    guess,
+    metric_candidates,
+    propose_derived,
+    significant_digits,
+)
+from bench_ledger.queries.draft_numbers import Found, Report, find_numbers
+
+TOOL = "ledger claims draft"
+
+
+@dataclass
+class Draft:
+    claims: ClaimsFile
+    found: list[Found]
+
+    def to_yaml(self) -> str:
+        data = self.claims.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+        data = {"version": 1, **data}
+        head = ("# DRAFT claims file written by `ledger claims draft`: every proposal below is a guess for a person\n"
+                "# to review (draft: true). Audit it with `ledger audit` only after review; see docs/claims-draft.md.\n")  # fmt: skip
+        return head + yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=120)
+
+
+def _slug(text: str) -> str:
+    s = re.sub(r"[^A-Za-z0-9]+", "-", text.lower()).strip("-")
+    return s[:24] or "n"
+
+
+def _claim_id(f: Found, g: Guess, used: set[str]) -> str:
+    sec = "title" if f.place.section == "title" else ("s" + f.place.section if f.place.section else "pre")
+    sec = re.sub(r"[^A-Za-z0-9.]+", "-", sec)[:20].strip("-") or "s"
+    stem = _slug(g.metric_stem or g.kind)
+    base = f"{sec}-l{f.place.line}-{stem}"
+    cid, n = base, 1
+    while cid in used:
+        n += 1
+        cid = f"{base}-{n}"
+    used.add(cid)
+    return cid
+
+
+def _text_between(report: Report):
+    def between(a: Found, b: Found) -> str:
+        if a.place.line != b.place.line:
+            return " "
+        return report.lines[a.place.line - 1][a.place.end:b.place.start]
+
+    return between
+
+
+def _pool(f: Found, found: list[Found], report: Report) -> list[Found]:
+    """The numbers a derivation may use: the same sentence, or the same table row."""
+    seg = report.segments[f.segment]
+    if seg.kind == "cell":
+        return [o for o in found if report.segments[o.segment].row_id == seg.row_id and seg.row_id is not None]
+    return [o for o in found if o.segment == f.segment]
+
+
+def _reaches(edges: dict[str, list[str]], start: str, target: str) -> bool:
+    seen, todo = set(), [start]
+    while todo:
+        n = todo.pop()
+        if n == target:
+            return True
+        if n not in seen:
+            seen.add(n)
+            todo.extend(edges.get(n, []))
+    return False
+
+
+def draft_claims(report_path: str | Path, ledger: Any = None, batches: list[str] | None = None,
+                 out_path: str | Path | None = None) -> Draft:  # fmt: skip
+    """Draft a claims file for the report at ``report_path`` (against ``ledger`` when given)."""
+    path = Path(report_path)
+    raw = path.read_bytes()
+    text = raw.decode("utf-8")
+    findings = find_numbers(text)
+    report = findings.report
+    view = LedgerView(ledger, batches) if ledger is not None else None
+    between = _text_between(report)
+    used: set[str] = set()
+    ids: dict[int, str] = {}
+    claims: list[dict] = []
+    pending: list[tuple[dict, Found, DerivedProposal]] = []
+    for f in findings.found:
+        g = guess(f)
+        cid = _claim_id(f, g, used)
+        ids[id(f)] = cid
+        seg = report.segments[f.segment]
+        evidence: dict[str, Any] = {
+            "place": {k: v for k, v in {"section": f.place.section, "heading": f.place.heading, "line": f.place.line,
+                                         "span": [f.place.start + 1, f.place.end], "table": f.place.table,
+                                         "row": f.place.row, "column": f.place.column}.items() if v is not None},
+            "form": f.form, "unit_kind": {"confidence": g.confidence, "cues": g.cues},
+        }  # fmt: skip
+        review = []
+        if g.confidence != "high":
+            review.append(f"unit/kind guessed with {g.confidence} confidence")
+        claim: dict[str, Any] = {"id": cid, "text": f.text.strip()}
+        if f.value is not None and f.value != claim["text"]:
+            claim["value"] = f.value
+        if g.unit:
+            claim["unit"] = g.unit
+        claim["kind"] = g.kind
+        claim["locator"] = f.place.locator
+        claim["statement"] = f.sentence[:200]
+        claim["draft"] = True
+        if f.form == "na":
+            reason = report.footnotes.get(f.footnote or "", "") if f.footnote else ""
+            reason = reason or (f.after.lstrip("：:，, ").strip() or f.sentence)
+            claim["na"] = {"reason": reason[:300]}
+            evidence["basis"] = {"proposed": "na", "confidence": "high" if reason else "low",
+                                 "why": "the report prints N/A" + (f" (footnote {f.footnote})" if f.footnote else "")}
+        else:
+            pool = _pool(f, findings.found, report)
+            der = propose_derived(f, g, pool, between)
+            chosen = None
+            explicit = der is not None and der.why.startswith("printed arithmetic")
+            if view is not None and not explicit and f.form not in ("range",) and g.kind not in (
+                    "percent_change", "ratio") and f.value is not None:  # fmt: skip
+                fa = facets_with_row(f, seg.header, seg.row_cells, view.known_words)
+                cands = metric_candidates(f, g, view, fa, f.value)
+                chosen, conf, rejected = choose_metric(cands, fa, significant_digits(f.value))
+                if chosen is not None:
+                    claim["metric"] = {"name": chosen.metric, "scope": chosen.scope,
+                                       **({"over_cards": chosen.over_cards} if chosen.over_cards else {})}
+                    claim["kind"] = view.metrics[chosen.metric].quantity_kind
+                    if f.unit is None and chosen.unit:
+                        claim["unit"] = chosen.unit  # the metric's unit: the report prints none
+                    evidence["basis"] = {"proposed": "metric", "confidence": conf,
+                                         "why": chosen.describe(), "context": fa.stated,
+                                         "rejected": [c.describe() for c in rejected[:8]]}  # fmt: skip
+                    if conf != "high":
+                        review.append("metric proposed without a unique named scope")
+                elif rejected:
+                    evidence["candidates_not_proposed"] = [c.describe() for c in rejected[:8]]
+            if chosen is None and der is not None:
+                pending.append((claim, f, der))
+                evidence["basis"] = {"proposed": "derived", "confidence": "medium" if not explicit else "high",
+                                     "why": der.why, "recomputed": der.recomputed}
+                if der.value is not None:
+                    claim["value"] = der.value
+                    review.append("the sign of the change comes from the arithmetic")
+            elif chosen is None:
+                phrase = (f.before.strip() or f.sentence.strip())[-80:]
+                claim["quoted"] = {"source": f"the report ({phrase})" if phrase else "the report"}
+                evidence["basis"] = {"proposed": "quoted", "confidence": "low",
+                                     "why": "no metric of the ledger reproduces it in a named scope and no "
+                                            "arithmetic of nearby numbers gives it" if view is not None else
+                                            "no ledger given and no arithmetic of nearby numbers gives it"}  # fmt: skip
+        if review:
+            evidence["review"] = review
+        claim["evidence"] = evidence
+        claims.append(claim)
+    edges: dict[str, list[str]] = {}
+    for claim, f, der in sorted(pending, key=lambda p: not p[2].why.startswith("printed arithmetic")):
+        ops = [ids[id(o)] for o in der.operands]
+        if any(_reaches(edges, o, claim["id"]) for o in ops):
+            # the operands are derived from this number already: keep the first, quote this one
+            claim["quoted"] = {"source": f"the report ({(f.before.strip() or f.sentence.strip())[-80:]})"}
+            claim["evidence"]["basis"] = {"proposed": "quoted", "confidence": "low",
+                                          "why": f"{der.why} would make a cycle with the proposals of its operands"}
+            claim.pop("value", None) if der.value is not None else None
+            continue
+        edges[claim["id"]] = ops
+        claim["derived"] = {"op": der.op, "operands": ops}
+    counts_basis = Counter(next(k for k in ("metric", "derived", "quoted", "estimated", "na") if k in c)
+                           for c in claims)  # fmt: skip
+    counts_conf = Counter(c["evidence"]["basis"]["confidence"] for c in claims)
+    title = next((s.text.strip() for s in report.segments if s.kind == "title"), path.stem)
+    rel = path.name
+    if out_path is not None:
+        try:
+            rel = str(Path(path).resolve().relative_to(Path(out_path).resolve().parent))
+        except ValueError:
+            rel = str(Path(path).resolve())
+    cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
+    data = {
+        "version": 1,
+        "source_report": {"slug": _slug(path.stem), "title": title, "file": rel,
+                          "language": "zh" if cjk > len(text) * 0.05 else "en"},
+        "draft": {
+            "generated_by": TOOL,
+            "report_sha256": hashlib.sha256(raw).hexdigest(),
+            "ledger": None if ledger is None else str(getattr(ledger, "url", "")) or None,
+            "batches": list(batches or []),
+            "coverage": {"numbers_found": len(claims), "skipped": len(findings.skipped),
+                         "by_basis": dict(sorted(counts_basis.items())),
+                         "by_confidence": dict(sorted(counts_conf.items()))},
+            "skipped": [{"text": s.text, "locator": s.place.locator, "why": s.why} for s in findings.skipped],
+        },
+        "claims": claims,
+    }
+    return Draft(ClaimsFile.model_validate(data), findings.found)

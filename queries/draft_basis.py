@@ -1,0 +1,669 @@
+"""Propose how each found number may be checked: metric, derived, na or quoted (a draft, never a verdict).
+
+* **guess**: unit and quantity kind from the printed unit, the column header, the row label and the
+  nearest cue word (:mod:`queries.draft_lexicon`), with a confidence and the cues that produced it.
+* **metric**: a registered metric over a ledger scope whose value lies in the printed interval, when
+  the row / column / sentence names that scope (tier, C/N, label words, batch, launch), or when it is
+  the only candidate that reproduces and nothing in the context contradicts it. A candidate is
+  checked by running the audit itself (:class:`queries.audit.Auditor`) on a one-claim file, so the
+  draft and the audit agree on intervals, units and integer kinds. A named scope whose metric is
+  n/a is proposed too (the audit will say not-derivable: the evidence the ledger lacks).
+* **derived**: the number is a percent change, ratio, quotient, sum or conversion of other numbers
+  of the same sentence or table row, consistent within rounding (:mod:`queries.intervals`).
+* **na** for a printed N/A (its reason: the footnote it points to, or the words after it);
+  **quoted** otherwise, with the nearest phrase as source.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any
+
+from bench_ledger.errors import LedgerError, Refused
+from bench_ledger.queries import intervals as iv
+from bench_ledger.queries.draft_lexicon import (
+    CHANGE_WORDS,
+    CUES,
+    LABEL_WORDS,
+    NEGATIVE_WORDS,
+    SCOPE_LABEL,
+    STATS,
+    Cue,
+)
+from bench_ledger.queries.draft_numbers import Found
+from bench_ledger.units import dimension
+
+# ----------------------------------------------------------------------------- guess unit and kind
+
+_UNIT_KIND = {"s": "latency", "ms": "latency", "us": "latency", "ns": "latency", "min": "duration", "h": "duration",
+              "W": "power", "kW": "power", "GB": "device_memory", "GiB": "device_memory", "MiB": "device_memory",
+              "MB": "device_memory", "TB": "device_memory", "tokens/s": "aggregate_token_rate",
+              "tokens/min": "aggregate_token_rate", "tokens": "token_count", "requests": "request_count",
+              "GPUs": "count", "nodes": "count", "users": "concurrency", "streams": "concurrency", "x": "ratio",
+              "Gb/s": "bandwidth", "GB/s": "bandwidth", "MB/s": "bandwidth", "MHz": "clock_frequency",
+              "C": "temperature", "requests/s": "request_rate", "runs": "record_count", "launches": "count",
+              "layers": "count", "experts": "count", "groups": "count", "links": "count", "stages": "count"}  # fmt: skip
+_PERCENT_KINDS = ("activity_time_percent", "memory_busy_percent", "utilization_percent")
+
+
+@dataclass
+class Guess:
+    unit: str | None
+    kind: str
+    confidence: str  # high | medium | low
+    cues: list[str] = field(default_factory=list)
+    metric_stem: str | None = None
+    stat: str | None = None
+    sign: int = 0  # -1 when the words say the change is a fall ("回落", "drop"), +1 a rise, 0 unknown
+
+
+def context_texts(f: Found) -> list[tuple[str, str]]:
+    """The texts that say what a number is, nearest first: (where, text)."""
+    out = [("before", _aligned(f, f.before)), ("after", f.after)]
+    if f.place.column:
+        out.append(("column", _aligned(f, f.place.column)))
+    if f.place.row:
+        out.append(("row", _aligned(f, f.place.row)))
+    out.append(("sentence", _aligned(f, f.sentence)))
+    return out
+
+
+_WORD_PAIR = re.compile(r"([A-Za-z0-9\u4e00-\u9fff]+)\s*/\s*([A-Za-z0-9\u4e00-\u9fff]+)")
+
+
+def _aligned(f: Found, text: str) -> str:
+    """For a member of an a/b pair, keep only its own word of a printed word pair ("冷/暖", "p50 / max")."""
+    if f.form != "pair" or f.group is None:
+        return text
+    m = None
+    for cand in _WORD_PAIR.finditer(text):
+        if cand.group(0).upper() == "N/A" or (len(cand.group(1)) == 1 and len(cand.group(2)) == 1 and
+                                               cand.group(1).isascii()):  # fmt: skip
+            continue
+        if not any(ch.isdigit() for ch in cand.group(1) + cand.group(2)) or re.fullmatch(r"p\d+", cand.group(1)):
+            m = cand
+    if m is None:
+        return text
+    own = m.group(1) if f.member == 0 else m.group(2)
+    return text[:m.start()] + own + text[m.end():]
+
+
+def _find_cue(text: str) -> tuple[Cue, str, int] | None:
+    """The cue nearest the end of ``text`` (the number follows it)."""
+    best = None
+    low = text.lower()
+    for cue in CUES:
+        for w in cue.words:
+            i = low.rfind(w.lower())
+            if i >= 0:
+                end = i + len(w)
+                key = (end, len(w))
+                if best is None or key > best[0]:
+                    best = (key, cue, w)
+    return (best[1], best[2], best[0][0]) if best else None
+
+
+def _stat(texts: list[tuple[str, str]]) -> str | None:
+    for _, t in texts:
+        low = t.lower()
+        hit = None
+        for words, stat in STATS:
+            for w in words:
+                i = low.rfind(w.lower())
+                if i >= 0 and (hit is None or i > hit[0]):
+                    hit = (i, stat)
+        if hit:
+            return hit[1]
+    return None
+
+
+def guess(f: Found) -> Guess:
+    texts = context_texts(f)
+    cue = None
+    where = None
+    for w, t in texts:
+        if w == "after":
+            found = _find_cue(t[:12]) if t else None  # a noun right after the number ("322 次 API 请求")
+        else:
+            found = _find_cue(t)
+        if found:
+            cue, where = found, w
+            break
+    unit = f.unit
+    cues = []
+    kind = None
+    conf = "low"
+    if cue is not None:
+        c, word, _ = cue
+        cues.append(f"{where}: {word!r}")
+        kind = c.kind
+        if unit is None:
+            unit = c.unit
+        conf = "medium"
+    if f.unit is not None:
+        cues.append(f"printed unit {f.unit!r}")
+        ukind = _UNIT_KIND.get(f.unit)
+        if f.unit == "%":
+            if kind not in _PERCENT_KINDS:
+                kind = "percent_change" if (_is_change(f) or kind is None or kind != "other") else kind
+            conf = "high" if cue else "medium"
+        elif f.unit == "x":
+            if kind != "capacity_ratio":
+                kind = "ratio"
+            conf = "high" if cue else "medium"
+        elif kind is None or (ukind in ("count", "token_count") and kind not in ("token_setting", "kv_pool_tokens",
+                                                                                    "concurrency", "token_count")):
+            kind, conf = ukind or "other", "medium"
+        elif ukind is not None and dimension(f.unit) is not None and dimension(_default_unit(kind) or "") not in (
+                None, dimension(f.unit)):  # fmt: skip
+            kind = ukind
+            conf = "medium"
+        else:
+            conf = "high"
+    if kind is None:
+        kind = "count" if (f.value or "").replace(",", "").lstrip("+-−").isdigit() else "other"
+        cues.append("no cue: default")
+    if kind == "percent_change" and unit is None:
+        unit = "%"
+    stat = _stat(texts)
+    sign = 0
+    if kind in ("percent_change",):
+        low = f.before.lower()
+        if any(w in low for w in NEGATIVE_WORDS):
+            sign = -1
+        elif any(w in low for w in CHANGE_WORDS):
+            sign = 1
+    return Guess(unit, kind, conf, cues, cue[0].metric if cue else None, stat, sign)
+
+
+def _default_unit(kind: str) -> str | None:
+    for c in CUES:
+        if c.kind == kind and c.unit:
+            return c.unit
+    return None
+
+
+def _is_change(f: Found) -> bool:
+    low = (f.before + " " + (f.place.column or "")).lower()
+    return bool(f.core and f.core[0][:1] in "+-−") or any(w in low for w in CHANGE_WORDS)
+
+
+# ----------------------------------------------------------------------------- scopes named by the context
+
+
+@dataclass(frozen=True)
+class RunScope:
+    batch: str
+    label: str
+    input_target: int | None
+    output_cap: int | None
+    concurrency: int | None
+    requests: int | None
+
+
+@dataclass
+class Facets:
+    """What a number's context says about its scope."""
+
+    input_target: int | None = None
+    output_cap: int | None = None
+    concurrency: int | None = None
+    requests: int | None = None
+    words: set[str] = field(default_factory=set)
+    launch: int | None = None
+    stated: list[str] = field(default_factory=list)
+
+
+_TIER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)([Kk]?)\s*/\s*(\d+(?:\.\d+)?)([Kk]?)(?![\w.])")
+_KTOKEN = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)[Kk](?![A-Za-z])")
+_CN = re.compile(r"(?<![A-Za-z0-9])(C\d+(?:N\d+)?|N\d+)(?![A-Za-z0-9])")
+
+
+def _k(num: str, k: str) -> int:
+    return int(Fraction(num) * (1000 if k else 1))
+
+
+def facets_of(f: Found, known: set[str] = frozenset()) -> Facets:  # type: ignore[assignment]
+    """What the number's sentence (or row) says about its scope; when the sentence says nothing, the
+    sentences before it in the same paragraph (a number often refers back: "输出分别 77/78 token")."""
+    fa = _facets(f, f.sentence)
+    said = fa.stated or fa.words & (set(LABEL_WORDS.values()) | known)
+    if not said and not f.place.row and f.earlier.strip():
+        wider = _facets(f, f.earlier + f.sentence)
+        wider.stated = [f"earlier in the paragraph: {s}" for s in wider.stated]
+        return wider
+    return fa
+
+
+def _facets(f: Found, sentence: str) -> Facets:
+    fa = Facets()
+    row = f.place.row or ""
+    texts = [_aligned(f, row), _aligned(f, sentence) if not f.place.row else "", f.place.column or ""]
+    m = _TIER.search(row) or (None if f.place.row else _TIER.search(f.before))
+    if m:
+        fa.input_target, fa.output_cap = _k(m.group(1), m.group(2)), _k(m.group(3), m.group(4))
+        fa.stated.append(f"tier {m.group(0)}")
+    elif not f.place.row:
+        km = list(_KTOKEN.finditer(f.before))
+        if km:
+            fa.input_target = _k(km[-1].group(1), "k")
+            fa.stated.append(f"input {km[-1].group(0)}")
+    for t in texts:
+        for cm in _CN.finditer(t):
+            sm = SCOPE_LABEL.match(cm.group(1))
+            if sm and sm.group("c") and fa.concurrency is None:
+                fa.concurrency = int(sm.group("c"))
+                fa.stated.append(cm.group(1))
+            if sm and sm.group("n") and fa.requests is None:
+                fa.requests = int(sm.group("n"))
+    low = " ".join(texts).lower()
+    for w, tr in LABEL_WORDS.items():
+        if w in low:
+            fa.words.add(tr)
+    for tok in re.findall(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+|[a-z]+\d+|[a-z]{2,}", low):
+        fa.words.add(tok)
+    if row.strip().isdigit():
+        fa.launch = int(row.strip())
+    return fa
+
+
+def facets_with_row(f: Found, header: list[str], cells: list[str], known: set[str] = frozenset()) -> Facets:  # type: ignore[assignment]
+    fa = facets_of(f, known)
+    for h, c in zip(header, cells):
+        hm = re.fullmatch(r"\s*C\s*/\s*N\s*", h)
+        cm = re.fullmatch(r"\s*(\d+)\s*/\s*(\d+)\s*", c)
+        if hm and cm:
+            fa.concurrency, fa.requests = int(cm.group(1)), int(cm.group(2))
+            fa.stated.append(f"C/N {c.strip()}")
+    return fa
+
+
+def names_run(fa: Facets, r: RunScope) -> tuple[bool, int, list[str]]:
+    """(named, score, why): the context names this run when what it states agrees with the run's
+    settings and it states at least one of concurrency, input target or a word of the label."""
+    why = []
+    score = 0
+    for name, stated, actual in (("input target", fa.input_target, r.input_target),
+                                 ("output cap", fa.output_cap, r.output_cap),
+                                 ("concurrency", fa.concurrency, r.concurrency),
+                                 ("requests", fa.requests, r.requests)):  # fmt: skip
+        if stated is None:
+            continue
+        if actual is not None and stated != actual:
+            return False, 0, [f"{name} {stated} != {actual}"]
+        if actual is not None:
+            score += 2
+            why.append(f"{name} {stated}")
+    parts = [p for p in re.split(r"[-_]", r.label.lower()) if p]
+    label_hits = [p for p in parts if p in fa.words and not p.isdigit()]
+    if r.label.lower() in fa.words:
+        label_hits.append(r.label.lower())
+    # a label word the context contradicts (cold vs warm)
+    state_words = set(LABEL_WORDS.values())
+    in_label = {p for p in parts if p in state_words}
+    in_context = fa.words & state_words
+    if in_label and in_context and not (in_label & in_context):
+        return False, 0, [f"label word {'/'.join(sorted(in_label))} not in the context"]
+    score += len(label_hits)
+    if label_hits:
+        why.append("label " + "/".join(label_hits))
+    if r.batch.lower() in fa.words:
+        score += 1
+        why.append(f"batch {r.batch}")
+    named = fa.concurrency is not None or bool(label_hits) or fa.input_target is not None
+    return named and score > 0, score, why
+
+
+# ----------------------------------------------------------------------------- the ledger side
+
+
+class LedgerView:
+    """The scopes of a ledger a draft may name, and a memo of metric values (one evaluate each)."""
+
+    @property
+    def known_words(self) -> set[str]:
+        return {b.lower() for b in self.batches} | {r.label.lower() for r in self.runs} | \
+            {d.lower() for d, _ in self.launches}  # fmt: skip
+
+    def __init__(self, ledger: Any, batches: list[str] | None = None) -> None:
+        import sqlalchemy as sa
+        from bench_ledger import models as m
+        from bench_ledger.books import not_superseded
+        from bench_ledger.queries.metrics import METRICS, evaluate, run_metrics
+        from bench_ledger.queries.metrics_batch import supported
+
+        self.ledger = ledger
+        self.metrics = METRICS
+        self._evaluate = evaluate
+        rows = run_metrics(ledger, batches or None, metrics=())
+        self.runs = [RunScope(r.batch, r.label, r.input_target_tokens, r.output_cap_tokens, r.concurrency,
+                              r.request_count) for r in rows]  # fmt: skip
+        self.batches = sorted({r.batch for r in self.runs} | set(batches or []))
+        with ledger.connection() as conn:
+            L, D = m.Launch.__table__, m.Deployment.__table__
+            q = sa.select(D.c.name, L.c.attempt).join(D, D.c.id == L.c.deployment_id).where(not_superseded(L))
+            self.launches = sorted({(r[0], r[1]) for r in conn.execute(q)})
+            if not batches:
+                self.batches = sorted(set(self.batches) | {r[0] for r in conn.execute(sa.select(m.Batch.name))})
+        self.memo: dict[tuple, Any] = {}
+        self._batched: set[str] = set()
+        self._run_metrics = run_metrics
+        self._batch_names = batches or None
+        self._supported = supported
+
+    def cards(self, name: str, batch: str) -> list[str]:
+        """The cards of a batch a per-card hardware metric names (empty when it is one value)."""
+        from bench_ledger.queries.types import Scope
+
+        try:
+            v = self.evaluate(self.ledger, name, Scope(batch=batch))
+        except (LedgerError, Refused, KeyError, ValueError):
+            return []
+        per_card = (v.inputs or {}).get("per_card") if v.value is None else None
+        return sorted(per_card) if isinstance(per_card, dict) else []
+
+    def _prefill(self, name: str) -> None:
+        """Request metrics of every run at once through the batch path (values equal evaluate's)."""
+        from bench_ledger.queries.types import Scope
+
+        self._batched.add(name)
+        if not self._supported(self.metrics[name]):
+            return
+        for rm in self._run_metrics(self.ledger, self._batch_names, metrics=(name,)):
+            if name in rm.values:
+                self.memo[(name, Scope(batch=rm.batch, run=rm.label))] = rm.values[name]
+
+    def evaluate(self, ledger: Any, name: str, scope: Any) -> Any:
+        if name not in self._batched and self.metrics[name].family == "requests" and scope.run is not None:
+            self._prefill(name)
+        key = (name, scope)
+        if key not in self.memo:
+            try:
+                self.memo[key] = self._evaluate(ledger, name, scope)
+            except (LedgerError, Refused, KeyError, ValueError) as exc:
+                self.memo[key] = exc
+        v = self.memo[key]
+        if isinstance(v, Exception):
+            raise v
+        return v
+
+
+@dataclass
+class Candidate:
+    metric: str
+    scope: dict
+    verdict: str  # what the audit gives it: reproduced | mismatch | not-derivable | refused
+    recomputed: str | None
+    named: bool
+    score: int
+    why: list[str]
+    over_cards: str | None = None
+    unit: str | None = None  # the metric value's unit ("unconfirmed" for an unread dmon column)
+
+    def describe(self) -> str:
+        sc = ", ".join(f"{k}={v}" for k, v in self.scope.items())
+        shown = f" = {self.recomputed}" if self.recomputed else ""
+        return f"{self.metric} over {{{sc}}}{shown}: {self.verdict}" + (f" ({'; '.join(self.why)})" if self.why else "")
+
+
+def metric_names(g: Guess, metrics: dict) -> list[str]:
+    """The registered metrics a guess points at: the cue's stem (with the statistic when one is
+    printed), else every metric of the guessed kind."""
+    names = []
+    if g.metric_stem:
+        if g.metric_stem in metrics:
+            names = [g.metric_stem]
+        else:
+            names = [n for n in metrics if n.startswith(g.metric_stem + "_")]
+            if g.stat:
+                narrowed = [n for n in names if n.endswith("_" + g.stat) or f"_{g.stat}_" in n]
+                names = narrowed or names
+    names = [n for n in names if metrics[n].quantity_kind == g.kind]
+    hardware = [n for n in names if metrics[n].family == "hardware" and n.endswith(("_mean", "_max"))]
+    if hardware and not g.stat and len(hardware) == len(names):
+        # a hardware counter printed without a statistic word is read as its window mean (the summary)
+        names = [n for n in names if n.endswith("_mean")]
+    if not names:
+        names = [n for n, mt in metrics.items() if mt.quantity_kind == g.kind and g.kind not in ("count", "other",
+                                                                                                "ratio", "percent_change")]
+    return names
+
+
+def metric_candidates(f: Found, g: Guess, view: LedgerView, fa: Facets, claim_text: str) -> list[Candidate]:
+    """Every (metric, scope) the guess allows, checked by the audit on a one-claim file."""
+    from bench_ledger.queries.audit import Auditor
+    from bench_ledger.queries.claims import ClaimsFile
+
+    names = metric_names(g, view.metrics)
+    if g.kind == "power" and f.unit not in ("W", "kW"):
+        names = []  # a power statistic needs its unit printed ("功耗归一化比值" is not a power)
+    out: list[Candidate] = []
+    for name in names:
+        mt = view.metrics[name]
+        scopes: list[tuple[dict, bool, int, list[str], str | None]] = []
+        if mt.family == "requests":
+            for r in view.runs:
+                named, score, why = names_run(fa, r)
+                scopes.append(({"batch": r.batch, "run": r.label}, named, score, why, None))
+            for b in view.batches if mt.pools else ():
+                scopes.append(({"batch": b}, b.lower() in fa.words, 1, [f"batch {b}"] if b.lower() in fa.words
+                               else [], None))  # fmt: skip
+        elif mt.family == "hardware":
+            for b in view.batches:
+                named = b.lower() in fa.words
+                over = "mean" if name.endswith("_mean") and not name.startswith("power_sum") else None
+                scopes.append(({"batch": b}, named, 1 if named else 0, [f"batch {b}"] if named else [], over))
+                if over is None:
+                    # a per-card statistic over several cards: each card is a scope of its own
+                    for card in view.cards(name, b):
+                        scopes.append(({"batch": b, "gpu": card}, named, 1 if named else 0,
+                                       [f"batch {b}"] if named else [], None))  # fmt: skip
+        else:
+            for dep, attempt in view.launches:
+                named = fa.launch == attempt or dep.lower() in fa.words
+                scopes.append(({"deployment": dep, "launch": attempt}, named, 1 if named else 0,
+                               [f"launch {attempt}"] if fa.launch == attempt else [], None))  # fmt: skip
+        for scope, named, score, why, over in scopes:
+            if fa.launch is not None and "launch" in scope and scope["launch"] != fa.launch:
+                continue
+            claim = {"id": "candidate", "text": claim_text, "kind": mt.quantity_kind, "unit": f.unit,
+                     "metric": {"name": name, "scope": scope, **({"over_cards": over} if over else {})}}
+            cf = ClaimsFile.model_validate({"version": 1, "source_report": {"slug": "draft", "title": "draft"},
+                                            "claims": [claim]})  # fmt: skip
+            try:
+                res = Auditor(cf, view.ledger, evaluate=view.evaluate).result("candidate")
+            except Exception as exc:  # noqa: BLE001 - a candidate the audit cannot run is not proposed
+                res = None
+                verdict, shown = "refused", str(exc)[:80]
+            else:
+                verdict, shown = res.verdict, res.recomputed
+            unit = (res.evidence or {}).get("metric_unit") if res is not None else None
+            out.append(Candidate(name, scope, verdict, shown, named, score, why, over, unit))
+    return out
+
+
+_STAT_ORDER = ("p50", "mean", "", "p90", "p99", "max")
+
+
+def _stat_of(metric: str) -> str:
+    tail = metric.rsplit("_", 1)[-1]
+    return tail if tail in _STAT_ORDER else ""
+
+
+def significant_digits(value: str) -> int:
+    digits = re.sub(r"[^0-9]", "", re.split(r"[A-Za-z%×倍\s]", value.strip().lstrip("+-−"))[0])
+    return len(digits.lstrip("0"))
+
+
+def choose_metric(cands: list[Candidate], fa: Facets, significant: int = 0) -> tuple[Candidate | None, str,
+                                                                                      list[Candidate]]:
+    """The proposal among the candidates: (chosen, confidence, rejected)."""
+    reproduced = [c for c in cands if c.verdict == "reproduced"]
+    named_rep = [c for c in reproduced if c.named]
+    if named_rep:
+        best = max(c.score for c in named_rep)
+        top = [c for c in named_rep if c.score == best]
+        if len({(c.metric, str(c.scope)) for c in top}) > 1 and len({str(c.scope) for c in top}) == 1:
+            # one scope, several statistics agree (one request: mean = median = max): the median
+            top = sorted(top, key=lambda c: _STAT_ORDER.index(_stat_of(c.metric)))[:1]
+        if len(top) == 1:
+            return top[0], "high", [c for c in cands if c is not top[0] and (c.named or c.verdict == "reproduced")]
+        return top[0], "low", [c for c in cands if c is not top[0] and (c.named or c.verdict == "reproduced")]
+    named_na = [c for c in cands if c.named and c.verdict == "not-derivable" and c.score >= 2]
+    if named_na:
+        best = max(c.score for c in named_na)
+        top = [c for c in named_na if c.score == best]
+        if len({str(c.scope) for c in top}) == 1:
+            top = sorted(top, key=lambda c: _STAT_ORDER.index(_stat_of(c.metric)))
+            return top[0], "medium", [c for c in cands if c.named and c is not top[0]]
+    few = reproduced and len({str(c.scope) for c in cands if c.metric == reproduced[0].metric}) <= 3
+    if len({str(c.scope) for c in reproduced}) == 1 and not fa.stated and (significant >= 3 or few):
+        one = sorted(reproduced, key=lambda c: _STAT_ORDER.index(_stat_of(c.metric)))[0]
+        return one, "low", [c for c in cands if c.named]
+    return None, "", [c for c in cands if c.named or c.verdict == "reproduced"]
+
+
+# ----------------------------------------------------------------------------- derived
+
+
+@dataclass
+class DerivedProposal:
+    op: str
+    operands: list[Found]
+    recomputed: str
+    value: str | None  # the printed value with its inferred sign, when the text has none
+    why: str
+
+
+_OP_BEFORE = {"÷": "divide", "/": "divide", "×": "product", "*": "product", "+": "sum", "＋": "sum"}
+
+
+def _interval(f: Found) -> iv.Interval | None:
+    if f.value is None or f.form == "range":
+        return None
+    try:
+        return iv.parse(f.value).interval
+    except ValueError:
+        return None
+
+
+def _printed(f: Found) -> iv.Printed | None:
+    if f.value is None or f.form == "range":
+        return None
+    try:
+        return iv.parse(f.value)
+    except ValueError:
+        return None
+
+
+def propose_derived(f: Found, g: Guess, pool: list[Found], text_between: Any) -> DerivedProposal | None:
+    """A formula over other numbers of the same sentence or row that gives this one within rounding."""
+    p = _printed(f)
+    if p is None:
+        return None
+    others = [o for o in pool if o is not f and _interval(o) is not None and o.form != "na"]
+    before = [o for o in others if (o.place.line, o.place.start) < (f.place.line, f.place.start)]
+    # 1. explicit arithmetic printed right before: "384÷16＝24", "16,593,113÷262,144≈63.3"
+    if len(before) >= 2:
+        a, b = before[-2], before[-1]
+        between = text_between(a, b)
+        tail = text_between(b, f)
+        op = _OP_BEFORE.get(between.strip()[:1]) if between.strip() else None
+        if op and (tail.strip()[:1] in "=＝≈" or f.text.lstrip().startswith("≈")):
+            res = _apply(op, [a, b])
+            if res is not None and iv.check(res, p.interval).consistent:
+                return DerivedProposal(op, [a, b], str(res), None, f"printed arithmetic {a.text}{between}{b.text}")
+    ia = {id(o): _interval(o) for o in others}
+    if g.kind == "percent_change" or p.unit == "%":
+        if g.kind not in ("percent_change",):
+            return None
+        signs = [1] if p.signed else ([g.sign] if g.sign else [1, -1])
+        if not p.signed and g.sign == 0:
+            signs = [1, -1]
+        order = _pairs(before) + _pairs(others) + _pairs(before, both=True) + _pairs(others, both=True)
+        for a, b in order:
+            try:
+                res = iv.percent_change(ia[id(a)], ia[id(b)])
+            except Refused:
+                continue
+            for sgn in signs:
+                target = p.interval if sgn == 1 else -p.interval
+                if iv.check(res, target).consistent:
+                    value = None
+                    if not p.signed:
+                        value = ("+" if sgn == 1 else "−") + p.text.strip().removeprefix("约").strip()
+                        value = _clean_value(f, sgn)
+                    return DerivedProposal("percent_change", [a, b], str(res), value,
+                                           f"({b.text} / {a.text} − 1) × 100")
+        return None
+    if p.unit == "x" or g.kind in ("ratio", "capacity_ratio"):
+        for a, b in _pairs(before, both=True) + _pairs(others, both=True):
+            try:
+                res = iv.ratio(ia[id(a)], ia[id(b)])
+            except Refused:
+                continue
+            if iv.check(res, p.interval).consistent:
+                return DerivedProposal("ratio", [a, b], str(res), None, f"{a.text} / {b.text}")
+        return None
+    # conversion: the number just before it in the same clause, same dimension, another unit
+    if before and p.unit and dimension(p.unit):
+        a = before[-1]
+        pa = _printed(a)
+        if pa and pa.unit and pa.unit != p.unit and dimension(pa.unit) == dimension(p.unit) and \
+                text_between(a, f).strip(" ，,、（(") in ("", "约", "即", "or", "="):  # fmt: skip
+            try:
+                res = iv.convert(pa.interval, pa.unit, p.unit)
+            except (Refused, ValueError, KeyError):
+                res = None
+            if res is not None and iv.check(res, p.interval).consistent:
+                return DerivedProposal("convert", [a], str(res), None, f"{a.text} in {p.unit}")
+    # a total printed with its parts in one heading or sentence: "九次启动：五次失败，四次就绪"
+    same = [o for o in others if o.segment == f.segment]
+    if len(same) >= 2 and all(_is_int(o) for o in same) and _is_int(f):
+        # counts are integers: a printed "5" is exactly 5 (R11), so the parts must add up exactly
+        res = iv.total(*(iv.Interval.point(_printed(o).value) for o in same))  # type: ignore[union-attr]
+        if res.lo == p.value and res.lo > max(_printed(o).value for o in same):  # type: ignore[union-attr]
+            return DerivedProposal("sum", same, str(res), None, " + ".join(o.text for o in same))
+    return None
+
+
+def _clean_value(f: Found, sgn: int) -> str:
+    core = f.core[0].lstrip("+-−")
+    return ("+" if sgn == 1 else "−") + core + "%"
+
+
+def _is_int(f: Found) -> bool:
+    p = _printed(f)
+    return p is not None and p.is_integer and p.unit in (None, "x") or (p is not None and p.is_integer and
+                                                                       f.form == "word")  # fmt: skip
+
+
+def _pairs(items: list[Found], both: bool = False) -> list[tuple[Found, Found]]:
+    """Ordered pairs nearest first: (a, b) with a before b; with ``both`` also (b, a)."""
+    out = []
+    n = len(items)
+    for gap in range(1, n):
+        for i in range(n - 1, gap - 1, -1):
+            a, b = items[i - gap], items[i]
+            out.append((a, b))
+            if both:
+                out.append((b, a))
+    return out
+
+
+def _apply(op: str, xs: list[Found]) -> iv.Interval | None:
+    ivs = [_interval(x) for x in xs]
+    if any(v is None for v in ivs):
+        return None
+    try:
+        if op == "divide":
+            return iv.ratio(ivs[0], ivs[1])  # type: ignore[arg-type]
+        if op == "product":
+            return iv.product(*ivs)  # type: ignore[arg-type]
+        if op == "sum":
+            return iv.total(*ivs)  # type: ignore[arg-type]
+    except Refused:
+        return None
+    return None

@@ -1,0 +1,568 @@
+"""Find every printed number of a report, with its exact text and where it stands.
+
+A report (Markdown or plain text, Chinese or English) is read as a sequence of segments: the title,
+headings (``## 3.3 Results`` or a plain ``3.3 各档最高观察值`` line), prose lines (split into
+sentences), table cells (``| a | b |`` rows: the first row is the header, the first cell of a body
+row is its label) and footnotes (a line opening with ¹²³...). Each number found gets a
+:class:`Place`: section number and heading path, line and character span, and for a table cell the
+row label and the column header.
+
+The number itself is parsed by :mod:`queries.intervals` (one parser for printed numbers: the same
+``parse`` / ``parse_range`` the audit uses). This module only *locates* candidates and decides what
+is not a number claim: section numbers, list ordinals (``第 11 篇``, ``1.`` in a Markdown list),
+dates, times, version strings, names with digits glued in (H20, SM120, Qwen2.5-7B), footnote marks,
+scope labels (C4N8: context, not a claim) and the labels/headers of a table. Those are returned as
+:class:`Skipped` with the reason, so a reviewer sees what was left out and why.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from bench_ledger.queries import intervals as iv
+from bench_ledger.queries.draft_lexicon import (
+    CLASSIFIERS,
+    COUNT_NOUNS,
+    EN_WORDS,
+    SCOPE_LABEL,
+    SETTING_PREFIXES,
+    UNIT_ALTERNATION,
+    UNITS,
+    cjk_value,
+)
+
+SUPERSCRIPTS = "¹²³⁴⁵⁶⁷⁸⁹⁰"
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a number stands in the report."""
+
+    section: str  # "3.3", "title", "" before the first heading, or a heading's text when unnumbered
+    heading: str  # the heading path, "3 压测方法与实测结果 > 3.3 各档最高观察值"
+    line: int  # 1-based
+    start: int  # character span within the line
+    end: int
+    table: int | None = None  # ordinal of the table within its section (1-based)
+    row: str | None = None  # a table row's label (its first cell)
+    column: str | None = None  # the column header
+    footnote: str | None = None  # a footnote line's mark
+
+    @property
+    def locator(self) -> str:
+        where = "title" if self.section == "title" else (f"§{self.section}" if self.section else "preamble")
+        if self.row is not None:
+            where += f" row {self.row}"
+            if self.column:
+                where += f", col {self.column}"
+        elif self.footnote is not None:
+            where += f" footnote {self.footnote}"
+        return f"{where} (line {self.line}:{self.start + 1}-{self.end})"
+
+
+@dataclass
+class Found:
+    """One printed number (or range, or N/A) with its place and the text around it."""
+
+    text: str  # exactly as printed
+    value: str | None  # the number in a form queries.intervals parses ('9' for 九次, '8' for TP8); None for N/A
+    core: tuple[str, ...]  # the digits as printed, sign and scale included ('−16.2', '18.61M'); two for a range
+    unit: str | None  # canonical unit (draft_lexicon.UNITS), or None
+    form: str  # number | range | pair | word | setting | na
+    place: Place
+    sentence: str  # the sentence or table cell it stands in
+    paragraph: str  # the whole line (a prose paragraph, a table row)
+    earlier: str  # the sentences of the same paragraph before this one
+    before: str  # the clause before it (from the previous number or clause mark)
+    after: str  # the clause after it
+    segment: int  # index of the segment (a sentence, a cell, a heading line)
+    group: int | None = None  # members of one a/b pair or a、b、c list share a group
+    member: int = 0  # position within the group
+    approx: bool = False
+    footnote: str | None = None  # a superscript mark glued to it (N/A¹)
+
+
+@dataclass(frozen=True)
+class Skipped:
+    text: str
+    place: Place
+    why: str
+
+
+@dataclass
+class Segment:
+    """A piece of the report read as one context: a sentence, a table cell, a heading, a footnote."""
+
+    kind: str  # title | heading | prose | cell | footnote
+    text: str
+    line: int
+    offset: int  # where ``text`` starts within its line
+    section: str
+    heading: str
+    table: int | None = None
+    row: str | None = None
+    column: str | None = None
+    row_cells: list[str] = field(default_factory=list)
+    header: list[str] = field(default_factory=list)
+    footnote: str | None = None
+    is_label: bool = False  # the first cell of a row, or a header cell
+    row_id: int | None = None  # body rows of one table share a table id; cells of one row a row id
+
+
+@dataclass
+class Report:
+    segments: list[Segment]
+    footnotes: dict[str, str]  # mark -> footnote text
+    lines: list[str]
+
+
+# ----------------------------------------------------------------------------- structure
+
+_FULLWIDTH = str.maketrans({**{chr(0xFF10 + i): str(i) for i in range(10)}, "．": ".", "％": "%", "＋": "+",
+                            "＝": "=", "：": "：", "（": "（"})  # fmt: skip
+_MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
+_NUM_HEADING = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+(\S.*)$")
+_TABLE_SEP = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_SENTENCE_END = re.compile(r"[。；;！？!?]|\.(?=\s|$)")
+_LIST_ITEM = re.compile(r"^(\s*)(?:[-*+]\s+|(?P<ord>\d+)[.)、]\s+)")
+
+
+def normalize(text: str) -> str:
+    """Full-width digits and signs to ASCII, one character for one (spans stay valid)."""
+    return text.translate(_FULLWIDTH)
+
+
+def _is_plain_heading(line: str) -> re.Match | None:
+    m = _NUM_HEADING.match(line.strip())
+    if not m or "|" in line or len(m.group(2)) > 60 or _SENTENCE_END.search(m.group(2)[-1:]):
+        return None
+    if len(m.group(1)) > 8 or "，" in m.group(2) and len(m.group(2)) > 30:
+        return None
+    return m
+
+
+def read_report(text: str) -> Report:
+    """Split a report into segments with their section, table and row context."""
+    lines = normalize(text).splitlines()
+    markdown = any(_MD_HEADING.match(ln) for ln in lines)
+    segs: list[Segment] = []
+    footnotes: dict[str, str] = {}
+    stack: list[tuple[int, str]] = []  # (depth, "3.3 title")
+    section = ""
+    tables_in_section = 0
+    title_seen = False
+    i = 0
+    row_id = 0
+    while i < len(lines):
+        raw = lines[i]
+        lineno = i + 1
+        stripped = raw.strip()
+        if not stripped:
+            i += 1
+            continue
+        heading = " > ".join(t for _, t in stack)
+        md = _MD_HEADING.match(raw)
+        plain = None if markdown else _is_plain_heading(raw)
+        if not title_seen and not md and not plain:
+            title_seen = True
+            segs.append(Segment("title", raw, lineno, 0, "title", "title"))
+            i += 1
+            continue
+        if md or plain:
+            if md:
+                depth = len(md.group(1))
+                htext = md.group(2)
+                nm = _NUM_HEADING.match(htext)
+                if md and depth == 1 and not title_seen:
+                    title_seen = True
+                    segs.append(Segment("title", htext, lineno, raw.index(htext), "title", "title"))
+                    i += 1
+                    continue
+                number = nm.group(1) if nm else None
+            else:
+                number, htext = plain.group(1), plain.group(2)  # type: ignore[union-attr]
+                depth = number.count(".") + 1
+            title_seen = True
+            label = f"{number} {htext if not md or not number else htext[len(number):].lstrip('. ')}" if number else htext
+            stack = [(d, t) for d, t in stack if d < depth] + [(depth, label.strip())]
+            section = number or htext.strip()
+            tables_in_section = 0
+            start = raw.index(htext) if htext in raw else 0
+            if number and not md:
+                start = raw.index(plain.group(2))  # type: ignore[union-attr]
+            elif number and md:
+                start = raw.index(htext) + len(number)
+            if number:
+                nstart = raw.index(number)
+                segs.append(Segment("secnum", number, lineno, nstart, section, " > ".join(t for _, t in stack)))
+            segs.append(Segment("heading", raw[start:], lineno, start, section, " > ".join(t for _, t in stack)))
+            i += 1
+            continue
+        if stripped.startswith("|"):
+            block = []
+            while i < len(lines) and lines[i].strip().startswith("|"):
+                block.append((i + 1, lines[i]))
+                i += 1
+            tables_in_section += 1
+            header: list[str] = []
+            for n, (ln, row) in enumerate(block):
+                if _TABLE_SEP.match(row.strip()):
+                    continue
+                cells = _cells(row)
+                texts = [c for c, _ in cells]
+                if n == 0:
+                    header = [c.strip() for c in texts]
+                    for col, (c, off) in enumerate(cells):
+                        segs.append(Segment("cell", c, ln, off, section, heading, tables_in_section, None,
+                                            header[col], [], header, is_label=True))  # fmt: skip
+                    continue
+                row_id += 1
+                label = texts[0].strip() if texts else ""
+                for col, (c, off) in enumerate(cells):
+                    segs.append(Segment("cell", c, ln, off, section, heading, tables_in_section, label,
+                                        header[col] if col < len(header) else None, [t.strip() for t in texts],
+                                        header, is_label=(col == 0), row_id=row_id))  # fmt: skip
+            continue
+        if stripped[0] in SUPERSCRIPTS:
+            mark = stripped[0]
+            footnotes[mark] = stripped[1:].strip()
+            off = raw.index(stripped[0]) + 1
+            segs.append(Segment("footnote", raw[off:], lineno, off, section, heading, footnote=mark))
+            i += 1
+            continue
+        offset = 0
+        lm = _LIST_ITEM.match(raw)
+        if lm:
+            offset = lm.end()
+            if lm.group("ord") and markdown:
+                segs.append(Segment("ordinal", lm.group("ord"), lineno, raw.index(lm.group("ord")), section, heading))
+        body = raw[offset:]
+        start = 0
+        for m in _SENTENCE_END.finditer(body):
+            piece = body[start:m.end()]
+            if piece.strip():
+                segs.append(Segment("prose", piece, lineno, offset + start, section, heading))
+            start = m.end()
+        if body[start:].strip():
+            segs.append(Segment("prose", body[start:], lineno, offset + start, section, heading))
+        i += 1
+    return Report(segs, footnotes, lines)
+
+
+def _cells(row: str) -> list[tuple[str, int]]:
+    """The cells of a table row with their offsets in the line (outer pipes dropped)."""
+    out = []
+    pos = row.index("|") + 1
+    parts = row[pos:].split("|")
+    if parts and not parts[-1].strip():
+        parts = parts[:-1]
+    for p in parts:
+        out.append((p, pos))
+        pos += len(p) + 1
+    return out
+
+
+# ----------------------------------------------------------------------------- the scanner
+
+_APPROX = r"(?:约|大约|approximately|approx\.|about|around|roughly|nearly|~|≈|～)"
+_NUM = r"(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+_SCALE = r"(?:[KkM万亿](?![A-Za-z]))"
+TOKEN = re.compile(
+    rf"""
+    (?P<na>(?<![A-Za-z])N/A(?![A-Za-z])[{SUPERSCRIPTS}]*)
+  | (?P<secref>§\s?\d+(?:\.\d+)*)
+  | (?P<date>(?<!\d)\d{{4}}-\d{{1,2}}-\d{{1,2}}(?!\d)|(?<!\d)\d{{4}}/\d{{1,2}}/\d{{1,2}}(?!\d)|(?<!\d)\d{{8}}-\d{{6}}(?!\d)
+            |(?<!\d)\d{{4}}\s?年(?:\s?\d{{1,2}}\s?月)?(?:\s?\d{{1,2}}\s?日)?|(?<![\d:])\d{{1,2}}:\d{{2}}(?::\d{{2}}(?:\.\d+)?)?(?![\d:]))
+  | (?P<version>(?<![\w.])v\d+(?:\.\d+)+(?![\w])|(?<![\w.])\d+\.\d+\.\d+(?:\.\d+)*(?![\d.]))
+  | (?P<ident>(?<![A-Za-z0-9_.\-])[A-Za-z][A-Za-z_]*(?:-[A-Za-z_]+)*-?\d[A-Za-z0-9_.]*(?:-[A-Za-z0-9_.]+)*)
+  | (?P<ordinal>第\s?\d+)
+  | (?P<cjk>(?<![两二三四五六七八九十第])[两二三四五六七八九十]+(?=[{CLASSIFIERS}]))
+  | (?P<word>\b(?:{'|'.join(EN_WORDS)})\b(?=\s+[A-Za-z]))
+  | (?P<num>(?:(?P<approx>{_APPROX})\s*)?(?P<sign>(?:(?<=[\s(（:：=])|^)[+\-−]|[+−])?(?P<digits>{_NUM}{_SCALE}?)(?![\d]))
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
+_UNIT_AFTER = re.compile(rf"(?P<sp>\s?|-(?=tokens?\b))(?P<unit>{UNIT_ALTERNATION})(?P<per>/卡|/card|/GPU)?")
+_RANGE_SEP = re.compile(r"\s*(?:–|—|-|~|～|\.\.|…|至|到|\bto\b)\s*")
+_PAIR_SEP = re.compile(r"\s*/\s*")
+_LIST_SEP = re.compile(r"\s*[、]\s*")
+_SECOND = re.compile(rf"(?P<sign>[+\-−])?(?P<digits>{_NUM}{_SCALE}?)(?![\d.])")
+_MEMBER = re.compile(rf"(?P<approx>{_APPROX}\s*)?(?P<sign>[+\-−])?(?P<digits>{_NUM}{_SCALE}?)(?![\d.])")
+_CLAUSE = re.compile(r"[，、；;：:（）()]|,(?!\d)")
+
+
+@dataclass
+class _Tok:
+    start: int
+    end: int
+    text: str
+    value: str | None
+    core: tuple[str, ...]
+    unit: str | None
+    form: str
+    approx: bool = False
+    footnote: str | None = None
+
+
+def _unit_at(text: str, pos: int) -> tuple[str | None, int]:
+    """A unit right after a number at ``pos``: (canonical unit, end), or (None, pos)."""
+    m = _UNIT_AFTER.match(text, pos)
+    if not m:
+        return None, pos
+    unit = m.group("unit")
+    end = m.end()
+    nxt = text[end:end + 1]
+    if unit in ("x", "×") and nxt.isalnum():
+        return None, pos  # "8×H20", "60×实际": a multiplication, not a ratio
+    if unit.isascii() and unit[-1].isalpha() and nxt.isascii() and (nxt.isalnum() or nxt == "_"):
+        return None, pos  # "5070Ti", "7B": not this unit
+    if m.group("sp") and unit in ("x", "s", "W", "C", "h", "min", "us", "ns", "tok", "sec"):
+        # a spaced single-letter unit is too often a word ("8 s" is fine, "x" alone is not)
+        if unit in ("x",):
+            return None, pos
+    return UNITS.get(unit, unit), end
+
+
+def _count_noun(text: str, pos: int) -> str | None:
+    rest = text[pos:pos + 12].lstrip()
+    if rest[:1] in "个次条组份":
+        rest = rest[1:].lstrip()
+    rest = rest.removeprefix("API ").lstrip()
+    for noun in sorted(COUNT_NOUNS, key=len, reverse=True):
+        if rest.startswith(noun):
+            return COUNT_NOUNS[noun]
+    return None
+
+
+def scan(text: str) -> tuple[list[_Tok], list[tuple[int, int, str, str]]]:
+    """Scan one segment's text: (numbers found, skipped (start, end, text, why))."""
+    found: list[_Tok] = []
+    skipped: list[tuple[int, int, str, str]] = []
+    pos = 0
+    while True:
+        m = TOKEN.search(text, pos)
+        if not m:
+            break
+        kind = m.lastgroup if m.lastgroup in ("na", "secref", "date", "version", "ident", "ordinal", "cjk", "word") \
+            else "num"  # fmt: skip
+        for g in ("na", "secref", "date", "version", "ident", "ordinal", "cjk", "word", "num"):
+            if m.group(g) is not None:
+                kind = g
+                break
+        s, e = m.start(), m.end()
+        pos = e
+        tok = m.group(0)
+        if kind == "na":
+            mark = tok[3:] or None
+            found.append(_Tok(s, e, tok, None, (), None, "na", footnote=mark))
+        elif kind == "secref":
+            skipped.append((s, e, tok, "a section reference"))
+        elif kind == "date":
+            skipped.append((s, e, tok, "a date or time"))
+        elif kind == "version":
+            skipped.append((s, e, tok, "a version string"))
+        elif kind == "ordinal":
+            skipped.append((s, e, tok, "an ordinal (第…)"))
+        elif kind == "ident":
+            t = _ident(tok, s, e)
+            if isinstance(t, _Tok):
+                found.append(t)
+            else:
+                skipped.append((s, e, tok, t))
+        elif kind == "cjk":
+            v = cjk_value(tok)
+            if v is None:
+                continue
+            unit = {"卡": "GPUs", "台": "nodes", "人": "users", "倍": "x", "层": "layers"}.get(text[e:e + 1])
+            unit = unit or _count_noun(text, e)
+            end = e + 1 if text[e:e + 1] in "卡台人倍" else e
+            found.append(_Tok(s, end, text[s:end + (1 if end == e and text[e:e + 1] else 0)], str(v), (str(v),),
+                              unit, "word"))  # fmt: skip
+        elif kind == "word":
+            v = EN_WORDS[tok.lower()]
+            unit = _count_noun(text, e)
+            found.append(_Tok(s, e, tok, str(v), (str(v),), unit, "word"))
+        else:
+            t, pos = _number(text, m)
+            if t is None:
+                continue
+            if isinstance(t, tuple):
+                skipped.append(t)
+                continue
+            found.extend(t)
+    return found, skipped
+
+
+def _ident(tok: str, s: int, e: int) -> _Tok | str:
+    """A name with digits in it: a layout setting (TP8, top-6), a scope label (C4N8), or a name."""
+    for prefix, (unit, _kind) in SETTING_PREFIXES.items():
+        rest = tok[len(prefix):]
+        if tok.upper().startswith(prefix.upper()) and rest.isdigit():
+            return _Tok(s, e, tok, rest, (rest,), unit, "setting")
+    if SCOPE_LABEL.match(tok) and any(ch.isdigit() for ch in tok):
+        return "a scope label (C = concurrency, N = requests): read as context"
+    return "a name with digits in it (model, hardware, file or option)"
+
+
+def _number(text: str, m: re.Match) -> tuple[list[_Tok] | tuple | None, int]:
+    """A number at match ``m``, extended by its unit, a range end, or the members of an a/b pair or
+    an a、b、c list (one unit printed after the last member applies to all)."""
+    s = m.start()
+    digits = m.group("digits")
+    e = m.end()
+    nxt = text[e:e + 1]
+    unit, uend = _unit_at(text, e)
+    if unit is None and nxt.isascii() and nxt.isalpha() and nxt not in "xX":
+        # digits glued to letters that are no unit: a name ("6000D", "7B", "5070Ti")
+        end = e
+        while end < len(text) and (text[end].isalnum() and text[end].isascii() or text[end] in "_-."):
+            end += 1
+        return (s, end, text[s:end], "a name with digits in it (model, hardware, file or option)"), end
+    end = uend
+    approx = m.group("approx") is not None
+    sign = m.group("sign") or ""
+    # a range: "419–165,230", "1.77x-2.78x", "约 6.5%–7.8%", "21,170 .. 1,840,234"
+    r = _RANGE_SEP.match(text, end)
+    if r and r.end() > end:
+        m2 = _SECOND.match(text, r.end())
+        if m2:
+            unit2, uend2 = _unit_at(text, m2.end())
+            glued = text[m2.end():m2.end() + 1]
+            if unit2 is not None or not (glued.isascii() and glued.isalpha()):
+                body = text[s:uend2]
+                try:
+                    iv.parse_range(_for_parser(body))
+                except ValueError:
+                    pass
+                else:
+                    core = (sign + digits, (m2.group("sign") or "") + m2.group("digits"))
+                    return [_Tok(s, uend2, body, _for_parser(body), core, unit or unit2, "range", approx)], uend2
+    first = _Tok(s, end, text[s:end], _value_text(sign, digits, text[e:end]), (sign + digits,), unit, "number", approx)
+    # a/b pair or a、b、c list: members share the last member's unit
+    members = [first]
+    pos = end
+    for sep_re, form in ((_PAIR_SEP, "pair"), (_LIST_SEP, "list")):
+        while True:
+            sm = sep_re.match(text, pos)
+            if not sm:
+                break
+            m2 = _MEMBER.match(text, sm.end())
+            if not m2 or text[m2.end():m2.end() + 1].isascii() and text[m2.end():m2.end() + 1].isalpha() and \
+                    _unit_at(text, m2.end())[0] is None:  # fmt: skip
+                break
+            u2, ue2 = _unit_at(text, m2.end())
+            sg = m2.group("sign") or ""
+            members.append(_Tok(m2.start(), ue2, text[m2.start():ue2], _value_text(sg, m2.group("digits"),
+                                text[m2.end():ue2]), (sg + m2.group("digits"),), u2, form,
+                                m2.group("approx") is not None))  # fmt: skip
+            pos = ue2
+        if len(members) > 1:
+            break
+    if len(members) > 1:
+        last_unit = members[-1].unit
+        for t in members:
+            t.form = "pair" if members[-1].form == "pair" else "list"
+            if t.unit is None and last_unit is not None:
+                t.unit = last_unit
+            if t.value is not None and last_unit and t is not members[-1] and not _has_unit(t.value):
+                t.value = t.value + (" " + last_unit if last_unit not in ("%", "x") else last_unit)
+        return members, pos
+    return [first], end
+
+
+def _has_unit(value: str) -> bool:
+    return bool(re.search(r"[^\d,.\s+\-−KkM万亿]", value))
+
+
+def _value_text(sign: str, digits: str, unit_text: str) -> str:
+    unit_text = unit_text.strip().lstrip("-")
+    for per in ("/卡", "/card", "/GPU"):
+        unit_text = unit_text.removesuffix(per)
+    return f"{sign}{digits}{unit_text if unit_text in ('%', 'x', '×', '倍') else (' ' + unit_text if unit_text else '')}"
+
+
+def _for_parser(text: str) -> str:
+    out = text
+    for per in ("/卡", "/card", "/GPU"):
+        out = out.replace(per, "")
+    return out
+
+
+# ----------------------------------------------------------------------------- the finder
+
+
+@dataclass
+class Findings:
+    report: Report
+    found: list[Found]
+    skipped: list[Skipped]
+
+
+def find_numbers(text: str) -> Findings:
+    """Every printed number of a report with its place, and everything left out with why."""
+    report = read_report(text)
+    found: list[Found] = []
+    skipped: list[Skipped] = []
+    group = 0
+    for n, seg in enumerate(report.segments):
+        if seg.kind in ("ordinal", "secnum"):
+            p = _place(seg, 0, len(seg.text))
+            skipped.append(Skipped(seg.text, p, "a list ordinal" if seg.kind == "ordinal" else "a section number"))
+            continue
+        toks, skips = scan(seg.text)
+        for s, e, t, why in skips:
+            skipped.append(Skipped(t, _place(seg, s, e), why))
+        if seg.kind == "heading" and not toks:
+            continue
+        clauses = _clause_bounds(seg.text)
+        prev_end = 0
+        grouped: dict[int, int] = {}
+        for k, t in enumerate(toks):
+            p = _place(seg, t.start, t.end)
+            if seg.is_label:
+                why = "a table header" if seg.row is None else "a table row label (read as context)"
+                skipped.append(Skipped(t.text, p, why))
+                continue
+            cstart = max([b for b in clauses if b <= t.start] or [0])
+            cend = min([b for b in clauses if b >= t.end] or [len(seg.text)])
+            g = None
+            if t.form in ("pair", "list"):
+                key = id(toks[k - 1]) if k and toks[k - 1].form == t.form and toks[k - 1].end <= t.start else None
+                if key is not None and key in grouped:
+                    g = grouped[key]
+                else:
+                    group += 1
+                    g = group
+                grouped[id(t)] = g
+            member = sum(1 for f in found if f.group == g) if g is not None else 0
+            found.append(Found(
+                text=t.text, value=t.value, core=t.core, unit=t.unit, form=t.form, place=p, sentence=seg.text.strip(),
+                paragraph=report.lines[seg.line - 1].strip(),
+                earlier=report.lines[seg.line - 1][:seg.offset] if seg.kind == "prose" else "",
+                before=seg.text[max(cstart, prev_end if t.form not in ("pair", "list") else cstart):t.start],
+                after=seg.text[t.end:cend], segment=n, group=g, member=member, approx=t.approx, footnote=t.footnote,
+            ))  # fmt: skip
+            prev_end = t.end
+    return Findings(report, found, skipped)
+
+
+def _clause_bounds(text: str) -> list[int]:
+    return [m.end() for m in _CLAUSE.finditer(text)] + [m.start() for m in _CLAUSE.finditer(text)]
+
+
+def _place(seg: Segment, start: int, end: int) -> Place:
+    return Place(section=seg.section, heading=seg.heading, line=seg.line, start=seg.offset + start,
+                 end=seg.offset + end, table=seg.table, row=seg.row, column=seg.column,
+                 footnote=seg.footnote)  # fmt: skip
+
+
+def numbers_in(text: str) -> list[tuple[str, ...]]:
+    """The cores of the numbers a piece of text prints (for comparing a claim's text with a draft)."""
+    out = []
+    for t in scan(normalize(text))[0]:
+        if t.form == "na":
+            out.append(("N/A",))
+        else:
+            out.append(t.core)
+    return out
