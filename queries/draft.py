@@ -11,6 +11,7 @@ person has reviewed the proposals.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections import Counter
 from dataclasses import dataclass
@@ -48,9 +49,9 @@ class Draft:
         return head + yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=120)
 
 
-def _slug(text: str) -> str:
+def _slug(text: str, width: int = 24) -> str:
     s = re.sub(r"[^A-Za-z0-9]+", "-", text.lower()).strip("-")
-    return s[:24] or "n"
+    return s[:width].strip("-") or "n"
 
 
 def _claim_id(f: Found, g: Guess, used: set[str]) -> str:
@@ -147,12 +148,12 @@ def draft_claims(report_path: str | Path, ledger: Any = None, batches: list[str]
                     "percent_change", "ratio") and f.value is not None:  # fmt: skip
                 fa = facets_with_row(f, seg.header, seg.row_cells, view.known_words)
                 cands = metric_candidates(f, g, view, fa, f.value)
-                chosen, conf, rejected = choose_metric(cands, fa, significant_digits(f.value))
+                chosen, conf, rejected = choose_metric(cands, fa, significant_digits(f.value), g.metric_stem)
                 if chosen is not None:
                     claim["metric"] = {"name": chosen.metric, "scope": chosen.scope,
                                        **({"over_cards": chosen.over_cards} if chosen.over_cards else {})}
                     claim["kind"] = view.metrics[chosen.metric].quantity_kind
-                    if f.unit is None and chosen.unit:
+                    if g.printed_unit is None and chosen.unit:
                         claim["unit"] = chosen.unit  # the metric's unit: the report prints none
                     evidence["basis"] = {"proposed": "metric", "confidence": conf,
                                          "why": chosen.describe(), "context": fa.stated,
@@ -197,14 +198,11 @@ def draft_claims(report_path: str | Path, ledger: Any = None, batches: list[str]
     title = next((s.text.strip() for s in report.segments if s.kind == "title"), path.stem)
     rel = path.name
     if out_path is not None:
-        try:
-            rel = str(Path(path).resolve().relative_to(Path(out_path).resolve().parent))
-        except ValueError:
-            rel = str(Path(path).resolve())
+        rel = os.path.relpath(path.resolve(), Path(out_path).resolve().parent)
     cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
     data = {
         "version": 1,
-        "source_report": {"slug": _slug(path.stem), "title": title, "file": rel,
+        "source_report": {"slug": _slug(path.stem.removesuffix(".zh").removesuffix(".en"), 60), "title": title, "file": rel,
                           "language": "zh" if cjk > len(text) * 0.05 else "en"},
         "draft": {
             "generated_by": TOOL,

@@ -23,6 +23,7 @@ from typing import Any
 
 from bench_ledger.errors import LedgerError, Refused
 from bench_ledger.queries import intervals as iv
+from bench_ledger.queries.audit import INTEGER_KINDS
 from bench_ledger.queries.draft_lexicon import (
     CHANGE_WORDS,
     CUES,
@@ -30,6 +31,7 @@ from bench_ledger.queries.draft_lexicon import (
     NEGATIVE_WORDS,
     SCOPE_LABEL,
     STATS,
+    UNITS,
     Cue,
 )
 from bench_ledger.queries.draft_numbers import Found
@@ -57,15 +59,20 @@ class Guess:
     metric_stem: str | None = None
     stat: str | None = None
     sign: int = 0  # -1 when the words say the change is a fall ("回落", "drop"), +1 a rise, 0 unknown
+    printed_unit: str | None = None  # the unit printed with the number or in its column header
 
 
 def context_texts(f: Found) -> list[tuple[str, str]]:
-    """The texts that say what a number is, nearest first: (where, text)."""
+    """The texts that say what a number is, nearest first: (where, text). A number shared by several
+    subjects ("A、B 均为 0") is read through its own subject only."""
+    if f.subject is not None:
+        return [("subject", f.subject)] + ([("column", f.place.column)] if f.place.column else [])
     out = [("before", _aligned(f, f.before)), ("after", f.after)]
     if f.place.column:
         out.append(("column", _aligned(f, f.place.column)))
     if f.place.row:
         out.append(("row", _aligned(f, f.place.row)))
+    out.append(("sentence before", _aligned(f, f.lead)))
     out.append(("sentence", _aligned(f, f.sentence)))
     return out
 
@@ -96,7 +103,12 @@ def _find_cue(text: str) -> tuple[Cue, str, int] | None:
     low = text.lower()
     for cue in CUES:
         for w in cue.words:
-            i = low.rfind(w.lower())
+            if w.strip().isascii() and w.strip().replace(" ", "").isalnum():
+                hits = list(re.finditer(rf"(?<![A-Za-z0-9]){re.escape(w.strip().lower())}(?![A-Za-z0-9])", low))
+                i = hits[-1].start() if hits else -1
+                w = w.strip()
+            else:
+                i = low.rfind(w.lower())
             if i >= 0:
                 end = i + len(w)
                 key = (end, len(w))
@@ -133,6 +145,11 @@ def guess(f: Found) -> Guess:
             break
     unit = f.unit
     cues = []
+    header_unit = _header_unit(f.place.column) if f.unit is None else None
+    if header_unit is not None:
+        f = _with_unit(f, header_unit)
+        unit = header_unit
+        cues.append(f"column unit {header_unit!r}")
     kind = None
     conf = "low"
     if cue is not None:
@@ -175,7 +192,30 @@ def guess(f: Found) -> Guess:
             sign = -1
         elif any(w in low for w in CHANGE_WORDS):
             sign = 1
-    return Guess(unit, kind, conf, cues, cue[0].metric if cue else None, stat, sign)
+    return Guess(unit, kind, conf, cues, cue[0].metric if cue else None, stat, sign, f.unit)
+
+
+_PAREN = re.compile(r"[(（]([^)）]+)[)）]")
+
+
+def _header_unit(column: str | None) -> str | None:
+    """The unit a column header prints: 'TTFT p50 (s)', 'TTFT p50（s）', 'Output throughput (tok/s)'."""
+    if not column:
+        return None
+    for m in _PAREN.finditer(column):
+        u = m.group(1).strip()
+        if u in UNITS:
+            return UNITS[u]
+    for u in sorted(UNITS, key=len, reverse=True):
+        if "/" in u and u in column:
+            return UNITS[u]
+    return None
+
+
+def _with_unit(f: Found, unit: str) -> Found:
+    from dataclasses import replace
+
+    return replace(f, unit=unit)
 
 
 def _default_unit(kind: str) -> str | None:
@@ -455,7 +495,7 @@ def metric_candidates(f: Found, g: Guess, view: LedgerView, fa: Facets, claim_te
                 named = b.lower() in fa.words
                 over = "mean" if name.endswith("_mean") and not name.startswith("power_sum") else None
                 scopes.append(({"batch": b}, named, 1 if named else 0, [f"batch {b}"] if named else [], over))
-                if over is None:
+                if not name.startswith("power_sum") and not name.startswith("power_peak"):
                     # a per-card statistic over several cards: each card is a scope of its own
                     for card in view.cards(name, b):
                         scopes.append(({"batch": b, "gpu": card}, named, 1 if named else 0,
@@ -468,7 +508,7 @@ def metric_candidates(f: Found, g: Guess, view: LedgerView, fa: Facets, claim_te
         for scope, named, score, why, over in scopes:
             if fa.launch is not None and "launch" in scope and scope["launch"] != fa.launch:
                 continue
-            claim = {"id": "candidate", "text": claim_text, "kind": mt.quantity_kind, "unit": f.unit,
+            claim = {"id": "candidate", "text": claim_text, "kind": mt.quantity_kind, "unit": g.printed_unit,
                      "metric": {"name": name, "scope": scope, **({"over_cards": over} if over else {})}}
             cf = ClaimsFile.model_validate({"version": 1, "source_report": {"slug": "draft", "title": "draft"},
                                             "claims": [claim]})  # fmt: skip
@@ -497,10 +537,13 @@ def significant_digits(value: str) -> int:
     return len(digits.lstrip("0"))
 
 
-def choose_metric(cands: list[Candidate], fa: Facets, significant: int = 0) -> tuple[Candidate | None, str,
-                                                                                      list[Candidate]]:
+def choose_metric(cands: list[Candidate], fa: Facets, significant: int = 0, stem: str | None = None,
+                  ) -> tuple[Candidate | None, str, list[Candidate]]:  # fmt: skip
     """The proposal among the candidates: (chosen, confidence, rejected)."""
     reproduced = [c for c in cands if c.verdict == "reproduced"]
+    if any(c.over_cards for c in reproduced):
+        # the summary over the cards reproduces: one card matching it too is a coincidence
+        reproduced = [c for c in reproduced if c.over_cards or "gpu" not in c.scope]
     named_rep = [c for c in reproduced if c.named]
     if named_rep:
         best = max(c.score for c in named_rep)
@@ -515,10 +558,13 @@ def choose_metric(cands: list[Candidate], fa: Facets, significant: int = 0) -> t
     if named_na:
         best = max(c.score for c in named_na)
         top = [c for c in named_na if c.score == best]
-        if len({str(c.scope) for c in top}) == 1:
+        # only when a cue named the metric: a kind alone would pick any n/a metric of that kind
+        if stem and len({str(c.scope) for c in top}) == 1 and all(c.metric.startswith(stem) for c in top):
             top = sorted(top, key=lambda c: _STAT_ORDER.index(_stat_of(c.metric)))
             return top[0], "medium", [c for c in cands if c.named and c is not top[0]]
-    few = reproduced and len({str(c.scope) for c in cands if c.metric == reproduced[0].metric}) <= 3
+    # few scopes of that shape were tried (2 batches, not 20 runs): a unique match is not a coincidence
+    few = reproduced and len({str(c.scope) for c in cands if c.metric == reproduced[0].metric and
+                              set(c.scope) == set(reproduced[0].scope)}) <= 3  # fmt: skip
     if len({str(c.scope) for c in reproduced}) == 1 and not fa.stated and (significant >= 3 or few):
         one = sorted(reproduced, key=lambda c: _STAT_ORDER.index(_stat_of(c.metric)))[0]
         return one, "low", [c for c in cands if c.named]
@@ -541,12 +587,16 @@ _OP_BEFORE = {"÷": "divide", "/": "divide", "×": "product", "*": "product", "+
 
 
 def _interval(f: Found) -> iv.Interval | None:
+    """A number's printed interval; a count (an integer of an integer kind) is exactly itself (R11)."""
     if f.value is None or f.form == "range":
         return None
     try:
-        return iv.parse(f.value).interval
+        p = iv.parse(f.value)
     except ValueError:
         return None
+    if p.is_integer and p.step == 1 and guess(f).kind in INTEGER_KINDS:
+        return iv.Interval.point(p.value)
+    return p.interval
 
 
 def _printed(f: Found) -> iv.Printed | None:
@@ -556,6 +606,12 @@ def _printed(f: Found) -> iv.Printed | None:
         return iv.parse(f.value)
     except ValueError:
         return None
+
+
+def _tight(res: iv.Interval, printed: iv.Interval) -> bool:
+    """Consistent *and* informative: operands printed so coarsely that almost anything fits ("4 and
+    8" for +97.2%) prove nothing; the recomputed interval may be at most 10x as wide as the printed one."""
+    return iv.check(res, printed).consistent and res.width <= 10 * max(printed.width, Fraction(1, 10**9))
 
 
 def propose_derived(f: Found, g: Guess, pool: list[Found], text_between: Any) -> DerivedProposal | None:
@@ -573,7 +629,7 @@ def propose_derived(f: Found, g: Guess, pool: list[Found], text_between: Any) ->
         op = _OP_BEFORE.get(between.strip()[:1]) if between.strip() else None
         if op and (tail.strip()[:1] in "=＝≈" or f.text.lstrip().startswith("≈")):
             res = _apply(op, [a, b])
-            if res is not None and iv.check(res, p.interval).consistent:
+            if res is not None and _tight(res, p.interval):
                 return DerivedProposal(op, [a, b], str(res), None, f"printed arithmetic {a.text}{between}{b.text}")
     ia = {id(o): _interval(o) for o in others}
     if g.kind == "percent_change" or p.unit == "%":
@@ -590,7 +646,7 @@ def propose_derived(f: Found, g: Guess, pool: list[Found], text_between: Any) ->
                 continue
             for sgn in signs:
                 target = p.interval if sgn == 1 else -p.interval
-                if iv.check(res, target).consistent:
+                if _tight(res, target):
                     value = None
                     if not p.signed:
                         value = ("+" if sgn == 1 else "−") + p.text.strip().removeprefix("约").strip()
@@ -604,7 +660,7 @@ def propose_derived(f: Found, g: Guess, pool: list[Found], text_between: Any) ->
                 res = iv.ratio(ia[id(a)], ia[id(b)])
             except Refused:
                 continue
-            if iv.check(res, p.interval).consistent:
+            if _tight(res, p.interval):
                 return DerivedProposal("ratio", [a, b], str(res), None, f"{a.text} / {b.text}")
         return None
     # conversion: the number just before it in the same clause, same dimension, another unit
@@ -617,7 +673,7 @@ def propose_derived(f: Found, g: Guess, pool: list[Found], text_between: Any) ->
                 res = iv.convert(pa.interval, pa.unit, p.unit)
             except (Refused, ValueError, KeyError):
                 res = None
-            if res is not None and iv.check(res, p.interval).consistent:
+            if res is not None and _tight(res, p.interval):
                 return DerivedProposal("convert", [a], str(res), None, f"{a.text} in {p.unit}")
     # a total printed with its parts in one heading or sentence: "九次启动：五次失败，四次就绪"
     same = [o for o in others if o.segment == f.segment]

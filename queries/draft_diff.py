@@ -188,8 +188,7 @@ def _cores(text: str | None) -> list[tuple[str, ...]]:
 
 
 def _draft_cores(c: Claim) -> list[tuple[str, ...]]:
-    found = _cores(c.text)
-    return found
+    return _cores(c.text) or _cores(c.value)
 
 
 def _core_hit(want: tuple[str, ...], have: list[tuple[str, ...]]) -> bool:
@@ -200,8 +199,10 @@ def _core_hit(want: tuple[str, ...], have: list[tuple[str, ...]]) -> bool:
     return False
 
 
-def locate(ref: Claim, draft: ClaimsFile, report_text: str) -> list[Claim] | None:
-    """The draft claims that print the hand-written claim's numbers at its locator, or None."""
+def locate(ref: Claim, draft: ClaimsFile, report_text: str, used: set[str] = frozenset()) -> list[Claim] | None:  # type: ignore[assignment]
+    """The draft claims that print the hand-written claim's numbers at its locator, or None. When
+    several hand-written claims print one number at one place, each takes a draft claim not taken yet
+    (in file order) while there is one."""
     wants = _cores(ref.text) or _cores(ref.value)
     if not wants:
         return None
@@ -209,8 +210,9 @@ def locate(ref: Claim, draft: ClaimsFile, report_text: str) -> list[Claim] | Non
         at = [c for c in draft.claims if c.evidence and place_matches(alt, c.evidence.get("place", {}))]
         hits = []
         own = re.sub(r"\s+", "", ref.text)
-        # a draft claim whose sentence holds the hand-written text comes first
-        at.sort(key=lambda c: own not in re.sub(r"\s+", "", c.statement or ""))
+        # a draft claim in the named table row first, then one whose sentence holds the hand-written text
+        at.sort(key=lambda c: (alt.row is not None and c.evidence.get("place", {}).get("row") is None,  # type: ignore[union-attr]
+                               own not in re.sub(r"\s+", "", c.statement or ""), c.id in used))  # fmt: skip
         for w in wants:
             hit = next((c for c in at if _core_hit(w, _draft_cores(c))), None)
             if hit is None:
@@ -258,13 +260,14 @@ def coverage(draft: ClaimsFile, reference: ClaimsFile, report_text: str) -> Cove
     English) is located by the numbers its text holds, and is also listed in ``not_printed``."""
     compact = re.sub(r"\s+", "", report_text)
     cov = Coverage(total=len(reference.claims), printed=0, located=0, same_basis=0)
+    used: set[str] = set()
     for ref in reference.claims:
         if re.sub(r"\s+", "", ref.text) not in compact:
             cov.not_printed.append(Miss(ref.id, ref.text, ref.locator, "the text is not printed in the report "
                                         "(an inference in words, or from another document)"))  # fmt: skip
         else:
             cov.printed += 1
-        hits = locate(ref, draft, report_text)
+        hits = locate(ref, draft, report_text, used)
         if hits is None:
             why = "no number in the text" if not (_cores(ref.text) or _cores(ref.value)) else \
                 "not found at that locator"  # fmt: skip
@@ -275,6 +278,7 @@ def coverage(draft: ClaimsFile, reference: ClaimsFile, report_text: str) -> Cove
         # the draft claim of the hand-written claim's own number (its value when the text is prose)
         want = (_cores(ref.value) or _cores(ref.text))[-1:] if ref.value else None
         got = next((h for h in hits if want and _core_hit(want[0], _draft_cores(h))), hits[-1])
+        used.update(h.id for h in hits)
         ok, why = same_basis(ref, reference, got, draft)
         if ok:
             cov.same_basis += 1

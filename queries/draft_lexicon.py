@@ -113,6 +113,7 @@ CUES: tuple[Cue, ...] = (
     Cue(("同窗均值功耗合计", "均值功耗合计", "sum of card means", "sum of the cards' mean"), "power_card_mean_sum", "W",
         "power_sum_of_card_means_w"),
     Cue(("峰值合计", "peak of the sum", "peak total power"), "power_peak_of_sum", "W", "power_peak_of_sum_w"),
+    Cue(("summed over the", "sum over the cards"), "power_card_mean_sum", "W", "power_sum_of_card_means_w"),
     Cue(("功耗", "power"), "power", "W", "power_w"),
     Cue(("sm 列", "sm column", " sm "), "activity_time_percent", "%", "gpu_activity_time_pct"),
     Cue(("mem 列", "mem column", " mem "), "memory_busy_percent", "%", "memory_busy_pct"),

@@ -74,6 +74,7 @@ class Found:
     sentence: str  # the sentence or table cell it stands in
     paragraph: str  # the whole line (a prose paragraph, a table row)
     earlier: str  # the sentences of the same paragraph before this one
+    lead: str  # the sentence (or cell) up to the number
     before: str  # the clause before it (from the previous number or clause mark)
     after: str  # the clause after it
     segment: int  # index of the segment (a sentence, a cell, a heading line)
@@ -81,6 +82,7 @@ class Found:
     member: int = 0  # position within the group
     approx: bool = False
     footnote: str | None = None  # a superscript mark glued to it (N/A¹)
+    subject: str | None = None  # one of several subjects sharing this number ("A、B 均为 0")
 
 
 @dataclass(frozen=True)
@@ -108,6 +110,8 @@ class Segment:
     footnote: str | None = None
     is_label: bool = False  # the first cell of a row, or a header cell
     row_id: int | None = None  # body rows of one table share a table id; cells of one row a row id
+    para: str | None = None  # a prose segment's whole paragraph (its lines joined by one space)
+    breaks: list[tuple[int, int, int]] = field(default_factory=list)  # (position in para, line, column)
 
 
 @dataclass
@@ -237,17 +241,28 @@ def read_report(text: str) -> Report:
             offset = lm.end()
             if lm.group("ord") and markdown:
                 segs.append(Segment("ordinal", lm.group("ord"), lineno, raw.index(lm.group("ord")), section, heading))
-        body = raw[offset:]
-        start = 0
-        for m in _SENTENCE_END.finditer(body):
-            piece = body[start:m.end()]
-            if piece.strip():
-                segs.append(Segment("prose", piece, lineno, offset + start, section, heading))
-            start = m.end()
-        if body[start:].strip():
-            segs.append(Segment("prose", body[start:], lineno, offset + start, section, heading))
+        # a Markdown paragraph runs on over the following lines until a blank line or another block
+        body, breaks = raw[offset:], [(0, lineno, offset)]
         i += 1
+        while markdown and i < len(lines) and lines[i].strip() and not _block_start(lines[i]):
+            breaks.append((len(body) + 1, i + 1, 0))
+            body += " " + lines[i]
+            i += 1
+        start = 0
+        pieces = []
+        for m in _SENTENCE_END.finditer(body):
+            pieces.append((start, body[start:m.end()]))
+            start = m.end()
+        pieces.append((start, body[start:]))
+        for pstart, piece in pieces:
+            if piece.strip():
+                segs.append(Segment("prose", piece, lineno, pstart, section, heading, para=body, breaks=breaks))
     return Report(segs, footnotes, lines)
+
+
+def _block_start(line: str) -> bool:
+    st = line.strip()
+    return bool(_MD_HEADING.match(line) or st.startswith("|") or st[0] in SUPERSCRIPTS or _LIST_ITEM.match(line))
 
 
 def _cells(row: str) -> list[tuple[str, int]]:
@@ -284,7 +299,8 @@ TOKEN = re.compile(
     re.VERBOSE | re.IGNORECASE,
 )
 _UNIT_AFTER = re.compile(rf"(?P<sp>\s?|-(?=tokens?\b))(?P<unit>{UNIT_ALTERNATION})(?P<per>/卡|/card|/GPU)?")
-_RANGE_SEP = re.compile(r"\s*(?:–|—|-|~|～|\.\.|…|至|到|\bto\b)\s*")
+# "a–b", "a-b", "a .. b", "a ~ b" print a range; "from a to b" / "由 a 增至 b" print two numbers (a change)
+_RANGE_SEP = re.compile(r"\s*(?:–|—|-|~|～|\.\.|…)\s*")
 _PAIR_SEP = re.compile(r"\s*/\s*")
 _LIST_SEP = re.compile(r"\s*[、]\s*")
 _SECOND = re.compile(rf"(?P<sign>[+\-−])?(?P<digits>{_NUM}{_SCALE}?)(?![\d.])")
@@ -536,15 +552,35 @@ def find_numbers(text: str) -> Findings:
                     g = group
                 grouped[id(t)] = g
             member = sum(1 for f in found if f.group == g) if g is not None else 0
-            found.append(Found(
-                text=t.text, value=t.value, core=t.core, unit=t.unit, form=t.form, place=p, sentence=seg.text.strip(),
-                paragraph=report.lines[seg.line - 1].strip(),
-                earlier=report.lines[seg.line - 1][:seg.offset] if seg.kind == "prose" else "",
-                before=seg.text[max(cstart, prev_end if t.form not in ("pair", "list") else cstart):t.start],
-                after=seg.text[t.end:cend], segment=n, group=g, member=member, approx=t.approx, footnote=t.footnote,
-            ))  # fmt: skip
+            before = seg.text[max(cstart, prev_end if t.form not in ("pair", "list") else cstart):t.start]
+            # "失败、unknown、重试均为 0", "failed, unknown and retried were all 0": one number, one claim per subject
+            subjects = _shared_subjects(seg.text[prev_end:t.start])
+            for subject in subjects or [None]:
+                found.append(Found(
+                    text=t.text, value=t.value, core=t.core, unit=t.unit, form=t.form, place=p,
+                    sentence=seg.text.strip(),
+                    paragraph=(seg.para if seg.para is not None else report.lines[seg.line - 1]).strip(),
+                    earlier=(seg.para or "")[:seg.offset] if seg.kind == "prose" else "",
+                    lead=seg.text[:t.start], before=before if subject is None else subject,
+                    after=seg.text[t.end:cend], segment=n, group=g, member=member, approx=t.approx,
+                    footnote=t.footnote, subject=subject,
+                ))  # fmt: skip
             prev_end = t.end
     return Findings(report, found, skipped)
+
+
+_SHARED = re.compile(r"(?P<subjects>[^，,；;。：:]+?)\s*(?:均为|都为|都是|皆为|were all|are all|all were|were both|"
+                     r"are both)\s*$", re.IGNORECASE)
+_SUBJECT_SEP = re.compile(r"\s*(?:、|，|,|\band\b|和|与|及)\s*")
+
+
+def _shared_subjects(lead: str) -> list[str]:
+    """The subjects that share one printed number ("A、B、C 均为 0"), or [] when there is one."""
+    m = _SHARED.search(lead)
+    if not m:
+        return []
+    parts = [p.strip() for p in _SUBJECT_SEP.split(m.group("subjects")) if p.strip()]
+    return parts if len(parts) >= 2 else []
 
 
 def _clause_bounds(text: str) -> list[int]:
@@ -552,9 +588,13 @@ def _clause_bounds(text: str) -> list[int]:
 
 
 def _place(seg: Segment, start: int, end: int) -> Place:
-    return Place(section=seg.section, heading=seg.heading, line=seg.line, start=seg.offset + start,
-                 end=seg.offset + end, table=seg.table, row=seg.row, column=seg.column,
-                 footnote=seg.footnote)  # fmt: skip
+    line, a, b = seg.line, seg.offset + start, seg.offset + end
+    if seg.breaks:
+        pos = seg.offset + start
+        ppos, line, col = max(br for br in seg.breaks if br[0] <= pos)
+        a, b = col + pos - ppos, col + pos - ppos + (end - start)
+    return Place(section=seg.section, heading=seg.heading, line=line, start=a, end=b, table=seg.table, row=seg.row,
+                 column=seg.column, footnote=seg.footnote)  # fmt: skip
 
 
 def numbers_in(text: str) -> list[tuple[str, ...]]:
