@@ -57,7 +57,7 @@ def _slug(text: str, width: int = 24) -> str:
 def _claim_id(f: Found, g: Guess, used: set[str]) -> str:
     sec = "title" if f.place.section == "title" else ("s" + f.place.section if f.place.section else "pre")
     sec = re.sub(r"[^A-Za-z0-9.]+", "-", sec)[:20].strip("-") or "s"
-    stem = _slug(g.metric_stem or g.kind)
+    stem = _slug(g.metric_stem if g.metric_stem and _stem_fits(g) else g.kind)
     base = f"{sec}-l{f.place.line}-{stem}"
     cid, n = base, 1
     while cid in used:
@@ -65,6 +65,14 @@ def _claim_id(f: Found, g: Guess, used: set[str]) -> str:
         cid = f"{base}-{n}"
     used.add(cid)
     return cid
+
+
+def _stem_fits(g: Guess) -> bool:
+    """The cue's metric stem names the claim only when one of its metrics is of the guessed kind."""
+    from bench_ledger.queries.metrics import METRICS
+
+    return any(mt.quantity_kind == g.kind for n, mt in METRICS.items()
+               if n == g.metric_stem or n.startswith(f"{g.metric_stem}_"))  # fmt: skip
 
 
 def _text_between(report: Report):
@@ -97,14 +105,16 @@ def _reaches(edges: dict[str, list[str]], start: str, target: str) -> bool:
 
 
 def draft_claims(report_path: str | Path, ledger: Any = None, batches: list[str] | None = None,
-                 out_path: str | Path | None = None) -> Draft:  # fmt: skip
-    """Draft a claims file for the report at ``report_path`` (against ``ledger`` when given)."""
+                 out_path: str | Path | None = None, *, view: Any = None) -> Draft:  # fmt: skip
+    """Draft a claims file for the report at ``report_path`` (against ``ledger`` when given; ``view``
+    replaces the ledger's :class:`~queries.draft_basis.LedgerView`, for tests)."""
     path = Path(report_path)
     raw = path.read_bytes()
     text = raw.decode("utf-8")
     findings = find_numbers(text)
     report = findings.report
-    view = LedgerView(ledger, batches) if ledger is not None else None
+    if view is None and ledger is not None:
+        view = LedgerView(ledger, batches)
     between = _text_between(report)
     used: set[str] = set()
     ids: dict[int, str] = {}
@@ -135,7 +145,8 @@ def draft_claims(report_path: str | Path, ledger: Any = None, batches: list[str]
         claim["draft"] = True
         if f.form == "na":
             reason = report.footnotes.get(f.footnote or "", "") if f.footnote else ""
-            reason = reason or (f.after.lstrip("：:，, ").strip() or f.sentence)
+            rest = seg.text[len(f.lead) + len(f.text):]  # the words after N/A up to the sentence's end
+            reason = reason or (rest.lstrip("：:，,;； ").strip() or f.sentence)
             claim["na"] = {"reason": reason[:300]}
             evidence["basis"] = {"proposed": "na", "confidence": "high" if reason else "low",
                                  "why": "the report prints N/A" + (f" (footnote {f.footnote})" if f.footnote else "")}

@@ -137,7 +137,7 @@ def guess(f: Found) -> Guess:
     where = None
     for w, t in texts:
         if w == "after":
-            found = _find_cue(t[:12]) if t else None  # a noun right after the number ("322 次 API 请求")
+            found = _find_cue(t[:16]) if t else None  # words right after the number ("322 次 API 请求")
         else:
             found = _find_cue(t)
         if found:
@@ -182,6 +182,9 @@ def guess(f: Found) -> Guess:
     if kind is None:
         kind = "count" if (f.value or "").replace(",", "").lstrip("+-−").isdigit() else "other"
         cues.append("no cue: default")
+    if f.form == "word" and kind not in ("record_count", "concurrency"):
+        kind = "count"  # 九次, 五次, "ten files": a count of events or things, whatever the verb after it
+        unit = f.unit
     if kind == "percent_change" and unit is None:
         unit = "%"
     stat = _stat(texts)

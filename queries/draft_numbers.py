@@ -569,7 +569,7 @@ def find_numbers(text: str) -> Findings:
     return Findings(report, found, skipped)
 
 
-_SHARED = re.compile(r"(?P<subjects>[^，,；;。：:]+?)\s*(?:均为|都为|都是|皆为|were all|are all|all were|were both|"
+_SHARED = re.compile(r"(?P<subjects>[^，；;。：:]+?)\s*(?:均为|都为|都是|皆为|were all|are all|all were|were both|"
                      r"are both)\s*$", re.IGNORECASE)
 _SUBJECT_SEP = re.compile(r"\s*(?:、|，|,|\band\b|和|与|及)\s*")
 
