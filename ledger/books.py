@@ -9,6 +9,7 @@ row that names what it supersedes and why; queries read the latest revision not 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from dataclasses import dataclass, field
@@ -16,9 +17,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import rfc8785
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger import seal as sl
+from bench_ledger import seal3 as s3
 from bench_ledger.errors import InputError, NotFound, Refused
 from bench_ledger.store import Ledger, now
 from sqlalchemy.orm import Session
@@ -121,20 +124,25 @@ def close_batch(ledger: Ledger, name: str, seal_file: Path | None = None) -> Sea
             last = s.scalar(sa.select(m.Seal).order_by(m.Seal.id.desc()).limit(1))
             previous = last.digest if last else sl.ZERO_DIGEST
             closed_at = now()
-            d = sl.compute(s.connection(), ledger.backend, batch.id, keep_chunks=True)
-            digest = sl.seal_digest(previous, name, d.root, d.count, closed_at)
-            seal = m.Seal(batch_id=batch.id, digest=digest, merkle_root=d.root, row_count=d.count, previous_digest=previous,
-                          closed_at=closed_at, table_counts=d.counts_json(), table_roots=d.roots_json(), scheme=sl.SCHEME)  # fmt: skip
+            conn = s.connection()
+            declared, arts = _batch_parts(conn, ledger.backend, batch.id)
+            changed = _import_digest_problems(s, arts)
+            if changed:
+                raise Refused("R10", f"close batch {name!r}", "rows changed behind the ledger since their import: "
+                              + "; ".join(changed[:5]), "find them with `ledger verify`; import the data again into a new batch")  # fmt: skip
+            root = s3.batch_root(declared, arts)
+            parts = [*declared, *(p for ps in arts.values() for p in ps)]
+            count = sum(p.count for p in parts)
+            digest = sl.seal_digest(previous, name, root, count, closed_at, s3.SCHEME)
+            seal = m.Seal(batch_id=batch.id, digest=digest, merkle_root=root, row_count=count, previous_digest=previous,
+                          closed_at=closed_at, table_counts=s3.counts_json(declared, arts),
+                          table_roots=_part_roots_json(parts), scheme=s3.SCHEME)  # fmt: skip
             s.add(seal)
             s.flush()
-            s.add_all(
-                m.SealChunk(seal_id=seal.id, table_name=c.table, chunk_no=c.chunk_no, row_count=len(c.keys),
-                            keys_json=json.dumps(c.keys, separators=(",", ":")), leaves=bytes(c.leaves))
-                for c in d.chunks
-            )  # fmt: skip
+            for p in parts:
+                conn.execute(sa.insert(m.SealPart.__table__), s3.seal_part_rows(seal.id, p))
             batch.status, batch.closed_at, batch.seal_digest = "closed", closed_at, digest
-            result = SealResult(name, digest, d.root, d.count, previous, closed_at,
-                                {t: x.count for t, x in d.tables.items()})  # fmt: skip
+            result = SealResult(name, digest, root, count, previous, closed_at, json.loads(seal.table_counts))
             s.flush()
             if seal_file is not None:
                 written = _write_seal_file(seal_file, json.dumps(result.as_line(), sort_keys=True))
@@ -144,6 +152,64 @@ def close_batch(ledger: Ledger, name: str, seal_file: Path | None = None) -> Sea
             _restore_seal_file(seal_file, written)  # type: ignore[arg-type]
         raise
     return result
+
+
+def _batch_parts(conn: sa.Connection, backend: str, batch_id: int):
+    declared = s3.declared_parts(conn, backend, batch_id)
+    arts = s3.artefact_parts(conn, backend, f"SELECT id FROM artefact WHERE batch_id = {int(batch_id)}")
+    return declared, arts
+
+
+def _part_key(p: s3.Part) -> str:
+    return p.table if p.artefact_id is None else f"{p.table}@{p.artefact_id}"
+
+
+def _part_roots_json(parts: list[s3.Part]) -> str:
+    return json.dumps({_part_key(p): [p.count, p.root] for p in parts}, sort_keys=True)
+
+
+def _import_digests(s: Session, artefact_ids: list[int]) -> dict[tuple[int, str], m.ArtefactDigest]:
+    if not artefact_ids:
+        return {}
+    rows = s.scalars(sa.select(m.ArtefactDigest).where(m.ArtefactDigest.artefact_id.in_(artefact_ids)))
+    return {(r.artefact_id, r.table_name): r for r in rows}
+
+
+def _import_digest_problems(s: Session, arts: dict[int, list[s3.Part]], diffs: list | None = None) -> list[str]:
+    """Each artefact part against the digest its import stored: what differs (table, rows)."""
+    stored = _import_digests(s, list(arts))
+    out: list[str] = []
+    for a, parts in arts.items():
+        if not any((a, p.table) in stored for p in parts):
+            continue  # imported before per-artefact digests (migration 0011): nothing to compare
+        for p in parts:
+            st = stored.get((a, p.table))
+            if st is None:
+                out.append(f"artefact {a}: no import digest for table {p.table}")
+            elif (st.row_count, st.root) != (p.count, p.root):
+                out.append(f"artefact {a}, table {p.table}: " + _chunk_ranges(p, st))
+    return out
+
+
+def _chunk_ranges(p: s3.Part, st: m.ArtefactDigest) -> str:
+    """Which rows differ from the import digest, as ranges of rows in key order (chunks of 4096)."""
+    from bench_ledger.digest import CHUNK
+
+    old = [st.chunks[i : i + 32] for i in range(0, len(st.chunks), 32)]
+    bad = [i for i in range(max(len(old), len(p.digests))) if i >= len(old) or i >= len(p.digests) or old[i] != p.digests[i]]
+    keys = s3.key_columns(p.table)
+    shown = []
+    for i in bad[:3]:
+        lo, hi = i * CHUNK, min((i + 1) * CHUNK, p.count) - 1
+        if lo > hi:
+            shown.append(f"rows from {lo} on (gone)")
+            continue
+        first = [p.data.column(k)[lo].as_py() for k in keys]
+        last = [p.data.column(k)[hi].as_py() for k in keys]
+        fmt = lambda v: "(" + ", ".join(f"{c}={x}" for c, x in zip(keys, v, strict=True)) + ")"  # noqa: E731
+        shown.append(f"rows {fmt(first)} … {fmt(last)}")
+    counts = "" if st.row_count == p.count else f"{st.row_count:,} rows at import, {p.count:,} now; "
+    return f"{counts}{len(bad)} chunk(s) of {CHUNK} rows differ from the import digest: " + ", ".join(shown)
 
 
 # --------------------------------------------------------------------------- verify
@@ -174,6 +240,8 @@ class BatchCheck:
     row_count: int
     problems: list[str] = field(default_factory=list)
     diffs: list[TableDiff] = field(default_factory=list)
+    is_open: bool = False  # an open batch: its artefacts checked against their import digests
+    artefacts: int = 0  # (open batches) artefacts that have an import digest
 
     @property
     def ok(self) -> bool:
@@ -220,15 +288,18 @@ def verify(ledger: Ledger, batch: str | None = None, seal_file: Path | None = No
     filed = read_seal_file(seal_file) if seal_file is not None else None
     checks: list[BatchCheck] = []
     with ledger.session() as s:
+        open_only: m.Batch | None = None
         if batch is not None:
             one = Ledger.get_batch(s, batch)
             has_seal = s.scalar(sa.select(m.Seal.id).where(m.Seal.batch_id == one.id)) is not None
             if one.status != "closed" and not has_seal and (filed is None or batch not in filed):
-                raise InputError(f"batch {batch!r} is open: only closed batches have a seal (`ledger close {batch}`)")
+                open_only = one
         seals = {x.batch_id: x for x in s.scalars(sa.select(m.Seal))}
         chain = sorted(seals.values(), key=lambda x: x.id)
         prev_of = {x.id: (chain[i - 1].digest if i else sl.ZERO_DIGEST) for i, x in enumerate(chain)}
-        if batch is not None:
+        if open_only is not None:
+            picked = []
+        elif batch is not None:
             picked = [Ledger.get_batch(s, batch)]
         else:
             picked = [b for b in s.scalars(sa.select(m.Batch).order_by(m.Batch.id))
@@ -236,6 +307,15 @@ def verify(ledger: Ledger, batch: str | None = None, seal_file: Path | None = No
         conn = s.connection()
         for b in picked:
             checks.append(_check(conn, ledger.backend, s, b, seals.get(b.id), prev_of, filed))
+        done = {b.id for b in picked}
+        opened = [open_only] if open_only is not None else [] if batch is not None else [
+            b for b in s.scalars(sa.select(m.Batch).where(m.Batch.status == "open").order_by(m.Batch.id)) if b.id not in done]
+        for b in opened:  # no seal yet: every artefact against the digest its import stored
+            arts = s3.artefact_parts(conn, ledger.backend, f"SELECT id FROM artefact WHERE batch_id = {int(b.id)}")
+            check = BatchCheck(b.name, None, sum(p.count for ps in arts.values() for p in ps),
+                               _import_digest_problems(s, arts), is_open=True)  # fmt: skip
+            check.artefacts = len({a for a, _ in _import_digests(s, list(arts))})
+            checks.append(check)
         if batch is None:
             known = {c.batch for c in checks}
             if filed is not None:
@@ -259,21 +339,26 @@ def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Se
         if line is None:
             return check
     scheme = seal.scheme if seal is not None else line.get("scheme")
-    tables = sl.TABLES_OF_SCHEME.get(scheme)
-    if tables is None:
+    if scheme == s3.SCHEME:
+        declared, arts = _batch_parts(conn, backend, b.id)
+        parts = [*declared, *(p for ps in arts.values() for p in ps)]
+        root, count = s3.batch_root(declared, arts), sum(p.count for p in parts)
+    elif (tables := sl.TABLES_OF_SCHEME.get(scheme)) is not None:
+        d = sl.compute(conn, backend, b.id, tables=tables)
+        root, count = d.root, d.count
+    else:
         check.problems.append(f"seal scheme {scheme!r} is unknown to this version")
         return check
-    d = sl.compute(conn, backend, b.id, tables=tables)
-    check.row_count = d.count
+    check.row_count = count
     closed_at = b.closed_at if b.closed_at is not None else (seal.closed_at if seal is not None else None)
     if seal is None:  # only the seal file is left
         closed_at = datetime.fromisoformat(line["closed_at"])
-        digest = sl.seal_digest(line.get("previous_digest", ""), b.name, d.root, d.count, closed_at, scheme)
+        digest = sl.seal_digest(line.get("previous_digest", ""), b.name, root, count, closed_at, scheme)
         check.digest = digest
         if digest != line.get("digest"):
             check.problems.append(f"seal file has {str(line.get('digest'))[:16]}…, the ledger recomputes {digest[:16]}…")
         return check
-    digest = sl.seal_digest(seal.previous_digest, b.name, d.root, d.count, closed_at, scheme)
+    digest = sl.seal_digest(seal.previous_digest, b.name, root, count, closed_at, scheme)
     check.digest = digest
     if digest != seal.digest:
         check.problems.append(f"recomputed seal {digest[:16]}… differs from the stored seal {seal.digest[:16]}…")
@@ -281,8 +366,8 @@ def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Se
     if own != seal.digest:
         check.problems.append("the seal row disagrees with itself: its digest is not the digest of its "
                               "previous_digest, merkle_root, row_count and closed_at (rewritten)")  # fmt: skip
-    if d.root != seal.merkle_root:
-        check.problems.append(f"recomputed Merkle root {d.root[:16]}… differs from the stored {seal.merkle_root[:16]}…")
+    if root != seal.merkle_root:
+        check.problems.append(f"recomputed Merkle root {root[:16]}… differs from the stored {seal.merkle_root[:16]}…")
     if b.status == "closed" and b.seal_digest != seal.digest:
         check.problems.append("the batch's seal_digest differs from its seal row")
     if b.status == "closed" and seal.closed_at != b.closed_at:
@@ -297,6 +382,9 @@ def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Se
                 check.problems.append(f"seal file has {str(line.get('digest'))[:16]}…, the ledger recomputes {digest[:16]}…")
             if line.get("digest") != seal.digest or line.get("merkle_root") != seal.merkle_root:
                 check.problems.append("the seal file's line differs from the ledger's seal row (digest or merkle_root)")
+    if scheme == s3.SCHEME:
+        _check_parts(s, seal, parts, check)
+        return check
     check.problems.extend(_stored_leaf_problems(s, seal))
     stored_roots = json.loads(seal.table_roots)
     for table, td in d.tables.items():
@@ -308,6 +396,49 @@ def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Se
                 check.problems.append(f"table {table}: no row differs from the stored leaves, but the stored "
                                       "table root does not match them (seal row rewritten)")  # fmt: skip
     return check
+
+
+def _check_parts(s: Session, seal: m.Seal, parts: list[s3.Part], check: BatchCheck) -> None:
+    """Scheme 3: the stored parts must rebuild the seal row, and each part must match its stored root."""
+    from bench_ledger.digest import root_of
+
+    stored_roots: dict[str, list] = json.loads(seal.table_roots)
+    rows: dict[str, list[s3.PartRow]] = {}
+    for r in s.scalars(sa.select(m.SealPart).where(m.SealPart.seal_id == seal.id)
+                       .order_by(m.SealPart.table_name, m.SealPart.artefact_id, m.SealPart.chunk_no)):  # fmt: skip
+        key = r.table_name if r.artefact_id == 0 else f"{r.table_name}@{r.artefact_id}"
+        if r.chunk_no >= 0:
+            rows.setdefault(key, []).append(s3.PartRow(r.chunk_no, r.row_count, bytes.fromhex(r.digest), r.keys, r.fingerprints))
+        else:
+            rows.setdefault(key, [])
+    for key, (cnt, root) in sorted(stored_roots.items()):
+        got = rows.get(key)
+        if got is None or [r.chunk_no for r in got] != list(range(len(got))) or sum(r.row_count for r in got) != cnt \
+                or root_of([r.digest for r in got]) != root:  # fmt: skip
+            check.problems.append(f"seal_part rows of {key.replace('@', ' of artefact ')} do not rebuild the seal's "
+                                  "root for it: deleted or rewritten")  # fmt: skip
+    declared = [[k, *stored_roots[k]] for k in s3.DECLARED_TABLES if k in stored_roots]
+    arts: dict[int, list] = {}
+    for key, (cnt, root) in stored_roots.items():
+        if "@" in key:
+            table, a = key.split("@")
+            arts.setdefault(int(a), []).append((s3.ARTEFACT_TABLES.index(table), [table, cnt, root]))
+    items = declared + [["artefact", a, hashlib.sha256(rfc8785.dumps([x for _, x in sorted(v)])).hexdigest()]
+                        for a, v in sorted(arts.items())]  # fmt: skip
+    if hashlib.sha256(rfc8785.dumps(items)).hexdigest() != seal.merkle_root:
+        check.problems.append("the seal row's per-part roots do not rebuild its merkle_root (seal row rewritten)")
+    current = {_part_key(p): p for p in parts}
+    for key in sorted(set(stored_roots) - set(current)):
+        check.problems.append(f"{key.replace('@', ' of artefact ')}: sealed, but its artefact is no longer in the batch")
+    for key, p in current.items():
+        if stored_roots.get(key) == [p.count, p.root]:
+            continue
+        d = s3.diff_part(p, rows.get(key, []))
+        if d.changed or d.missing or d.added:
+            check.diffs.append(TableDiff(p.table, [list(k) for k in d.changed], [list(k) for k in d.missing],
+                                         [list(k) for k in d.added]))  # fmt: skip
+        else:
+            check.problems.append(f"{key.replace('@', ' of artefact ')}: differs from the seal, no row located")
 
 
 def _stored_leaf_problems(s: Session, seal: m.Seal) -> list[str]:

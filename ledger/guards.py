@@ -37,7 +37,7 @@ from bench_ledger.errors import Refused
 from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session
 
-SEAL_TABLES = ("seal", "seal_chunk")
+SEAL_TABLES = ("seal", "seal_chunk", "seal_part", "artefact_digest")
 APPEND_ONLY = frozenset(m.CAPTURED_TABLES) | frozenset(SEAL_TABLES)
 BULK_GUARDED = APPEND_ONLY | {"batch", "run", "published_value", "launch"}
 _RAW_WRITE = re.compile(r"^\s*(?:update|delete\s+from|truncate(?:\s+table)?)\s+\"?(\w+)\"?", re.IGNORECASE)
@@ -49,6 +49,7 @@ _BELONGS_TO = {
     m.Capture: ("artefact_id", "fresh_artefacts"), m.CaptureField: ("capture_id", "fresh_captures"),
     m.Request: ("artefact_id", "fresh_artefacts"), m.ChunkGap: ("artefact_id", "fresh_artefacts"),
     m.HardwareSample: ("artefact_id", "fresh_artefacts"), m.LogFact: ("artefact_id", "fresh_artefacts"),
+    m.ArtefactDigest: ("artefact_id", "fresh_artefacts"),
 }  # fmt: skip
 
 
@@ -227,14 +228,15 @@ def _on_execute(state: ORMExecuteState) -> None:
                       "change objects through the session, or record a correction")  # fmt: skip
 
 
-# The triggers migrations 0005, 0008 and 0010 create on PostgreSQL: (table, trigger name).
+# The triggers migrations 0005, 0008, 0010 and 0011 create on PostgreSQL: (table, trigger name).
 EXPECTED_PG_TRIGGERS: tuple[tuple[str, str], ...] = (
     *((t, n) for t in (*m.CAPTURED_TABLES, *SEAL_TABLES) for n in ("ledger_append_only", "ledger_append_only_truncate")),
     *((t, "ledger_closed_batch") for t in ("run", "published_value", "artefact", "batch")),
     ("batch", "ledger_closed_batch_truncate"),
     ("launch", "ledger_launch"),
     ("deployment", "ledger_sealed_deployment"),
-    *((t, "ledger_no_backfill") for t in ("capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact")),
+    *((t, "ledger_no_backfill") for t in ("capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact",
+                                           "artefact_digest")),
 )  # fmt: skip
 
 

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger import records as rec
+from bench_ledger import seal3
 from bench_ledger.bulk import bulk_insert
 from bench_ledger.errors import AlreadyImported, InputError, Refused
 from bench_ledger.store import Ledger, now
@@ -208,6 +209,8 @@ def write_artefact(
             if not dest.exists():
                 shutil.copyfile(path, dest)
             art.stored_path = str(dest)
+        s.flush()  # the artefact's digest over its rows as stored, in this same transaction (seal scheme 3)
+        seal3.store_artefact_digest(s.connection(), ledger.backend, art.id)
     if result.rows >= ANALYZE_AFTER_ROWS:
         ledger.refresh_statistics(BULK_TABLES)
     return result

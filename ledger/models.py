@@ -447,4 +447,41 @@ class SealChunk(Base):
     leaves: Mapped[bytes] = mapped_column(sa.LargeBinary, doc="32-byte leaf hashes, concatenated")
 
 
+
+
+class ArtefactDigest(Base):
+    """The digest of one captured table's rows of one artefact, stored by its import (scheme 3).
+
+    ``chunks`` is the concatenated 32-byte SHA-256 of each chunk of 4096 rows (ledger.digest);
+    ``root`` the SHA-256 of ``chunks``. Append-only.
+    """
+
+    __tablename__ = "artefact_digest"
+
+    artefact_id: Mapped[int] = mapped_column(sa.ForeignKey("artefact.id"), primary_key=True, autoincrement=False)
+    table_name: Mapped[str] = mapped_column(sa.String, primary_key=True)
+    row_count: Mapped[int] = mapped_column(sa.BigInteger)
+    root: Mapped[str] = mapped_column(sa.String(64))
+    chunks: Mapped[bytes] = mapped_column(sa.LargeBinary)
+
+
+class SealPart(Base):
+    """One chunk of one part of a scheme-3 seal: digest, primary keys and row fingerprints.
+
+    A part is a declared table of the batch (``artefact_id`` 0) or a table of one of its artefacts.
+    ``keys`` (zlib) and ``fingerprints`` (64 bits per row) only locate rows that changed. Append-only.
+    """
+
+    __tablename__ = "seal_part"
+
+    seal_id: Mapped[int] = mapped_column(sa.ForeignKey("seal.id"), primary_key=True)
+    table_name: Mapped[str] = mapped_column(sa.String, primary_key=True)
+    artefact_id: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
+    chunk_no: Mapped[int] = mapped_column(sa.Integer, primary_key=True, autoincrement=False)
+    row_count: Mapped[int]
+    digest: Mapped[str] = mapped_column(sa.String(64))
+    keys: Mapped[bytes] = mapped_column(sa.LargeBinary)
+    fingerprints: Mapped[bytes] = mapped_column(sa.LargeBinary)
+
+
 CAPTURED_TABLES = ("artefact", "capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact")

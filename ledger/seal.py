@@ -1,4 +1,7 @@
-"""Seal a batch: canonical rows, a Merkle root over them, chained with the previous seal (R10).
+"""Seal schemes 1 and 2 (before migration 0011): canonical JSON rows, a Merkle root, chained (R10).
+
+New seals use scheme 3 (:mod:`ledger.seal3`); this module verifies the older ones and keeps what
+every scheme shares: the seal digest (:func:`seal_digest`) and the chain's zero digest.
 
 Why: a closed batch must stay exactly as it was closed, and *anyone* must be able to check that,
 including where the database cannot refuse a change (DuckDB 1.x has no triggers). A digest kept

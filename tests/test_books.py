@@ -131,17 +131,23 @@ def test_rewritten_seal_row_is_caught_by_the_file(closed: tuple[Ledger, Path]) -
             raw(ledger, "UPDATE seal SET digest = 'x'")
         return
     raw(ledger, "UPDATE request SET ttft_s = 0.5 WHERE idx = 0")
-    # an attacker with write access re-seals the batch in the database: only the file disagrees
+    # an attacker with write access re-seals the batch in the database: the seal row agrees again
+    from bench_ledger import books as bk
+    from bench_ledger import seal3
+
     with ledger.session() as s:
         b = Ledger.get_batch(s, "fx")
-        d = sl.compute(s.connection(), ledger.backend, b.id)
-        digest = sl.seal_digest(sl.ZERO_DIGEST, "fx", d.root, d.count, b.closed_at)
-    raw(ledger, "DELETE FROM seal_chunk")  # DuckDB cannot update a key referenced by a foreign key
-    raw(ledger, f"UPDATE seal SET digest = '{digest}', merkle_root = '{d.root}', table_roots = '{d.roots_json()}'")
+        declared, arts = bk._batch_parts(s.connection(), ledger.backend, b.id)
+        root = seal3.batch_root(declared, arts)
+        seal = s.scalar(sa.select(m.Seal))
+        digest = sl.seal_digest(sl.ZERO_DIGEST, "fx", root, seal.row_count, b.closed_at, seal3.SCHEME)
+    raw(ledger, "DELETE FROM seal_part")  # DuckDB cannot update a key referenced by a foreign key
+    raw(ledger, f"UPDATE seal SET digest = '{digest}', merkle_root = '{root}'")
     raw(ledger, f"UPDATE batch SET seal_digest = '{digest}'")
-    # the database's own seal rows disagree: the stored leaves no longer rebuild the sealed roots
+    # ...but its own stored parts no longer rebuild it, and the seal file disagrees
     res = cli("verify", "--db", ledger.url, code=1)
-    assert "seal_chunk rows of table request do not rebuild the seal's root for it (0 stored leaves for 5 sealed rows)" in res.output
+    assert "seal_part rows of request of artefact" in res.output and "do not rebuild the seal's root" in res.output
+    assert "the seal row's per-part roots do not rebuild its merkle_root (seal row rewritten)" in res.output
     res = cli("verify", "--seal-file", seals, "--db", ledger.url, code=1)
     assert "seal file has" in res.output
 

@@ -32,16 +32,17 @@ def test_rewritten_merkle_root_is_reported(closed: tuple[Ledger, Path]) -> None:
     assert "recomputed Merkle root" in res.output and "differs from the stored 0000000000000000…" in res.output
 
 
-def test_deleted_seal_chunks_are_reported(closed: tuple[Ledger, Path]) -> None:
+def test_deleted_seal_parts_are_reported(closed: tuple[Ledger, Path]) -> None:
     ledger, _ = closed
     if ledger.backend == "postgresql":
-        with pytest.raises(sa.exc.DBAPIError, match="refused by R10: DELETE of seal_chunk"):
-            raw(ledger, "DELETE FROM seal_chunk")
+        with pytest.raises(sa.exc.DBAPIError, match="refused by R10: DELETE of seal_part"):
+            raw(ledger, "DELETE FROM seal_part")
         return
-    raw(ledger, "DELETE FROM seal_chunk WHERE table_name = 'request'")
+    art = tb._request_artefact(ledger)
+    raw(ledger, "DELETE FROM seal_part WHERE table_name = 'request'")
     res = cli("verify", "fx", "--db", ledger.url, code=1)
-    assert ("seal_chunk rows of table request do not rebuild the seal's root for it "
-            "(0 stored leaves for 5 sealed rows): deleted or rewritten") in res.output  # fmt: skip
+    assert (f"seal_part rows of request of artefact {art} do not rebuild the seal's root for it: "
+            "deleted or rewritten") in res.output  # fmt: skip
 
 
 def test_batch_reopened_by_raw_sql_is_reported(closed: tuple[Ledger, Path]) -> None:
@@ -55,7 +56,7 @@ def test_batch_reopened_by_raw_sql_is_reported(closed: tuple[Ledger, Path]) -> N
     assert "batch fx: MISMATCH" in res.output
     assert "is open in the ledger (status 'open'), but has a seal row: reopened behind the ledger" in res.output
     # every trace removed from the database: the seal file still names the batch
-    raw(ledger, "DELETE FROM seal_chunk")
+    raw(ledger, "DELETE FROM seal_part")
     raw(ledger, "DELETE FROM seal")
     res = cli("verify", "--seal-file", seals, "--db", ledger.url, code=1)
     assert "the seal file has a seal for it: reopened behind the ledger" in res.output
@@ -198,3 +199,45 @@ def test_ledger_correct_and_history(ledger: Ledger, tmp_path: Path) -> None:
     cli("close", "fx", "--db", ledger.url)
     res = cli("correct", "run", new, "--set", "seed=1", "--reason", "late", "--db", ledger.url, code=3)
     assert f"refused (R10): correct run {new} of batch 'fx'" in res.output
+
+
+def test_open_batch_change_found_by_the_import_digest(ledger: Ledger, tmp_path: Path) -> None:
+    """Each artefact stores the digest of its rows at import: a raw-SQL change of an open batch is
+    found by `verify` (table and rows) and the batch cannot be closed over it."""
+    cli("import", bench_json(tmp_path / "a.json"), "--batch", "fx", "--db", ledger.url)
+    art = tb._request_artefact(ledger)
+    assert "batch fx (open): ok, 1 artefact(s) match their import digests over" in cli("verify", "--db", ledger.url).output
+    if ledger.backend == "postgresql":
+        with pytest.raises(sa.exc.DBAPIError, match="refused by R9: UPDATE of request"):
+            raw(ledger, "UPDATE request SET output_tokens = 21 WHERE idx = 2")
+        return
+    raw(ledger, "UPDATE request SET output_tokens = 21 WHERE idx = 2")
+    res = cli("verify", "--db", ledger.url, code=1)
+    assert "batch fx (open): MISMATCH" in res.output
+    assert (f"artefact {art}, table request: 1 chunk(s) of 4096 rows differ from the import digest: "
+            f"rows (artefact_id={art}, idx=0) … (artefact_id={art}, idx=4)") in res.output  # fmt: skip
+    res = cli("close", "fx", "--db", ledger.url, code=3)
+    assert "refused (R10): close batch 'fx'" in res.output and "rows changed behind the ledger since their import" in res.output
+    raw(ledger, "DELETE FROM chunk_gap WHERE request_idx = 4 AND seq = 0")
+    res = cli("verify", "fx", "--db", ledger.url, code=1)
+    assert f"artefact {art}, table chunk_gap: 15 rows at import, 14 now;" in res.output
+
+
+def test_import_digest_is_the_documented_encoding(ledger: Ledger, tmp_path: Path) -> None:
+    """An independent recomputation (stdlib only, from the rows as Python values) of one part."""
+    import hashlib
+    import struct
+
+    cli("import", bench_json(tmp_path / "a.json", 3), "--batch", "fx", "--db", ledger.url)
+    with ledger.session() as s:
+        art = tb._request_artefact(ledger)
+        gaps = s.execute(sa.select(m.ChunkGap.artefact_id, m.ChunkGap.request_idx, m.ChunkGap.seq, m.ChunkGap.gap_s)
+                         .order_by(m.ChunkGap.artefact_id, m.ChunkGap.request_idx, m.ChunkGap.seq)).all()  # fmt: skip
+        stored = s.get(m.ArtefactDigest, (art, "chunk_gap"))
+    n = len(gaps)
+    h = hashlib.sha256(b"bench-ledger-chunk/3\x00chunk_gap\x00" + struct.pack("<I", n))
+    for i, (name, tag) in enumerate((("artefact_id", b"i"), ("request_idx", b"i"), ("seq", b"i"), ("gap_s", b"f"))):
+        h.update(name.encode() + b"\x00" + tag + b"\x01" * n)
+        h.update(b"".join(struct.pack("<d" if tag == b"f" else "<q", r[i]) for r in gaps))
+    assert stored.chunks == h.digest() and stored.row_count == n == 9
+    assert stored.root == hashlib.sha256(h.digest()).hexdigest()

@@ -51,7 +51,8 @@ def close(ledger: Ledger, batch: str, seal_file: Path | None) -> None:
 @click.argument("batch", required=False)
 @click.option("--seal-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Compare with this seal file too.")
 def verify(ledger: Ledger, batch: str | None, seal_file: Path | None) -> None:
-    """Recompute the seals of closed batches; name the batch, table and rows that differ (exit 1).
+    """Recompute the seals of closed batches, and the import digests of open batches' artefacts;
+    name the batch, table and rows that differ (exit 1).
 
     \b
     Example:
@@ -65,10 +66,14 @@ def verify(ledger: Ledger, batch: str | None, seal_file: Path | None) -> None:
     for p in res.guard_problems:
         click.echo(f"database guards: {p}", err=True)
     for c in res.checks:
-        if c.ok:
-            click.echo(f"batch {c.batch}: ok, seal {c.digest} over {c.row_count:,} rows")
+        name = f"{c.batch} (open)" if c.is_open else c.batch
+        if c.ok and c.is_open:
+            click.echo(f"batch {name}: ok, {c.artefacts} artefact(s) match their import digests over {c.row_count:,} rows")
             continue
-        click.echo(f"batch {c.batch}: MISMATCH", err=True)
+        if c.ok:
+            click.echo(f"batch {name}: ok, seal {c.digest} over {c.row_count:,} rows")
+            continue
+        click.echo(f"batch {name}: MISMATCH", err=True)
         for p in c.problems:
             click.echo(f"  {p}", err=True)
         for d in c.diffs:

@@ -1,0 +1,148 @@
+"""Seal benchmark (issue 11): `ledger close` and `ledger verify` of a 3.4M-row batch against its
+`ledger import`, and the cost of the per-artefact digest inside the import, all from one run.
+
+    .venv/bin/python benchmarks/seal_bench.py                # 200 runs x 1000 requests x 16 gaps
+    .venv/bin/python benchmarks/seal_bench.py --quick        # 10 x 200 x 16 (seconds; for CI)
+    .venv/bin/python benchmarks/seal_bench.py --write        # also rewrite BENCHMARKS.md's seal section
+
+Every command runs as a subprocess (start to exit, peak RSS from os.wait4). The digest's share of
+the import is measured in-process on the imported ledger: the same function the import calls
+(``seal3.artefact_parts`` reads the artefact's rows back and hashes them); its share is
+digest / (import - digest). Targets: close <= import with peak RSS < 1 GB, verify <= import,
+digest <= 20% of the import without it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+import gen  # noqa: E402
+
+PG_BASE = os.environ.get("LEDGER_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
+MARK_BEGIN, MARK_END = "<!-- seal-bench begin -->", "<!-- seal-bench end -->"
+
+
+def run(args: list[str]) -> tuple[float, float, str]:
+    """(wall seconds, peak RSS MB, output) of one `ledger` command; raises on a non-zero exit."""
+    code = "import sys; from bench_ledger.cli import main; sys.exit(main(sys.argv[1:]))"
+    t0 = time.perf_counter()
+    with tempfile.TemporaryFile() as out:
+        p = subprocess.Popen([sys.executable, "-c", code, *args], stdout=out, stderr=subprocess.STDOUT, cwd=ROOT)
+        _, status, ru = os.wait4(p.pid, 0)
+        wall = time.perf_counter() - t0
+        out.seek(0)
+        text = out.read().decode(errors="replace")
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError(f"ledger {' '.join(args[:2])} failed:\n{text[-2000:]}")
+    return wall, ru.ru_maxrss / 1024, text
+
+
+def digest_seconds(url: str) -> float:
+    from bench_ledger import seal3
+    from bench_ledger.store import Ledger
+
+    with Ledger(url) as led, led.connection() as conn:
+        art = conn.exec_driver_sql("SELECT max(id) FROM artefact").scalar()
+        t0 = time.perf_counter()
+        seal3.artefact_parts(conn, led.backend, [art])
+        return time.perf_counter() - t0
+
+
+def one_backend(backend: str, data: Path, tmp: Path) -> dict:
+    if backend == "duckdb":
+        url, drop = f"duckdb:///{tmp / 'seal.duckdb'}", None
+    else:
+        import sqlalchemy as sa
+
+        schema = f"sb_{uuid.uuid4().hex[:10]}"
+        admin = sa.create_engine(PG_BASE, poolclass=sa.pool.NullPool)
+        with admin.begin() as c:
+            c.exec_driver_sql(f"CREATE SCHEMA {schema}")
+        url = f"{PG_BASE}{'&' if '?' in PG_BASE else '?'}options=-csearch_path%3D{schema}"
+
+        def drop() -> None:
+            with admin.begin() as c:
+                c.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
+
+    try:
+        run(["init", "--db", url])
+        imp = run(["import", str(data), "--batch", "b", "--db", url])
+        dig = digest_seconds(url)
+        rows = int(re.search(r"over ([\d,]+) rows", run(["verify", "b", "--db", url])[2]).group(1).replace(",", ""))
+        close = run(["close", "b", "--db", url])
+        verify = run(["verify", "b", "--db", url])
+        assert ": ok, seal " in verify[2], verify[2]
+    finally:
+        if drop:
+            drop()
+    return {"backend": backend, "rows": rows, "import_s": imp[0], "import_mb": imp[1], "digest_s": dig,
+            "close_s": close[0], "close_mb": close[1], "verify_s": verify[0], "verify_mb": verify[1]}  # fmt: skip
+
+
+def table(results: list[dict], sizes: dict) -> str:
+    lines = [
+        f"Batch: {sizes['runs']} vLLM runs x {sizes['per_run']} requests x {sizes['gaps']} chunk gaps each, one file "
+        f"({results[0]['rows']:,} rows in the batch's parts). Each figure is one subprocess, start to exit, measured "
+        "one after the other in the same run; ratios are against that run's import.",
+        "",
+        "| backend | import | digest inside it | digest / (import - digest) (target <= 20%) | close | close / import "
+        "(target <= 1) | close peak RSS (target < 1 GB) | verify | verify / import (target <= 1) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in results:
+        share = r["digest_s"] / max(r["import_s"] - r["digest_s"], 1e-9)
+        lines.append(
+            f"| {r['backend']} | {r['import_s']:.2f} s | {r['digest_s']:.2f} s | {share:.0%} | {r['close_s']:.2f} s | "
+            f"{r['close_s'] / r['import_s']:.2f}x | {r['close_mb']:,.0f} MB | {r['verify_s']:.2f} s | "
+            f"{r['verify_s'] / r['import_s']:.2f}x |"
+        )  # fmt: skip
+    return "\n".join(lines)
+
+
+def write_section(text: str) -> None:
+    path = ROOT / "BENCHMARKS.md"
+    body = path.read_text()
+    section = f"{MARK_BEGIN}\n## Seals (issue 11): close and verify against the import\n\n{text}\n{MARK_END}"
+    if MARK_BEGIN in body:
+        body = re.sub(re.escape(MARK_BEGIN) + ".*?" + re.escape(MARK_END), lambda _: section, body, flags=re.S)
+    else:
+        body = body.rstrip("\n") + "\n\n" + section + "\n"
+    path.write_text(body)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--write", action="store_true", help="rewrite the seal section of BENCHMARKS.md")
+    ap.add_argument("--backend", action="append", choices=["duckdb", "postgresql"])
+    ns = ap.parse_args(argv)
+    sizes = dict(runs=10, per_run=200, gaps=16) if ns.quick else dict(runs=200, per_run=1000, gaps=16)
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        data = tmp / "vllm_gaps16.jsonl"
+        gen.vllm_and_ledger(data, sizes["runs"], sizes["per_run"], sizes["gaps"], None)
+        results = [one_backend(b, data, tmp) for b in (ns.backend or ["duckdb", "postgresql"])]
+    text = table(results, sizes)
+    print(text)
+    print(json.dumps(results))
+    if ns.write:
+        write_section(f"Generated by `python benchmarks/seal_bench.py{' --quick' if ns.quick else ''}` on "
+                      f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} (2 vCPUs, shared with other "
+                      f"engineers' test runs).\n\n{text}")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

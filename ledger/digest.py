@@ -1,0 +1,210 @@
+"""Column-wise digests of table rows (seal scheme ``bench-ledger-seal/3``): fast, and recomputable
+from any export that keeps the values (a Parquet file read with pyarrow, for instance).
+
+Why columns and not one JSON line per row: hashing a canonical text per row costs the same per row
+in Python (~10 us) or in SQL (DuckDB ``sha256`` over a text built per row was 3x slower than the
+whole import of the same rows, measured: benchmarks/seal_bench.py). The database hands its rows
+over as Arrow columns (DuckDB natively; PostgreSQL as ``COPY … TO STDOUT`` CSV parsed by Arrow),
+and each chunk of 4096 rows is hashed as a few contiguous byte strings.
+
+The encoding (docs/seals.md "Scheme 3" says the same, with a worked example):
+
+* rows of one table in primary-key order (strings in byte order), cut into chunks of
+  :data:`CHUNK` rows (the last one shorter);
+* for one chunk of n rows, the bytes ``b"bench-ledger-chunk/3\\0" + table + b"\\0" + u32(n)``, then
+  for every column in the table's column order: ``name + b"\\0" + tag + validity + values``,
+  where ``validity`` is n bytes (1 = a value, 0 = NULL) and ``values`` by ``tag``:
+  ``i`` 64-bit integers, ``b`` booleans as 0/1, ``t`` timestamps as microseconds since
+  1970-01-01 (naive UTC), ``d`` dates as days since 1970-01-01 — each as n signed int64
+  little-endian; ``f`` binary floats as n IEEE-754 binary64 little-endian; ``s`` text (exact
+  decimals too, as their stored text) as n uint32 little-endian UTF-8 byte lengths followed by
+  the n UTF-8 strings; a NULL is 0 / 0.0 / an empty string in the values;
+* chunk digest = SHA-256 of those bytes; table root = SHA-256 of the concatenated 32-byte chunk
+  digests (SHA-256 of nothing for an empty table).
+
+Per-row *fingerprints* (64 bits, :func:`fingerprints`) are kept beside the seal only to name the
+rows that differ; they are locators, not evidence: the chunk digests and roots are the seal.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import sqlalchemy as sa
+from bench_ledger import models as m
+
+CHUNK = 4096
+MAGIC = b"bench-ledger-chunk/3\x00"
+EMPTY_ROOT = hashlib.sha256(b"").hexdigest()
+
+
+def tag_of(col: sa.Column) -> str:
+    t = col.type
+    if isinstance(t, m.ExactDecimal | sa.String):
+        return "s"
+    if isinstance(t, sa.Boolean):
+        return "b"
+    if isinstance(t, sa.Float):
+        return "f"
+    if isinstance(t, sa.DateTime):
+        return "t"
+    if isinstance(t, sa.Date):
+        return "d"
+    if isinstance(t, sa.Integer):
+        return "i"
+    if isinstance(t, sa.LargeBinary):
+        raise TypeError(f"column {col.name}: binary columns are not sealed")
+    raise TypeError(f"column {col.name}: no seal encoding for {t!r}")
+
+
+# --------------------------------------------------------------------------- reading rows
+
+
+_ARROW = {"i": pa.int64(), "b": pa.bool_(), "f": pa.float64(), "t": pa.timestamp("us"), "d": pa.date32(),
+          "s": pa.large_string()}  # fmt: skip
+
+
+def read_rows(conn: sa.Connection, backend: str, sql: str, names: list[str], tags: list[str]) -> pa.Table:
+    """The rows of ``sql`` (already ordered) as an Arrow table with one canonical type per tag."""
+    raw = conn.connection.driver_connection
+    schema = pa.schema([(n, _ARROW[t]) for n, t in zip(names, tags, strict=True)])
+    if backend == "duckdb":
+        data = raw.execute(sql).to_arrow_table()  # this connection: it sees the open transaction
+    else:
+        buf = io.BytesIO()
+        with raw.cursor() as cur:
+            # exact float text and ISO timestamps, whatever the server's or the role's defaults
+            cur.execute("SET LOCAL extra_float_digits = 3")
+            cur.execute("SET LOCAL DateStyle = 'ISO, YMD'")
+            with cur.copy(f"COPY ({sql}) TO STDOUT (FORMAT csv)") as copy:
+                for part in copy:
+                    buf.write(part)
+        if buf.tell() == 0:
+            return schema.empty_table()
+        buf.seek(0)
+        data = pacsv.read_csv(
+            buf, read_options=pacsv.ReadOptions(column_names=names),
+            parse_options=pacsv.ParseOptions(newlines_in_values=True),
+            convert_options=pacsv.ConvertOptions(column_types=schema, strings_can_be_null=True,
+                                                 quoted_strings_can_be_null=False,
+                                                 true_values=["t"], false_values=["f"]),
+        )  # fmt: skip
+    return pa.table([data.column(i).cast(schema.field(i).type) for i in range(len(names))], schema=schema)
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def _fixed(arr: pa.Array, width: int) -> memoryview:
+    """The value buffer of a fixed-width array (no nulls), exactly its rows (Arrow is little-endian here)."""
+    buf = arr.buffers()[1]
+    return memoryview(buf)[width * arr.offset : width * (arr.offset + len(arr))]
+
+
+@dataclass
+class _Col:
+    name: bytes  # column name + NUL + tag, as hashed
+    tag: str
+    valid: memoryview  # n bytes, 1 = a value
+    values: memoryview | None = None  # 8 bytes per row (int64 or float64 LE)
+    lengths: memoryview | None = None  # text: uint32 LE per row
+    offsets: memoryview | None = None  # text: n + 1 int64 offsets (cast 'q') into ``data``
+    data: memoryview = memoryview(b"")  # text: the Arrow data buffer (UTF-8)
+    arrow: pa.Array | None = None  # the Arrow values (fingerprints read them)
+
+
+def _column(name: str, tag: str, arr: pa.ChunkedArray | pa.Array) -> _Col:
+    arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
+    valid = _fixed(pc.cast(arr.is_valid(), pa.uint8()), 1)
+    col = _Col(name.encode() + b"\x00" + tag.encode(), tag, valid, arrow=arr)
+    if tag == "s":
+        arr = pc.fill_null(arr, "") if arr.null_count else arr
+        col.arrow = arr
+        lengths = pc.cast(pc.binary_length(arr), pa.uint32())
+        col.lengths = _fixed(lengths, 4)
+        col.offsets = memoryview(arr.buffers()[1]).cast("q")[arr.offset : arr.offset + len(arr) + 1]
+        data_buf = arr.buffers()[2]
+        col.data = memoryview(data_buf) if data_buf is not None else memoryview(b"")
+        return col
+    if tag == "f":
+        vals = pc.fill_null(arr, 0.0) if arr.null_count else arr
+    elif tag == "d":
+        vals = pc.cast(pc.fill_null(pc.cast(arr, pa.int32()), 0), pa.int64())
+    else:  # i, b, t
+        vals = pc.fill_null(pc.cast(arr, pa.int64()), 0)
+    col.values = _fixed(vals, 8)
+    col.arrow = vals
+    return col
+
+
+def columns(data: pa.Table, tags: list[str]) -> list[_Col]:
+    return [_column(n, t, data.column(n)) for n, t in zip(data.column_names, tags, strict=True)]
+
+
+def chunk_digests(table: str, cols: list[_Col], n: int) -> list[bytes]:
+    """SHA-256 of each chunk of :data:`CHUNK` rows (module docstring)."""
+    out = []
+    head = MAGIC + table.encode() + b"\x00"
+    for lo in range(0, n, CHUNK):
+        hi = min(lo + CHUNK, n)
+        h = hashlib.sha256(head + struct.pack("<I", hi - lo))
+        for c in cols:
+            h.update(c.name)
+            h.update(c.valid[lo:hi])
+            if c.tag == "s":
+                h.update(c.lengths[4 * lo : 4 * hi])
+                h.update(c.data[c.offsets[lo] : c.offsets[hi]])
+            else:
+                h.update(c.values[8 * lo : 8 * hi])
+        out.append(h.digest())
+    return out
+
+
+def root_of(digests: list[bytes]) -> str:
+    return hashlib.sha256(b"".join(digests)).hexdigest()
+
+
+# --------------------------------------------------------------------------- fingerprints (locators)
+
+_M1, _M2 = pa.scalar(0xBF58476D1CE4E5B9, pa.uint64()), pa.scalar(0x94D049BB133111EB, pa.uint64())
+_NULL = pa.scalar(0x6E756C6C6E756C6C, pa.uint64())
+_SEED = 0x9E3779B97F4A7C15
+_S30, _S27, _S31 = (pa.scalar(k, pa.uint64()) for k in (30, 27, 31))
+
+
+def _mix(x: pa.Array) -> pa.Array:
+    """splitmix64's finaliser on a uint64 array (Arrow's unchecked arithmetic wraps)."""
+    x = pc.bit_wise_xor(x, pc.shift_right(x, _S30))
+    x = pc.multiply(x, _M1)
+    x = pc.bit_wise_xor(x, pc.shift_right(x, _S27))
+    x = pc.multiply(x, _M2)
+    return pc.bit_wise_xor(x, pc.shift_right(x, _S31))
+
+
+def fingerprints(cols: list[_Col], n: int) -> pa.Array:
+    """A 64-bit fingerprint of every row (uint64 array): only to find which rows differ."""
+    h = pa.array([_SEED] * n, pa.uint64()) if n else pa.array([], pa.uint64())
+    for c in cols:
+        if c.tag == "s":
+            enc = c.arrow.dictionary_encode()
+            words = pa.array([int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "little")
+                              for w in enc.dictionary.to_pylist()], pa.uint64())  # fmt: skip
+            vals = pc.take(words, enc.indices) if n else pa.array([], pa.uint64())
+        else:
+            vals = c.arrow.view(pa.uint64()) if c.arrow.type == pa.float64() else pc.cast(c.arrow, pa.uint64(), safe=False)
+        valid = pc.cast(pa.Array.from_buffers(pa.uint8(), n, [None, pa.py_buffer(bytes(c.valid))]), pa.bool_())
+        vals = pc.if_else(valid, vals, _NULL)
+        h = _mix(pc.bit_wise_xor(h, _mix(pc.add(vals, pa.scalar(len(c.name), pa.uint64())))))
+    return h
+
+
+def key_tuples(data: pa.Table, keys: list[str]) -> Iterator[tuple]:
+    cols = [data.column(k).to_pylist() for k in keys]
+    return zip(*cols, strict=True)
