@@ -104,7 +104,7 @@ def table(results: list[dict], sizes: dict) -> str:
     for r in results:
         share = r["digest_s"] / max(r["import_s"] - r["digest_s"], 1e-9)
         lines.append(
-            f"| {r['backend']} | {r['import_s']:.2f} s | {r['digest_s']:.2f} s | {share:.0%} | {r['close_s']:.2f} s | "
+            f"| {r['backend']} | {r['import_s']:.2f} s | {r['digest_s']:.2f} s | {share:.1%} | {r['close_s']:.2f} s | "
             f"{r['close_s'] / r['import_s']:.2f}x | {r['close_mb']:,.0f} MB | {r['verify_s']:.2f} s | "
             f"{r['verify_s'] / r['import_s']:.2f}x |"
         )  # fmt: skip

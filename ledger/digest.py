@@ -96,7 +96,12 @@ def read_rows(conn: sa.Connection, backend: str, sql: str, names: list[str], tag
                                                  quoted_strings_can_be_null=False,
                                                  true_values=["t"], false_values=["f"]),
         )  # fmt: skip
-    return pa.table([data.column(i).cast(schema.field(i).type) for i in range(len(names))], schema=schema)
+    cols = []
+    for i, f in enumerate(schema):
+        col = data.column(i)
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+        cols.append(col if col.type == f.type else col.cast(f.type))
+    return pa.table(cols, schema=schema)
 
 
 # --------------------------------------------------------------------------- encoding
@@ -122,7 +127,7 @@ class _Col:
 
 def _column(name: str, tag: str, arr: pa.ChunkedArray | pa.Array) -> _Col:
     arr = arr.combine_chunks() if isinstance(arr, pa.ChunkedArray) else arr
-    valid = _fixed(pc.cast(arr.is_valid(), pa.uint8()), 1)
+    valid = _fixed(pc.cast(arr.is_valid(), pa.uint8()), 1) if arr.null_count else memoryview(b"\x01" * len(arr))
     col = _Col(name.encode() + b"\x00" + tag.encode(), tag, valid, arrow=arr)
     if tag == "s":
         arr = pc.fill_null(arr, "") if arr.null_count else arr
@@ -138,7 +143,8 @@ def _column(name: str, tag: str, arr: pa.ChunkedArray | pa.Array) -> _Col:
     elif tag == "d":
         vals = pc.cast(pc.fill_null(pc.cast(arr, pa.int32()), 0), pa.int64())
     else:  # i, b, t
-        vals = pc.fill_null(pc.cast(arr, pa.int64()), 0)
+        vals = arr if arr.type == pa.int64() else pc.cast(arr, pa.int64())
+        vals = pc.fill_null(vals, 0) if vals.null_count else vals
     col.values = _fixed(vals, 8)
     col.arrow = vals
     return col

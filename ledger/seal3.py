@@ -63,7 +63,8 @@ def _order(table: str, backend: str, prefix: str = "") -> str:
 def _select_sql(table: str, backend: str, *, batch_id: int | None = None, artefact_ids: str | None = None) -> str:
     """SQL of the rows of one table: of a batch (declared tables) or of artefacts (``artefact_ids``
     is a SQL list or subquery); artefact parts come with ``_art`` first, ordered by it."""
-    names = ", ".join(f'x."{c.name}"' for c in _cols(table))
+    names = ", ".join(f'CAST(x."{c.name}" AS BIGINT) AS "{c.name}"' if dg.tag_of(c) == "i" else f'x."{c.name}"'
+                      for c in _cols(table))  # fmt: skip
     b = int(batch_id) if batch_id is not None else None
     if table in DECLARED_TABLES:
         where = {
