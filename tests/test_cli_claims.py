@@ -102,6 +102,9 @@ def test_bad_report_and_bad_reference_are_clear_errors(tmp_path: Path, small: tu
     assert res.output == f"error: {bad}: not UTF-8 text (byte 3)\n"
     assert not (tmp_path / "x.yaml").exists()
     url, report = small
+    res = run("claims", "draft", str(report), "--db", url, "--batch", "nope", "-o", str(tmp_path / "x.yaml"), code=1)
+    assert res.output == "error: no batch named 'nope'; `ledger batches` lists them\n"
+    assert not (tmp_path / "x.yaml").exists()
     draft = tmp_path / "draft.yaml"
     run("claims", "draft", str(report), "-o", str(draft))
     ref = tmp_path / "ref.yaml"
