@@ -4,6 +4,7 @@
     ├── StoreError                 the database could not do what was asked
     │   ├── LedgerLocked           a DuckDB file is held by another process
     │   ├── SchemaOutOfDate        the ledger needs `ledger init` (migrations pending)
+    │   ├── WriteConflict          another process wrote the same keys at the same time (retry)
     │   └── NotFound               no such batch / run / deployment / ...
     ├── InputError                 a file or manifest is not what it claims to be
     │   ├── ParseError             names the file, the line or JSON path, and the field
@@ -33,6 +34,10 @@ class LedgerLocked(StoreError):
 
 class SchemaOutOfDate(StoreError):
     """The ledger's schema is behind the code: run `ledger init`."""
+
+
+class WriteConflict(StoreError):
+    """Another process committed the same keys (a batch, an artefact, a run) at the same time."""
 
 
 class NotFound(StoreError):

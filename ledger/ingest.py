@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,7 +23,7 @@ from bench_ledger import models as m
 from bench_ledger import records as rec
 from bench_ledger import seal3
 from bench_ledger.bulk import bulk_insert
-from bench_ledger.errors import AlreadyImported, InputError, Refused
+from bench_ledger.errors import AlreadyImported, InputError, Refused, WriteConflict
 from bench_ledger.store import Ledger, now
 from sqlalchemy.orm import Session
 
@@ -67,6 +67,7 @@ class ImportResult:
     samples: int = 0
     log_facts: int = 0
     published: int = 0
+    created_batch: str | None = None  # the batch this import created (it did not exist before)
 
     @property
     def rows(self) -> int:
@@ -106,12 +107,17 @@ def import_file(
     the caller (``bench_ledger.importers.choose``), because the core does not know the formats.
     Raises :class:`AlreadyImported` when the bytes are in the ledger (nothing changed), a
     :class:`ParseError` / :class:`InputError` naming the file and place, or :class:`Refused`;
-    on any error nothing of the file is written.
+    on any error nothing of the file is written. An attempt that lost a race with another process
+    (PostgreSQL) runs again, seeing what that process committed (:func:`retry_conflicts`).
     """
-    sha, size = check_not_imported(ledger, path)
-    parsed = importer.parse(path, rec.ParseOptions(node=target.node, time_zone=target.time_zone, start=target.start,
-                                                   interval_s=target.interval_s))
-    return write_artefact(ledger, path, sha, size, parsed, importer.name, package_version(), target, progress)
+
+    def attempt() -> ImportResult:
+        sha, size = check_not_imported(ledger, path)
+        parsed = importer.parse(path, rec.ParseOptions(node=target.node, time_zone=target.time_zone,
+                                                       start=target.start, interval_s=target.interval_s))
+        return write_artefact(ledger, path, sha, size, parsed, importer.name, package_version(), target, progress)
+
+    return retry_conflicts(attempt)
 
 
 def find_artefact(session: Session, sha: str) -> m.Artefact | None:
@@ -149,7 +155,7 @@ def write_artefact(
     with ledger.session() as s:
         if find_artefact(s, sha) is not None:  # imported concurrently since the check
             raise AlreadyImported(f"{path}: already imported (sha256 {sha[:12]}…); nothing changed")
-        batch = _batch(s, target.batch) if target.batch else None
+        batch, created = _batch(s, target.batch) if target.batch else (None, False)
         deployment_id = Ledger.get_deployment(s, target.deployment).id if target.deployment else None
         if deployment_id is None and batch is not None:
             deployment_id = batch.deployment_id
@@ -161,7 +167,8 @@ def write_artefact(
         )  # fmt: skip
         s.add(art)
         s.flush()
-        result = ImportResult(artefact_id=art.id, sha256=sha, format=parsed.format)
+        result = ImportResult(artefact_id=art.id, sha256=sha, format=parsed.format,
+                              created_batch=batch.name if created else None)  # fmt: skip
         conn = s.connection()
         rows = _Pending(conn, ledger.backend)
 
@@ -216,20 +223,45 @@ def write_artefact(
     return result
 
 
-def _batch(s: Session, name: str) -> m.Batch:
+T = TypeVar("T")
+CONFLICT_ATTEMPTS = 5
+
+
+def retry_conflicts(attempt: Callable[[], T], attempts: int = CONFLICT_ATTEMPTS) -> T:
+    """Run one import attempt again when it lost a race with another process (PostgreSQL).
+
+    Each attempt is one transaction that rolled back whole, so running it again sees what the other
+    process committed: the same bytes are then "already imported", a run label created meanwhile is
+    attached to, as if the imports had run one after the other."""
+    for n in range(1, attempts + 1):
+        try:
+            return attempt()
+        except WriteConflict as exc:
+            if n == attempts:
+                raise WriteConflict(f"{exc}; gave up after {attempts} attempts") from None
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _batch(s: Session, name: str) -> tuple[m.Batch, bool]:
+    """The open batch ``name``, created if new (True). Race-free: a concurrent creator's row wins
+    (INSERT ... ON CONFLICT DO NOTHING waits for its transaction) and this one uses it."""
     # locked (PostgreSQL) until the import commits: a concurrent `ledger close` waits for it, or it
     # waits for the close and then sees the batch closed (ledger.books.lock_for_close)
     batch = Ledger.find_batch(s, name, lock="share")
+    created = False
     if batch is None:
-        batch = m.Batch(name=name, status="open", created_at=now())
-        s.add(batch)
-        s.flush()
+        inserted = s.execute(
+            sa.text("INSERT INTO batch (name, status, created_at) VALUES (:name, 'open', :at) "
+                    "ON CONFLICT (name) DO NOTHING RETURNING id"), {"name": name, "at": now()},
+        ).scalar()  # fmt: skip
+        created = inserted is not None
+        batch = Ledger.find_batch(s, name, lock="share")
     if batch.status == "closed":
         raise Refused(
             "R10", f"import into batch {name!r}", f"the batch was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC and is sealed",
             "import into a new batch; a correction names what it supersedes",
         )  # fmt: skip
-    return batch
+    return batch, created
 
 
 def _described(info: rec.RunInfo, artefact_id: int) -> dict:

@@ -25,7 +25,7 @@ import duckdb_sqlalchemy.alembic_impl  # noqa: F401  (registers DuckDB with Alem
 import sqlalchemy as sa
 from bench_ledger import guards
 from bench_ledger import models as m
-from bench_ledger.errors import LedgerLocked, NotFound, SchemaOutOfDate, StoreError
+from bench_ledger.errors import LedgerLocked, NotFound, SchemaOutOfDate, StoreError, WriteConflict
 from sqlalchemy.orm import Session
 
 # DuckDB's Python client tries `import pandas` on every execute() with parameters. Where pandas is
@@ -57,9 +57,34 @@ def _duckdb_file(url: str) -> str | None:
     return u.database if u.get_backend_name() == "duckdb" else None
 
 
+# PostgreSQL's SQLSTATEs for a write that lost a race with another transaction: unique_violation
+# (the other process committed the same batch name, artefact hash or run label first),
+# deadlock_detected, serialization_failure. The importer retries on these (ledger.ingest).
+CONFLICT_SQLSTATES = frozenset({"23505", "40P01", "40001"})
+
+
+def driver_errors() -> tuple[type[BaseException], ...]:
+    """The drivers' own exception bases: the bulk path (COPY, Arrow scans) runs on the raw driver
+    connection, so its errors arrive unwrapped by SQLAlchemy."""
+    import duckdb
+
+    found: list[type[BaseException]] = [sa.exc.SQLAlchemyError, duckdb.Error]
+    try:
+        import psycopg
+    except ImportError:  # pragma: no cover - PostgreSQL support not installed
+        pass
+    else:
+        found.append(psycopg.Error)
+    return tuple(found)
+
+
 def translate(exc: Exception, url: str) -> StoreError:
     """Turn a driver error into one sentence a user can act on."""
-    text = str(getattr(exc, "orig", exc))
+    orig = getattr(exc, "orig", exc)
+    text = str(orig)
+    if getattr(orig, "sqlstate", None) in CONFLICT_SQLSTATES:
+        first = text.strip().splitlines()[0] if text.strip() else type(orig).__name__
+        return WriteConflict(f"another process wrote the same rows at the same time ({first})")
     if "Could not set lock on file" in text or "Conflicting lock" in text:
         path = _duckdb_file(url) or url
         pid = re.search(r"PID (\d+)", text)
@@ -130,7 +155,7 @@ class Ledger:
         try:
             yield session
             session.commit()
-        except sa.exc.SQLAlchemyError as exc:
+        except driver_errors() as exc:
             session.rollback()
             raise translate(exc, self.url) from exc
         except BaseException:

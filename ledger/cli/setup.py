@@ -121,6 +121,9 @@ def import_one(ledger: Ledger, path: Path, fmt: str | None, target, quiet: bool,
     except LedgerError as exc:
         click.echo(f"error: {exc}", err=True)
         return False
+    if res.created_batch:
+        click.echo(f"note: batch {res.created_batch!r} did not exist: created it (open) for {path.name}; "
+                   "`ledger batches` lists them", err=True)  # fmt: skip
     parts = [f"{len(res.runs)} run(s)"] if res.runs else []
     parts += [f"{sum(n for _, _, n in res.runs):,} requests"] if res.runs else []
     parts += [f"{res.samples:,} samples"] if res.samples else []
