@@ -1,6 +1,7 @@
 """The ledger's exceptions. Everything the ledger raises on purpose derives from LedgerError.
 
     LedgerError
+    ├── BadURL                     the ledger URL itself is wrong (a usage error, exit 2)
     ├── StoreError                 the database could not do what was asked
     │   ├── LedgerLocked           a DuckDB file is held by another process
     │   ├── SchemaOutOfDate        the ledger needs `ledger init` (migrations pending)
@@ -13,7 +14,7 @@
     ├── Refused                    a rule of the rulebook forbids the request (exit 3)
     └── IntegrityError             a seal does not match what is stored (exit 1)
 
-The CLI maps LedgerError to exit 1, Refused to exit 3 and usage errors to exit 2. Errors from
+The CLI maps LedgerError to exit 1, Refused to exit 3 and usage errors (BadURL too) to exit 2. Errors from
 other libraries are translated where they enter (the store, the importers), never further up.
 """
 
@@ -22,6 +23,10 @@ from __future__ import annotations
 
 class LedgerError(Exception):
     """Base of every error the ledger raises on purpose."""
+
+
+class BadURL(LedgerError):
+    """The ledger URL (--db, $LEDGER_DB) names an unsupported database or a setting not allowed."""
 
 
 class StoreError(LedgerError):

@@ -25,7 +25,7 @@ import duckdb_sqlalchemy.alembic_impl  # noqa: F401  (registers DuckDB with Alem
 import sqlalchemy as sa
 from bench_ledger import guards
 from bench_ledger import models as m
-from bench_ledger.errors import LedgerLocked, NotFound, SchemaOutOfDate, StoreError, WriteConflict
+from bench_ledger.errors import BadURL, LedgerLocked, NotFound, SchemaOutOfDate, StoreError, WriteConflict
 from sqlalchemy.orm import Session
 
 # DuckDB's Python client tries `import pandas` on every execute() with parameters. Where pandas is
@@ -37,6 +37,10 @@ if "pandas" not in sys.modules and importlib.util.find_spec("pandas") is None:
 
 DEFAULT_URL = "duckdb:///ledger.duckdb"
 ENV_VAR = "LEDGER_DB"
+# DuckDB settings a ledger URL may carry (``duckdb:///l.duckdb?threads=2``). The DuckDB driver turns
+# every query parameter into connection configuration, including ones that load unsigned
+# extensions or open the file system to SQL; only these resource settings are let through.
+DUCKDB_URL_SETTINGS = ("threads", "memory_limit", "temp_directory", "max_temp_directory_size")
 
 
 def now() -> datetime:
@@ -108,14 +112,36 @@ class Status:
     guard_problems: list[str]  # missing or disabled PostgreSQL triggers (ledger.guards.trigger_problems)
 
 
-class Ledger:
-    """An open ledger. Use as a context manager, or call :meth:`close`."""
+def check_url(url: str) -> sa.engine.URL:
+    """Parse a ledger URL; :class:`BadURL` for another database or a DuckDB setting not allowed."""
+    try:
+        parsed = sa.engine.make_url(url)
+    except sa.exc.ArgumentError:
+        raise BadURL(f"{url!r} is not a database URL: use duckdb:///FILE or postgresql+psycopg://USER@HOST/DB") from None
+    backend = parsed.get_backend_name()
+    if backend not in ("duckdb", "postgresql"):
+        raise BadURL(f"unsupported database {backend!r} in {parsed.render_as_string(hide_password=True)}: "
+                     "use duckdb:///FILE or postgresql+psycopg://USER@HOST/DB")  # fmt: skip
+    refused = sorted(k for k in parsed.query if k not in DUCKDB_URL_SETTINGS) if backend == "duckdb" else []
+    if refused:
+        raise BadURL(f"DuckDB setting(s) {', '.join(refused)} not allowed in a ledger URL; "
+                     f"allowed: {', '.join(DUCKDB_URL_SETTINGS)}")  # fmt: skip
+    return parsed
 
-    def __init__(self, url: str | None = None) -> None:
+
+class Ledger:
+    """An open ledger. Use as a context manager, or call :meth:`close`.
+
+    ``create=False`` refuses a DuckDB file that does not exist yet instead of creating it: every
+    command but ``ledger init`` (and the demo) opens that way, so a typo in --db or a command run in
+    the wrong folder leaves no empty ledger file behind."""
+
+    def __init__(self, url: str | None = None, *, create: bool = True) -> None:
         self.url = resolve_url(url)
-        self.backend = sa.engine.make_url(self.url).get_backend_name()
-        if self.backend not in ("duckdb", "postgresql"):
-            raise StoreError(f"unsupported database {self.backend!r}: use duckdb:///FILE or postgresql+psycopg://...")
+        self.backend = check_url(self.url).get_backend_name()
+        file = _duckdb_file(self.url)
+        if not create and file and file != ":memory:" and not Path(file).exists():
+            raise NotFound(f"no ledger at {file} (no such file): `ledger init --db {self.url}` creates one")
         try:
             self.engine = sa.create_engine(self.url, poolclass=sa.pool.NullPool if self.backend == "postgresql" else None)
             with self.engine.connect():

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import click
-from bench_ledger.errors import LedgerError, Refused
+from bench_ledger.errors import BadURL, LedgerError, Refused
 
 EXIT_FAILURE, EXIT_USAGE, EXIT_REFUSED = 1, 2, 3
 
@@ -28,6 +28,9 @@ class LedgerGroup(click.Group):
         except Refused as exc:
             click.echo(f"refused ({exc.rule}): {exc.asked}\n  why: {exc.why}\n  instead: {exc.instead}", err=True)
             ctx.exit(EXIT_REFUSED)
+        except BadURL as exc:
+            click.echo(f"Error: Invalid value for '--db' / $LEDGER_DB: {exc}", err=True)
+            ctx.exit(EXIT_USAGE)
         except LedgerError as exc:
             click.echo(f"error: {exc}", err=True)
             ctx.exit(EXIT_FAILURE)
@@ -43,10 +46,11 @@ if TYPE_CHECKING:  # the store (SQLAlchemy, DuckDB, Alembic) loads when a comman
 json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON instead of a table.")
 
 
-def open_ledger(db: str | None, *, migrated: bool = True) -> Ledger:
+def open_ledger(db: str | None, *, migrated: bool = True, create: bool = False) -> Ledger:
+    """Open the ledger; only ``create=True`` (``ledger init``, the demo) may create a DuckDB file."""
     from bench_ledger.store import Ledger
 
-    ledger = Ledger(db)
+    ledger = Ledger(db, create=create)
     if migrated:
         try:
             ledger.require_schema()

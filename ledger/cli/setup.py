@@ -31,7 +31,7 @@ def init(db: str | None) -> None:
     Example:
       ledger init --db postgresql+psycopg://postgres@127.0.0.1:5432/test
     """
-    with open_ledger(db, migrated=False) as ledger:
+    with open_ledger(db, migrated=False, create=True) as ledger:
         before, after = ledger.init()
         if before == after:
             click.echo(f"{ledger.display_url}: schema already at revision {after}")
