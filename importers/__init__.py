@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from bench_ledger.errors import InputError, UnknownFormat
+from bench_ledger.errors import InputError, UnknownFormat, UsageError
 from bench_ledger.importers.base import Importer, ParseOptions, read_head
 
 # Order matters only for speed: every sniff must be specific enough to reject the others' files.
@@ -64,7 +64,7 @@ def by_name(name: str) -> Importer:
         if imp.name == name:
             return imp
     names = ", ".join(i.name for i in all_importers())
-    raise InputError(f"unknown format {name!r}; known formats: {names}")
+    raise UsageError(f"unknown format {name!r}; known formats: {names}")
 
 
 def detect(path: Path) -> Importer:

@@ -1,7 +1,8 @@
 """The ledger's exceptions. Everything the ledger raises on purpose derives from LedgerError.
 
     LedgerError
-    ├── BadURL                     the ledger URL itself is wrong (a usage error, exit 2)
+    ├── UsageError                 the request itself is wrong: unknown name, missing option (exit 2)
+    │   └── BadURL                 the ledger URL names another database or a setting not allowed
     ├── StoreError                 the database could not do what was asked
     │   ├── LedgerLocked           a DuckDB file is held by another process
     │   ├── SchemaOutOfDate        the ledger needs `ledger init` (migrations pending)
@@ -14,7 +15,7 @@
     ├── Refused                    a rule of the rulebook forbids the request (exit 3)
     └── IntegrityError             a seal does not match what is stored (exit 1)
 
-The CLI maps LedgerError to exit 1, Refused to exit 3 and usage errors (BadURL too) to exit 2. Errors from
+The CLI maps LedgerError to exit 1, Refused to exit 3 and usage errors (UsageError, like click's own) to exit 2. Errors from
 other libraries are translated where they enter (the store, the importers), never further up.
 """
 
@@ -25,7 +26,11 @@ class LedgerError(Exception):
     """Base of every error the ledger raises on purpose."""
 
 
-class BadURL(LedgerError):
+class UsageError(LedgerError):
+    """The command was called wrongly: a name outside a closed vocabulary, a required option missing."""
+
+
+class BadURL(UsageError):
     """The ledger URL (--db, $LEDGER_DB) names an unsupported database or a setting not allowed."""
 
 

@@ -23,7 +23,7 @@ from bench_ledger import models as m
 from bench_ledger import records as rec
 from bench_ledger import seal3
 from bench_ledger.bulk import bulk_insert
-from bench_ledger.errors import AlreadyImported, InputError, Refused, WriteConflict
+from bench_ledger.errors import AlreadyImported, InputError, Refused, UsageError, WriteConflict
 from bench_ledger.store import Ledger, now
 from sqlalchemy.orm import Session
 
@@ -176,7 +176,7 @@ def write_artefact(
         seen = 0
         for pr in parsed.iter_runs():
             if batch is None:
-                raise InputError(f"{path}: holds benchmark runs; name the batch they belong to with --batch")
+                raise UsageError(f"{path}: holds benchmark runs; name the batch they belong to with --batch")
             label = target.run or pr.info.label
             if target.run and seen:
                 raise InputError(f"{path}: holds several runs; --run can name only one (omit it to label runs from the file)")

@@ -117,14 +117,14 @@ def check_url(url: str) -> sa.engine.URL:
     try:
         parsed = sa.engine.make_url(url)
     except sa.exc.ArgumentError:
-        raise BadURL(f"{url!r} is not a database URL: use duckdb:///FILE or postgresql+psycopg://USER@HOST/DB") from None
+        raise BadURL(f"--db / $LEDGER_DB: {url!r} is not a database URL: use duckdb:///FILE or postgresql+psycopg://USER@HOST/DB") from None
     backend = parsed.get_backend_name()
     if backend not in ("duckdb", "postgresql"):
-        raise BadURL(f"unsupported database {backend!r} in {parsed.render_as_string(hide_password=True)}: "
+        raise BadURL(f"--db / $LEDGER_DB: unsupported database {backend!r} in {parsed.render_as_string(hide_password=True)}: "
                      "use duckdb:///FILE or postgresql+psycopg://USER@HOST/DB")  # fmt: skip
     refused = sorted(k for k in parsed.query if k not in DUCKDB_URL_SETTINGS) if backend == "duckdb" else []
     if refused:
-        raise BadURL(f"DuckDB setting(s) {', '.join(refused)} not allowed in a ledger URL; "
+        raise BadURL(f"--db / $LEDGER_DB: DuckDB setting(s) {', '.join(refused)} not allowed in a ledger URL; "
                      f"allowed: {', '.join(DUCKDB_URL_SETTINGS)}")  # fmt: skip
     return parsed
 

@@ -25,7 +25,7 @@ from fractions import Fraction
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.books import current, require_current
-from bench_ledger.errors import NotFound, Refused
+from bench_ledger.errors import NotFound, Refused, UsageError
 from bench_ledger.queries.types import Comparison, Factor, MetricValue, Scope
 from bench_ledger.store import Ledger
 
@@ -121,7 +121,7 @@ def side(ledger: Ledger, spec: str) -> Side:
             scope = Scope(deployment=name)
             dep_ids = {did}
         else:
-            raise NotFound(f"{spec!r}: write run:ID, batch:NAME or deployment:NAME")
+            raise UsageError(f"{spec!r}: write run:ID, batch:NAME or deployment:NAME")
         deps = [conn.execute(sa.select(D).where(D.c.id == i)).first() if i is not None else None for i in dep_ids]
     per_dep = [_dep_factors(d) for d in deps] or [_dep_factors(None)]
     per_run = [_run_factors(r) for r in runs]
@@ -180,7 +180,7 @@ def _check_claims(cmp: Comparison, claim_factor: str | None, equal_resources: bo
                 f"name one dimension: {', '.join(WARM_DIMS)}",
             )  # fmt: skip
         if claim_factor not in FACTORS:
-            raise NotFound(f"no factor named {claim_factor!r}; factors: {', '.join(FACTORS)}")
+            raise UsageError(f"no factor named {claim_factor!r}; factors: {', '.join(FACTORS)}")
         if cmp.attributable_to != claim_factor:
             others = [n for n in names if n != claim_factor]
             why = (f"{claim_factor} does not differ" if claim_factor not in names else

@@ -68,6 +68,20 @@ def test_cli_audit_groups_and_gates(demo_url: str):
     assert bad.exit_code == 2
 
 
+def test_audit_fail_on_says_which_claims_failed(demo_url: str):
+    runner = CliRunner()
+    data = json.loads(runner.invoke(main, ["audit", "--db", demo_url, str(CLAIMS), "--json"]).output)
+    ids = {v: [r["claim_id"] for r in data["results"] if r["verdict"] == v] for v in ("mismatch", "refused")}
+    assert ids["mismatch"] and len(ids["refused"]) > 10
+    gated = runner.invoke(main, ["audit", "--db", demo_url, str(CLAIMS), "--fail-on", "mismatch,refused"])
+    assert gated.exit_code == 1
+    refused = ", ".join(ids["refused"][:10]) + f" and {len(ids['refused']) - 10} more"
+    assert gated.stderr == (
+        f"failing (--fail-on mismatch): {len(ids['mismatch'])} claim(s) mismatch: {', '.join(ids['mismatch'])}\n"
+        f"failing (--fail-on refused): {len(ids['refused'])} claim(s) refused: {refused}\n"
+    )
+
+
 def test_cli_explain_chain(demo_url: str):
     out = CliRunner().invoke(main, ["explain", "--db", demo_url, str(CLAIMS), "tier-50k-output-tpm"])
     assert out.exit_code == 0, out.output

@@ -48,7 +48,7 @@ def test_no_command_but_init_creates_a_ledger_file(tmp_path, monkeypatch) -> Non
 def test_a_bad_db_url_is_a_usage_error(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     res = run("status", "--db", "mysql://u@h/db", code=2)
-    assert res.output == ("Error: Invalid value for '--db' / $LEDGER_DB: unsupported database 'mysql' in mysql://u@h/db: "
+    assert res.output == ("error: --db / $LEDGER_DB: unsupported database 'mysql' in mysql://u@h/db: "
                           "use duckdb:///FILE or postgresql+psycopg://USER@HOST/DB\n")  # fmt: skip
     assert list(tmp_path.iterdir()) == []
 
@@ -57,7 +57,7 @@ def test_duckdb_url_settings_are_a_documented_few(tmp_path, monkeypatch) -> None
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LEDGER_DB", "duckdb:///l.duckdb?allow_unsigned_extensions=true")
     res = run("init", code=2)
-    assert res.output == ("Error: Invalid value for '--db' / $LEDGER_DB: DuckDB setting(s) allow_unsigned_extensions "
+    assert res.output == ("error: --db / $LEDGER_DB: DuckDB setting(s) allow_unsigned_extensions "
                           "not allowed in a ledger URL; allowed: threads, memory_limit, temp_directory, "
                           "max_temp_directory_size\n")  # fmt: skip
     assert list(tmp_path.iterdir()) == []
@@ -77,3 +77,61 @@ def test_demo_refuses_a_folder_it_did_not_make(tmp_path) -> None:
     assert (mine / "ledger.duckdb").read_text() == "a user's ledger"
     assert (mine / "data" / "keep.txt").read_text() == "a user's file"
     assert sorted(p.name for p in mine.iterdir()) == ["data", "ledger.duckdb"]
+
+
+LLMPERF = Path(__file__).resolve().parent / "fixtures" / "llmperf"
+
+
+def test_usage_mistakes_exit_2(ledger_url: str) -> None:
+    run("init", "--db", ledger_url)
+    res = run("compare", "7", "11", "--db", ledger_url, code=2)
+    assert res.output == "error: '7': write run:ID, batch:NAME or deployment:NAME\n"
+    run("import", "--db", ledger_url, "--batch", "b", str(NATIVE))
+    res = run("compare", "run:1", "run:1", "--attribute-to", "bogus", "--db", ledger_url, code=2)
+    assert res.output.startswith("error: no factor named 'bogus'; factors: hardware, gpu_count,")
+    res = run("import", "--db", ledger_url, "--format", "bogus", "--batch", "b", str(CSV), code=2)
+    assert res.output.startswith("error: unknown format 'bogus'; known formats: ")
+    res = run("import", "--db", ledger_url, str(CSV), code=2)  # runs, but no --batch
+    assert res.output == f"error: {CSV}: holds benchmark runs; name the batch they belong to with --batch\n"
+    res = run("check", "--db", ledger_url, "--fail-on", "bogus", code=2)
+    assert "Error: Invalid value for --fail-on: unknown bogus; choose from agree, disagree, not-re-derivable" in res.output
+    assert json.loads(run("status", "--db", ledger_url, "--json").output)["counts"]["artefact"] == 1
+
+
+def _llmperf_pair(tmp_path: Path, ttft_mean: float | None = None) -> list[str]:
+    summary = json.loads((LLMPERF / "summary.json").read_text())
+    if ttft_mean is not None:
+        summary["results_ttft_s_mean"] = ttft_mean
+    (tmp_path / "summary.json").write_text(json.dumps(summary))
+    records = json.loads((LLMPERF / "individual_responses.json").read_text())
+    (tmp_path / "individual.json").write_text(json.dumps(records, indent=None if ttft_mean is None else 1))
+    return [str(tmp_path / "individual.json"), str(tmp_path / "summary.json")]
+
+
+def test_check_fail_on_disagree_says_why(ledger_url: str, tmp_path: Path) -> None:
+    run("init", "--db", ledger_url)
+    (tmp_path / "ok").mkdir()
+    run("import", "--db", ledger_url, "--batch", "good", "--run", "x", *_llmperf_pair(tmp_path / "ok"))
+    clean = run("check", "--db", ledger_url, "--batch", "good", "--fail-on", "disagree")
+    assert clean.stderr == ""
+    run("import", "--db", ledger_url, "--batch", "bad", "--run", "y", *_llmperf_pair(tmp_path, ttft_mean=0.9))
+    res = run("check", "--db", ledger_url, "--batch", "bad", "--fail-on", "disagree", code=1)
+    rows = json.loads(run("check", "--db", ledger_url, "--batch", "bad", "--json").output)
+    wrong = [f"run {r['run_id']} {r['key']}" for r in rows if r["status"] == "disagree"]
+    assert wrong == [f"run {rows[0]['run_id']} results_ttft_s_mean"]
+    assert res.stderr == f"failing (--fail-on disagree): 1 reported value(s) disagree: {wrong[0]}\n"
+    # --batch repeated: both batches, not only the last one
+    both = json.loads(run("check", "--db", ledger_url, "--batch", "good", "--batch", "bad", "--json").output)
+    assert sorted({r["batch"] for r in both}) == ["bad", "good"]
+    run("check", "--db", ledger_url, "--batch", "good", "--batch", "bad", "--fail-on", "disagree", code=1)
+
+
+def test_runs_with_repeated_batch_lists_every_one(ledger_url: str) -> None:
+    run("init", "--db", ledger_url)
+    run("import", "--db", ledger_url, "--batch", "a", str(NATIVE))
+    run("import", "--db", ledger_url, "--batch", "b", str(CSV))
+    run("import", "--db", ledger_url, "--batch", "c", str(CSV.with_name("epoch_ns.csv")))
+    rows = json.loads(run("runs", "--db", ledger_url, "--batch", "a", "--batch", "c", "--json").output)
+    assert [r["batch"] for r in rows] == ["a", "c"]
+    res = run("runs", "--db", ledger_url, "--batch", "a", "--batch", "nope", code=1)
+    assert res.output == "error: no batch named 'nope'; `ledger batches` lists them\n"

@@ -10,11 +10,12 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 refused by a rule of the rulebook.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import click
-from bench_ledger.errors import BadURL, LedgerError, Refused
+from bench_ledger.errors import LedgerError, Refused, UsageError
 
 EXIT_FAILURE, EXIT_USAGE, EXIT_REFUSED = 1, 2, 3
 
@@ -28,8 +29,8 @@ class LedgerGroup(click.Group):
         except Refused as exc:
             click.echo(f"refused ({exc.rule}): {exc.asked}\n  why: {exc.why}\n  instead: {exc.instead}", err=True)
             ctx.exit(EXIT_REFUSED)
-        except BadURL as exc:
-            click.echo(f"Error: Invalid value for '--db' / $LEDGER_DB: {exc}", err=True)
+        except UsageError as exc:
+            click.echo(f"error: {exc}", err=True)
             ctx.exit(EXIT_USAGE)
         except LedgerError as exc:
             click.echo(f"error: {exc}", err=True)
@@ -70,6 +71,28 @@ def with_ledger(fn: Callable) -> Callable:
             return fn(ledger, **kwargs)
 
     return wrapper
+
+
+def parse_fail_on(text: str, known: tuple[str, ...]) -> list[str]:
+    """The outcomes named by ``--fail-on a,b``; an unknown one is a usage error (exit 2)."""
+    wanted = [v.strip() for v in text.split(",") if v.strip()]
+    unknown = [v for v in wanted if v not in known]
+    if unknown:
+        raise click.BadParameter(f"unknown {', '.join(unknown)}; choose from {', '.join(known)}", param_hint="--fail-on")
+    return wanted
+
+
+def exit_on(wanted: list[str], found: dict[str, list[str]], what: str) -> None:
+    """Exit 1 when an outcome named by --fail-on occurred, saying on stderr which, how many, where.
+
+    ``found`` maps each outcome to the items (claim ids, run/key pairs) that have it."""
+    hits = [(v, found.get(v, [])) for v in wanted if found.get(v)]
+    if not hits:
+        return
+    for verdict, items in hits:
+        shown = ", ".join(items[:10]) + (f" and {len(items) - 10} more" if len(items) > 10 else "")
+        click.echo(f"failing (--fail-on {verdict}): {len(items)} {what} {verdict}: {shown}", err=True)
+    sys.exit(EXIT_FAILURE)
 
 
 def table(rows: list[dict], columns: list[str], title: str | None = None) -> None:

@@ -3,16 +3,16 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
 from bench_ledger.cli.app import (
-    EXIT_FAILURE,
+    exit_on,
     json_option,
     main,
     open_ledger,
+    parse_fail_on,
     table,
     with_ledger,
 )
@@ -44,11 +44,7 @@ def audit(ledger: Ledger, claims_file: Path, fail_on: str, as_json: bool) -> Non
     from bench_ledger.queries.audit import audit as run_audit
     from bench_ledger.queries.claims import VERDICTS, load_claims
 
-    wanted = [v.strip() for v in fail_on.split(",") if v.strip()]
-    unknown = [v for v in wanted if v not in VERDICTS]
-    if unknown:
-        raise click.BadParameter(f"unknown verdict(s) {', '.join(unknown)}; verdicts: {', '.join(VERDICTS)}",
-                                 param_hint="--fail-on")  # fmt: skip
+    wanted = parse_fail_on(fail_on, VERDICTS)
     report = run_audit(load_claims(claims_file), ledger)
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False, default=str))
@@ -72,8 +68,10 @@ def audit(ledger: Ledger, claims_file: Path, fail_on: str, as_json: bool) -> Non
         off = report.unexpected()
         if off:
             click.echo(f"{len(off)} claim(s) differ from their expected verdict: {', '.join(r.claim_id for r in off)}")
-    if any(r.verdict in wanted for r in report.results):
-        sys.exit(EXIT_FAILURE)
+    found: dict[str, list[str]] = {}
+    for r in report.results:
+        found.setdefault(r.verdict, []).append(r.claim_id)
+    exit_on(wanted, found, "claim(s)")
 
 
 @main.command()

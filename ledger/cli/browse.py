@@ -8,8 +8,10 @@ from typing import TYPE_CHECKING
 
 import click
 from bench_ledger.cli.app import (
+    exit_on,
     json_option,
     main,
+    parse_fail_on,
     table,
     with_ledger,
 )
@@ -39,20 +41,20 @@ def batches(ledger: Ledger, as_json: bool) -> None:
 
 @main.command()
 @with_ledger
-@click.option("--batch", "batch", metavar="B", help="Only runs of this batch.")
+@click.option("--batch", "batches", metavar="B", multiple=True, help="Only runs of this batch (repeatable).")
 @click.option("--as-of", "as_of", type=click.DateTime(), help="As the ledger stood then (UTC): latest revisions recorded by then.")
 @json_option
-def runs(ledger: Ledger, batch: str | None, as_of, as_json: bool) -> None:
-    """List runs (load points), optionally of one batch.
+def runs(ledger: Ledger, batches: tuple[str, ...], as_of, as_json: bool) -> None:
+    """List runs (load points), optionally of some batches (each row names its batch).
 
     \b
     Example:
-      ledger runs --batch fx
+      ledger runs --batch fx --batch m17
       ledger runs --as-of 2026-07-08T12:00:00
     """
     from bench_ledger.queries.catalog import list_runs, to_json
 
-    rows = [r.as_dict() for r in list_runs(ledger, batch, as_of)]
+    rows = [r.as_dict() for b in each_batch(batches) for r in list_runs(ledger, b, as_of)]
     if as_json:
         click.echo(to_json(rows))
     else:
@@ -170,12 +172,22 @@ def metrics(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, as_jso
         click.echo(f"[{k}] n/a: {text}")
 
 
+CHECK_OUTCOMES = ("agree", "disagree", "not-re-derivable")  # --fail-on names ("not re-derivable" as one word)
+
+
+def each_batch(batches: tuple[str, ...]) -> list[str | None]:
+    """The batches named by a repeatable --batch, each once, in the order given; none: all (None)."""
+    return list(dict.fromkeys(batches)) or [None]
+
+
 @main.command()
 @with_ledger
-@click.option("--batch", metavar="B", help="Only runs of this batch.")
+@click.option("--batch", "batches", metavar="B", multiple=True, help="Only runs of this batch (repeatable).")
 @click.option("--run", "run_id", type=int, metavar="ID", help="Only this run.")
+@click.option("--fail-on", "fail_on", metavar="STATUS,...", default="",
+              help="Exit 1 when one of these occurs: agree, disagree, not-re-derivable.")
 @json_option
-def check(ledger: Ledger, batch: str | None, run_id: int | None, as_json: bool) -> None:
+def check(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, fail_on: str, as_json: bool) -> None:
     """Check what the tools reported, by each tool's own definitions (R15).
 
     Two sections. "recomputed from records": each reported value recomputed from the run's
@@ -187,14 +199,19 @@ def check(ledger: Ledger, batch: str | None, run_id: int | None, as_json: bool) 
 
     \b
     Example:
-      ledger check --batch fx
+      ledger check --batch fx --fail-on disagree
     """
     from bench_ledger.queries.check import IDENTITY, RECORDS
     from bench_ledger.queries.check import check as do_check
 
-    rows = do_check(ledger, batch, run_id)
+    wanted = parse_fail_on(fail_on, CHECK_OUTCOMES)
+    rows = [r for b in each_batch(batches) for r in do_check(ledger, b, run_id)]
+    found: dict[str, list[str]] = {}
+    for r in rows:
+        found.setdefault(r.status.replace(" ", "-"), []).append(f"run {r.run_id} {r.key}")
     if as_json:
         click.echo(json.dumps([r.as_dict() for r in rows], indent=2, default=str))
+        exit_on(wanted, found, "reported value(s)")
         return
     show = [{**r.as_dict(), "run": f"{r.run_id}", "recomputed": "" if r.recomputed is None else repr(r.recomputed)}
             for r in rows]  # fmt: skip
@@ -214,6 +231,7 @@ def check(ledger: Ledger, batch: str | None, run_id: int | None, as_json: bool) 
         click.echo("")
     counts = {st: sum(r.status == st for r in rows) for st in statuses}
     click.echo(", ".join(f"{n} {st}" for st, n in counts.items()))
+    exit_on(wanted, found, "reported value(s)")
 
 
 @main.command()

@@ -16,7 +16,7 @@ from bench_ledger.cli.app import (
     main,
     open_ledger,
 )
-from bench_ledger.errors import AlreadyImported, LedgerError, Refused
+from bench_ledger.errors import AlreadyImported, LedgerError, Refused, UsageError
 
 if TYPE_CHECKING:  # the store (SQLAlchemy, DuckDB, Alembic) loads when a command runs, not for --help
     from bench_ledger.store import Ledger
@@ -116,7 +116,7 @@ def import_one(ledger: Ledger, path: Path, fmt: str | None, target, quiet: bool,
     except AlreadyImported as exc:
         click.echo(str(exc))
         return True
-    except Refused:
+    except (Refused, UsageError):  # the command is wrong, not the file: stop (exit 3 / exit 2)
         raise
     except LedgerError as exc:
         click.echo(f"error: {exc}", err=True)
