@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -159,8 +161,10 @@ def write_artefact(
         deployment_id = Ledger.get_deployment(s, target.deployment).id if target.deployment else None
         if deployment_id is None and batch is not None:
             deployment_id = batch.deployment_id
+        # the copy is in place before its row names it (a row is never updated afterwards, R9)
+        stored = store_copy(path, sha, target.store_copy) if target.store_copy is not None else None
         art = m.Artefact(
-            sha256=sha, size_bytes=size, file_name=path.name, format=parsed.format,
+            sha256=sha, size_bytes=size, file_name=path.name, format=parsed.format, stored_path=stored,
             format_version=parsed.format_version, importer=importer, importer_version=importer_version,
             imported_at=now(), batch_id=batch.id if batch else None, deployment_id=deployment_id,
             node=target.node, note=parsed.note,
@@ -210,17 +214,40 @@ def write_artefact(
         result.published += _write_published(
             s, parsed.published, art.id, batch.id if batch else None, None, deployment_id
         )
-        if target.store_copy is not None:
-            dest = target.store_copy / sha[:2] / sha
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            if not dest.exists():
-                shutil.copyfile(path, dest)
-            art.stored_path = str(dest)
         s.flush()  # the artefact's digest over its rows as stored, in this same transaction (seal scheme 3)
         seal3.store_artefact_digest(s.connection(), ledger.backend, art.id)
     if result.rows >= ANALYZE_AFTER_ROWS:
         ledger.refresh_statistics(BULK_TABLES)
     return result
+
+
+def store_copy(path: Path, sha: str, folder: Path) -> str:
+    """Copy ``path`` to ``folder/<sha[:2]>/<sha>`` and return where; the copy is verified.
+
+    The bytes go to a temporary file in the same folder and are renamed into place, so a symlink
+    planted at the destination (dangling or not) is replaced, never followed; a destination folder
+    that resolves outside ``folder`` is refused. An existing regular file with the same sha256 is
+    kept. If the commit fails afterwards the copy stays: it is content-addressed, and the next
+    import of the same bytes uses it."""
+    root = folder.resolve()
+    dest = folder / sha[:2] / sha
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    if not dest.parent.resolve().is_relative_to(root):
+        raise InputError(f"{dest.parent} leads outside the artefact store {root} (a symlink?): nothing copied")
+    if dest.is_file() and not dest.is_symlink() and sha256_file(dest)[0] == sha:
+        return str(dest)
+    fd, tmp = tempfile.mkstemp(dir=dest.parent, prefix=f".{sha[:12]}-")
+    try:
+        with os.fdopen(fd, "wb") as out, open(path, "rb") as src:
+            shutil.copyfileobj(src, out, 1 << 20)
+        if sha256_file(Path(tmp))[0] != sha:
+            raise InputError(f"{path}: the file changed while it was imported (sha256 differs): nothing imported")
+        os.chmod(tmp, 0o444)  # a content-addressed copy is never edited
+        os.replace(tmp, dest)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    return str(dest)
 
 
 T = TypeVar("T")

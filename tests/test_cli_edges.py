@@ -135,3 +135,36 @@ def test_runs_with_repeated_batch_lists_every_one(ledger_url: str) -> None:
     assert [r["batch"] for r in rows] == ["a", "c"]
     res = run("runs", "--db", ledger_url, "--batch", "a", "--batch", "nope", code=1)
     assert res.output == "error: no batch named 'nope'; `ledger batches` lists them\n"
+
+
+def _stored(url: str) -> list[str | None]:
+    from bench_ledger.store import Ledger
+
+    with Ledger(url) as led, led.connection() as conn:
+        return [r[0] for r in conn.exec_driver_sql("SELECT stored_path FROM artefact ORDER BY id")]
+
+
+def test_import_copy_keeps_a_verified_copy_and_never_follows_a_symlink(ledger_url: str, tmp_path, monkeypatch) -> None:
+    import hashlib
+
+    monkeypatch.chdir(tmp_path)  # PostgreSQL: the store is ./ledger-artefacts; DuckDB: next to the file
+    run("init", "--db", ledger_url)
+    store = tmp_path / "ledger-artefacts"
+    sha = hashlib.sha256(NATIVE.read_bytes()).hexdigest()
+    (store / sha[:2]).mkdir(parents=True)
+    outside = tmp_path / "outside.txt"
+    (store / sha[:2] / sha).symlink_to(outside)  # dangling, pointing out of the store
+    run("import", "--db", ledger_url, "--batch", "b", "--copy", str(NATIVE))
+    dest = store / sha[:2] / sha
+    assert not outside.exists() and not dest.is_symlink()
+    assert dest.read_bytes() == NATIVE.read_bytes()
+    assert _stored(ledger_url) == [str(dest)]
+    # a store sub-folder that leads elsewhere is refused, nothing imported
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    sha2 = hashlib.sha256(CSV.read_bytes()).hexdigest()
+    (store / sha2[:2]).symlink_to(elsewhere)
+    res = run("import", "--db", ledger_url, "--batch", "b", "--copy", str(CSV), code=1)
+    assert res.output == (f"error: {store / sha2[:2]} leads outside the artefact store {store} (a symlink?): "
+                          "nothing copied\n")  # fmt: skip
+    assert list(elsewhere.iterdir()) == [] and len(_stored(ledger_url)) == 1
