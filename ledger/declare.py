@@ -168,9 +168,29 @@ class Declared(BaseModel):
     launch_logs: list[tuple[str, int, Path]] = Field(default_factory=list, description="(deployment, attempt, log)")
 
 
+def confined(base: Path, relative: str, where: str) -> Path:
+    """``base / relative``, refused unless it is an existing file inside ``base`` (the manifest's
+    folder): an absolute path, ``..`` or a symlink leading out is not read."""
+    path = base / relative
+    root = base.resolve()
+    if not path.resolve().is_relative_to(root):
+        raise InputError(f"manifest {where}: {relative!r} is outside the manifest's folder {root}: name a file inside it")
+    if not path.is_file():
+        raise InputError(f"manifest {where}: {relative!r}: no such file in {root}")
+    return path
+
+
 def declare(ledger: Ledger, manifest: Manifest, base: Path) -> Declared:
-    """Record a manifest in one transaction."""
+    """Record a manifest in one transaction. The files it names (a report's ``file``, a launch's
+    ``log``) must lie inside ``base``, the manifest's folder (:func:`confined`)."""
     out = Declared()
+    for i, rep in enumerate(manifest.source_reports):
+        if rep.file:
+            confined(base, rep.file, f"source_reports.{i}.file")
+    for i, dep in enumerate(manifest.deployments):
+        for j, la in enumerate(dep.launches):
+            if la.log:
+                confined(base, la.log, f"deployments.{i}.launches.{j}.log")
 
     def tally(kind: str, created: bool) -> None:
         bucket = out.created if created else out.unchanged

@@ -168,3 +168,47 @@ def test_import_copy_keeps_a_verified_copy_and_never_follows_a_symlink(ledger_ur
     assert res.output == (f"error: {store / sha2[:2]} leads outside the artefact store {store} (a symlink?): "
                           "nothing copied\n")  # fmt: skip
     assert list(elsewhere.iterdir()) == [] and len(_stored(ledger_url)) == 1
+
+
+MANIFEST_DIR = Path(__file__).resolve().parent / "fixtures" / "manifest"
+
+
+def _manifest(folder: Path, log: str | None = None, report: str = "report.txt") -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.txt").write_text((MANIFEST_DIR / "report.txt").read_text())
+    text = ("version: 1\nsource_reports:\n  - {slug: r, title: R, file: " + json.dumps(report) + "}\n"
+            "deployments:\n  - name: d\n    launches:\n      - {attempt: 1, outcome: ready"
+            + (", log: " + json.dumps(log) if log else "") + "}\n")  # fmt: skip
+    (folder / "system.yaml").write_text(text)
+    return folder / "system.yaml"
+
+
+def test_manifest_files_stay_inside_the_manifest_folder(ledger_url: str, tmp_path: Path) -> None:
+    run("init", "--db", ledger_url)
+    (tmp_path / "secret.log").write_text("not yours\n")
+    m = _manifest(tmp_path / "m", log="../secret.log")
+    res = run("declare", "--db", ledger_url, str(m), code=1)
+    assert res.output == (f"error: manifest deployments.0.launches.0.log: '../secret.log' is outside the manifest's "
+                          f"folder {m.parent}: name a file inside it\n")  # fmt: skip
+    m = _manifest(tmp_path / "m2", report=str(tmp_path / "secret.log"))  # absolute
+    res = run("declare", "--db", ledger_url, str(m), code=1)
+    assert f"error: manifest source_reports.0.file: '{tmp_path / 'secret.log'}' is outside the manifest's folder" in res.output
+    (tmp_path / "m3").mkdir()
+    (tmp_path / "m3" / "link.log").symlink_to(tmp_path / "secret.log")  # a symlink leading out
+    m = _manifest(tmp_path / "m3", log="link.log")
+    assert "'link.log' is outside the manifest's folder" in run("declare", "--db", ledger_url, str(m), code=1).output
+    m = _manifest(tmp_path / "m4", log="missing.log")
+    res = run("declare", "--db", ledger_url, str(m), code=1)
+    assert res.output == f"error: manifest deployments.0.launches.0.log: 'missing.log': no such file in {m.parent}\n"
+    counts = json.loads(run("status", "--db", ledger_url, "--json").output)["counts"]
+    assert counts["deployment"] == counts["artefact"] == counts["source_report"] == 0
+
+
+def test_a_launch_log_that_is_not_a_server_log_is_refused(ledger_url: str, tmp_path: Path) -> None:
+    run("init", "--db", ledger_url)
+    m = _manifest(tmp_path / "m", log="results.jsonl")
+    (m.parent / "results.jsonl").write_text(NATIVE.read_text())
+    res = run("declare", "--db", ledger_url, str(m), code=1)
+    assert "results.jsonl" in res.output and "vllm-server-log" in res.output
+    counts = json.loads(run("status", "--db", ledger_url, "--json").output)["counts"]
+    assert counts["artefact"] == 0
