@@ -20,7 +20,6 @@ from bench_ledger.errors import Refused
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 
-VLLM = Path(__file__).resolve().parents[2] / "shared" / "samples" / "vllm"
 PG_REQUEST_UPDATE = "refused by R9: UPDATE of request: rows of this table are append-only"
 
 
@@ -49,9 +48,8 @@ def bench_json(path: Path, n: int = 5, *, date: str = "20260707-100000", rate: f
 
 @pytest.fixture
 def closed(ledger: Ledger, tmp_path: Path) -> tuple[Ledger, Path]:
-    """Batch fx: the real vLLM aggregate samples plus one per-request file; closed with a seal file."""
-    files = sorted(VLLM.glob("*.json")) if VLLM.is_dir() else []
-    cli("import", *files, bench_json(tmp_path / "bench.json"), "--batch", "fx", "--db", ledger.url)
+    """Batch fx: one per-request vLLM file (the same with or without ../shared); closed with a seal file."""
+    cli("import", bench_json(tmp_path / "bench.json"), "--batch", "fx", "--db", ledger.url)
     seals = tmp_path / "seals.jsonl"
     out = cli("close", "fx", "--seal-file", seals, "--db", ledger.url).output
     assert "closed batch fx" in out and "appended to" in out

@@ -1,20 +1,2 @@
-from __future__ import annotations
-
-from pathlib import Path
-
-import pytest
-
-SAMPLES = Path(__file__).resolve().parents[3] / "shared" / "samples"
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
-
-
-@pytest.fixture
-def samples() -> Path:
-    if not SAMPLES.is_dir():
-        pytest.skip(f"real samples folder {SAMPLES} is absent")
-    return SAMPLES
-
-
-@pytest.fixture
-def fixtures() -> Path:
-    return FIXTURES
+"""The importer tests use the root conftest's ``samples`` (skips, or fails with LEDGER_REQUIRE_SAMPLES=1,
+when ../shared/samples is absent) and ``fixtures``: nothing of their own."""
