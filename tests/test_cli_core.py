@@ -30,7 +30,8 @@ def test_init_then_status(empty_ledger_url: str) -> None:
     assert st["counts"]["request"] == 0
 
 
-def test_commands_on_uninitialised_ledger_say_what_to_do(ledger_url: str) -> None:
+def test_commands_on_uninitialised_ledger_say_what_to_do(empty_ledger_url: str) -> None:
+    ledger_url = empty_ledger_url
     res = run("batches", "--db", ledger_url, ok=False)
     assert res.exit_code == 1
     if ledger_url.startswith("duckdb"):  # no file: none is created (issue 13)
