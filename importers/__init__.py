@@ -72,7 +72,10 @@ def detect(path: Path) -> Importer:
     head = read_head(path)
     reasons: dict[str, str] = {}
     for imp in all_importers():
-        why = imp.sniff(head)
+        try:
+            why = imp.sniff(head)
+        except RecursionError:  # a sniff that parses the first line met a structure nested too deeply
+            why = "first line nested too deeply to read"
         if why is None:
             return imp
         reasons[imp.name] = why

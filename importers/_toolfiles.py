@@ -199,7 +199,8 @@ def published(
         try:
             value = Decimal(raw.strip())
         except InvalidOperation:
-            return Published(text=text, value=None, flag="reported", **{**common, "quantity_kind": None})
+            # kept with its kind: the records contract refuses a reported value of a kind without a number
+            return Published(text=text, value=None, flag="reported", **common)
         if not value.is_finite():
             return Published(text=text, flag="n/a", na_reason=f"the tool wrote {raw!r}", **common)
         return Published(text=text, value=value, precision=_places(raw.strip()), flag="reported", **common)

@@ -11,14 +11,17 @@ Parsing never touches the database and computes no metrics.
 from __future__ import annotations
 
 import json
+import re
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol
 
 from bench_ledger.errors import ParseError
-from bench_ledger.records import ParsedArtefact, ParsedRun, ParseOptions
+from bench_ledger.records import ParsedArtefact, ParsedRun, ParseOptions, require_regular_file
 
 SNIFF_BYTES = 64 * 1024
+NEWLINE = b"\n"
 
 
 __all__ = ["Importer", "ParseOptions", "first_json_value", "iter_json_lines", "load_json", "prefetched", "read_head"]
@@ -36,6 +39,7 @@ class Importer(Protocol):
 
 
 def read_head(path: Path, size: int = SNIFF_BYTES) -> bytes:
+    require_regular_file(path)  # a pipe without a writer would block here, a device never ends
     with open(path, "rb") as fh:
         return fh.read(size)
 
@@ -51,15 +55,99 @@ def first_json_value(head: bytes) -> tuple[str, str]:
     return "other", first_line
 
 
+class DuplicateKey(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """``object_pairs_hook`` of every JSON read: a key twice in one object is refused, not resolved
+    silently (Python's json keeps the last value; other readers keep the first)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        for key, _ in pairs:
+            if key in seen:
+                raise DuplicateKey(key)
+            seen.add(key)
+    return obj
+
+
+def loads(text: str | bytes) -> object:
+    """``json.loads`` with duplicate keys refused (raises DuplicateKey, a ValueError)."""
+    return json.loads(text, object_pairs_hook=unique_keys)
+
+
+def _duplicate_line(text: str, key: str) -> int | None:
+    """The line of the second ``key`` of the first object holding it twice (error path only: a
+    pure-Python re-parse that sees where each object starts)."""
+    found: list[int] = []
+    original = json.decoder.JSONObject
+
+    def parse_object(s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo=None):
+        s, start = s_and_end
+        pairs, end = original(s_and_end, strict, scan_once, None, lambda p: p, memo)
+        if [k for k, _ in pairs].count(key) > 1:
+            depth, seen = 0, 0
+            for m in _TOKENS.finditer(s, start, end):
+                tok = m.group()
+                if tok in "{[":
+                    depth += 1
+                elif tok in "}]":
+                    depth -= 1
+                elif depth == 0 and m.group("colon") and json.loads(m.group("str")) == key:
+                    seen += 1
+                    if seen == 2:
+                        found.append(s.count("\n", 0, m.start()) + 1)
+                        raise DuplicateKey(key)
+        return dict(pairs), end
+
+    decoder = json.JSONDecoder()
+    decoder.parse_object = parse_object
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)
+    try:
+        decoder.decode(text)
+    except (ValueError, RecursionError):
+        pass
+    return found[0] if found else None
+
+
+_TOKENS = re.compile(r'(?P<str>"(?:[^"\\]|\\.)*")(?P<colon>\s*:)?|[{}\[\]]')
+_NO_LINE_END = "; the last line has no line end: the file may have been cut while it was written"
+
+
+def json_problem(exc: Exception) -> str:
+    """What a JSON reader's exception means, for a ParseError."""
+    if isinstance(exc, DuplicateKey):
+        return f"key {exc.key!r} appears twice in one object; refused (which value is meant is not known)"
+    if isinstance(exc, RecursionError):
+        return "nested too deeply to read (beyond Python's recursion limit)"
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    if "integer string conversion" in str(exc):  # CPython's limit on digits (sys.get_int_max_str_digits)
+        return f"an integer with more than {sys.get_int_max_str_digits():,} digits"
+    return f"invalid JSON: {getattr(exc, 'msg', exc)}"
+
+
 def load_json(path: Path) -> object:
-    """Load a whole JSON file; a syntax error names the line and column."""
+    """Load a whole JSON file; an error names the line (and column) and what is wrong."""
     try:
         with open(path, "rb") as fh:
-            return json.load(fh)
+            data = fh.read()
+        return loads(data)
     except json.JSONDecodeError as exc:
         raise ParseError(path, f"line {exc.lineno} column {exc.colno}", None, f"invalid JSON: {exc.msg}") from None
     except UnicodeDecodeError as exc:
         raise ParseError(path, f"byte {exc.start}", None, "not UTF-8 text") from None
+    except DuplicateKey as exc:
+        line = _duplicate_line(data.decode("utf-8"), exc.key)
+        raise ParseError(path, f"line {line}" if line else None, exc.key, json_problem(exc)) from None
+    except (ValueError, RecursionError) as exc:
+        where = None
+        if "integer string conversion" in str(exc) and (m := re.search(rb"\d{%d}" % sys.get_int_max_str_digits(), data)):
+            where = f"line {data.count(NEWLINE, 0, m.start()) + 1}"
+        raise ParseError(path, where, None, json_problem(exc)) from None
 
 
 def iter_json_lines(path: Path):
@@ -69,11 +157,32 @@ def iter_json_lines(path: Path):
             if not raw.strip():
                 continue
             try:
-                yield lineno, json.loads(raw)
+                yield lineno, loads(raw)
             except json.JSONDecodeError as exc:
-                raise ParseError(path, f"line {lineno} column {exc.colno}", None, f"invalid JSON: {exc.msg}") from None
-            except UnicodeDecodeError:
-                raise ParseError(path, f"line {lineno}", None, "not UTF-8 text") from None
+                cut = _NO_LINE_END if not raw.endswith(b"\n") else ""
+                raise ParseError(path, f"line {lineno} column {exc.colno}", None, f"invalid JSON: {exc.msg}{cut}") from None
+            except DuplicateKey as exc:
+                raise ParseError(path, f"line {lineno}", exc.key, json_problem(exc)) from None
+            except (ValueError, RecursionError) as exc:
+                raise ParseError(path, f"line {lineno}", None, json_problem(exc)) from None
+
+
+def refuse_cut_last_line(path: Path) -> None:
+    """Refuse a file whose last line has no line end, for formats whose writers always end their
+    lines (CSV, nvidia-smi dmon, server logs): the last value may have been cut in the middle
+    (``123.4`` written as ``12``) and would be stored wrong. Costs one seek; the line is counted
+    only to name it."""
+    with open(path, "rb") as fh:
+        size = fh.seek(0, 2)
+        if size == 0:
+            return
+        fh.seek(size - 1)
+        if fh.read(1) == b"\n":
+            return
+        fh.seek(0)
+        lines = 1 + sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
+    raise ParseError(path, f"line {lines}", None, "the last line has no line end: the file may have been cut while "
+                     "it was written, and its last value with it; refused (end the line if it is complete)")
 
 
 def prefetched(runs: Iterator[ParsedRun]) -> Iterator[ParsedRun]:

@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from bench_ledger.errors import ParseError
-from bench_ledger.importers.base import ParseOptions
+from bench_ledger.importers.base import ParseOptions, refuse_cut_last_line
 from bench_ledger.records import ParsedArtefact, SampleColumns
 
 UNCONFIRMED = "unconfirmed"
@@ -654,6 +654,7 @@ class DmonImporter:
         return None
 
     def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
+        refuse_cut_last_line(Path(path))  # dmon ends every line: a last line without one may be cut
         reader = _Reader(Path(path), options.node)
         return ParsedArtefact(
             format=self.name,

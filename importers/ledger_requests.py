@@ -36,7 +36,15 @@ from pathlib import Path
 from typing import Any, get_args
 
 from bench_ledger.errors import ParseError
-from bench_ledger.importers.base import ParseOptions, first_json_value, read_head
+from bench_ledger.importers.base import (
+    DuplicateKey,
+    ParseOptions,
+    first_json_value,
+    json_problem,
+    read_head,
+    refuse_cut_last_line,
+    unique_keys,
+)
 from bench_ledger.records import (
     REQUEST_FIELDS,
     Capture,
@@ -60,7 +68,7 @@ COLUMN_OF = {**{f: f for f in REQUEST_FIELDS}, **TIME_FIELDS, "chunk_gaps": "chu
 FIELD_OF = {column: field for field, column in COLUMN_OF.items()}
 # One decoder for all lines (json.loads with a hook builds a new one per call). Numbers with a
 # fraction or exponent become exact decimals: times need more digits than a float holds.
-DECODE = json.JSONDecoder(parse_float=Decimal).decode
+DECODE = json.JSONDecoder(parse_float=Decimal, object_pairs_hook=unique_keys).decode
 DEFAULT_RULE = "status as written by the producing tool; a record without status is unknown"
 
 
@@ -168,6 +176,10 @@ def _read_jsonl(path: Path) -> tuple[dict[str, Any], dict[str, list], list[int]]
                 raise ParseError(path, f"line {lineno} column {exc.colno}", None, f"invalid JSON: {exc.msg}") from None
             except UnicodeDecodeError:
                 raise ParseError(path, f"line {lineno}", None, "not UTF-8 text") from None
+            except DuplicateKey as exc:
+                raise ParseError(path, f"line {lineno}", exc.key, json_problem(exc)) from None
+            except (ValueError, RecursionError) as exc:
+                raise ParseError(path, f"line {lineno}", None, json_problem(exc)) from None
             if not isinstance(rec, dict):
                 raise ParseError(path, f"line {lineno}", None, f"expected a JSON object, got {type(rec).__name__}")
             if header is None:
@@ -193,6 +205,26 @@ def _read_jsonl(path: Path) -> tuple[dict[str, Any], dict[str, list], list[int]]
 
 def _read_csv(path: Path) -> tuple[dict[str, Any], dict[str, list], list[int]]:
     """Header comment, column names, then rows; empty cells are None."""
+    refuse_cut_last_line(path)  # csv writers end every row: a last row without a line end may be cut
+    try:
+        return _read_csv_rows(path)
+    except UnicodeDecodeError:
+        with open(path, "rb") as fh:
+            line = next((n for n, raw in enumerate(fh, 1) if not _utf8(raw)), None)
+        raise ParseError(path, f"line {line}" if line else None, None, "not UTF-8 text") from None
+    except csv.Error as exc:
+        raise ParseError(path, None, None, f"not CSV: {exc}") from None
+
+
+def _utf8(raw: bytes) -> bool:
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _read_csv_rows(path: Path) -> tuple[dict[str, Any], dict[str, list], list[int]]:
     with open(path, encoding="utf-8", newline="") as fh:
         first = fh.readline()
         try:

@@ -38,7 +38,9 @@ from __future__ import annotations
 import json
 import math
 import re
+import tempfile
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -51,7 +53,16 @@ from bench_ledger.importers.base import (
     load_json,
     prefetched,
 )
-from bench_ledger.records import ArrowRequests, Capture, ParsedArtefact, ParsedRun, Published, RequestColumns, RunInfo
+from bench_ledger.records import (
+    MAX_KEYS_PER_RUN,
+    ArrowRequests,
+    Capture,
+    ParsedArtefact,
+    ParsedRun,
+    Published,
+    RequestColumns,
+    RunInfo,
+)
 from bench_ledger.tools import Tool
 from pydantic import ValidationError
 
@@ -225,7 +236,7 @@ def top_keys(head: bytes) -> set[str]:
         value = json.loads(first_line)
         if isinstance(value, dict):
             return set(value)
-    except ValueError:
+    except (ValueError, RecursionError):
         pass
     text = head.decode("utf-8", errors="replace")
     return set(_KEY.findall(text if first_line.strip() == "{" else first_line))
@@ -329,6 +340,9 @@ def parse_run(obj: object, line: int | None, prefix: str, path: Path) -> ParsedR
 
 def _header(obj: dict[str, Any], present: set[str], n: int, prefix: str, path: Path) -> tuple[RunInfo, Capture, list[Published]]:
     """Run info, capture and printed aggregates of one result object (``present``: its arrays)."""
+    if len(obj) > MAX_KEYS_PER_RUN:  # before building a record per key (memory; issue 13)
+        raise ParseError(path, where(prefix), None,
+                         f"{len(obj):,} keys in one result object; at most {MAX_KEYS_PER_RUN:,} are read")
     pubs: list[Published] = []
     metadata: dict[str, str] = {}
     ignored: list[str] = []
@@ -514,13 +528,26 @@ def _fast_runs(path: Path) -> Iterator[ParsedRun] | None:
 
     con = duckdb.connect()
     try:
-        meta = _fast_load(con, path, heads, longest)
-    except duckdb.Error:
+        with _literal_path(path) as plain:
+            meta = _fast_load(con, plain, heads, longest)
+    except (duckdb.Error, OSError):
         meta = None
     if meta is None:
         con.close()
         return None
     return _fast_iter(con, path, meta, len(heads))
+
+
+@contextmanager
+def _literal_path(path: Path) -> Iterator[Path]:
+    """A name for ``path`` that DuckDB cannot read as a glob pattern: read_json expands ``*``, ``?``,
+    ``[...]`` and ``{...}`` in the names it is given (issue 13: ``x[1].jsonl`` read ``x1.jsonl``), and
+    has no escape for them. A symbolic link with a plain name, in a fresh private folder, points at
+    the file itself; it is read while the link exists and the folder is removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix="ledger-read-") as folder:
+        plain = Path(folder) / "artefact.jsonl"
+        plain.symlink_to(path.resolve())
+        yield plain
 
 
 def _size(path: Path) -> int:

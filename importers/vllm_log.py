@@ -48,7 +48,7 @@ from decimal import Decimal
 from pathlib import Path
 
 from bench_ledger.errors import ParseError
-from bench_ledger.importers.base import ParseOptions, first_json_value
+from bench_ledger.importers.base import ParseOptions, first_json_value, refuse_cut_last_line
 from bench_ledger.records import LogFact, ParsedArtefact
 
 # kind -> (quantity kind in ledger.kinds.KINDS or None for text facts, meaning)
@@ -183,6 +183,7 @@ def _facts(path: Path, records: list[_Record]) -> list[LogFact]:
 
     def add(rec: _Record, kind: str, text: str, value: Decimal | None, unit: str | None) -> None:
         facts.append(LogFact(line=rec.line, process=rec.process, kind=kind, value=value, text=text, unit=unit,
+                             quantity_kind=FACT_KINDS[kind][0],
                              logged_at=rec.ts))
 
     for rec in records:
@@ -236,6 +237,7 @@ class VllmLogImporter:
 
     def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
         path = Path(path)
+        refuse_cut_last_line(path)  # logging ends every record: a last line without one may be cut
         return ParsedArtefact(
             format=self.name,
             format_version=None,

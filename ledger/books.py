@@ -260,18 +260,24 @@ class VerifyResult:
 
 def read_seal_file(path: Path) -> dict[str, dict]:
     """The last line per batch of a seal file (JSON Lines written by :func:`close_batch`)."""
+    if not path.is_file():
+        raise InputError(f"{path}: not a regular file; a seal file is the JSON Lines file `ledger close --seal-file` wrote")
     try:
-        text = path.read_text(encoding="utf-8")
+        data = path.read_bytes()
     except OSError as exc:
         raise InputError(f"{path}: {exc.strerror}") from None
     out: dict[str, dict] = {}
-    for n, line in enumerate(text.splitlines(), 1):
-        if line.strip():
+    for n, raw in enumerate(data.splitlines(), 1):
+        if raw.strip():
             try:
-                rec = json.loads(line)
-                out[rec["batch"]] = rec
-            except (ValueError, KeyError, TypeError):
-                raise InputError(f"{path}, line {n}: not a seal line") from None
+                rec = json.loads(raw.decode("utf-8"))
+            except UnicodeDecodeError:
+                raise InputError(f"{path}, line {n}: not a seal line (not UTF-8 text)") from None
+            except (ValueError, RecursionError):
+                raise InputError(f"{path}, line {n}: not a seal line (not one JSON object)") from None
+            if not isinstance(rec, dict) or not isinstance(rec.get("batch"), str):
+                raise InputError(f"{path}, line {n}: not a seal line (no \"batch\" name)") from None
+            out[rec["batch"]] = rec
     return out
 
 

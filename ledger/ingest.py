@@ -12,7 +12,7 @@ import json
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -25,8 +25,9 @@ from bench_ledger import models as m
 from bench_ledger import records as rec
 from bench_ledger import seal3
 from bench_ledger.bulk import bulk_insert
-from bench_ledger.errors import AlreadyImported, InputError, Refused, UsageError, WriteConflict
+from bench_ledger.errors import AlreadyImported, InputError, ParseError, Refused, UsageError, WriteConflict
 from bench_ledger.store import Ledger, now
+from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
 # After a bulk load this large, PostgreSQL's planner statistics are stale until autovacuum runs
@@ -36,6 +37,7 @@ BULK_TABLES = ("request", "chunk_gap", "hardware_sample")
 
 
 def sha256_file(path: Path) -> tuple[str, int]:
+    rec.require_regular_file(path)
     h = hashlib.sha256()
     size = 0
     with open(path, "rb") as fh:
@@ -115,8 +117,11 @@ def import_file(
 
     def attempt() -> ImportResult:
         sha, size = check_not_imported(ledger, path)
-        parsed = importer.parse(path, rec.ParseOptions(node=target.node, time_zone=target.time_zone,
-                                                       start=target.start, interval_s=target.interval_s))
+        try:
+            parsed = importer.parse(path, rec.ParseOptions(node=target.node, time_zone=target.time_zone,
+                                                           start=target.start, interval_s=target.interval_s))
+        except (ValidationError, RecursionError) as exc:  # the parser's first steps; the streamed rest: translated()
+            raise rec.as_parse_error(path, exc) from None
         return write_artefact(ledger, path, sha, size, parsed, importer.name, package_version(), target, progress)
 
     return retry_conflicts(attempt)
@@ -154,6 +159,10 @@ def write_artefact(
     ``progress`` is called with the number of rows written so far, after each run and each chunk
     of samples (the file is parsed while it is written, so this is the import's progress).
     """
+    for what, name in (("the batch name", target.batch), ("the run label", target.run),
+                       ("the deployment name", target.deployment), ("the node name", target.node)):  # fmt: skip
+        if name is not None and (why := rec.name_violation(what, name)):
+            raise InputError(f"{path}: {why}")
     with ledger.session() as s:
         if find_artefact(s, sha) is not None:  # imported concurrently since the check
             raise AlreadyImported(f"{path}: already imported (sha256 {sha[:12]}…); nothing changed")
@@ -164,7 +173,7 @@ def write_artefact(
         # the copy is in place before its row names it (a row is never updated afterwards, R9)
         stored = store_copy(path, sha, target.store_copy) if target.store_copy is not None else None
         art = m.Artefact(
-            sha256=sha, size_bytes=size, file_name=path.name, format=parsed.format, stored_path=stored,
+            sha256=sha, size_bytes=size, file_name=shown_name(path), format=parsed.format, stored_path=stored,
             format_version=parsed.format_version, importer=importer, importer_version=importer_version,
             imported_at=now(), batch_id=batch.id if batch else None, deployment_id=deployment_id,
             node=target.node, note=parsed.note,
@@ -174,11 +183,11 @@ def write_artefact(
         result = ImportResult(artefact_id=art.id, sha256=sha, format=parsed.format,
                               created_batch=batch.name if created else None)  # fmt: skip
         conn = s.connection()
-        rows = _Pending(conn, ledger.backend)
+        rows = _Pending(conn, ledger.backend, path)
 
         runs = _RunWriter(s, conn, ledger.backend, art.id, batch, deployment_id, rows, result, progress)
         seen = 0
-        for pr in parsed.iter_runs():
+        for pr in translated(path, parsed.iter_runs()):
             if batch is None:
                 raise UsageError(f"{path}: holds benchmark runs; name the batch they belong to with --batch")
             label = target.run or pr.info.label
@@ -189,12 +198,12 @@ def write_artefact(
         runs.flush()
         rows.flush()
 
-        for chunk in parsed.samples if parsed.wide_samples is None else parsed.wide_samples:
+        for chunk in translated(path, parsed.samples if parsed.wide_samples is None else parsed.wide_samples):
             s.flush()
             if isinstance(chunk, rec.WideSamples):
-                result.samples += _write_wide_samples(conn, ledger.backend, art.id, target.node, chunk)
+                result.samples += _write_wide_samples(conn, ledger.backend, art.id, target.node, chunk, path)
             else:
-                result.samples += _write_samples(conn, ledger.backend, art.id, target.node, chunk)
+                result.samples += _write_samples(conn, ledger.backend, art.id, target.node, chunk, path)
             if progress is not None:
                 progress(result.rows)
 
@@ -289,6 +298,41 @@ def _batch(s: Session, name: str) -> tuple[m.Batch, bool]:
             "import into a new batch; a correction names what it supersedes",
         )  # fmt: skip
     return batch, created
+
+
+def shown_name(path: Path) -> str:
+    """The file name as text: bytes that are not UTF-8 (kept by Python as lone surrogates) are shown
+    as ``\\xNN`` escapes, so a name never stops an import nor differs between the backends."""
+    return path.name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
+def translated(path: Path, items: Iterable):
+    """The items of an importer's stream, with the errors that can escape a parser turned into a
+    ParseError naming the file (:func:`ledger.records.as_parse_error`; issue 13: never a traceback)."""
+    it = iter(items)
+    while True:
+        try:
+            item = next(it)
+        except StopIteration:
+            return
+        except (ValidationError, RecursionError) as exc:
+            raise rec.as_parse_error(path, exc) from None
+        yield item
+
+
+def refuse_outside_domain(path: Path, table: pa.Table, domains: dict[str, rec.Domain], what: str = "record") -> None:
+    """Refuse a bulk table (requests, chunk gaps, samples) holding a value outside its field's domain
+    (:mod:`ledger.records`), naming the file, the line and the field."""
+    v = rec.arrow_violation(table, domains)
+    if v is None:
+        return
+    names = table.column_names
+    line = table.column("line")[v.row].as_py() if "line" in names else None
+    idx = (table.column("idx") if "idx" in names else table.column("request_idx") if "request_idx" in names else None)
+    idx = idx[v.row].as_py() if idx is not None else None
+    where = ", ".join(x for x in (f"line {line}" if line is not None else None,
+                                  f"{what} {idx}" if idx is not None else None) if x) or None  # fmt: skip
+    raise ParseError(path, where, v.column, v.problem)
 
 
 def _described(info: rec.RunInfo, artefact_id: int) -> dict:
@@ -450,7 +494,12 @@ class _RunWriter:
             run_id, key = ids[label]
             n = 0
             if pr.requests is not None and len(pr.requests):
-                n = _write_requests(conn, self.backend, art_id, key, pr.capture.clock, pr.requests, self.rows.add)
+                try:
+                    n = _write_requests(conn, self.backend, art_id, key, pr.capture.clock, pr.requests, self.rows.add)
+                except rec.RecordError as exc:
+                    where = ", ".join(x for x in (f"line {exc.line}" if exc.line is not None else None,
+                                                  f"record {exc.idx}" if exc.idx is not None else None) if x)  # fmt: skip
+                    raise ParseError(self.rows.path, where or None, exc.field, exc.problem) from None
             result.runs.append((run_id, label, n))
             if self.progress is not None:
                 self.progress(result.rows)
@@ -486,8 +535,8 @@ class _Pending:
 
     LIMIT = 500_000
 
-    def __init__(self, conn: sa.Connection, backend: str) -> None:
-        self.conn, self.backend = conn, backend
+    def __init__(self, conn: sa.Connection, backend: str, path: Path) -> None:
+        self.conn, self.backend, self.path = conn, backend, path
         self.tables: dict[str, list[pa.Table]] = {"request": [], "chunk_gap": []}
         self.rows = 0
 
@@ -502,7 +551,10 @@ class _Pending:
             if parts:
                 # one contiguous chunk per column: DuckDB's INSERT ... SELECT scans it ~1.5x faster
                 # than the per-run slices (measured on 200 runs of the benchmark file)
-                bulk_insert(self.conn, self.backend, name, pa.concat_tables(parts).combine_chunks())
+                data = pa.concat_tables(parts).combine_chunks()
+                refuse_outside_domain(self.path, data, rec.REQUEST_DOMAINS if name == "request" else rec.GAP_DOMAINS,
+                                      "record" if name == "request" else "request")  # fmt: skip
+                bulk_insert(self.conn, self.backend, name, data)
                 parts.clear()
         self.rows = 0
 
@@ -552,7 +604,11 @@ def request_tables(artefact_id: int, run_id: int, clock: str | None,
         "chunk_count": [None if g is None else len(g) + 1 for g in gaps],
         "cached_tokens": cols.cached_tokens,
     }
-    requests = pa.table(data, schema=_REQUEST_SCHEMA)
+    try:
+        requests = pa.table(data, schema=_REQUEST_SCHEMA)
+    except UnicodeEncodeError:  # a lone surrogate (JSON "\\ud800"): name the record
+        i = next(i for i, e in enumerate(cols.error) if e is not None and rec.text_violation("error", e))
+        raise rec.RecordError("error", cols.idx[i], cols.line[i], rec.text_violation("error", cols.error[i])) from None
     if not any(g for g in gaps):
         return requests, None
     req_idx, seq, gap = [], [], []
@@ -592,30 +648,41 @@ def _arrow_request_tables(artefact_id: int, run_id: int, clock: str | None,
     return requests, gaps
 
 
-def _write_samples(conn: sa.Connection, backend: str, artefact_id: int, node: str | None, cols: rec.SampleColumns) -> int:
+def _write_samples(conn: sa.Connection, backend: str, artefact_id: int, node: str | None, cols: rec.SampleColumns,
+                   path: Path) -> int:  # fmt: skip
     n = len(cols)
-    table = pa.table(
-        {
-            "artefact_id": pa.array([artefact_id] * n, pa.int32()),
-            "line": pa.array(cols.line, pa.int32()),
-            "counter": pa.array(cols.counter, pa.string()),
-            "node": pa.array(cols.node if node is None else [node] * n, pa.string()),
-            "gpu": pa.array(cols.gpu, pa.int32()),
-            "tick": pa.array(cols.tick, pa.int32()),
-            "ts": pa.array(cols.ts, pa.timestamp("us")),
-            "value": pa.array(cols.value, pa.float64()),
-            "unit": pa.array(cols.unit, pa.string()),
-        }
-    )
+    try:
+        table = pa.table(
+            {
+                "artefact_id": pa.array([artefact_id] * n, pa.int32()),
+                "line": pa.array(cols.line, pa.int32()),
+                "counter": pa.array(cols.counter, pa.string()),
+                "node": pa.array(cols.node if node is None else [node] * n, pa.string()),
+                "gpu": pa.array(cols.gpu, pa.int32()),
+                "tick": pa.array(cols.tick, pa.int32()),
+                "ts": pa.array(cols.ts, pa.timestamp("us")),
+                "value": pa.array(cols.value, pa.float64()),
+                "unit": pa.array(cols.unit, pa.string()),
+            }
+        )
+    except (UnicodeEncodeError, pa.ArrowInvalid, OverflowError) as exc:
+        raise ParseError(path, f"lines {cols.line[0]}-{cols.line[-1]}", None, f"a value the ledger cannot store: {exc}") from None
+    refuse_outside_domain(path, table, rec.SAMPLE_INDEX_DOMAINS)
+    for counter in pc.unique(table.column("counter")).to_pylist():
+        one = table.filter(pc.equal(table.column("counter"), counter))
+        refuse_outside_domain(path, pa.table({"line": one.column("line"), counter: one.column("value")}),
+                              {counter: rec.SAMPLE_DOMAINS.get(counter, rec.ANY_NUMBER)})  # fmt: skip
     bulk_insert(conn, backend, "hardware_sample", table)
     return n
 
 
 def _write_wide_samples(conn: sa.Connection, backend: str, artefact_id: int, node: str | None,
-                        chunk: rec.WideSamples) -> int:
+                        chunk: rec.WideSamples, path: Path) -> int:  # fmt: skip
     """Unpivot a wide chunk (one column per counter) to long hardware_sample rows, in Arrow: one
     zero-copy slice of the key columns per counter, concatenated, then the usual bulk path."""
     t, n = chunk.table, chunk.table.num_rows
+    refuse_outside_domain(path, t, {**rec.SAMPLE_INDEX_DOMAINS,
+                                    **{c: rec.SAMPLE_DOMAINS.get(c, rec.ANY_NUMBER) for c in chunk.counters}})  # fmt: skip
     node = node if node is not None else chunk.node
     keys = {
         "artefact_id": pa.repeat(pa.scalar(artefact_id, pa.int32()), n),

@@ -12,11 +12,12 @@ or JSON Lines record number) and ``line`` (1-based physical line, where the form
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -59,10 +60,253 @@ class ParseOptions:
     interval_s: float | None = None  # dcgmi dmon: seconds between samples (-d), as declared
 
 
+def require_regular_file(path: Any) -> None:
+    """Refuse a device (``/dev/zero``), a pipe or a socket before reading it as an artefact: it may
+    never end (or, a pipe without a writer, block), and its bytes could not be read again to match
+    their hash (issue 13)."""
+    from pathlib import Path
+
+    from bench_ledger.errors import InputError
+
+    if not Path(path).is_file():
+        raise InputError(f"{path}: not a regular file (a device, pipe or socket); save it to a file and import that")
+
+
+# ---------------------------------------------------------------- domains (issue 13)
+#
+# What each value may be. This is the one place: the pydantic column types below, the store's check
+# of the Arrow tables it bulk-writes (``arrow_violation``, for importers that hand over Arrow), the
+# published-value and log-fact validators and the fuzz tests all read these. A value outside its
+# domain is refused with the file, the line and the field; it is never stored. NaN and infinities
+# are never measurements (Python's json reads ``NaN`` and ``1e400`` as floats: they stop here).
+
+INT32_MAX = 2**31 - 1  # request, gap and sample integer columns are INTEGER in the database
+INT64_MAX = 2**63 - 1
+MAX_TEXT_CHARS = 1 << 20  # one text value (an error message, a metadata value, a log text): 1 Mi characters
+MAX_NAME_BYTES = 1024  # an indexed name (run label, batch, deployment): far below PostgreSQL's 2704-byte btree row
+MAX_KEYS_PER_RUN = 10_000  # printed aggregates plus metadata entries of one run
+
+
+@dataclass(frozen=True)
+class Domain:
+    """The values a field may take: finite numbers in [lo, hi] (None: no bound on that side)."""
+
+    what: str
+    lo: float | int | None = None
+    hi: float | int | None = None
+    integer: bool = False
+
+    def describe(self) -> str:
+        parts = ["an integer" if self.integer else "a finite number"]
+        if self.lo is not None:
+            parts.append(f">= {self.lo}")
+        if self.hi is not None:
+            parts.append(f"<= {self.hi:,}" if self.integer else f"<= {self.hi}")
+        return f"{self.what}: {', '.join(parts)}"
+
+    def violation(self, value: Any) -> str | None:
+        """Why ``value`` is outside the domain, or None (None values are 'no value' and pass)."""
+        if value is None:
+            return None
+        if isinstance(value, Decimal):
+            if not value.is_finite():
+                return f"{value} is not a finite number ({self.describe()})"
+        elif isinstance(value, float) and not math.isfinite(value):
+            return f"{value!r} is not a finite number ({self.describe()})"
+        if self.lo is not None and value < self.lo:
+            return f"{_shown(value)} is below {self.lo} ({self.describe()})"
+        if self.hi is not None and value > self.hi:
+            return f"{_shown(value)} is above {self.hi:,} ({self.describe()})"
+        return None
+
+    def pydantic(self) -> Any:
+        """The pydantic type of one value of this domain (strict int or finite float, bounded)."""
+        if self.integer:
+            return Annotated[int, Field(ge=self.lo, le=self.hi)]
+        return Annotated[float, Field(ge=self.lo, le=self.hi, allow_inf_nan=False)]
+
+
+def _shown(value: Any) -> str:
+    text = repr(value) if isinstance(value, float) else str(value)
+    return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
+
+
+SECONDS = Domain("a duration in seconds", lo=0)
+TOKENS = Domain("a token count", lo=0, hi=INT32_MAX, integer=True)
+COUNT = Domain("a count", lo=0, hi=INT32_MAX, integer=True)
+NANOSECONDS = Domain("a time in integer nanoseconds", lo=-INT64_MAX - 1, hi=INT64_MAX, integer=True)
+INDEX = Domain("a 0-based record index", lo=0, hi=INT32_MAX, integer=True)
+LINE = Domain("a 1-based line number", lo=1, hi=INT32_MAX, integer=True)
+
+# RequestColumns / ArrowRequests column -> domain (``chunk_gaps_s``: each gap; ``chunk_count``: Arrow only)
+REQUEST_DOMAINS: dict[str, Domain] = {
+    "idx": INDEX, "line": LINE, "retries": COUNT, "input_tokens": TOKENS, "output_tokens": TOKENS,
+    "cached_tokens": TOKENS, "send_ns": NANOSECONDS, "first_token_ns": NANOSECONDS, "end_ns": NANOSECONDS,
+    "ttft_s": Domain("a time to first token in seconds", lo=0), "latency_s": Domain("a latency in seconds", lo=0),
+    "queue_s": Domain("a queueing time in seconds", lo=0), "itl_mean_s": Domain("a mean inter-token time in seconds", lo=0),
+    "chunk_gaps_s": Domain("a gap between streamed chunks in seconds", lo=0), "chunk_count": COUNT,
+}  # fmt: skip
+GAP_DOMAINS: dict[str, Domain] = {"request_idx": INDEX, "seq": INDEX, "gap_s": REQUEST_DOMAINS["chunk_gaps_s"]}
+
+# Hardware counters (nvidia-smi dmon names) -> domain. Every counter is finite; all but temperatures
+# are non-negative (power, busy-time percentages, clocks, memory, PCIe rates, event counts).
+# A counter not named here is only required to be finite.
+_PERCENT = Domain("a share of time in percent", lo=0, hi=100)
+SAMPLE_DOMAINS: dict[str, Domain] = {
+    "pwr": Domain("a power draw in W", lo=0), "gtemp": Domain("a temperature", lo=-273.15),
+    "mtemp": Domain("a temperature", lo=-273.15), "sm": _PERCENT, "mem": _PERCENT, "enc": _PERCENT,
+    "dec": _PERCENT, "jpg": _PERCENT, "ofa": _PERCENT, "mclk": Domain("a clock frequency", lo=0),
+    "pclk": Domain("a clock frequency", lo=0), "pviol": _PERCENT, "tviol": _PERCENT,
+    "fb": Domain("a memory size", lo=0), "bar1": Domain("a memory size", lo=0), "ccpm": Domain("a memory size", lo=0),
+    "sbecc": Domain("an error count", lo=0), "dbecc": Domain("an error count", lo=0), "pci": Domain("an error count", lo=0),
+    "rxpci": Domain("a PCIe data rate", lo=0), "txpci": Domain("a PCIe data rate", lo=0),
+}  # fmt: skip
+SAMPLE_INDEX_DOMAINS: dict[str, Domain] = {
+    "line": LINE, "gpu": Domain("a GPU index", lo=0, hi=INT32_MAX, integer=True), "tick": INDEX,
+}  # fmt: skip
+ANY_NUMBER = Domain("a number")
+# RunInfo numbers (the run table's INTEGER and DOUBLE columns)
+RUN_DOMAINS: dict[str, Domain] = {
+    "input_target_tokens": TOKENS, "output_cap_tokens": TOKENS, "concurrency": COUNT, "request_count": COUNT,
+    "seed": Domain("a seed", lo=-INT32_MAX - 1, hi=INT32_MAX, integer=True), "duration_s": SECONDS,
+}  # fmt: skip
+
+# Quantity kinds (ledger.kinds) whose values are never negative, for printed values and log facts.
+# Not here: ratios, percent changes, 'other' and 'kv_cache_memory' (vLLM prints a negative available
+# KV cache memory when a launch does not fit: "Available KV cache memory: -1.20 GiB").
+NON_NEGATIVE_KINDS = frozenset({
+    "token_count", "token_setting", "request_count", "record_count", "concurrency", "duration", "latency",
+    "startup_time", "aggregate_token_rate", "per_stream_token_rate", "request_rate", "power_normalized_rate",
+    "capacity_ratio", "weights_file_size", "model_allocation", "device_memory", "kv_pool_tokens",
+    "power_card_mean_sum", "power_peak_of_sum", "power_sum_of_peaks", "power", "activity_time_percent",
+    "memory_busy_percent", "utilization_percent", "clock_frequency", "bandwidth", "count",
+})  # fmt: skip
+
+
+def kind_domain(kind: str | None) -> Domain:
+    """The domain of a printed value or log fact of a quantity kind."""
+    if kind in NON_NEGATIVE_KINDS:
+        return Domain(f"a value of kind {kind!r}", lo=0)
+    return ANY_NUMBER
+
+
+def name_violation(what: str, name: str) -> str | None:
+    """Why a name that the database indexes cannot be stored, or None."""
+    size = len(name.encode("utf-8", "surrogatepass"))
+    if size > MAX_NAME_BYTES:
+        return f"{what} is {size:,} bytes long; at most {MAX_NAME_BYTES:,} bytes (UTF-8) are stored"
+    return text_violation(what, name)
+
+
+def text_violation(what: str, text: str) -> str | None:
+    """Why a text value cannot be stored (too long, NUL or a lone surrogate: refused on both backends)."""
+    if len(text) > MAX_TEXT_CHARS:
+        return f"{what} is {len(text):,} characters long; at most {MAX_TEXT_CHARS:,} are stored"
+    if "\x00" in text:
+        return f"{what} contains a NUL character (U+0000), which the ledger does not store"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"{what} contains a lone surrogate (U+{ord(text[exc.start]):04X}), which is not text"
+    return None
+
+
+class RecordError(ValueError):
+    """A value of one record that the store cannot take (the store adds the file to the message)."""
+
+    def __init__(self, field: str, idx: int | None, line: int | None, problem: str) -> None:
+        self.field, self.idx, self.line, self.problem = field, idx, line, problem
+        super().__init__(problem)
+
+
+def _lowered(msg: str) -> str:
+    return msg[:1].lower() + msg[1:]
+
+
+def as_parse_error(path: Any, exc: Exception) -> Exception | None:
+    """The ParseError for an exception that escaped a parser, or None when it is not one of the
+    known kinds: a record the contract refused (pydantic names the field and the position), a
+    structure nested beyond Python's recursion limit."""
+    from bench_ledger.errors import ParseError
+    from pydantic import ValidationError
+
+    if isinstance(exc, ValidationError):
+        err = exc.errors()[0]
+        loc = [str(x) for x in err["loc"] if not isinstance(x, int)]
+        pos = [x for x in err["loc"] if isinstance(x, int)]
+        where = f"record {pos[0]} of the run" if pos and loc and loc[0] in REQUEST_DOMAINS else None
+        shown = "" if "input" not in err or isinstance(err["input"], (dict, list)) else f", got {_shown(err['input'])}"
+        return ParseError(path, where, ".".join(loc) or None, f"{_lowered(err['msg'].removeprefix('Value error, '))}{shown}")
+    if isinstance(exc, RecursionError):
+        return ParseError(path, None, None, "nested too deeply to read (beyond Python's recursion limit)")
+    return None
+
+
+@dataclass(frozen=True)
+class Violation:
+    """The first value of a bulk table outside its domain: column, row and why."""
+
+    column: str
+    row: int
+    problem: str
+
+
+def arrow_violation(table: Any, domains: dict[str, Domain]) -> Violation | None:
+    """The first value of an Arrow table outside its column's domain, found with Arrow kernels (one
+    min/max pass per column; the row is looked up only when a bound is crossed)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    for name in table.column_names:
+        domain = domains.get(name)
+        col = table.column(name)
+        if pa.types.is_string(col.type) and col.null_count < len(col):
+            bad = pc.or_(pc.greater(pc.utf8_length(col), MAX_TEXT_CHARS), pc.match_substring(col, "\x00"))
+            if pc.any(bad).as_py():
+                row = pc.index(pc.fill_null(bad, False), True).as_py()
+                return Violation(name, row, text_violation(f"the {name}", col[row].as_py()) or "not storable text")
+            continue
+        if domain is None or col.null_count == len(col) or not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+            continue
+        bad = None
+        if pa.types.is_floating(col.type):
+            finite = pc.is_finite(col)
+            if pc.any(pc.invert(finite)).as_py():
+                bad = pc.invert(pc.fill_null(finite, True))
+        if bad is None:
+            mm = pc.min_max(col).as_py()
+            low = domain.lo is not None and mm["min"] < domain.lo
+            high = domain.hi is not None and mm["max"] > domain.hi
+            if not (low or high):
+                continue
+            bad = pc.or_(pc.less(col, domain.lo) if low else pa.repeat(False, len(col)),
+                         pc.greater(col, domain.hi) if high else pa.repeat(False, len(col)))  # fmt: skip
+        row = pc.index(pc.fill_null(bad, False), True).as_py()
+        return Violation(name, row, domain.violation(col[row].as_py()) or "outside its domain")
+    return None
+
+
 class Record(BaseModel):
     """Shared configuration: strict field names, no silent extras."""
 
     model_config = ConfigDict(extra="forbid", frozen=False, arbitrary_types_allowed=False)
+
+
+# the column types below, one per REQUEST_DOMAINS entry
+_IDX = REQUEST_DOMAINS["idx"].pydantic()
+_LINE = REQUEST_DOMAINS["line"].pydantic()
+_RETRIES = REQUEST_DOMAINS["retries"].pydantic()
+_INPUT_TOKENS = REQUEST_DOMAINS["input_tokens"].pydantic()
+_OUTPUT_TOKENS = REQUEST_DOMAINS["output_tokens"].pydantic()
+_SEND_NS = REQUEST_DOMAINS["send_ns"].pydantic()
+_FIRST_TOKEN_NS = REQUEST_DOMAINS["first_token_ns"].pydantic()
+_END_NS = REQUEST_DOMAINS["end_ns"].pydantic()
+_TTFT_S = REQUEST_DOMAINS["ttft_s"].pydantic()
+_LATENCY_S = REQUEST_DOMAINS["latency_s"].pydantic()
+_QUEUE_S = REQUEST_DOMAINS["queue_s"].pydantic()
+_ITL_MEAN_S = REQUEST_DOMAINS["itl_mean_s"].pydantic()
+_CACHED_TOKENS = REQUEST_DOMAINS["cached_tokens"].pydantic()
+_CHUNK_GAPS_S = REQUEST_DOMAINS["chunk_gaps_s"].pydantic()
 
 
 class RequestColumns(Record):
@@ -73,22 +317,22 @@ class RequestColumns(Record):
     artefact never carried is simply not in the capture's ``fields`` (and its column is all None).
     """
 
-    idx: list[int] = Field(description="0-based index of the record in its artefact")
-    line: list[int | None] = Field(description="1-based physical line, where the format has lines")
+    idx: list[_IDX] = Field(description="0-based index of the record in its artefact")
+    line: list[_LINE | None] = Field(description="1-based physical line, where the format has lines")
     status: list[RequestStatus]
-    error: list[str | None]
-    retries: list[int | None]
-    input_tokens: list[int | None]
-    output_tokens: list[int | None]
-    send_ns: list[int | None]
-    first_token_ns: list[int | None]
-    end_ns: list[int | None]
-    ttft_s: list[float | None]
-    latency_s: list[float | None]
-    queue_s: list[float | None]
-    itl_mean_s: list[float | None]
-    cached_tokens: list[int | None]
-    chunk_gaps_s: list[list[float] | None] = Field(
+    error: list[Annotated[str, Field(max_length=MAX_TEXT_CHARS)] | None]
+    retries: list[_RETRIES | None]
+    input_tokens: list[_INPUT_TOKENS | None]
+    output_tokens: list[_OUTPUT_TOKENS | None]
+    send_ns: list[_SEND_NS | None]
+    first_token_ns: list[_FIRST_TOKEN_NS | None]
+    end_ns: list[_END_NS | None]
+    ttft_s: list[_TTFT_S | None]
+    latency_s: list[_LATENCY_S | None]
+    queue_s: list[_QUEUE_S | None]
+    itl_mean_s: list[_ITL_MEAN_S | None]
+    cached_tokens: list[_CACHED_TOKENS | None]
+    chunk_gaps_s: list[list[_CHUNK_GAPS_S] | None] = Field(
         description="gaps between streamed chunks (one chunk may carry several tokens), seconds"
     )
 
@@ -143,6 +387,19 @@ class Published(Record):
     note: str | None = None
     locator: str | None = Field(None, description="JSON path or line of the value in its artefact")
 
+    @model_validator(mode="after")
+    def _in_domain(self) -> Published:
+        where = f"{self.locator or self.key}: "
+        for what, text in (("key", self.key), ("text", self.text), ("note", self.note), ("unit", self.unit)):
+            if text is not None and (why := text_violation(what, text)):
+                raise ValueError(where + why)
+        if self.flag != "n/a" and self.quantity_kind is not None and self.value is None:
+            raise ValueError(f"{where}{self.key!r} is a {self.quantity_kind} but its value {_shown(self.text)!r} "
+                             "is not a number")
+        if why := kind_domain(self.quantity_kind).violation(self.value):
+            raise ValueError(f"{where}{self.key!r}: {why}")
+        return self
+
 
 class RunInfo(Record):
     """One load point, as far as the artefact describes it."""
@@ -162,6 +419,24 @@ class RunInfo(Record):
     duration_s: float | None = Field(None, description="the tool's own run duration")
     locator: str | None = Field(None, description="where the run's header sits in the artefact")
     metadata: dict[str, str] = Field(default_factory=dict, description="free labels from the file")
+
+    @model_validator(mode="after")
+    def _in_domain(self) -> RunInfo:
+        if why := name_violation("the run label", self.label):
+            raise ValueError(why)
+        if len(self.metadata) > MAX_KEYS_PER_RUN:
+            raise ValueError(f"the run has {len(self.metadata):,} metadata entries; at most {MAX_KEYS_PER_RUN:,} are kept")
+        texts = [("tool", self.tool), ("tool_version", self.tool_version), ("request_rate", self.request_rate),
+                 ("dataset", self.dataset), ("locator", self.locator)]  # fmt: skip
+        texts += [(f"metadata key {k[:40]!r}", k) for k in self.metadata]
+        texts += [(f"metadata {k[:40]!r}", v) for k, v in self.metadata.items()]
+        for what, text in texts:
+            if text is not None and (why := text_violation(what, text)):
+                raise ValueError(why)
+        for name in RUN_DOMAINS:
+            if why := RUN_DOMAINS[name].violation(getattr(self, name)):
+                raise ValueError(f"{name}: {why}")
+        return self
 
 
 @dataclass
@@ -194,7 +469,7 @@ class ParsedRun(Record):
     info: RunInfo
     capture: Capture
     requests: RequestColumns | ArrowRequests | None = None
-    published: list[Published] = Field(default_factory=list)
+    published: list[Published] = Field(default_factory=list, max_length=MAX_KEYS_PER_RUN)
 
 
 class SampleColumns(Record):
@@ -223,6 +498,16 @@ class LogFact(Record):
     text: str = Field(description="the value as printed, e.g. '464,848'")
     unit: str | None = None
     logged_at: str | None = Field(None, description="timestamp as printed (vLLM prints no year)")
+    quantity_kind: str | None = Field(None, description="kind of the value (ledger.kinds), for its domain")
+
+    @model_validator(mode="after")
+    def _in_domain(self) -> LogFact:
+        for what, text in (("text", self.text), ("process", self.process), ("kind", self.kind)):
+            if text is not None and (why := text_violation(what, text)):
+                raise ValueError(f"line {self.line}: {why}")
+        if why := kind_domain(self.quantity_kind).violation(self.value):
+            raise ValueError(f"line {self.line}: {self.kind}: {why}")
+        return self
 
 
 @dataclass

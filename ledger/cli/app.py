@@ -4,7 +4,7 @@ Each command parses its options, opens the ledger, calls one function of ``ledge
 ``importers`` or ``queries`` and renders the result. This module is the only part of the
 ``ledger`` package that imports ``importers`` and ``queries`` (it is the shell, not the core).
 
-Exit codes: 0 ok, 1 failure, 2 usage error, 3 refused by a rule of the rulebook.
+Exit codes: 0 ok, 1 failure, 2 usage error, 3 refused by a rule of the rulebook, 130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ import click
 from bench_ledger.errors import LedgerError, Refused, UsageError
 
 EXIT_FAILURE, EXIT_USAGE, EXIT_REFUSED = 1, 2, 3
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+MAX_CELL = 80  # characters of one table cell; longer ones end in '…' (--json prints them whole)
 
 
 class LedgerGroup(click.Group):
@@ -26,6 +28,9 @@ class LedgerGroup(click.Group):
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
+        except KeyboardInterrupt:
+            click.echo("interrupted (Ctrl-C): nothing of the unfinished command was written", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
         except Refused as exc:
             click.echo(f"refused ({exc.rule}): {exc.asked}\n  why: {exc.why}\n  instead: {exc.instead}", err=True)
             ctx.exit(EXIT_REFUSED)
@@ -33,8 +38,25 @@ class LedgerGroup(click.Group):
             click.echo(f"error: {exc}", err=True)
             ctx.exit(EXIT_USAGE)
         except LedgerError as exc:
+            if exc.__cause__ is not None and _interrupt(exc.__cause__):
+                click.echo("interrupted (Ctrl-C): nothing of the unfinished command was written", err=True)
+                ctx.exit(EXIT_INTERRUPTED)
             click.echo(f"error: {exc}", err=True)
             ctx.exit(EXIT_FAILURE)
+        except Exception as exc:
+            if not _interrupt(exc):
+                raise
+            click.echo("interrupted (Ctrl-C): nothing of the unfinished command was written", err=True)
+            ctx.exit(EXIT_INTERRUPTED)
+
+
+def _interrupt(exc: BaseException) -> bool:
+    """DuckDB turns Ctrl-C during a query into its own InterruptException ("Query interrupted"),
+    which SQLAlchemy may wrap; it means the same as KeyboardInterrupt."""
+    for e in (exc, getattr(exc, "orig", None)):
+        if e is not None and type(e).__name__ == "InterruptException":
+            return True
+    return False
 
 
 db_option = click.option(
@@ -95,14 +117,23 @@ def exit_on(wanted: list[str], found: dict[str, list[str]], what: str) -> None:
     sys.exit(EXIT_FAILURE)
 
 
-def table(rows: list[dict], columns: list[str], title: str | None = None) -> None:
-    """Render rows as a plain aligned table (stable for tests and for piping)."""
+def _cell(value: object, whole: bool) -> str:
+    text = "" if value is None else str(value)
+    if not whole and len(text) > MAX_CELL:
+        return text[: MAX_CELL - 1] + "…"
+    return text
+
+
+def table(rows: list[dict], columns: list[str], title: str | None = None, whole: tuple[str, ...] = ("reason", "why")) -> None:
+    """Render rows as a plain aligned table (stable for tests and for piping). Cells are cut at
+    MAX_CELL characters except in the ``whole`` columns (sentences), so one long label cannot pad
+    every row of a listing to its width (issue 13: a 1 MiB label made `ledger runs` print 25 MB)."""
     if title:
         click.echo(title)
     if not rows:
         click.echo("(none)")
         return
-    cells = [[("" if r.get(c) is None else str(r.get(c))) for c in columns] for r in rows]
+    cells = [[_cell(r.get(c), c in whole) for c in columns] for r in rows]
     widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
     click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
     for row in cells:

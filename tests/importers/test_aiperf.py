@@ -80,7 +80,7 @@ def test_records_080_schema_and_server_usage(fixtures: Path) -> None:
     [
         ("bad_unit.jsonl", "line 1: field 'metrics.time_to_first_token.unit': unknown time unit 'fortnights'"),
         ("bad_value.jsonl", "line 2: field 'metrics.time_to_first_token.value': expected a number, got 'abc'"),
-        ("truncated.jsonl", "line 2 column 61: invalid JSON: Expecting ',' delimiter"),
+        ("truncated.jsonl", "line 2 column 61: invalid JSON: Expecting ',' delimiter; the last line has no line end: the file may have been cut while it was written"),
     ],
 )
 def test_records_errors(fixtures: Path, name: str, message: str) -> None:
