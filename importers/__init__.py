@@ -76,6 +76,8 @@ def detect(path: Path) -> Importer:
             why = imp.sniff(head)
         except RecursionError:  # a sniff that parses the first line met a structure nested too deeply
             why = "first line nested too deeply to read"
+        except ValueError as exc:  # e.g. an integer beyond CPython's digit limit in the first line
+            why = f"first line not readable: {str(exc)[:80]}"
         if why is None:
             return imp
         reasons[imp.name] = why

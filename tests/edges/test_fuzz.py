@@ -1,0 +1,76 @@
+"""Issue 13, done when: every input of the seeded fuzz corpus (tests/edges/fuzz.py) is either
+imported, with every stored value inside its field's domain, or refused with a message naming the
+file and nothing written; never a traceback. Both backends, one ledger each."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from pathlib import Path
+
+import sqlalchemy as sa
+from bench_ledger.cli.setup import import_one
+from bench_ledger.errors import Refused
+from bench_ledger.ingest import ImportTarget
+from bench_ledger.records import NON_NEGATIVE_KINDS, REQUEST_DOMAINS, SAMPLE_DOMAINS
+from bench_ledger.store import Ledger
+
+from tests.edges import fuzz
+
+
+def _outside_domains(led: Ledger) -> dict[str, int]:
+    """Stored values outside their domains, counted per check (all zero when the import held)."""
+    nan = "'NaN'::float8" if led.backend == "postgresql" else "'NaN'::DOUBLE"
+    checks = {}
+    for col in ("ttft_s", "latency_s", "queue_s", "itl_mean_s"):
+        checks[col] = f"SELECT count(*) FROM request WHERE {col} < 0 OR {col} = {nan} OR abs({col}) = 'Infinity'"
+    for col in ("input_tokens", "output_tokens", "cached_tokens", "retries"):
+        checks[col] = f"SELECT count(*) FROM request WHERE {col} < 0"
+    checks["gap_s"] = f"SELECT count(*) FROM chunk_gap WHERE gap_s < 0 OR gap_s = {nan} OR abs(gap_s) = 'Infinity'"
+    for counter, d in SAMPLE_DOMAINS.items():
+        hi = f" OR value > {d.hi}" if d.hi is not None else ""
+        checks[counter] = (f"SELECT count(*) FROM hardware_sample WHERE counter = '{counter}' AND "
+                           f"(value < {d.lo} OR value = {nan}{hi})")  # fmt: skip
+    checks["any sample"] = f"SELECT count(*) FROM hardware_sample WHERE value = {nan} OR abs(value) = 'Infinity'"
+    kinds = ", ".join(f"'{k}'" for k in sorted(NON_NEGATIVE_KINDS))
+    checks["published"] = f"SELECT count(*) FROM published_value WHERE quantity_kind IN ({kinds}) AND value LIKE '-%'"
+    if led.backend == "duckdb":  # PostgreSQL cannot hold a NUL in text at all
+        checks["text"] = "SELECT count(*) FROM request WHERE strpos(error, chr(0)) > 0"
+    with led.session() as s:
+        out = {name: s.execute(sa.text(sql)).scalar_one() for name, sql in checks.items()}
+    assert set(REQUEST_DOMAINS) >= {"ttft_s", "latency_s", "queue_s", "itl_mean_s", "input_tokens"}
+    return {k: v for k, v in out.items() if v}
+
+
+def test_every_fuzz_input_is_imported_in_domain_or_refused_cleanly(ledger: Ledger, tmp_path: Path) -> None:
+    imported = refused = 0
+    wrong: dict[str, str] = {}
+    for k, (cid, name, data) in enumerate(fuzz.corpus()):
+        path = tmp_path / f"{k:03d}-{name}"
+        path.write_bytes(data)
+        with ledger.session() as s:
+            before = s.execute(sa.text("SELECT count(*) FROM artefact")).scalar_one()
+        out, err = io.StringIO(), io.StringIO()
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                ok = import_one(ledger, path, None, ImportTarget(batch=f"f{k}"), quiet=True)
+        except Refused:
+            ok = False
+        except Exception as exc:  # noqa: BLE001 - the point: any other exception is a defect
+            wrong[cid] = f"traceback: {type(exc).__name__}: {str(exc)[:200]}"
+            continue
+        with ledger.session() as s:
+            after = s.execute(sa.text("SELECT count(*) FROM artefact")).scalar_one()
+        if ok:
+            imported += after - before
+            if out.getvalue() and not out.getvalue().startswith(str(path)):
+                wrong[cid] = f"unexpected output {out.getvalue()[:200]!r}"
+        else:
+            refused += 1
+            if after != before:
+                wrong[cid] = "refused but wrote an artefact"
+            elif not err.getvalue().startswith(f"error: {path}"):
+                wrong[cid] = f"message does not name the file: {err.getvalue()[:200]!r}"
+    assert wrong == {}
+    assert _outside_domains(ledger) == {}
+    assert imported >= 20 and refused >= 100, (imported, refused)  # the corpus exercises both outcomes
