@@ -113,7 +113,7 @@ def _duplicate_line(text: str, key: str) -> int | None:
     return found[0] if found else None
 
 
-_TOKENS = re.compile(r'(?P<str>"(?:[^"\\]|\\.)*")(?P<colon>\s*:)?|[{}\[\]]')
+_TOKENS = re.compile(r'(?P<str>"(?:[^"\\]++|\\.)*+")(?P<colon>\s*:)?|[{}\[\]]')
 _NO_LINE_END = "; the last line has no line end: the file may have been cut while it was written"
 
 

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import head_text
+from bench_ledger.importers.base import refuse_cut_last_line
 from bench_ledger.records import ParsedArtefact, SampleColumns
 
 UNCONFIRMED = "unconfirmed"
@@ -122,6 +123,7 @@ class NvidiaSmiCsvImporter:
 
     def parse(self, path: Path, options) -> ParsedArtefact:
         tz = getattr(options, "time_zone", None)
+        refuse_cut_last_line(path)  # nvidia-smi ends every CSV line: a last line without one may be cut
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except UnicodeDecodeError:
@@ -216,6 +218,7 @@ class DcgmiDmonImporter:
     def parse(self, path: Path, options) -> ParsedArtefact:
         start = getattr(options, "start", None)
         interval = getattr(options, "interval_s", None)
+        refuse_cut_last_line(path)  # dcgmi ends every line: a last line without one may be cut
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
         except UnicodeDecodeError:

@@ -120,7 +120,7 @@ def import_file(
         try:
             parsed = importer.parse(path, rec.ParseOptions(node=target.node, time_zone=target.time_zone,
                                                            start=target.start, interval_s=target.interval_s))
-        except (ValidationError, RecursionError) as exc:  # the parser's first steps; the streamed rest: translated()
+        except (ValidationError, RecursionError, UnicodeEncodeError) as exc:  # the parser's first steps; the streamed rest: translated()
             raise rec.as_parse_error(path, exc) from None
         return write_artefact(ledger, path, sha, size, parsed, importer.name, package_version(), target, progress)
 
@@ -187,6 +187,7 @@ def write_artefact(
 
         runs = _RunWriter(s, conn, ledger.backend, art.id, batch, deployment_id, rows, result, progress)
         seen = 0
+        where_of: dict[str, str | None] = {}
         for pr in translated(path, parsed.iter_runs()):
             if batch is None:
                 raise UsageError(f"{path}: holds benchmark runs; name the batch they belong to with --batch")
@@ -194,6 +195,10 @@ def write_artefact(
             if target.run and seen:
                 raise InputError(f"{path}: holds several runs; --run can name only one (omit it to label runs from the file)")
             seen += 1
+            if label in where_of:  # a capture per run and artefact: the same label twice cannot both be kept
+                raise InputError(f"{path}: run {label!r} appears twice in the file ({where_of[label] or 'first'} and "
+                                 f"{pr.info.locator or 'again'}); each run of one file needs its own label")  # fmt: skip
+            where_of[label] = pr.info.locator
             runs.add(label, pr)
         runs.flush()
         rows.flush()
@@ -315,7 +320,7 @@ def translated(path: Path, items: Iterable):
             item = next(it)
         except StopIteration:
             return
-        except (ValidationError, RecursionError) as exc:
+        except (ValidationError, RecursionError, UnicodeEncodeError) as exc:
             raise rec.as_parse_error(path, exc) from None
         yield item
 
@@ -671,7 +676,7 @@ def _write_samples(conn: sa.Connection, backend: str, artefact_id: int, node: st
     for counter in pc.unique(table.column("counter")).to_pylist():
         one = table.filter(pc.equal(table.column("counter"), counter))
         refuse_outside_domain(path, pa.table({"line": one.column("line"), counter: one.column("value")}),
-                              {counter: rec.SAMPLE_DOMAINS.get(counter, rec.ANY_NUMBER)})  # fmt: skip
+                              {counter: rec.sample_domain(counter)})  # fmt: skip
     bulk_insert(conn, backend, "hardware_sample", table)
     return n
 
@@ -682,7 +687,7 @@ def _write_wide_samples(conn: sa.Connection, backend: str, artefact_id: int, nod
     zero-copy slice of the key columns per counter, concatenated, then the usual bulk path."""
     t, n = chunk.table, chunk.table.num_rows
     refuse_outside_domain(path, t, {**rec.SAMPLE_INDEX_DOMAINS,
-                                    **{c: rec.SAMPLE_DOMAINS.get(c, rec.ANY_NUMBER) for c in chunk.counters}})  # fmt: skip
+                                    **{c: rec.sample_domain(c) for c in chunk.counters}})  # fmt: skip
     node = node if node is not None else chunk.node
     keys = {
         "artefact_id": pa.repeat(pa.scalar(artefact_id, pa.int32()), n),

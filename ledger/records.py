@@ -126,8 +126,13 @@ class Domain:
         return Annotated[float, Field(ge=self.lo, le=self.hi, allow_inf_nan=False)]
 
 
+def _safe(text: str) -> str:
+    """Text for a message: a lone surrogate shown as its escape (a message must itself be text)."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def _shown(value: Any) -> str:
-    text = repr(value) if isinstance(value, float) else str(value)
+    text = repr(value) if isinstance(value, float) else _safe(str(value))
     return text if len(text) <= 40 else f"{text[:20]}...({len(text)} characters)"
 
 
@@ -165,6 +170,19 @@ SAMPLE_INDEX_DOMAINS: dict[str, Domain] = {
     "line": LINE, "gpu": Domain("a GPU index", lo=0, hi=INT32_MAX, integer=True), "tick": INDEX,
 }  # fmt: skip
 ANY_NUMBER = Domain("a number")
+# nvidia-smi --query-gpu fields and dcgmi dmon short names, by prefix (gpu_telemetry importer)
+_SAMPLE_PREFIXES: tuple[tuple[str, Domain], ...] = (
+    ("power.", SAMPLE_DOMAINS["pwr"]), ("utilization.", _PERCENT), ("temperature.", SAMPLE_DOMAINS["gtemp"]),
+    ("clocks.", SAMPLE_DOMAINS["pclk"]), ("memory.", SAMPLE_DOMAINS["fb"]), ("POWER", SAMPLE_DOMAINS["pwr"]),
+    ("GPUTL", _PERCENT), ("MCUTL", _PERCENT), ("TMPTR", SAMPLE_DOMAINS["gtemp"]), ("FBUSD", SAMPLE_DOMAINS["fb"]),
+)  # fmt: skip
+
+
+def sample_domain(counter: str) -> Domain:
+    """The domain of a hardware counter: dmon's names exactly, other samplers' by prefix, else finite."""
+    if counter in SAMPLE_DOMAINS:
+        return SAMPLE_DOMAINS[counter]
+    return next((d for prefix, d in _SAMPLE_PREFIXES if counter.startswith(prefix)), ANY_NUMBER)
 # RunInfo numbers (the run table's INTEGER and DOUBLE columns)
 RUN_DOMAINS: dict[str, Domain] = {
     "input_target_tokens": TOKENS, "output_cap_tokens": TOKENS, "concurrency": COUNT, "request_count": COUNT,
@@ -239,6 +257,10 @@ def as_parse_error(path: Any, exc: Exception) -> Exception | None:
         return ParseError(path, where, ".".join(loc) or None, f"{_lowered(err['msg'].removeprefix('Value error, '))}{shown}")
     if isinstance(exc, RecursionError):
         return ParseError(path, None, None, "nested too deeply to read (beyond Python's recursion limit)")
+    if isinstance(exc, UnicodeEncodeError):  # pydantic meets a lone surrogate (a JSON "\\udc00") in a key or text
+        text = exc.object if isinstance(exc.object, str) else ""
+        return ParseError(path, None, None, f"a lone surrogate (U+{ord(text[exc.start]):04X}) in {_shown(text)!r}, "
+                                            "which is not text")  # fmt: skip
     return None
 
 
@@ -389,15 +411,15 @@ class Published(Record):
 
     @model_validator(mode="after")
     def _in_domain(self) -> Published:
-        where = f"{self.locator or self.key}: "
+        where = f"{_safe(self.locator or self.key)}: "
         for what, text in (("key", self.key), ("text", self.text), ("note", self.note), ("unit", self.unit)):
             if text is not None and (why := text_violation(what, text)):
                 raise ValueError(where + why)
         if self.flag != "n/a" and self.quantity_kind is not None and self.value is None:
-            raise ValueError(f"{where}{self.key!r} is a {self.quantity_kind} but its value {_shown(self.text)!r} "
+            raise ValueError(f"{where}{_safe(self.key)!r} is a {self.quantity_kind} but its value {_shown(self.text)!r} "
                              "is not a number")
         if why := kind_domain(self.quantity_kind).violation(self.value):
-            raise ValueError(f"{where}{self.key!r}: {why}")
+            raise ValueError(f"{where}{_safe(self.key)!r}: {why}")
         return self
 
 
@@ -428,8 +450,8 @@ class RunInfo(Record):
             raise ValueError(f"the run has {len(self.metadata):,} metadata entries; at most {MAX_KEYS_PER_RUN:,} are kept")
         texts = [("tool", self.tool), ("tool_version", self.tool_version), ("request_rate", self.request_rate),
                  ("dataset", self.dataset), ("locator", self.locator)]  # fmt: skip
-        texts += [(f"metadata key {k[:40]!r}", k) for k in self.metadata]
-        texts += [(f"metadata {k[:40]!r}", v) for k, v in self.metadata.items()]
+        texts += [(f"metadata key {_safe(k[:40])!r}", k) for k in self.metadata]
+        texts += [(f"metadata {_safe(k[:40])!r}", v) for k, v in self.metadata.items()]
         for what, text in texts:
             if text is not None and (why := text_violation(what, text)):
                 raise ValueError(why)

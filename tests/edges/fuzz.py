@@ -29,7 +29,8 @@ STRINGS = [b"\\u0000", b"\\ud800", b"\\udc00x", b"x" * 100_000, b"\\\\", b'\\"',
 def seeds() -> list[tuple[str, bytes]]:
     """(file name, bytes) of every seed: the built inputs and the repository's fixture files."""
     built = [I.vllm_file(), I.vllm_lines(I.vllm(), I.vllm(label="r2")), I.dmon_file(), I.dmon_file(I.DMON_T),
-             I.log_file(), I.ledger_csv(), I.llmperf_individual(), I.llmperf_summary()]  # fmt: skip
+             I.log_file(), I.ledger_csv(), I.llmperf_individual(), I.llmperf_summary(),
+             ("gpu.csv", I.NVIDIA_SMI_CSV.encode()), ("dcgmi.txt", I.DCGMI_DMON.encode())]  # fmt: skip
     files = sorted(
         p for p in FIXTURES.rglob("*") if p.is_file() and p.stat().st_size < 200_000 and "manifest" not in p.parts
     )

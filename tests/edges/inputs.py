@@ -90,3 +90,16 @@ def llmperf_summary(**change) -> tuple[str, bytes]:
            "results_end_to_end_latency_s_mean": 3.0, "results_num_completed_requests": 2}  # fmt: skip
     obj.update(change)
     return "summary.json", json.dumps(obj, indent=4).encode()
+
+
+NVIDIA_SMI_CSV = (
+    "timestamp, name, utilization.gpu [%], utilization.memory [%], memory.used [MiB], power.draw [W]\n"
+    "2026/01/03 15:36:53.507, NVIDIA GeForce RTX 4090, 1 %, 2 %, 1129 MiB, 33.09 W\n"
+    "2026/01/03 15:36:54.512, NVIDIA GeForce RTX 4090, 0 %, 2 %, 1123 MiB, 33.14 W\n"
+)
+DCGMI_DMON = (
+    "#Entity   GPUTL             MCUTL             POWER             TMPTR\n"
+    "ID                                             W                 C\n"
+    "GPU 0     0                 0                 20.891            22\n"
+    "GPU 0     1                 0                 20.991            22\n"
+)
