@@ -103,8 +103,10 @@ def _unit_kind(parts: list[str]) -> tuple[str | None, str]:
     if parts[-1] == "count" and len(parts) == 2:
         return None, "request_count"
     if head == "load_summary":
-        if parts[1] in ("schedule_delay", "send_duration"):
-            return "s", "duration" if parts[1] == "send_duration" else "latency"
+        if parts[1] == "schedule_delay":  # actual minus scheduled send time: signed (negative when sent
+            return "s", "other"  # early), so not a latency, which is never negative (ledger.records domains)
+        if parts[1] == "send_duration":
+            return "s", "duration"
         if parts[1] in ("requested_rate", "achieved_rate"):
             return "requests/s", "request_rate"
         if parts[1] == "concurrency":

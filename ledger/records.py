@@ -415,7 +415,7 @@ class Published(Record):
         for what, text in (("key", self.key), ("text", self.text), ("note", self.note), ("unit", self.unit)):
             if text is not None and (why := text_violation(what, text)):
                 raise ValueError(where + why)
-        if self.flag != "n/a" and self.quantity_kind is not None and self.value is None:
+        if self.flag != "n/a" and self.quantity_kind not in (None, "other") and self.value is None:
             raise ValueError(f"{where}{_safe(self.key)!r} is a {self.quantity_kind} but its value {_shown(self.text)!r} "
                              "is not a number")
         if why := kind_domain(self.quantity_kind).violation(self.value):
