@@ -9,6 +9,7 @@
     │   ├── WriteConflict          another process wrote the same keys at the same time (retry)
     │   └── NotFound               no such batch / run / deployment / ...
     ├── InputError                 a file or manifest is not what it claims to be
+    │   ├── ClaimsInvalid          every error of a claims file at once (claim, line, field)
     │   ├── ParseError             names the file, the line or JSON path, and the field
     │   └── UnknownFormat          lists every format tried and why each did not match
     ├── AlreadyImported            the same bytes are in the ledger already (not a failure)
@@ -56,6 +57,15 @@ class NotFound(StoreError):
 
 class InputError(LedgerError):
     """A file or manifest is not what it claims to be."""
+
+
+class ClaimsInvalid(InputError):
+    """A claims file has errors: all of them, each naming the claim, YAML line and field."""
+
+    def __init__(self, path: object, problems: list[str]) -> None:
+        self.path, self.problems = path, list(problems)
+        super().__init__(f"{path}: {len(self.problems)} error(s); no verdicts were given:\n"
+                         + "\n".join(f"  {p}" for p in self.problems))  # fmt: skip
 
 
 class ParseError(InputError):

@@ -9,6 +9,8 @@ from __future__ import annotations
 KINDS: dict[str, str] = {
     # counts
     "token_count": "a number of tokens (actual, measured or reported)",
+    "cache_hit_tokens": "prompt tokens served from the prefix cache, as a response's cached-tokens field reports "
+    "them: only ever from a captured cache field, never estimated from TTFT (R9)",
     "token_setting": "a workload setting in tokens (input target, output cap): not an actual length (R3)",
     "request_count": "a number of API requests",
     "record_count": "a number of record groups or files: never a request count (R2)",
@@ -22,6 +24,10 @@ KINDS: dict[str, str] = {
     "per_stream_token_rate": "tokens per unit time within one stream (R4)",
     "request_rate": "requests per unit time",
     "power_normalized_rate": "a token rate divided by a power figure",
+    # money (R9: a cache cost needs captured cache-hit tokens)
+    "price_per_token": "a price per token (input miss, input hit or output)",
+    "cost": "an amount of money for tokens at their prices",
+    "cache_cost": "the cost of a run's prompt tokens split into cache hits and misses at their prices (R9)",
     # ratios
     "ratio": "a dimensionless ratio of two values of one kind",
     "percent_change": "a relative change in percent",
@@ -40,10 +46,16 @@ KINDS: dict[str, str] = {
     "activity_time_percent": "dmon sm: share of time a kernel ran; not SM occupancy nor MFU (R13)",
     "memory_busy_percent": "dmon mem: share of time the memory controller was busy (R13)",
     "utilization_percent": "another dmon utilisation counter (enc, dec, jpg, ofa)",
+    # what people claim a counter is (R13): nameable so that the claim can be written, then refused
+    "sm_active_percent": "share of SM cycles with at least one warp resident (a profiler counter, not dmon sm) (R13)",
+    "tensor_active_percent": "share of cycles the tensor cores were busy (a profiler counter) (R13)",
+    "mfu": "model FLOPs utilisation: achieved model FLOP/s over the hardware's peak (needs a FLOP model) (R13)",
+    "memory_bandwidth_utilization": "achieved memory bandwidth over the peak (a profiler counter, not dmon mem) (R13)",
     "temperature": "a temperature",
     "clock_frequency": "a clock frequency",
     "bandwidth": "a data rate (PCIe throughput)",
     "count": "a dimensionless count of events",
+    "constant": "a dimensionless exact constant (60 s/min, 8 GPUs): an exact literal needs no kind",
     "other": "a number whose kind the ledger does not classify",
 }
 

@@ -29,10 +29,12 @@ from typing import Any
 
 from bench_ledger.errors import LedgerError, Refused
 from bench_ledger.queries import intervals as iv
-from bench_ledger.queries.audit_rules import Derivation, Term, check_rules, infer_kind
+from bench_ledger.queries import kind_algebra
+from bench_ledger.queries.audit_rules import Derivation, Term, check_rules, infer_kind, sides
 from bench_ledger.queries.claims import VERDICTS, Claim, ClaimsFile, Formula, LiteralNumber, MetricOperand
 from bench_ledger.queries.intervals import Interval, fmt
-from bench_ledger.queries.types import Comparison, MetricValue
+from bench_ledger.queries.lattice import Evidence, combine, weakest
+from bench_ledger.queries.types import IDENTITY_FACTORS, UNKNOWN, MetricValue, factor_known
 from bench_ledger.units import UNCONFIRMED, dimension
 from bench_ledger.units import convert as convert_units
 
@@ -40,7 +42,8 @@ Evaluator = Callable[[Any, str, Any], MetricValue]
 # kinds whose values are integers: a printed "2" is exactly 2 (R11 with GRIM's premise)
 INTEGER_KINDS = frozenset({"count", "token_count", "request_count", "record_count", "concurrency", "token_setting",
                            "kv_pool_tokens"})
-Comparer = Callable[[Any, str, str], Comparison]
+# the factors the ledger recorded for one side ("run:ID", "batch:NAME", "deployment:NAME"): queries.compare.side
+FactorsOf = Callable[[Any, str], dict[str, str]]
 
 
 @dataclass
@@ -61,6 +64,7 @@ class AuditResult:
     margin: str | None = None  # overlap, or the difference when it does not meet
     missing: str | None = None  # what is missing (not-derivable)
     provenance: str | None = None  # derived | derived from rounded | estimated | reported | n/a
+    weakest: str | None = None  # the operand that capped a derived claim's verdict (queries.lattice)
     statement: str | None = None
     expected_verdict: str | None = None
     expected_rule: str | None = None
@@ -110,12 +114,12 @@ def default_evaluator() -> Evaluator | None:
     return evaluate
 
 
-def default_comparer() -> Comparer | None:
+def default_factors() -> FactorsOf | None:
     try:
-        from bench_ledger.queries.compare import compare
+        from bench_ledger.queries.compare import side
     except ImportError:
         return None
-    return compare
+    return lambda ledger, spec: side(ledger, spec).factors
 
 
 def _run_id(ledger: Any, batch: str, label: str) -> int | None:
@@ -144,12 +148,12 @@ class Auditor:
     """Evaluates the claims of one file against one ledger, memoising each claim's result."""
 
     def __init__(self, claims: ClaimsFile, ledger: Any = None, *, evaluate: Evaluator | None = None,
-                 compare: Comparer | None = None) -> None:  # fmt: skip
+                 factors: FactorsOf | None = None) -> None:  # fmt: skip
         self.file = claims
         self.claims = claims.by_id()
         self.ledger = ledger
         self.evaluate = evaluate if evaluate is not None else default_evaluator()
-        self.compare_fn = compare if compare is not None else default_comparer()
+        self.factors_of = factors if factors is not None else default_factors()
         self.results: dict[str, AuditResult] = {}
         self.metric_values: dict[str, MetricValue] = {}
 
@@ -256,7 +260,10 @@ class Auditor:
         r.evidence.update({"run_ids": list(mv.run_ids), "inputs": jsonable(mv.inputs), "metric_unit": mv.unit,
                            "metric_kind": mv.quantity_kind, "flag": mv.flag})  # fmt: skip
         if mv.quantity_kind and mv.quantity_kind != c.kind:
-            r.notes.append(f"the metric is of kind {mv.quantity_kind}; the claim says {c.kind}")
+            r.verdict, r.rule = "refused", kind_algebra.rule_for({mv.quantity_kind, c.kind})
+            r.why = f"the metric {spec.name} is of kind {mv.quantity_kind}; the claim says {c.kind}"
+            r.instead = f"claim it as {mv.quantity_kind}, or name the metric that measures {c.kind}"
+            return
         if mv.flag == "n/a" or mv.value is None:
             r.verdict, r.provenance, r.missing = "not-derivable", "n/a", mv.na_reason or "the metric is n/a"
             return
@@ -323,7 +330,7 @@ class Auditor:
                 claim_id=c.id, op=d.op, terms=terms, result_kind=c.kind, result_unit=c.unit,
                 attributes_to=d.attributes_to, claims_equal_resources=d.claims_equal_resources,
                 claims_paired=d.claims_paired, claims_speedup=d.claims_speedup, claims_cold_warm=d.claims_cold_warm,
-                series=d.series, says=c.says, compare=self._compare,
+                series=d.series, says=c.says,
             )  # fmt: skip
             check_rules(deriv)
         except Refused as exc:
@@ -333,34 +340,43 @@ class Auditor:
         cmp_note = self._comparability_note(deriv)
         if cmp_note:
             r.notes.append(cmp_note)
-        missing = [t for t in terms if t.flag == "missing" or t.interval is None]
+        inputs = [t.evidence or Evidence("measured", t.label) for t in terms]
+        missing = [t for t in terms if t.interval is None]
         if missing:
             r.verdict = "not-derivable"
             r.missing = "; ".join(f"{t.label}: {t.na_reason or 'no printed or recomputed value'}" for t in missing)
-            return
-        flags = {t.flag for t in terms}
-        rounded = any(t.interval is not None and t.interval.width > 0 for t in terms)
-        if "estimated" in flags:
-            r.provenance = "estimated"
-        elif "reported" in flags:
-            r.provenance = "derived from reported" + (" (rounded)" if rounded else "")
         else:
-            r.provenance = "derived from rounded" if rounded else "derived"
-        try:
-            result = self._compute(d.op, terms, c.unit, d.from_unit)
-        except Refused as exc:
-            r.verdict, r.rule, r.why, r.instead = "refused", exc.rule, exc.why, exc.instead
+            try:
+                result = self._compute(d.op, terms, c.unit, d.from_unit)
+            except Refused as exc:
+                r.verdict, r.rule, r.why, r.instead = "refused", exc.rule, exc.why, exc.instead
+                return
+            except ValueError as exc:
+                r.verdict, r.missing = "not-derivable", str(exc)
+            else:
+                if d.op == "range":
+                    self._check_range(c, r, result)  # type: ignore[arg-type]
+                else:
+                    self._check_value(c, r, result)  # type: ignore[arg-type]
+        self._apply_lattice(r, inputs)
+
+    def _apply_lattice(self, r: AuditResult, inputs: list[Evidence]) -> None:
+        """A derivation is never better than its weakest input (queries.lattice.combine)."""
+        out = combine(r.verdict, inputs)
+        r.provenance = out.provenance
+        if out.weakest is None:
             return
-        except ValueError as exc:
-            r.verdict, r.missing = "not-derivable", str(exc)
-            return
-        if d.op == "range":
-            self._check_range(c, r, result)  # type: ignore[arg-type]
-        else:
-            self._check_value(c, r, result)  # type: ignore[arg-type]
-        if r.provenance == "estimated" and r.verdict == "consistent":
+        r.weakest = out.weakest.source
+        if out.verdict == "estimated":
             r.verdict = "estimated"
-            r.notes.append("derived from an estimate: an estimate (never verified)")
+            r.notes.append(out.why or "derived from an estimate")
+            return
+        if out.verdict == "not-derivable":
+            r.verdict, r.missing = "not-derivable", out.why
+            return
+        r.verdict, r.rule, r.why = out.verdict, out.rule, out.why
+        if out.verdict == "refused":
+            r.instead = "fix or re-derive the operand first; a derivation is never better than its inputs"
 
     # ------------------------------------------------------------------ checks
 
@@ -399,7 +415,13 @@ class Auditor:
 
     # ------------------------------------------------------------------ operands
 
-    def term(self, o: str | LiteralNumber | Formula) -> Term:
+    def term(self, o: str | LiteralNumber | MetricOperand | Formula) -> Term:
+        t = self._term(o)
+        if t.factors is None and not isinstance(o, Formula):
+            self._ledger_factors(t)
+        return t
+
+    def _term(self, o: str | LiteralNumber | MetricOperand | Formula) -> Term:
         if isinstance(o, str):
             return self._claim_term(self.claims[o])
         if isinstance(o, LiteralNumber):
@@ -410,9 +432,16 @@ class Auditor:
                 if o.kind in INTEGER_KINDS:
                     interval = iv.integers_in(interval) or interval
             flag = o.flag or ("measured" if o.value is not None else "missing")
-            return Term(label=o.label or (o.value or "unprinted value"), kind=o.kind, unit=o.unit or _unit_of(o.value),
+            label = o.label or (o.value or "unprinted value")
+            if o.value is None:
+                ev = Evidence("not-derivable", label, why="not printed")
+            elif flag in ("estimated", "reported"):
+                ev = Evidence(flag, label)
+            else:
+                ev = Evidence("measured" if interval is not None and interval.width == 0 else "rounded", label)
+            return Term(label=label, kind=o.kind or "constant", unit=o.unit or _unit_of(o.value),
                         interval=interval, flag=flag, context=dict(o.context),
-                        na_reason=None if o.value is not None else "not printed")  # fmt: skip
+                        na_reason=None if o.value is not None else "not printed", evidence=ev)  # fmt: skip
         if isinstance(o, MetricOperand):
             return self._metric_term(o)
         return self._formula_term(o)
@@ -427,6 +456,7 @@ class Auditor:
                     context=context)  # fmt: skip
         if self.evaluate is None:
             base.na_reason = "the metric registry (queries.metrics) is not available"
+            base.evidence = Evidence("not-derivable", label, why=base.na_reason)
             return base
         try:
             mv = self.evaluate(self.ledger, o.metric, scope)
@@ -434,13 +464,20 @@ class Auditor:
             raise
         except (LedgerError, KeyError, ValueError) as exc:
             base.na_reason = str(exc)
+            base.evidence = Evidence("not-derivable", label, why=base.na_reason)
             return base
+        if mv.quantity_kind and mv.quantity_kind != o.kind:
+            raise Refused(kind_algebra.rule_for({mv.quantity_kind, o.kind}), f"{label} as {o.kind}",
+                          f"the metric {o.metric} is of kind {mv.quantity_kind}; the operand says {o.kind}",
+                          f"give the operand kind {mv.quantity_kind}")  # fmt: skip
         if mv.value is None or mv.flag == "n/a":
             base.na_reason = mv.na_reason or "the metric is n/a"
+            base.evidence = Evidence("not-derivable", label, why=base.na_reason)
             return base
         base.unit = o.unit or mv.unit
         base.interval = Interval.point(self._to_unit(Fraction(mv.value), mv.unit, base.unit))
         base.flag = "estimated" if mv.flag == "estimated" else "measured"
+        base.evidence = Evidence("estimated" if base.flag == "estimated" else "measured", label)
         return base
 
     def _claim_term(self, c: Claim) -> Term:
@@ -462,12 +499,42 @@ class Auditor:
         if c.metric and c.metric.scope.batch and "batch" not in context:
             context["batch"] = c.metric.scope.batch
         return Term(label=c.id, kind=c.kind, unit=c.unit or _unit_of(c.printed), interval=interval, flag=flag,
-                    claim_id=c.id, scope_ref=scope_ref, context=context, na_reason=na_reason)  # fmt: skip
+                    claim_id=c.id, scope_ref=scope_ref, context=context, na_reason=na_reason,
+                    evidence=self._claim_evidence(c, res, interval))  # fmt: skip
+
+    @staticmethod
+    def _claim_evidence(c: Claim, res: AuditResult, interval: Interval | None) -> Evidence:
+        """An operand claim's evidence level: its own verdict (queries.lattice)."""
+        v = res.verdict
+        if v == "refused":
+            return Evidence("refused", c.id, res.rule, res.why)
+        if v == "n/a-kept":
+            return Evidence("n/a", c.id, "R9", res.missing)
+        if v == "not-derivable":
+            return Evidence("not-derivable", c.id, why=res.missing)
+        if v == "mismatch":
+            return Evidence("mismatch", c.id, why=res.why)
+        if v == "estimated":
+            return Evidence("estimated", c.id)
+        if v == "quoted":
+            return Evidence("reported", c.id)
+        prov = res.provenance or ""
+        if prov.startswith("estimated"):
+            return Evidence("estimated", c.id)
+        if "reported" in prov:
+            return Evidence("reported", c.id)
+        if "rounded" in prov or (interval is not None and interval.width > 0):
+            return Evidence("rounded", c.id)
+        return Evidence("measured", c.id)
 
     def _formula_term(self, f: Formula) -> Term:
         terms = [self.term(o) for o in f.operands]
         kinds = [t.kind for t in terms]
-        kind = infer_kind(f.op, kinds) or "other"
+        kind = infer_kind(f.op, kinds)
+        if kind is None:
+            raise Refused(kind_algebra.rule_for(set(kinds)), self._formula_text(f),
+                          kind_algebra.undefined(f.op, kinds),
+                          "combine values as the kind table allows (docs/claims.md)")  # fmt: skip
         below: frozenset[str] = frozenset()
         for t in terms:
             below |= t.all_kinds
@@ -481,8 +548,15 @@ class Auditor:
         flags = {t.flag for t in terms}
         flag = next((x for x in ("n/a", "missing", "estimated", "reported", "derived", "measured") if x in flags), "derived")
         ctx = terms[0].context if terms else {}
-        return Term(label=self._formula_text(f), kind=kind, unit=unit, interval=interval, flag=flag,
-                    scope_ref=terms[0].scope_ref if terms else None, context=dict(ctx), kinds_below=below)  # fmt: skip
+        label = self._formula_text(f)
+        ev = weakest([t.evidence or Evidence("measured", t.label) for t in terms])
+        if interval is None and (ev is None or ev.level not in ("refused", "n/a", "not-derivable")):
+            ev = Evidence("not-derivable", label, why="its operands give no value")
+        first = terms[0] if terms else None
+        return Term(label=label, kind=kind, unit=unit, interval=interval, flag=flag,
+                    scope_ref=first.scope_ref if first else None, context=dict(ctx), kinds_below=below,
+                    evidence=ev, factors=dict(first.factors) if first and first.factors is not None else None,
+                    conflicts=list(first.conflicts) if first else [])  # fmt: skip
 
     # ------------------------------------------------------------------ arithmetic
 
@@ -536,16 +610,31 @@ class Auditor:
 
     # ------------------------------------------------------------------ comparability (R6)
 
-    def _compare(self, a: Term, b: Term) -> Comparison | None:
-        if self.compare_fn is None or self.ledger is None or not a.scope_ref or not b.scope_ref:
-            return None
-        ra, rb = self._compare_ref(a.scope_ref), self._compare_ref(b.scope_ref)
-        if ra is None or rb is None:
-            return None
+    def _ledger_factors(self, t: Term) -> None:
+        """Give an operand with a ledger scope the factors the ledger recorded for it; its context
+        fills only what the ledger did not record, and a context that contradicts it is noted."""
+        if self.factors_of is None or self.ledger is None or not t.scope_ref:
+            return
+        kind, _, rest = t.scope_ref.partition(":")
+        identity_only = kind == "launch"
+        spec = self._compare_ref(t.scope_ref)
+        if spec is None:
+            return
         try:
-            return self.compare_fn(self.ledger, ra, rb)
+            recorded = dict(self.factors_of(self.ledger, spec))
         except LedgerError:
-            return None
+            return
+        if identity_only:  # a launch: its deployment's identity; workload, seed, warm state, batch unknown
+            recorded = {k: (v if k in IDENTITY_FACTORS or k == "engine_options" else UNKNOWN) for k, v in recorded.items()}
+        for k, v in t.context.items():
+            if k == "batch" and t.batch is not None and t.scope_ref.startswith(("run:", "batch:")):
+                continue
+            have = recorded.get(k, UNKNOWN)
+            if factor_known(have) and have != v:
+                t.conflicts.append(f"context {k}={v!r}, the ledger records {have!r} for {t.scope_ref}")
+            elif not factor_known(have):
+                recorded[k] = v
+        t.factors = recorded
 
     def _compare_ref(self, ref: str) -> str | None:
         kind, _, rest = ref.partition(":")
@@ -555,25 +644,18 @@ class Auditor:
             return f"run:{rid}" if rid is not None else None
         if kind in ("batch", "deployment"):
             return ref
-        return None  # launches are not compared by `ledger compare`
+        if kind == "launch":
+            return f"deployment:{rest.rsplit('/', 1)[0]}"
+        return None
 
     def _comparability_note(self, d: Derivation) -> str | None:
         if d.op not in ("ratio", "percent_change", "difference") or len(d.terms) != 2:
             return None
-        a, b = d.terms
-        cmp = self._compare(a, b)
-        if cmp is not None:
-            diffs = ", ".join(f"{f.name} ({f.a} vs {f.b})" for f in cmp.differences) or "none"
-            extra = "; stack ratio" if cmp.stack_ratio else ""
-            return f"comparability (compare {a.scope_ref} vs {b.scope_ref}): differs in {diffs}{extra}"
-        from bench_ledger.queries.audit_rules import _differences
-
-        diffs_l = _differences(Derivation(d.claim_id, d.op, d.terms, d.result_kind))
-        if not diffs_l:
+        sd = sides(d)
+        if sd is None or (not sd.differ and not any(t.context or t.factors for t in d.terms)):
             return None
-        stack = {f.name for f in diffs_l} >= {"hardware"} and bool({f.name for f in diffs_l} & {"engine", "engine_version"})
-        return ("comparability: differs in " + ", ".join(f"{f.name} ({f.a} vs {f.b})" for f in diffs_l)
-                + ("; a stack ratio, not a hardware ratio" if stack else ""))  # fmt: skip
+        stack = "hardware" in sd.names and bool(sd.names & {"engine", "engine_version", "engine_options"})
+        return "comparability: differs in " + sd.listed() + ("; a stack ratio, not a hardware ratio" if stack else "")
 
     # ------------------------------------------------------------------ display
 
@@ -622,6 +704,6 @@ def jsonable(x: Any) -> Any:
 
 
 def audit(claims: ClaimsFile, ledger: Any = None, *, evaluate: Evaluator | None = None,
-          compare: Comparer | None = None) -> AuditReport:  # fmt: skip
+          factors: FactorsOf | None = None) -> AuditReport:  # fmt: skip
     """Evaluate every claim of a claims file against a ledger."""
-    return Auditor(claims, ledger, evaluate=evaluate, compare=compare).run()
+    return Auditor(claims, ledger, evaluate=evaluate, factors=factors).run()

@@ -13,25 +13,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bench_ledger.errors import Refused
+from bench_ledger.queries import kind_algebra
 from bench_ledger.queries.intervals import Interval
-from bench_ledger.queries.types import Comparison, Factor
+from bench_ledger.queries.kind_algebra import COUNT_KINDS, LOAD_KINDS, MEMORY_KINDS, POWER_KINDS
+from bench_ledger.queries.lattice import Evidence
+from bench_ledger.queries.types import FACTORS, UNKNOWN, WARM_FACTORS, Factor, factor_known
 from bench_ledger.units import UNCONFIRMED
 
 # --------------------------------------------------------------------------- kinds
 
-MEMORY_KINDS = frozenset({"weights_file_size", "model_allocation", "device_memory", "kv_cache_memory"})
-POWER_KINDS = frozenset({"power_card_mean_sum", "power_peak_of_sum", "power_sum_of_peaks", "power"})
-COUNTER_KINDS = frozenset({"activity_time_percent", "memory_busy_percent", "utilization_percent"})
-RATE_KINDS = frozenset({"aggregate_token_rate", "per_stream_token_rate"})
-COUNT_KINDS = frozenset({"token_count", "request_count", "record_count", "count"})
-# kinds that scale another value without changing what it is (a product or a division by them)
-SCALAR_KINDS = frozenset({"count", "concurrency", "ratio"})
-LOAD_KINDS = frozenset({"concurrency", "request_count", "request_rate"})
-# ratio-like pairs that yield a named kind (R5: KV pool tokens / window tokens)
-SPECIAL_QUOTIENTS = {("kv_pool_tokens", "token_setting"): "capacity_ratio"}
-# factors of a scope (queries.types.Factor names) that describe the workload (R7)
-WORKLOAD_FACTORS = ("workload", "input_target", "output_cap", "concurrency", "request_count")
-WARM_FACTORS = ("warm_prefix_cache", "warm_process", "warm_compile", "warm_file_cache")
+# kinds a cache-hit figure must never be estimated from (R9: TTFT includes scheduling and overheads)
+TIME_KINDS = frozenset({"latency", "duration", "startup_time"})
 
 
 @dataclass
@@ -48,6 +40,9 @@ class Term:
     context: dict[str, str] = field(default_factory=dict)  # factors of its scope (R6)
     na_reason: str | None = None
     kinds_below: frozenset[str] = frozenset()  # every kind of a nested formula's leaves (R1, R5)
+    evidence: Evidence | None = None  # how good the operand is (queries.lattice)
+    factors: dict[str, str] | None = None  # the ledger's recorded factors of its scope (R6), context merged
+    conflicts: list[str] = field(default_factory=list)  # context keys that contradict the ledger
 
     @property
     def batch(self) -> str | None:
@@ -78,7 +73,6 @@ class Derivation:
     claims_cold_warm: bool = False
     series: bool = False
     says: str | None = None
-    compare: Callable[[Term, Term], Comparison | None] | None = None  # comparability of two scopes (R6)
 
     @property
     def kinds(self) -> list[str]:
@@ -92,58 +86,9 @@ class Derivation:
 
 
 def infer_kind(op: str, kinds: list[str]) -> str | None:
-    """The kind a formula's result has when the operands combine legally, else None."""
-    if not kinds:
-        return None
-    first = kinds[0]
-    if op in ("ratio", "divide") and len(kinds) == 2 and tuple(kinds) in SPECIAL_QUOTIENTS:
-        return SPECIAL_QUOTIENTS[tuple(kinds)]  # type: ignore[index]
-    if op == "ratio":
-        return "ratio" if len(set(kinds)) == 1 else None
-    if op == "percent_change":
-        return "percent_change" if len(set(kinds)) == 1 else None
-    if op in ("difference", "sum", "range"):
-        return first if len(set(kinds)) == 1 else None
-    if op == "convert":
-        return first if len(kinds) == 1 else None
-    if op == "divide":
-        if len(kinds) != 2:
-            return None
-        a, b = kinds
-        if b in SCALAR_KINDS:
-            return a
-        return "ratio" if a == b else None
-    if op == "product":
-        dims = [k for k in kinds if k not in SCALAR_KINDS]
-        if len(dims) > 1:
-            return None
-        if dims:
-            return dims[0]
-        if "concurrency" in kinds:
-            return "concurrency"
-        return "count" if all(k == "count" for k in kinds) else "ratio"
-    return None
-
-
-def _rule_for(kinds: set[str]) -> str:
-    """The rulebook id that forbids mixing these kinds (most specific first)."""
-    if kinds & MEMORY_KINDS and len(kinds) > 1:
-        return "R1"
-    if kinds & POWER_KINDS:
-        return "R14"
-    if kinds & COUNTER_KINDS:
-        return "R13"
-    if "capacity_ratio" in kinds:
-        return "R5"
-    if kinds & RATE_KINDS and "per_stream_token_rate" in kinds:
-        return "R4"
-    if {"record_count", "request_count"} <= kinds:
-        return "R2"
-    if {"token_setting", "token_count"} <= kinds:
-        return "R3"
-    if "startup_time" in kinds:
-        return "R8"
-    return "R1"
+    """The kind a formula's result has when the operands combine legally (the closed table of
+    ``queries.kind_algebra``), else None."""
+    return kind_algebra.infer(op, kinds)
 
 
 # --------------------------------------------------------------------------- the rules
@@ -157,6 +102,26 @@ def rule_no_na_input(d: Derivation) -> None:
                 "R9", d.asked(), f"operand {t.label} is n/a ({t.na_reason or 'not available'}): a value derived from it "
                 "stays n/a", "keep the result n/a; capture the missing field in a new run",
             )  # fmt: skip
+
+
+def rule_cache_from_capture(d: Derivation) -> None:
+    """R9: cache-hit tokens (and a cache cost) come only from a captured cache field, never from
+    latency or from other token counts."""
+    if d.result_kind not in kind_algebra.CACHE_KINDS:
+        return
+    leaves: set[str] = set()
+    for t in d.terms:
+        leaves |= t.all_kinds
+    timed = sorted(leaves & TIME_KINDS)
+    if "cache_hit_tokens" in leaves and not timed:
+        return
+    shown = ", ".join(f"{t.label} [{', '.join(sorted(t.all_kinds))}]" for t in d.terms)
+    why = (f"it is computed from {', '.join(timed)} ({shown}): TTFT includes scheduling and fixed overheads, so "
+           "hit tokens are never estimated from it" if timed else
+           f"no operand is a captured cache field ({shown}): hit tokens come only from the responses' "
+           "cached-tokens field")  # fmt: skip
+    raise Refused("R9", d.asked(), why, "use the cache_hit_tokens metric of a capture that has cached_tokens; "
+                  "else the value stays n/a")  # fmt: skip
 
 
 def rule_units_confirmed(d: Derivation) -> None:
@@ -241,31 +206,37 @@ def rule_per_stream_not_aggregate(d: Derivation) -> None:
 
 
 def rule_same_kind(d: Derivation) -> None:
-    """Ratio, percent change, sums, differences and unit conversion only within one kind."""
+    """The closed kind algebra (``queries.kind_algebra``): an operation over operand kinds that no
+    row of the table gives, or a result claimed as another kind than the row gives, is refused,
+    citing the rule that forbids it (or ``kinds``)."""
     kinds = d.kinds
     got = infer_kind(d.op, kinds)
     if got is None:
         raise Refused(
-            _rule_for(set(kinds) | {d.result_kind}), d.asked(),
-            f"{d.op} over {', '.join(sorted(set(kinds)))} is not defined: values combine only within one quantity kind",
-            "compare values of one kind (same statistic, same definition)",
+            kind_algebra.rule_for(set(kinds) | {d.result_kind}), d.asked(),
+            kind_algebra.undefined(d.op, kinds),
+            "combine values as the kind table allows (docs/claims.md), e.g. within one kind",
         )  # fmt: skip
-    if d.op == "convert" and got != d.result_kind:
+    if got != d.result_kind:
         raise Refused(
-            _rule_for({got, d.result_kind}), d.asked(), f"a unit conversion keeps the kind: {got} is not {d.result_kind}",
-            "convert units within one kind only",
-        )  # fmt: skip
-    if got != d.result_kind and not (d.op in ("ratio", "divide") and d.result_kind == "ratio" and got == "ratio"):
-        raise Refused(
-            _rule_for({got, d.result_kind}), d.asked(), f"{d.op} of {', '.join(sorted(set(kinds)))} gives {got}, "
-            f"not {d.result_kind}", "state the result as the kind it is",
+            kind_algebra.rule_for({*kinds, got, d.result_kind}), d.asked(),
+            f"{d.op}({', '.join(kinds)}) gives {got}, not {d.result_kind}",
+            "state the result as the kind it is" if d.op != "convert" else "convert units within one kind only",
         )  # fmt: skip
 
 
 def rule_one_batch(d: Derivation) -> None:
     """R2: sums (of counts above all) and series stay within one batch; rows of two batches are only
-    shown side by side."""
+    shown side by side. A series needs every point shown to come from one stage: a point whose
+    batch is not known (no ledger scope, no `batch` in its context) refuses the series."""
     batches = {t.batch for t in d.terms if t.batch is not None}
+    if d.series:
+        unknown = [t.label for t in d.terms if t.batch is None]
+        if unknown:
+            raise Refused(
+                "R2", d.asked(), f"nothing shows the points come from one stage: no batch known for {', '.join(unknown)}",
+                "give each point's batch (a ledger scope, or `batch` in its context); points of one batch only",
+            )  # fmt: skip
     if len(batches) <= 1:
         return
     if d.op == "sum":
@@ -281,75 +252,109 @@ def rule_one_batch(d: Derivation) -> None:
         )  # fmt: skip
 
 
-def _differences(d: Derivation) -> list[Factor] | None:
-    """Factors that differ between the first two operands (compare() for ledger scopes, else contexts)."""
+def side_factors(t: Term) -> dict[str, str]:
+    """Every factor of one operand's scope: the ledger's recorded factors (with the claim's context
+    where the ledger recorded nothing), or the context alone; the batch of its scope."""
+    f = dict(t.factors) if t.factors is not None else dict(t.context)
+    if not factor_known(f.get("batch")) and t.batch is not None:
+        f["batch"] = t.batch
+    return {k: f.get(k, UNKNOWN) for k in FACTORS}
+
+
+@dataclass
+class Sides:
+    """The factors of two operands: which differ (known on both sides), which are not known."""
+
+    differ: list[Factor]
+    unknown: list[str]
+
+    @property
+    def names(self) -> set[str]:
+        return {f.name for f in self.differ}
+
+    def listed(self) -> str:
+        out = ", ".join(f"{f.name} ({f.a} vs {f.b})" for f in self.differ) or "nothing known"
+        return out + (f"; not known on both sides: {', '.join(self.unknown)}" if self.unknown else "")
+
+
+def sides(d: Derivation) -> Sides | None:
+    """Factors of the first two operands over the one factor list (queries.types.FACTORS)."""
     if len(d.terms) < 2:
         return None
-    a, b = d.terms[0], d.terms[1]
-    if d.compare is not None and a.scope_ref and b.scope_ref:
-        cmp = d.compare(a, b)
-        if cmp is not None:
-            return list(cmp.differences)
-    if not a.context and not b.context and not (a.scope_ref and b.scope_ref):
-        return None
-    ca, cb = dict(a.context), dict(b.context)
-    if a.batch and "batch" not in ca:
-        ca["batch"] = a.batch
-    if b.batch and "batch" not in cb:
-        cb["batch"] = b.batch
-    return [Factor(k, ca[k], cb[k]) for k in sorted(set(ca) & set(cb)) if ca[k] != cb[k]]
+    fa, fb = side_factors(d.terms[0]), side_factors(d.terms[1])
+    differ = [Factor(k, fa[k], fb[k]) for k in FACTORS if factor_known(fa[k]) and factor_known(fb[k]) and fa[k] != fb[k]]
+    unknown = [k for k in FACTORS if not (factor_known(fa[k]) and factor_known(fb[k]))]
+    return Sides(differ, unknown)
+
+
+def rule_context_matches_ledger(d: Derivation) -> None:
+    """R6: a context that contradicts the factors the ledger recorded for a scope is an error."""
+    for t in d.terms:
+        if t.conflicts:
+            raise Refused("R6", d.asked(), f"{t.label}: the context contradicts the ledger: {'; '.join(t.conflicts)}",
+                          "drop the context key (the ledger's recorded factor is used) or correct it")  # fmt: skip
 
 
 def rule_comparability(d: Derivation) -> None:
-    """R6: a ratio across scopes is attributed to a factor only when it is the only difference; a
-    stack ratio is not a hardware ratio; unequal GPU counts are not equal resources; different
-    seeds are not paired."""
+    """R6: a comparison across scopes is attributed to a factor only when that factor is known to
+    differ and every other factor is known to be equal; a stack ratio is not a hardware ratio;
+    equal resources need known, equal GPU counts; pairing needs known, equal seeds and workloads."""
     if d.op not in ("ratio", "percent_change", "difference"):
         return
     if not (d.attributes_to or d.claims_equal_resources or d.claims_paired):
         return
-    diffs = _differences(d)
-    if diffs is None:
+    sd = sides(d)
+    if sd is None:
         return
-    names = {f.name for f in diffs}
-    listed = ", ".join(f"{f.name} ({f.a} vs {f.b})" for f in diffs) or "nothing"
-    if d.claims_equal_resources and "gpu_count" in names:
-        f = next(f for f in diffs if f.name == "gpu_count")
-        raise Refused("R6", d.asked() + " as an equal-resource comparison",
-                      f"GPU counts differ ({f.a} vs {f.b}); differences: {listed}",
+    names, listed = sd.names, sd.listed()
+    if d.claims_equal_resources and ("gpu_count" in names or "gpu_count" in sd.unknown):
+        f = next((f for f in sd.differ if f.name == "gpu_count"), None)
+        why = f"GPU counts differ ({f.a} vs {f.b})" if f else "the GPU count is not known on both sides"
+        raise Refused("R6", d.asked() + " as an equal-resource comparison", f"{why}; differences: {listed}",
                       "compare at equal GPU count, or state the resources of each side")  # fmt: skip
-    if d.claims_paired and names & {"seed", "workload"}:
+    if d.claims_paired and (names & {"seed", "workload"} or {"seed", "workload"} & set(sd.unknown)):
         raise Refused("R6", d.asked() + " as a per-request paired comparison",
-                      f"the two sides did not run the same requests; differences: {listed}",
-                      "pair only runs with the same seed and workload")  # fmt: skip
-    if d.attributes_to and names != {d.attributes_to}:
-        stack = "hardware" in names and names & {"engine", "engine_version", "kernel_backend"}
-        why = ("a stack ratio (hardware and software both differ) is not a " + d.attributes_to + " ratio"
-               if stack else f"{d.attributes_to} is not the only difference")  # fmt: skip
+                      f"the two sides are not shown to run the same requests (same seed and workload); "
+                      f"differences: {listed}", "pair only runs with the same seed and workload")  # fmt: skip
+    if d.attributes_to and (names != {d.attributes_to} or sd.unknown):
+        stack = "hardware" in names and names & {"engine", "engine_version", "engine_options"}
+        if stack:
+            why = f"a stack ratio (hardware and software both differ) is not a {d.attributes_to} ratio"
+        elif names - {d.attributes_to}:
+            why = f"{d.attributes_to} is not the only difference"
+        elif sd.unknown:
+            why = f"the other factors are not known to be equal (unknown: {', '.join(sd.unknown)})"
+        else:
+            why = f"{d.attributes_to} does not differ"
         raise Refused("R6", d.asked() + f" attributed to {d.attributes_to}", f"{why}; differences: {listed}",
-                      "list every factor that differs, or compare scopes that differ in that factor only")  # fmt: skip
+                      "record every factor of both sides (ledger or context), or compare scopes that differ in that "
+                      "factor only")  # fmt: skip
 
 
 def rule_range_not_speedup(d: Derivation) -> None:
-    """R7: a ratio of values under different loads is a sensitivity to load, not a speed-up."""
+    """R7: a ratio of values under different (or not known equal) loads is a sensitivity to load,
+    not a speed-up."""
     if not d.claims_speedup or d.op not in ("ratio", "percent_change", "range"):
         return
-    diffs = _differences(d)
-    names = {f.name for f in diffs} if diffs is not None else set()
-    if names & set(WORKLOAD_FACTORS):
-        listed = ", ".join(f"{f.name} ({f.a} vs {f.b})" for f in diffs if f.name in WORKLOAD_FACTORS)  # type: ignore[union-attr]
+    sd = sides(d)
+    if sd is None:
+        return
+    if "workload" in sd.names or "workload" in sd.unknown:
+        f = next((f for f in sd.differ if f.name == "workload"), None)
+        what = f"the values come from different loads: workload ({f.a} vs {f.b})" if f else \
+            "the values are not shown to come from one load (workload not known on both sides)"  # fmt: skip
         raise Refused(
-            "R7", d.asked() + " as a speed-up", f"the values come from different loads: {listed}",
+            "R7", d.asked() + " as a speed-up", what,
             "call it the range of the metric over loads; a speed-up compares one task under one load",
         )  # fmt: skip
 
 
 def rule_launch_stages_not_ab(d: Derivation) -> None:
-    """R8: startup times of different launch stages are not a cold/warm A/B."""
+    """R8: startup times of different launch stages are not a cold/warm A/B; a cold/warm claim
+    needs every other factor known equal."""
     if not d.claims_cold_warm:
         return
-    stages = {t.scope_ref or t.context.get("launch") or t.context.get("stage") or t.label
-              for t in d.terms if t.kind == "startup_time"}
+    stages = {t.scope_ref or t.label for t in d.terms if t.kind == "startup_time"}
     if len(stages) > 1:
         raise Refused(
             "R8", d.asked() + " as a cold/warm comparison",
@@ -357,11 +362,11 @@ def rule_launch_stages_not_ab(d: Derivation) -> None:
             "page cache, file system, compilation and initialisation all moved: no single cold/warm state changed",
             "repeat one launch with only the file cache (or the process, or the compile cache) cold vs warm",
         )  # fmt: skip
-    diffs = _differences(d)
-    if diffs is not None and d.attributes_to in WARM_FACTORS and {f.name for f in diffs} != {d.attributes_to}:
+    sd = sides(d)
+    if sd is not None and d.attributes_to in WARM_FACTORS and (sd.names != {d.attributes_to} or sd.unknown):
         raise Refused(
             "R8", d.asked() + f" as a {d.attributes_to} cold/warm comparison",
-            f"more than the named cold/warm state differs: {', '.join(f.name for f in diffs) or 'nothing'}",
+            f"more than the named cold/warm state differs or is not known: {sd.listed()}",
             "name which of the four cold states changed, and keep the others equal",
         )  # fmt: skip
 
@@ -378,6 +383,7 @@ def rule_estimate_not_measured(d: Derivation) -> None:
 
 RULES: tuple[Callable[[Derivation], None], ...] = (
     rule_no_na_input,
+    rule_cache_from_capture,
     rule_units_confirmed,
     rule_memory_kinds,
     rule_counter_meaning,
@@ -386,6 +392,7 @@ RULES: tuple[Callable[[Derivation], None], ...] = (
     rule_per_stream_not_aggregate,
     rule_one_batch,
     rule_same_kind,
+    rule_context_matches_ledger,
     rule_comparability,
     rule_range_not_speedup,
     rule_launch_stages_not_ab,

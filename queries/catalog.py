@@ -187,5 +187,23 @@ def run_detail(ledger: Ledger, run_id: int) -> RunDetail:
     return detail
 
 
+def list_cards(ledger: Ledger, batch: str | None = None, deployment: str | None = None) -> list[str]:
+    """The GPU cards with hardware samples in a batch or a deployment (all, without either), named
+    as a scope's ``gpu`` names them ('node0:gpu3')."""
+    from bench_ledger.queries.metrics_hardware import card_name
+
+    hs, a, b, d = m.HardwareSample.__table__, m.Artefact.__table__, m.Batch.__table__, m.Deployment.__table__
+    stmt = (sa.select(hs.c.artefact_id, hs.c.node, hs.c.gpu).distinct()
+            .select_from(hs.join(a, a.c.id == hs.c.artefact_id).outerjoin(b, b.c.id == a.c.batch_id)
+                         .outerjoin(d, d.c.id == a.c.deployment_id)))  # fmt: skip
+    if batch is not None:
+        stmt = stmt.where(b.c.name == batch)
+    if deployment is not None:
+        stmt = stmt.where(d.c.name == deployment)
+    with ledger.connection() as conn:
+        names = {card_name(row) for row in conn.execute(stmt)}
+    return sorted(names, key=lambda c: (c.split(":")[0], int(c.rsplit("gpu", 1)[1]) if c.rsplit("gpu", 1)[1].isdigit() else 0))
+
+
 def to_json(rows: object) -> str:
     return json.dumps(rows, indent=2, default=str, ensure_ascii=False)

@@ -16,14 +16,25 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal, Union
 
 import yaml
 from bench_ledger.errors import InputError
 from bench_ledger.kinds import KINDS
-from bench_ledger.queries.types import Scope
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from bench_ledger.queries.types import FACTORS, Scope
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    PrivateAttr,
+    Tag,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 CLAIMS_VERSION = 1
 
@@ -41,8 +52,22 @@ class _Model(BaseModel):
 
 def _check_kind(kind: str | None) -> str | None:
     if kind is not None and kind not in KINDS:
-        raise ValueError(f"unknown quantity kind {kind!r}; known: {', '.join(sorted(KINDS))}")
+        raise ValueError(f"unknown quantity kind {kind!r}{close_names(kind, list(KINDS))}; known: {', '.join(sorted(KINDS))}")
     return kind
+
+
+def _check_factors(context: dict[str, str]) -> dict[str, str]:
+    unknown = [k for k in context if k not in FACTORS]
+    if unknown:
+        raise ValueError(f"unknown factor(s) {', '.join(repr(k) for k in unknown)} in the context; factors: "
+                         f"{', '.join(FACTORS)}")  # fmt: skip
+    return context
+
+
+def _check_factor(name: str | None) -> str | None:
+    if name is not None and name not in FACTORS:
+        raise ValueError(f"unknown factor {name!r}; factors: {', '.join(FACTORS)}")
+    return name
 
 
 class SourceReportRef(_Model):
@@ -114,6 +139,7 @@ class MetricOperand(_Model):
     context: dict[str, str] = Field(default_factory=dict, description="factors of its scope outside the ledger (R6)")
 
     _kind = field_validator("kind")(classmethod(lambda cls, v: _check_kind(v)))
+    _context = field_validator("context")(classmethod(lambda cls, v: _check_factors(v)))
 
 
 class LiteralNumber(_Model):
@@ -122,7 +148,9 @@ class LiteralNumber(_Model):
 
     value: str | None = Field(None, description="the number exactly as printed ('8', '510.31'); omitted when not printed")
     unit: str | None = Field(None, description="its unit ('GB', 'tok/s', 'unconfirmed'...)")
-    kind: str = Field(description="its quantity kind (ledger.kinds)")
+    kind: str | None = Field(
+        None, description="its quantity kind (ledger.kinds); may be omitted for an exact constant (kind `constant`)"
+    )
     label: str | None = Field(None, description="what the number is, in words")
     context: dict[str, str] = Field(
         default_factory=dict,
@@ -132,6 +160,35 @@ class LiteralNumber(_Model):
     exact: bool = Field(False, description="true for a definitional constant (60 s/min, 8 GPUs): no rounding interval")
 
     _kind = field_validator("kind")(classmethod(lambda cls, v: _check_kind(v)))
+    _context = field_validator("context")(classmethod(lambda cls, v: _check_factors(v)))
+
+    @model_validator(mode="after")
+    def _kind_given(self) -> LiteralNumber:
+        if self.kind is None and not self.exact:
+            raise ValueError("`kind` is missing: a literal number needs its quantity kind, unless it is an exact "
+                             "constant (`exact: true`)")  # fmt: skip
+        return self
+
+
+def _operand_tag(v: Any) -> str | None:
+    """Which kind of operand a value is, by its keys (so that an error names the right fields)."""
+    if isinstance(v, str):
+        return "claim"
+    if isinstance(v, dict):
+        return "formula" if "op" in v else "metric" if "metric" in v else "literal"
+    for tag, cls in (("formula", "Formula"), ("metric", "MetricOperand"), ("literal", "LiteralNumber")):
+        if type(v).__name__ == cls:
+            return tag
+    return None
+
+
+Operand = Annotated[
+    Union[Annotated[str, Tag("claim")], Annotated[LiteralNumber, Tag("literal")],  # noqa: UP007
+          Annotated[MetricOperand, Tag("metric")], Annotated["Formula", Tag("formula")]],
+    Discriminator(_operand_tag, custom_error_type="operand",
+                  custom_error_message="an operand is a claim id, a literal {value, kind}, a metric "
+                  "{metric, scope, kind} or a formula {op, operands}"),
+]  # fmt: skip
 
 
 class Formula(_Model):
@@ -142,7 +199,7 @@ class Formula(_Model):
         "convert (one operand to the claim's unit) | divide (a by a count) | range (the printed "
         "range's ends are the smallest and largest operand)"
     )
-    operands: list[str | LiteralNumber | MetricOperand | Formula] = Field(
+    operands: list[Operand] = Field(
         description="claim ids (strings), literal numbers, metrics, or nested formulas; order matters for ratio, "
         "percent_change, difference and divide"
     )
@@ -160,6 +217,8 @@ class Derived(Formula):
     claims_cold_warm: bool = Field(False, description="the claim presents the comparison as a cold/warm A/B (R8)")
     series: bool = Field(False, description="the operands are presented as points of one series (R2)")
     from_unit: str | None = Field(None, description="for convert: the unit the claim assumes its operand had (R12)")
+
+    _factor = field_validator("attributes_to")(classmethod(lambda cls, v: _check_factor(v)))
 
 
 class Quoted(_Model):
@@ -220,6 +279,7 @@ class Claim(_Model):
     )
 
     _kind = field_validator("kind")(classmethod(lambda cls, v: _check_kind(v)))
+    _context = field_validator("context")(classmethod(lambda cls, v: _check_factors(v)))
 
     @model_validator(mode="after")
     def _one_basis(self) -> Claim:
@@ -266,34 +326,18 @@ class ClaimsFile(_Model):
     draft: DraftInfo | None = Field(None, description="present in a file drafted by `ledger claims draft`")
     claims: list[Claim] = Field(description="every number of the report, one claim each")
 
+    _node: Any = PrivateAttr(default=None)  # the YAML node tree it was read from (lines of errors)
+
     @model_validator(mode="after")
     def _references(self) -> ClaimsFile:
-        ids = [c.id for c in self.claims]
-        dup = sorted({i for i in ids if ids.count(i) > 1})
-        if dup:
-            raise ValueError(f"duplicate claim ids: {', '.join(dup)}")
-        known = set(ids)
-        for c in self.claims:
-            formulas = [f for f in (c.derived, c.na.would_fill if c.na else None) if f is not None]
-            for f in formulas:
-                for ref in claim_refs(f):
-                    if ref not in known:
-                        raise ValueError(f"claim {c.id!r} refers to unknown claim {ref!r}")
-                    if ref == c.id:
-                        raise ValueError(f"claim {c.id!r} refers to itself")
-        by_id = {c.id: c for c in self.claims}
-
-        def visit(cid: str, path: tuple[str, ...]) -> None:
-            if cid in path:
-                raise ValueError(f"claims refer to each other in a cycle: {' -> '.join(path + (cid,))}")
-            c = by_id[cid]
-            if c.derived is not None:
-                for ref in claim_refs(c.derived):
-                    visit(ref, path + (cid,))
-
-        for cid in ids:
-            visit(cid, ())
+        problems = reference_problems([c.model_dump() for c in self.claims])
+        if problems:
+            raise ValueError("; ".join(msg for _i, _f, msg in problems))
         return self
+
+    def line_of(self, loc: tuple) -> int | None:
+        """The YAML line of a location ('claims', 3, 'metric', 'scope', 'run'), or of its nearest parent."""
+        return line_of(self._node, loc)
 
     def by_id(self) -> dict[str, Claim]:
         return {c.id: c for c in self.claims}
@@ -314,19 +358,185 @@ def claim_refs(f: Formula) -> list[str]:
     return out
 
 
+def _walk_refs(f: Any, out: list[str]) -> None:
+    for o in (f or {}).get("operands") or []:
+        if isinstance(o, str):
+            out.append(o)
+        elif isinstance(o, dict) and "op" in o:
+            _walk_refs(o, out)
+
+
+def reference_problems(raw: list[Any]) -> list[tuple[int, str, str]]:
+    """Duplicate ids, references to unknown claims or to the claim itself, cycles: every one, as
+    (claim index, field, message), over claims as plain data (so a file with other errors is
+    checked too)."""
+    out: list[tuple[int, str, str]] = []
+    ids = [c.get("id") if isinstance(c, dict) else None for c in raw]
+    first: dict[str, int] = {}
+    for i, cid in enumerate(ids):
+        if cid is None:
+            continue
+        if cid in first:
+            out.append((i, "id", f"duplicate claim id {cid!r} (claim {first[cid] + 1} has it too)"))
+        else:
+            first[cid] = i
+    refs: dict[str, list[str]] = {}
+    for i, c in enumerate(raw):
+        if not isinstance(c, dict):
+            continue
+        for key, f in (("derived", c.get("derived")), ("na.would_fill", (c.get("na") or {}).get("would_fill"))):
+            if not isinstance(f, dict):
+                continue
+            got: list[str] = []
+            _walk_refs(f, got)
+            for ref in got:
+                if ref not in first:
+                    out.append((i, f"{key}.operands", f"refers to unknown claim {ref!r}{close_names(ref, list(first))}"))
+                elif ref == c.get("id"):
+                    out.append((i, f"{key}.operands", "refers to itself"))
+            if key == "derived" and c.get("id") is not None:
+                refs[c["id"]] = [r for r in got if r in first and r != c["id"]]
+    seen: set[str] = set()
+
+    def visit(cid: str, path: tuple[str, ...]) -> None:
+        if cid in path:
+            cycle = path[path.index(cid):] + (cid,)
+            if cycle[0] not in seen:
+                seen.update(cycle)
+                out.append((first[cycle[0]], "derived.operands",
+                            f"claims refer to each other in a cycle: {' -> '.join(cycle)}"))  # fmt: skip
+            return
+        for ref in refs.get(cid, []):
+            visit(ref, path + (cid,))
+
+    for cid in refs:
+        visit(cid, ())
+    return out
+
+
+def close_names(name: str, names: list[str]) -> str:
+    import difflib
+
+    near = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+    return f" (did you mean {', '.join(near)}?)" if near else ""
+
+
+def line_of(node: Any, loc: tuple) -> int | None:
+    """The 1-based line of the YAML node at ``loc``, or of the deepest node on the way there."""
+    if node is None:
+        return None
+    line = node.start_mark.line + 1
+    for key in loc:
+        child = None
+        if isinstance(node, yaml.MappingNode):
+            child = next((v for k, v in node.value if getattr(k, "value", None) == key), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(key, int) and 0 <= key < len(node.value):
+            child = node.value[key]
+        if child is None:
+            if isinstance(key, str) and key in _TAGS:
+                continue  # a discriminator tag, not a key of the file
+            break
+        node, line = child, child.start_mark.line + 1
+    return line
+
+
+_TAGS = ("claim", "literal", "metric", "formula")
+
+
+def field_path(loc: tuple) -> str:
+    """('derived', 'operands', 1, 'literal', 'kind') -> 'derived.operands[1].kind'."""
+    out = ""
+    for key in loc:
+        if isinstance(key, int):
+            out += f"[{key}]"
+        elif key in _TAGS and out.endswith("]"):
+            continue
+        else:
+            out += ("." if out else "") + str(key)
+    return out
+
+
+def _plain(err: dict) -> str:
+    """A pydantic error in plain words."""
+    last = next((str(k) for k in reversed(err["loc"]) if not isinstance(k, int) and k not in _TAGS), "value")
+    kind, msg = err["type"], err["msg"]
+    if kind == "missing":
+        return f"`{last}` is missing"
+    if kind == "extra_forbidden":
+        return f"`{last}` is not a field here{close_names(last, _all_fields()) or ' (misspelt?)'}"
+    if msg.startswith(("Value error, ", "Assertion failed, ")):
+        return msg.split(", ", 1)[1]
+    shown = err.get("input")
+    shown = "" if isinstance(shown, dict | list) or shown is None else f" (got {shown!r})"
+    return f"`{last}`: {msg}{shown}"
+
+
+def _all_fields() -> list[str]:
+    models = (ClaimsFile, Claim, SourceReportRef, ScopeSpec, MetricSpec, MetricOperand, LiteralNumber, Formula, Derived,
+              Quoted, Estimated, NotAvailable)  # fmt: skip
+    return sorted({f for mdl in models for f in mdl.model_fields})
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One error of a claims file: where (claim, YAML line, field) and what, in plain words."""
+
+    line: int | None
+    claim: str | None
+    field: str | None
+    message: str
+
+    def text(self) -> str:
+        where = f"line {self.line}" if self.line else "?"
+        who = f"claim {self.claim}" if self.claim else "file"
+        return f"{where}: {who}" + (f", field {self.field}" if self.field else "") + f": {self.message}"
+
+
+def problem_at(node: Any, raw: Any, loc: tuple, message: str) -> Problem:
+    """A problem at a location of the file's data ('claims', i, ...)."""
+    claim = None
+    rest = loc
+    if len(loc) >= 2 and loc[0] == "claims" and isinstance(loc[1], int):
+        items = raw.get("claims") if isinstance(raw, dict) else None
+        if isinstance(items, list) and loc[1] < len(items) and isinstance(items[loc[1]], dict):
+            claim = str(items[loc[1]].get("id") or f"#{loc[1] + 1}")
+        else:
+            claim = f"#{loc[1] + 1}"
+        rest = loc[2:]
+    return Problem(line_of(node, loc), claim, field_path(rest) or None, message)
+
+
 def load_claims(path: str | Path) -> ClaimsFile:
-    """Read and validate a claims file; errors name the file and the failing field."""
+    """Read and validate a claims file. Every error at once (:class:`ClaimsInvalid`), each with
+    its claim id, YAML line and field in plain words."""
+    from bench_ledger.errors import ClaimsInvalid
+
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        text = path.read_text(encoding="utf-8")
+        node = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise InputError(f"{path}: cannot read claims file: {exc}") from None
+    problems: list[Problem] = []
+    raw_claims = data.get("claims") if isinstance(data, dict) else None
+    if isinstance(raw_claims, list):
+        problems += [problem_at(node, data, ("claims", i, *field.split(".")), msg)
+                     for i, field, msg in reference_problems(raw_claims)]  # fmt: skip
     try:
-        return ClaimsFile.model_validate(data)
+        cf = ClaimsFile.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
-        where = ".".join(str(p) for p in first["loc"])
-        raise InputError(f"{path}: {where}: {first['msg']} ({exc.error_count()} error(s))") from None
+        for err in exc.errors():
+            if err["loc"] == () and problems:
+                continue  # the reference problems, already listed one by one
+            problems.append(problem_at(node, data, tuple(err["loc"]), _plain(err)))
+        cf = None
+    if problems:
+        problems.sort(key=lambda p: (p.line or 0))
+        raise ClaimsInvalid(path, [p.text() for p in problems])
+    assert cf is not None
+    cf._node = node
+    return cf
 
 
 def claims_schema() -> dict:
@@ -341,9 +551,35 @@ def schema_text() -> str:
     return json.dumps(claims_schema(), indent=2, ensure_ascii=False) + "\n"
 
 
+GENERATED = ("lattice", "kinds")
+
+
+def generated_block(name: str) -> str:
+    """A table docs/claims.md embeds, generated from the code (queries.lattice, queries.kind_algebra)."""
+    from bench_ledger.queries import kind_algebra, lattice
+
+    body = {"lattice": lattice.markdown, "kinds": kind_algebra.markdown}[name]()
+    return f"<!-- generated:{name} (python -m bench_ledger.queries.claims --docs docs/claims.md) -->\n{body}" \
+        f"<!-- /generated:{name} -->"  # fmt: skip
+
+
+def update_docs(text: str) -> str:
+    """``text`` with every generated block replaced by the current one."""
+    import re
+
+    for name in GENERATED:
+        pattern = re.compile(rf"<!-- generated:{name} .*?<!-- /generated:{name} -->", re.S)
+        text = pattern.sub(lambda _m, n=name: generated_block(n), text)
+    return text
+
+
 if __name__ == "__main__":  # pragma: no cover
     if sys.argv[1:] == ["--schema"]:
         sys.stdout.write(schema_text())
+    elif len(sys.argv) == 3 and sys.argv[1] == "--docs":
+        doc = Path(sys.argv[2])
+        doc.write_text(update_docs(doc.read_text(encoding="utf-8")), encoding="utf-8")
     else:
-        sys.stderr.write("usage: python -m queries.claims --schema > docs/claims.schema.json\n")
+        sys.stderr.write("usage: python -m bench_ledger.queries.claims --schema > docs/claims.schema.json\n"
+                         "       python -m bench_ledger.queries.claims --docs docs/claims.md\n")
         sys.exit(2)

@@ -26,16 +26,24 @@ import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.books import current, require_current
 from bench_ledger.errors import NotFound, Refused, UsageError
-from bench_ledger.queries.types import Comparison, Factor, MetricValue, Scope
+from bench_ledger.queries.types import (
+    FACTORS,
+    IDENTITY_FACTORS,
+    UNKNOWN,
+    WARM_FACTORS,
+    Comparison,
+    Factor,
+    MetricValue,
+    Scope,
+    factor_known,
+)
 from bench_ledger.store import Ledger
 
 R, B, D = m.Run.__table__, m.Batch.__table__, m.Deployment.__table__
-WARM_DIMS = ("warm_prefix_cache", "warm_process", "warm_compile", "warm_file_cache")
+WARM_DIMS = WARM_FACTORS
 HARDWARE = ("hardware", "gpu_count")
 SOFTWARE = ("engine", "engine_version", "engine_options")
-IDENTITY = ("hardware", "gpu_count", "engine", "engine_version", "weights_version", "layout")
-FACTORS = (*IDENTITY, "engine_options", "workload", "seed", *WARM_DIMS, "batch")
-UNKNOWN = "?"
+IDENTITY = IDENTITY_FACTORS
 
 
 def _t(v: object) -> str:
@@ -162,7 +170,8 @@ def _comparison(sa_: Side, sb: Side, claim_factor: str | None, equal_resources: 
     for short in (*sa_.shortfalls, *sb.shortfalls):
         notes.append(f"{short}: the load it was offered is not the requested one; compare it as the "
                      "achieved load, not the requested rate")  # fmt: skip
-    cmp = Comparison(sa_.spec, sb.spec, diffs, attributable, stack, equal_res, is_paired, notes)
+    unknown = [f for f in FACTORS if not (factor_known(fa[f]) and factor_known(fb[f]))]
+    cmp = Comparison(sa_.spec, sb.spec, diffs, attributable, stack, equal_res, is_paired, notes, unknown)
     _check_claims(cmp, claim_factor, equal_resources, paired)
     return cmp
 

@@ -12,7 +12,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from bench_ledger.queries.audit import Auditor, Comparer, Evaluator, jsonable
+from bench_ledger.queries.audit import Auditor, Evaluator, FactorsOf, jsonable
 from bench_ledger.queries.claims import ClaimsFile, Formula
 from bench_ledger.queries.intervals import fmt
 from bench_ledger.queries.types import MetricValue
@@ -26,14 +26,14 @@ class EvidenceStep:
 
 
 def explain(claims: ClaimsFile, ledger: Any, claim_id: str, *, claims_path: Path | None = None,
-            evaluate: Evaluator | None = None, compare: Comparer | None = None) -> list[EvidenceStep]:  # fmt: skip
+            evaluate: Evaluator | None = None, factors: FactorsOf | None = None) -> list[EvidenceStep]:  # fmt: skip
     """The evidence chain of one claim: claim -> formula or metric -> runs -> requests (how many,
     which fields) -> artefacts (sha256, file, lines) -> source report."""
     if claim_id not in claims.by_id():
         from bench_ledger.errors import NotFound
 
         raise NotFound(f"no claim {claim_id!r} in the claims file; ids: {', '.join(c.id for c in claims.claims[:10])}...")
-    auditor = Auditor(claims, ledger, evaluate=evaluate, compare=compare)
+    auditor = Auditor(claims, ledger, evaluate=evaluate, factors=factors)
     steps: list[EvidenceStep] = []
     _explain_claim(auditor, claim_id, steps, depth=0, seen=set())
     steps.append(_source_step(claims, ledger, claims_path))

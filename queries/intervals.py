@@ -321,12 +321,16 @@ class Check:
 
     @property
     def margin(self) -> str:
+        """The margin in words: how far inside the printed rounding, or how far outside it."""
         if self.consistent:
             if self.recomputed.width == 0:
                 inside = min(self.recomputed.lo - self.printed.lo, self.printed.hi - self.recomputed.hi)
-                return f"inside, {fmt(inside)} from the nearer end"
-            return f"meets, overlap {fmt(self.overlap or 0)}"
-        return f"off by {fmt(self.distance)}"
+                if self.printed.width == 0:
+                    return "equal to the printed value"
+                return f"inside the printed rounding, {fmt(inside)} from its edge"
+            return f"meets the printed rounding, overlap {fmt(self.overlap or 0)}"
+        side = "above" if self.recomputed.lo > self.printed.hi else "below"
+        return f"outside the printed rounding: off by {fmt(self.distance)} ({side})"
 
 
 def check(recomputed: Interval, printed: Interval | str) -> Check:

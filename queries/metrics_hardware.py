@@ -60,7 +60,8 @@ def samples_sql(artefact_ids: list[int], counter: str, window: tuple[object, obj
     return stmt.order_by(HS.c.artefact_id, HS.c.tick, HS.c.gpu)
 
 
-def _card(row) -> str:
+def card_name(row) -> str:
+    """A card as scopes name it: 'node0:gpu3' (or 'artefact7:gpu3' for a file without a node)."""
     return f"{row.node}:gpu{row.gpu}" if row.node else f"artefact{row.artefact_id}:gpu{row.gpu}"
 
 
@@ -89,10 +90,15 @@ def _load(conn: sa.Connection, ctx: Ctx, metric: Metric, counter: str):
 def _per_card(rows) -> dict[str, list[Fraction]]:
     cards: dict[str, list[Fraction]] = defaultdict(list)
     for r in rows:
-        cards[_card(r)]  # a card with only '-' values still exists
+        cards[card_name(r)]  # a card with only '-' values still exists
         if r.value is not None:
-            cards[_card(r)].append(Fraction(r.value))
+            cards[card_name(r)].append(Fraction(r.value))
     return dict(cards)
+
+
+def match_cards(cards, gpu: str) -> list[str]:
+    """The cards a scope's ``gpu`` names: 'node0:gpu3', 'gpu3' or '3' (the latter two may match several)."""
+    return [c for c in cards if c == gpu or c.endswith(f":gpu{gpu}") or c.endswith(f":{gpu}")]
 
 
 def card_stat(counter: str, stat: str) -> Callable:
@@ -106,7 +112,7 @@ def card_stat(counter: str, stat: str) -> Callable:
         per = {c: (None if not v else mean(v) if stat == "mean" else max(v)) for c, v in cards.items()}
         gpu = ctx.scope.gpu
         if gpu is not None:
-            hits = [c for c in per if c == gpu or c.endswith(f":gpu{gpu}") or c.endswith(f":{gpu}")]
+            hits = match_cards(per, gpu)
             if len(hits) != 1:
                 return na(metric, ctx, f"card {gpu!r} {'ambiguous' if hits else 'not found'}; cards: {sorted(per)}")
             per = {hits[0]: per[hits[0]]}
@@ -149,7 +155,7 @@ def power(stat: str) -> Callable:
         ticks: dict[object, dict[str, Fraction]] = defaultdict(dict)
         for r in rows:
             if r.value is not None:
-                ticks[r.ts if timed else r.tick][_card(r)] = Fraction(r.value)
+                ticks[r.ts if timed else r.tick][card_name(r)] = Fraction(r.value)
         full = {k: sum(v.values(), Fraction(0)) for k, v in ticks.items() if len(v) == len(cards)}
         if not full:
             return na(metric, ctx, "no tick at which every card printed its power", **base)

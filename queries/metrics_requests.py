@@ -542,7 +542,7 @@ def request_metrics() -> list[Metric]:
                "requests", distribution(lambda ids, by_run=False, conn=None: decode_rate_by_run_sql(ids, conn) if by_run else
                                         values_sql(ids, decode_rate_expr(), Q.c.output_tokens > 1),
                                         "p50", "ok requests with more than one output token")),
-        Metric("cache_hit_tokens", "tokens", "token_count", "total", _OK, (("cached_tokens",),),
+        Metric("cache_hit_tokens", "tokens", "cache_hit_tokens", "total", _OK, (("cached_tokens",),),
                "SUM(cached_tokens) WHERE status = 'ok'; n/a where not captured, never 0 (R9)", "requests",
                cache_hit_tokens, pools=True),
     ]  # fmt: skip

@@ -12,6 +12,18 @@ from typing import Literal
 
 Flag = Literal["measured", "derived", "estimated", "reported", "n/a"]
 
+# The one list of factors two scopes can differ in (R6, R8): `ledger compare` resolves them from
+# the ledger, a claims file's `context` and `attributes_to` name them (docs/claims.md).
+IDENTITY_FACTORS = ("hardware", "gpu_count", "engine", "engine_version", "weights_version", "layout")
+WARM_FACTORS = ("warm_prefix_cache", "warm_process", "warm_compile", "warm_file_cache")
+FACTORS: tuple[str, ...] = (*IDENTITY_FACTORS, "engine_options", "workload", "seed", *WARM_FACTORS, "batch")
+UNKNOWN = "?"  # a factor the ledger did not record
+
+
+def factor_known(value: str | None) -> bool:
+    """A factor value is known when it is recorded, not ``unknown``, and one value (not "a | b")."""
+    return value is not None and value not in (UNKNOWN, "unknown") and " | " not in value
+
 
 @dataclass(frozen=True)
 class Scope:
@@ -81,3 +93,4 @@ class Comparison:
     equal_resources: bool  # same GPU count
     paired: bool  # same seed (and same workload)
     notes: list[str] = field(default_factory=list)
+    unknown: list[str] = field(default_factory=list)  # factors not known (or not one value) on a side

@@ -7,7 +7,7 @@ from fractions import Fraction as F
 import pytest
 from bench_ledger.queries.audit import audit
 from bench_ledger.queries.claims import ClaimsFile
-from bench_ledger.queries.types import Comparison, Factor, MetricValue, Scope
+from bench_ledger.queries.types import Factor, MetricValue, Scope
 
 # --------------------------------------------------------------------------- fakes
 
@@ -53,8 +53,8 @@ def make(claims: list[dict]) -> ClaimsFile:
     )
 
 
-def run(claims: list[dict], compare=None) -> dict:
-    report = audit(make(claims), ledger=None, evaluate=fake_evaluate, compare=compare)
+def run(claims: list[dict]) -> dict:
+    report = audit(make(claims), ledger=None, evaluate=fake_evaluate)
     return {r.claim_id: r for r in report.results}
 
 
@@ -263,14 +263,32 @@ def test_rule_r6_stack_ratio_is_not_a_hardware_ratio():
     assert r["hw"].verdict == "refused" and r["hw"].rule == "R6" and "stack ratio" in r["hw"].why
 
 
-def test_rule_r6_attribution_allowed_when_only_difference():
-    old = {"weights_version": "old", "engine": "vllm"}
-    new = {"weights_version": "1017", "engine": "vllm"}
+FULL = {"hardware": "H20", "gpu_count": "16", "engine": "vllm", "engine_version": "v0.31.0", "layout": "tp8 dp2 ep16",
+        "engine_options": "ms32", "workload": "32/512 C64", "seed": "1", "warm_prefix_cache": "warm",
+        "warm_process": "warm", "warm_compile": "warm", "warm_file_cache": "warm", "batch": "weights A/B"}
+
+
+def test_rule_r6_attribution_allowed_when_only_difference_and_all_else_known_equal():
+    old = {**FULL, "weights_version": "old"}
+    new = {**FULL, "weights_version": "1017"}
     r = run([quoted("a", "150,936", "aggregate_token_rate", "tokens/min", old),
              quoted("b", "178,817", "aggregate_token_rate", "tokens/min", new),
              derived("w", "+18.5%", "percent_change", "percent_change", ["a", "b"], "%",
                      attributes_to="weights_version")])
     assert r["w"].verdict == "consistent"
+
+
+def test_rule_r6_attribution_blocked_by_unknown_factors():
+    r = run([quoted("a", "150,936", "aggregate_token_rate", "tokens/min", {"weights_version": "old", "engine": "vllm"}),
+             quoted("b", "178,817", "aggregate_token_rate", "tokens/min", {"weights_version": "1017", "engine": "vllm"}),
+             derived("w", "+18.5%", "percent_change", "percent_change", ["a", "b"], "%",
+                     attributes_to="weights_version")])
+    assert r["w"].verdict == "refused" and r["w"].rule == "R6"
+    assert r["w"].why == ("the other factors are not known to be equal (unknown: hardware, gpu_count, engine_version, "
+                          "layout, engine_options, workload, seed, warm_prefix_cache, warm_process, warm_compile, "
+                          "warm_file_cache, batch); differences: weights_version (old vs 1017); not known on both "
+                          "sides: hardware, gpu_count, engine_version, layout, engine_options, workload, seed, "
+                          "warm_prefix_cache, warm_process, warm_compile, warm_file_cache, batch")
 
 
 def test_rule_r6_unequal_gpu_counts_are_not_equal_resources():
@@ -293,12 +311,14 @@ def test_rule_r6_different_seeds_are_not_paired():
     assert r["x"].verdict == "refused" and r["x"].rule == "R6" and "seed" in r["x"].why
 
 
-def test_rule_r6_uses_compare_for_ledger_scopes():
+def test_rule_r6_uses_the_ledgers_factors_for_ledger_scopes():
     calls = []
+    recorded = {1: {**FULL, "weights_version": "1017", "warm_prefix_cache": "cold"},
+                2: {**FULL, "weights_version": "1017", "warm_prefix_cache": "warm"}}
 
-    def fake_compare(ledger, a, b):
-        calls.append((a, b))
-        return Comparison(a, b, [Factor("warm_prefix_cache", "cold", "warm")], "warm_prefix_cache", False, True, True)
+    def fake_factors(ledger, spec):
+        calls.append(spec)
+        return recorded[int(spec.split(":")[1])]
 
     import bench_ledger.queries.audit as audit_mod
 
@@ -308,14 +328,19 @@ def test_rule_r6_uses_compare_for_ledger_scopes():
         claims = [metric("cold", "11.019", "ttft_p50", "latency", "s", run="cold-50k-cold"),
                   metric("warm", "0.336", "ttft_p50", "latency", "s", run="cold-50k-warm"),
                   derived("x", "32.8x", "ratio", "ratio", ["cold", "warm"], "x", attributes_to="warm_prefix_cache"),
-                  derived("y", "32.8x", "ratio", "ratio", ["cold", "warm"], "x", attributes_to="hardware")]
-        report = audit(make(claims), ledger=object(), evaluate=fake_evaluate, compare=fake_compare)
+                  derived("y", "32.8x", "ratio", "ratio", ["cold", "warm"], "x", attributes_to="hardware"),
+                  metric("cold2", "11.019", "ttft_p50", "latency", "s", run="cold-50k-cold",
+                         context={"weights_version": "old"}),
+                  derived("z", "32.8x", "ratio", "ratio", ["cold2", "warm"], "x")]
+        report = audit(make(claims), ledger=object(), evaluate=fake_evaluate, factors=fake_factors)
     finally:
         audit_mod._run_id = orig
     r = {x.claim_id: x for x in report.results}
     assert r["x"].verdict == "consistent"
-    assert ("run:1", "run:2") in calls
+    assert "run:1" in calls and "run:2" in calls
     assert r["y"].verdict == "refused" and r["y"].rule == "R6"
+    assert r["z"].verdict == "refused" and r["z"].rule == "R6"
+    assert "context weights_version='old', the ledger records '1017' for run:fx/cold-50k-cold" in r["z"].why
 
 
 def test_rule_r7_range_across_loads_is_not_a_speedup():

@@ -165,6 +165,14 @@ def test_check_reports_margin():
     assert point.consistent and "inside" in point.margin
 
 
+def test_margins_in_words():
+    assert iv.check(Interval.point(F("2791.1")), "2,791").margin == "inside the printed rounding, 0.4 from its edge"
+    assert iv.check(Interval.point(F("2791.45")), "2,791").margin == "inside the printed rounding, 0.05 from its edge"
+    assert iv.check(I(10, 12), "11").margin == "meets the printed rounding, overlap 1"
+    assert iv.check(I(12, 13), "11").margin == "outside the printed rounding: off by 0.5 (above)"
+    assert iv.check(Interval.point(8), "8.47").margin == "outside the printed rounding: off by 0.465 (below)"
+
+
 @pytest.mark.parametrize(
     ("a", "b", "op", "printed"),
     [

@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING
 
 import click
 from bench_ledger.cli.app import (
+    EXIT_USAGE,
     exit_on,
     json_option,
     main,
     open_ledger,
     parse_fail_on,
-    table,
     with_ledger,
 )
 from bench_ledger.cli.browse import metrics
@@ -23,46 +23,114 @@ from bench_ledger.errors import InputError
 if TYPE_CHECKING:  # the store (SQLAlchemy, DuckDB, Alembic) loads when a command runs, not for --help
     from bench_ledger.store import Ledger
 
+# what each verdict means, shown above the audit's tables
+LEGEND = (
+    ("reproduced", "a metric claim: the ledger's records give a value inside the printed rounding"),
+    ("consistent", "a derived claim: recomputed from its operands, it meets the printed rounding; never better "
+                   "than its weakest operand"),
+    ("mismatch", "the recomputed value falls outside the printed rounding (`ledger explain CLAIMS ID` shows why)"),
+    ("not-derivable", "the ledger lacks what the check needs (the reason is shown)"),
+    ("quoted", "reported by another source: kept and shown, NOT checked"),
+    ("estimated", "computed from targets or estimates: flagged, never verified"),
+    ("n/a-kept", "the report marks it n/a and it stays n/a (no backfill, R9)"),
+    ("refused", "a rule of the rulebook forbids the derivation (its rule and why)"),
+)  # fmt: skip
+WIDTH = 120
+MAX_WIDTH = {"claim": 30, "printed": 22, "unit": 10, "recomputed": 28, "detail": 54, "expected": 20}
+
+
+def load_checked(claims_file: Path, ledger: Ledger):
+    """The claims file, validated as a whole and against the ledger's names before any verdict;
+    every error at once on stderr and exit 2 otherwise."""
+    from bench_ledger.errors import ClaimsInvalid
+    from bench_ledger.queries.claims import load_claims
+    from bench_ledger.queries.claims_check import check_names
+
+    try:
+        claims = load_claims(claims_file)
+        problems = check_names(claims, ledger)
+        if problems:
+            raise ClaimsInvalid(claims_file, [p.text() for p in sorted(problems, key=lambda p: p.line or 0)])
+    except ClaimsInvalid as exc:
+        click.echo(f"error: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    return claims
+
+
+def render_table(rows: list[dict], columns: list[str], title: str) -> str:
+    """Rows as a table that fits WIDTH columns; cell widths are display widths (CJK text aligns)."""
+    import io
+
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    t = Table(title=None, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
+    columns = [c for c in columns if any(r.get(c) not in (None, "") for r in rows)]  # no empty columns
+    for c in columns:
+        t.add_column(c, overflow="fold", no_wrap=c == "rule", max_width=MAX_WIDTH.get(c))
+    for r in rows:
+        t.add_row(*(Text("" if r.get(c) is None else str(r.get(c))) for c in columns))
+    buf = io.StringIO()
+    Console(file=buf, width=WIDTH, color_system=None, force_terminal=False, legacy_windows=False,
+            soft_wrap=False).print(t)  # fmt: skip
+    lines = [line.rstrip() for line in buf.getvalue().splitlines()]
+    return title + "\n" + "\n".join(line for line in lines if line)
+
+
+def _detail(r) -> str | None:
+    parts = [r.why or r.missing or r.margin]
+    if r.verdict == "consistent" and r.provenance and r.provenance != "derived":
+        parts.append(r.provenance)
+    return "; ".join(p for p in parts if p) or ("; ".join(r.notes) or None)
+
 
 @main.command()
 @with_ledger
 @click.argument("claims_file", metavar="CLAIMS.yaml", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--fail-on", "fail_on", metavar="VERDICT,...", default="",
-              help="Exit 1 when one of these verdicts occurs (e.g. mismatch,refused).")
+              help="Exit 1 when one of these verdicts occurs (e.g. mismatch,refused); stderr names the claims.")
 @json_option
 def audit(ledger: Ledger, claims_file: Path, fail_on: str, as_json: bool) -> None:
     """Check every number of a claims file against the ledger; print the verdicts grouped.
 
-    Verdicts: reproduced, consistent, mismatch, not-derivable, quoted, estimated, n/a-kept,
-    refused (with its rule). A refused claim is a verdict, not an error. The format is
-    documented in docs/claims.md.
+    The whole file is validated first (every error with its claim, YAML line and field; unknown
+    metric, batch, run, deployment, launch and card names list the valid ones): a file with
+    errors exits 2 with no verdicts. Verdicts: reproduced, consistent, mismatch, not-derivable,
+    quoted, estimated, n/a-kept, refused (with its rule). A refused claim is a verdict, not an
+    error. The format is documented in docs/claims.md.
 
     \b
     Example:
       ledger audit ledger/casestudy/claims.yaml --fail-on mismatch,not-derivable
     """
     from bench_ledger.queries.audit import audit as run_audit
-    from bench_ledger.queries.claims import VERDICTS, load_claims
+    from bench_ledger.queries.claims import VERDICTS
 
     wanted = parse_fail_on(fail_on, VERDICTS)
-    report = run_audit(load_claims(claims_file), ledger)
+    report = run_audit(load_checked(claims_file, ledger), ledger)
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False, default=str))
     else:
         src = report.source_report
         click.echo(f"source report {src['slug']}: {src['title']}" + ("   [SYNTHETIC data]" if report.synthetic else ""))
+        click.echo("")
+        click.echo(render_table([{"verdict": v, "means": m} for v, m in LEGEND], ["verdict", "means"], "legend"))
         for verdict in VERDICTS:
             rows = [r for r in report.results if r.verdict == verdict]
             if not rows:
                 continue
             click.echo("")
-            table([{"claim": r.claim_id, "printed": r.text, "unit": r.unit, "rule": r.rule,
-                    "recomputed": r.recomputed,
-                    "detail": r.why or r.missing or r.margin or "; ".join(r.notes)[:100] or None,
-                    "expected": None if r.as_expected else f"expected {r.expected_verdict}"}
-                   for r in rows],
-                  ["claim", "printed", "unit", "rule", "recomputed", "detail", "expected"],
-                  title=f"{verdict} ({len(rows)})")  # fmt: skip
+            click.echo(render_table(
+                [{"claim": r.claim_id, "printed": r.text, "unit": r.unit, "rule": r.rule, "recomputed": r.recomputed,
+                  "detail": _detail(r), "expected": None if r.as_expected else f"expected {r.expected_verdict}"}
+                 for r in rows],
+                ["claim", "printed", "unit", "rule", "recomputed", "detail", "expected"], f"{verdict} ({len(rows)})"))  # fmt: skip
+            if verdict == "mismatch":
+                click.echo("  why each differs:")
+                for r in rows:
+                    click.echo(f"    ledger explain {claims_file} {r.claim_id}")
         click.echo("")
         click.echo("verdicts: " + ", ".join(f"{k} {v}" for k, v in report.counts().items()))
         off = report.unexpected()
@@ -87,10 +155,9 @@ def explain(ledger: Ledger, claims_file: Path, claim_id: str, as_json: bool) -> 
     Example:
       ledger explain ledger/casestudy/claims.yaml tier-50k-output-tpm
     """
-    from bench_ledger.queries.claims import load_claims
     from bench_ledger.queries.explain import explain as run_explain
 
-    steps = run_explain(load_claims(claims_file), ledger, claim_id, claims_path=claims_file)
+    steps = run_explain(load_checked(claims_file, ledger), ledger, claim_id, claims_path=claims_file)
     if as_json:
         click.echo(json.dumps([{"level": s.level, "text": s.text.strip(), "detail": s.detail} for s in steps],
                               indent=2, ensure_ascii=False, default=str))  # fmt: skip

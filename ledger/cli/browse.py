@@ -126,19 +126,31 @@ def _cell(v, fmt: str, notes: dict[str, int]) -> str:
 @click.option("--run", "run_id", type=int, metavar="ID", help="Only this run.")
 @json_option
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV (value, flag and reason per metric).")
-def metrics(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, as_json: bool, as_csv: bool) -> None:
+@click.option("--list", "as_list", is_flag=True, help="List every registered metric (name, unit, quantity kind).")
+def metrics(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, as_json: bool, as_csv: bool,
+            as_list: bool = False) -> None:  # fmt: skip
     """One row per run: workload settings, total and output TPM, TTFT p50, each with its provenance.
 
     Rows of several batches are shown side by side, each labelled with its batch; nothing is
-    totalled or pooled across runs or batches (R2).
+    totalled or pooled across runs or batches (R2). `--list` lists the metrics a claims file
+    can name.
 
     \b
     Example:
       ledger metrics --batch fx --batch m17
+      ledger metrics --list
     """
     import csv
 
-    from bench_ledger.queries.metrics import run_metrics
+    from bench_ledger.queries.metrics import list_metrics, run_metrics
+
+    if as_list:
+        described = list_metrics()
+        if as_json:
+            click.echo(json.dumps(described, indent=2))
+        else:
+            table(described, ["name", "unit", "quantity_kind", "statistic", "family"])
+        return
 
     rows = run_metrics(ledger, list(batches) or None, run_id)
     if as_json:
@@ -279,3 +291,24 @@ def compare(ledger: Ledger, a: str, b: str, metric: str | None, claim_factor: st
 
         click.echo(f"{metric}: A {shown(res.a)}; B {shown(res.b)}")
         click.echo(f"B / A = {'n/a' if res.ratio is None else f'{float(res.ratio):.4g}'}: {res.label}")
+
+
+@main.command()
+@with_ledger
+@click.option("--batch", "batch", metavar="B", help="Only cards with samples in this batch.")
+@click.option("--deployment", "deployment", metavar="D", help="Only cards with samples of this deployment.")
+@json_option
+def cards(ledger: Ledger, batch: str | None, deployment: str | None, as_json: bool) -> None:
+    """List the GPU cards with hardware samples, named as a claim's scope `gpu` names them.
+
+    \b
+    Example:
+      ledger cards --batch fx
+    """
+    from bench_ledger.queries.catalog import list_cards
+
+    names = list_cards(ledger, batch=batch, deployment=deployment)
+    if as_json:
+        click.echo(json.dumps(names))
+    else:
+        table([{"card": c} for c in names], ["card"])

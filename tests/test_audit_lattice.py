@@ -1,0 +1,253 @@
+"""The audit fails closed (issue 10): the verdict lattice, the closed kind algebra, cache figures only
+from a captured cache field, metric claims of the wrong kind. Claims are written as a new user
+would from docs/claims.md and the report; a fake metric evaluator stands in for the ledger (the
+ledger-backed halves are in tests/test_audit_ledger.py)."""
+
+from __future__ import annotations
+
+import re
+from fractions import Fraction as F
+from pathlib import Path
+
+import pytest
+from bench_ledger.queries import kind_algebra, lattice
+from bench_ledger.queries.audit import audit
+from bench_ledger.queries.claims import GENERATED, ClaimsFile, generated_block
+from bench_ledger.queries.lattice import Evidence, combine
+from bench_ledger.queries.types import MetricValue, Scope
+from pydantic import ValidationError
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "claims.md"
+
+# (metric, batch, run) -> (value, unit, kind); None: n/a
+VALUES: dict[tuple, tuple | None] = {
+    ("input_tokens", "fx", "50k-200-c4n8"): (F(399640), "tokens", "token_count"),
+    ("output_tokens", "fx", "50k-200-c4n8"): (F(607), "tokens", "token_count"),
+    ("wall_clock_s", "fx", "50k-200-c4n8"): (F(400247 * 60, 1840234), "s", "duration"),
+    ("total_tpm", "fx", "50k-200-c4n8"): (F(1840234), "tokens/min", "aggregate_token_rate"),
+    ("output_tpm", "fx", "50k-200-c4n8"): (F(27911, 10), "tokens/min", "aggregate_token_rate"),
+    ("total_tpm", "fx", "decode-2k"): (F(21170), "tokens/min", "aggregate_token_rate"),
+    ("wall_clock_s", "fx", "cold-50k-cold"): None,
+    ("ttft_p50", "fx", "cold-50k-cold"): (F(11019, 1000), "s", "latency"),
+    ("ttft_p50", "fx", "cold-50k-warm"): (F(336, 1000), "s", "latency"),
+    ("input_tokens", "fx", "cold-50k-cold"): (F(75654), "tokens", "token_count"),
+    ("cache_hit_tokens", "fx", "cold-50k-warm"): (F(75000), "tokens", "cache_hit_tokens"),
+    ("record_groups", "fx", None): (F(16), "runs", "record_count"),
+    ("requests_ok", "fx", None): (F(322), "requests", "request_count"),
+    ("power_sum_of_card_means_w", "fx", None): (F(3814), "W", "power_card_mean_sum"),
+    ("gpu_activity_time_pct_mean", "fx", None): (F(907, 10), "%", "activity_time_percent"),
+    ("memory_busy_pct_mean", "fx", None): (F(54, 10), "%", "memory_busy_percent"),
+    ("fb_memory_used_max", "fx", None): (F(92153), "unconfirmed", "device_memory"),
+}
+
+
+def fake_evaluate(ledger, metric: str, scope: Scope) -> MetricValue:
+    key = (metric, scope.batch, scope.run)
+    if key not in VALUES:
+        raise KeyError(f"unknown metric {metric!r}")
+    got = VALUES[key]
+    if got is None:
+        return MetricValue(metric, scope, None, "s", "duration", "n/a", na_reason="the capture has no send/end times")
+    value, unit, kind = got
+    return MetricValue(metric, scope, value, unit, kind, "derived", inputs={}, run_ids=[1])
+
+
+def run(claims: list[dict]) -> dict:
+    cf = ClaimsFile.model_validate({"version": 1, "source_report": {"slug": "r", "title": "T"}, "claims": claims})
+    return {r.claim_id: r for r in audit(cf, ledger=None, evaluate=fake_evaluate).results}
+
+
+def m(cid: str, text: str, name: str, kind: str, unit: str | None = None, run: str | None = "50k-200-c4n8", **kw) -> dict:
+    scope = {"batch": "fx", **({"run": run} if run else {})}
+    return {"id": cid, "text": text, "unit": unit, "kind": kind, "metric": {"name": name, "scope": scope}, **kw}
+
+
+def d(cid: str, text: str, kind: str, op: str, operands: list, unit: str | None = None, **kw) -> dict:
+    flags = {k: kw.pop(k) for k in list(kw) if k in ("attributes_to", "series", "from_unit")}
+    return {"id": cid, "text": text, "unit": unit, "kind": kind, "derived": {"op": op, "operands": operands, **flags}, **kw}
+
+
+# --------------------------------------------------------------------------- the lattice, every pair
+
+
+LEVELS = ("refused", "n/a", "not-derivable", "mismatch", "estimated", "reported", "rounded", "measured")
+# own arithmetic -> the verdict for a weakest operand at each level of LEVELS (written out by hand)
+EXPECTED = {
+    "refused": ("refused",) * 8,
+    "not-derivable": ("refused", "refused", "not-derivable", "not-derivable", "not-derivable", "not-derivable",
+                      "not-derivable", "not-derivable"),
+    "mismatch": ("refused", "refused", "not-derivable", "mismatch", "mismatch", "mismatch", "mismatch", "mismatch"),
+    "consistent": ("refused", "refused", "not-derivable", "mismatch", "estimated", "consistent", "consistent",
+                   "consistent"),
+}  # fmt: skip
+PROVENANCE = ("n/a", "n/a", "n/a", "n/a", "estimated", "derived from reported", "derived from rounded", "derived")
+
+
+def test_levels_order_worst_first() -> None:
+    assert lattice.LEVELS == LEVELS
+
+
+@pytest.mark.parametrize("own", list(EXPECTED))
+@pytest.mark.parametrize("i", range(len(LEVELS)))
+def test_lattice_own_verdict_against_each_operand_level(own: str, i: int) -> None:
+    out = combine(own, [Evidence("measured", "good"), Evidence(LEVELS[i], "weak", rule="R12", why="unit unconfirmed")])
+    assert out.verdict == EXPECTED[own][i]
+    assert out.provenance == PROVENANCE[i]
+    capped = out.verdict != own
+    assert (out.weakest is not None and out.weakest.source == "weak") == capped
+    if capped:
+        assert out.why.startswith("operand weak is " + LEVELS[i]) or out.verdict == "estimated"
+
+
+@pytest.mark.parametrize("i", range(len(LEVELS)))
+@pytest.mark.parametrize("j", range(len(LEVELS)))
+def test_lattice_two_operands_the_weaker_decides(i: int, j: int) -> None:
+    out = combine("consistent", [Evidence(LEVELS[i], "a"), Evidence(LEVELS[j], "b")])
+    assert out.verdict == EXPECTED["consistent"][min(i, j)]
+    if out.weakest is not None:
+        assert out.weakest.source == ("a" if i <= j else "b")
+
+
+def test_lattice_and_kind_table_in_docs_are_generated_from_the_code() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    for name in GENERATED:
+        assert generated_block(name) in text, "regenerate: python -m bench_ledger.queries.claims --docs docs/claims.md"
+    assert lattice.markdown() in text and kind_algebra.markdown() in text
+
+
+# --------------------------------------------------------------------------- 1. operand verdicts carry
+
+
+IN = m("in", "399,640", "input_tokens", "token_count", "tokens")
+OUT = m("out", "607", "output_tokens", "token_count", "tokens")
+
+
+def test_ratio_of_two_mismatched_claims_is_a_mismatch() -> None:
+    r = run([m("a", "1,900,000", "total_tpm", "aggregate_token_rate", "tokens/min"),
+             m("b", "20,000", "total_tpm", "aggregate_token_rate", "tokens/min", run="decode-2k"),
+             d("q", "95.0", "ratio", "ratio", ["a", "b"], "x")])  # fmt: skip
+    assert r["a"].verdict == r["b"].verdict == "mismatch"
+    assert r["q"].verdict == "mismatch" and r["q"].weakest == "a"
+    assert r["q"].why.startswith("operand a is mismatch: recomputed 1,840,234 vs printed 1,900,000")
+
+
+def test_product_with_a_not_derivable_operand_is_not_derivable() -> None:
+    r = run([m("wall", "13.05", "wall_clock_s", "duration", "s", run="cold-50k-cold"),
+             d("t", "26.1", "duration", "product", ["wall", {"value": "2", "exact": True}], "s")])  # fmt: skip
+    assert r["wall"].verdict == "not-derivable"
+    assert r["t"].verdict == "not-derivable" and r["t"].weakest == "wall"
+    assert r["t"].missing == "operand wall is not-derivable: the capture has no send/end times"
+
+
+def test_convert_of_a_refused_claim_is_refused_with_its_rule() -> None:
+    r = run([m("fb", "92,153", "fb_memory_used_max", "device_memory", "MiB", run=None),
+             d("gib", "90.0", "device_memory", "convert", ["fb"], "GiB")])  # fmt: skip
+    assert r["fb"].verdict == "refused" and r["fb"].rule == "R12"
+    assert r["gib"].verdict == "refused" and r["gib"].rule == "R12" and r["gib"].weakest == "fb"
+    assert r["gib"].why.startswith("operand fb is refused (R12)")
+
+
+def test_a_good_derivation_says_derived_from_rounded() -> None:
+    r = run([IN, OUT, d("sum", "400,247", "token_count", "sum", ["in", "out"], "tokens")])
+    assert (r["sum"].verdict, r["sum"].provenance, r["sum"].weakest) == ("consistent", "derived", None)
+
+
+# --------------------------------------------------------------------------- 2. cache-hit tokens
+
+
+def test_cache_hit_tokens_from_ttft_are_refused_r9_even_when_said_measured() -> None:
+    r = run([m("input", "75,654", "input_tokens", "token_count", "tokens", run="cold-50k-cold"),
+             m("cold", "11.019", "ttft_p50", "latency", "s", run="cold-50k-cold"),
+             m("warm", "0.336", "ttft_p50", "latency", "s", run="cold-50k-warm"),
+             d("hits", "73,347", "cache_hit_tokens", "product",
+               ["input", {"op": "difference", "operands": [{"value": "1", "exact": True},
+                                                           {"op": "ratio", "operands": ["warm", "cold"]}]}],
+               "tokens", says="measured")])  # fmt: skip
+    assert r["hits"].verdict == "refused" and r["hits"].rule == "R9"
+    assert "TTFT includes scheduling and fixed overheads" in r["hits"].why
+
+
+def test_cache_cost_needs_captured_hit_tokens() -> None:
+    price = {"value": "0.2", "unit": "CNY/Mtok", "kind": "price_per_token"}
+    r = run([m("input", "75,654", "input_tokens", "token_count", "tokens", run="cold-50k-cold"),
+             m("hits", "75,000", "cache_hit_tokens", "cache_hit_tokens", "tokens", run="cold-50k-warm"),
+             d("cost-bad", "15,130.8", "cache_cost", "product", ["input", price]),
+             d("cost-ok", "15,000", "cache_cost", "product", ["hits", price])])  # fmt: skip
+    assert r["cost-bad"].verdict == "refused" and r["cost-bad"].rule == "R9"
+    assert "no operand is a captured cache field" in r["cost-bad"].why
+    assert r["hits"].verdict == "reproduced"
+    assert r["cost-ok"].verdict == "consistent"
+
+
+# --------------------------------------------------------------------------- 3. the report's own definitions
+
+
+def test_total_tpm_is_60_tokens_over_the_common_wall_clock() -> None:
+    """R3 as the report defines it: 60 x (input + output) / wall clock."""
+    wall = {"metric": "wall_clock_s", "scope": {"batch": "fx", "run": "50k-200-c4n8"}, "kind": "duration"}
+    r = run([IN, OUT,
+             d("tpm", "1,840,234", "aggregate_token_rate", "product",
+               [{"value": "60", "unit": "s/min", "exact": True},
+                {"op": "divide", "operands": [{"op": "sum", "operands": ["in", "out"]}, wall]}], "tokens/min"),
+             d("tpm-ratio", "30,670.6", "aggregate_token_rate", "ratio",
+               [{"op": "sum", "operands": ["in", "out"]}, wall], "tokens/s")])  # fmt: skip
+    assert r["tpm"].verdict == "consistent", r["tpm"].why
+    assert r["tpm-ratio"].verdict == "consistent", r["tpm-ratio"].why
+
+
+def test_an_undefined_combination_is_a_named_kind_error_not_r1() -> None:
+    r = run([m("cold", "11.019", "ttft_p50", "latency", "s", run="cold-50k-cold"),
+             m("pw", "3,814", "power_sum_of_card_means_w", "power_card_mean_sum", "W", run=None),
+             d("x", "0.0029", "ratio", "divide", ["cold", "pw"])])  # fmt: skip
+    assert r["x"].verdict == "refused" and r["x"].rule == "kinds"
+    assert r["x"].why.startswith("no row of the kind table gives divide(latency, power_card_mean_sum)")
+
+
+@pytest.mark.parametrize(("kind", "name", "printed"), [
+    ("mfu", "gpu_activity_time_pct_mean", "90.7"),
+    ("sm_active_percent", "gpu_activity_time_pct_mean", "90.7"),
+    ("tensor_active_percent", "gpu_activity_time_pct_mean", "90.7"),
+    ("memory_bandwidth_utilization", "memory_busy_pct_mean", "5.4"),
+])  # fmt: skip
+def test_counters_claimed_as_what_they_are_not_are_refused_r13(kind: str, name: str, printed: str) -> None:
+    counter = "activity_time_percent" if "activity" in name else "memory_busy_percent"
+    r = run([m("dmon", printed, name, counter, "%", run=None), d("claim", printed, kind, "convert", ["dmon"], "%")])
+    assert r["dmon"].verdict == "reproduced"
+    assert r["claim"].verdict == "refused" and r["claim"].rule == "R13"
+
+
+def test_exact_constants_need_no_kind_but_other_literals_do() -> None:
+    r = run([IN, d("per-gpu", "49,955", "token_count", "divide", ["in", {"value": "8", "exact": True}], "tokens")])
+    assert r["per-gpu"].verdict == "consistent"
+    with pytest.raises(ValidationError) as exc:
+        run([IN, d("x", "1", "token_count", "divide", ["in", {"value": "8"}])])
+    assert "`kind` is missing: a literal number needs its quantity kind" in str(exc.value)
+
+
+def test_every_rule_id_the_algebra_cites_is_a_rulebook_rule_or_kinds() -> None:
+    ids = {kind_algebra.rule_for({a, b}) for a in kind_algebra.KINDS for b in kind_algebra.KINDS}
+    assert ids <= {"R1", "R2", "R3", "R4", "R5", "R8", "R9", "R13", "R14", "kinds"}
+    assert all(re.fullmatch(r"R\d+|kinds", i) for i in ids)
+
+
+# --------------------------------------------------------------------------- 4. metric claims of the wrong kind
+
+
+def test_record_count_claimed_as_request_count_is_refused_naming_both_kinds() -> None:
+    r = run([m("groups", "16", "record_groups", "request_count", "requests", run=None)])
+    assert r["groups"].verdict == "refused" and r["groups"].rule == "R2"
+    assert r["groups"].why == "the metric record_groups is of kind record_count; the claim says request_count"
+
+
+def test_sum_of_card_means_claimed_as_peak_of_sum_is_refused_r14() -> None:
+    r = run([m("peak", "3,814", "power_sum_of_card_means_w", "power_peak_of_sum", "W", run=None)])
+    assert r["peak"].verdict == "refused" and r["peak"].rule == "R14"
+    assert "power_card_mean_sum" in r["peak"].why and "power_peak_of_sum" in r["peak"].why
+
+
+def test_metric_operand_of_the_wrong_kind_is_refused() -> None:
+    r = run([d("x", "2", "ratio", "ratio", [
+        {"metric": "record_groups", "scope": {"batch": "fx"}, "kind": "request_count"},
+        {"metric": "requests_ok", "scope": {"batch": "fx"}, "kind": "request_count"}])])  # fmt: skip
+    assert r["x"].verdict == "refused" and r["x"].rule == "R2"
+    assert "record_groups is of kind record_count; the operand says request_count" in r["x"].why
