@@ -21,8 +21,11 @@ UNKNOWN = "?"  # a factor the ledger did not record
 
 
 def factor_known(value: str | None) -> bool:
-    """A factor value is known when it is recorded, not ``unknown``, and one value (not "a | b")."""
-    return value is not None and value not in (UNKNOWN, "unknown") and " | " not in value
+    """A factor value is known when it is recorded, not ``unknown``, one value (not "a | b"), and
+    no part of it is unknown (a workload "in ? / out 200" may differ in its unknown part)."""
+    if value is None or value in (UNKNOWN, "unknown") or " | " in value:
+        return False
+    return UNKNOWN not in value.split() and "=" + UNKNOWN not in value
 
 
 @dataclass(frozen=True)

@@ -251,3 +251,53 @@ def test_metric_operand_of_the_wrong_kind_is_refused() -> None:
         {"metric": "requests_ok", "scope": {"batch": "fx"}, "kind": "request_count"}])])  # fmt: skip
     assert r["x"].verdict == "refused" and r["x"].rule == "R2"
     assert "record_groups is of kind record_count; the operand says request_count" in r["x"].why
+
+
+# --------------------------------------------------------------------------- 5. comparisons fail closed
+
+
+def q(cid: str, text: str, context: dict | None = None) -> dict:
+    return {"id": cid, "text": text, "unit": "tokens/s", "kind": "aggregate_token_rate",
+            "quoted": {"source": "archive"}, **({"context": context} if context else {})}  # fmt: skip
+
+
+def test_attribution_without_any_context_is_refused_listing_the_unknown_factors() -> None:
+    r = run([q("a", "6,660"), q("b", "3,761"), d("hw", "1.77x", "ratio", "ratio", ["a", "b"], "x", attributes_to="hardware")])
+    assert r["hw"].verdict == "refused" and r["hw"].rule == "R6"
+    assert r["hw"].why.startswith("the other factors are not known to be equal (unknown: hardware, gpu_count, engine")
+
+
+def test_attribution_with_a_partial_context_is_refused() -> None:
+    r = run([q("a", "6,660", {"hardware": "RTX 6000D", "gpu_count": "8"}), q("b", "3,761", {"hardware": "H20", "gpu_count": "8"}),
+             d("hw", "1.77x", "ratio", "ratio", ["a", "b"], "x", attributes_to="hardware")])  # fmt: skip
+    assert r["hw"].verdict == "refused" and r["hw"].rule == "R6"
+    assert "unknown: engine, engine_version, weights_version, layout" in r["hw"].why
+
+
+def test_equal_resources_and_pairing_need_known_factors() -> None:
+    r = run([q("a", "100"), q("b", "102"),
+             d("eq", "2%", "percent_change", "percent_change", ["a", "b"], "%") | {"derived": {
+                 "op": "percent_change", "operands": ["a", "b"], "claims_equal_resources": True}},
+             d("pair", "2%", "percent_change", "percent_change", ["a", "b"], "%") | {"derived": {
+                 "op": "percent_change", "operands": ["a", "b"], "claims_paired": True}}])  # fmt: skip
+    assert r["eq"].verdict == "refused" and r["eq"].why.startswith("the GPU count is not known on both sides")
+    assert r["pair"].verdict == "refused" and r["pair"].rule == "R6"
+
+
+def test_misspelt_context_key_and_attribution_factor_are_errors() -> None:
+    with pytest.raises(ValidationError) as exc:
+        run([q("a", "1", {"hardwre": "H20"})])
+    assert "unknown factor(s) 'hardwre' in the context; factors: hardware, gpu_count" in str(exc.value)
+    with pytest.raises(ValidationError) as exc:
+        run([q("a", "1"), q("b", "1"), d("x", "1x", "ratio", "ratio", ["a", "b"], "x", attributes_to="hardwar")])
+    assert "unknown factor 'hardwar'; factors: hardware" in str(exc.value)
+
+
+def test_a_series_of_quoted_points_without_stage_is_refused() -> None:
+    r = run([q("p1", "2,577.0"), q("p2", "2,329.1"), q("p3", "2,753.8"),
+             d("s", "2,329.1 .. 2,753.8", "aggregate_token_rate", "range", ["p1", "p2", "p3"], "tokens/s", series=True),
+             q("s1", "2,577.0", {"batch": "one stage"}), q("s2", "2,329.1", {"batch": "one stage"}),
+             d("ok", "2,329.1 .. 2,577.0", "aggregate_token_rate", "range", ["s1", "s2"], "tokens/s", series=True)])
+    assert r["s"].verdict == "refused" and r["s"].rule == "R2"
+    assert r["s"].why == "nothing shows the points come from one stage: no batch known for p1, p2, p3"
+    assert r["ok"].verdict == "consistent"

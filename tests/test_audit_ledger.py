@@ -7,12 +7,13 @@ of per-request records written by hand, so every figure below is computed by han
   1001 s, ended at 1005 s and 1006 s: wall clock 6 s, total TPM 60 x 330 / 6 = 3,300, output TPM
   300; TTFT 0.5 and 1.5 s (p50 1.0); cached tokens 64 and 0 (cache-hit tokens 64).
 * b1/P: the same tokens, no times (wall clock n/a).
-* b2/A (deployment h20-old): like b1/A.
+* b2/A (deployment h20-old): like b1/A (another tool name, so that the file's bytes differ).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -53,7 +54,7 @@ def small(ledger: Ledger, ledger_url: str, fixtures: Path, tmp_path: Path) -> st
     _ok(runner.invoke(main, ["declare", "--db", ledger_url, str(tmp_path / "system.yaml")]))
     a = _write(tmp_path / "a.jsonl", {"run": "A", "clock": "epoch_s", **HEAD}, TIMED)
     p = _write(tmp_path / "p.jsonl", {"run": "P", **HEAD}, UNTIMED)
-    a2 = _write(tmp_path / "a2.jsonl", {"run": "A", "clock": "epoch_s", **HEAD}, TIMED)
+    a2 = _write(tmp_path / "a2.jsonl", {"run": "A", "clock": "epoch_s", **HEAD, "tool": "t2"}, TIMED)
     _ok(runner.invoke(main, ["import", "--db", ledger_url, str(a), "--batch", "b1", "--deployment", "h20-1017", "-q"]))
     _ok(runner.invoke(main, ["import", "--db", ledger_url, str(p), "--batch", "b1", "--deployment", "h20-1017", "-q"]))
     _ok(runner.invoke(main, ["import", "--db", ledger_url, str(a2), "--batch", "b2", "--deployment", "h20-old", "-q"]))
@@ -143,3 +144,169 @@ def _cli(url: str, tmp_path: Path, claims: list[dict], *args: str):
     path.write_text(yaml.safe_dump({"version": 1, "source_report": {"slug": "r", "title": "T"}, "claims": claims},
                                    allow_unicode=True, sort_keys=False), encoding="utf-8")  # fmt: skip
     return CliRunner().invoke(main, ["audit", "--db", url, str(path), *args])
+
+
+# --------------------------------------------------------------------------- 5. fail-closed comparisons
+
+DMON = """# gpu    pwr  gtemp     sm    mem
+# Idx      W      C      %      %
+    0    100     50     90      5
+    1    300     60     80      6
+"""
+
+
+def test_ledger_scopes_use_the_recorded_factors(small: str) -> None:
+    """b1/A (h20-1017) vs b2/A (h20-old): the ledger records weights 1017 vs old and batch b1 vs b2;
+    nothing is repeated in a context, and the attribution to the weights is still refused."""
+    r = results(small, [
+        metric("new", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min"),
+        metric("old", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", batch="b2"),
+        {"id": "w", "text": "1.00x", "unit": "x", "kind": "ratio",
+         "derived": {"op": "ratio", "operands": ["new", "old"], "attributes_to": "weights_version"}},
+    ])  # fmt: skip
+    assert r["w"].verdict == "refused" and r["w"].rule == "R6"
+    assert r["w"].why.startswith("weights_version is not the only difference; differences: weights_version "
+                                 "(1017 vs old), batch (b1 vs b2)")  # fmt: skip
+
+
+def test_a_context_contradicting_the_ledger_refuses_the_derivation(small: str) -> None:
+    r = results(small, [
+        metric("new", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", context={"weights_version": "old"}),
+        metric("old", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", batch="b2"),
+        {"id": "w", "text": "1.00x", "unit": "x", "kind": "ratio", "derived": {"op": "ratio", "operands": ["new", "old"]}},
+    ])  # fmt: skip
+    assert r["w"].verdict == "refused" and r["w"].rule == "R6"
+    assert "context weights_version='old', the ledger records '1017' for run:b1/A" in r["w"].why
+
+
+def test_cli_a_context_contradicting_the_ledger_is_an_error(small: str, tmp_path: Path) -> None:
+    out = _cli(small, tmp_path, [
+        metric("new", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", context={"weights_version": "old"})])
+    assert out.exit_code == 2
+    assert ("claim new, field context: context weights_version='old' contradicts the ledger, which records '1017' "
+            "for run:b1/A") in out.stderr  # fmt: skip
+    assert "reproduced" not in out.stdout
+
+
+# --------------------------------------------------------------------------- 6. typos are errors, not verdicts
+
+
+def test_cli_unknown_names_list_the_valid_ones_and_exit_2(small: str, tmp_path: Path) -> None:
+    (tmp_path / "dmon.txt").write_text(DMON)
+    _ok(CliRunner().invoke(main, ["import", "--db", small, str(tmp_path / "dmon.txt"), "--batch", "hw", "--node", "n0",
+                                  "-q"]))  # fmt: skip
+    out = _cli(small, tmp_path, [
+        metric("m", "3,300", "totl_tpm", "aggregate_token_rate", "tokens/min"),
+        metric("r", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", run="B"),
+        metric("b", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", batch="b3"),
+        {"id": "g", "text": "85", "unit": "%", "kind": "activity_time_percent",
+         "metric": {"name": "gpu_activity_time_pct_mean", "scope": {"batch": "hw", "gpu": "n0:gpu7"}}},
+        {"id": "d", "text": "1", "kind": "startup_time", "unit": "s",
+         "metric": {"name": "seconds_to_ready", "scope": {"deployment": "h20-1017", "launch": 3}}},
+    ])  # fmt: skip
+    assert out.exit_code == 2, out.output
+    assert out.stdout == ""  # no verdicts
+    err = out.stderr
+    assert "5 error(s); no verdicts were given" in err
+    assert re.search(r"line \d+: claim m, field metric.name: no metric named 'totl_tpm' \(did you mean total_tpm, "
+                     r"output_tpm\?\); `ledger metrics --list` lists the \d+ metrics", err)  # fmt: skip
+    assert ("claim r, field metric.scope.run: no run labelled 'B' in batch 'b1'; its runs: A, P "
+            "(`ledger runs --batch b1`)") in err  # fmt: skip
+    assert "claim b, field metric.scope.batch: no batch named 'b3'; batches: fx, b1, b2, hw (`ledger batches`)" in err
+    assert ("claim g, field metric.scope.gpu: no card 'n0:gpu7' in batch hw; its cards: n0:gpu0, n0:gpu1 "
+            "(`ledger cards --batch hw`)") in err  # fmt: skip
+    assert "claim d, field metric.scope.launch: deployment 'h20-1017' has no launch 3; its launches: 1, 2" in err
+    cards = CliRunner().invoke(main, ["cards", "--db", small, "--batch", "hw"])
+    assert cards.exit_code == 0 and "n0:gpu0" in cards.output and "n0:gpu1" in cards.output
+
+
+def test_cli_metrics_list(small: str) -> None:
+    out = CliRunner().invoke(main, ["metrics", "--db", small, "--list"])
+    assert out.exit_code == 0, out.output
+    assert "total_tpm" in out.output and "aggregate_token_rate" in out.output and "cache_hit_tokens" in out.output
+
+
+def test_cli_every_file_error_at_once_with_lines(small: str, tmp_path: Path) -> None:
+    path = tmp_path / "mine.yaml"
+    path.write_text("""version: 1
+source_report: {slug: r, title: T}
+claims:
+  - id: share
+    text: "0.09"
+    kind: ratio
+    derived:
+      op: ratio
+      operands:
+        - out
+        - {value: "330", unit: tokens}
+  - id: out
+    text: "30"
+    kind: token_cont
+    metric: {name: output_tokens, scope: {batch: b1, run: A}}
+  - id: hw
+    text: "1.77x"
+    kind: ratio
+    context: {hardwre: H20}
+    derived: {op: ratio, operands: [out, outt], attributes_to: hardwar}
+""", encoding="utf-8")
+    out = CliRunner().invoke(main, ["audit", "--db", small, str(path)])
+    assert out.exit_code == 2 and out.stdout == ""
+    lines = out.stderr.splitlines()
+    assert lines[0] == f"error: {path}: 5 error(s); no verdicts were given:"
+    assert lines[1:] == [
+        "  line 11: claim share, field derived.operands[1]: `kind` is missing: a literal number needs its quantity "
+        "kind, unless it is an exact constant (`exact: true`)",
+        "  line 14: claim out, field kind: unknown quantity kind 'token_cont' (did you mean token_count, token_setting?); known: "
+        + ", ".join(sorted(__import__("bench_ledger.kinds", fromlist=["KINDS"]).KINDS)),
+        "  line 19: claim hw, field context: unknown factor(s) 'hardwre' in the context; factors: hardware, "
+        "gpu_count, engine, engine_version, weights_version, layout, engine_options, workload, seed, "
+        "warm_prefix_cache, warm_process, warm_compile, warm_file_cache, batch",
+        "  line 20: claim hw, field derived.operands: refers to unknown claim 'outt' (did you mean out?)",
+        "  line 20: claim hw, field derived.attributes_to: unknown factor 'hardwar'; factors: hardware, gpu_count, "
+        "engine, engine_version, weights_version, layout, engine_options, workload, seed, warm_prefix_cache, "
+        "warm_process, warm_compile, warm_file_cache, batch",
+    ]  # fmt: skip
+
+
+# --------------------------------------------------------------------------- output an auditor can read
+
+
+def _from_column(line: str, col: int) -> str:
+    """The rest of a line from display column ``col`` (a CJK character is two columns wide)."""
+    from rich.cells import cell_len
+
+    width = 0
+    for i, ch in enumerate(line):
+        if width >= col:
+            return line[i:]
+        width += cell_len(ch)
+    return ""
+
+
+def test_cli_output_legend_margins_cjk_width_hint_and_fail_on(small: str, tmp_path: Path) -> None:
+    from rich.cells import cell_len
+
+    out = _cli(small, tmp_path, [
+        metric("tpm", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min"),
+        metric("tpm-zh", "总吞吐约 3,300", "total_tpm", "aggregate_token_rate", "tokens/min") | {"value": "3,300"},
+        metric("out-wrong", "310", "output_tpm", "aggregate_token_rate", "tokens/min"),
+        metric("ttft", "首字约 1.0 秒", "ttft_p50", "latency", "s") | {"value": "1.0"},
+        {"id": "q", "text": "6,660", "unit": "tokens/s", "kind": "aggregate_token_rate", "quoted": {"source": "archive"}},
+    ], "--fail-on", "mismatch,quoted")  # fmt: skip
+    assert out.exit_code == 1, out.stderr
+    text = out.stdout
+    assert "legend" in text and "NOT checked" in text and "never better than its weakest operand" in text
+    assert "inside the printed rounding, 0.5 from its edge" in text
+    assert "inside the printed rounding, 0.05 from its edge" in text
+    assert "recomputed 300 vs printed 310: difference -10" in text
+    assert f"ledger explain {tmp_path / 'mine.yaml'} out-wrong" in text
+    assert all(cell_len(line) <= 120 for line in text.splitlines())
+    lines = text.splitlines()
+    head = lines.index("reproduced (3)") + 1
+    unit_col = cell_len(lines[head][: lines[head].index("unit")])
+    rows = {line.split()[0]: line for line in lines[head + 2: head + 5]}
+    assert set(rows) == {"tpm", "tpm-zh", "ttft"}
+    # the unit column starts at one display column whether the printed text is CJK or not
+    assert {k: _from_column(v, unit_col).split()[0] for k, v in rows.items()} == {
+        "tpm": "tokens/min", "tpm-zh": "tokens/min", "ttft": "s"}
+    assert out.stderr.strip() == "--fail-on mismatch,quoted: 2 claim(s) tripped it: mismatch: out-wrong; quoted: q"

@@ -26,8 +26,7 @@ if TYPE_CHECKING:  # the store (SQLAlchemy, DuckDB, Alembic) loads when a comman
 # what each verdict means, shown above the audit's tables
 LEGEND = (
     ("reproduced", "a metric claim: the ledger's records give a value inside the printed rounding"),
-    ("consistent", "a derived claim: recomputed from its operands, it meets the printed rounding; never better "
-                   "than its weakest operand"),
+    ("consistent", "a derived claim: recomputed, it meets the printed rounding; never better than its weakest operand"),
     ("mismatch", "the recomputed value falls outside the printed rounding (`ledger explain CLAIMS ID` shows why)"),
     ("not-derivable", "the ledger lacks what the check needs (the reason is shown)"),
     ("quoted", "reported by another source: kept and shown, NOT checked"),
