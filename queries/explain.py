@@ -51,6 +51,7 @@ def _explain_claim(a: Auditor, cid: str, steps: list[EvidenceStep], depth: int, 
                               r.recomputed and f"recomputed {r.recomputed}", r.margin and f"margin: {r.margin}",
                               r.why and f"why: {r.why}", r.instead and f"instead: {r.instead}",
                               r.missing and f"missing: {r.missing}", r.provenance and f"provenance: {r.provenance}",
+                              r.weakest and f"capped by its weakest operand: {r.weakest}",
                               *r.notes]):  # fmt: skip
         steps.append(EvidenceStep("claim", f"{pad}  {line}"))
     if cid in seen:

@@ -10,10 +10,8 @@ from fractions import Fraction as F
 from pathlib import Path
 
 import pytest
-from bench_ledger.queries import kind_algebra, lattice
 from bench_ledger.queries.audit import audit
-from bench_ledger.queries.claims import GENERATED, ClaimsFile, generated_block
-from bench_ledger.queries.lattice import Evidence, combine
+from bench_ledger.queries.claims import ClaimsFile
 from bench_ledger.queries.types import MetricValue, Scope
 from pydantic import ValidationError
 
@@ -84,12 +82,16 @@ PROVENANCE = ("n/a", "n/a", "n/a", "n/a", "estimated", "derived from reported", 
 
 
 def test_levels_order_worst_first() -> None:
+    from bench_ledger.queries import lattice
+
     assert lattice.LEVELS == LEVELS
 
 
 @pytest.mark.parametrize("own", list(EXPECTED))
 @pytest.mark.parametrize("i", range(len(LEVELS)))
 def test_lattice_own_verdict_against_each_operand_level(own: str, i: int) -> None:
+    from bench_ledger.queries.lattice import Evidence, combine
+
     out = combine(own, [Evidence("measured", "good"), Evidence(LEVELS[i], "weak", rule="R12", why="unit unconfirmed")])
     assert out.verdict == EXPECTED[own][i]
     assert out.provenance == PROVENANCE[i]
@@ -102,6 +104,8 @@ def test_lattice_own_verdict_against_each_operand_level(own: str, i: int) -> Non
 @pytest.mark.parametrize("i", range(len(LEVELS)))
 @pytest.mark.parametrize("j", range(len(LEVELS)))
 def test_lattice_two_operands_the_weaker_decides(i: int, j: int) -> None:
+    from bench_ledger.queries.lattice import Evidence, combine
+
     out = combine("consistent", [Evidence(LEVELS[i], "a"), Evidence(LEVELS[j], "b")])
     assert out.verdict == EXPECTED["consistent"][min(i, j)]
     if out.weakest is not None:
@@ -109,6 +113,9 @@ def test_lattice_two_operands_the_weaker_decides(i: int, j: int) -> None:
 
 
 def test_lattice_and_kind_table_in_docs_are_generated_from_the_code() -> None:
+    from bench_ledger.queries import kind_algebra, lattice
+    from bench_ledger.queries.claims import GENERATED, generated_block
+
     text = DOCS.read_text(encoding="utf-8")
     for name in GENERATED:
         assert generated_block(name) in text, "regenerate: python -m bench_ledger.queries.claims --docs docs/claims.md"
@@ -225,6 +232,8 @@ def test_exact_constants_need_no_kind_but_other_literals_do() -> None:
 
 
 def test_every_rule_id_the_algebra_cites_is_a_rulebook_rule_or_kinds() -> None:
+    from bench_ledger.queries import kind_algebra
+
     ids = {kind_algebra.rule_for({a, b}) for a in kind_algebra.KINDS for b in kind_algebra.KINDS}
     assert ids <= {"R1", "R2", "R3", "R4", "R5", "R8", "R9", "R13", "R14", "kinds"}
     assert all(re.fullmatch(r"R\d+|kinds", i) for i in ids)

@@ -71,5 +71,5 @@ def test_bad_file_names_the_field(tmp_path):
     bad = tmp_path / "c.yaml"
     bad.write_text("version: 1\nsource_report: {slug: x, title: t}\nclaims:\n  - {id: a, text: '1', kind: nope, "
                    "quoted: {source: s}}\n", encoding="utf-8")
-    with pytest.raises(InputError, match="claims.0.kind"):
+    with pytest.raises(InputError, match="line 4: claim a, field kind: unknown quantity kind 'nope'; known: "):
         load_claims(bad)
