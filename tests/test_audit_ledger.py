@@ -169,6 +169,22 @@ def test_ledger_scopes_use_the_recorded_factors(small: str) -> None:
                                  "(1017 vs old), batch (b1 vs b2)")  # fmt: skip
 
 
+def test_a_ledger_scope_against_a_partial_context_is_not_attributable(small: str) -> None:
+    """The ledger side's hardware, engine, layout... are recorded; the quoted side gives only its
+    weights and batch: those factors are unknown there, so the ratio is not a weights ratio."""
+    r = results(small, [
+        metric("new", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", context={"weights_version": "1017"}),
+        {"id": "old", "text": "3,000", "unit": "tokens/min", "kind": "aggregate_token_rate",
+         "context": {"weights_version": "old", "batch": "b1"}, "quoted": {"source": "earlier stage"}},
+        {"id": "w", "text": "+10%", "unit": "%", "kind": "percent_change",
+         "derived": {"op": "percent_change", "operands": ["old", "new"], "attributes_to": "weights_version"}},
+    ])  # fmt: skip
+    assert r["w"].verdict == "refused" and r["w"].rule == "R6"
+    assert r["w"].why.startswith("the other factors are not known to be equal (unknown: hardware, gpu_count, engine, "
+                                 "engine_version, layout, engine_options, workload, seed")  # fmt: skip
+    assert "differences: weights_version (old vs 1017)" in r["w"].why
+
+
 def test_a_context_contradicting_the_ledger_refuses_the_derivation(small: str) -> None:
     r = results(small, [
         metric("new", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", context={"weights_version": "old"}),
