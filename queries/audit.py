@@ -129,12 +129,12 @@ def _run_id(ledger: Any, batch: str, label: str) -> int | None:
     try:
         import sqlalchemy as sa
         from bench_ledger import models as m
-        from bench_ledger.books import not_superseded
+        from bench_ledger.books import current
 
         with ledger.session() as s:
             row = s.execute(
                 sa.select(m.Run.id).join(m.Batch, m.Batch.id == m.Run.batch_id)
-                .where(m.Batch.name == batch, m.Run.label == label, not_superseded(m.Run.__table__))
+                .where(m.Batch.name == batch, m.Run.label == label, current(m.Run))
             ).first()  # fmt: skip
         return row[0] if row else None
     except Exception:  # noqa: BLE001 - no ledger (fake evaluator in tests)

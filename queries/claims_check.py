@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.books import not_superseded
+from bench_ledger.books import current
 from bench_ledger.errors import LedgerError
 from bench_ledger.queries.catalog import list_cards
 from bench_ledger.queries.claims import (
@@ -50,13 +50,13 @@ def _names(ledger: Ledger) -> _Names:
         batches = [row.name for row in conn.execute(sa.select(b.c.name).order_by(b.c.id))]
         runs: dict[str, dict[str, int]] = {name: {} for name in batches}
         for row in conn.execute(sa.select(b.c.name, r.c.label, r.c.id).join(b, b.c.id == r.c.batch_id)
-                                .where(not_superseded(r)).order_by(r.c.id)):  # fmt: skip
+                                .where(current(r)).order_by(r.c.id)):  # fmt: skip
             runs[row.name][row.label] = row.id
         run_ids = {row.id for row in conn.execute(sa.select(r.c.id))}
         deployments = [row.name for row in conn.execute(sa.select(d.c.name).order_by(d.c.id))]
         launches: dict[str, list[int]] = {name: [] for name in deployments}
         for row in conn.execute(sa.select(d.c.name, la.c.attempt).join(d, d.c.id == la.c.deployment_id)
-                                .where(not_superseded(la)).order_by(la.c.attempt)):  # fmt: skip
+                                .where(current(la)).order_by(la.c.attempt)):  # fmt: skip
             launches[row.name].append(row.attempt)
     return _Names(list(METRICS), batches, runs, run_ids, deployments, launches)
 
@@ -73,6 +73,10 @@ def _scope_problems(ledger: Ledger, names: _Names, scope: ScopeSpec) -> list[tup
             rid = scope.run[1:]
             if not rid.isdigit() or int(rid) not in names.run_ids:
                 out.append(("scope.run", f"no run with id {scope.run[1:]!r} (`ledger runs --batch {scope.batch}`)"))
+            elif int(rid) not in labels.values():
+                out.append(("scope.run", f"run {rid} is not a current run of batch {scope.batch!r} (superseded by a "
+                            f"correction, or of another batch); its runs: "
+                            f"{', '.join(f'{k} (#{v})' for k, v in labels.items()) or 'none'}"))  # fmt: skip
         elif scope.run not in labels:
             out.append(("scope.run", f"no run labelled {scope.run!r} in batch {scope.batch!r}"
                         f"{close_names(scope.run, list(labels))}; its runs: {', '.join(labels) or 'none'} "
