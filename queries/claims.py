@@ -473,7 +473,7 @@ def _plain(err: dict) -> str:
 
 def _all_fields() -> list[str]:
     models = (ClaimsFile, Claim, SourceReportRef, ScopeSpec, MetricSpec, MetricOperand, LiteralNumber, Formula, Derived,
-              Quoted, Estimated, NotAvailable)  # fmt: skip
+              Quoted, Estimated, NotAvailable, DraftInfo, SkippedNumber)  # fmt: skip
     return sorted({f for mdl in models for f in mdl.model_fields})
 
 
