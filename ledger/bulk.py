@@ -18,9 +18,13 @@ _names = itertools.count()
 _CSV = pacsv.WriteOptions(include_header=False, quoting_style="all_valid", batch_size=65536)
 
 
-def bulk_insert(conn: sa.Connection, backend: str, table: str, data: pa.Table) -> None:
+def bulk_insert(conn: sa.Connection, backend: str, table: str, data: pa.Table, held=None) -> None:
+    """Insert ``data`` into ``table``; ``held`` (a :class:`ledger.seal3.HeldRows`) keeps the Arrow
+    table for the import's artefact digest."""
     if data.num_rows == 0:
         return
+    if held is not None:
+        held.add(table, data)
     cols = ", ".join(f'"{c}"' for c in data.column_names)
     raw = conn.connection.driver_connection
     if backend == "duckdb":

@@ -71,10 +71,15 @@ _ARROW = {"i": pa.int64(), "b": pa.bool_(), "f": pa.float64(), "t": pa.timestamp
           "s": pa.large_string()}  # fmt: skip
 
 
+def schema_of(names: list[str], tags: list[str]) -> pa.Schema:
+    """The canonical Arrow schema of columns ``names`` with seal tags ``tags``."""
+    return pa.schema([(n, _ARROW[t]) for n, t in zip(names, tags, strict=True)])
+
+
 def read_rows(conn: sa.Connection, backend: str, sql: str, names: list[str], tags: list[str]) -> pa.Table:
     """The rows of ``sql`` (already ordered) as an Arrow table with one canonical type per tag."""
     raw = conn.connection.driver_connection
-    schema = pa.schema([(n, _ARROW[t]) for n, t in zip(names, tags, strict=True)])
+    schema = schema_of(names, tags)
     if backend == "duckdb":
         data = raw.execute(sql).to_arrow_table()  # this connection: it sees the open transaction
     else:
@@ -96,12 +101,43 @@ def read_rows(conn: sa.Connection, backend: str, sql: str, names: list[str], tag
                                                  quoted_strings_can_be_null=False,
                                                  true_values=["t"], false_values=["f"]),
         )  # fmt: skip
+    return canonical(data, names, tags)
+
+
+def canonical(data: pa.Table, names: list[str], tags: list[str]) -> pa.Table:
+    """The columns ``names`` of ``data`` (by name if it has them all, else by position), one
+    contiguous chunk each, cast to the canonical Arrow type of their tag."""
+    schema = schema_of(names, tags)
+    by_name = set(names) <= set(data.column_names)
     cols = []
     for i, f in enumerate(schema):
-        col = data.column(i)
+        col = data.column(f.name if by_name else i)
         col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
         cols.append(col if col.type == f.type else col.cast(f.type))
     return pa.table(cols, schema=schema)
+
+
+def in_key_order(data: pa.Table, keys: list[str]) -> bool:
+    """Whether the rows are already in ascending order of ``keys`` (ties allowed), vectorised."""
+    n = data.num_rows
+    if n < 2:
+        return True
+    less, equal = None, None
+    for k in keys:
+        col = data.column(k)
+        a, b = col.slice(0, n - 1), col.slice(1, n - 1)
+        lt, eq = pc.less(a, b), pc.equal(a, b)
+        less = lt if less is None else pc.or_(less, pc.and_(equal, lt))
+        equal = eq if equal is None else pc.and_(equal, eq)
+    return pc.all(pc.or_(less, equal), skip_nulls=False).as_py() is True  # a NULL key: not shown sorted
+
+
+def sorted_by_key(data: pa.Table, keys: list[str]) -> pa.Table:
+    """``data`` in ascending key order (strings in byte order, as Arrow compares them); no copy
+    when it already is."""
+    if in_key_order(data, keys):
+        return data
+    return data.take(pc.sort_indices(data, [(k, "ascending") for k in keys]))
 
 
 # --------------------------------------------------------------------------- encoding

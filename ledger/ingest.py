@@ -183,7 +183,8 @@ def write_artefact(
         result = ImportResult(artefact_id=art.id, sha256=sha, format=parsed.format,
                               created_batch=batch.name if created else None)  # fmt: skip
         conn = s.connection()
-        rows = _Pending(conn, ledger.backend, path)
+        held = seal3.HeldRows()  # request, chunk_gap, hardware_sample as handed to the database
+        rows = _Pending(conn, ledger.backend, path, held)
 
         runs = _RunWriter(s, conn, ledger.backend, art.id, batch, deployment_id, rows, result, progress)
         seen = 0
@@ -206,9 +207,9 @@ def write_artefact(
         for chunk in translated(path, parsed.samples if parsed.wide_samples is None else parsed.wide_samples):
             s.flush()
             if isinstance(chunk, rec.WideSamples):
-                result.samples += _write_wide_samples(conn, ledger.backend, art.id, target.node, chunk, path)
+                result.samples += _write_wide_samples(conn, ledger.backend, art.id, target.node, chunk, path, held)
             else:
-                result.samples += _write_samples(conn, ledger.backend, art.id, target.node, chunk, path)
+                result.samples += _write_samples(conn, ledger.backend, art.id, target.node, chunk, path, held)
             if progress is not None:
                 progress(result.rows)
 
@@ -229,7 +230,7 @@ def write_artefact(
             s, parsed.published, art.id, batch.id if batch else None, None, deployment_id
         )
         s.flush()  # the artefact's digest over its rows as stored, in this same transaction (seal scheme 3)
-        seal3.store_artefact_digest(s.connection(), ledger.backend, art.id)
+        seal3.store_artefact_digest(s.connection(), ledger.backend, art.id, held)
     if result.rows >= ANALYZE_AFTER_ROWS:
         ledger.refresh_statistics(BULK_TABLES)
     return result
@@ -540,8 +541,8 @@ class _Pending:
 
     LIMIT = 500_000
 
-    def __init__(self, conn: sa.Connection, backend: str, path: Path) -> None:
-        self.conn, self.backend, self.path = conn, backend, path
+    def __init__(self, conn: sa.Connection, backend: str, path: Path, held: seal3.HeldRows | None = None) -> None:
+        self.conn, self.backend, self.path, self.held = conn, backend, path, held
         self.tables: dict[str, list[pa.Table]] = {"request": [], "chunk_gap": []}
         self.rows = 0
 
@@ -559,17 +560,14 @@ class _Pending:
                 data = pa.concat_tables(parts).combine_chunks()
                 refuse_outside_domain(self.path, data, rec.REQUEST_DOMAINS if name == "request" else rec.GAP_DOMAINS,
                                       "record" if name == "request" else "request")  # fmt: skip
-                bulk_insert(self.conn, self.backend, name, data)
+                bulk_insert(self.conn, self.backend, name, data, self.held)
                 parts.clear()
         self.rows = 0
 
 
 def _write_requests(conn: sa.Connection, backend: str, artefact_id: int, run_id: int, clock: str | None,
-                    cols: rec.RequestColumns | rec.ArrowRequests, sink=None) -> int:  # fmt: skip
-    """Write (or, with ``sink``, hand over for a pooled write) one run's requests and chunk gaps."""
-    if sink is None:
-        def sink(name: str, data: pa.Table) -> None:
-            bulk_insert(conn, backend, name, data)
+                    cols: rec.RequestColumns | rec.ArrowRequests, sink) -> int:  # fmt: skip
+    """Hand one run's requests and chunk gaps to ``sink`` (the pooled write, :class:`_Pending`)."""
     requests, gaps = request_tables(artefact_id, run_id, clock, cols)
     sink("request", requests)
     if gaps is not None and gaps.num_rows:
@@ -654,7 +652,7 @@ def _arrow_request_tables(artefact_id: int, run_id: int, clock: str | None,
 
 
 def _write_samples(conn: sa.Connection, backend: str, artefact_id: int, node: str | None, cols: rec.SampleColumns,
-                   path: Path) -> int:  # fmt: skip
+                   path: Path, held: seal3.HeldRows | None = None) -> int:  # fmt: skip
     n = len(cols)
     try:
         table = pa.table(
@@ -677,12 +675,12 @@ def _write_samples(conn: sa.Connection, backend: str, artefact_id: int, node: st
         one = table.filter(pc.equal(table.column("counter"), counter))
         refuse_outside_domain(path, pa.table({"line": one.column("line"), counter: one.column("value")}),
                               {counter: rec.sample_domain(counter)})  # fmt: skip
-    bulk_insert(conn, backend, "hardware_sample", table)
+    bulk_insert(conn, backend, "hardware_sample", table, held)
     return n
 
 
 def _write_wide_samples(conn: sa.Connection, backend: str, artefact_id: int, node: str | None,
-                        chunk: rec.WideSamples, path: Path) -> int:  # fmt: skip
+                        chunk: rec.WideSamples, path: Path, held: seal3.HeldRows | None = None) -> int:  # fmt: skip
     """Unpivot a wide chunk (one column per counter) to long hardware_sample rows, in Arrow: one
     zero-copy slice of the key columns per counter, concatenated, then the usual bulk path."""
     t, n = chunk.table, chunk.table.num_rows
@@ -702,7 +700,7 @@ def _write_wide_samples(conn: sa.Connection, backend: str, artefact_id: int, nod
                   "value": t.column(name).cast(pa.float64()), "unit": pa.repeat(pa.scalar(unit, pa.string()), n)})
         for name, unit in zip(chunk.counters, chunk.units, strict=True)
     ]  # fmt: skip
-    bulk_insert(conn, backend, "hardware_sample", pa.concat_tables(parts))
+    bulk_insert(conn, backend, "hardware_sample", pa.concat_tables(parts), held)
     return n * len(chunk.counters)
 
 

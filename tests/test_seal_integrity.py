@@ -241,3 +241,41 @@ def test_import_digest_is_the_documented_encoding(ledger: Ledger, tmp_path: Path
         h.update(b"".join(struct.pack("<d" if tag == b"f" else "<q", r[i]) for r in gaps))
     assert stored.chunks == h.digest() and stored.row_count == n == 9
     assert stored.root == hashlib.sha256(h.digest()).hexdigest()
+
+
+def test_import_digest_is_hashed_from_the_rows_handed_to_the_database(ledger: Ledger, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Requests, chunk gaps and hardware samples are not selected back for the import digest (they
+    are hashed from the Arrow tables of the bulk path, dmon's put in key order first), and the
+    stored digest equals the one recomputed from the database."""
+    import sys
+
+    from bench_ledger import digest as dg
+    from bench_ledger import seal3
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import gen
+
+    vllm, dmon_txt = tmp_path / "v.jsonl", tmp_path / "d.txt"
+    gen.vllm_and_ledger(vllm, 3, 50, 4, None)
+    gen.dmon(dmon_txt, tmp_path / "d.csv", 2, 30)
+    read = []
+    real = dg.read_rows
+
+    def spy(conn, backend, sql, names, tags):
+        read.append(sql)
+        return real(conn, backend, sql, names, tags)
+
+    monkeypatch.setattr(dg, "read_rows", spy)
+    cli("import", vllm, "--batch", "fx", "--db", ledger.url)
+    cli("import", dmon_txt, "--batch", "fx", "--node", "n1", "--db", ledger.url)
+    assert read and not [q for q in read if any(f" FROM {t} " in q for t in seal3.HELD_TABLES)], read
+    with ledger.session() as s:
+        stored = {(d.artefact_id, d.table_name): (d.row_count, d.root) for d in s.scalars(sa.select(m.ArtefactDigest))}
+        conn = s.connection()
+        again = seal3.artefact_parts(conn, ledger.backend, "SELECT id FROM artefact")
+        counts = {t: s.scalar(sa.text(f"SELECT count(*) FROM {t}")) for t in seal3.HELD_TABLES}
+    assert counts["request"] == 150 and counts["chunk_gap"] > 500 and counts["hardware_sample"] == 60 * len(gen.COUNTERS)
+    assert {t: sum(n for (_, tt), (n, _) in stored.items() if tt == t) for t in seal3.HELD_TABLES} == counts
+    assert stored == {(a, p.table): (p.count, p.root) for a, ps in again.items() for p in ps}
+    assert cli("verify", "fx", "--db", ledger.url).output.count("2 artefact(s) match their import digests") == 1
