@@ -83,6 +83,11 @@ def read_rows(conn: sa.Connection, backend: str, sql: str, names: list[str], tag
     if backend == "duckdb":
         data = raw.execute(sql).to_arrow_table()  # this connection: it sees the open transaction
     else:
+        if set(tags) <= {"i", "f"}:  # every column 8 bytes: binary COPY, no text to print or parse
+            with raw.cursor() as cur:
+                data = _pg_binary_fixed(cur, sql, schema)
+            if data is not None:
+                return data
         buf = io.BytesIO()
         with raw.cursor() as cur:
             # exact float text and ISO timestamps, whatever the server's or the role's defaults
@@ -102,6 +107,66 @@ def read_rows(conn: sa.Connection, backend: str, sql: str, names: list[str], tag
                                                  true_values=["t"], false_values=["f"]),
         )  # fmt: skip
     return canonical(data, names, tags)
+
+
+_PGCOPY = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # signature, flags 0, no header extension
+_BLOCK = 1 << 24  # bytes of COPY data parsed at a time
+
+
+def _pg_binary_fixed(cur, sql: str, schema: pa.Schema) -> pa.Table | None:
+    """The rows of ``sql`` read with ``COPY … TO STDOUT (FORMAT binary)`` when every column is a
+    BIGINT or DOUBLE PRECISION and no value is NULL: then every row is the same ``2 + 12k`` bytes
+    (field count, and per field the length 8 and 8 big-endian bytes), so each column is cut out
+    with strided slices (byte-reversed, to little-endian) without a Python step per row. Every
+    row's field count and lengths are checked; ``None`` when one differs (a NULL, another type):
+    the caller reads the rows as text instead.
+
+    Why: PostgreSQL printing 3.2M rows as CSV (exact float text) and Arrow parsing it took longer
+    than the import itself (BENCHMARKS.md "Seals")."""
+    k = len(schema)
+    width = 2 + 12 * k
+    count, length = struct.pack(">h", k), struct.pack(">i", 8)
+    checks = [(0, count[0]), (1, count[1])] + [(2 + 12 * c + j, length[j]) for c in range(k) for j in range(4)]
+    out = [bytearray() for _ in range(k)]
+    buf, head, ok, n = bytearray(), False, True, 0
+
+    def take() -> bool:
+        nonlocal n
+        m = len(buf) // width
+        if m == 0:
+            return True
+        rows = bytes(buf[: m * width])
+        del buf[: m * width]
+        for off, byte in checks:
+            if rows[off::width] != bytes((byte,)) * m:
+                return False
+        for c in range(k):
+            vals = bytearray(8 * m)
+            for j in range(8):
+                vals[7 - j :: 8] = rows[2 + 12 * c + 4 + j :: width]
+            out[c] += vals
+        n += m
+        return True
+
+    with cur.copy(f"COPY ({sql}) TO STDOUT (FORMAT binary)") as copy:
+        for part in copy:
+            if not ok:
+                continue  # read to the end; the caller reads the rows again as text
+            buf += part
+            if not head:
+                if len(buf) < len(_PGCOPY):
+                    continue
+                if bytes(buf[: len(_PGCOPY)]) != _PGCOPY:
+                    ok = False
+                    continue
+                del buf[: len(_PGCOPY)]
+                head = True
+            if len(buf) >= _BLOCK:
+                ok = take()
+    if not ok or not head or not take() or bytes(buf) != b"\xff\xff":
+        return None
+    cols = [pa.Array.from_buffers(f.type, n, [None, pa.py_buffer(out[c])]) for c, f in enumerate(schema)]
+    return pa.table(cols, schema=schema)
 
 
 def canonical(data: pa.Table, names: list[str], tags: list[str]) -> pa.Table:

@@ -77,14 +77,14 @@ def _select_sql(table: str, backend: str, *, batch_id: int | None = None, artefa
         }[table]  # fmt: skip
         return f"SELECT {names} FROM {table} x WHERE {where} ORDER BY {_order(table, backend, 'x.')}"
     if table == "artefact":
-        return f"SELECT x.id AS _art, {names} FROM artefact x WHERE x.id IN ({artefact_ids}) ORDER BY x.id"
+        return f"SELECT CAST(x.id AS BIGINT) AS _art, {names} FROM artefact x WHERE x.id IN ({artefact_ids}) ORDER BY x.id"
     if table == "capture_field":
-        return (f"SELECT c.artefact_id AS _art, {names} FROM capture_field x JOIN capture c ON c.id = x.capture_id "
+        return (f"SELECT CAST(c.artefact_id AS BIGINT) AS _art, {names} FROM capture_field x JOIN capture c ON c.id = x.capture_id "
                 f"WHERE c.artefact_id IN ({artefact_ids}) ORDER BY c.artefact_id, {_order(table, backend, 'x.')}")  # fmt: skip
     order = _order(table, backend, "x.")
     if table == "capture":
         order = "x.artefact_id, " + order
-    return f"SELECT x.artefact_id AS _art, {names} FROM {table} x WHERE x.artefact_id IN ({artefact_ids}) ORDER BY {order}"
+    return f"SELECT CAST(x.artefact_id AS BIGINT) AS _art, {names} FROM {table} x WHERE x.artefact_id IN ({artefact_ids}) ORDER BY {order}"
 
 
 @dataclass
