@@ -102,7 +102,9 @@ def read_rows(conn: sa.Connection, backend: str, sql: str, names: list[str], tag
         data = pacsv.read_csv(
             buf, read_options=pacsv.ReadOptions(column_names=names),
             parse_options=pacsv.ParseOptions(newlines_in_values=True),
-            convert_options=pacsv.ConvertOptions(column_types=schema, strings_can_be_null=True,
+            # NULL is COPY's unquoted empty field and nothing else: pyarrow's default null spellings
+            # ("n/a", "null", "NA", ...) would hash a stored text "n/a" as NULL
+            convert_options=pacsv.ConvertOptions(column_types=schema, strings_can_be_null=True, null_values=[""],
                                                  quoted_strings_can_be_null=False,
                                                  true_values=["t"], false_values=["f"]),
         )  # fmt: skip

@@ -187,9 +187,15 @@ def key_columns(table: str) -> list[str]:
     return [c.name for c in m.Base.metadata.tables[table].primary_key.columns]
 
 
-def _select(table: str, batch_id: int, backend: str) -> tuple[sa.Select, list[str]]:
+def batch_rows(table: str, batch_id: int, backend: str, *, all_columns: bool = False) -> tuple[sa.Select, list[str]]:
+    """The rows of ``table`` that belong to batch ``batch_id``, in seal order, and their column names
+    (``all_columns``: the batch row with status, closed_at and seal_digest too, as an export keeps it)."""
+    return _select(table, batch_id, backend, all_columns=all_columns)
+
+
+def _select(table: str, batch_id: int, backend: str, *, all_columns: bool = False) -> tuple[sa.Select, list[str]]:
     t = m.Base.metadata.tables[table]
-    names = list(BATCH_IDENTITY) if table == "batch" else [c.name for c in t.columns]
+    names = list(BATCH_IDENTITY) if table == "batch" and not all_columns else [c.name for c in t.columns]
     col = sa.column
     runs = sa.select(col("id")).select_from(sa.table("run")).where(col("batch_id") == batch_id)
     arts = sa.select(col("id")).select_from(sa.table("artefact")).where(col("batch_id") == batch_id)

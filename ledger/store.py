@@ -30,10 +30,26 @@ from sqlalchemy.orm import Session
 
 # DuckDB's Python client tries `import pandas` on every execute() with parameters. Where pandas is
 # not installed that import fails, is not cached, and re-scans sys.path each time: profiles showed it
-# at over 40% of a vLLM import and 23% of an audit. A None entry in sys.modules makes the same import
-# fail at once (documented import-system behaviour). Set here, where every command opens its ledger.
+# at over 40% of a vLLM import and 23% of an audit. A finder placed first on sys.meta_path answers
+# "no such module" at once instead. (A None entry in sys.modules did the same for CPython's import,
+# but Cython-compiled callers such as pyarrow's pandas shim, active once numpy is installed, read
+# that None back as the module and fail with AttributeError.)
+
+
+class _NoPandas:
+    """Fail ``import pandas`` immediately (pandas is not installed: nothing is hidden)."""
+
+    @staticmethod
+    def find_spec(name: str, path: object = None, target: object = None) -> None:
+        if name == "pandas" or name.startswith("pandas."):
+            raise ModuleNotFoundError("No module named 'pandas'", name=name)
+        return None
+
+
 if "pandas" not in sys.modules and importlib.util.find_spec("pandas") is None:
-    sys.modules["pandas"] = None  # type: ignore[assignment]
+    if not any(isinstance(f, _NoPandas) for f in sys.meta_path):
+        sys.meta_path.insert(0, _NoPandas())
+
 
 DEFAULT_URL = "duckdb:///ledger.duckdb"
 ENV_VAR = "LEDGER_DB"
@@ -136,14 +152,20 @@ class Ledger:
     command but ``ledger init`` (and the demo) opens that way, so a typo in --db or a command run in
     the wrong folder leaves no empty ledger file behind."""
 
-    def __init__(self, url: str | None = None, *, create: bool = True) -> None:
+    def __init__(self, url: str | None = None, *, create: bool = True, read_only: bool = False) -> None:
+        """``read_only`` (DuckDB): open the file in DuckDB's read-only mode, one connection per
+        operation (no pool), so the file is held only while a query runs (the notebook API)."""
         self.url = resolve_url(url)
+        self.read_only = read_only
         self.backend = check_url(self.url).get_backend_name()
         file = _duckdb_file(self.url)
         if not create and file and file != ":memory:" and not Path(file).exists():
             raise NotFound(f"no ledger at {file} (no such file): `ledger init --db {self.url}` creates one")
         try:
-            self.engine = sa.create_engine(self.url, poolclass=sa.pool.NullPool if self.backend == "postgresql" else None)
+            if read_only and self.backend == "duckdb":
+                self.engine = sa.create_engine(self.url, poolclass=sa.pool.NullPool, connect_args={"read_only": True})
+            else:
+                self.engine = sa.create_engine(self.url, poolclass=sa.pool.NullPool if self.backend == "postgresql" else None)
             with self.engine.connect():
                 pass
         except sa.exc.SQLAlchemyError as exc:

@@ -207,3 +207,52 @@ def list_cards(ledger: Ledger, batch: str | None = None, deployment: str | None 
 
 def to_json(rows: object) -> str:
     return json.dumps(rows, indent=2, default=str, ensure_ascii=False)
+
+
+def request_table(ledger: Ledger, batch: str | None = None, run_id: int | None = None):
+    """Per-request rows as Arrow, each with its batch and its run's current id and label (R2: labelled,
+    never pooled). Captured rows belong to a run's first revision; the current revision names them."""
+    import pyarrow as pa
+    from bench_ledger.books import current
+    from bench_ledger.transfer import schema_of
+
+    r, b, q = m.Run.__table__, m.Batch.__table__, m.Request.__table__
+    cur = sa.select(r).where(current(r)).subquery()
+    origin = sa.func.coalesce(cur.c.origin_id, cur.c.id)
+    stmt = (sa.select(b.c.name.label("batch"), cur.c.id.label("run_id"), cur.c.label.label("run_label"),
+                      *[c for c in q.c if c.name != "run_id"])
+            .select_from(q.join(cur, origin == q.c.run_id).join(b, b.c.id == cur.c.batch_id))
+            .order_by(b.c.id, cur.c.id, q.c.artefact_id, q.c.idx))  # fmt: skip
+    if batch is not None:
+        stmt = stmt.where(b.c.name == batch)
+    if run_id is not None:
+        stmt = stmt.where(cur.c.id == run_id)
+    schema = pa.schema([pa.field("batch", pa.string()), pa.field("run_id", pa.int64()), pa.field("run_label", pa.string()),
+                        *[f for f in schema_of("request") if f.name != "run_id"]])  # fmt: skip
+    return _arrow(ledger, stmt, schema)
+
+
+def _arrow(ledger: Ledger, stmt: sa.Select, schema):
+    """The statement's rows as an Arrow table of ``schema`` (types from the models, not guessed)."""
+    import pyarrow as pa
+
+    with ledger.connection() as conn:
+        rows = conn.execute(stmt).all()
+    return pa.Table.from_pydict({f.name: [r[i] for r in rows] for i, f in enumerate(schema)}, schema=schema)
+
+
+def sample_table(ledger: Ledger, batch: str | None = None, counter: str | None = None):
+    """Hardware samples (long form) as Arrow, with their batch and artefact file name."""
+    import pyarrow as pa
+    from bench_ledger.transfer import schema_of
+
+    h, a, b = m.HardwareSample.__table__, m.Artefact.__table__, m.Batch.__table__
+    stmt = (sa.select(b.c.name.label("batch"), a.c.file_name, *h.c)
+            .select_from(h.join(a, a.c.id == h.c.artefact_id).outerjoin(b, b.c.id == a.c.batch_id))
+            .order_by(h.c.artefact_id, h.c.line, h.c.counter))  # fmt: skip
+    if batch is not None:
+        stmt = stmt.where(b.c.name == batch)
+    if counter is not None:
+        stmt = stmt.where(h.c.counter == counter)
+    schema = pa.schema([pa.field("batch", pa.string()), pa.field("file_name", pa.string()), *schema_of("hardware_sample")])
+    return _arrow(ledger, stmt, schema)

@@ -35,7 +35,8 @@ from bench_ledger.queries.metrics_requests import Ctx, Metric, percentile_linear
 from bench_ledger.queries.types import MetricValue, Scope
 from bench_ledger.store import Ledger
 
-__all__ = ["METRICS", "ROW_METRICS", "Metric", "RunMetrics", "evaluate", "list_metrics", "percentile_linear",
+__all__ = ["METRICS", "ROW_METRICS", "Metric", "RunMetrics", "distribution_values", "evaluate", "list_metrics",
+           "percentile_linear",
            "run_metrics", "run_metrics_per_run", "scope_of"]  # fmt: skip
 
 from bench_ledger.queries.metrics_requests import request_metrics  # noqa: E402
@@ -264,6 +265,18 @@ def run_metrics_per_run(ledger: Ledger, batches: list[str] | None = None, run_id
                 mt = METRICS[name]
                 rm.values[name] = mt.compute(conn, _resolve(conn, scope, mt), mt)
     return out
+
+
+def distribution_values(ledger: Ledger, metric: str, run_ids: list[int]) -> list[float]:
+    """The sorted per-request values a distribution metric (``ttft_p50``, ``e2e_latency_p99``...) is
+    taken over, for plotting its CDF: the metric's own statement, so the population is the same.
+    Call it only where the metric itself is derived (a needed field not captured makes it n/a, R9)."""
+    mt = METRICS.get(metric)
+    spec = getattr(mt.compute, "batch", None) if mt is not None else None
+    if not spec or spec[0] != "dist":
+        raise NotFound(f"{metric!r} is not a distribution metric")
+    with ledger.connection() as conn:
+        return [float(r.v) for r in conn.execute(spec[1](list(run_ids))) if r.v is not None]
 
 
 def to_arrow(rows: list[RunMetrics]):

@@ -183,3 +183,24 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 @pytest.fixture
 def fixtures() -> Path:
     return FIXTURES
+
+
+@pytest.fixture(scope="session")
+def demo_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """`ledger demo` run once (DuckDB): its folder, with ledger.duckdb, data/ and report.html.
+    Tests that write copy the ledger file first (:func:`demo_copy`)."""
+    from bench_ledger.cli import main
+    from click.testing import CliRunner
+
+    out = tmp_path_factory.mktemp("demo") / "bench-ledger-demo"
+    result = CliRunner().invoke(main, ["demo", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    return out
+
+
+@pytest.fixture
+def demo_copy(demo_built: Path, tmp_path: Path) -> str:
+    """A private copy of the demo ledger (DuckDB URL) for a test that writes to it."""
+    path = tmp_path / "demo.duckdb"
+    shutil.copyfile(demo_built / "ledger.duckdb", path)
+    return f"duckdb:///{path}"

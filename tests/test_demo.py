@@ -22,5 +22,7 @@ def test_demo_shows_every_verdict_kind_and_says_synthetic(tmp_path: Path, monkey
     assert "nothing is pooled across batches (R2)" in out
     assert "differ from their expected verdict" not in out
     assert (tmp_path / "bench-ledger-demo" / "data" / "manifest.yaml").exists()
+    assert out.rstrip().endswith("not the report's raw records): bench-ledger-demo/report.html")
+    assert (tmp_path / "bench-ledger-demo" / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     again = CliRunner().invoke(main, ["demo"])  # rebuilds from scratch: same result
     assert again.exit_code == 0 and again.output.count("imported as artefact") == out.count("imported as artefact")

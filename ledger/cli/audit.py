@@ -113,33 +113,40 @@ def audit(ledger: Ledger, claims_file: Path, fail_on: str, as_json: bool) -> Non
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False, default=str))
     else:
-        src = report.source_report
-        click.echo(f"source report {src['slug']}: {src['title']}" + ("   [SYNTHETIC data]" if report.synthetic else ""))
-        click.echo("")
-        click.echo(render_table([{"verdict": v, "means": m} for v, m in LEGEND], ["verdict", "means"], "legend"))
-        for verdict in VERDICTS:
-            rows = [r for r in report.results if r.verdict == verdict]
-            if not rows:
-                continue
-            click.echo("")
-            click.echo(render_table(
-                [{"claim": r.claim_id, "printed": r.text, "unit": r.unit, "rule": r.rule, "recomputed": r.recomputed,
-                  "detail": _detail(r), "expected": None if r.as_expected else f"expected {r.expected_verdict}"}
-                 for r in rows],
-                ["claim", "printed", "unit", "rule", "recomputed", "detail", "expected"], f"{verdict} ({len(rows)})"))  # fmt: skip
-            if verdict == "mismatch":
-                click.echo("  why each differs:")
-                for r in rows:
-                    click.echo(f"    ledger explain {claims_file} {r.claim_id}")
-        click.echo("")
-        click.echo("verdicts: " + ", ".join(f"{k} {v}" for k, v in report.counts().items()))
-        off = report.unexpected()
-        if off:
-            click.echo(f"{len(off)} claim(s) differ from their expected verdict: {', '.join(r.claim_id for r in off)}")
+        print_audit(report, claims_file)
     found: dict[str, list[str]] = {}
     for r in report.results:
         found.setdefault(r.verdict, []).append(r.claim_id)
     exit_on(wanted, found, "claim(s)")
+
+
+def print_audit(report, claims_file: Path) -> None:
+    """The legend, the verdicts grouped (one table per verdict, the refusals with their rule), the counts."""
+    from bench_ledger.queries.claims import VERDICTS
+
+    src = report.source_report
+    click.echo(f"source report {src['slug']}: {src['title']}" + ("   [SYNTHETIC data]" if report.synthetic else ""))
+    click.echo("")
+    click.echo(render_table([{"verdict": v, "means": m} for v, m in LEGEND], ["verdict", "means"], "legend"))
+    for verdict in VERDICTS:
+        rows = [r for r in report.results if r.verdict == verdict]
+        if not rows:
+            continue
+        click.echo("")
+        click.echo(render_table(
+            [{"claim": r.claim_id, "printed": r.text, "unit": r.unit, "rule": r.rule, "recomputed": r.recomputed,
+              "detail": _detail(r), "expected": None if r.as_expected else f"expected {r.expected_verdict}"}
+             for r in rows],
+            ["claim", "printed", "unit", "rule", "recomputed", "detail", "expected"], f"{verdict} ({len(rows)})"))  # fmt: skip
+        if verdict == "mismatch":
+            click.echo("  why each differs:")
+            for r in rows:
+                click.echo(f"    ledger explain {claims_file} {r.claim_id}")
+    click.echo("")
+    click.echo("verdicts: " + ", ".join(f"{k} {v}" for k, v in report.counts().items()))
+    off = report.unexpected()
+    if off:
+        click.echo(f"{len(off)} claim(s) differ from their expected verdict: {', '.join(r.claim_id for r in off)}")
 
 
 @main.command()
@@ -147,18 +154,32 @@ def audit(ledger: Ledger, claims_file: Path, fail_on: str, as_json: bool) -> Non
 @click.argument("claims_file", metavar="CLAIMS.yaml", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("claim_id")
 @json_option
-def explain(ledger: Ledger, claims_file: Path, claim_id: str, as_json: bool) -> None:
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "prov-json"]), default="text", show_default=True,
+              help="prov-json: the chain as W3C PROV-JSON (entities, activities, agents).")
+def explain(ledger: Ledger, claims_file: Path, claim_id: str, as_json: bool, fmt: str) -> None:
     """Print the evidence chain of one claim: claim -> formula or metric -> runs -> requests
     (how many, which fields) -> artefacts (sha256, file, lines) -> source report.
+
+    `--format prov-json` gives the same chain as W3C PROV: entities for the artefacts (sha256),
+    request records, runs, values and the source report; activities for the imports, the
+    evaluations and the audit; agents for the tools, the importers and bench-ledger.
 
     \b
     Example:
       ledger explain ledger/casestudy/claims.yaml tier-50k-output-tpm
+      ledger explain ledger/casestudy/claims.yaml tier-50k-output-tpm --format prov-json > chain.json
     """
     from bench_ledger.queries.explain import explain as run_explain
 
-    steps = run_explain(load_checked(claims_file, ledger), ledger, claim_id, claims_path=claims_file)
-    if as_json:
+    claims = load_checked(claims_file, ledger)
+    steps = run_explain(claims, ledger, claim_id, claims_path=claims_file)
+    if fmt == "prov-json":
+        from bench_ledger.queries.provenance import prov_document
+
+        click.echo(prov_document(claims, ledger, claim_id, claims_path=claims_file, steps=steps)
+                   .serialize(format="json", indent=2))  # fmt: skip
+        return
+    if as_json or fmt == "json":
         click.echo(json.dumps([{"level": s.level, "text": s.text.strip(), "detail": s.detail} for s in steps],
                               indent=2, ensure_ascii=False, default=str))  # fmt: skip
         return
@@ -232,5 +253,12 @@ def demo(ctx: click.Context, db: str | None, out: Path) -> None:
     ctx.invoke(metrics, db=db, batches=("fx", "m17"), run_id=None, as_json=False, as_csv=False)
     click.echo(f"\n== audit of the report's published numbers ({banner})")
     claims = Path(str(resources.files("bench_ledger.casestudy") / "claims.yaml"))
-    ctx.invoke(audit, db=db, claims_file=claims, fail_on="", as_json=False)
+    from bench_ledger.cli.share import write_report
+    from bench_ledger.queries.audit import Auditor
+
+    with open_ledger(db) as ledger:
+        auditor = Auditor(load_checked(claims, ledger), ledger)  # one audit: printed here, and in the report
+        print_audit(auditor.run(), claims)
+        path = write_report(ledger, ["fx", "m17"], claims, "html", out / "report.html", auditor=auditor)
     click.echo(f"\n== explore: ledger --help; e.g. ledger explain {claims} tier-50k-total-tpm --db {db}")
+    click.echo(f"== report ({banner}): {path}")

@@ -108,18 +108,6 @@ def show_run(ledger: Ledger, run_id: int, as_json: bool) -> None:
             click.echo(f"    {p.key:<{width}}  {shown} {p.unit or ''}".rstrip())
 
 
-MARKERS = {"derived": "d", "reported": "r", "estimated": "e", "measured": "m"}
-
-
-def _cell(v, fmt: str, notes: dict[str, int]) -> str:
-    """A figure with its provenance marker ("1,840,234 d"), or n/a with a footnote number."""
-    if v.value is None:
-        k = notes.setdefault(f"{v.metric}: {v.na_reason}", len(notes) + 1)
-        return f"n/a[{k}]"
-    x = float(v.value)
-    return f"{format(x, fmt if abs(x) >= 100 or fmt != ',.0f' else '.4g')} {MARKERS.get(v.flag, v.flag)}"
-
-
 @main.command()
 @with_ledger
 @click.option("--batch", "batches", metavar="B", multiple=True, help="Only runs of this batch (repeatable).")
@@ -143,6 +131,7 @@ def metrics(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, as_jso
     import csv
 
     from bench_ledger.queries.metrics import list_metrics, run_metrics
+    from bench_ledger.queries.report import figure as _cell
 
     if as_list:
         described = list_metrics()

@@ -1,0 +1,271 @@
+"""Render a :class:`queries.report.ReportData` as one self-contained HTML file or as Markdown.
+
+Why these libraries (docs/architecture.md says the same): the page must open without a network,
+so every plot is an inline SVG drawn by matplotlib (text drawn as paths: no font is fetched or
+needed) and the page has no script at all; the template is Jinja2 with autoescaping, so a claim's
+text or a file name can never inject markup. Both only format: every figure, marker and n/a reason
+comes from the report data, which the Markdown tables share.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from importlib import resources
+
+from bench_ledger.queries.claims import VERDICTS
+from bench_ledger.queries.report import (
+    CARD_STATS,
+    MARKER_LEGEND,
+    POWER_STATS,
+    RUN_COLUMNS,
+    Plot,
+    ReportData,
+    evidence_id,
+    figure,
+)
+
+SYNTHETIC_NOTE = "SYNTHETIC data: generated, not measured on real hardware"
+OUTCOME_COLOURS = {"ready": "#2a9d3f", "failed": "#c0392b", "unknown": "#7f8c8d"}
+
+
+# --------------------------------------------------------------------------- shared table rows
+
+
+def _workload(r) -> tuple[str, str]:
+    return (f"{r.input_target_tokens if r.input_target_tokens is not None else '?'} / "
+            f"{r.output_cap_tokens if r.output_cap_tokens is not None else '?'}",
+            f"{r.concurrency if r.concurrency is not None else '?'} / {r.request_count if r.request_count is not None else '?'}")  # fmt: skip
+
+
+def run_tables(data: ReportData) -> tuple[dict[str, list[dict]], dict[str, int]]:
+    """Per batch, one row per run: cells as text with marker, and the evidence id of each cell."""
+    notes: dict[str, int] = {}
+    out: dict[str, list[dict]] = {}
+    for r in data.runs:
+        inout, cn = _workload(r)
+        cells = [{"text": figure(r.values[name], fmt, notes), "ev": evidence_id(r.run_id, name),
+                  "na": r.values[name].value is None} for name, _, fmt in RUN_COLUMNS]  # fmt: skip
+        out.setdefault(r.batch, []).append({"run": f"{r.run_id} {r.label}", "inout": inout, "cn": cn, "cells": cells})
+    return out, notes
+
+
+def _num(x: float | None, fmt: str = ",.2f") -> str:
+    return "n/a" if x is None else format(x, fmt)
+
+
+def hardware_rows(data: ReportData) -> tuple[list[dict], list[dict], dict[str, int]]:
+    notes: dict[str, int] = {}
+    power = []
+    for b, stats in data.power.items():
+        power.append({"batch": b, "cells": [{"text": figure(stats[s], ",.1f", notes), "ev": f"ev-hw-{b}-{s}"}
+                                            for s in POWER_STATS]})  # fmt: skip
+    cards = [{"batch": c.batch, "card": c.card,
+              "cells": [{"text": _num(c.values.get(name)) + ("" if c.values.get(name) is None else " d"),
+                         "ev": f"ev-hw-{c.batch}-{name}"} for name, _ in CARD_STATS]} for c in data.cards]  # fmt: skip
+    return power, cards, notes
+
+
+def launch_rows(data: ReportData) -> tuple[list[dict], dict[str, int]]:
+    notes: dict[str, int] = {}
+    rows = []
+    for x in data.launches:
+        rows.append({"deployment": x.deployment, "attempt": x.attempt, "outcome": x.outcome, "cause": x.cause or "",
+                     "ready": figure(x.seconds_to_ready, ",.0f", notes), "log": x.log or "no log linked",
+                     "first": x.first_line_at or "n/a", "last": x.last_line_at or "n/a",
+                     "ev": x.evidence})  # fmt: skip
+    return rows, notes
+
+
+# --------------------------------------------------------------------------- plots (matplotlib -> SVG)
+
+
+def _figure(nrows: int, ncols: int, width: float, height: float, left_in: float = 0.85):
+    """Fixed margins in inches: a layout engine ("tight", "constrained") doubled the render time."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(width, height), layout=None)
+    grid = {"left": left_in / width, "right": 1 - 0.15 / width, "top": 1 - 0.5 / height, "bottom": 0.55 / height,
+            "wspace": 0.32, "hspace": 0.55}  # fmt: skip
+    axes = fig.subplots(nrows, ncols, squeeze=False, gridspec_kw=grid)
+    return fig, [ax for row in axes for ax in row]
+
+
+def _svg(fig, salt: str) -> str:
+    import matplotlib
+
+    with matplotlib.rc_context({"svg.hashsalt": salt, "svg.fonttype": "path"}):
+        buf = io.StringIO()
+        fig.savefig(buf, format="svg", metadata={"Date": None})
+    text = buf.getvalue()
+    text = text[text.index("<svg"):]  # drop the XML declaration and DOCTYPE: the SVG is inline
+    # ids unique per plot (several SVGs share one HTML document)
+    return re.sub(r'id="([^"]+)"', lambda mo: f'id="{salt}-{mo.group(1)}"',
+                  re.sub(r'(href="#|url\(#)([^")]+)', lambda mo: f"{mo.group(1)}{salt}-{mo.group(2)}", text))
+
+
+def _groups(plot: Plot) -> list[str]:
+    seen: list[str] = []
+    for s in plot.series:
+        if s.group not in seen:
+            seen.append(s.group)
+    return seen
+
+
+def render_plot(plot: Plot) -> str | None:
+    """The plot as inline SVG; None when it has no series (the caption says why)."""
+    if not plot.series:
+        return None
+    groups = _groups(plot)
+    if plot.kind == "timeline":
+        return _timeline(plot)
+    n = len(groups)
+    cols = min(n, 3)
+    rows = (n + cols - 1) // cols
+    fig, axes = _figure(rows, cols, 4.4 * cols, 3.3 * rows)
+    for ax, g in zip(axes, groups, strict=False):
+        mine = [s for s in plot.series if s.group == g]
+        for i, s in enumerate(mine):
+            colour = f"C{i % 10}"
+            if plot.kind == "cdf":  # from (first value, 0): a run of one request is one visible step
+                ax.step([s.x[0], *s.x], [0.0, *s.y], where="post", color=colour, linewidth=1.2, label=s.label)
+            elif plot.kind == "tpm":
+                ax.plot(s.x, s.y, marker="o", color=colour, linestyle="-" if i % 2 == 0 else "--", label=s.label)
+            else:
+                ax.plot(s.x, s.y, color=colour, linewidth=0.7, label=s.label)
+        if plot.kind == "tpm":
+            ax.set_xscale("log", base=2)
+            ax.set_xticks(sorted({x for s2 in mine for x in s2.x}))
+            ax.get_xaxis().set_major_formatter("{x:g}")
+            ax.set_ylim(bottom=0, top=max(y for s2 in mine for y in s2.y) * 1.12)
+            ax.get_yaxis().set_major_formatter(_thousands)
+        if plot.kind == "cdf":
+            ax.set_ylim(0, 1.02)
+        for label, start, end in plot.windows:
+            ax.axvspan(start, end, color="#f1c40f", alpha=0.15)
+            ax.text(start, ax.get_ylim()[1], label, fontsize=6, va="top")
+        ax.set_title(g or plot.title, fontsize=9)
+        ax.set_xlabel(plot.x_label, fontsize=8)
+        ax.set_ylabel(plot.y_label, fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=6, ncols=2 if len(mine) > 6 else 1)
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    if plot.synthetic:
+        fig.suptitle("SYNTHETIC DATA", color="#c0392b", fontsize=9)
+    return _svg(fig, plot.id)
+
+
+def _thousands(v: float, _pos: object = None) -> str:
+    return f"{v:,.0f}"
+
+
+def _timeline(plot: Plot) -> str:
+    """One bar per launch from its own first timestamped log line (x = 0) to its last, READY marked:
+    attempts lie hours apart, so a common axis would shrink every bar to a line."""
+    from matplotlib.patches import Patch
+
+    fig, (ax,) = _figure(1, 1, 9, 0.42 * len(plot.series) + 1.3, left_in=2.4)
+    for i, s in enumerate(plot.series):
+        length = (s.x[1] - s.x[0]) / 60
+        ax.barh(i, max(length, 0.05), left=0, color=OUTCOME_COLOURS.get(s.group, "#7f8c8d"), height=0.6)
+        if s.y[0]:
+            ax.plot([(s.y[1] - s.x[0]) / 60], [i], marker="|", color="black", markersize=14, markeredgewidth=2)
+        ax.text(max(length, 0.05) + 0.1, i, f"{length:.1f} min", va="center", fontsize=7)
+    ax.set_yticks(range(len(plot.series)), [s.label for s in plot.series], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("minutes from the launch's first timestamped log line to its last (READY marked |)", fontsize=8)
+    ax.tick_params(labelsize=7)
+    ax.grid(True, axis="x", alpha=0.3)
+    handles = [Patch(color=c, label=k) for k, c in OUTCOME_COLOURS.items() if any(s.group == k for s in plot.series)]
+    ax.legend(handles=handles, fontsize=7, loc="lower right")
+    if plot.synthetic:
+        ax.set_title("SYNTHETIC DATA", color="#c0392b", fontsize=9)
+    return _svg(fig, plot.id)
+
+
+# --------------------------------------------------------------------------- HTML
+
+
+def render_html(data: ReportData) -> str:
+    import jinja2
+
+    env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    template = env.from_string((resources.files("bench_ledger.queries") / "report.html.j2").read_text("utf-8"))
+    runs, run_notes = run_tables(data)
+    power, cards, hw_notes = hardware_rows(data)
+    launches, launch_notes = launch_rows(data)
+    plots = [{"p": p, "svg": render_plot(p)} for p in data.plots]
+    return template.render(
+        d=data, runs=runs, run_notes=run_notes, columns=[h for _, h, _ in RUN_COLUMNS], legend=MARKER_LEGEND,
+        power=power, power_heads=POWER_STATS, cards=cards, card_heads=[h for _, h in CARD_STATS], hw_notes=hw_notes,
+        launches=launches, launch_notes=launch_notes, plots=plots, verdicts=[v for v in VERDICTS if v in data.audit],
+        synthetic_note=SYNTHETIC_NOTE,
+    )  # fmt: skip
+
+
+# --------------------------------------------------------------------------- Markdown
+
+
+def _md_table(heads: list[str], rows: list[list[str]]) -> list[str]:
+    def esc(x: object) -> str:
+        return str(x).replace("|", "\\|").replace("\n", " ")
+
+    out = ["| " + " | ".join(esc(h) for h in heads) + " |", "|" + "---|" * len(heads)]
+    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def _md_notes(text: str, notes: dict[str, int], prefix: str) -> str:
+    """'n/a[3]' -> 'n/a[^prefix3]': a Markdown footnote per n/a reason."""
+    return re.sub(r"n/a\[(\d+)\]", lambda mo: f"n/a[^{prefix}{mo.group(1)}]", text)
+
+
+def render_markdown(data: ReportData) -> str:
+    out = [f"# {data.title}", ""]
+    if data.synthetic:
+        out += [f"**{SYNTHETIC_NOTE}** (batches: {', '.join(data.synthetic_batches) or 'the audited ledger'}).", ""]
+    out += [f"Ledger `{data.ledger_url}`, generated {data.generated_at:%Y-%m-%d %H:%M:%S} UTC. {MARKER_LEGEND}. "
+            "Batches are shown side by side, never pooled (R2).", ""]  # fmt: skip
+    runs, notes = run_tables(data)
+    out += ["## Runs", ""]
+    for b, rows in runs.items():
+        out += [f"### batch {b}", ""]
+        out += _md_table(["run", "in/out", "C/N", *[h for _, h, _ in RUN_COLUMNS]],
+                         [[r["run"], r["inout"], r["cn"], *[_md_notes(c["text"], notes, "r") for c in r["cells"]]]
+                          for r in rows])  # fmt: skip
+        out.append("")
+    out += ["in/out = input target / output cap (settings, not actual lengths, R3); C/N = concurrency / requests.", ""]
+    launches, lnotes = launch_rows(data)
+    if launches:
+        out += ["## Launches", ""]
+        out += _md_table(["deployment", "attempt", "outcome", "seconds to ready", "cause", "server log"],
+                         [[x["deployment"], x["attempt"], x["outcome"], _md_notes(x["ready"], lnotes, "l"), x["cause"],
+                           x["log"]] for x in launches])  # fmt: skip
+        out.append("")
+    power, cards, hnotes = hardware_rows(data)
+    if power:
+        out += ["## Hardware statistics", "", "Three different power statistics (R14), per batch:", ""]
+        out += _md_table(["batch", *POWER_STATS], [[p["batch"], *[_md_notes(c["text"], hnotes, "h") for c in p["cells"]]]
+                                                   for p in power])  # fmt: skip
+        out += ["", "Per card (GPU activity time is dmon `sm`: share of time a kernel ran, not SM occupancy or MFU, R13):", ""]
+        out += _md_table(["batch", "card", *[h for _, h in CARD_STATS]],
+                         [[c["batch"], c["card"], *[x["text"] for x in c["cells"]]] for c in cards])  # fmt: skip
+        out.append("")
+    if data.audit:
+        src = data.audit_source or {}
+        out += ["## Audit", "", f"Source report `{src.get('slug')}`: {src.get('title')}", ""]
+        for verdict in [v for v in VERDICTS if v in data.audit]:
+            rows = data.audit[verdict]
+            out += [f"### {verdict} ({len(rows)})", ""]
+            out += _md_table(["claim", "printed", "unit", "rule", "recomputed", "detail"],
+                             [[r.claim_id, r.printed, r.unit or "", r.rule or "", r.recomputed or "", (r.detail or "")[:160]]
+                              for r in rows])  # fmt: skip
+            out.append("")
+    foot = [(f"r{k}", t) for t, k in notes.items()] + [(f"l{k}", t) for t, k in lnotes.items()]
+    foot += [(f"h{k}", t) for t, k in hnotes.items()]
+    if foot:
+        out += [f"[^{k}]: n/a: {t}" for k, t in foot]
+        out.append("")
+    return "\n".join(out)
