@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, TypeGuard, overload
 
 from bench_ledger.errors import ParseError
 from bench_ledger.kinds import check_kind
@@ -76,20 +76,28 @@ def jpath(*parts: str | int) -> str:
     return out
 
 
-def is_number(value: object) -> bool:
+def is_number(value: object) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def number(path: Path, where: str, field: str, value: object, *, optional: bool = True) -> float | int | None:
+@overload
+def number(path: Path, where: str, field: str | None, value: object, *, optional: Literal[False]) -> float | int: ...
+@overload
+def number(path: Path, where: str, field: str | None, value: object, *, optional: bool = True) -> float | int | None: ...
+def number(path: Path, where: str, field: str | None, value: object, *, optional: bool = True) -> float | int | None:
     """A JSON number (or None when optional); anything else is a ParseError naming the field."""
     if value is None and optional:
         return None
     if is_number(value):
-        return value  # type: ignore[return-value]
+        return value
     raise ParseError(path, where, field, f"expected a number, got {value!r}")
 
 
-def integer(path: Path, where: str, field: str, value: object, *, optional: bool = True) -> int | None:
+@overload
+def integer(path: Path, where: str, field: str | None, value: object, *, optional: Literal[False]) -> int: ...
+@overload
+def integer(path: Path, where: str, field: str | None, value: object, *, optional: bool = True) -> int | None: ...
+def integer(path: Path, where: str, field: str | None, value: object, *, optional: bool = True) -> int | None:
     """A whole number. llmperf writes with ``default=str``, so ``"550"`` is accepted as 550."""
     if value is None and optional:
         return None
@@ -117,6 +125,11 @@ def mapping(path: Path, where: str, field: str | None, value: object, *, optiona
     if not isinstance(value, dict):
         raise ParseError(path, where, field, f"expected an object, got {_kind(value)}")
     return value
+
+
+def as_dict(value: object) -> dict[str, Any]:
+    """An optional JSON object from a layout that is not validated: the object, else ``{}``."""
+    return value if isinstance(value, dict) else {}
 
 
 def sequence(path: Path, where: str, field: str | None, value: object, *, optional: bool = False) -> list:

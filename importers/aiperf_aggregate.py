@@ -22,6 +22,7 @@ from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import (
     AIPERF_MARKERS,
     TIME_UNITS,
+    as_dict,
     has_key,
     head_text,
     is_number,
@@ -113,7 +114,7 @@ def _when(path: Path, data: dict, key: str) -> datetime | None:
 
 
 def _info(path: Path, data: dict) -> RunInfo:
-    config = data.get("input_config") if isinstance(data.get("input_config"), dict) else {}
+    config = as_dict(data.get("input_config"))
     models = _get(config, "endpoint", "model_names")
     model = models[0] if isinstance(models, list) and models else None
     concurrency = whole(_get(config, "loadgen", "concurrency"))

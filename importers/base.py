@@ -83,7 +83,7 @@ def _duplicate_line(text: str, key: str) -> int | None:
     """The line of the second ``key`` of the first object holding it twice (error path only: a
     pure-Python re-parse that sees where each object starts)."""
     found: list[int] = []
-    original = json.decoder.JSONObject
+    original = json.decoder.JSONObject  # type: ignore[attr-defined]  # json's pure-Python hooks are not in typeshed
 
     def parse_object(s_and_end, strict, scan_once, object_hook, object_pairs_hook, memo=None):
         s, start = s_and_end
@@ -104,8 +104,8 @@ def _duplicate_line(text: str, key: str) -> int | None:
         return dict(pairs), end
 
     decoder = json.JSONDecoder()
-    decoder.parse_object = parse_object
-    decoder.scan_once = json.scanner.py_make_scanner(decoder)
+    decoder.parse_object = parse_object  # type: ignore[attr-defined]  # (as above)
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]  # (as above)
     try:
         decoder.decode(text)
     except (ValueError, RecursionError):

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from operator import ne, or_
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from bench_ledger.errors import ParseError
 from bench_ledger.importers.base import ParseOptions, refuse_cut_last_line
@@ -150,7 +150,7 @@ def _to_number(token: bytes) -> float | None:
     return value
 
 
-class _Numbers(dict):  # type: ignore[type-arg]
+class _Numbers(dict[bytes, "float | None"]):
     """Printed token -> :func:`_to_number`, once per distinct token: dmon prints few distinct values
     per column, so a C-speed dict lookup replaces most ``float()`` calls and the floats are shared."""
 
@@ -173,7 +173,9 @@ class _Reader:
         self.rows: list[list[bytes]] = []
         self.lines: list[int] = []
         self.out: list[SampleColumns] = []
-        self.tick, self.last_key, self.seen = -1, None, set()  # type: ignore[var-annotated]
+        self.tick = -1
+        self.last_key: tuple[bytes | None, bytes | None] | None = None
+        self.seen: set[bytes] = set()
         self.last_ts: datetime | None = None
         self.numbers = _Numbers()
         self.validated = False
@@ -343,7 +345,7 @@ class _Reader:
                 value += map(lookup, cols[idx])
             except ValueError:
                 self._raise_bad(cols[idx], lines, name, allow_dash=True)
-        fields = dict(
+        fields: dict[str, Any] = dict(
             line=lines * width,
             node=[self.node] * (n * width),
             gpu=gpus * width,
@@ -471,11 +473,14 @@ class _WideReader:
         self.units: tuple[str, ...] | None = None
         self.header_line = 0
         self.pending: tuple[list[str], int] | None = None
-        self.tick, self.last_key, self.seen, self.last_ts = -1, None, set(), None  # type: ignore[var-annotated]
+        self.tick = -1
+        self.last_key: tuple[bytes, bytes] | None = None
+        self.seen: set[bytes] = set()
+        self.last_ts: datetime | None = None
 
-    def _headers(self, rows: list[tuple[int, str]], blank_after: dict[int, bool], base: int) -> dict:
+    def _headers(self, rows: list[tuple[int, str]], blank_after: dict[int, bool], base: int) -> dict[str, Any]:
         """Walk the block's '#' lines; only an unchanged names+units pair (or the first one) is regular."""
-        st = {"names": self.names, "units": self.units, "header_line": self.header_line, "pending": self.pending}
+        st: dict[str, Any] = {"names": self.names, "units": self.units, "header_line": self.header_line, "pending": self.pending}
         for i, text in rows:
             tokens = text.lstrip().lstrip("#").split()
             if "gpu" in tokens:

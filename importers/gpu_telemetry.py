@@ -113,8 +113,9 @@ class NvidiaSmiCsvImporter:
         names = [f.strip() for f in first.split(",")]
         if len(names) < 2:
             return "not a comma-separated header"
-        fields = [(_FIELD.match(n)["name"] if _FIELD.match(n) else None) for n in names]
-        if None in fields:
+        matched = [_FIELD.match(n) for n in names]
+        fields = [m["name"] for m in matched if m is not None]
+        if len(fields) != len(names):
             return "header cells are not nvidia-smi query fields"
         if not any(f in KNOWN_QUERY_FIELDS or f.startswith(("power.", "utilization.", "memory.", "clocks.", "temperature."))
                    for f in fields):  # fmt: skip
@@ -143,7 +144,8 @@ class NvidiaSmiCsvImporter:
         seen_units: dict[str, set[str]] = {n: set() for n in names}
         counts = {"[N/A]": 0, "[Not Supported]": 0}
         gpu_names: set[str] = set()
-        tick, last_ts, tick_gpus = -1, None, set()
+        tick, last_ts = -1, None
+        tick_gpus: set[int] = set()
         rows = []
         for lineno, line in enumerate(lines[1:], start=2):
             if not line.strip():
@@ -227,7 +229,8 @@ class DcgmiDmonImporter:
         names: list[str] = []
         units: list[str] = []
         expect_units = False
-        tick, tick_gpus = -1, set()
+        tick = -1
+        tick_gpus: set[int] = set()
         for lineno, line in enumerate(lines, start=1):
             if not line.strip():
                 continue

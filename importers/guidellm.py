@@ -173,7 +173,7 @@ def _row(path: Path, at: tuple[int, str, int], idx: int, status: str, rec: Any) 
     }
 
 
-def _counts(bench: dict) -> dict[str, int]:
+def _counts(bench: dict) -> dict[str, int | float]:
     """Requests guidellm counted per group, wherever this version wrote them."""
     made = _dict(_dict(bench.get("scheduler_metrics")).get("requests_made"))
     for table in (made, _dict(bench.get("request_totals"))):
@@ -243,7 +243,7 @@ def _epoch(value: Any) -> datetime | None:
     return datetime.fromtimestamp(float(value), tz=UTC) if is_number(value) else None
 
 
-def _info(bench: dict, b: int, config: dict, tool_version: str | None, n: int) -> RunInfo:
+def _info(bench: dict, b: int, config: dict, tool_version: str | None, n: int | float) -> RunInfo:
     strategy = _strategy(bench, config)
     kind = strategy.get("type_") or strategy.get("type")
     streams, rate = strategy.get("streams"), strategy.get("rate")

@@ -37,6 +37,7 @@ from typing import Any
 
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import (
+    as_dict,
     build_columns,
     has_key,
     head_text,
@@ -303,10 +304,10 @@ def _request_row(path: Path, i: int, rec: Any) -> tuple[dict, int | None]:
     start = number(path, where, "start_time", rec.get("start_time"), optional=False)
     end = number(path, where, "end_time", rec.get("end_time"), optional=False)
     info = mapping(path, where, "info", rec.get("info"), optional=True)
-    req_m = info.get("request_metrics") if isinstance(info.get("request_metrics"), dict) else None
-    resp_m = info.get("response_metrics") if isinstance(info.get("response_metrics"), dict) else None
+    req_m = got if isinstance(got := info.get("request_metrics"), dict) else None
+    resp_m = got if isinstance(got := info.get("response_metrics"), dict) else None
     if req_m is not None:
-        text = req_m.get("text") if isinstance(req_m.get("text"), dict) else {}
+        text = as_dict(req_m.get("text"))
         in_tok = integer(path, f"{where}.info.request_metrics.text", "input_tokens", text.get("input_tokens"))
     else:
         in_tok = integer(path, f"{where}.info", "input_tokens", info.get("input_tokens"))

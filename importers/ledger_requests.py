@@ -348,9 +348,9 @@ def _columns(cols: dict[str, list], lines: list[int], clock: str | None, csv_tex
         return RequestColumns.model_validate(out, strict=True)
     except ValidationError as exc:
         err = exc.errors()[0]
-        column, i, *_ = err["loc"]
+        col, i, *_ = err["loc"]
         value = err.get("input")
-        raise ParseError(path, f"line {lines[int(i)]}", FIELD_OF.get(str(column), str(column)),
+        raise ParseError(path, f"line {lines[int(i)]}", FIELD_OF.get(str(col), str(col)),
                          f"{err['msg'].lower()}, got {_shown(value)}") from None
 
 

@@ -28,7 +28,7 @@ from datetime import datetime
 from pathlib import Path
 
 from bench_ledger.errors import ParseError
-from bench_ledger.importers._toolfiles import head_text, is_number, published
+from bench_ledger.importers._toolfiles import as_dict, head_text, is_number, published
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
 
@@ -153,7 +153,7 @@ class MlperfDetailImporter:
                 if not isinstance(event, dict) or not isinstance(event.get("key"), str) or "value" not in event:
                     raise ParseError(path, f"line {lineno}", "key", "an MLLOG event needs a string 'key' and a 'value'")
                 key, value = event["key"], event["value"]
-                meta = event.get("metadata") if isinstance(event.get("metadata"), dict) else {}
+                meta = as_dict(event.get("metadata"))
                 errors += bool(meta.get("is_error"))
                 warnings += bool(meta.get("is_warning"))
                 loc = f"line {lineno}"

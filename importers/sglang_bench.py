@@ -130,7 +130,7 @@ def _requests(arrays: dict[str, list], n: int, line: int, path: Path, prefix: st
     status = status_of(arrays.get("errors"), n)
     none = [None] * n
     errors = arrays.get("errors")
-    cols = {
+    cols: dict[str, list[Any]] = {
         "idx": list(range(n)), "line": [line] * n, "status": status,
         "error": none if errors is None else [e or None for e in errors],
         "retries": none, "input_tokens": arrays.get("input_lens", none),

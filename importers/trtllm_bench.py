@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench_ledger.importers._toolfiles import has_key, head_text, integer, is_number, jpath, mapping, published
+from bench_ledger.importers._toolfiles import as_dict, has_key, head_text, integer, is_number, jpath, mapping, published
 from bench_ledger.importers.base import ParseOptions, load_json
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
@@ -104,7 +104,7 @@ class TrtllmBenchImporter:
         metadata["mode"] = "latency" if latency_mode else "throughput"
         if isinstance(data.get("decoding_stats"), dict) and data["decoding_stats"].get("mode") is not None:
             metadata["decoding_stats.mode"] = str(data["decoding_stats"]["mode"])
-        dataset = data.get("dataset") if isinstance(data.get("dataset"), dict) else {}
+        dataset = as_dict(data.get("dataset"))
         model = engine.get("model")
         n = integer(path, jpath("request_info", "num_requests"), "num_requests", req.get("num_requests"))
         label = f"{TOOL} {model} tp{world.get('tp_size')} pp{world.get('pp_size')} bs{world.get('max_batch_size')} n{n}"

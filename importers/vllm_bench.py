@@ -260,7 +260,7 @@ def int_or_none(obj: dict[str, Any], key: str, path: Path, prefix: str) -> int |
 
 def float_or_none(obj: dict[str, Any], key: str) -> float | None:
     value = obj.get(key)
-    return float(value) if type(value) in NUMBER and math.isfinite(value) else None
+    return float(value) if type(value) in NUMBER and isinstance(value, NUMBER) and math.isfinite(value) else None
 
 
 # ---------------------------------------------------------------- vLLM
@@ -279,7 +279,7 @@ def _label(obj: dict[str, Any]) -> str:
 
 def _times_ns(arrays: dict[str, list], ttft: list, latency: list, n: int) -> tuple[list, list, list]:
     """send / first-token / end ns from perf_counter seconds, summed exactly as decimals."""
-    none = [None] * n
+    none: list[int | None] = [None] * n
     starts = [Decimal(repr(x)) for x in arrays["start_times"]]
     send = [int(s * E9) for s in starts]
     first = end = none
@@ -303,7 +303,7 @@ def _requests(arrays: dict[str, list], n: int, line: int | None, path: Path, pre
             check_numbers(arrays, ("start_times", "ttfts", "latencies"), path, prefix)
             raise
     errors = arrays.get("errors")
-    cols = {
+    cols: dict[str, list[Any]] = {
         "idx": list(range(n)), "line": [line] * n, "status": status,
         "error": none if errors is None else [e or None for e in errors],
         "retries": none, "input_tokens": arrays.get("input_lens", none),
@@ -711,6 +711,7 @@ def _fast_iter(con, path: Path, meta: list[tuple], lines: int) -> Iterator[Parse
                     info, capture, pubs = _header(obj, set(present), n, prefix, path)
                     requests = None
                     if n:
+                        assert req is not None  # read above for every group with a request
                         table = req.slice(at, n)
                         at += n
                         g = None

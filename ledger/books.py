@@ -140,7 +140,7 @@ def close_batch(ledger: Ledger, name: str, seal_file: Path | None = None) -> Sea
             s.add(seal)
             s.flush()
             for p in parts:
-                conn.execute(sa.insert(m.SealPart.__table__), s3.seal_part_rows(seal.id, p))
+                conn.execute(sa.insert(m.SealPart), s3.seal_part_rows(seal.id, p))
             batch.status, batch.closed_at, batch.seal_digest = "closed", closed_at, digest
             result = SealResult(name, digest, root, count, previous, closed_at, json.loads(seal.table_counts))
             s.flush()
@@ -344,7 +344,10 @@ def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Se
             check.problems.append("closed but has no seal row")
         if line is None:
             return check
-    scheme = seal.scheme if seal is not None else line.get("scheme")
+    scheme = seal.scheme if seal is not None else line.get("scheme") if line is not None else None
+    if not isinstance(scheme, str):
+        check.problems.append(f"seal scheme {scheme!r} is unknown to this version")
+        return check
     if scheme == s3.SCHEME:
         declared, arts = _batch_parts(conn, backend, b.id)
         parts = [*declared, *(p for ps in arts.values() for p in ps)]
@@ -356,14 +359,15 @@ def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Se
         check.problems.append(f"seal scheme {scheme!r} is unknown to this version")
         return check
     check.row_count = count
-    closed_at = b.closed_at if b.closed_at is not None else (seal.closed_at if seal is not None else None)
     if seal is None:  # only the seal file is left
+        assert line is not None  # returned above when there is neither
         closed_at = datetime.fromisoformat(line["closed_at"])
         digest = sl.seal_digest(line.get("previous_digest", ""), b.name, root, count, closed_at, scheme)
         check.digest = digest
         if digest != line.get("digest"):
             check.problems.append(f"seal file has {str(line.get('digest'))[:16]}…, the ledger recomputes {digest[:16]}…")
         return check
+    closed_at = b.closed_at if b.closed_at is not None else seal.closed_at
     digest = sl.seal_digest(seal.previous_digest, b.name, root, count, closed_at, scheme)
     check.digest = digest
     if digest != seal.digest:
@@ -495,13 +499,16 @@ def _diff_table(conn: sa.Connection, backend: str, s: Session, seal: m.Seal, bat
 # --------------------------------------------------------------------------- corrections
 
 
-_CORRECTABLE: dict[str, type[m.Run] | type[m.PublishedValue] | type[m.Launch]] = {
+# The correctable models share their revision columns (id, revision, supersedes_id, ...), which the
+# helpers below address by name: type[Any] says so (a union of the three would not type-check).
+Correctable = type[Any]
+_CORRECTABLE: dict[str, Correctable] = {
     "run": m.Run, "published_value": m.PublishedValue, "launch": m.Launch,
 }  # fmt: skip
 _FIXED = {"id", "revision", "supersedes_id", "correction_reason", "recorded_at", "origin_id"}
 
 
-def _correct(ledger: Ledger, model: type, row_id: int, reason: str, changes: dict[str, Any]) -> int:
+def _correct(ledger: Ledger, model: Correctable, row_id: int, reason: str, changes: dict[str, Any]) -> int:
     if not reason or not reason.strip():
         raise InputError("a correction needs a reason")
     with ledger.session() as s:
@@ -518,7 +525,8 @@ def _correct(ledger: Ledger, model: type, row_id: int, reason: str, changes: dic
             raise InputError(f"cannot correct {', '.join(bad)} of a {table}")
         batch_id = getattr(old, "batch_id", None)
         if batch_id is None and getattr(old, "run_id", None) is not None:
-            batch_id = s.get(m.Run, old.run_id).batch_id
+            run = s.get(m.Run, old.run_id)
+            batch_id = run.batch_id if run is not None else None
         batch = s.get(m.Batch, batch_id) if batch_id is not None else None
         if batch is not None:  # locked like an import: a concurrent close waits, or is waited for
             batch = Ledger.get_batch(s, batch.name, lock="share")
@@ -568,8 +576,9 @@ def parse_changes(table: str, assignments: list[str]) -> dict[str, Any]:
 def _type_name(t: sa.types.TypeEngine) -> str:
     if isinstance(t, m.ExactDecimal):
         return "exact decimal"
-    return {sa.Integer: "integer", sa.Float: "number", sa.Boolean: "true/false", sa.DateTime: "ISO timestamp"}.get(
-        next((k for k in (sa.Integer, sa.Float, sa.Boolean, sa.DateTime) if isinstance(t, k)), None), "text")  # fmt: skip
+    names: tuple[tuple[type[sa.types.TypeEngine], str], ...] = (
+        (sa.Integer, "integer"), (sa.Float, "number"), (sa.Boolean, "true/false"), (sa.DateTime, "ISO timestamp"))
+    return next((name for k, name in names if isinstance(t, k)), "text")
 
 
 def _typed(t: sa.types.TypeEngine, text: str) -> Any:
@@ -613,11 +622,11 @@ def correct_published_value(ledger: Ledger, value_id: int, reason: str, **change
     return _correct(ledger, m.PublishedValue, value_id, reason, changes)
 
 
-def _table(table: sa.FromClause | type) -> sa.FromClause:
+def _table(table: sa.FromClause | Correctable) -> sa.FromClause:
     return table.__table__ if isinstance(table, type) else table
 
 
-def current(table: sa.FromClause | type, as_of: datetime | None = None) -> sa.ColumnElement[bool]:
+def current(table: sa.FromClause | Correctable, as_of: datetime | None = None) -> sa.ColumnElement[bool]:
     """THE current-revision predicate: true for rows of a correctable table (run, published_value,
     launch) that no later revision supersedes -- as the ledger stood at ``as_of`` when given (the
     row was recorded by then, and no revision recorded by then supersedes it).
@@ -645,7 +654,7 @@ def require_current(conn: sa.Connection, table: str, row_id: int) -> None:
                        f"(`ledger history {table} {row_id}` shows the chain)")  # fmt: skip
 
 
-def not_superseded(table: sa.FromClause | type) -> sa.ColumnElement[bool]:
+def not_superseded(table: sa.FromClause | Correctable) -> sa.ColumnElement[bool]:
     """:func:`current` without a time (kept for callers written before it)."""
     return current(table)
 
@@ -665,7 +674,7 @@ def current_ids(ledger: Ledger, table: str, as_of: datetime | None = None) -> se
         return set(s.scalars(sa.select(model.id).where(current(model, as_of))))
 
 
-def _model(table: str) -> type:
+def _model(table: str) -> Correctable:
     try:
         return _CORRECTABLE[table]
     except KeyError:
@@ -681,7 +690,7 @@ def history(ledger: Ledger, table: str, row_id: int) -> list[dict[str, Any]]:
         if row is None:
             raise NotFound(f"no {table} with id {row_id}")
         while row.supersedes_id is not None:
-            row = s.get(model, row.supersedes_id)
+            row = s.get_one(model, row.supersedes_id)  # a foreign key: the row exists
         chain = [row]
         while (nxt := s.scalar(sa.select(model).where(model.supersedes_id == chain[-1].id))) is not None:
             chain.append(nxt)

@@ -27,6 +27,7 @@ def bulk_insert(conn: sa.Connection, backend: str, table: str, data: pa.Table, h
         held.add(table, data)
     cols = ", ".join(f'"{c}"' for c in data.column_names)
     raw = conn.connection.driver_connection
+    assert raw is not None  # a checked-out connection always has its driver connection
     if backend == "duckdb":
         view = f"_ledger_bulk_{next(_names)}"
         raw.register(view, data)

@@ -13,7 +13,7 @@ import hashlib
 import json
 from decimal import Decimal
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import rfc8785
 import sqlalchemy as sa
@@ -199,7 +199,7 @@ def declare(ledger: Ledger, manifest: Manifest, base: Path) -> Declared:
     with ledger.session() as s:
         for rep in manifest.source_reports:
             digest = hashlib.sha256((base / rep.file).read_bytes()).hexdigest() if rep.file else None
-            wanted = dict(title=rep.title, published_on=rep.date, author=rep.author, language=rep.language,
+            wanted: dict[str, Any] = dict(title=rep.title, published_on=rep.date, author=rep.author, language=rep.language,
                           text_sha256=digest, location=rep.location)  # fmt: skip
             row = s.scalar(sa.select(m.SourceReport).where(m.SourceReport.slug == rep.slug))
             if row is None:
@@ -212,21 +212,21 @@ def declare(ledger: Ledger, manifest: Manifest, base: Path) -> Declared:
             fields = dep.model_dump(exclude={"name", "launches", "gpu_memory", "size_on_disk"})
             wanted = dict(fields, gpu_memory=mem, gpu_memory_unit=mem_unit, size_on_disk=size,
                           size_on_disk_unit=size_unit, fingerprint=dep.fingerprint())  # fmt: skip
-            row = s.scalar(sa.select(m.Deployment).where(m.Deployment.name == dep.name))
-            if row is None:
-                row = m.Deployment(name=dep.name, recorded_at=now(), **wanted)
-                s.add(row)
+            dep_row = s.scalar(sa.select(m.Deployment).where(m.Deployment.name == dep.name))
+            if dep_row is None:
+                dep_row = m.Deployment(name=dep.name, recorded_at=now(), **wanted)
+                s.add(dep_row)
                 s.flush()
                 tally("deployment", True)
             else:
-                tally("deployment", not _same_or_refuse("deployment", dep.name, _cols(row), wanted))
+                tally("deployment", not _same_or_refuse("deployment", dep.name, _cols(dep_row), wanted))
             for la in dep.launches:
                 existing = s.scalar(
-                    sa.select(m.Launch).where(m.Launch.deployment_id == row.id, m.Launch.attempt == la.attempt)
+                    sa.select(m.Launch).where(m.Launch.deployment_id == dep_row.id, m.Launch.attempt == la.attempt)
                 )
                 wanted_l = dict(outcome=la.outcome, cause=la.cause, seconds_to_ready=la.seconds_to_ready)
                 if existing is None:
-                    s.add(m.Launch(deployment_id=row.id, attempt=la.attempt, recorded_at=now(),
+                    s.add(m.Launch(deployment_id=dep_row.id, attempt=la.attempt, recorded_at=now(),
                                    seconds_to_ready_flag="reported" if la.seconds_to_ready is not None else "n/a",
                                    **wanted_l))  # fmt: skip
                     tally("launch", True)
@@ -239,10 +239,10 @@ def declare(ledger: Ledger, manifest: Manifest, base: Path) -> Declared:
         for b in manifest.batches:
             dep_id = Ledger.get_deployment(s, b.deployment).id if b.deployment else None
             wanted = dict(description=b.description, deployment_id=dep_id)
-            row = s.scalar(sa.select(m.Batch).where(m.Batch.name == b.name))
-            if row is None:
+            batch_row = s.scalar(sa.select(m.Batch).where(m.Batch.name == b.name))
+            if batch_row is None:
                 s.add(m.Batch(name=b.name, status="open", created_at=now(), **wanted))
-            tally("batch", row is None or not _same_or_refuse("batch", b.name, _cols(row), wanted))
+            tally("batch", batch_row is None or not _same_or_refuse("batch", b.name, _cols(batch_row), wanted))
 
         s.flush()
         for r in manifest.runs:
@@ -255,10 +255,10 @@ def declare(ledger: Ledger, manifest: Manifest, base: Path) -> Declared:
                               "declare a new batch")  # fmt: skip
             dep_id = Ledger.get_deployment(s, r.deployment).id if r.deployment else batch.deployment_id
             wanted = run_fields(r, dep_id)
-            row = s.scalar(sa.select(m.Run).where(m.Run.batch_id == batch.id, m.Run.label == r.label))
-            if row is None:
+            run_row = s.scalar(sa.select(m.Run).where(m.Run.batch_id == batch.id, m.Run.label == r.label))
+            if run_row is None:
                 s.add(m.Run(batch_id=batch.id, label=r.label, recorded_at=now(), **wanted))
-            tally("run", row is None or not _same_or_refuse("run", r.label, _cols(row), wanted))
+            tally("run", run_row is None or not _same_or_refuse("run", r.label, _cols(run_row), wanted))
     return out
 
 

@@ -79,6 +79,7 @@ def schema_of(names: list[str], tags: list[str]) -> pa.Schema:
 def read_rows(conn: sa.Connection, backend: str, sql: str, names: list[str], tags: list[str]) -> pa.Table:
     """The rows of ``sql`` (already ordered) as an Arrow table with one canonical type per tag."""
     raw = conn.connection.driver_connection
+    assert raw is not None  # a checked-out connection always has its driver connection
     schema = schema_of(names, tags)
     if backend == "duckdb":
         data = raw.execute(sql).to_arrow_table()  # this connection: it sees the open transaction
@@ -221,11 +222,11 @@ class _Col:
     name: bytes  # column name + NUL + tag, as hashed
     tag: str
     valid: memoryview  # n bytes, 1 = a value
-    values: memoryview | None = None  # 8 bytes per row (int64 or float64 LE)
-    lengths: memoryview | None = None  # text: uint32 LE per row
-    offsets: memoryview | None = None  # text: n + 1 int64 offsets (cast 'q') into ``data``
+    values: memoryview = memoryview(b"")  # 8 bytes per row (int64 or float64 LE)
+    lengths: memoryview = memoryview(b"")  # text: uint32 LE per row
+    offsets: memoryview = memoryview(b"")  # text: n + 1 int64 offsets (cast 'q') into ``data``
     data: memoryview = memoryview(b"")  # text: the Arrow data buffer (UTF-8)
-    arrow: pa.Array | None = None  # the Arrow values (fingerprints read them)
+    arrow: pa.Array = None  # the Arrow values (fingerprints read them), always set by _column
 
 
 def _column(name: str, tag: str, arr: pa.ChunkedArray | pa.Array) -> _Col:

@@ -22,6 +22,8 @@ other libraries are translated where they enter (the store, the importers), neve
 
 from __future__ import annotations
 
+from os import PathLike
+
 
 class LedgerError(Exception):
     """Base of every error the ledger raises on purpose."""
@@ -71,7 +73,7 @@ class ClaimsInvalid(InputError):
 class ParseError(InputError):
     """A file could not be parsed; the message names the file, the place and the field."""
 
-    def __init__(self, path: str, where: str | None, field: str | None, problem: str) -> None:
+    def __init__(self, path: str | PathLike[str], where: str | None, field: str | None, problem: str) -> None:
         self.path, self.where, self.field, self.problem = str(path), where, field, problem
         place = f"{self.path}, {where}" if where else self.path
         what = f"field {field!r}: " if field else ""
@@ -81,7 +83,7 @@ class ParseError(InputError):
 class UnknownFormat(InputError):
     """No importer recognised a file."""
 
-    def __init__(self, path: str, reasons: dict[str, str]) -> None:
+    def __init__(self, path: str | PathLike[str], reasons: dict[str, str]) -> None:
         self.path, self.reasons = str(path), reasons
         tried = "\n".join(f"  {name}: {why}" for name, why in reasons.items())
         super().__init__(f"{self.path}: format not recognised; tried:\n{tried}")

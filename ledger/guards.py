@@ -70,9 +70,9 @@ def _after_flush(session: Session, flush_context) -> None:
             session.info.setdefault("fresh_captures", set()).add(obj.id)
 
 
-def _refuse_backfill(obj: object) -> Refused:
+def _refuse_backfill(obj: m.Base) -> Refused:
     attr, _ = _BELONGS_TO[type(obj)]
-    table = obj.__table__.name
+    table = obj.__tablename__
     owner = "capture" if attr == "capture_id" else "artefact"
     return Refused(
         "R9", f"add a {table} row to {owner} {getattr(obj, attr)}",
@@ -144,7 +144,7 @@ def _refuse_closed(batch: m.Batch, table: str, what: str) -> Refused:
 
 def _before_flush(session: Session, flush_context, instances) -> None:
     for obj in list(session.deleted):
-        table = obj.__table__.name
+        table = obj.__tablename__
         if table in APPEND_ONLY:
             raise _refuse_append_only(table, "delete")
         if isinstance(obj, m.Launch):
@@ -159,7 +159,7 @@ def _before_flush(session: Session, flush_context, instances) -> None:
     for obj in list(session.dirty):
         if not session.is_modified(obj, include_collections=False):
             continue
-        table = obj.__table__.name
+        table = obj.__tablename__
         changed = {a.key for a in sa.inspect(obj).attrs if a.history.has_changes()}
         if table in APPEND_ONLY:
             raise _refuse_append_only(table, f"update {', '.join(sorted(changed))} of")
@@ -193,7 +193,7 @@ def _before_flush(session: Session, flush_context, instances) -> None:
                     run = session.get(m.Run, obj.run_id)
                 batch_id = run.batch_id if run else None
             if (closed := _closed(session, batch_id)) is not None:
-                raise _refuse_closed(closed, obj.__table__.name, "add")
+                raise _refuse_closed(closed, obj.__tablename__, "add")
 
 
 def _check_batch_change(batch: m.Batch, changed: set[str]) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,7 +25,7 @@ from bench_ledger import models as m
 from bench_ledger import records as rec
 from bench_ledger import seal3
 from bench_ledger.bulk import bulk_insert
-from bench_ledger.errors import AlreadyImported, InputError, ParseError, Refused, UsageError, WriteConflict
+from bench_ledger.errors import AlreadyImported, InputError, NotFound, ParseError, Refused, UsageError, WriteConflict
 from bench_ledger.store import Ledger, now
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
@@ -181,7 +181,7 @@ def write_artefact(
         s.add(art)
         s.flush()
         result = ImportResult(artefact_id=art.id, sha256=sha, format=parsed.format,
-                              created_batch=batch.name if created else None)  # fmt: skip
+                              created_batch=batch.name if created and batch is not None else None)  # fmt: skip
         conn = s.connection()
         held = seal3.HeldRows()  # request, chunk_gap, hardware_sample as handed to the database
         rows = _Pending(conn, ledger.backend, path, held)
@@ -298,6 +298,8 @@ def _batch(s: Session, name: str) -> tuple[m.Batch, bool]:
         ).scalar()  # fmt: skip
         created = inserted is not None
         batch = Ledger.find_batch(s, name, lock="share")
+    if batch is None:  # the row exists: this INSERT or a concurrent one made it
+        raise NotFound(f"batch {name!r} vanished while it was being created")
     if batch.status == "closed":
         raise Refused(
             "R10", f"import into batch {name!r}", f"the batch was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC and is sealed",
@@ -363,7 +365,7 @@ def next_ids(conn: sa.Connection, backend: str, table: str, n: int) -> list[int]
     return sorted(r[0] for r in conn.exec_driver_sql(sql))
 
 
-def _arrow_of(table: sa.Table, rows: list[dict], dialect: sa.Dialect) -> pa.Table:
+def _arrow_of(table: sa.FromClause, rows: list[dict], dialect: sa.Dialect) -> pa.Table:
     """Rows (dicts with the same keys) as an Arrow table typed after ``table``'s columns; bind
     processors (ExactDecimal -> text) are applied as an ORM insert would."""
     names = list(rows[0])
@@ -423,6 +425,7 @@ class _RunWriter:
             return
         chunk, self.chunk, self.buffered = self.chunk, [], 0
         s, conn, batch, art_id = self.s, self.conn, self.batch, self.artefact_id
+        assert batch is not None  # runs are added only with a batch (import_file refuses the others)
         dialect = conn.dialect
         labels = sorted({label for label, _ in chunk})
         found: dict[str, m.Run] = {}
@@ -478,14 +481,16 @@ class _RunWriter:
             s.flush()  # the learned run fields, before rows that point at the runs
         cap_ids = next_ids(conn, self.backend, "capture", len(chunk))
         stamp = now()
-        caps_rows, field_rows, pub_rows = [], [], []
+        caps_rows: list[dict[str, Any]] = []
+        field_rows: list[dict[str, Any]] = []
+        pub_rows: list[dict[str, Any]] = []
         for cap_id, (label, pr) in zip(cap_ids, chunk, strict=True):
             key = ids[label][1]
-            c = pr.capture
-            caps_rows.append(dict(id=cap_id, artefact_id=art_id, run_id=key, record_count=c.record_count,
-                                  sampled=c.sampled, sample_note=c.sample_note, clock=c.clock,
-                                  token_source=c.token_source, success_rule=c.success_rule))  # fmt: skip
-            field_rows.extend(dict(capture_id=cap_id, field=f) for f in c.fields)
+            pc = pr.capture
+            caps_rows.append(dict(id=cap_id, artefact_id=art_id, run_id=key, record_count=pc.record_count,
+                                  sampled=pc.sampled, sample_note=pc.sample_note, clock=pc.clock,
+                                  token_source=pc.token_source, success_rule=pc.success_rule))  # fmt: skip
+            field_rows.extend(dict(capture_id=cap_id, field=f) for f in pc.fields)
             pub_rows.extend(_published_row(p, art_id, batch.id, key, self.deployment_id, stamp) for p in pr.published)
         bulk_insert(conn, self.backend, "capture", _arrow_of(m.Capture.__table__, caps_rows, dialect))
         if field_rows:
@@ -611,10 +616,12 @@ def request_tables(artefact_id: int, run_id: int, clock: str | None,
         requests = pa.table(data, schema=_REQUEST_SCHEMA)
     except UnicodeEncodeError:  # a lone surrogate (JSON "\\ud800"): name the record
         i = next(i for i, e in enumerate(cols.error) if e is not None and rec.text_violation("error", e))
-        raise rec.RecordError("error", cols.idx[i], cols.line[i], rec.text_violation("error", cols.error[i])) from None
+        raise rec.RecordError("error", cols.idx[i], cols.line[i], str(rec.text_violation("error", cols.error[i] or ""))) from None
     if not any(g for g in gaps):
         return requests, None
-    req_idx, seq, gap = [], [], []
+    req_idx: list[int] = []
+    seq: list[int] = []
+    gap: list[float] = []
     for i, g in zip(cols.idx, gaps, strict=True):
         if g:
             req_idx.extend([i] * len(g))

@@ -241,9 +241,9 @@ def _lowered(msg: str) -> str:
     return msg[:1].lower() + msg[1:]
 
 
-def as_parse_error(path: Any, exc: Exception) -> Exception | None:
-    """The ParseError for an exception that escaped a parser, or None when it is not one of the
-    known kinds: a record the contract refused (pydantic names the field and the position), a
+def as_parse_error(path: Any, exc: Exception) -> Exception:
+    """The ParseError for an exception that escaped a parser, or ``exc`` itself when it is not one
+    of the known kinds: a record the contract refused (pydantic names the field and the position), a
     structure nested beyond Python's recursion limit."""
     from bench_ledger.errors import ParseError
     from pydantic import ValidationError
@@ -261,7 +261,7 @@ def as_parse_error(path: Any, exc: Exception) -> Exception | None:
         text = exc.object if isinstance(exc.object, str) else ""
         return ParseError(path, None, None, f"a lone surrogate (U+{ord(text[exc.start]):04X}) in {_shown(text)!r}, "
                                             "which is not text")  # fmt: skip
-    return None
+    return exc
 
 
 @dataclass(frozen=True)
@@ -339,22 +339,22 @@ class RequestColumns(Record):
     artefact never carried is simply not in the capture's ``fields`` (and its column is all None).
     """
 
-    idx: list[_IDX] = Field(description="0-based index of the record in its artefact")
-    line: list[_LINE | None] = Field(description="1-based physical line, where the format has lines")
+    idx: list[_IDX] = Field(description="0-based index of the record in its artefact")  # type: ignore[valid-type]  # a domain's Annotated type, built at import
+    line: list[_LINE | None] = Field(description="1-based physical line, where the format has lines")  # type: ignore[valid-type]  # a domain's Annotated type, built at import
     status: list[RequestStatus]
     error: list[Annotated[str, Field(max_length=MAX_TEXT_CHARS)] | None]
-    retries: list[_RETRIES | None]
-    input_tokens: list[_INPUT_TOKENS | None]
-    output_tokens: list[_OUTPUT_TOKENS | None]
-    send_ns: list[_SEND_NS | None]
-    first_token_ns: list[_FIRST_TOKEN_NS | None]
-    end_ns: list[_END_NS | None]
-    ttft_s: list[_TTFT_S | None]
-    latency_s: list[_LATENCY_S | None]
-    queue_s: list[_QUEUE_S | None]
-    itl_mean_s: list[_ITL_MEAN_S | None]
-    cached_tokens: list[_CACHED_TOKENS | None]
-    chunk_gaps_s: list[list[_CHUNK_GAPS_S] | None] = Field(
+    retries: list[_RETRIES | None]  # type: ignore[valid-type]  # a domain's Annotated type, built at import
+    input_tokens: list[_INPUT_TOKENS | None]  # type: ignore[valid-type]  # a domain's Annotated type, built at import
+    output_tokens: list[_OUTPUT_TOKENS | None]  # type: ignore[valid-type]  # a domain's Annotated type, built at import
+    send_ns: list[_SEND_NS | None]  # type: ignore[valid-type]  # a domain's Annotated type, built at import
+    first_token_ns: list[_FIRST_TOKEN_NS | None]  # type: ignore[valid-type]  # a domain's Annotated type, built at import
+    end_ns: list[_END_NS | None]  # type: ignore[valid-type]  # a domain's Annotated type, built at import
+    ttft_s: list[_TTFT_S | None]  # type: ignore[valid-type]  # a domain's Annotated type, built at import
+    latency_s: list[_LATENCY_S | None]  # type: ignore[valid-type]  # a domain's Annotated type, built at import
+    queue_s: list[_QUEUE_S | None]  # type: ignore[valid-type]  # a domain's Annotated type, built at import
+    itl_mean_s: list[_ITL_MEAN_S | None]  # type: ignore[valid-type]  # a domain's Annotated type, built at import
+    cached_tokens: list[_CACHED_TOKENS | None]  # type: ignore[valid-type]  # a domain's Annotated type, built at import
+    chunk_gaps_s: list[list[_CHUNK_GAPS_S] | None] = Field(  # type: ignore[valid-type]  # a domain's Annotated type, built at import
         description="gaps between streamed chunks (one chunk may carry several tokens), seconds"
     )
 

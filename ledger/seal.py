@@ -197,9 +197,9 @@ def _select(table: str, batch_id: int, backend: str, *, all_columns: bool = Fals
     t = m.Base.metadata.tables[table]
     names = list(BATCH_IDENTITY) if table == "batch" and not all_columns else [c.name for c in t.columns]
     col = sa.column
-    runs = sa.select(col("id")).select_from(sa.table("run")).where(col("batch_id") == batch_id)
-    arts = sa.select(col("id")).select_from(sa.table("artefact")).where(col("batch_id") == batch_id)
-    caps = sa.select(col("id")).select_from(sa.table("capture")).where(col("run_id").in_(runs))
+    runs: sa.Select[Any] = sa.select(col("id")).select_from(sa.table("run")).where(col("batch_id") == batch_id)
+    arts: sa.Select[Any] = sa.select(col("id")).select_from(sa.table("artefact")).where(col("batch_id") == batch_id)
+    caps: sa.Select[Any] = sa.select(col("id")).select_from(sa.table("capture")).where(col("run_id").in_(runs))
     where = {
         "batch": col("id") == batch_id,
         "run": col("batch_id") == batch_id,
@@ -215,11 +215,11 @@ def _select(table: str, batch_id: int, backend: str, *, all_columns: bool = Fals
     }.get(table, col("artefact_id").in_(arts))
     order = []
     for c in t.primary_key.columns:
-        expr = sa.column(c.name)
+        expr: sa.ColumnElement[Any] = sa.column(c.name)
         if backend == "postgresql" and isinstance(c.type, sa.String):
             expr = sa.collate(expr, "C")
         order.append(expr)
-    stmt = sa.select(*[sa.column(n) for n in names]).select_from(sa.table(table)).where(where).order_by(*order)
+    stmt: sa.Select[*tuple[Any, ...]] = sa.select(*[sa.column(n) for n in names]).select_from(sa.table(table)).where(where).order_by(*order)
     return stmt, names
 
 

@@ -26,6 +26,7 @@ import hashlib
 import json
 import zlib
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -150,11 +151,12 @@ def artefact_parts(conn: sa.Connection, backend: str, artefact_ids: list[int] | 
 
 
 def artefact_digest(parts: list[Part]) -> str:
-    return hashlib.sha256(rfc8785.dumps([[p.table, p.count, p.root] for p in parts])).hexdigest()
+    items: list[Any] = [[p.table, p.count, p.root] for p in parts]
+    return hashlib.sha256(rfc8785.dumps(items)).hexdigest()
 
 
 def batch_root(declared: list[Part], artefacts: dict[int, list[Part]]) -> str:
-    items = [[p.table, p.count, p.root] for p in declared]
+    items: list[Any] = [[p.table, p.count, p.root] for p in declared]
     items += [["artefact", a, artefact_digest(ps)] for a, ps in sorted(artefacts.items())]
     return hashlib.sha256(rfc8785.dumps(items)).hexdigest()
 
@@ -205,7 +207,7 @@ def store_artefact_digest(conn: sa.Connection, backend: str, artefact_id: int, h
         read = artefact_parts(conn, backend, [artefact_id], tuple(t for t in ARTEFACT_TABLES if t not in HELD_TABLES))
         back = iter(read[artefact_id])
         parts = [held.part(t, artefact_id) if t in HELD_TABLES else next(back) for t in ARTEFACT_TABLES]
-    conn.execute(sa.insert(m.ArtefactDigest.__table__), [
+    conn.execute(sa.insert(m.ArtefactDigest), [
         {"artefact_id": artefact_id, "table_name": p.table, "row_count": p.count, "root": p.root,
          "chunks": b"".join(p.digests)} for p in parts
     ])  # fmt: skip
@@ -226,7 +228,8 @@ def _keys_blob(part: Part, lo: int, hi: int) -> bytes:
 
 def decode_keys(table: str, blob: bytes, n: int) -> list[tuple]:
     raw = zlib.decompress(blob)
-    cols, pos = [], 0
+    cols: list[list[Any]] = []
+    pos = 0
     t = m.Base.metadata.tables[table]
     for k in key_columns(table):
         tag = dg.tag_of(t.c[k])

@@ -205,7 +205,7 @@ class Ledger:
             session.commit()
         except driver_errors() as exc:
             session.rollback()
-            raise translate(exc, self.url) from exc
+            raise translate(exc, self.url) from exc  # type: ignore[arg-type]  # driver errors are Exceptions
         except BaseException:
             session.rollback()
             raise
@@ -233,7 +233,10 @@ class Ledger:
     def head_revision(self) -> str:
         from alembic.script import ScriptDirectory
 
-        return ScriptDirectory.from_config(self._alembic_config()).get_current_head()
+        head = ScriptDirectory.from_config(self._alembic_config()).get_current_head()
+        if head is None:
+            raise StoreError("the installed package has no migration revisions")
+        return head
 
     def revision(self) -> str | None:
         from alembic.migration import MigrationContext

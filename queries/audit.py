@@ -34,7 +34,7 @@ from bench_ledger.queries.audit_rules import Derivation, Term, check_rules, infe
 from bench_ledger.queries.claims import VERDICTS, Claim, ClaimsFile, Formula, LiteralNumber, MetricOperand
 from bench_ledger.queries.intervals import Interval, fmt
 from bench_ledger.queries.lattice import Evidence, combine, weakest
-from bench_ledger.queries.types import IDENTITY_FACTORS, UNKNOWN, MetricValue, factor_known
+from bench_ledger.queries.values import IDENTITY_FACTORS, UNKNOWN, MetricValue, factor_known
 from bench_ledger.units import UNCONFIRMED, dimension
 from bench_ledger.units import convert as convert_units
 
@@ -305,9 +305,11 @@ class Auditor:
             return mv
         from dataclasses import replace
 
+        evaluate = self.evaluate
+        assert evaluate is not None  # the caller evaluated the scope with it
         values, run_ids = [], set(mv.run_ids)
         for card in cards:
-            one = self.evaluate(self.ledger, name, replace(scope, gpu=card))
+            one = evaluate(self.ledger, name, replace(scope, gpu=card))
             if one.value is None or one.flag == "n/a":
                 return MetricValue(name, scope, None, mv.unit, mv.quantity_kind, "n/a",
                                    na_reason=f"card {card}: {one.na_reason}", inputs=mv.inputs)  # fmt: skip
@@ -542,7 +544,8 @@ class Auditor:
         interval = None
         if all(t.interval is not None for t in terms) and f.op != "range":
             try:
-                interval = self._compute(f.op, terms, unit, None)  # type: ignore[assignment]
+                got = self._compute(f.op, terms, unit, None)
+                interval = got if isinstance(got, Interval) else None  # only "range" gives a pair
             except (Refused, ValueError):
                 interval = None
         flags = {t.flag for t in terms}

@@ -17,7 +17,7 @@ from bench_ledger.queries import kind_algebra
 from bench_ledger.queries.intervals import Interval
 from bench_ledger.queries.kind_algebra import COUNT_KINDS, LOAD_KINDS, MEMORY_KINDS, POWER_KINDS
 from bench_ledger.queries.lattice import Evidence
-from bench_ledger.queries.types import FACTORS, UNKNOWN, WARM_FACTORS, Factor, factor_known
+from bench_ledger.queries.values import FACTORS, UNKNOWN, WARM_FACTORS, Factor, factor_known
 from bench_ledger.units import UNCONFIRMED
 
 # --------------------------------------------------------------------------- kinds
@@ -138,7 +138,7 @@ def rule_units_confirmed(d: Derivation) -> None:
 
 def rule_memory_kinds(d: Derivation) -> None:
     """R1: weights file size, per-rank allocation and device memory never mix, whatever their units."""
-    mem = set()
+    mem: set[str] = set()
     for t in d.terms:
         mem |= t.all_kinds & MEMORY_KINDS
     if d.result_kind in MEMORY_KINDS and mem:
@@ -165,7 +165,7 @@ def rule_counter_meaning(d: Derivation) -> None:
 
 def rule_power_statistics(d: Derivation) -> None:
     """R14: sum of card means, peak of the sum and sum of card peaks never stand for each other."""
-    stats = set()
+    stats: set[str] = set()
     for t in d.terms:
         stats |= t.all_kinds & POWER_KINDS
     if d.result_kind in POWER_KINDS:
@@ -189,7 +189,7 @@ def rule_capacity_not_concurrency(d: Derivation) -> None:
 
 def rule_per_stream_not_aggregate(d: Derivation) -> None:
     """R4: a per-stream rate (x concurrency or not) is never an aggregate rate, nor the reverse."""
-    kinds = set()
+    kinds: set[str] = set()
     for t in d.terms:
         kinds |= t.all_kinds
     if "per_stream_token_rate" in kinds and d.result_kind == "aggregate_token_rate":
@@ -278,7 +278,7 @@ class Sides:
 
 
 def sides(d: Derivation) -> Sides | None:
-    """Factors of the first two operands over the one factor list (queries.types.FACTORS)."""
+    """Factors of the first two operands over the one factor list (queries.values.FACTORS)."""
     if len(d.terms) < 2:
         return None
     fa, fb = side_factors(d.terms[0]), side_factors(d.terms[1])

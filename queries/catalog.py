@@ -92,7 +92,7 @@ class RunDetail:
         return asdict(self)
 
 
-def _count(table: sa.Table, where: sa.ColumnElement) -> sa.ScalarSelect:
+def _count(table: sa.FromClause, where: sa.ColumnElement) -> sa.ScalarSelect:
     return sa.select(sa.func.count()).select_from(table).where(where).scalar_subquery()
 
 
@@ -144,7 +144,7 @@ def list_runs(ledger: Ledger, batch: str | None = None, as_of: datetime | None =
 def run_detail(ledger: Ledger, run_id: int) -> RunDetail:
     with ledger.session() as s:
         run = Ledger.get_run(s, run_id)
-        batch = s.get(m.Batch, run.batch_id)
+        batch = s.get_one(m.Batch, run.batch_id)  # a foreign key: the batch exists
         dep = s.get(m.Deployment, run.deployment_id) if run.deployment_id else None
         require_current(s.connection(), "run", run_id)
         row = next(x for x in list_runs(ledger, batch.name) if x.id == run_id)

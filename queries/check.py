@@ -93,7 +93,7 @@ class Records:
             raise NotDerivable(f"the records carry no per-request {key}")
         if any(v is None for v in vals):
             raise NotDerivable(f"{key} missing for {sum(v is None for v in vals)} of {len(vals)} ok requests")
-        return [Fraction(v) for v in vals]
+        return [Fraction(v) for v in vals if v is not None]
 
     def need_status(self) -> None:
         if "status" not in self.fields or "unknown" in self.statuses:
@@ -119,7 +119,7 @@ def tolerance(text: str) -> Fraction | None:
     if not d.is_finite():
         return None
     exp = d.as_tuple().exponent
-    return Fraction(5) * Fraction(10) ** (int(exp) - 1)  # type: ignore[arg-type]
+    return Fraction(5) * Fraction(10) ** (int(exp) - 1)
 
 
 COUNT_KINDS = ("request_count", "token_count", "count")
@@ -207,8 +207,9 @@ def _repeats(rid: int, pvs: list, machine: bool) -> list[CheckRow]:
             continue
         pv0, r0 = first[pv.key]
         name = f"{pv.key} in {_where(pv)} = {pv.key} in {_where(pv0)}"
-        if (r is None or r0 is None) and pv.file_name == pv0.file_name:
-            continue  # a text event a log repeats (MLPerf's generic_message), not one quantity printed twice
+        if r is None or r0 is None:
+            if pv.file_name == pv0.file_name:
+                continue  # a text event a log repeats (MLPerf's generic_message), not one quantity printed twice
             same = pv.text.strip() == pv0.text.strip()
             out.append(CheckRow(rid, pv.batch, pv.label, pv.tool, pv.key, pv.text, pv.unit, None,
                                 AGREE if same else DISAGREE, None,

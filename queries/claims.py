@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, Union
@@ -23,7 +24,7 @@ from typing import Annotated, Any, Literal, Union
 import yaml
 from bench_ledger.errors import InputError
 from bench_ledger.kinds import KINDS
-from bench_ledger.queries.types import FACTORS, Scope
+from bench_ledger.queries.values import FACTORS, Scope
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -82,7 +83,7 @@ class SourceReportRef(_Model):
 
 class ScopeSpec(_Model):
     """What a metric is computed over: a batch, a run label within a batch, a deployment, or a
-    launch attempt of a deployment (the contract's ``queries.types.Scope``)."""
+    launch attempt of a deployment (the contract's ``queries.values.Scope``)."""
 
     batch: str | None = Field(None, description="batch name; with `run`, the batch the run label belongs to")
     run: str | None = Field(None, description="run label within `batch` (or '#<id>')")
@@ -103,7 +104,7 @@ class ScopeSpec(_Model):
 
     def to_scope(self) -> Scope:
         return Scope(batch=self.batch, run=self.run, deployment=self.deployment, launch=self.launch,
-                     window=tuple(self.window) if self.window else None, gpu=self.gpu)  # fmt: skip
+                     window=self.window, gpu=self.gpu)  # fmt: skip
 
     def ref(self) -> str:
         """The scope as `ledger compare` names it: run:ID | batch:NAME | deployment:NAME."""
@@ -529,7 +530,7 @@ def load_claims(path: str | Path) -> ClaimsFile:
         for err in exc.errors():
             if err["loc"] == () and problems:
                 continue  # the reference problems, already listed one by one
-            problems.append(problem_at(node, data, tuple(err["loc"]), _plain(err)))
+            problems.append(problem_at(node, data, tuple(err["loc"]), _plain(dict(err))))
         cf = None
     if problems:
         problems.sort(key=lambda p: (p.line or 0))
@@ -567,9 +568,12 @@ def update_docs(text: str) -> str:
     """``text`` with every generated block replaced by the current one."""
     import re
 
+    def _constant(block: str) -> Callable[[re.Match[str]], str]:
+        return lambda _m: block  # a function, so that backslashes in the block stay literal
+
     for name in GENERATED:
         pattern = re.compile(rf"<!-- generated:{name} .*?<!-- /generated:{name} -->", re.S)
-        text = pattern.sub(lambda _m, n=name: generated_block(n), text)
+        text = pattern.sub(_constant(generated_block(name)), text)
     return text
 
 

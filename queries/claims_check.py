@@ -25,7 +25,7 @@ from bench_ledger.queries.claims import (
     close_names,
     field_path,
 )
-from bench_ledger.queries.types import factor_known
+from bench_ledger.queries.values import factor_known
 from bench_ledger.store import Ledger
 
 
@@ -55,9 +55,9 @@ def _names(ledger: Ledger) -> _Names:
         run_ids = {row.id for row in conn.execute(sa.select(r.c.id))}
         deployments = [row.name for row in conn.execute(sa.select(d.c.name).order_by(d.c.id))]
         launches: dict[str, list[int]] = {name: [] for name in deployments}
-        for row in conn.execute(sa.select(d.c.name, la.c.attempt).join(d, d.c.id == la.c.deployment_id)
+        for lrow in conn.execute(sa.select(d.c.name, la.c.attempt).join(d, d.c.id == la.c.deployment_id)
                                 .where(current(la)).order_by(la.c.attempt)):  # fmt: skip
-            launches[row.name].append(row.attempt)
+            launches[lrow.name].append(lrow.attempt)
     return _Names(list(METRICS), batches, runs, run_ids, deployments, launches)
 
 
@@ -130,7 +130,7 @@ def _context_problems(ledger: Ledger, names: _Names, scope: ScopeSpec, context: 
     except LedgerError:
         return []
     if scope.launch is not None:  # a launch: only its deployment's identity is recorded
-        from bench_ledger.queries.types import IDENTITY_FACTORS
+        from bench_ledger.queries.values import IDENTITY_FACTORS
 
         recorded = {k: v for k, v in recorded.items() if k in IDENTITY_FACTORS or k == "engine_options"}
     return [f"context {k}={v!r} contradicts the ledger, which records {recorded[k]!r} for {scope.ref()}"

@@ -26,7 +26,7 @@ import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.books import current, require_current
 from bench_ledger.errors import NotFound, Refused, UsageError
-from bench_ledger.queries.types import (
+from bench_ledger.queries.values import (
     FACTORS,
     IDENTITY_FACTORS,
     UNKNOWN,

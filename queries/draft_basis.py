@@ -398,7 +398,7 @@ class LedgerView:
 
     def cards(self, name: str, batch: str) -> list[str]:
         """The cards of a batch a per-card hardware metric names (empty when it is one value)."""
-        from bench_ledger.queries.types import Scope
+        from bench_ledger.queries.values import Scope
 
         try:
             v = self.evaluate(self.ledger, name, Scope(batch=batch))
@@ -409,7 +409,7 @@ class LedgerView:
 
     def _prefill(self, name: str) -> None:
         """Request metrics of every run at once through the batch path (values equal evaluate's)."""
-        from bench_ledger.queries.types import Scope
+        from bench_ledger.queries.values import Scope
 
         self._batched.add(name)
         if not self._supported(self.metrics[name]):
@@ -515,10 +515,11 @@ def metric_candidates(f: Found, g: Guess, view: LedgerView, fa: Facets, claim_te
                      "metric": {"name": name, "scope": scope, **({"over_cards": over} if over else {})}}
             cf = ClaimsFile.model_validate({"version": 1, "source_report": {"slug": "draft", "title": "draft"},
                                             "claims": [claim]})  # fmt: skip
+            res = None
+            shown: str | None
             try:
                 res = Auditor(cf, view.ledger, evaluate=view.evaluate).result("candidate")
             except Exception as exc:  # noqa: BLE001 - a candidate the audit cannot run is not proposed
-                res = None
                 verdict, shown = "refused", str(exc)[:80]
             else:
                 verdict, shown = res.verdict, res.recomputed
@@ -622,7 +623,8 @@ def propose_derived(f: Found, g: Guess, pool: list[Found], text_between: Any) ->
     p = _printed(f)
     if p is None:
         return None
-    others = [o for o in pool if o is not f and _interval(o) is not None and o.form != "na"]
+    with_interval = [(o, i) for o in pool if o is not f and o.form != "na" and (i := _interval(o)) is not None]
+    others = [o for o, _ in with_interval]
     before = [o for o in others if (o.place.line, o.place.start) < (f.place.line, f.place.start)]
     # 1. explicit arithmetic printed right before: "384÷16＝24", "16,593,113÷262,144≈63.3"
     if len(before) >= 2:
@@ -634,7 +636,7 @@ def propose_derived(f: Found, g: Guess, pool: list[Found], text_between: Any) ->
             res = _apply(op, [a, b])
             if res is not None and _tight(res, p.interval):
                 return DerivedProposal(op, [a, b], str(res), None, f"printed arithmetic {a.text}{between}{b.text}")
-    ia = {id(o): _interval(o) for o in others}
+    ia = {id(o): i for o, i in with_interval}
     if g.kind == "percent_change" or p.unit == "%":
         if g.kind not in ("percent_change",):
             return None

@@ -400,13 +400,13 @@ def scan(text: str) -> tuple[list[_Tok], list[tuple[int, int, str, str]]]:
             unit = _count_noun(text, e)
             found.append(_Tok(s, e, tok, str(v), (str(v),), unit, "word"))
         else:
-            t, pos = _number(text, m)
-            if t is None:
+            got, pos = _number(text, m)
+            if got is None:
                 continue
-            if isinstance(t, tuple):
-                skipped.append(t)
+            if isinstance(got, tuple):
+                skipped.append(got)
                 continue
-            found.extend(t)
+            found.extend(got)
     return found, skipped
 
 
@@ -527,8 +527,8 @@ def find_numbers(text: str) -> Findings:
             skipped.append(Skipped(seg.text, p, "a list ordinal" if seg.kind == "ordinal" else "a section number"))
             continue
         toks, skips = scan(seg.text)
-        for s, e, t, why in skips:
-            skipped.append(Skipped(t, _place(seg, s, e), why))
+        for s, e, skipped_text, why in skips:
+            skipped.append(Skipped(skipped_text, _place(seg, s, e), why))
         if seg.kind == "heading" and not toks:
             continue
         clauses = _clause_bounds(seg.text)
@@ -554,7 +554,7 @@ def find_numbers(text: str) -> Findings:
             member = sum(1 for f in found if f.group == g) if g is not None else 0
             before = seg.text[max(cstart, prev_end if t.form not in ("pair", "list") else cstart):t.start]
             # "失败、unknown、重试均为 0", "failed, unknown and retried were all 0": one number, one claim per subject
-            subjects = _shared_subjects(seg.text[prev_end:t.start])
+            subjects: list[str | None] = [*_shared_subjects(seg.text[prev_end:t.start])]
             for subject in subjects or [None]:
                 found.append(Found(
                     text=t.text, value=t.value, core=t.core, unit=t.unit, form=t.form, place=p,
@@ -599,7 +599,7 @@ def _place(seg: Segment, start: int, end: int) -> Place:
 
 def numbers_in(text: str) -> list[tuple[str, ...]]:
     """The cores of the numbers a piece of text prints (for comparing a claim's text with a draft)."""
-    out = []
+    out: list[tuple[str, ...]] = []
     for t in scan(normalize(text))[0]:
         if t.form == "na":
             out.append(("N/A",))

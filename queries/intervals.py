@@ -120,7 +120,7 @@ class Interval:
         return f"[{fmt(self.lo)}, {fmt(self.hi)}]"
 
 
-def fmt(x: Fraction, digits: int = 6) -> str:
+def fmt(x: Fraction | int, digits: int = 6) -> str:
     """A Fraction for people: exact when it is a short decimal, else rounded to ``digits`` significant."""
     x = Fraction(x)
     if x.denominator == 1:
@@ -362,7 +362,7 @@ def integers_in(x: Interval) -> Interval | None:
     """The integers a count printed as ``x`` can be: [ceil(lo), floor(hi)], or None when there is
     none (a count is an integer: "2" is exactly 2, "约 18.61M" any integer in its interval)."""
     lo, hi = math.ceil(x.lo), math.floor(x.hi)
-    return Interval(lo, hi) if lo <= hi else None
+    return Interval(Fraction(lo), Fraction(hi)) if lo <= hi else None
 
 
 def is_count_text(printed: Printed | str) -> bool:

@@ -4,7 +4,7 @@
 statistic, interval, captured fields it needs, formula). Definitions live in
 :mod:`queries.metrics_requests` (requests: counts, totals, wall clock, TPM, latency distributions)
 and :mod:`queries.metrics_hardware` (dmon counters, power, server-log facts); this module resolves a
-:class:`~queries.types.Scope` and enforces the rules that apply to *any* metric:
+:class:`~queries.values.Scope` and enforces the rules that apply to *any* metric:
 
 * R2: no computation crosses a batch. A scope whose runs or samples span two batches is refused.
 * R7: within one batch, only counts and totals add up over runs; a percentile, mean or rate pooled
@@ -23,7 +23,9 @@ backends); :func:`run_metrics_per_run` is the old one-run-at-a-time path, kept a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger import models as m
@@ -32,7 +34,7 @@ from bench_ledger.errors import NotFound, Refused
 from bench_ledger.queries.metrics_batch import RunRef, batch_values, supported
 from bench_ledger.queries.metrics_hardware import hardware_metrics, parse_window
 from bench_ledger.queries.metrics_requests import Ctx, Metric, percentile_linear
-from bench_ledger.queries.types import MetricValue, Scope
+from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.store import Ledger
 
 __all__ = ["METRICS", "ROW_METRICS", "Metric", "RunMetrics", "distribution_values", "evaluate", "list_metrics",
@@ -63,7 +65,7 @@ def _current_runs() -> sa.ColumnElement[bool]:
 def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
     """Which runs / samples / launches the scope means, refusing a scope that spans batches (R2)."""
     ctx = Ctx(scope=scope, kind="batch")
-    runs: list = []
+    runs: Sequence[Any] = []
     # Captured rows belong to a run's first revision (Run.origin_id); settings come from the current one.
     q = sa.select(sa.func.coalesce(R.c.origin_id, R.c.id).label("id"), R.c.duration_s, R.c.started_at, R.c.ended_at, B.c.name.label("batch"), B.c.id.label("bid"),
                   R.c.deployment_id, B.c.deployment_id.label("bdep")).join(B, B.c.id == R.c.batch_id)  # fmt: skip
@@ -131,7 +133,7 @@ def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
     return ctx
 
 
-def _hardware_scope(conn: sa.Connection, ctx: Ctx, scope: Scope, runs: list) -> None:
+def _hardware_scope(conn: sa.Connection, ctx: Ctx, scope: Scope, runs: Sequence[Any]) -> None:
     """Samples of the scope: the batch's (or deployment's) dmon artefacts; a run cuts its own window."""
     has_samples = sa.exists().where(m.HardwareSample.__table__.c.artefact_id == A.c.id)
     stmt = sa.select(A.c.id, A.c.batch_id, B.c.name).outerjoin(B, B.c.id == A.c.batch_id).where(has_samples)

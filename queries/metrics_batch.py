@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from types import SimpleNamespace
+from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger.queries.metrics_requests import (
@@ -52,7 +53,7 @@ from bench_ledger.queries.metrics_requests import (
     total_value,
     wall_value,
 )
-from bench_ledger.queries.types import MetricValue, Scope
+from bench_ledger.queries.values import MetricValue, Scope
 
 
 @dataclass
@@ -82,7 +83,7 @@ class _OrderStats(Sequence):
     def __len__(self) -> int:
         return self.n
 
-    def __getitem__(self, i):  # type: ignore[override]
+    def __getitem__(self, i):
         if isinstance(i, slice):
             raise TypeError("order statistics are not sliceable")
         return self.known[i + self.n if i < 0 else i]
@@ -109,11 +110,11 @@ def read_captures(conn: sa.Connection, runs: sa.Select) -> dict[int, list[Captur
     return out
 
 
-def _ok_sum(col: sa.Column) -> sa.ColumnElement:
+def _ok_sum(col: sa.ColumnElement[Any]) -> sa.ColumnElement:
     return sa.func.sum(sa.case((OK, col)))
 
 
-def _ok_missing(col: sa.Column) -> sa.ColumnElement:
+def _ok_missing(col: sa.ColumnElement[Any]) -> sa.ColumnElement:
     return sa.func.sum(sa.case((sa.and_(OK, col.is_(None)), 1), else_=0))
 
 
@@ -143,7 +144,8 @@ def _empty_aggregate() -> SimpleNamespace:
     """What the per-run statements return for a run without request rows."""
     ns = SimpleNamespace(n=0, ok=None, failed=None, unknown=None, first_send=None, last_end=None, clocks=0, timed=0)
     for c in TOKEN_COLUMNS:
-        setattr(ns, f"{c}_total", None), setattr(ns, f"{c}_missing", None)
+        setattr(ns, f"{c}_total", None)
+        setattr(ns, f"{c}_missing", None)
     return ns
 
 
@@ -159,7 +161,7 @@ def read_order_stats(conn: sa.Connection, sql, runs: sa.Select, ps: set[int]
                   sa.func.count(base.c.v).over(partition_by=part).label("nv")).subquery("ranked")  # fmt: skip
     conds = []
     for p in sorted(ps):
-        lit = sa.literal_column(str(int(p)))
+        lit: sa.ColumnClause[int] = sa.literal_column(str(int(p)))
         # rank rn-1 is floor(h) or floor(h)+1, h = (n-1)·p/100: integer arithmetic, exact on both engines.
         # (A run with a NULL value is n/a whatever its ranks: NULLs sort last on both engines.)
         conds.append(sa.and_((w.c.rn - 2) * 100 <= (w.c.n - 1) * lit, (w.c.n - 1) * lit < w.c.rn * 100))

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from datetime import datetime
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger import models as m
@@ -140,7 +141,7 @@ def power(stat: str) -> Callable:
         empty = [c for c, v in cards.items() if not v]
         if empty:
             return na(metric, ctx, f"cards with no power value: {empty}")
-        base = dict(cards=len(cards), artefacts=ctx.hw_artefact_ids)
+        base: dict[str, Any] = dict(cards=len(cards), artefacts=ctx.hw_artefact_ids)
         if stat == "sum_of_means":
             return derived(metric, ctx, sum((mean(v) for v in cards.values()), Fraction(0)), unit=unit,
                            per_card_mean={c: float(mean(v)) for c, v in cards.items()}, **base)  # fmt: skip

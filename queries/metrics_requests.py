@@ -28,13 +28,13 @@ from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.queries.types import MetricValue, Scope
+from bench_ledger.queries.values import MetricValue, Scope
 
 Q = m.Request.__table__
 G = m.ChunkGap.__table__
 CAP = m.Capture.__table__
 CF = m.CaptureField.__table__
-DOUBLE = sa.Double()
+DOUBLE: sa.Double[float] = sa.Double()
 E9 = 10**9
 
 
@@ -237,7 +237,7 @@ def record_groups(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
 record_groups.batch = ("groups",)  # type: ignore[attr-defined]
 
 
-def totals_sql(run_ids: list[int], column: sa.Column) -> sa.Select:
+def totals_sql(run_ids: list[int], column: sa.ColumnElement[Any]) -> sa.Select:
     return sa.select(
         sa.func.sum(column).label("total"),
         sa.func.count().label("ok"),
@@ -245,7 +245,7 @@ def totals_sql(run_ids: list[int], column: sa.Column) -> sa.Select:
     ).where(Q.c.run_id.in_(run_ids), OK)
 
 
-def ok_total(column: sa.Column) -> Callable[[sa.Connection, Ctx, Metric], MetricValue]:
+def ok_total(column: sa.ColumnElement[Any]) -> Callable[[sa.Connection, Ctx, Metric], MetricValue]:
     """Sum of a token column over ok requests: n/a when any ok request lacks it (no backfill, R9)."""
 
     def compute(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
@@ -333,11 +333,13 @@ def rate_value(metric: Metric, ctx: Ctx, parts: list[MetricValue], clock: Metric
             return na(metric, ctx, f"{v.metric}: {v.na_reason}", **{v.metric: None})
     if clock.value == 0:
         return na(metric, ctx, "wall clock is zero")
-    total = sum((p.value for p in parts), Fraction(0))  # type: ignore[misc]
-    inputs = {p.metric: str(p.value) for p in parts} | {"wall_clock_s": float(clock.value),  # type: ignore[arg-type]
-                                                       "basis": clock.inputs.get("basis"),
-                                                       "requests_ok": parts[0].inputs.get("requests_ok")}
-    return derived(metric, ctx, per * total / clock.value, runs=ctx.run_ids, **inputs)  # type: ignore[operator]
+    known = [p.value for p in parts if p.value is not None]
+    wall = clock.value
+    assert wall is not None and len(known) == len(parts)  # each n/a returned above
+    total = sum(known, Fraction(0))
+    inputs: dict[str, Any] = {p.metric: str(p.value) for p in parts} | {
+        "wall_clock_s": float(wall), "basis": clock.inputs.get("basis"), "requests_ok": parts[0].inputs.get("requests_ok")}
+    return derived(metric, ctx, per * total / wall, runs=ctx.run_ids, **inputs)
 
 
 # --------------------------------------------------------------------------- distributions over ok requests
@@ -380,7 +382,7 @@ def decode_rate_expr(gap_sum: sa.ColumnElement | None = None) -> sa.ColumnElemen
     return sa.cast(Q.c.output_tokens - 1, DOUBLE) / sa.func.nullif(span, 0)
 
 
-def _needs_gaps(q: sa.Table) -> sa.ColumnElement[bool]:
+def _needs_gaps(q: sa.FromClause) -> sa.ColumnElement[bool]:
     """A request whose first-to-last-token span can only come from its chunk gaps."""
     return sa.and_(sa.or_(q.c.latency_s.is_(None), q.c.ttft_s.is_(None)),
                    sa.or_(q.c.end_ns.is_(None), q.c.first_token_ns.is_(None)))  # fmt: skip
@@ -432,7 +434,7 @@ def itl_sql(run_ids: list[int], by_run: bool = False, conn: sa.Connection | None
     return stmt if by_run else stmt.order_by(G.c.gap_s)
 
 
-def apply_stat(stat: str, values: list[Fraction]) -> Fraction:
+def apply_stat(stat: str, values: Sequence[Fraction]) -> Fraction:
     if stat == "mean":
         return mean(values)
     if stat == "max":

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from bench_ledger.queries.audit import audit
 from bench_ledger.queries.claims import ClaimsFile
-from bench_ledger.queries.types import MetricValue, Scope
+from bench_ledger.queries.values import MetricValue, Scope
 from pydantic import ValidationError
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "claims.md"

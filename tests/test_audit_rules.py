@@ -7,7 +7,7 @@ from fractions import Fraction as F
 import pytest
 from bench_ledger.queries.audit import audit
 from bench_ledger.queries.claims import ClaimsFile
-from bench_ledger.queries.types import Factor, MetricValue, Scope
+from bench_ledger.queries.values import Factor, MetricValue, Scope
 
 # --------------------------------------------------------------------------- fakes
 

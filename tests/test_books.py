@@ -248,7 +248,7 @@ def test_a_corrected_run_keeps_its_records_in_metrics_and_listings(ledger_url: s
     from bench_ledger.cli import main
     from bench_ledger.queries.catalog import list_runs, run_detail
     from bench_ledger.queries.metrics import evaluate
-    from bench_ledger.queries.types import Scope
+    from bench_ledger.queries.values import Scope
     from bench_ledger.store import Ledger
     from click.testing import CliRunner
 

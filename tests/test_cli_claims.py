@@ -10,7 +10,7 @@ from bench_ledger.cli import main
 from bench_ledger.queries.claims import load_claims
 from bench_ledger.queries.intervals import fmt
 from bench_ledger.queries.metrics import evaluate
-from bench_ledger.queries.types import Scope
+from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 

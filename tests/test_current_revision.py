@@ -20,7 +20,7 @@ from bench_ledger.queries.catalog import list_batches, list_runs, run_detail
 from bench_ledger.queries.check import check
 from bench_ledger.queries.compare import side
 from bench_ledger.queries.metrics import evaluate, run_metrics
-from bench_ledger.queries.types import Scope
+from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger, now
 
 from tests.test_books import bench_json, cli

@@ -14,7 +14,7 @@ from bench_ledger.queries.audit import audit
 from bench_ledger.queries.draft import draft_claims
 from bench_ledger.queries.draft_basis import RunScope
 from bench_ledger.queries.metrics import METRICS
-from bench_ledger.queries.types import MetricValue, Scope
+from bench_ledger.queries.values import MetricValue, Scope
 
 
 def drafted(tmp_path: Path, text: str, **kw):

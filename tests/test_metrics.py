@@ -12,7 +12,7 @@ from bench_ledger import models as m
 from bench_ledger.cli import main
 from bench_ledger.errors import Refused
 from bench_ledger.queries.metrics import METRICS, evaluate, percentile_linear, run_metrics
-from bench_ledger.queries.types import Scope
+from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 

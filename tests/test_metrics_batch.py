@@ -16,7 +16,7 @@ from pathlib import Path
 from bench_ledger.books import correct_run
 from bench_ledger.queries.metrics import METRICS, ROW_METRICS, evaluate, run_metrics, run_metrics_per_run
 from bench_ledger.queries.metrics_batch import supported
-from bench_ledger.queries.types import Scope
+from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger
 
 from tests.test_metrics import imp, two_batches, write_requests  # noqa: F401  (fixture)

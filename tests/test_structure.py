@@ -148,3 +148,29 @@ def test_help_loads_no_database_stack() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
+
+
+def test_mypy_is_clean_on_the_package(tmp_path: Path, request) -> None:
+    """mypy over ``bench_ledger`` as it installs (config: [tool.mypy] in pyproject.toml).
+
+    mypy does not follow setuptools' editable-install hooks, so the package is laid out as it
+    installs: a ``bench_ledger/`` folder of symlinks to ledger/*, with importers, queries and
+    migrations as subfolders."""
+    import shutil
+    import subprocess
+    import sys
+
+    pkg = tmp_path / "bench_ledger"
+    pkg.mkdir()
+    for item in (ROOT / "ledger").iterdir():
+        if item.name != "__pycache__":
+            (pkg / item.name).symlink_to(item)
+    for folder in ("importers", "queries", "migrations"):
+        (pkg / folder).symlink_to(ROOT / folder)
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    cache = request.config.cache.mkdir("mypy") if getattr(request.config, "cache", None) else tmp_path / "cache"
+    out = subprocess.run(
+        [sys.executable, "-m", "mypy", "--cache-dir", str(cache), "-p", "bench_ledger"],
+        cwd=tmp_path, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stdout + out.stderr

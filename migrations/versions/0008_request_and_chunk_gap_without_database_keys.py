@@ -50,7 +50,7 @@ REQUEST_COLUMNS = (
 GAP_COLUMNS = "artefact_id, request_idx, seq, gap_s"
 
 
-def _request_columns() -> list[sa.Column]:
+def _request_columns() -> list[sa.schema.SchemaItem]:
     return [
         sa.Column("artefact_id", sa.Integer(), nullable=False),
         sa.Column("idx", sa.Integer(), autoincrement=False, nullable=False),
@@ -75,7 +75,7 @@ def _request_columns() -> list[sa.Column]:
     ]
 
 
-def _gap_columns() -> list[sa.Column]:
+def _gap_columns() -> list[sa.schema.SchemaItem]:
     return [
         sa.Column("artefact_id", sa.Integer(), autoincrement=False, nullable=False),
         sa.Column("request_idx", sa.Integer(), autoincrement=False, nullable=False),
@@ -148,7 +148,7 @@ def _create_guards(dialect: str, table: str) -> None:
                    f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('R9')")  # fmt: skip
 
 
-def _recreate(table: str, columns: list[sa.Column], copied: str, order: str) -> None:
+def _recreate(table: str, columns: list[sa.schema.SchemaItem], copied: str, order: str) -> None:
     """Upgrade, as 0007: create ``{table}_0008`` (no keys), copy the rows in key order, drop, rename."""
     dialect = op.get_bind().dialect.name
     new = f"{table}_0008"
@@ -160,7 +160,7 @@ def _recreate(table: str, columns: list[sa.Column], copied: str, order: str) -> 
     _create_guards(dialect, table)
 
 
-def _restore(table: str, columns: list[sa.Column], copied: str, order: str, *constraints: sa.Constraint) -> None:
+def _restore(table: str, columns: list[sa.schema.SchemaItem], copied: str, order: str, *constraints: sa.Constraint) -> None:
     """Downgrade: rename the keyless table away, create ``table`` with its keys, copy, drop the old one.
 
     Not create-then-rename as in the upgrade: DuckDB does not update the referenced table's record of
