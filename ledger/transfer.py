@@ -333,13 +333,13 @@ def _conflicts(conn: sa.Connection, tables: dict[str, pa.Table]) -> tuple[list[s
             values = [v for v in tables[table].column(col).to_pylist() if v is not None]
             if not values:
                 continue
-            hit = conn.execute(sa.select(sa.column(col)).select_from(sa.table(table))
+            hit: Any = conn.execute(sa.select(sa.column(col)).select_from(sa.table(table))
                                .where(sa.column(col).in_(values)).limit(3)).scalars().all()  # fmt: skip
             if hit:
                 problems.append(f"{table}.{col} {', '.join(map(str, hit))} already in the target")
     for table, ident in (("deployment", ("name", "fingerprint")), ("source_report", ("slug", "text_sha256"))):
         for row in tables[table].to_pylist():
-            have = conn.execute(sa.select(*[sa.column(c) for c in ("id", *ident)]).select_from(sa.table(table))
+            have: Any = conn.execute(sa.select(*[sa.column(c) for c in ("id", *ident)]).select_from(sa.table(table))
                                 .where(sa.or_(sa.column("id") == row["id"], sa.column(ident[0]) == row[ident[0]]))).all()  # fmt: skip
             if not have:
                 continue

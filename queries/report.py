@@ -33,7 +33,7 @@ from bench_ledger import models as m
 from bench_ledger.books import current
 from bench_ledger.errors import InputError
 from bench_ledger.queries.metrics import METRICS, RunMetrics, evaluate, run_metrics
-from bench_ledger.queries.types import MetricValue, Scope
+from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.store import Ledger
 
 # the run-table columns: (metric, heading, number format)
@@ -318,7 +318,7 @@ def _hardware(ledger: Ledger, data: ReportData) -> None:
         for name, _ in CARD_STATS:
             # a per-card statistic over several cards is n/a and lists each card's own figure
             mv = evaluate(ledger, name, scope)
-            cards = mv.inputs.get("per_card") if mv.value is None else {mv.inputs.get("card"): float(mv.value)}
+            cards: dict[Any, Any] | None = mv.inputs.get("per_card") if mv.value is None else {mv.inputs.get("card"): float(mv.value)}
             eid = f"ev-hw-{b}-{name}"
             data.evidence[eid] = Evidence(eid, f"{name} per card, batch {b}", _hw_lines(ledger, mv, name, b))
             for card, value in (cards or {}).items():
@@ -386,7 +386,7 @@ def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
         for (tier, b, cap), rs in sorted(groups.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1], kv[0][2] or 0)):
             rs.sort(key=lambda r: r.concurrency or 0)
             plot.series.append(Series(f"batch {b}, out cap {cap if cap is not None else '?'}", b,
-                                      [float(r.concurrency or 0) for r in rs], [float(r.values[metric].value) for r in rs],
+                                      [float(r.concurrency or 0) for r in rs], [float(r.values[metric].value or 0) for r in rs],
                                       group=_tier(tier)))  # fmt: skip
         data.plots.append(plot)
     _hardware_plots(ledger, data)
@@ -472,10 +472,11 @@ def _timeline_plot(data: ReportData) -> None:
             plot.missing.append(f"{label}: no timestamped line read from its log" if x.log else f"{label}: no log linked")
             continue
         ts = [_log_time(t) for t in (x.first_line_at, x.last_line_at, x.ready_at or x.last_line_at)]
-        if None in ts:
+        t0, t1, t2 = ts
+        if t0 is None or t1 is None or t2 is None:
             plot.missing.append(f"{label}: log timestamps {x.first_line_at!r}..{x.last_line_at!r} not in 'MM-DD HH:MM:SS'")
             continue
-        plot.series.append(Series(label, x.deployment, [ts[0], ts[1]], [1.0 if x.ready_at else 0.0, ts[2]],
+        plot.series.append(Series(label, x.deployment, [t0, t1], [1.0 if x.ready_at else 0.0, t2],
                                   group=x.outcome))  # fmt: skip
     data.plots.append(plot)
 

@@ -257,11 +257,11 @@ def render_markdown(data: ReportData) -> str:
         src = data.audit_source or {}
         out += ["## Audit", "", f"Source report `{src.get('slug')}`: {src.get('title')}", ""]
         for verdict in [v for v in VERDICTS if v in data.audit]:
-            rows = data.audit[verdict]
-            out += [f"### {verdict} ({len(rows)})", ""]
+            arows = data.audit[verdict]
+            out += [f"### {verdict} ({len(arows)})", ""]
             out += _md_table(["claim", "printed", "unit", "rule", "recomputed", "detail"],
                              [[r.claim_id, r.printed, r.unit or "", r.rule or "", r.recomputed or "", (r.detail or "")[:160]]
-                              for r in rows])  # fmt: skip
+                              for r in arows])  # fmt: skip
             out.append("")
     foot = [(f"r{k}", t) for t, k in notes.items()] + [(f"l{k}", t) for t, k in lnotes.items()]
     foot += [(f"h{k}", t) for t, k in hnotes.items()]
