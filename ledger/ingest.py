@@ -726,26 +726,14 @@ def _write_published(s: Session, values: list[rec.Published], artefact_id: int, 
     return len(values)
 
 
-def refuse_backfill(s: Session, run: m.Run, capture: rec.Capture) -> None:
+def _check_backfill(label: str, capture: rec.Capture, earlier) -> None:
     """R9: a capture that re-describes a run's requests with more fields is a backfill; refuse it.
 
-    Concretely: an earlier capture of the same run holds as many request records (> 0) and the new
-    capture's fields are a strict superset of its fields, e.g. a re-export that now carries
-    ``cached_tokens``. Importing it would give values to fields the earlier capture did not have.
+    ``earlier`` holds the run's earlier captures as (artefact id, record count, fields). A backfill is an
+    earlier capture with as many request records (> 0) whose fields are a strict subset of the new
+    capture's, e.g. a re-export that now carries ``cached_tokens``: importing it would give values to
+    fields the earlier capture did not have.
     """
-    if capture.record_count == 0:
-        return
-    earlier = s.execute(
-        sa.select(m.Capture.id, m.Capture.artefact_id, m.Capture.record_count).where(m.Capture.run_id == (run.origin_id or run.id))
-    ).all()
-    _check_backfill(run.label, capture, [
-        (artefact_id, count, set(s.scalars(sa.select(m.CaptureField.field).where(m.CaptureField.capture_id == cap_id))))
-        for cap_id, artefact_id, count in earlier
-    ])  # fmt: skip
-
-
-def _check_backfill(label: str, capture: rec.Capture, earlier) -> None:
-    """The R9 rule of :func:`refuse_backfill` on earlier captures given as (artefact id, count, fields)."""
     if capture.record_count == 0:
         return
     new_fields = set(capture.fields)

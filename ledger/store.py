@@ -98,6 +98,15 @@ def driver_errors() -> tuple[type[BaseException], ...]:
     return tuple(found)
 
 
+def _driver_errors(backend: str) -> tuple[type[Exception], ...]:
+    """The exceptions a connection attempt raises for a database-side reason (not a bug of ours)."""
+    if backend == "duckdb":
+        import duckdb
+
+        return (sa.exc.SQLAlchemyError, duckdb.Error)
+    return (sa.exc.SQLAlchemyError,)
+
+
 def translate(exc: Exception, url: str) -> StoreError:
     """Turn a driver error into one sentence a user can act on."""
     orig = getattr(exc, "orig", exc)
@@ -168,12 +177,8 @@ class Ledger:
                 self.engine = sa.create_engine(self.url, poolclass=sa.pool.NullPool if self.backend == "postgresql" else None)
             with self.engine.connect():
                 pass
-        except sa.exc.SQLAlchemyError as exc:
+        except _driver_errors(self.backend) as exc:  # DuckDB raises its own errors before SQLAlchemy wraps them
             raise translate(exc, self.url) from None
-        except Exception as exc:  # DuckDB raises its own IOException before SQLAlchemy wraps it
-            if "lock" in str(exc).lower():
-                raise translate(exc, self.url) from None
-            raise
 
     # ------------------------------------------------------------------ lifecycle
 

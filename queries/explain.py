@@ -192,15 +192,11 @@ def source_step(claims: ClaimsFile, ledger: Any, claims_path: Path | None) -> Ev
     src = claims.source_report
     sha = None
     if ledger is not None:
-        try:
-            import sqlalchemy as sa
-            from bench_ledger import models as m
+        import sqlalchemy as sa
+        from bench_ledger import models as m
 
-            with ledger.session() as s:
-                row = s.execute(sa.select(m.SourceReport).where(m.SourceReport.slug == src.slug)).scalar_one_or_none()
-                sha = row.text_sha256 if row is not None else None
-        except Exception:  # noqa: BLE001 - the report need not be declared
-            sha = None
+        with ledger.session() as s:  # the report need not be declared: then its file's digest, if any
+            sha = s.scalar(sa.select(m.SourceReport.text_sha256).where(m.SourceReport.slug == src.slug))
     if sha is None and src.file and claims_path is not None:
         p = (claims_path.parent / src.file)
         if p.is_file():

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from bench_ledger import guards
 from bench_ledger import models as m
 from bench_ledger.errors import Refused
-from bench_ledger.queries.coverage import field_coverage
+from bench_ledger.queries.metrics import evaluate, scope_of
 from bench_ledger.store import Ledger, now
 
 from tests.test_books import bench_json, cli
@@ -104,13 +104,15 @@ def test_backfill_import_refused(ledger: Ledger, tmp_path: Path) -> None:
     assert "refused (R9): import cached_tokens for the 4 requests of run 'r1'" in res.output
     assert "cached_tokens was not captured by artefact 1 for run r1; later captures are not backfilled" in res.output
     assert "import it as a new run or batch" in res.output
-    # as a new run it is fine, and the coverage says what has the field
+    # as a new run it is fine, and the metric says which run captured the field
     cli("import", tmp_path / "b.jsonl", "--batch", "b", "--run", "r1-reexport", "--db", ledger.url)
-    cov = field_coverage(ledger, "cached_tokens", "b")
-    assert str(cov) == "cached_tokens captured for 4 of 8 requests"
     with ledger.session() as s:
-        r1 = s.scalar(sa.select(m.Run.id).where(m.Run.label == "r1"))
-    assert str(field_coverage(ledger, "cached_tokens", r1)) == "cached_tokens captured for 0 of 4 requests"
+        ids = {label: id_ for label, id_ in s.execute(sa.select(m.Run.label, m.Run.id))}
+    old = evaluate(ledger, "cache_hit_tokens", scope_of(ledger, ids["r1"]))
+    assert (old.flag, old.na_reason) == ("n/a", "cached_tokens not captured")
+    assert old.inputs["coverage"] == "0 of 4 requests"
+    new = evaluate(ledger, "cache_hit_tokens", scope_of(ledger, ids["r1-reexport"]))
+    assert (new.value, new.flag, new.inputs["requests_ok"]) == (0 + 1 + 2 + 3, "derived", 4)
 
 
 def test_duckdb_trigger_probe() -> None:
