@@ -32,3 +32,26 @@ def test_a_text_value_repeated_in_two_files_is_compared_as_text() -> None:
     assert [r.status for r in same] == [check.AGREE]
     in_one_file = check._repeats(1, [_pv("a.log", "VALID", None), _pv("a.log", "INVALID", None)], machine=True)
     assert in_one_file == []  # a log repeating a text event is not one quantity printed twice
+
+
+class _BrokenLedger:
+    def session(self):
+        raise RuntimeError("the database went away")
+
+
+def test_a_ledger_fault_in_the_audit_is_not_read_as_no_such_run() -> None:
+    """The run lookup of a comparison swallowed every exception and answered "no such run" (None)."""
+    from bench_ledger.queries.audit import _run_id
+
+    assert _run_id(None, "fx", "r1") is None  # no ledger at all (a fake evaluator): nothing to look up
+    with pytest.raises(RuntimeError, match="the database went away"):
+        _run_id(_BrokenLedger(), "fx", "r1")
+
+
+def test_a_ledger_fault_in_explain_is_not_read_as_an_undeclared_report() -> None:
+    from bench_ledger.queries.explain import source_step
+
+    claims = SimpleNamespace(source_report=SimpleNamespace(slug="r", title="t", file=None))
+    assert source_step(claims, None, None).detail["sha256"] is None  # type: ignore[arg-type]
+    with pytest.raises(RuntimeError, match="the database went away"):
+        source_step(claims, _BrokenLedger(), None)  # type: ignore[arg-type]
