@@ -19,6 +19,7 @@ from typing import Any, Literal, TypeGuard, overload
 from bench_ledger.errors import ParseError
 from bench_ledger.kinds import check_kind
 from bench_ledger.records import Published, RequestColumns
+from bench_ledger.units import printed_places
 
 NS_PER_S = Decimal(10) ** 9
 
@@ -193,8 +194,10 @@ def published(
 ) -> Published | None:
     """A tool's printed aggregate as a ``reported`` Published; None for values that are not numbers.
 
-    ``null`` and NaN become ``n/a`` rows (the tool printed no number); a numeric string such as
-    llmperf's ``"550"`` keeps its text. Booleans, objects and lists are not aggregates.
+    The one reading of a printed aggregate, for every importer. ``null``, NaN and infinities become
+    ``n/a`` rows that keep the token the file holds (``NaN``, ``Infinity``: Python's json writes them);
+    a numeric string such as llmperf's ``"550"`` keeps its text. Booleans, objects and lists are not
+    aggregates. The precision is :func:`bench_ledger.units.printed_places` of the text.
     """
     if kind is not None:
         check_kind(kind)
@@ -204,7 +207,8 @@ def published(
     if isinstance(raw, bool) or isinstance(raw, (dict, list)):
         return None
     if isinstance(raw, float) and not math.isfinite(raw):
-        return Published(text=repr(raw), flag="n/a", na_reason=f"the tool wrote {raw!r}", **common)
+        token = "NaN" if math.isnan(raw) else ("Infinity" if raw > 0 else "-Infinity")
+        return Published(text=token, flag="n/a", na_reason=f"the tool wrote {token}", **common)
     if is_number(raw):
         text = repr(raw) if isinstance(raw, float) else str(raw)
     elif isinstance(raw, str):
@@ -216,17 +220,10 @@ def published(
             return Published(text=text, value=None, flag="reported", **common)
         if not value.is_finite():
             return Published(text=text, flag="n/a", na_reason=f"the tool wrote {raw!r}", **common)
-        return Published(text=text, value=value, precision=_places(raw.strip()), flag="reported", **common)
+        return Published(text=text, value=value, precision=printed_places(text), flag="reported", **common)
     else:
         return None
-    return Published(text=text, value=Decimal(text), precision=_places(text), flag="reported", **common)
-
-
-def _places(text: str) -> int | None:
-    """Printed decimal places: '0.25' -> 2, '150' -> 0; scientific notation has no fixed places."""
-    if "e" in text.lower():
-        return None
-    return len(text.split(".", 1)[1]) if "." in text else 0
+    return Published(text=text, value=Decimal(text), precision=printed_places(text), flag="reported", **common)
 
 
 def kind_for_unit(name: str, unit: str | None) -> str:

@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_ledger.errors import ParseError
+from bench_ledger.importers._toolfiles import published as tool_published
 from bench_ledger.importers.base import (
     ParseOptions,
     first_json_value,
@@ -128,24 +129,14 @@ def type_name(value: object) -> str:
 
 def published(key: str, value: object, prefix: str, path: Path, unit: str | None, kind: str,
               note: str | None = None) -> Published:
-    """One printed aggregate: the token as Python's json wrote it, its exact decimal, reported."""
+    """One printed aggregate (:func:`bench_ledger.importers._toolfiles.published`); vLLM and SGLang
+    write only numbers and null here, so anything else is a parse error naming the key."""
     loc = where(prefix, f".{key}")
-    if value is None:
-        return Published(key=key, text="null", unit=unit, quantity_kind=kind, flag="n/a",
-                         na_reason="null in file", note=note, locator=loc)
-    if type(value) is int:
-        text = str(value)
-    elif type(value) is float:
-        if not math.isfinite(value):
-            text = "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-            return Published(key=key, text=text, unit=unit, quantity_kind=kind, flag="n/a",
-                             na_reason="not a finite number in file", note=note, locator=loc)
-        text = repr(value)
-    else:
+    if value is not None and type(value) not in (int, float):
         raise ParseError(path, loc, key, f"expected a number, got {type_name(value)} {value!r:.40}")
-    exact = Decimal(text)
-    return Published(key=key, text=text, value=exact, unit=unit, quantity_kind=kind,
-                     precision=-int(exact.as_tuple().exponent), note=note, locator=loc)
+    p = tool_published(key, value, locator=loc, unit=unit, kind=kind, note=note)
+    assert p is not None  # a number or null always gives a row
+    return p
 
 
 def read_arrays(obj: dict[str, Any], names: Iterable[str], path: Path, prefix: str) -> tuple[dict[str, list], int]:

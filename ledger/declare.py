@@ -22,9 +22,8 @@ from bench_ledger import models as m
 from bench_ledger.errors import InputError, NotFound, Refused
 from bench_ledger.store import Ledger, now
 from bench_ledger.units import parse_quantity
+from bench_ledger.vocab import WarmState
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
-
-WarmState = Literal["cold", "warm", "unknown"]
 
 
 class _Item(BaseModel):

@@ -22,6 +22,7 @@ from datetime import date, datetime
 from decimal import Decimal
 
 import sqlalchemy as sa
+from bench_ledger.vocab import PROVENANCE, STATUS, WARM
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
@@ -33,10 +34,6 @@ NAMING_CONVENTION = {
     "pk": "pk_%(table_name)s",
 }
 
-PROVENANCE = ("measured", "derived", "estimated", "reported", "n/a")
-WARM = ("cold", "warm", "unknown")
-STATUS = ("ok", "failed", "unknown")
-CLOCKS = ("monotonic_s", "epoch_s", "epoch_ns")
 
 
 class ExactDecimal(TypeDecorator[Decimal]):

@@ -19,13 +19,9 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
+from bench_ledger.vocab import Clock, Provenance, RequestStatus
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-Provenance = Literal["measured", "derived", "estimated", "reported", "n/a"]
-WarmState = Literal["cold", "warm", "unknown"]
-RequestStatus = Literal["ok", "failed", "unknown"]
-# The clock that request times are on. Monotonic seconds are never shown as wall-clock times.
-Clock = Literal["monotonic_s", "epoch_s", "epoch_ns"]
 # Where token counts came from (formats.md): what the server reported in `usage`, what the client
 # re-counted with its own tokenizer, or merely the length that was *requested* (not a measurement).
 TokenSource = Literal["server_usage", "client_tokenizer", "requested", "unknown"]

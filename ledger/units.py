@@ -85,3 +85,19 @@ def parse_quantity(text: str) -> tuple[Decimal, str | None]:
     except InvalidOperation:
         raise ValueError(f"not a number: {match.group(1)!r}") from None
     return number, (match.group(2) or None)
+
+
+def printed_places(text: str) -> int | None:
+    """The decimal places a printed number fixes, from its last digit (R11): '0.25' -> 2, '150' -> 0,
+    '2,791' -> 0, '1e-05' -> 5, '1.5e3' -> -2 (hundreds); None when the text is not a finite number.
+
+    The one definition: an importer stores it as a reported value's precision, and ``check``'s
+    tolerance of half a unit in that place is computed from it.
+    """
+    try:
+        d = Decimal(text.replace(",", "").strip())
+    except InvalidOperation:
+        return None
+    if not d.is_finite():
+        return None
+    return -int(d.as_tuple().exponent)

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from fractions import Fraction
 
 import sqlalchemy as sa
@@ -35,6 +35,7 @@ from bench_ledger.queries.intervals import Interval
 from bench_ledger.queries.metrics_requests import captures
 from bench_ledger.store import Ledger
 from bench_ledger.tools import PRINTED_ROUNDED
+from bench_ledger.units import printed_places
 
 AGREE, DISAGREE, NOT_DERIVABLE = "agree", "disagree", "not re-derivable"
 RECORDS, IDENTITY = "records", "identity"
@@ -112,14 +113,8 @@ class Reported:
 
 def tolerance(text: str) -> Fraction | None:
     """Half a unit in the last printed place of ``text``; None when it is not a number."""
-    try:
-        d = Decimal(text.replace(",", "").strip())
-    except InvalidOperation:
-        return None
-    if not d.is_finite():
-        return None
-    exp = d.as_tuple().exponent
-    return Fraction(5) * Fraction(10) ** (int(exp) - 1)
+    places = printed_places(text)
+    return None if places is None else Fraction(5) * Fraction(10) ** (-places - 1)
 
 
 COUNT_KINDS = ("request_count", "token_count", "count")

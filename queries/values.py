@@ -8,9 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Literal
 
-Flag = Literal["measured", "derived", "estimated", "reported", "n/a"]
+from bench_ledger.vocab import Provenance
+
+Flag = Provenance  # a value's flag on the read side: the one provenance vocabulary
 
 # The one list of factors two scopes can differ in (R6, R8): `ledger compare` resolves them from
 # the ledger, a claims file's `context` and `attributes_to` name them (docs/claims.md).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fractions import Fraction
 from types import SimpleNamespace
 
 import pytest
@@ -55,3 +56,29 @@ def test_a_ledger_fault_in_explain_is_not_read_as_an_undeclared_report() -> None
     assert source_step(claims, None, None).detail["sha256"] is None  # type: ignore[arg-type]
     with pytest.raises(RuntimeError, match="the database went away"):
         source_step(claims, _BrokenLedger(), None)  # type: ignore[arg-type]
+
+
+def test_one_reading_of_a_printed_aggregate() -> None:
+    """vLLM's and the other tools' readers disagreed: 1e-05 had precision 5 in one and None in the
+    other; NaN was kept as 'NaN' or 'nan' with two reasons; null had two reasons (issue 12)."""
+    from pathlib import Path
+
+    from bench_ledger.importers import _toolfiles, vllm_bench
+    from bench_ledger.queries.check import tolerance
+    from bench_ledger.units import printed_places
+
+    def both(value: object) -> tuple[tuple, tuple]:
+        a = _toolfiles.published("k", value, locator="$.k", unit=None, kind="ratio")
+        b = vllm_bench.published("k", value, "", Path("f.json"), None, "ratio")
+        assert a is not None
+        return ((a.text, a.precision, a.flag, a.na_reason), (b.text, b.precision, b.flag, b.na_reason))
+
+    assert both(1e-05) == (("1e-05", 5, "reported", None),) * 2
+    assert both(0.25) == (("0.25", 2, "reported", None),) * 2
+    assert both(150) == (("150", 0, "reported", None),) * 2
+    assert both(float("nan")) == (("NaN", None, "n/a", "the tool wrote NaN"),) * 2
+    assert both(float("-inf")) == (("-Infinity", None, "n/a", "the tool wrote -Infinity"),) * 2
+    assert both(None) == (("null", None, "n/a", "the tool wrote null"),) * 2
+    # check's tolerance is half a unit in that same place
+    assert [printed_places(t) for t in ("2,791", "1.5e3", "n/a")] == [0, -2, None]
+    assert tolerance("1e-05") == Fraction(5, 10**6) and tolerance("2,791") == Fraction(1, 2)
