@@ -7,7 +7,7 @@ Why it is built this way:
   and a header may repeat or change mid-file (a changed header starts a new column set).
 * A units line that is present gives each column's unit exactly as printed; without one every unit is
   ``"unconfirmed"`` (R12) and nothing downstream may convert it.
-* The counters keep their meaning (R13): :data:`COUNTER_MEANING` says what each one measures, e.g.
+* The counters keep their meaning (R13): :data:`bench_ledger.counters.DMON` says what each one measures, e.g.
   ``sm`` is activity time, not SM occupancy or MFU.
 * A day of 16 GPUs is 1.4M lines and ~17M long rows, so the file is read in 1 MiB blocks, split
   at C speed (``map(bytes.split, ...)``), and only rare lines (headers, blanks, bad rows) are looked
@@ -43,59 +43,6 @@ _READ_BYTES = 1 << 20
 _HASH = 35  # b"#"[0]
 _NOT_COUNTERS = frozenset({"gpu", "Date", "Time"})
 _INF = float("inf")
-
-COUNTER_MEANING: dict[str, str] = {
-    "pwr": "board power draw of the card at the sample (W); one card, one instant (R14)",
-    "gtemp": "GPU die temperature (C)",
-    "mtemp": "HBM/memory temperature (C); '-' on cards without a memory sensor",
-    "sm": "share of the sample period in which at least one kernel was running on the GPU: activity "
-    "time, NOT SM occupancy, SM active, tensor-core utilisation or MFU (R13)",
-    "mem": "share of the sample period in which device memory was being read or written (memory "
-    "controller busy time), NOT memory bandwidth utilisation (R13)",
-    "enc": "share of time the video encoder was busy (%)",
-    "dec": "share of time the video decoder was busy (%)",
-    "jpg": "share of time the JPEG decoder was busy (%)",
-    "ofa": "share of time the optical flow accelerator was busy (%)",
-    "fb": "frame buffer (device) memory in use, in the unit the units line prints (MB); a device "
-    "memory figure, not a model allocation nor a weights file size (R1)",
-    "bar1": "BAR1 (host-mapped) memory in use, unit as printed (MB)",
-    "ccpm": "confidential-compute protected memory in use, unit as printed (MB)",
-    "rxpci": "PCIe receive throughput (MB/s)",
-    "txpci": "PCIe transmit throughput (MB/s)",
-    "mclk": "memory clock (MHz)",
-    "pclk": "graphics/processor clock (MHz)",
-    "pviol": "share of time clocks were held down by the power limit (%)",
-    "tviol": "thermal violation: clocks held down by temperature (flag or %, as printed)",
-    "sbecc": "single-bit ECC errors in the interval (count)",
-    "dbecc": "double-bit ECC errors in the interval (count)",
-    "pci": "PCIe replay errors in the interval (count)",
-}
-
-# The quantity kind (ledger.kinds.KINDS) of each counter: values of two kinds never mix (R1, R13).
-COUNTER_KIND: dict[str, str] = {
-    "pwr": "power",
-    "gtemp": "temperature",
-    "mtemp": "temperature",
-    "sm": "activity_time_percent",
-    "mem": "memory_busy_percent",
-    "enc": "utilization_percent",
-    "dec": "utilization_percent",
-    "jpg": "utilization_percent",
-    "ofa": "utilization_percent",
-    "fb": "device_memory",
-    "bar1": "device_memory",
-    "ccpm": "device_memory",
-    "rxpci": "bandwidth",
-    "txpci": "bandwidth",
-    "mclk": "clock_frequency",
-    "pclk": "clock_frequency",
-    "pviol": "ratio",
-    "tviol": "other",
-    "sbecc": "count",
-    "dbecc": "count",
-    "pci": "count",
-}
-
 
 def _header_tokens(raw: bytes) -> list[str]:
     """Tokens of a '#' line without the '#': '# gpu pwr' and '#Date Time gpu' -> names."""

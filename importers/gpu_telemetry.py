@@ -48,37 +48,6 @@ _TEXT_FIELDS = frozenset({"timestamp", "name", "uuid", "pci.bus_id", "pci.bus", 
 KNOWN_QUERY_FIELDS = ("utilization.gpu", "utilization.memory", "memory.used", "memory.total", "power.draw",
                       "temperature.gpu", "clocks.sm", "clocks.mem", "memory.free", "power.limit")  # fmt: skip
 
-COUNTER_MEANING: dict[str, str] = {
-    "utilization.gpu": "share of the sample period in which a kernel ran on the GPU: activity time, NOT SM "
-    "occupancy nor MFU (R13)",
-    "utilization.memory": "share of the sample period in which device memory was read or written: memory "
-    "controller busy time, NOT bandwidth utilisation (R13)",
-    "power.draw": "board power as the driver reports it (averaged over the driver's window on current drivers); "
-    "not power.draw.instant (R14)",
-    "power.draw.instant": "board power at one instant (R14)",
-    "power.draw.average": "board power averaged by the driver over its window (R14)",
-    "memory.used": "device memory in use, as the driver reports it (R1)",
-    # dcgmi dmon field short names (DCGM field ids)
-    "GPUTL": "DCGM field 203, GPU utilisation: activity time, like nvidia-smi utilization.gpu (R13)",
-    "MCUTL": "DCGM field 204, memory copy utilisation: memory controller busy time (R13)",
-    "POWER": "DCGM field 155, power usage (R14: one card, one sample)",
-    "TOTEC": "DCGM field 156, total energy consumption since the driver loaded",
-    "TMPTR": "DCGM field 150, GPU temperature",
-    "MMTMP": "DCGM field 140, memory temperature",
-    "FBUSD": "DCGM field 252, frame buffer memory used",
-    "FBFRE": "DCGM field 251, frame buffer memory free",
-    "FBTTL": "DCGM field 250, frame buffer memory total",
-    "ESVTL": "DCGM field 310, ECC single-bit errors, volatile total",
-    "EDVTL": "DCGM field 311, ECC double-bit errors, volatile total",
-    "SMCLK": "DCGM field 100, SM clock",
-    "MMCLK": "DCGM field 101, memory clock",
-    "SMACT": "DCGM field 1002, SM active (profiling): not the same as GPUTL (R13)",
-    "SMOCC": "DCGM field 1003, SM occupancy (profiling)",
-    "TENSO": "DCGM field 1004, tensor pipe active (profiling)",
-    "DRAMA": "DCGM field 1005, DRAM active (profiling)",
-    "PCITX": "DCGM field 1009, PCIe transmit bytes (profiling)",
-    "PCIRX": "DCGM field 1010, PCIe receive bytes (profiling)",
-}
 
 
 def _number(text: str) -> float | None:

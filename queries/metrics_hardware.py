@@ -26,30 +26,13 @@ from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger import models as m
+from bench_ledger.counters import DMON
 from bench_ledger.queries.metrics_requests import Ctx, Metric, derived, mean, na
 
 HS = m.HardwareSample.__table__
 LF = m.LogFact.__table__
 A = m.Artefact.__table__
 
-# dmon column -> (metric stem, unit printed by dmon, quantity kind)
-COUNTERS: dict[str, tuple[str, str, str]] = {
-    "pwr": ("power_w", "W", "power"),
-    "sm": ("gpu_activity_time_pct", "%", "activity_time_percent"),
-    "mem": ("memory_busy_pct", "%", "memory_busy_percent"),
-    "gtemp": ("gpu_temp_c", "C", "temperature"),
-    "mtemp": ("memory_temp_c", "C", "temperature"),
-    "enc": ("encoder_busy_pct", "%", "utilization_percent"),
-    "dec": ("decoder_busy_pct", "%", "utilization_percent"),
-    "jpg": ("jpeg_busy_pct", "%", "utilization_percent"),
-    "ofa": ("ofa_busy_pct", "%", "utilization_percent"),
-    "mclk": ("memory_clock_mhz", "MHz", "clock_frequency"),
-    "pclk": ("gpu_clock_mhz", "MHz", "clock_frequency"),
-    "fb": ("fb_memory_used", "MB", "device_memory"),
-    "bar1": ("bar1_memory_used", "MB", "device_memory"),
-    "rxpci": ("pcie_rx", "MB/s", "bandwidth"),
-    "txpci": ("pcie_tx", "MB/s", "bandwidth"),
-}
 
 
 def samples_sql(artefact_ids: list[int], counter: str, window: tuple[object, object] | None) -> sa.Select:
@@ -239,7 +222,10 @@ def seconds_to_ready(conn: sa.Connection, ctx: Ctx, metric: Metric):
 
 def hardware_metrics() -> list[Metric]:
     out: list[Metric] = []
-    for counter, (stem, unit, kind) in COUNTERS.items():
+    for counter, c in DMON.items():
+        if c.stem is None or c.unit is None:
+            continue  # a counter the ledger keeps but offers no metric for
+        stem, unit, kind = c.stem, c.unit, c.kind
         for stat in ("mean", "max"):
             out.append(Metric(f"{stem}_{stat}", unit, kind, f"per-card {stat}", "the window's samples of one card",
                               (), f"{stat.upper()}(value) of dmon column {counter!r} per card (unit as printed)",

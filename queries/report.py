@@ -400,7 +400,7 @@ def _tier(tokens: int | None) -> str:
 
 
 def _hardware_plots(ledger: Ledger, data: ReportData) -> None:
-    from bench_ledger.queries.metrics_hardware import COUNTERS
+    from bench_ledger.counters import DMON
 
     for b in data.batches:
         with ledger.connection() as conn:
@@ -409,7 +409,7 @@ def _hardware_plots(ledger: Ledger, data: ReportData) -> None:
                 continue
             windows, why = _run_windows(conn, b)
             for counter in ("pwr", "sm"):
-                stem, unit, kind = COUNTERS[counter]
+                unit = DMON[counter].unit or "unit n/a"
                 what = "power draw" if counter == "pwr" else "GPU activity time (dmon sm: share of time a kernel ran; not SM occupancy or MFU, R13)"
                 rows = conn.execute(sa.select(HS.c.node, HS.c.gpu, HS.c.artefact_id, HS.c.ts, HS.c.value, HS.c.unit)
                                     .where(HS.c.artefact_id.in_(arts), HS.c.counter == counter)

@@ -7,10 +7,11 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
+from bench_ledger.counters import DMON
 from bench_ledger.errors import ParseError
 from bench_ledger.importers import by_name
 from bench_ledger.importers.base import ParseOptions
-from bench_ledger.importers.dmon import CHUNK_ROWS, COUNTER_KIND, COUNTER_MEANING, IMPORTER, UNCONFIRMED
+from bench_ledger.importers.dmon import CHUNK_ROWS, IMPORTER, UNCONFIRMED
 from bench_ledger.kinds import KINDS
 from bench_ledger.records import SampleColumns
 
@@ -179,12 +180,11 @@ def test_streams_in_chunks_and_keeps_ticks_across_chunk_and_block_edges(tmp_path
 def test_counter_meanings_say_what_is_measured() -> None:
     needed = {"sm", "mem", "pwr", "gtemp", "mtemp", "fb", "bar1", "ccpm", "enc", "dec", "jpg", "ofa",
               "rxpci", "txpci", "mclk", "pclk"}
-    assert needed <= COUNTER_MEANING.keys()
-    assert "NOT SM occupancy" in COUNTER_MEANING["sm"] and "MFU" in COUNTER_MEANING["sm"]
-    assert "NOT memory bandwidth utilisation" in COUNTER_MEANING["mem"]
-    assert COUNTER_KIND.keys() == COUNTER_MEANING.keys()
-    assert set(COUNTER_KIND.values()) <= KINDS.keys()
-    assert COUNTER_KIND["sm"] == "activity_time_percent" and COUNTER_KIND["mem"] == "memory_busy_percent"
+    assert needed <= DMON.keys()
+    assert "NOT SM occupancy" in DMON["sm"].meaning and "MFU" in DMON["sm"].meaning
+    assert "NOT memory bandwidth utilisation" in DMON["mem"].meaning
+    assert {c.kind for c in DMON.values()} <= KINDS.keys()
+    assert (DMON["sm"].kind, DMON["mem"].kind) == ("activity_time_percent", "memory_busy_percent")
 
 
 # --------------------------------------------------------------------------- the key of hardware_sample
