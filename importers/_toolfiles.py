@@ -18,28 +18,10 @@ from typing import Any, Literal, TypeGuard, overload
 
 from bench_ledger.errors import ParseError
 from bench_ledger.kinds import check_kind
-from bench_ledger.records import Published, RequestColumns
+from bench_ledger.records import FIELD_COLUMN, Published, RequestColumns
 from bench_ledger.units import printed_places
 
 NS_PER_S = Decimal(10) ** 9
-
-# Column of RequestColumns that carries each REQUEST_FIELDS entry.
-FIELD_COLUMN: dict[str, str] = {
-    "status": "status",
-    "error": "error",
-    "retries": "retries",
-    "input_tokens": "input_tokens",
-    "output_tokens": "output_tokens",
-    "send_time": "send_ns",
-    "first_token_time": "first_token_ns",
-    "end_time": "end_ns",
-    "ttft_s": "ttft_s",
-    "latency_s": "latency_s",
-    "queue_s": "queue_s",
-    "itl_mean_s": "itl_mean_s",
-    "chunk_gaps": "chunk_gaps_s",
-    "cached_tokens": "cached_tokens",
-}
 
 # Time units as the tools print them, in seconds. Anything else is refused, never guessed.
 TIME_UNITS: dict[str, Decimal] = {

@@ -46,6 +46,7 @@ from bench_ledger.importers._toolfiles import (
     jpath,
     mapping,
     number,
+    present_fields,
     published,
     sequence,
     to_ns,
@@ -280,10 +281,7 @@ class InferencePerfPerRequestImporter:
             rows = by_stage[stage]
             where = "all stages" if stage is None else f"stage {stage}"
             columns = build_columns(rows)
-            fields = ["status", "error", "send_time", "end_time", "latency_s"]
-            fields += [f for f, col in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
-                                         ("first_token_time", "first_token_ns"), ("ttft_s", "ttft_s"),
-                                         ("chunk_gaps", "chunk_gaps_s")) if any(r.get(col) is not None for r in rows)]  # fmt: skip
+            fields = present_fields(columns, always=("status", "error", "send_time", "end_time", "latency_s"))
             runs.append(ParsedRun(
                 info=RunInfo(label=f"{TOOL} {launch} {where}", tool=TOOL, request_count=len(rows), locator="$",
                              metadata={"launch": launch, **({"stage": str(stage)} if stage is not None else {})}),

@@ -46,6 +46,7 @@ from bench_ledger.importers.base import (
     unique_keys,
 )
 from bench_ledger.records import (
+    FIELD_COLUMN,
     REQUEST_FIELDS,
     Capture,
     Clock,
@@ -62,10 +63,8 @@ E9 = Decimal(10**9)
 CSV_MAGIC = "# ledger_requests"
 INT_FIELDS = ("retries", "input_tokens", "output_tokens", "cached_tokens")
 SECONDS_FIELDS = ("ttft_s", "latency_s", "queue_s", "itl_mean_s")
-# field name in the file -> RequestColumns column
-TIME_FIELDS = {"send_time": "send_ns", "first_token_time": "first_token_ns", "end_time": "end_ns"}
-COLUMN_OF = {**{f: f for f in REQUEST_FIELDS}, **TIME_FIELDS, "chunk_gaps": "chunk_gaps_s"}
-FIELD_OF = {column: field for field, column in COLUMN_OF.items()}
+TIME_FIELDS = ("send_time", "first_token_time", "end_time")  # absolute times, stored as integer ns
+FIELD_OF = {column: field for field, column in FIELD_COLUMN.items()}  # to name a bad column by its field
 # One decoder for all lines (json.loads with a hook builds a new one per call). Numbers with a
 # fraction or exponent become exact decimals: times need more digits than a float holds.
 DECODE = json.JSONDecoder(parse_float=Decimal, object_pairs_hook=unique_keys).decode
@@ -192,7 +191,7 @@ def _read_jsonl(path: Path) -> tuple[dict[str, Any], dict[str, list], list[int]]
                 continue
             if not rec.keys() <= cols.keys():  # a field seen for the first time: backfill None
                 for key in rec.keys() - cols.keys():
-                    if key not in COLUMN_OF:
+                    if key not in FIELD_COLUMN:
                         raise ParseError(path, f"line {lineno}", key, f"unknown field; known: {', '.join(REQUEST_FIELDS)}")
                     cols[key] = [None] * len(lines)
             for key, col in cols.items():
@@ -242,7 +241,7 @@ def _read_csv_rows(path: Path) -> tuple[dict[str, Any], dict[str, list], list[in
         if not names:
             raise ParseError(path, "line 2", None, "no column names row")
         for name in names:
-            if name not in COLUMN_OF:
+            if name not in FIELD_COLUMN:
                 raise ParseError(path, "line 2", name, f"unknown column; known: {', '.join(REQUEST_FIELDS)}")
         if len(set(names)) != len(names):
             raise ParseError(path, "line 2", None, "a column name occurs twice")
@@ -339,7 +338,7 @@ def _columns(cols: dict[str, list], lines: list[int], clock: str | None, csv_tex
             values = _convert(values, _gaps_csv if csv_text else _gaps_json, field, lines, path)
         elif field == "status":
             values = ["unknown" if v is None else v for v in values]
-        out[COLUMN_OF[field]] = values
+        out[FIELD_COLUMN[field]] = values
     out.setdefault("status", ["unknown"] * n)
     none = [None] * n
     for column in RequestColumns.model_fields:

@@ -45,6 +45,24 @@ REQUEST_FIELDS: tuple[str, ...] = (
     "cached_tokens",
 )
 
+# The column of RequestColumns that carries each REQUEST_FIELDS entry (times: integer ns on the capture's clock).
+FIELD_COLUMN: dict[str, str] = {
+    "status": "status",
+    "error": "error",
+    "retries": "retries",
+    "input_tokens": "input_tokens",
+    "output_tokens": "output_tokens",
+    "send_time": "send_ns",
+    "first_token_time": "first_token_ns",
+    "end_time": "end_ns",
+    "ttft_s": "ttft_s",
+    "latency_s": "latency_s",
+    "queue_s": "queue_s",
+    "itl_mean_s": "itl_mean_s",
+    "chunk_gaps": "chunk_gaps_s",
+    "cached_tokens": "cached_tokens",
+}
+
 
 @dataclass(frozen=True)
 class ParseOptions:
