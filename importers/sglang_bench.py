@@ -29,7 +29,6 @@ Decisions, and why:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -51,7 +50,7 @@ from bench_ledger.importers.vllm_bench import (
     where,
 )
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RequestColumns, RunInfo
-from bench_ledger.tools import Tool
+from bench_ledger.tools import SERVING_LATENCY_STAT, Tool
 
 TOKENS_NOTE = ("sum of output_lens: the server's usage.completion_tokens where the reply had it, "
                "else the requested output length; the file does not say which (not confirmed measured)")
@@ -75,7 +74,6 @@ AGGREGATES: dict[str, tuple[str | None, str, str | None]] = {
                     "NOT the configured concurrency (that is max_concurrency)"),
     "accept_length": ("tokens", "other", "speculative decoding: mean tokens accepted per step"),
 }
-LATENCY_STAT = re.compile(r"(?:mean|median|std|max|p\d+(?:\.\d+)?)_(?:e2e_latency|ttft|tpot|itl)_ms")
 SETTINGS = {"backend", "dataset_name", "request_rate", "max_concurrency", "sharegpt_output_len",
             "random_input_len", "random_output_len", "random_range_ratio", "fixed_output_len",
             "num_prompts", "seed", "tag"}
@@ -166,7 +164,7 @@ def parse_run(obj: object, line: int, path: Path) -> ParsedRun:
         if key in AGGREGATES:
             unit, kind, note = AGGREGATES[key]
             pubs.append(published(key, value, prefix, path, unit, kind, note))
-        elif LATENCY_STAT.fullmatch(key):
+        elif SERVING_LATENCY_STAT.fullmatch(key):
             pubs.append(published(key, value, prefix, path, "ms", "latency"))
         elif isinstance(value, str):
             metadata[key] = value

@@ -64,7 +64,7 @@ from bench_ledger.records import (
     RequestColumns,
     RunInfo,
 )
-from bench_ledger.tools import Tool
+from bench_ledger.tools import SERVING_LATENCY_STAT, Tool
 from pydantic import ValidationError
 
 E9 = Decimal(10**9)
@@ -90,7 +90,6 @@ AGGREGATES: dict[str, tuple[str | None, str]] = {
     "max_concurrent_requests": ("requests", "concurrency"),
     "rtfx": (None, "ratio"),
 }
-LATENCY_STAT = re.compile(r"(?:mean|median|std|p\d+(?:\.\d+)?)_(?:ttft|tpot|itl|e2el)_ms")
 NOTES = {"request_goodput:": "legacy benchmark_serving.py spelling of request_goodput (with colon)"}
 
 # Header keys that describe the run rather than measure it; settings kept as metadata text.
@@ -342,7 +341,7 @@ def _header(obj: dict[str, Any], present: set[str], n: int, prefix: str, path: P
             continue
         if key in AGGREGATES:
             pubs.append(published(key, value, prefix, path, *AGGREGATES[key], NOTES.get(key)))
-        elif LATENCY_STAT.fullmatch(key):
+        elif SERVING_LATENCY_STAT.fullmatch(key):
             pubs.append(published(key, value, prefix, path, "ms", "latency"))
         elif isinstance(value, str):
             metadata[key] = value

@@ -7,6 +7,7 @@ definitions and summary identities by the same member. Values are the strings st
 
 from __future__ import annotations
 
+import re
 from enum import StrEnum
 
 
@@ -27,3 +28,8 @@ class Tool(StrEnum):
 # Artefact formats whose numbers are text printed rounded by the tool (a console table, a log), never
 # a float's ``repr``: "0.17" there is 0.17 +- 0.005, even though it reads like a JSON float.
 PRINTED_ROUNDED = frozenset({"vllm-bench-console", "mlperf-summary", "mlperf-detail"})
+
+# The latency statistics the serving benchmarks print, ``{stat}_{series}_ms``: vLLM ``bench serve``
+# writes e2el, SGLang ``bench_serving`` e2e_latency and also max_. One pattern for their importers
+# (the key is a latency in ms) and for ``check`` (which series and statistic to recompute).
+SERVING_LATENCY_STAT = re.compile(r"(?P<stat>mean|median|std|max|p\d+(?:\.\d+)?)_(?P<series>ttft|tpot|itl|e2el|e2e_latency)_ms")

@@ -26,7 +26,7 @@ from bench_ledger.queries.check_stats import (
     StatDefinition,
 )
 from bench_ledger.queries.intervals import Interval
-from bench_ledger.tools import Tool
+from bench_ledger.tools import SERVING_LATENCY_STAT, Tool
 
 Recompute = Callable[[str, Records], tuple[Fraction, str]]
 
@@ -155,7 +155,6 @@ def _serving_series(rec: Records, name: str) -> list[Fraction]:
     raise NotDerivable(f"series {name!r} unknown")
 
 
-SERVING_STAT = re.compile(r"(?P<stat>mean|median|std|p\d+(?:\.\d+)?)_(?P<series>ttft|tpot|itl|e2el|e2e_latency)_ms")
 _SERVING_OWN = {
     "duration": "the tool's own perf_counter span of the whole run: the base of its rates, not in the records",
     "max_output_tokens_per_s": "needs per-token arrival times; the records keep chunk gaps only",
@@ -167,7 +166,7 @@ _SERVING_SETTINGS = ("request_goodput", "request_goodput:", "accept_length", "rt
 
 def _serving(key: str, rec: Records) -> tuple[Fraction, str]:
     """vLLM ``bench serve`` and SGLang ``bench_serving`` aggregates (docs/formats.md)."""
-    if mt := SERVING_STAT.fullmatch(key):
+    if mt := SERVING_LATENCY_STAT.fullmatch(key):
         stat = "mean" if mt["stat"] == "mean" else mt["stat"]
         return 1000 * NUMPY_LINEAR.stat(_serving_series(rec, mt["series"]), stat), "over ok requests, x1000 (ms)"
     if key in ("completed", "failed"):

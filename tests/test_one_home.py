@@ -82,3 +82,21 @@ def test_one_reading_of_a_printed_aggregate() -> None:
     # check's tolerance is half a unit in that same place
     assert [printed_places(t) for t in ("2,791", "1.5e3", "n/a")] == [0, -2, None]
     assert tolerance("1e-05") == Fraction(5, 10**6) and tolerance("2,791") == Fraction(1, 2)
+
+
+def test_one_latency_statistic_pattern_for_vllm_sglang_and_check(tmp_path) -> None:
+    """vLLM's importer, SGLang's importer and check each had a pattern of their own: a max_*_ms key in
+    a vLLM file was "not known to the importer", and check never recomputed SGLang's max_*_ms."""
+    import json
+
+    from bench_ledger.importers.base import ParseOptions
+    from bench_ledger.importers.vllm_bench import IMPORTER
+    from bench_ledger.tools import SERVING_LATENCY_STAT
+
+    f = tmp_path / "r.json"
+    f.write_text(json.dumps({"num_prompts": 1, "completed": 1, "max_ttft_ms": 12.5, "p99_e2el_ms": 30.0}))
+    (run,) = IMPORTER.parse(f, ParseOptions()).runs
+    assert {p.key: (p.unit, p.quantity_kind) for p in run.published if p.key.endswith("_ms")} == {
+        "max_ttft_ms": ("ms", "latency"), "p99_e2el_ms": ("ms", "latency")}  # fmt: skip
+    m = SERVING_LATENCY_STAT.fullmatch("max_e2e_latency_ms")
+    assert m is not None and (m["stat"], m["series"]) == ("max", "e2e_latency")
