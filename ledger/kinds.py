@@ -60,6 +60,27 @@ KINDS: dict[str, str] = {
 }
 
 
+# Families of kinds, for the rules that treat a family alike (one home: the audit, its type rules,
+# check and the claims drafter all read them here).
+MEMORY_KINDS = frozenset({"weights_file_size", "model_allocation", "device_memory", "kv_cache_memory"})
+POWER_KINDS = frozenset({"power_card_mean_sum", "power_peak_of_sum", "power_sum_of_peaks", "power"})
+# dmon counters and what people claim they are (R13)
+COUNTER_KINDS = frozenset({"activity_time_percent", "memory_busy_percent", "utilization_percent"})
+CLAIMED_COUNTER_KINDS = frozenset({"sm_active_percent", "tensor_active_percent", "mfu", "memory_bandwidth_utilization"})
+RATE_KINDS = frozenset({"aggregate_token_rate", "per_stream_token_rate"})
+COUNT_KINDS = frozenset({"token_count", "request_count", "record_count", "count", "cache_hit_tokens"})
+# kinds that only a captured cache field gives (R9)
+CACHE_KINDS = frozenset({"cache_hit_tokens", "cache_cost"})
+# kinds that scale another value without changing what it is
+SCALAR_KINDS = frozenset({"count", "ratio", "constant"})
+LOAD_KINDS = frozenset({"concurrency", "request_count", "request_rate"})
+# kinds whose values are integers: a printed "2" is exactly 2 (R11 with GRIM's premise)
+INTEGER_KINDS = frozenset({"count", "token_count", "request_count", "record_count", "concurrency", "token_setting",
+                           "kv_pool_tokens"})
+# kinds of a time span: a value of one of them divides a count into a rate (R3)
+TIME_KINDS = frozenset({"latency", "duration", "startup_time"})
+
+
 def check_kind(kind: str) -> str:
     if kind not in KINDS:
         raise ValueError(f"unknown quantity kind {kind!r}; known: {', '.join(sorted(KINDS))}")

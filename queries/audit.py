@@ -28,6 +28,7 @@ from fractions import Fraction
 from typing import Any
 
 from bench_ledger.errors import LedgerError, Refused
+from bench_ledger.kinds import INTEGER_KINDS
 from bench_ledger.queries import intervals as iv
 from bench_ledger.queries import kind_algebra
 from bench_ledger.queries.audit_rules import Derivation, Term, check_rules, infer_kind, sides
@@ -39,9 +40,6 @@ from bench_ledger.units import UNCONFIRMED, dimension
 from bench_ledger.units import convert as convert_units
 
 Evaluator = Callable[[Any, str, Any], MetricValue]
-# kinds whose values are integers: a printed "2" is exactly 2 (R11 with GRIM's premise)
-INTEGER_KINDS = frozenset({"count", "token_count", "request_count", "record_count", "concurrency", "token_setting",
-                           "kv_pool_tokens"})
 # the factors the ledger recorded for one side ("run:ID", "batch:NAME", "deployment:NAME"): queries.compare.side
 FactorsOf = Callable[[Any, str], dict[str, str]]
 

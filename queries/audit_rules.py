@@ -13,9 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from bench_ledger.errors import Refused
+from bench_ledger.kinds import CACHE_KINDS, COUNT_KINDS, LOAD_KINDS, MEMORY_KINDS, POWER_KINDS, TIME_KINDS
 from bench_ledger.queries import kind_algebra
 from bench_ledger.queries.intervals import Interval
-from bench_ledger.queries.kind_algebra import COUNT_KINDS, LOAD_KINDS, MEMORY_KINDS, POWER_KINDS
 from bench_ledger.queries.lattice import Evidence
 from bench_ledger.queries.values import FACTORS, UNKNOWN, WARM_FACTORS, Factor, factor_known
 from bench_ledger.units import UNCONFIRMED
@@ -23,7 +23,6 @@ from bench_ledger.units import UNCONFIRMED
 # --------------------------------------------------------------------------- kinds
 
 # kinds a cache-hit figure must never be estimated from (R9: TTFT includes scheduling and overheads)
-TIME_KINDS = frozenset({"latency", "duration", "startup_time"})
 
 
 @dataclass
@@ -107,7 +106,7 @@ def rule_no_na_input(d: Derivation) -> None:
 def rule_cache_from_capture(d: Derivation) -> None:
     """R9: cache-hit tokens (and a cache cost) come only from a captured cache field, never from
     latency or from other token counts."""
-    if d.result_kind not in kind_algebra.CACHE_KINDS:
+    if d.result_kind not in CACHE_KINDS:
         return
     leaves: set[str] = set()
     for t in d.terms:

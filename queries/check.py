@@ -30,6 +30,7 @@ from fractions import Fraction
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.books import current
+from bench_ledger.kinds import INTEGER_KINDS
 from bench_ledger.queries.check_stats import NotDerivable
 from bench_ledger.queries.intervals import Interval
 from bench_ledger.queries.metrics_requests import captures
@@ -117,12 +118,11 @@ def tolerance(text: str) -> Fraction | None:
     return None if places is None else Fraction(5) * Fraction(10) ** (-places - 1)
 
 
-COUNT_KINDS = ("request_count", "token_count", "count")
 
 
 def is_exact_count(text: str, kind: str | None) -> bool:
     """A count printed as a plain integer (``"150"``, a JSON int) is exact, not rounded."""
-    return kind in COUNT_KINDS and text.strip().isdigit()
+    return kind in INTEGER_KINDS and text.strip().isdigit()
 
 
 def reported_interval(text: str, value: Fraction, kind: str | None = None, machine: bool = False) -> Interval | None:

@@ -22,8 +22,8 @@ from fractions import Fraction
 from typing import Any
 
 from bench_ledger.errors import LedgerError, Refused
+from bench_ledger.kinds import COUNTER_KINDS, INTEGER_KINDS
 from bench_ledger.queries import intervals as iv
-from bench_ledger.queries.audit import INTEGER_KINDS
 from bench_ledger.queries.draft_lexicon import (
     CHANGE_WORDS,
     CUES,
@@ -47,7 +47,6 @@ _UNIT_KIND = {"s": "latency", "ms": "latency", "us": "latency", "ns": "latency",
               "Gb/s": "bandwidth", "GB/s": "bandwidth", "MB/s": "bandwidth", "MHz": "clock_frequency",
               "C": "temperature", "requests/s": "request_rate", "runs": "record_count", "launches": "count",
               "layers": "count", "experts": "count", "groups": "count", "links": "count", "stages": "count"}  # fmt: skip
-_PERCENT_KINDS = ("activity_time_percent", "memory_busy_percent", "utilization_percent")
 
 
 @dataclass
@@ -163,7 +162,7 @@ def guess(f: Found) -> Guess:
         cues.append(f"printed unit {f.unit!r}")
         ukind = _UNIT_KIND.get(f.unit)
         if f.unit == "%":
-            if kind not in _PERCENT_KINDS:
+            if kind not in COUNTER_KINDS:
                 kind = "percent_change" if (_is_change(f) or kind is None or kind != "other") else kind
             conf = "high" if cue else "medium"
         elif f.unit == "x":

@@ -17,20 +17,16 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass
 
-from bench_ledger.kinds import KINDS
+from bench_ledger.kinds import (
+    CACHE_KINDS,
+    COUNTER_KINDS,
+    KINDS,
+    LOAD_KINDS,
+    MEMORY_KINDS,
+    POWER_KINDS,
+    SCALAR_KINDS,
+)
 
-MEMORY_KINDS = frozenset({"weights_file_size", "model_allocation", "device_memory", "kv_cache_memory"})
-POWER_KINDS = frozenset({"power_card_mean_sum", "power_peak_of_sum", "power_sum_of_peaks", "power"})
-# dmon counters and what people claim they are (R13)
-COUNTER_KINDS = frozenset({"activity_time_percent", "memory_busy_percent", "utilization_percent"})
-CLAIMED_COUNTER_KINDS = frozenset({"sm_active_percent", "tensor_active_percent", "mfu", "memory_bandwidth_utilization"})
-RATE_KINDS = frozenset({"aggregate_token_rate", "per_stream_token_rate"})
-COUNT_KINDS = frozenset({"token_count", "request_count", "record_count", "count", "cache_hit_tokens"})
-# kinds that only a captured cache field gives (R9)
-CACHE_KINDS = frozenset({"cache_hit_tokens", "cache_cost"})
-# kinds that scale another value without changing what it is
-SCALAR_KINDS = frozenset({"count", "ratio", "constant"})
-LOAD_KINDS = frozenset({"concurrency", "request_count", "request_rate"})
 OPS = ("ratio", "percent_change", "difference", "sum", "product", "convert", "divide", "range")
 
 

@@ -100,3 +100,16 @@ def test_one_latency_statistic_pattern_for_vllm_sglang_and_check(tmp_path) -> No
         "max_ttft_ms": ("ms", "latency"), "p99_e2el_ms": ("ms", "latency")}  # fmt: skip
     m = SERVING_LATENCY_STAT.fullmatch("max_e2e_latency_ms")
     assert m is not None and (m["stat"], m["series"]) == ("max", "e2e_latency")
+
+
+def test_one_family_of_integer_kinds_for_the_audit_and_check() -> None:
+    """check kept its own, shorter list of count kinds: a concurrency or a record count printed as "8"
+    was read as 8 +- 0.5 there, while the audit read it as exactly 8 (R11)."""
+    from bench_ledger.kinds import INTEGER_KINDS
+    from bench_ledger.queries.check import is_exact_count, reported_interval
+
+    assert {"concurrency", "record_count", "kv_pool_tokens"} <= INTEGER_KINDS
+    assert is_exact_count("8", "concurrency") and is_exact_count("3", "record_count")
+    iv = reported_interval("8", Fraction(8), "concurrency")
+    assert iv is not None and (iv.lo, iv.hi) == (8, 8)
+    assert not is_exact_count("8.0", "concurrency") and not is_exact_count("8", "latency")
