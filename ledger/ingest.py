@@ -586,61 +586,12 @@ _GAP_SCHEMA = pa.schema([("artefact_id", pa.int32()), ("request_idx", pa.int32()
 
 def request_tables(artefact_id: int, run_id: int, clock: str | None,
                    cols: rec.RequestColumns | rec.ArrowRequests) -> tuple[pa.Table, pa.Table | None]:  # fmt: skip
-    """The ``request`` and ``chunk_gap`` rows of one run, as Arrow tables in the tables' column order."""
-    if isinstance(cols, rec.ArrowRequests):
-        return _arrow_request_tables(artefact_id, run_id, clock, cols)
-    n = len(cols)
-    gaps = cols.chunk_gaps_s
-    data = {
-        "artefact_id": pa.array([artefact_id] * n, pa.int32()),
-        "idx": cols.idx,
-        "run_id": pa.array([run_id] * n, pa.int32()),
-        "line": cols.line,
-        "status": cols.status,
-        "error": cols.error,
-        "retries": cols.retries,
-        "input_tokens": cols.input_tokens,
-        "output_tokens": cols.output_tokens,
-        "clock": [clock if t is not None else None for t in cols.send_ns] if clock else [None] * n,
-        "send_ns": cols.send_ns,
-        "first_token_ns": cols.first_token_ns,
-        "end_ns": cols.end_ns,
-        "ttft_s": cols.ttft_s,
-        "latency_s": cols.latency_s,
-        "queue_s": cols.queue_s,
-        "itl_mean_s": cols.itl_mean_s,
-        "chunk_count": [None if g is None else len(g) + 1 for g in gaps],
-        "cached_tokens": cols.cached_tokens,
-    }
-    try:
-        requests = pa.table(data, schema=_REQUEST_SCHEMA)
-    except UnicodeEncodeError:  # a lone surrogate (JSON "\\ud800"): name the record
-        i = next(i for i, e in enumerate(cols.error) if e is not None and rec.text_violation("error", e))
-        raise rec.RecordError("error", cols.idx[i], cols.line[i], str(rec.text_violation("error", cols.error[i] or ""))) from None
-    if not any(g for g in gaps):
-        return requests, None
-    req_idx: list[int] = []
-    seq: list[int] = []
-    gap: list[float] = []
-    for i, g in zip(cols.idx, gaps, strict=True):
-        if g:
-            req_idx.extend([i] * len(g))
-            seq.extend(range(len(g)))
-            gap.extend(g)
-    table = pa.table(
-        {
-            "artefact_id": pa.array([artefact_id] * len(gap), pa.int32()),
-            "request_idx": pa.array(req_idx, pa.int32()),
-            "seq": pa.array(seq, pa.int32()),
-            "gap_s": pa.array(gap, pa.float64()),
-        }
-    )
-    return requests, table
+    """The ``request`` and ``chunk_gap`` rows of one run, as Arrow tables in the tables' column order.
 
-
-def _arrow_request_tables(artefact_id: int, run_id: int, clock: str | None,
-                          cols: rec.ArrowRequests) -> tuple[pa.Table, pa.Table | None]:  # fmt: skip
-    t, n = cols.table, cols.table.num_rows
+    Columns from a Python importer are first turned into the one Arrow carrier (:func:`arrow_requests`),
+    so both kinds of importer reach the database through the same conversion."""
+    req = cols if isinstance(cols, rec.ArrowRequests) else arrow_requests(cols)
+    t, n = req.table, req.table.num_rows
     fixed = {
         "artefact_id": pa.repeat(pa.scalar(artefact_id, pa.int32()), n),
         "run_id": pa.repeat(pa.scalar(run_id, pa.int32()), n),
@@ -649,13 +600,41 @@ def _arrow_request_tables(artefact_id: int, run_id: int, clock: str | None,
     }  # fmt: skip
     columns = [fixed[f.name] if f.name in fixed else t.column(f.name).cast(f.type) for f in _REQUEST_SCHEMA]
     requests = pa.Table.from_arrays(columns, schema=_REQUEST_SCHEMA)
-    g = cols.gaps
+    g = req.gaps
     if g is None or g.num_rows == 0:
         return requests, None
     gaps = pa.Table.from_arrays(
         [pa.repeat(pa.scalar(artefact_id, pa.int32()), g.num_rows), g.column("request_idx").cast(pa.int32()),
          g.column("seq").cast(pa.int32()), g.column("gap_s").cast(pa.float64())], schema=_GAP_SCHEMA)  # fmt: skip
     return requests, gaps
+
+
+_CARRIED = [f for f in _REQUEST_SCHEMA if f.name not in ("artefact_id", "run_id", "clock")]
+
+
+def arrow_requests(cols: rec.RequestColumns) -> rec.ArrowRequests:
+    """:class:`~bench_ledger.records.RequestColumns` (lists) as the Arrow carrier: ``chunk_gaps_s``
+    becomes ``chunk_count`` (gaps + 1, null without a gaps array) and long gap rows."""
+    gaps = cols.chunk_gaps_s
+    data = {f.name: getattr(cols, f.name) for f in _CARRIED if f.name != "chunk_count"}
+    data["chunk_count"] = [None if g is None else len(g) + 1 for g in gaps]
+    try:
+        table = pa.table({f.name: pa.array(data[f.name], f.type) for f in _CARRIED})
+    except UnicodeEncodeError:  # a lone surrogate (JSON "\\ud800"): name the record
+        i = next(i for i, e in enumerate(cols.error) if e is not None and rec.text_violation("error", e))
+        raise rec.RecordError("error", cols.idx[i], cols.line[i], str(rec.text_violation("error", cols.error[i] or ""))) from None
+    if not any(g for g in gaps):
+        return rec.ArrowRequests(table=table)
+    req_idx: list[int] = []
+    seq: list[int] = []
+    gap: list[float] = []
+    for i, g in zip(cols.idx, gaps, strict=True):
+        if g:
+            req_idx.extend([i] * len(g))
+            seq.extend(range(len(g)))
+            gap.extend(g)
+    return rec.ArrowRequests(table=table, gaps=pa.table({"request_idx": pa.array(req_idx, pa.int32()),
+                                                         "seq": pa.array(seq, pa.int32()), "gap_s": pa.array(gap, pa.float64())}))  # fmt: skip
 
 
 def _write_samples(conn: sa.Connection, backend: str, artefact_id: int, node: str | None, cols: rec.SampleColumns,
