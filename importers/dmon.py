@@ -607,12 +607,10 @@ class DmonImporter:
 
     def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
         refuse_cut_last_line(Path(path))  # dmon ends every line: a last line without one may be cut
-        reader = _Reader(Path(path), options.node)
         return ParsedArtefact(
             format=self.name,
             format_version=None,
-            samples=reader.chunks(),
-            wide_samples=_wide_chunks(Path(path), options.node),
+            samples=_wide_chunks(Path(path), options.node),  # wide blocks; the line reader from an irregular one
             note=(
                 "units as printed by the units line, 'unconfirmed' where a header had none (R12); "
                 "ts only where both Date and Time columns were printed (-o DT), else None"

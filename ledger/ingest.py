@@ -204,7 +204,7 @@ def write_artefact(
         runs.flush()
         rows.flush()
 
-        for chunk in translated(path, parsed.samples if parsed.wide_samples is None else parsed.wide_samples):
+        for chunk in translated(path, parsed.samples):
             s.flush()
             if isinstance(chunk, rec.WideSamples):
                 result.samples += _write_wide_samples(conn, ledger.backend, art.id, target.node, chunk, path, held)

@@ -553,13 +553,11 @@ class ParsedArtefact:
     format: str
     format_version: str | None
     runs: Iterable[ParsedRun] = field(default_factory=list)
-    samples: Iterable[SampleColumns] = field(default_factory=list)
+    # hardware samples, long (SampleColumns) or wide (WideSamples: the store unpivots them)
+    samples: Iterable[SampleColumns | WideSamples] = field(default_factory=list)
     log_facts: list[LogFact] = field(default_factory=list)
     published: list[Published] = field(default_factory=list)
     note: str | None = None
-    # The same rows as ``samples`` in faster chunks (WideSamples, or SampleColumns where the importer
-    # fell back); when set, the store writes these instead of ``samples``.
-    wide_samples: Iterable[Any] | None = None
 
     def iter_runs(self) -> Iterator[ParsedRun]:
         """The runs, with ``idx`` made the record's position in the *artefact*.
