@@ -421,24 +421,35 @@ class _RunWriter:
             self.flush()
 
     def flush(self) -> None:
+        """Write the buffered runs: resolve them, refuse backfills (R9), then captures and aggregates,
+        then requests; each step one set-based statement per table."""
         if not self.chunk:
             return
         chunk, self.chunk, self.buffered = self.chunk, [], 0
+        found, ids = self._resolve_runs(chunk)
+        self._refuse_backfills(chunk, found, ids)
+        if found:
+            self.s.flush()  # the learned run fields, before rows that point at the runs
+        self._write_captures(chunk, ids)
+        self._write_request_rows(chunk, ids)
+
+    def _resolve_runs(self, chunk: list[tuple[str, rec.ParsedRun]]) -> tuple[dict[str, m.Run], dict[str, tuple[int, int]]]:
+        """The batch's existing runs of the chunk's labels (newest revision), which learn what they did
+        not know yet (never overwritten), and the new runs, inserted. Returns the existing runs and,
+        per label, (run id, key): the key is the first revision's id, which captures point at."""
         s, conn, batch, art_id = self.s, self.conn, self.batch, self.artefact_id
         assert batch is not None  # runs are added only with a batch (import_file refuses the others)
-        dialect = conn.dialect
         labels = sorted({label for label, _ in chunk})
         found: dict[str, m.Run] = {}
         for run in s.scalars(
             sa.select(m.Run).where(m.Run.batch_id == batch.id, m.Run.label.in_(labels)).order_by(m.Run.revision.desc())
         ):
             found.setdefault(run.label, run)
-        # run label -> (id, key, label) ; new runs collected as rows
         new_rows: dict[str, dict] = {}
         for label, pr in chunk:
             described = _described(pr.info, art_id)
             target = found.get(label)
-            if target is not None:  # learns what it did not know yet; never overwritten
+            if target is not None:
                 for key, value in described.items():
                     if value is not None and getattr(target, key) is None:
                         setattr(target, key, value)
@@ -458,8 +469,13 @@ class _RunWriter:
             for rid, row in zip(next_ids(conn, self.backend, "run", len(new_rows)), new_rows.values(), strict=True):
                 row["id"] = rid
                 ids[row["label"]] = (rid, rid)
-            bulk_insert(conn, self.backend, "run", _arrow_of(m.Run.__table__, list(new_rows.values()), dialect))
-        # R9: earlier captures of runs that existed before this chunk
+            bulk_insert(conn, self.backend, "run", _arrow_of(m.Run.__table__, list(new_rows.values()), conn.dialect))
+        return found, ids
+
+    def _refuse_backfills(self, chunk: list[tuple[str, rec.ParsedRun]], found: dict[str, m.Run],
+                          ids: dict[str, tuple[int, int]]) -> None:  # fmt: skip
+        """R9 against the earlier captures of the runs that existed before this chunk."""
+        s = self.s
         earlier: dict[int, list[tuple[int, int, set[str]]]] = {}
         old_keys = sorted({ids[lab][1] for lab in found})
         if old_keys:
@@ -477,8 +493,11 @@ class _RunWriter:
                 earlier.setdefault(c.run_id, []).append((c.artefact_id, c.record_count, fields[c.id]))
         for label, pr in chunk:
             _check_backfill(label, pr.capture, earlier.get(ids[label][1], ()))
-        if found:
-            s.flush()  # the learned run fields, before rows that point at the runs
+
+    def _write_captures(self, chunk: list[tuple[str, rec.ParsedRun]], ids: dict[str, tuple[int, int]]) -> None:
+        """One capture per run of this artefact, its fields, and the tool's aggregates of the run."""
+        conn, batch, art_id, dialect = self.conn, self.batch, self.artefact_id, self.conn.dialect
+        assert batch is not None
         cap_ids = next_ids(conn, self.backend, "capture", len(chunk))
         stamp = now()
         caps_rows: list[dict[str, Any]] = []
@@ -499,14 +518,18 @@ class _RunWriter:
             for pid, row in zip(next_ids(conn, self.backend, "published_value", len(pub_rows)), pub_rows, strict=True):
                 row["id"] = pid
             bulk_insert(conn, self.backend, "published_value", _arrow_of(m.PublishedValue.__table__, pub_rows, dialect))
+        self.result.published += len(pub_rows)
+
+    def _write_request_rows(self, chunk: list[tuple[str, rec.ParsedRun]], ids: dict[str, tuple[int, int]]) -> None:
+        """Each run's request and chunk-gap rows; a record outside its domain names file, line and field."""
         result = self.result
-        result.published += len(pub_rows)
         for label, pr in chunk:
             run_id, key = ids[label]
             n = 0
             if pr.requests is not None and len(pr.requests):
                 try:
-                    n = _write_requests(conn, self.backend, art_id, key, pr.capture.clock, pr.requests, self.rows.add)
+                    n = _write_requests(self.conn, self.backend, self.artefact_id, key, pr.capture.clock, pr.requests,
+                                        self.rows.add)  # fmt: skip
                 except rec.RecordError as exc:
                     where = ", ".join(x for x in (f"line {exc.line}" if exc.line is not None else None,
                                                   f"record {exc.idx}" if exc.idx is not None else None) if x)  # fmt: skip
