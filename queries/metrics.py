@@ -33,15 +33,13 @@ from bench_ledger.books import current, require_current
 from bench_ledger.errors import NotFound, Refused
 from bench_ledger.queries.metrics_batch import RunRef, batch_values, supported
 from bench_ledger.queries.metrics_hardware import hardware_metrics, parse_window
-from bench_ledger.queries.metrics_requests import Ctx, Metric, percentile_linear
+from bench_ledger.queries.metrics_requests import Ctx, Dist, Metric, percentile_linear, request_metrics
 from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.store import Ledger
 
 __all__ = ["METRICS", "ROW_METRICS", "Metric", "RunMetrics", "distribution_values", "evaluate", "list_metrics",
            "percentile_linear",
            "run_metrics", "run_metrics_per_run", "scope_of"]  # fmt: skip
-
-from bench_ledger.queries.metrics_requests import request_metrics  # noqa: E402
 
 METRICS: dict[str, Metric] = {mt.name: mt for mt in [*request_metrics(), *hardware_metrics()]}
 
@@ -165,7 +163,7 @@ def evaluate(ledger: Ledger, metric: str, scope: Scope) -> MetricValue:
     mt = METRICS[metric]
     with ledger.connection() as conn:
         ctx = _resolve(conn, scope, mt)
-        return mt.compute(conn, ctx, mt)
+        return mt.value(conn, ctx)
 
 
 def scope_of(ledger: Ledger, run_id: int) -> Scope:
@@ -250,7 +248,7 @@ def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | 
                 if name in values[r.id]:
                     rm.values[name] = values[r.id][name]
                 else:
-                    rm.values[name] = mt.compute(conn, _resolve(conn, scope, mt), mt)
+                    rm.values[name] = mt.value(conn, _resolve(conn, scope, mt))
             out.append(rm)
     return out
 
@@ -265,7 +263,7 @@ def run_metrics_per_run(ledger: Ledger, batches: list[str] | None = None, run_id
             scope = Scope(batch=rm.batch, run=f"#{rm.run_id}")
             for name in metrics:
                 mt = METRICS[name]
-                rm.values[name] = mt.compute(conn, _resolve(conn, scope, mt), mt)
+                rm.values[name] = mt.value(conn, _resolve(conn, scope, mt))
     return out
 
 
@@ -274,11 +272,11 @@ def distribution_values(ledger: Ledger, metric: str, run_ids: list[int]) -> list
     taken over, for plotting its CDF: the metric's own statement, so the population is the same.
     Call it only where the metric itself is derived (a needed field not captured makes it n/a, R9)."""
     mt = METRICS.get(metric)
-    spec = getattr(mt.compute, "batch", None) if mt is not None else None
-    if not spec or spec[0] != "dist":
+    plan = mt.plan if mt is not None else None
+    if not isinstance(plan, Dist):
         raise NotFound(f"{metric!r} is not a distribution metric")
     with ledger.connection() as conn:
-        return [float(r.v) for r in conn.execute(spec[1](list(run_ids))) if r.v is not None]
+        return [float(r.v) for r in conn.execute(plan.sql(list(run_ids))) if r.v is not None]
 
 
 def to_arrow(rows: list[RunMetrics]):

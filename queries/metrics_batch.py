@@ -40,16 +40,25 @@ from bench_ledger.queries.metrics_requests import (
     CAP,
     CF,
     OK,
+    Cache,
     CaptureInfo,
+    Count,
     Ctx,
+    Dist,
+    Groups,
     Metric,
+    Plan,
     Q,
+    Rate,
+    Total,
+    Wall,
     cache_value,
     count_value,
     dist_value,  # fmt: skip
     exact,
     precheck_caps,
     rate_value,
+    record_groups,
     total_value,
     wall_value,
 )
@@ -67,11 +76,12 @@ class RunRef:
 
 
 def supported(mt: Metric) -> bool:
-    """Whether the batch path computes this metric (else the caller computes it per run)."""
-    spec = getattr(mt.compute, "batch", None)
-    if spec is None or mt.family != "requests":
+    """Whether the batch path computes this metric (else the caller computes it per run): every
+    request plan but the means of distributions (an exact mean needs every value)."""
+    plan = mt.plan
+    if not isinstance(plan, Plan):
         return False
-    return spec[0] != "dist" or spec[2] == "max" or spec[2].startswith("p")
+    return not isinstance(plan, Dist) or plan.stat == "max" or plan.stat.startswith("p")
 
 
 class _OrderStats(Sequence):
@@ -185,14 +195,14 @@ def batch_values(conn: sa.Connection, runs: list[RunRef], metrics: list[Metric],
         return out
     origins = selection
     caps = read_captures(conn, origins)
-    specs = {mt.name: mt.compute.batch for mt in metrics}  # type: ignore[attr-defined]
-    need_rows = any(s[0] in ("count", "total", "wall", "rate", "cache") for s in specs.values())
+    plans = [mt.plan for mt in metrics]
+    need_rows = any(isinstance(p, (Count, Total, Wall, Rate, Cache)) for p in plans)
     aggs = read_aggregates(conn, origins) if need_rows else {}
     # one statement per distribution, serving every percentile of it
     dists: dict[int, tuple[object, set[int]]] = {}
-    for s in specs.values():
-        if s[0] == "dist":
-            dists.setdefault(id(s[1]), (s[1], set()))[1].add(_stat_p(s[2]))
+    for p in plans:
+        if isinstance(p, Dist):
+            dists.setdefault(id(p.sql), (p.sql, set()))[1].add(_stat_p(p.stat))
     stats = {key: read_order_stats(conn, sql, origins, ps) for key, (sql, ps) in dists.items()}
     empty = _empty_aggregate()
     for r in runs:
@@ -201,7 +211,7 @@ def batch_values(conn: sa.Connection, runs: list[RunRef], metrics: list[Metric],
         one = _OneRun(conn, ctx, caps.get(r.origin, []), aggs.get(r.origin, empty),
                       {key: st.get(r.origin, (0, 0, {})) for key, st in stats.items()})  # fmt: skip
         for mt in metrics:
-            out[r.id][mt.name] = one.value(mt.name)
+            out[r.id][mt.name] = one.value(mt)
     return out
 
 
@@ -213,39 +223,34 @@ class _OneRun:
         self.conn, self.ctx, self.caps, self.agg, self.stats = conn, ctx, caps, agg, stats
         self.done: dict[str, MetricValue] = {}
 
-    def value(self, name: str) -> MetricValue:
-        v = self.done.get(name)
+    def value(self, mt: Metric) -> MetricValue:
+        v = self.done.get(mt.name)
         if v is None:
-            from bench_ledger.queries.metrics import METRICS
-
-            v = self.done[name] = self.compute(METRICS[name])
+            v = self.done[mt.name] = self.compute(mt)
         return v
 
     def compute(self, mt: Metric) -> MetricValue:
-        ctx, caps, agg = self.ctx, self.caps, self.agg
-        spec = mt.compute.batch  # type: ignore[attr-defined]
-        kind = spec[0]
-        if kind == "groups":
-            return mt.compute(self.conn, ctx, mt)  # no statement: the number of runs in the scope
-        if kind == "wall":
+        """The metric's plan on the figures read for all runs, through its decision function."""
+        ctx, caps, agg, plan = self.ctx, self.caps, self.agg, mt.plan
+        if isinstance(plan, Groups):
+            return record_groups(mt, ctx)
+        if isinstance(plan, Wall):
             return wall_value(mt, ctx, caps, lambda: agg)
-        if kind == "rate":
-            _, tokens, per = spec
-            return rate_value(mt, ctx, [self.value(t) for t in tokens], self.value("wall_clock_s"), per)
+        if isinstance(plan, Rate):
+            return rate_value(mt, ctx, [self.value(t) for t in plan.tokens], self.value(plan.wall), plan.per)
         bad = precheck_caps(ctx, mt, caps)
-        if kind == "cache":
+        if isinstance(plan, Cache):
             row = SimpleNamespace(total=agg.cached_tokens_total, ok=agg.ok or 0, missing=agg.cached_tokens_missing)
             return cache_value(mt, ctx, bad, lambda: row)
         if bad:
             return bad
-        if kind == "count":
-            return count_value(mt, ctx, caps, agg.n, getattr(agg, spec[1]))
-        if kind == "total":
-            col = spec[1]
+        if isinstance(plan, Count):
+            return count_value(mt, ctx, caps, agg.n, getattr(agg, plan.status))
+        if isinstance(plan, Total):
+            col = plan.column
             return total_value(mt, ctx, caps, col, getattr(agg, f"{col}_total"), agg.ok or 0,
                                getattr(agg, f"{col}_missing"))  # fmt: skip
-        if kind == "dist":
-            _, sql, stat, population = spec
-            n, missing, known = self.stats[id(sql)]
-            return dist_value(mt, ctx, caps, stat, population, n, missing, lambda: _OrderStats(n, known))
+        if isinstance(plan, Dist):
+            n, missing, known = self.stats[id(plan.sql)]
+            return dist_value(mt, ctx, caps, plan.stat, plan.population, n, missing, lambda: _OrderStats(n, known))
         raise ValueError(f"no batch path for {mt.name}")

@@ -87,9 +87,67 @@ class Ctx:
     window_note: str | None = None
 
 
+# --------------------------------------------------------------------------- plans of request metrics
+# A request metric is a typed plan: what it reads and which decision turns that into a value. The
+# per-scope evaluation (:func:`run_plan`) and the grouped one (queries.metrics_batch) both execute
+# the same plan with the same decision functions, so a metric is defined once.
+
+
+@dataclass(frozen=True)
+class Count:
+    """Requests of one status (API requests: one request row each, never record groups, R2)."""
+
+    status: str
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Runs (record groups) in the scope."""
+
+
+@dataclass(frozen=True)
+class Total:
+    """SUM of a token column over ok requests; n/a where any ok request lacks it (R9)."""
+
+    column: str
+
+
+@dataclass(frozen=True)
+class Wall:
+    """First send to last end on one clock (R3); else the tool's own duration, flagged reported."""
+
+
+@dataclass(frozen=True)
+class Rate:
+    """per x (sum of the token totals) / the wall clock (R3)."""
+
+    tokens: tuple[Metric, ...]
+    wall: Metric
+    per: int
+
+
+@dataclass(frozen=True)
+class Dist:
+    """A statistic of per-request values: ``sql(run_ids)`` gives them sorted, ``sql(run_ids,
+    by_run=True, conn=conn)`` as (run_id, v) of many runs (``conn`` lets a builder probe first)."""
+
+    sql: Callable[..., sa.Select] = field(compare=False)
+    stat: str
+    population: str
+
+
+@dataclass(frozen=True)
+class Cache:
+    """SUM of cached_tokens over ok requests: only from a captured cache field (R9)."""
+
+
+Plan = Count | Groups | Total | Wall | Rate | Dist | Cache
+
+
 @dataclass(frozen=True)
 class Metric:
-    """One metric, defined once: what it is, what it needs, how it is computed."""
+    """One metric, defined once: what it is, what it needs, how it is computed (a request metric's
+    :class:`Plan`, or a ``compute`` function for hardware and log metrics)."""
 
     name: str
     unit: str
@@ -99,8 +157,12 @@ class Metric:
     needs: tuple[tuple[str, ...], ...]  # captured fields; each inner tuple is one acceptable set
     formula: str  # the definition in words / SQL (METRICS listing, list_metrics())
     family: str  # requests | hardware | log
-    compute: Callable[[sa.Connection, Ctx, Metric], MetricValue] = field(repr=False, compare=False)
+    plan: Plan | Callable[[sa.Connection, Ctx, Metric], MetricValue] = field(repr=False, compare=False)
     pools: bool = False  # additive over runs of one batch (counts, totals)
+
+    def value(self, conn: sa.Connection, ctx: Ctx) -> MetricValue:
+        """This metric on one resolved scope."""
+        return run_plan(conn, ctx, self, self.plan) if isinstance(self.plan, Plan) else self.plan(conn, ctx, self)
 
     def describe(self) -> dict:
         return {"name": self.name, "unit": self.unit, "quantity_kind": self.quantity_kind,
@@ -212,29 +274,14 @@ def status_counts_sql(run_ids: list[int]) -> sa.Select:
     ).where(Q.c.run_id.in_(run_ids))
 
 
-def count_status(status: str) -> Callable[[sa.Connection, Ctx, Metric], MetricValue]:
-    def compute(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
-        bad, caps = precheck(conn, ctx, metric)
-        if bad:
-            return bad
-        row = conn.execute(status_counts_sql(ctx.run_ids)).one()
-        return count_value(metric, ctx, caps, row.n, row._mapping[status])
-
-    compute.batch = ("count", status)  # type: ignore[attr-defined]  # queries.metrics_batch
-    return compute
-
-
 def count_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], n: int, count: int | None) -> MetricValue:
     return derived(metric, ctx, Fraction(int(count or 0)), runs=ctx.run_ids, requests=int(n),
                    fields=_fields_used(caps, metric))  # fmt: skip
 
 
-def record_groups(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
+def record_groups(metric: Metric, ctx: Ctx) -> MetricValue:
     return derived(metric, ctx, Fraction(len(ctx.run_ids)), runs=ctx.run_ids,
                    basis="runs (record groups) in the scope: a count of records, never of requests (R2)")  # fmt: skip
-
-
-record_groups.batch = ("groups",)  # type: ignore[attr-defined]
 
 
 def totals_sql(run_ids: list[int], column: sa.ColumnElement[Any]) -> sa.Select:
@@ -243,20 +290,6 @@ def totals_sql(run_ids: list[int], column: sa.ColumnElement[Any]) -> sa.Select:
         sa.func.count().label("ok"),
         sa.func.sum(sa.case((column.is_(None), 1), else_=0)).label("missing"),
     ).where(Q.c.run_id.in_(run_ids), OK)
-
-
-def ok_total(column: sa.ColumnElement[Any]) -> Callable[[sa.Connection, Ctx, Metric], MetricValue]:
-    """Sum of a token column over ok requests: n/a when any ok request lacks it (no backfill, R9)."""
-
-    def compute(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
-        bad, caps = precheck(conn, ctx, metric)
-        if bad:
-            return bad
-        row = conn.execute(totals_sql(ctx.run_ids, column)).one()
-        return total_value(metric, ctx, caps, column.name, row.total, row.ok, row.missing)
-
-    compute.batch = ("total", column.name)  # type: ignore[attr-defined]
-    return compute
 
 
 def total_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], column: str, total: int | None, ok: int,
@@ -280,14 +313,8 @@ def wall_clock_sql(run_ids: list[int]) -> sa.Select:
     ).where(Q.c.run_id.in_(run_ids))
 
 
-def wall_clock(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
-    """The common wall clock (R3); without times, the tool's own duration, flagged as such."""
-    caps = captures(conn, ctx.run_ids)
-    return wall_value(metric, ctx, caps, lambda: conn.execute(wall_clock_sql(ctx.run_ids)).one())
-
-
 def wall_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], fetch: Callable[[], object]) -> MetricValue:
-    """The decision of :func:`wall_clock`; ``fetch`` gives the row of :func:`wall_clock_sql` (read only if needed)."""
+    """The decision of a :class:`Wall` plan; ``fetch`` gives the row of :func:`wall_clock_sql` (read only if needed)."""
     if any(c.sampled for c in caps):
         return na(metric, ctx, "records are a sample: their first send / last end is not the run's")
     timed = bool(caps) and all({"send_time", "end_time"} <= c.fields for c in caps)
@@ -306,28 +333,12 @@ def wall_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], fetch: Callabl
     return na(metric, ctx, "no send/end times captured and the tool recorded no duration")
 
 
-wall_clock.batch = ("wall",)  # type: ignore[attr-defined]
-
-
 # --------------------------------------------------------------------------- rates over the wall clock
 
 
-def rate(tokens: tuple[str, ...], per: int, wall: Metric | None = None) -> Callable[[sa.Connection, Ctx, Metric], MetricValue]:
-    """per × (sum of token totals) / common wall clock (R3); n/a propagates, the basis is kept."""
-
-    def compute(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
-        from bench_ledger.queries.metrics import METRICS
-
-        parts = [METRICS[t].compute(conn, ctx, METRICS[t]) for t in tokens]
-        clock = METRICS["wall_clock_s"].compute(conn, ctx, METRICS["wall_clock_s"])
-        return rate_value(metric, ctx, parts, clock, per)
-
-    compute.batch = ("rate", tokens, per)  # type: ignore[attr-defined]
-    return compute
-
-
 def rate_value(metric: Metric, ctx: Ctx, parts: list[MetricValue], clock: MetricValue, per: int) -> MetricValue:
-    """The decision of :func:`rate` on the token totals and the wall clock already computed."""
+    """The decision of a :class:`Rate` plan on the token totals and the wall clock already computed:
+    n/a propagates, the wall clock's basis is kept."""
     for v in [*parts, clock]:
         if v.value is None:
             return na(metric, ctx, f"{v.metric}: {v.na_reason}", **{v.metric: None})
@@ -444,27 +455,9 @@ def apply_stat(stat: str, values: Sequence[Fraction]) -> Fraction:
     raise ValueError(stat)
 
 
-def distribution(sql: Callable[..., sa.Select], stat: str, population: str
-                 ) -> Callable[[sa.Connection, Ctx, Metric], MetricValue]:  # fmt: skip
-    """``sql(run_ids)``: the sorted values; ``sql(run_ids, by_run=True, conn=conn)``: (run_id, v) of many runs
-    (the batch path; ``conn`` lets a builder probe the data first)."""
-
-    def compute(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
-        bad, caps = precheck(conn, ctx, metric)
-        if bad:
-            return bad
-        raw = [r.v for r in conn.execute(sql(ctx.run_ids))]
-        missing = sum(1 for v in raw if v is None)
-        return dist_value(metric, ctx, caps, stat, population, len(raw), missing,
-                          lambda: sorted(exact(v) for v in raw))  # fmt: skip
-
-    compute.batch = ("dist", sql, stat, population)  # type: ignore[attr-defined]
-    return compute
-
-
 def dist_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], stat: str, population: str, n: int,
                missing: int, values: Callable[[], Sequence[Fraction]]) -> MetricValue:  # fmt: skip
-    """The decision of :func:`distribution`: n values of which ``missing`` are NULL; ``values()`` sorted."""
+    """The decision of a :class:`Dist` plan: n values of which ``missing`` are NULL; ``values()`` sorted."""
     if missing:
         return na(metric, ctx, f"value missing for {missing} of {n} {population}",
                   coverage=f"{n - missing} of {n} {population}")  # fmt: skip
@@ -476,14 +469,9 @@ def dist_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], stat: str, pop
                    method="numpy linear (type 7)" if stat.startswith("p") else stat)  # fmt: skip
 
 
-def cache_hit_tokens(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
-    """Sum of cached_tokens of ok requests; n/a where not reported, never 0, never from TTFT (R9)."""
-    bad, _ = precheck(conn, ctx, metric)
-    return cache_value(metric, ctx, bad, lambda: conn.execute(totals_sql(ctx.run_ids, Q.c.cached_tokens)).one())
-
-
 def cache_value(metric: Metric, ctx: Ctx, bad: MetricValue | None, fetch: Callable[[], object]) -> MetricValue:
-    """The decision of :func:`cache_hit_tokens`; ``fetch`` gives the row of :func:`totals_sql`."""
+    """The decision of a :class:`Cache` plan (n/a where not reported, never 0, never from TTFT, R9);
+    ``fetch`` gives the row of :func:`totals_sql`."""
     if bad:
         bad.inputs.setdefault("basis", "cached_tokens is n/a where a capture lacks it: never 0, never estimated")
         if bad.na_reason and " captured for " in bad.na_reason:
@@ -499,7 +487,29 @@ def cache_value(metric: Metric, ctx: Ctx, bad: MetricValue | None, fetch: Callab
                    fields=["cached_tokens"])  # fmt: skip
 
 
-cache_hit_tokens.batch = ("cache",)  # type: ignore[attr-defined]
+def run_plan(conn: sa.Connection, ctx: Ctx, metric: Metric, plan: Plan) -> MetricValue:
+    """A request metric's plan on one scope: its own statements, then its decision function."""
+    if isinstance(plan, Groups):
+        return record_groups(metric, ctx)
+    if isinstance(plan, Wall):
+        return wall_value(metric, ctx, captures(conn, ctx.run_ids), lambda: conn.execute(wall_clock_sql(ctx.run_ids)).one())
+    if isinstance(plan, Rate):
+        return rate_value(metric, ctx, [t.value(conn, ctx) for t in plan.tokens], plan.wall.value(conn, ctx), plan.per)
+    bad, caps = precheck(conn, ctx, metric)
+    if isinstance(plan, Cache):
+        return cache_value(metric, ctx, bad, lambda: conn.execute(totals_sql(ctx.run_ids, Q.c.cached_tokens)).one())
+    if bad:
+        return bad
+    if isinstance(plan, Count):
+        row = conn.execute(status_counts_sql(ctx.run_ids)).one()
+        return count_value(metric, ctx, caps, row.n, row._mapping[plan.status])
+    if isinstance(plan, Total):
+        row = conn.execute(totals_sql(ctx.run_ids, Q.c[plan.column])).one()
+        return total_value(metric, ctx, caps, plan.column, row.total, row.ok, row.missing)
+    raw = [r.v for r in conn.execute(plan.sql(ctx.run_ids))]
+    missing = sum(1 for v in raw if v is None)
+    return dist_value(metric, ctx, caps, plan.stat, plan.population, len(raw), missing,
+                      lambda: sorted(exact(v) for v in raw))  # fmt: skip
 
 
 # --------------------------------------------------------------------------- the request metrics
@@ -510,43 +520,46 @@ LAT_NEEDS = (("latency_s",), ("send_time", "end_time"))
 
 
 def request_metrics() -> list[Metric]:
+    input_tokens = Metric("input_tokens", "tokens", "token_count", "total", _OK, (("input_tokens", "status"),),
+                          "SUM(input_tokens) WHERE status = 'ok' (actual, not the input target)", "requests",
+                          Total("input_tokens"), pools=True)  # fmt: skip
+    output_tokens = Metric("output_tokens", "tokens", "token_count", "total", _OK, (("output_tokens", "status"),),
+                           "SUM(output_tokens) WHERE status = 'ok' (actual, not the output cap)", "requests",
+                           Total("output_tokens"), pools=True)  # fmt: skip
+    wall = Metric("wall_clock_s", "s", "duration", "span", "first send to last end of the run's requests, one clock",
+                  (), "(MAX(end_ns) - MIN(send_ns)) / 1e9; else run.duration_s (flagged: tool's own duration)",
+                  "requests", Wall())  # fmt: skip
     out = [
         Metric("requests_ok", "requests", "request_count", "count", "the scope's API requests", (("status",),),
-               "COUNT(*) FROM request WHERE status = 'ok'", "requests", count_status("ok"), pools=True),
+               "COUNT(*) FROM request WHERE status = 'ok'", "requests", Count("ok"), pools=True),
         Metric("requests_failed", "requests", "request_count", "count", "the scope's API requests", (("status",),),
-               "COUNT(*) FROM request WHERE status = 'failed'", "requests", count_status("failed"), pools=True),
+               "COUNT(*) FROM request WHERE status = 'failed'", "requests", Count("failed"), pools=True),
         Metric("requests_unknown", "requests", "request_count", "count", "the scope's API requests", (),
-               "COUNT(*) FROM request WHERE status = 'unknown'", "requests", count_status("unknown"), pools=True),
+               "COUNT(*) FROM request WHERE status = 'unknown'", "requests", Count("unknown"), pools=True),
         Metric("record_groups", "runs", "record_count", "count", "runs (record groups) of the scope", (),
-               "COUNT(*) FROM run", "requests", record_groups, pools=True),
-        Metric("input_tokens", "tokens", "token_count", "total", _OK, (("input_tokens", "status"),),
-               "SUM(input_tokens) WHERE status = 'ok' (actual, not the input target)", "requests",
-               ok_total(Q.c.input_tokens), pools=True),
-        Metric("output_tokens", "tokens", "token_count", "total", _OK, (("output_tokens", "status"),),
-               "SUM(output_tokens) WHERE status = 'ok' (actual, not the output cap)", "requests",
-               ok_total(Q.c.output_tokens), pools=True),
-        Metric("wall_clock_s", "s", "duration", "span", "first send to last end of the run's requests, one clock",
-               (), "(MAX(end_ns) - MIN(send_ns)) / 1e9; else run.duration_s (flagged: tool's own duration)",
-               "requests", wall_clock),
+               "COUNT(*) FROM run", "requests", Groups(), pools=True),
+        input_tokens,
+        output_tokens,
+        wall,
         Metric("total_tpm", "tokens/min", "aggregate_token_rate", "rate over common wall clock", "wall_clock_s",
                (), "60 × (input_tokens + output_tokens) / wall_clock_s (R3)", "requests",
-               rate(("input_tokens", "output_tokens"), 60)),
+               Rate((input_tokens, output_tokens), wall, 60)),
         Metric("output_tpm", "tokens/min", "aggregate_token_rate", "rate over common wall clock", "wall_clock_s",
-               (), "60 × output_tokens / wall_clock_s (R3)", "requests", rate(("output_tokens",), 60)),
+               (), "60 × output_tokens / wall_clock_s (R3)", "requests", Rate((output_tokens,), wall, 60)),
         Metric("output_tokens_per_s", "tokens/s", "aggregate_token_rate", "rate over common wall clock",
                "wall_clock_s", (), "output_tokens / wall_clock_s (aggregate, not per stream: R4)", "requests",
-               rate(("output_tokens",), 1)),
+               Rate((output_tokens,), wall, 1)),
         Metric("per_stream_decode_rate_median", "tokens/s", "per_stream_token_rate", "per-stream rate, median",
                "first to last token of each stream", (("output_tokens", "ttft_s", "latency_s"),
                                                       ("output_tokens", "first_token_time", "end_time"),
                                                       ("output_tokens", "chunk_gaps")),
                "MEDIAN over ok requests with output_tokens > 1 of (output_tokens - 1) / (latency_s - ttft_s) (R4)",
-               "requests", distribution(lambda ids, by_run=False, conn=None: decode_rate_by_run_sql(ids, conn) if by_run else
-                                        values_sql(ids, decode_rate_expr(), Q.c.output_tokens > 1),
-                                        "p50", "ok requests with more than one output token")),
+               "requests", Dist(lambda ids, by_run=False, conn=None: decode_rate_by_run_sql(ids, conn) if by_run else
+                                values_sql(ids, decode_rate_expr(), Q.c.output_tokens > 1),
+                                "p50", "ok requests with more than one output token")),
         Metric("cache_hit_tokens", "tokens", "cache_hit_tokens", "total", _OK, (("cached_tokens",),),
                "SUM(cached_tokens) WHERE status = 'ok'; n/a where not captured, never 0 (R9)", "requests",
-               cache_hit_tokens, pools=True),
+               Cache(), pools=True),
     ]  # fmt: skip
     dists = [
         ("ttft", TTFT_NEEDS, lambda ids, by_run=False, conn=None: values_sql(ids, ttft_expr(), sa.or_(
@@ -571,5 +584,5 @@ def request_metrics() -> list[Metric]:
             method = "" if kind != "percentile" else ", numpy linear (type 7)"
             out.append(Metric(f"{base}_{stat}", "s", "latency", kind, population, needs,
                               f"{stat.upper()}{method} of {formula}", "requests",
-                              distribution(sql, stat, population)))  # fmt: skip
+                              Dist(sql, stat, population)))  # fmt: skip
     return out

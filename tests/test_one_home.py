@@ -113,3 +113,20 @@ def test_one_family_of_integer_kinds_for_the_audit_and_check() -> None:
     iv = reported_interval("8", Fraction(8), "concurrency")
     assert iv is not None and (iv.lo, iv.hi) == (8, 8)
     assert not is_exact_count("8.0", "concurrency") and not is_exact_count("8", "latency")
+
+
+def test_request_metrics_are_typed_plans_both_evaluations_execute() -> None:
+    """Request metrics were closures with a monkey-patched ``.batch`` tuple that the grouped path read;
+    now each is a typed plan, and the grouped path covers all of them but the exact means."""
+    from bench_ledger.queries.metrics import METRICS
+    from bench_ledger.queries.metrics_batch import supported
+    from bench_ledger.queries.metrics_requests import Dist, Plan, Rate
+
+    requests = {n: mt for n, mt in METRICS.items() if mt.family == "requests"}
+    assert requests and all(isinstance(mt.plan, Plan) for mt in requests.values())
+    assert {n for n, mt in requests.items() if not supported(mt)} == {
+        n for n, mt in requests.items() if isinstance(mt.plan, Dist) and mt.plan.stat == "mean"}  # fmt: skip
+    tpm = METRICS["total_tpm"].plan
+    assert isinstance(tpm, Rate) and [t.name for t in tpm.tokens] == ["input_tokens", "output_tokens"]
+    assert tpm.wall is METRICS["wall_clock_s"] and tpm.per == 60
+    assert not any(isinstance(mt.plan, Plan) for mt in METRICS.values() if mt.family != "requests")

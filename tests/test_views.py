@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 import sqlalchemy as sa
 from bench_ledger.cli import main
+from bench_ledger.queries.metrics import run_metrics
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 
@@ -28,6 +30,15 @@ def test_views_match_the_registry(ledger: Ledger, ledger_url: str, tmp_path: Pat
     b2 = rows["b2"]  # 100.0 -> 102.5 with 2 requests: b2 is not pooled with b1
     assert (b2.requests_ok, b2.wall_clock_s, b2.output_tpm) == (2, 2.5, 60 * 6 / 2.5)
     assert fields == 9  # status, input/output tokens, send/first-token/end times, ttft, latency, chunk gaps
+    # every figure of the view is the registry's metric of the same run (one definition)
+    view_to_metric = {"requests_ok": "requests_ok", "requests_failed": "requests_failed",
+                      "input_tokens_ok": "input_tokens", "output_tokens_ok": "output_tokens",
+                      "wall_clock_s": "wall_clock_s", "total_tpm": "total_tpm", "output_tpm": "output_tpm"}  # fmt: skip
+    for rm in run_metrics(ledger, metrics=tuple(view_to_metric.values())):
+        view = rows[rm.batch]
+        for column, metric in view_to_metric.items():
+            mv = rm.values[metric]
+            assert mv.value is not None and getattr(view, column) == pytest.approx(float(mv.value), rel=1e-12), (column, mv)
 
 
 def test_views_are_null_without_times(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
