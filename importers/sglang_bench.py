@@ -42,10 +42,9 @@ from bench_ledger.importers.vllm_bench import (
     published,
     rate_text,
     read_arrays,
-    status_of,
+    success_rule_lists,
     top_keys,
     type_name,
-    unless_placeholder,
     validate_columns,
     where,
 )
@@ -125,20 +124,19 @@ def _targets(obj: dict[str, Any], dataset: str | None, path: Path, prefix: str) 
 
 
 def _requests(arrays: dict[str, list], n: int, line: int, path: Path, prefix: str) -> RequestColumns:
-    status = status_of(arrays.get("errors"), n)
     none = [None] * n
-    errors = arrays.get("errors")
+    ruled = success_rule_lists(arrays, n, ("ttfts",))
+    status, error, kept = ruled or (["unknown"] * n, arrays.get("errors", none), arrays)
     cols: dict[str, list[Any]] = {
-        "idx": list(range(n)), "line": [line] * n, "status": status,
-        "error": none if errors is None else [e or None for e in errors],
+        "idx": list(range(n)), "line": [line] * n, "status": status, "error": error,
         "retries": none, "input_tokens": arrays.get("input_lens", none),
         "output_tokens": arrays.get("output_lens", none),
         "send_ns": none, "first_token_ns": none, "end_ns": none,
-        "ttft_s": unless_placeholder(arrays.get("ttfts"), status, n), "latency_s": none,
+        "ttft_s": kept.get("ttfts", none), "latency_s": none,
         "queue_s": none, "itl_mean_s": none, "cached_tokens": none,
         "chunk_gaps_s": arrays.get("itls", none),
     }
-    return validate_columns(cols, path, prefix)
+    return validate_columns(cols, path, prefix, ruled is not None)
 
 
 def _fields(arrays: dict[str, list]) -> list[str]:

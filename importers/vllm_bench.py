@@ -167,23 +167,53 @@ def check_numbers(arrays: dict[str, list], names: Iterable[str], path: Path, pre
                                  f"expected a number, got {type_name(v)} {v!r:.40}")
 
 
-def status_of(errors: list | None, n: int) -> list[str]:
+def success_rule(errors: Any, values: dict[str, Any], n: int) -> tuple[Any, Any, dict[str, Any]]:
+    """vLLM's success rule and 0.0 placeholders (:data:`SUCCESS_RULE`), over Arrow arrays: the one
+    definition for both parse paths (:func:`success_rule_lists` gives the Python path's lists).
+
+    ``errors``: a string array or None (no errors array: every status unknown); an entry "" is ok,
+    null unknown, anything else failed, and the error text is kept for failed requests only.
+    ``values``: float arrays (TTFT, latency) whose 0.0 placeholders become null: every value of a
+    failed request, and an exact 0 where the status is unknown (no real request has a zero TTFT).
+    Returns (status, error, values without placeholders)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
     if errors is None:
-        return ["unknown"] * n
-    return ["ok" if e == "" else "unknown" if e is None else "failed" for e in errors]
+        status, error = pa.repeat(pa.scalar("unknown"), n), pa.nulls(n, pa.string())
+    else:
+        empty = pc.equal(errors, "")
+        status = pc.if_else(pc.is_null(errors), "unknown", pc.if_else(empty, "ok", "failed"))
+        error = pc.if_else(empty, pa.scalar(None, pa.string()), errors)
+    ok, unknown = pc.equal(status, "ok"), pc.equal(status, "unknown")
+    kept = {name: pc.if_else(pc.or_(ok, pc.and_(unknown, pc.not_equal(v, 0))), v, pa.scalar(None, pa.float64()))
+            for name, v in values.items()}  # fmt: skip
+    return status, error, kept
 
 
-def unless_placeholder(values: list | None, status: list[str], n: int) -> list:
-    """Drop 0.0 placeholders: None for failed requests, and an exact 0 where status is unknown."""
-    if values is None:
-        return [None] * n
-    return [v if s == "ok" or (s == "unknown" and v != 0) else None for v, s in zip(values, status)]
+def success_rule_lists(arrays: dict[str, list], n: int, names: tuple[str, ...]) -> tuple[list, list, dict[str, list]] | None:
+    """:func:`success_rule` on the Python path's lists (``names``: the arrays with placeholders; one
+    that is missing gives None values). None when an entry is not what vLLM writes (a string TTFT, a
+    lone surrogate): the caller's column validation then names it."""
+    import pyarrow as pa
 
-
-def validate_columns(cols: dict[str, list], path: Path, prefix: str) -> RequestColumns:
-    """Strict pydantic validation of all columns at once; an error names the source array entry."""
+    errors = arrays.get("errors")
     try:
-        return RequestColumns.model_validate(cols, strict=True)
+        values = {name: pa.array(arrays[name], pa.float64()) for name in names if name in arrays}
+        err = None if errors is None else pa.array(errors, pa.string())
+    except (pa.ArrowException, TypeError, ValueError, OverflowError):
+        return None
+    status, error, kept = success_rule(err, values, n)
+    return (status.to_pylist(), error.to_pylist(),
+            {name: kept[name].to_pylist() if name in kept else [None] * n for name in names})  # fmt: skip
+
+
+def validate_columns(cols: dict[str, list], path: Path, prefix: str, ruled: bool = True) -> RequestColumns:
+    """Strict pydantic validation of all columns at once; an error names the source array entry.
+    ``ruled``: False when the success rule could not read the arrays (columns are then as written,
+    and validation must name the entry; if it finds none, the file is refused all the same)."""
+    try:
+        columns = RequestColumns.model_validate(cols, strict=True)
     except ValidationError as exc:
         err = exc.errors()[0]
         column, *rest = err["loc"]
@@ -192,6 +222,9 @@ def validate_columns(cols: dict[str, list], path: Path, prefix: str) -> RequestC
         value = err.get("input")
         raise ParseError(path, where(prefix, f".{source}{index}"), source,
                          f"{err['msg'].lower()}, got {type_name(value)} {value!r:.40}") from None
+    if not ruled:
+        raise ParseError(path, where(prefix), "errors", "the errors, ttfts or latencies arrays hold entries vLLM does not write")
+    return columns
 
 
 def iter_objects(path: Path) -> Iterator[tuple[int | None, str, Any]]:
@@ -281,10 +314,10 @@ def _times_ns(arrays: dict[str, list], ttft: list, latency: list, n: int) -> tup
 
 
 def _requests(arrays: dict[str, list], n: int, line: int | None, path: Path, prefix: str) -> RequestColumns:
-    status = status_of(arrays.get("errors"), n)
-    ttft = unless_placeholder(arrays.get("ttfts"), status, n)
-    latency = unless_placeholder(arrays.get("latencies"), status, n)
     none = [None] * n
+    ruled = success_rule_lists(arrays, n, ("ttfts", "latencies"))
+    status, error, kept = ruled or (["unknown"] * n, arrays.get("errors", none), arrays)
+    ttft, latency = kept.get("ttfts", none), kept.get("latencies", none)
     send = first = end = none
     if "start_times" in arrays:
         try:  # fast path; a non-number raises in Decimal() or int(), then find it for the message
@@ -292,17 +325,15 @@ def _requests(arrays: dict[str, list], n: int, line: int | None, path: Path, pre
         except (ArithmeticError, ValueError, TypeError):
             check_numbers(arrays, ("start_times", "ttfts", "latencies"), path, prefix)
             raise
-    errors = arrays.get("errors")
     cols: dict[str, list[Any]] = {
-        "idx": list(range(n)), "line": [line] * n, "status": status,
-        "error": none if errors is None else [e or None for e in errors],
+        "idx": list(range(n)), "line": [line] * n, "status": status, "error": error,
         "retries": none, "input_tokens": arrays.get("input_lens", none),
         "output_tokens": arrays.get("output_lens", none),
         "send_ns": send, "first_token_ns": first, "end_ns": end,
         "ttft_s": ttft, "latency_s": latency, "queue_s": arrays.get("queue_times", none),
         "itl_mean_s": none, "cached_tokens": none, "chunk_gaps_s": arrays.get("itls", none),
     }
-    return validate_columns(cols, path, prefix)
+    return validate_columns(cols, path, prefix, ruled is not None)
 
 
 def _fields(arrays) -> list[str]:
@@ -616,24 +647,9 @@ def _arrow_rows(tab, present: tuple[str, ...], idx0: int, lines: list[int]):
     def nulls(typ):
         return pa.nulls(n, typ)
 
-    if "errors" in flat:
-        empty = pc.equal(flat["errors"], "")
-        status = pc.if_else(empty, "ok", "failed")
-        error = pc.if_else(empty, pa.scalar(None, pa.string()), flat["errors"])
-        keep = empty
-    else:
-        status = pa.repeat(pa.scalar("unknown"), n)
-        error = nulls(pa.string())
-        keep = None
-
-    def kept(name):
-        if name not in flat:
-            return nulls(pa.float64())
-        v = flat[name]
-        mask = keep if keep is not None else pc.not_equal(v, 0)  # unknown status: exact 0 is the placeholder
-        return pc.if_else(mask, v, pa.scalar(None, pa.float64()))
-
-    ttft, lat = kept("ttfts"), kept("latencies")
+    status, error, kept = success_rule(flat.get("errors"), {k: flat[k] for k in ("ttfts", "latencies") if k in flat}, n)
+    ttft = kept.get("ttfts", nulls(pa.float64()))
+    lat = kept.get("latencies", nulls(pa.float64()))
     if "start_times" in flat:
         st = _dec(flat["start_times"])
         send = _ns(st)

@@ -130,3 +130,19 @@ def test_request_metrics_are_typed_plans_both_evaluations_execute() -> None:
     assert isinstance(tpm, Rate) and [t.name for t in tpm.tokens] == ["input_tokens", "output_tokens"]
     assert tpm.wall is METRICS["wall_clock_s"] and tpm.per == 60
     assert not any(isinstance(mt.plan, Plan) for mt in METRICS.values() if mt.family != "requests")
+
+
+def test_vllm_success_rule_is_one_function_for_both_parse_paths() -> None:
+    """The status and placeholder rule was written once over lists and once over Arrow arrays; the
+    Python path now runs the Arrow rule (the fast path's row-for-row comparison is in test_vllm_bench)."""
+    from bench_ledger.importers.vllm_bench import success_rule_lists
+
+    arrays = {"errors": ["", None, "boom", ""], "ttfts": [0.0, 0.0, 0.3, 0.2], "latencies": [1, 0.0, 0.0, 2.5]}
+    ruled = success_rule_lists(arrays, 4, ("ttfts", "latencies"))
+    assert ruled is not None
+    status, error, kept = ruled
+    assert status == ["ok", "unknown", "failed", "ok"] and error == [None, None, "boom", None]
+    assert kept == {"ttfts": [0.0, None, None, 0.2], "latencies": [1.0, None, None, 2.5]}
+    no_errors = success_rule_lists({"ttfts": [0.0, 0.4]}, 2, ("ttfts", "latencies"))
+    assert no_errors == (["unknown"] * 2, [None, None], {"ttfts": [None, 0.4], "latencies": [None, None]})
+    assert success_rule_lists({"ttfts": ["0.05"]}, 1, ("ttfts",)) is None  # the column validation names it
