@@ -25,6 +25,7 @@ records carry ``scheduler_info``, ``start_time``, ``end_time``, ``first_token_ti
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 from decimal import Decimal
@@ -203,6 +204,11 @@ def _sampling(bench: dict, groups: dict, config: dict) -> tuple[bool, str | None
 
 def _published(bench: dict, b: int) -> list[Published]:
     out: list[Published] = []
+    if is_number(bench.get("duration")):  # the benchmark's measurement window, guidellm's own clock
+        dur = published("duration", bench["duration"], locator=jpath("benchmarks", b, "duration"), unit="s",
+                        kind="duration")  # fmt: skip
+        if dur is not None:
+            out.append(dur)
     for name, splits in _dict(bench.get("metrics")).items():
         unit, kind = _METRICS.get(name, ("ms", "latency") if name.endswith("_ms") else (None, "other"))
         out.extend(_leaves(b, ["metrics", name], splits, unit, kind))
@@ -256,6 +262,11 @@ def _info(bench: dict, b: int, config: dict, tool_version: str | None, n: int | 
     end = sched.get("end_time", bench.get("end_time"))
     concurrency = streams if isinstance(streams, int) else 1 if kind == "synchronous" else None
     metadata = {k: str(v) for k, v in (("id", bench.get("id_")), ("run_id", bench.get("run_id"))) if v is not None}
+    data = config.get("data")
+    specs = [str(d) for d in data] if isinstance(data, list) else [str(data)] if data is not None else []
+    if specs:
+        metadata["data"] = ", ".join(specs)
+    tokens = _token_settings(specs)
     return RunInfo(
         label=f"guidellm #{b} {desc}".rstrip(),
         tool=Tool.GUIDELLM,
@@ -263,11 +274,41 @@ def _info(bench: dict, b: int, config: dict, tool_version: str | None, n: int | 
         concurrency=concurrency,
         request_count=n,
         request_rate=str(rate) if rate is not None else "inf" if kind == "throughput" else None,
+        input_target_tokens=tokens.get("prompt_tokens"),
+        output_cap_tokens=tokens.get("output_tokens"),
+        dataset=None if tokens or len(specs) != 1 else specs[0],
+        duration_s=float(bench["duration"]) if is_number(bench.get("duration")) else None,
         started_at=_epoch(start),
         ended_at=_epoch(end),
         locator=jpath("benchmarks", b),
         metadata=metadata,
     )
+
+
+def _token_settings(specs: list[str]) -> dict[str, int]:
+    """``prompt_tokens`` / ``output_tokens`` of a synthetic data spec (guidellm's
+    ``SyntheticDatasetConfig``, written ``prompt_tokens=256,output_tokens=128`` or as JSON): workload
+    settings (targets), never actual lengths (R3). A file path or dataset name gives none."""
+    out: dict[str, int] = {}
+    if len(specs) != 1:
+        return out
+    spec = specs[0].strip()
+    items: dict = {}
+    if spec.startswith("{"):
+        try:
+            loaded = json.loads(spec)
+        except ValueError:
+            return out
+        items = loaded if isinstance(loaded, dict) else {}
+    elif "=" in spec and "/" not in spec:
+        items = dict(part.split("=", 1) for part in spec.split(",") if "=" in part)
+    for key in ("prompt_tokens", "output_tokens"):
+        value = items.get(key)
+        if isinstance(value, int) and not isinstance(value, bool):
+            out[key] = value
+        elif isinstance(value, str) and value.strip().isdigit():
+            out[key] = int(value.strip())
+    return out
 
 
 IMPORTER = GuidellmImporter()

@@ -94,7 +94,14 @@ def _label(obj: dict[str, Any], dataset: str | None) -> str:
     if dataset:
         parts.append(dataset)
     if dataset and dataset.startswith("random"):
-        parts += [f"in={obj.get('random_input_len')}", f"out={obj.get('random_output_len')}"]
+        # the lengths are drawn from [len x random_range_ratio, len]: exact only with a ratio of 1 (R3);
+        # otherwise (or when the file does not say) the settings are upper bounds, and the label says so
+        ratio = obj.get("random_range_ratio")
+        exact = type(ratio) in NUMBER and ratio == 1
+        rel = "=" if exact else "<="
+        parts += [f"in{rel}{obj.get('random_input_len')}", f"out{rel}{obj.get('random_output_len')}"]
+        if ratio is not None and not exact:
+            parts.append(f"range_ratio={ratio}")
     elif dataset == "sharegpt" and obj.get("sharegpt_output_len") is not None:
         parts.append(f"out={obj['sharegpt_output_len']}")
     conc = obj.get("max_concurrency")

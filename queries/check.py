@@ -79,6 +79,7 @@ class Records:
     duration: Fraction | None
     values: dict[str, list[float | None]] = field(default_factory=dict)  # tool's own per-request values, ok records
     failed: list[dict] = field(default_factory=list)
+    unknown: list[dict] = field(default_factory=list)  # records whose success the file does not say
 
     def column(self, name: str, field: str | None = None) -> list[Fraction]:
         if (field or name) not in self.fields:
@@ -166,6 +167,7 @@ def _records(conn: sa.Connection, run_id: int) -> Records | str:
         statuses=[r.status for r in rows], ok=[dict(r._mapping) for r in rows if r.status == "ok"], gaps=gaps,
         fields=fields, duration=None if duration is None else Fraction(Decimal(duration)), values=values,
         failed=[dict(r._mapping) for r in rows if r.status == "failed"],
+        unknown=[dict(r._mapping) for r in rows if r.status == "unknown"],
     )  # fmt: skip
 
 

@@ -40,27 +40,76 @@ def _floor_index(s: Sequence[Fraction], p: Fraction) -> Fraction:
 
 def _inverted_cdf(s: Sequence[Fraction], p: Fraction) -> Fraction:
     values, probs = _pdf(s)
-    cdf, acc = [], 0.0
-    for q in probs:
+    return values[_searchsorted_left(probs, p)]
+
+
+def _searchsorted_left(probs: Sequence[float], p: Fraction) -> int:
+    """``np.searchsorted(np.cumsum(probs), p / 100, side="left")``: the float cumulative sum as numpy
+    adds it, the first index whose cumulative probability is >= p (the last one if none is)."""
+    acc, target = 0.0, float(p / 100)
+    for k, q in enumerate(probs):
         acc += q
-        cdf.append(acc)
-    target = float(p / 100)
-    i = next((k for k, c in enumerate(cdf) if c >= target), len(cdf) - 1)
-    return values[i]
+        if acc >= target:
+            return k
+    return len(probs) - 1
 
 
 def _pdf(s: Sequence[Fraction]) -> tuple[list[Fraction], list[float]]:
     """guidellm's PDF of equally weighted values: distinct values, probability count/total (float)."""
-    values: list[Fraction] = []
-    counts: list[int] = []
-    for v in s:
-        if values and values[-1] == v:
-            counts[-1] += 1
-        else:
-            values.append(v)
-            counts.append(1)
-    total = float(sum(counts))
-    return values, [c / total for c in counts]
+    values, probs, _ = weighted_pdf([(v, Fraction(1)) for v in s])
+    return values, probs
+
+
+def weighted_pdf(pairs: Sequence[tuple[Fraction, Fraction]]) -> tuple[list[Fraction], list[float], list[Fraction]]:
+    """guidellm ``DistributionSummary.from_values`` over (value, weight) pairs: values sorted, equal
+    values merged with their weights summed, zero weights dropped, probability = weight / total
+    (as numpy's float division, and exactly); all weights zero: uniform."""
+    merged: dict[Fraction, Fraction] = {}
+    for v, w in pairs:
+        merged[v] = merged.get(v, Fraction(0)) + w
+    values = [v for v in sorted(merged) if merged[v] > 0]
+    weights = [merged[v] for v in values]
+    if sum(weights, Fraction(0)) <= Fraction(1, 10**6):
+        weights = [Fraction(1)] * len(values)
+    total = sum(weights, Fraction(0))
+    return values, [float(w) / float(total) for w in weights], [w / total for w in weights]
+
+
+def guidellm_stat(pairs: Sequence[tuple[Fraction, Fraction]], stat: str) -> Fraction:
+    """``stat`` of guidellm's ``DistributionSummary.from_values(pairs)`` (schemas/statistics.py):
+    probability-weighted mean and population variance, percentiles by the inverted CDF, mode the
+    most probable value, count = round(sum of weights), total_sum = mean x count; no values: every
+    statistic 0 (``from_pdf`` of an empty PDF)."""
+    if not pairs:
+        if stat == "count" or stat.startswith("p") or stat in GUIDELLM_STATS:
+            return Fraction(0)
+        raise NotDerivable(f"statistic {stat!r} unknown")
+    values, probs, exact = weighted_pdf(pairs)
+    count = Fraction(round(sum((w for _, w in pairs), Fraction(0))))
+    mu = sum((v * q for v, q in zip(values, exact, strict=True)), Fraction(0))
+    if stat == "count":
+        return count
+    if stat == "mean":
+        return mu
+    if stat == "total_sum":
+        return mu * count
+    if stat == "min":
+        return values[0]
+    if stat == "max":
+        return values[-1]
+    if stat == "mode":
+        return values[probs.index(max(probs))]
+    if stat in ("variance", "std_dev"):
+        var = sum(((v - mu) ** 2 * q for v, q in zip(values, exact, strict=True)), Fraction(0))
+        return var if stat == "variance" else Fraction(math.sqrt(var))
+    if stat == "median":
+        return values[_searchsorted_left(probs, Fraction(50))]
+    if stat.startswith("p"):
+        return values[_searchsorted_left(probs, percentile_level(stat))]
+    raise NotDerivable(f"statistic {stat!r} unknown")
+
+
+GUIDELLM_STATS = ("mean", "median", "mode", "variance", "std_dev", "min", "max", "count", "total_sum")
 
 
 def _population_var(s: Sequence[Fraction]) -> Fraction:

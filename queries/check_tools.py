@@ -16,6 +16,7 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 from bench_ledger.queries.check import AGREE, DISAGREE, REL_IDENTITY, Records, Reported
 from bench_ledger.queries.check_stats import (
@@ -24,6 +25,7 @@ from bench_ledger.queries.check_stats import (
     PANDAS_LINEAR,
     NotDerivable,
     StatDefinition,
+    guidellm_stat,
 )
 from bench_ledger.queries.intervals import Interval
 from bench_ledger.tools import SERVING_LATENCY_STAT, Tool
@@ -119,12 +121,15 @@ class ToolCheck:
     # the tool's files hold Python-repr floats (json.dump): a value is one exact binary float, so an
     # identity allows one ulp, not half a unit of its last printed digit ("150.0" is exactly 150)
     machine_floats: bool = True
+    # identities over the reported values and the run's declared settings (vLLM's num_prompts)
+    declared: Callable[[dict[str, Reported], Any], Iterable[Identity]] | None = None
 
     def identities(self, values: dict[str, Reported], run) -> Iterator[IdentityResult]:
-        """Every identity whose keys the run reported, evaluated (run: its declared row, unused
-        by most tools)."""
+        """Every identity whose keys the run reported, evaluated (run: its declared row, used by
+        the ``declared`` identities)."""
         seen = set()
-        for ident in (*self.fixed, *(i for fam in self.families for i in fam(values))):
+        extra = self.declared(values, run) if self.declared is not None else ()
+        for ident in (*self.fixed, *(i for fam in self.families for i in fam(values)), *extra):
             if (ident.name, ident.key) in seen:
                 continue
             seen.add((ident.name, ident.key))
@@ -211,9 +216,19 @@ _SERVING_RATES = (
                 "total_token_throughput", ("total_input_tokens", "total_output_tokens"), "duration"),
 )  # fmt: skip
 
+def _num_prompts(values: dict[str, Reported], run) -> Iterator[Identity]:
+    """vLLM ``calculate_metrics``: every one of the ``num_prompts`` requests is either completed or
+    failed, so completed = num_prompts - failed (num_prompts is the run's request_count setting)."""
+    n = getattr(run, "request_count", None)
+    if n is None or "failed" not in values:
+        return
+    yield Identity(f"completed = num_prompts - failed (completed + failed = num_prompts {n})", "completed",
+                   ("failed",), lambda f: Interval.point(Fraction(n)) - f)  # fmt: skip
+
+
 VLLM = ToolCheck(
     Tool.VLLM_BENCH, NUMPY_LINEAR, "vllm benchmarks/serve.py calculate_metrics (np.mean, np.median, np.std, np.percentile)",
-    recompute=_serving, fixed=_SERVING_RATES, families=(_median_is_p50,),
+    recompute=_serving, fixed=_SERVING_RATES, families=(_median_is_p50,), declared=_num_prompts,
 )  # fmt: skip
 SGLANG = ToolCheck(
     Tool.SGLANG_BENCH, NUMPY_LINEAR, "sglang python/sglang/bench_serving.py calculate_metrics (numpy)",
@@ -361,32 +376,66 @@ GENAI_PERF = ToolCheck(
 # --------------------------------------------------------------------------- guidellm
 
 _GUIDELLM_STAT = re.compile(
-    r"metrics\.(?P<metric>[a-z_]+)\.(?P<group>successful|errored|incomplete|total)\."
+    r"metrics\.(?P<metric>[a-z_]+(?:\.[a-z_]+)*?)\.(?P<group>successful|errored|incomplete|total)\."
     r"(?P<stat>mean|median|mode|variance|std_dev|min|max|count|total_sum|percentiles\.p\d+)"
 )
-_GUIDELLM_SERIES = {  # guidellm metric -> (request column, scale to the metric's unit)
+_GUIDELLM_COUNT = re.compile(r"(?:metrics\.request_totals|request_totals|scheduler_metrics\.requests_made)\."
+                             r"(?P<group>successful|errored|incomplete|total)")
+# guidellm's groups (GenerativeMetrics.compile) and the statuses its importer gives their records
+_GUIDELLM_GROUPS = {"successful": ("ok",), "incomplete": ("unknown",), "errored": ("failed",),
+                    "total": ("ok", "unknown", "failed")}  # fmt: skip
+# from_values_function over one request column: guidellm's ``req.<field> or 0.0`` (x scale to the unit)
+_GUIDELLM_SERIES = {
     "request_latency": ("latency_s", 1), "time_to_first_token_ms": ("ttft_s", 1000),
     "prompt_token_count": ("input_tokens", 1), "output_token_count": ("output_tokens", 1),
 }  # fmt: skip
-_GUIDELLM_TIMED = ("_per_second", "_concurrency", "requests_per_second", "request_concurrency")
+_GUIDELLM_TOKEN_TIMINGS = ("prompt_tokens_per_second", "output_tokens_per_second", "tokens_per_second",
+                           "output_tokens_per_iteration", "iter_tokens_per_iteration")  # fmt: skip
+
+
+def _guidellm_group(rec: Records, group: str) -> list[dict]:
+    if "status" not in rec.fields:
+        raise NotDerivable("request success not captured")
+    statuses = _GUIDELLM_GROUPS[group]
+    return [r for st, rows in (("ok", rec.ok), ("unknown", rec.unknown), ("failed", rec.failed)) if st in statuses
+            for r in rows]  # fmt: skip
 
 
 def _guidellm(key: str, rec: Records) -> tuple[Fraction, str]:
+    """guidellm ``GenerativeMetrics.compile``: each metric a ``StatusDistributionSummary`` over the
+    records of each group (benchmark/schemas/generative/metrics.py), statistics by
+    ``DistributionSummary`` (schemas/statistics.py, :func:`check_stats.guidellm_stat`)."""
+    if key == "duration":
+        raise NotDerivable("guidellm's measurement window (the benchmark's end_time - start_time, scheduler times "
+                           "that no record holds)")  # fmt: skip
+    if mc := _GUIDELLM_COUNT.fullmatch(key):
+        rows = _guidellm_group(rec, mc["group"])
+        return Fraction(len(rows)), f"records in the file's requests.{mc['group']}" if mc["group"] != "total" \
+            else "records in requests.successful, incomplete and errored"  # fmt: skip
     mt = _GUIDELLM_STAT.fullmatch(key)
     if mt is None:
         raise NotDerivable(f"key {key!r} not known to the check")
     metric, group, stat = mt["metric"], mt["group"], mt["stat"].removeprefix("percentiles.")
-    if any(metric.endswith(t) for t in _GUIDELLM_TIMED):
-        raise NotDerivable("a time-weighted rate or concurrency distribution (guidellm weights each event by the "
-                           "time around it): needs every token's time, the records keep first/last token times")  # fmt: skip
-    if group != "successful":
-        raise NotDerivable(f"the {group} group: recomputed here for successful requests only")
+    rows = _guidellm_group(rec, group)
+    if not rows:
+        # every distribution of no values (plain, rate or concurrency) is DistributionSummary.from_pdf
+        # of an empty PDF: all statistics 0.0, count 0
+        return guidellm_stat([], stat), f"no {group} records: guidellm's summary of no values is 0"
+    if metric in _GUIDELLM_TOKEN_TIMINGS:
+        raise NotDerivable("needs each streamed iteration's time and token count (guidellm's per-iteration token "
+                           "timings); the file keeps per request only its first/last iteration times and "
+                           "iteration counts")  # fmt: skip
+    if metric in ("requests_per_second", "request_concurrency") or metric.endswith(("_per_second", "_concurrency")):
+        raise NotDerivable("time-weighted over each request's start/end within the benchmark's measurement "
+                           "window (rate_distribution_from_timings / concurrency_distribution_from_timings): "
+                           "not recomputed by the ledger yet")  # fmt: skip
     if metric not in _GUIDELLM_SERIES:
         raise NotDerivable(f"the records carry no per-request {metric}")
-    rec.need_status()
     col, scale = _GUIDELLM_SERIES[metric]
-    series = [v * scale for v in rec.column(col)]
-    return GUIDELLM_INVERTED_CDF.stat(series, stat), "over successful records"
+    if col not in rec.fields:
+        raise NotDerivable(f"needed field {col} not captured")
+    pairs = [(Fraction(r[col] or 0) * scale, Fraction(1)) for r in rows]
+    return guidellm_stat(pairs, stat), f"over the {group} records"
 
 
 def _guidellm_identities(values: dict[str, Reported]) -> Iterator[Identity]:

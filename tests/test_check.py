@@ -58,12 +58,13 @@ def test_real_vllm_samples_are_aggregates_only(ledger: Ledger, ledger_url: str, 
     records = [r for r in rows if r.section == RECORDS]
     assert records and {r.status for r in records} == {"not re-derivable"}
     assert {r.reason for r in records} == {"no per-request records in this run's artefacts (aggregates only)"}
-    # ... but vLLM's own summary identities hold on every file: 3 rates + 3 median = p50, per file
+    # ... but vLLM's own summary identities hold on every file: 3 rates + 3 median = p50 + completed +
+    # failed = num_prompts, per file
     ident = [r for r in rows if r.section == IDENTITY]
     assert [(r.run, r.key, r.status) for r in ident if r.run_id == ident[0].run_id] == [
         (ident[0].run, k, "agree") for k in ("request_throughput", "output_throughput", "total_token_throughput",
-                                             "median_ttft_ms", "median_tpot_ms", "median_e2el_ms")]
-    assert len(ident) == 18 and {r.status for r in ident} == {"agree"}
+                                             "median_ttft_ms", "median_tpot_ms", "median_e2el_ms", "completed")]
+    assert len(ident) == 21 and {r.status for r in ident} == {"agree"}
     first = ident[1]
     assert first.definition == "output_throughput = total_output_tokens / duration"
     assert first.reason == ("output_throughput = total_output_tokens / duration: 120.42068482753697 from the "

@@ -29,7 +29,10 @@ def test_real_sample_seven_runs(samples: Path) -> None:
     all_runs = runs(path)
     assert len(all_runs) == 7
     first, last = all_runs[0], all_runs[-1]
-    assert first.info.label == "sglang random in=1024 out=1024 rate=1.0 c=inf"
+    # random_range_ratio 0.0: lengths drawn up to 1024, the label says so (the run's actual mean input is
+    # total_input_tokens / completed = 152612 / 300 = 508.7 tokens, not 1024)
+    assert first.info.label == "sglang random in<=1024 out<=1024 range_ratio=0.0 rate=1.0 c=inf"
+    assert pub(first, "total_input_tokens").value / pub(first, "completed").value < 512
     assert (first.info.dataset, first.info.input_target_tokens, first.info.output_cap_tokens) == ("random", 1024, 1024)
     assert first.info.concurrency is None
     assert first.info.duration_s == 298.3675805060193
