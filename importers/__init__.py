@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from pathlib import Path
 
-from bench_ledger.errors import InputError, UnknownFormat, UsageError
+from bench_ledger.errors import FormatRefused, UnknownFormat, UsageError
 from bench_ledger.importers.base import Importer, ParseOptions, read_head
 
 # Order matters only for speed: every sniff must be specific enough to reject the others' files.
@@ -94,5 +94,5 @@ def choose(path: Path, fmt: str | None = None, force: bool = False) -> Importer:
     imp = by_name(fmt)
     why = imp.sniff(read_head(path))
     if why is not None and not force:
-        raise InputError(f"{path}: --format {fmt} refused: {why}; pass --force-format to import it as {fmt} anyway")
+        raise FormatRefused(f"{path}: --format {fmt} refused: {why}; pass --force-format to import it as {fmt} anyway")
     return imp

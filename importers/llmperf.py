@@ -10,7 +10,9 @@ Dropped on purpose: ``request_output_throughput_token_per_s`` (= output tokens /
 record, re-derivable per request) and ``number_total_tokens`` (= input + output).
 
 The paired ``*_summary.json`` is a separate artefact (importer ``llmperf-summary`` in
-:mod:`importers.llmperf_summary`); the CLI attaches both to one run with the same ``--run`` label.
+:mod:`importers.llmperf_summary`); both carry the file prefix they share as their pairing key
+(:func:`pairing_key`), with the request count, so the import attaches the second to the first's run
+(``ledger.pairing``).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from typing import Any
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import build_columns, has_key, head_text, integer, jpath, mapping, number
 from bench_ledger.importers.base import ParseOptions, load_json
-from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, RunInfo
+from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo
 from bench_ledger.tools import Tool
 
 SUCCESS_RULE = (
@@ -62,6 +64,7 @@ class LlmperfIndividualImporter:
                 request_count=len(rows),
                 locator="$",
                 metadata={"failed_records": str(failed)},
+                pairing=pairing(path, ("_individual_responses", "individual_"), len(rows)),
             ),
             capture=Capture(
                 fields=fields,
@@ -79,6 +82,27 @@ class LlmperfIndividualImporter:
             note="request_output_throughput_token_per_s and number_total_tokens are not kept: "
             "both are re-derivable from the same record",
         )
+
+
+def pairing_key(path: Path, affixes: tuple[str, str]) -> str | None:
+    """The prefix llmperf's two files of one run share, from the file name: llmperf writes
+    ``<prefix>_summary.json`` and ``<prefix>_individual_responses.json``; the llmperf leaderboard keeps
+    them as ``summary/<prefix>.json`` and ``individual/<prefix>.json`` (or ``summary_<prefix>.json``).
+    ``affixes`` is this file's (suffix, prefix); None when the name has neither."""
+    stem = path.name.removesuffix(".json")
+    suffix, prefix = affixes
+    if stem.endswith(suffix) and len(stem) > len(suffix):
+        return stem[: -len(suffix)]
+    if stem.startswith(prefix) and len(stem) > len(prefix):
+        return stem[len(prefix):]
+    if path.parent.name == prefix.rstrip("_"):  # raw_data/individual/<prefix>.json
+        return stem
+    return None
+
+
+def pairing(path: Path, affixes: tuple[str, str], requests: int | None) -> Pairing | None:
+    key = pairing_key(path, affixes)
+    return None if key is None else Pairing(key=f"llmperf {key}", requests=requests)
 
 
 def _row(path: Path, i: int, rec: Any) -> dict[str, Any]:

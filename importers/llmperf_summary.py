@@ -7,7 +7,8 @@ value ``Decimal("550")``. Units come from the key names llmperf chose (``_s``, `
 ``_per_min``, ``number_*_tokens``); counts and rates without a unit in their name get none.
 
 The file has no per-request records: its run's capture has no fields and ``record_count`` 0; the
-individual-responses file is a separate artefact (:mod:`importers.llmperf`).
+individual-responses file is a separate artefact (:mod:`importers.llmperf`), paired with this one by
+the file prefix they share and ``results_num_requests_started`` (``ledger.pairing``).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ import re
 from pathlib import Path
 
 from bench_ledger.errors import ParseError
-from bench_ledger.importers._toolfiles import has_key, head_text, integer, jpath, published
+from bench_ledger.importers._toolfiles import has_key, head_text, integer, jpath, published, whole
 from bench_ledger.importers.base import ParseOptions, load_json
+from bench_ledger.importers.llmperf import pairing
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
 
@@ -90,6 +92,7 @@ class LlmperfSummaryImporter:
                 request_count=None,
                 locator="$",
                 metadata=metadata,
+                pairing=pairing(path, ("_summary", "summary_"), whole_text(data.get("results_num_requests_started"))),
             ),
             capture=Capture(fields=[], record_count=0, token_source="client_tokenizer", success_rule=SUCCESS_RULE),
             published=published,
@@ -97,6 +100,13 @@ class LlmperfSummaryImporter:
         return ParsedArtefact(
             format=self.name, format_version=str(version) if version is not None else None, runs=[run]
         )
+
+
+def whole_text(value: object) -> int | None:
+    """A count llmperf wrote as a number or (``default=str``) as its text; None when it is neither."""
+    if isinstance(value, str) and re.fullmatch(r"\d+", value.strip()):
+        return int(value)
+    return whole(value)
 
 
 def _published(key: str, raw: object) -> list[Published]:

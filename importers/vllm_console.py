@@ -21,6 +21,11 @@ from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, RunInfo
 from bench_ledger.tools import Tool
 
 BANNER = "Serving Benchmark Result"
+# vLLM prints the banner centred in '=' (``"{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="=")``)
+# on a line of its own, and its argparse dump as a line starting ``Namespace(``. A text that merely
+# mentions either (a README, a MANIFEST naming the file) is not console output.
+_BANNER_LINE = re.compile(r"^=+ ?Serving Benchmark Result ?=+\r?$", re.MULTILINE)
+_NAMESPACE_LINE = re.compile(r"^Namespace\(.*\bbench_type='serve'", re.MULTILINE)
 _ROW = re.compile(r"^(?P<label>[A-Za-z][^:]*?):\s+(?P<value>\S+)\s*$")
 _STAT = re.compile(r"^(?P<stat>Mean|Median|P\d+(?:\.\d+)?|Std) (?P<metric>TTFT|TPOT|ITL|E2EL) \(ms\)$")
 # printed label -> (JSON key, unit, quantity kind)
@@ -47,9 +52,9 @@ class VllmConsoleImporter:
 
     def sniff(self, head: bytes) -> str | None:
         text = head_text(head)
-        if BANNER in text or "bench_type='serve'" in text:
+        if _BANNER_LINE.search(text) or _NAMESPACE_LINE.search(text):
             return None
-        return "no 'Serving Benchmark Result' table and no `vllm bench serve` Namespace"
+        return "no '=== Serving Benchmark Result ===' banner line and no `Namespace(... bench_type='serve' ...)` line"
 
     def parse(self, path: Path, options) -> ParsedArtefact:
         try:
@@ -57,7 +62,7 @@ class VllmConsoleImporter:
         except OSError as exc:
             raise ParseError(path, None, None, str(exc)) from None
         try:
-            start = next(i for i, ln in enumerate(lines) if BANNER in ln)
+            start = next(i for i, ln in enumerate(lines) if _BANNER_LINE.match(ln))
         except StopIteration:
             raise ParseError(path, None, None, f"no '{BANNER}' table (the run did not finish?)") from None
         out, metadata = [], {}

@@ -89,8 +89,20 @@ class UnknownFormat(InputError):
         super().__init__(f"{self.path}: format not recognised; tried:\n{tried}")
 
 
+class FormatRefused(InputError):
+    """``--format F`` named a format whose own check rejects the file (``importers.choose``)."""
+
+
 class AlreadyImported(LedgerError):
     """The same bytes were imported before; importing them again changes nothing."""
+
+    def __init__(self, message: str, artefact_id: int | None = None) -> None:
+        self.artefact_id = artefact_id
+        super().__init__(message)
+
+
+class Ambiguous(InputError):
+    """A file's run could belong to several runs of the batch (``ledger.pairing``): none is chosen."""
 
 
 class Refused(LedgerError):

@@ -22,8 +22,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import sqlalchemy as sa
 from bench_ledger import models as m
+from bench_ledger import pairing, seal3
 from bench_ledger import records as rec
-from bench_ledger import seal3
 from bench_ledger.bulk import bulk_insert
 from bench_ledger.errors import AlreadyImported, InputError, NotFound, ParseError, Refused, UsageError, WriteConflict
 from bench_ledger.store import Ledger, now
@@ -72,6 +72,7 @@ class ImportResult:
     log_facts: int = 0
     published: int = 0
     created_batch: str | None = None  # the batch this import created (it did not exist before)
+    notes: list[str] = field(default_factory=list)  # how runs were paired (ledger.pairing), for the user
 
     @property
     def rows(self) -> int:
@@ -131,6 +132,18 @@ def find_artefact(session: Session, sha: str) -> m.Artefact | None:
     return session.scalar(sa.select(m.Artefact).where(m.Artefact.sha256 == sha))
 
 
+def runs_of_artefact(ledger: Ledger, artefact_id: int) -> list[tuple[int, str, str]]:
+    """(current run id, label, batch) of each run the artefact's captures belong to."""
+    from bench_ledger.books import current
+
+    R, C, B = m.Run.__table__, m.Capture.__table__, m.Batch.__table__
+    with ledger.session() as s:
+        return [tuple(r) for r in s.execute(
+            sa.select(R.c.id, R.c.label, B.c.name).select_from(C)
+            .join(R, sa.and_(sa.func.coalesce(R.c.origin_id, R.c.id) == C.c.run_id, current(R)))
+            .join(B, B.c.id == R.c.batch_id).where(C.c.artefact_id == artefact_id).order_by(R.c.id))]  # fmt: skip
+
+
 def check_not_imported(ledger: Ledger, path: Path) -> tuple[str, int]:
     """Hash the file; raise AlreadyImported if the same bytes are in the ledger."""
     sha, size = sha256_file(path)
@@ -138,7 +151,8 @@ def check_not_imported(ledger: Ledger, path: Path) -> tuple[str, int]:
         art = find_artefact(s, sha)
         if art is not None:
             raise AlreadyImported(
-                f"{path}: already imported as artefact {art.id} ({art.file_name}, {art.format}, sha256 {sha[:12]}…); nothing changed"
+                f"{path}: already imported as artefact {art.id} ({art.file_name}, {art.format}, sha256 {sha[:12]}…); nothing changed",
+                art.id,
             )
     return sha, size
 
@@ -164,8 +178,8 @@ def write_artefact(
         if name is not None and (why := rec.name_violation(what, name)):
             raise InputError(f"{path}: {why}")
     with ledger.session() as s:
-        if find_artefact(s, sha) is not None:  # imported concurrently since the check
-            raise AlreadyImported(f"{path}: already imported (sha256 {sha[:12]}…); nothing changed")
+        if (done := find_artefact(s, sha)) is not None:  # imported concurrently since the check
+            raise AlreadyImported(f"{path}: already imported as artefact {done.id} (sha256 {sha[:12]}…); nothing changed", done.id)
         batch, created = _batch(s, target.batch) if target.batch else (None, False)
         deployment_id = Ledger.get_deployment(s, target.deployment).id if target.deployment else None
         if deployment_id is None and batch is not None:
@@ -189,17 +203,28 @@ def write_artefact(
         runs = _RunWriter(s, conn, ledger.backend, art.id, batch, deployment_id, rows, result, progress)
         seen = 0
         where_of: dict[str, str | None] = {}
+        matcher: pairing.Matcher | None = None
+        used: dict[str, str] = {}  # run label written -> the file's own label of that run
         for pr in translated(path, parsed.iter_runs()):
             if batch is None:
                 raise UsageError(f"{path}: holds benchmark runs; name the batch they belong to with --batch")
-            label = target.run or pr.info.label
             if target.run and seen:
                 raise InputError(f"{path}: holds several runs; --run can name only one (omit it to label runs from the file)")
             seen += 1
-            if label in where_of:  # a capture per run and artefact: the same label twice cannot both be kept
-                raise InputError(f"{path}: run {label!r} appears twice in the file ({where_of[label] or 'first'} and "
-                                 f"{pr.info.locator or 'again'}); each run of one file needs its own label")  # fmt: skip
-            where_of[label] = pr.info.locator
+            if pr.info.label in where_of:  # a capture per run and artefact: the same label twice cannot both be kept
+                raise ParseError(path, pr.info.locator, "run label",
+                                 f"{pr.info.label!r} again (first at {where_of[pr.info.label] or 'an earlier run'}): two "
+                                 "results of one run label in one file cannot both be kept; give each run its own label")  # fmt: skip
+            where_of[pr.info.label] = pr.info.locator
+            if target.run:
+                label = target.run
+            else:  # the run this file's run belongs to: its own label, a paired or a declared run (ledger.pairing)
+                matcher = matcher or pairing.Matcher(s, batch.id, batch.name, result.notes)
+                label = matcher.resolve(path, pr)
+            if label in used:
+                raise ParseError(path, pr.info.locator, "run label", f"{pr.info.label!r} belongs to run {label!r}, "
+                                 f"as {used[label]!r} of this file does; one file holds one capture per run")  # fmt: skip
+            used[label] = pr.info.label
             runs.add(label, pr)
         runs.flush()
         rows.flush()
@@ -349,7 +374,7 @@ def _described(info: rec.RunInfo, artefact_id: int) -> dict:
         concurrency=info.concurrency, request_count=info.request_count, request_rate=info.request_rate,
         seed=info.seed, dataset=info.dataset, tool=info.tool, tool_version=info.tool_version,
         started_at=info.started_at, ended_at=info.ended_at, duration_s=info.duration_s, artefact_id=artefact_id,
-        metadata_json=json.dumps(info.metadata, sort_keys=True, ensure_ascii=False) if info.metadata else None,
+        metadata_json=json.dumps(meta, sort_keys=True, ensure_ascii=False) if (meta := pairing.metadata_of(info)) else None,
     )  # fmt: skip
 
 

@@ -437,6 +437,24 @@ class Published(Record):
         return self
 
 
+class Pairing(Record):
+    """How the files a tool writes separately for one run find each other (``ledger.pairing``).
+
+    ``key`` is what the tool's files of one run share, e.g. llmperf's file prefix
+    (``<prefix>_summary.json`` and ``<prefix>_individual_responses.json``); ``requests`` is how many
+    requests this file says the run had (a summary's count, a records file's length), which the
+    other file must match."""
+
+    key: str
+    requests: int | None = None
+
+    @model_validator(mode="after")
+    def _in_domain(self) -> Pairing:
+        if why := name_violation("the pairing key", self.key):
+            raise ValueError(why)
+        return self
+
+
 class RunInfo(Record):
     """One load point, as far as the artefact describes it."""
 
@@ -455,6 +473,7 @@ class RunInfo(Record):
     duration_s: float | None = Field(None, description="the tool's own run duration")
     locator: str | None = Field(None, description="where the run's header sits in the artefact")
     metadata: dict[str, str] = Field(default_factory=dict, description="free labels from the file")
+    pairing: Pairing | None = Field(None, description="what pairs this run with the tool's other files of it")
 
     @model_validator(mode="after")
     def _in_domain(self) -> RunInfo:

@@ -106,24 +106,57 @@ def declare(db: str | None, manifest: Path) -> None:
 def import_one(ledger: Ledger, path: Path, fmt: str | None, target, quiet: bool, force_format: bool = False) -> bool:
     """Import one file through :func:`bench_ledger.ingest.import_file`; print what happened.
     False when the file failed."""
+    return import_outcome(ledger, path, fmt, target, quiet, force_format) != FAILED
+
+
+IMPORTED, ALREADY, SKIPPED, FAILED = "imported", "already imported", "skipped", "failed"
+
+
+def import_outcome(ledger: Ledger, path: Path, fmt: str | None, target, quiet: bool, force_format: bool = False,
+                   found_in_folder: bool = False) -> str:  # fmt: skip
+    """:func:`import_one`, saying which of IMPORTED, ALREADY, SKIPPED, FAILED happened. A file met
+    while walking a folder (``found_in_folder``) that no format recognises is SKIPPED, with the reason;
+    a file named on the command line is then FAILED."""
     from bench_ledger import importers
-    from bench_ledger.ingest import import_file
+    from bench_ledger.errors import FormatRefused, UnknownFormat
+    from bench_ledger.ingest import import_file, runs_of_artefact
 
     try:
         imp = importers.choose(path, fmt, force=force_format)
         with RowProgress(path, enabled=not quiet) as shown:
             res = import_file(ledger, path, imp, target, shown)
+    except UnknownFormat as exc:
+        if not found_in_folder:
+            click.echo(f"error: {exc}", err=True)
+            return FAILED
+        click.echo(f"{path}: skipped: format not recognised ({len(exc.reasons)} formats tried; "
+                   f"`ledger import {path}` shows why each refused it)")  # fmt: skip
+        return SKIPPED
     except AlreadyImported as exc:
+        if target.run and exc.artefact_id is not None:
+            held = runs_of_artefact(ledger, exc.artefact_id)
+            if target.run not in {label for _, label, _ in held}:
+                where = ", ".join(f"run {rid} {label!r} of batch {b!r}" for rid, label, b in held) or "no run"
+                click.echo(f"error: {exc}: it is in {where}; --run {target.run!r} was not applied (an import never "
+                           f"moves what was captured). To attach it to another run, as a correction: "
+                           f"`ledger attach {exc.artefact_id} --run RUN_ID --reason \"...\"` "
+                           "(`ledger runs --batch B` lists the ids)", err=True)  # fmt: skip
+                return FAILED
         click.echo(str(exc))
-        return True
+        return ALREADY
     except (Refused, UsageError):  # the command is wrong, not the file: stop (exit 3 / exit 2)
         raise
     except LedgerError as exc:
+        if found_in_folder and isinstance(exc, FormatRefused):
+            click.echo(f"{path}: skipped: {str(exc).removeprefix(f'{path}: ')}")
+            return SKIPPED
         click.echo(f"error: {exc}", err=True)
-        return False
+        return FAILED
     if res.created_batch:
         click.echo(f"note: batch {res.created_batch!r} did not exist: created it (open) for {path.name}; "
                    "`ledger batches` lists them", err=True)  # fmt: skip
+    for note in res.notes:
+        click.echo(f"note: {note}", err=True)
     parts = [f"{len(res.runs)} run(s)"] if res.runs else []
     parts += [f"{sum(n for _, _, n in res.runs):,} requests"] if res.runs else []
     parts += [f"{res.samples:,} samples"] if res.samples else []
@@ -133,14 +166,32 @@ def import_one(ledger: Ledger, path: Path, fmt: str | None, target, quiet: bool,
     if not quiet:
         for run_id, label, n in res.runs:
             click.echo(f"  run {run_id} {label}: {n} requests")
-    return True
+    return IMPORTED
+
+
+def files_to_import(paths: tuple[Path, ...]) -> list[tuple[Path, bool]]:
+    """The files named, and every regular file under each folder named (recursively, sorted, symbolic
+    links to folders not followed): (path, found in a folder)."""
+    import os
+
+    out: list[tuple[Path, bool]] = []
+    for p in paths:
+        if not p.is_dir():
+            out.append((p, False))
+            continue
+        for root, dirs, files in os.walk(p):
+            dirs.sort()
+            out.extend((Path(root) / f, True) for f in sorted(files) if (Path(root) / f).is_file())
+    return out
 
 
 @main.command("import")
 @db_option
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--batch", "batch", metavar="B", help="Batch the runs belong to (created open if new).")
-@click.option("--run", "run", metavar="LABEL", help="Attach to this run label instead of one labelled from the content.")
+@click.option("--run", "run", metavar="LABEL",
+              help="Attach to this run label instead of the one the content pairs it with (a paired file, a declared run) "
+                   "or labels it; `ledger attach` moves an already imported artefact.")
 @click.option("--deployment", metavar="NAME", help="Deployment (system under test) the artefact describes.")
 @click.option("--format", "fmt", metavar="F", help="Name the format (see `ledger formats`) instead of detecting it.")
 @click.option("--force-format", is_flag=True, help="Import as --format even when that format's own check rejects the file.")
@@ -157,11 +208,19 @@ def import_(db, paths, batch, run, deployment, fmt, force_format, node, time_zon
     """Import benchmark outputs, GPU samples or server logs; the format is detected from content.
 
     Each file is its own transaction: a bad file leaves nothing behind and the others still
-    import. Importing the same bytes again changes nothing.
+    import. Importing the same bytes again changes nothing. A folder is imported recursively:
+    files no format recognises are skipped (with the reason), and a summary line ends the output.
+
+    A run is attached to an existing run of the batch when the content says it belongs there:
+    the other file of the same run (llmperf's <prefix>_summary.json and
+    <prefix>_individual_responses.json, same request count), or the one declared run
+    (`ledger declare`) whose workload settings agree. When several runs qualify, none is chosen:
+    the file fails naming them, and --run picks one.
 
     \b
     Example:
       ledger import results/*.json --batch fx
+      ledger import llmperf-results/ --batch lp
       ledger import dmon-node0.txt --batch fx --node node0
     """
     from bench_ledger.ingest import ImportTarget
@@ -181,10 +240,13 @@ def import_(db, paths, batch, run, deployment, fmt, force_format, node, time_zon
         store = ledger.artefact_folder() if copy else None
         target = ImportTarget(batch=batch, run=run, deployment=deployment, node=node, store_copy=store,
                               time_zone=time_zone, start=start, interval_s=interval_s)
-        ok = True
-        for path in progress(paths, quiet):
-            ok &= import_one(ledger, path, fmt, target, quiet, force_format)
-    if not ok:
+        tally = dict.fromkeys((IMPORTED, ALREADY, SKIPPED, FAILED), 0)
+        for path, in_folder in progress(files_to_import(paths), quiet):
+            tally[import_outcome(ledger, path, fmt, target, quiet, force_format, in_folder)] += 1
+    if any(p.is_dir() for p in paths):
+        click.echo(f"{tally[IMPORTED]} imported, {tally[ALREADY]} already imported, {tally[SKIPPED]} skipped "
+                   f"(format not recognised{' or refused by --format' if fmt else ''}), {tally[FAILED]} failed")  # fmt: skip
+    if tally[FAILED]:
         sys.exit(EXIT_FAILURE)
 
 

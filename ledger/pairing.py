@@ -1,0 +1,165 @@
+"""Which run of the batch a file's run belongs to, when the user names none (issue 14).
+
+A tool that writes one run into several files (llmperf's ``<prefix>_summary.json`` and
+``<prefix>_individual_responses.json``) gives each file's run the same pairing key
+(``records.Pairing``: the shared prefix, with the request count the file states). A manifest
+(``ledger declare``) declares runs by their workload before any file is imported. An imported run
+that names no run (``--run``) and whose label is new to the batch is attached:
+
+1. to the one run of the batch holding the same pairing key, when the request counts both files
+   state are equal and the run does not yet hold what this file brings (per-request records, or
+   the tool's aggregates);
+2. else to the one declared run (no artefact attached yet) whose workload settings agree with the
+   file's: no setting both state differs, and at least one agrees;
+3. else it becomes a new run, as before.
+
+Several candidates at step 1 or 2 raise :class:`~bench_ledger.errors.Ambiguous` naming them: the
+user picks one with ``--run``. Nothing is guessed. Once imported, an aggregate-only artefact can be
+moved to another run by a correction (:func:`bench_ledger.books.attach`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from fractions import Fraction
+from pathlib import Path
+
+import sqlalchemy as sa
+from bench_ledger import models as m
+from bench_ledger import records as rec
+from bench_ledger.books import current
+from bench_ledger.errors import Ambiguous
+from sqlalchemy.orm import Session
+
+# run.metadata keys the first file of a run leaves for the others
+KEY, REQUESTS = "pairing key", "pairing requests"
+# the workload settings a declared run and a file's run are compared on (R3: settings, not actuals)
+SETTINGS = ("input_target_tokens", "output_cap_tokens", "concurrency", "request_count", "request_rate", "seed", "dataset")
+RECORDS, AGGREGATES = "per-request records", "the tool's aggregates"
+
+
+def metadata_of(info: rec.RunInfo) -> dict[str, str]:
+    """The run's metadata as stored: the file's labels and its pairing key and request count."""
+    meta = dict(info.metadata)
+    if info.pairing is not None:
+        meta[KEY] = info.pairing.key
+        if info.pairing.requests is not None:
+            meta[REQUESTS] = str(info.pairing.requests)
+    return meta
+
+
+def brings(pr: rec.ParsedRun) -> set[str]:
+    """What a parsed run adds to the run it lands on."""
+    return ({RECORDS} if pr.capture.record_count > 0 else set()) | ({AGGREGATES} if pr.published else set())
+
+
+@dataclass
+class _Run:
+    id: int
+    key: int  # origin: where its captured rows point
+    label: str
+    declared: bool  # no artefact attached yet (a manifest's run)
+    tool: str | None
+    settings: dict[str, object]
+    meta: dict[str, str]
+    held: set[str] | None = None
+
+    def shown(self) -> str:
+        return f"run {self.id} {self.label!r}"
+
+
+@dataclass
+class Matcher:
+    """The current runs of one batch, loaded once per imported file; :meth:`resolve` per parsed run."""
+
+    s: Session
+    batch_id: int
+    batch_name: str
+    notes: list[str] = field(default_factory=list)
+    claimed: set[int] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        R = m.Run.__table__
+        cols = [R.c.id, R.c.origin_id, R.c.label, R.c.artefact_id, R.c.tool, R.c.metadata_json, *(R.c[k] for k in SETTINGS)]
+        self.runs: list[_Run] = []
+        for row in self.s.execute(sa.select(*cols).where(R.c.batch_id == self.batch_id, current(R)).order_by(R.c.id)):
+            meta = json.loads(row.metadata_json) if row.metadata_json else {}
+            self.runs.append(_Run(row.id, row.origin_id or row.id, row.label, row.artefact_id is None, row.tool,
+                                  {k: getattr(row, k) for k in SETTINGS}, meta if isinstance(meta, dict) else {}))  # fmt: skip
+        self.labels = {r.label for r in self.runs}
+
+    def _held(self, run: _Run) -> set[str]:
+        if run.held is None:
+            C, PV = m.Capture.__table__, m.PublishedValue.__table__
+            records = self.s.execute(sa.select(sa.func.count()).select_from(C)
+                                     .where(C.c.run_id == run.key, C.c.record_count > 0)).scalar()  # fmt: skip
+            aggregates = self.s.execute(sa.select(sa.func.count()).select_from(PV)
+                                        .where(PV.c.run_id == run.key, PV.c.flag == "reported", current(PV))).scalar()  # fmt: skip
+            run.held = ({RECORDS} if records else set()) | ({AGGREGATES} if aggregates else set())
+        return run.held
+
+    def resolve(self, path: Path, pr: rec.ParsedRun) -> str:
+        """The label ``pr`` is written under: its own, or the one existing run it belongs to."""
+        info = pr.info
+        if info.label in self.labels:  # the same label: the same run, as before (inference-perf stages, MLPerf)
+            return info.label
+        new = brings(pr)
+        what = f"run {info.label!r} ({' and '.join(sorted(new)) or 'no values'})"
+        free = [r for r in self.runs if r.id not in self.claimed and not (self._held(r) & new)]
+        if info.pairing is not None:
+            found = []
+            for r in (r for r in self.runs if r.meta.get(KEY) == info.pairing.key):
+                theirs, ours = r.meta.get(REQUESTS), info.pairing.requests
+                if r not in free:
+                    self.notes.append(f"{path.name}: not paired with {r.shown()} (same pairing key {info.pairing.key!r}): "
+                                      f"it already holds {' and '.join(sorted(self._held(r) & new)) or 'this run'}")  # fmt: skip
+                elif theirs is None or ours is None or theirs != str(ours):
+                    self.notes.append(f"{path.name}: not paired with {r.shown()} (same pairing key {info.pairing.key!r}): "
+                                      f"request counts {theirs or 'not stated'} there and {ours if ours is not None else 'not stated'} "
+                                      "in this file differ or are unknown")  # fmt: skip
+                else:
+                    found.append(r)
+            if found:
+                return self._one(path, what, found, f"same pairing key {info.pairing.key!r} and {info.pairing.requests} requests")
+        declared = [r for r in free if r.declared]
+        matched = [r for r in declared if _agrees(r, info)]
+        if matched:
+            agreed = sorted({k for r in matched for k in SETTINGS if _same(r.settings[k], getattr(info, k)) is True})
+            return self._one(path, what, matched, "declared workload (" + ", ".join(
+                f"{k} {getattr(info, k)}" for k in agreed) + ")")  # fmt: skip
+        if declared:
+            self.notes.append(f"{path.name}: {what} matches none of the {len(declared)} declared run(s) of batch "
+                              f"{self.batch_name!r} still free for it by workload; imported as a new run")  # fmt: skip
+        self.labels.add(info.label)
+        return info.label
+
+    def _one(self, path: Path, what: str, found: list[_Run], why: str) -> str:
+        if len(found) > 1:
+            raise Ambiguous(f"{path}: {what} could belong to {len(found)} runs of batch {self.batch_name!r} by {why}: "
+                            + ", ".join(r.shown() for r in found)
+                            + "; none was chosen: name one with --run LABEL")  # fmt: skip
+        run = found[0]
+        self.claimed.add(run.id)
+        self.notes.append(f"{path.name}: attached to {run.shown()} by {why}")
+        return run.label
+
+
+def _same(a: object, b: object) -> bool | None:
+    """Two stated settings agree (True), differ (False), or one is not stated (None)."""
+    if a is None or b is None:
+        return None
+    if isinstance(a, str) or isinstance(b, str):
+        try:  # request rates are texts: "inf", "4.0"
+            fa, fb = float(str(a)), float(str(b))
+            return fa == fb
+        except ValueError:
+            return str(a).strip().casefold() == str(b).strip().casefold()
+    return Fraction(str(a)) == Fraction(str(b))
+
+
+def _agrees(run: _Run, info: rec.RunInfo) -> bool:
+    if run.tool is not None and info.tool is not None and _same(run.tool, info.tool) is False:
+        return False
+    verdicts = [_same(run.settings[k], getattr(info, k)) for k in SETTINGS]
+    return False not in verdicts and True in verdicts
