@@ -509,40 +509,128 @@ _FIXED = {"id", "revision", "supersedes_id", "correction_reason", "recorded_at",
 
 
 def _correct(ledger: Ledger, model: Correctable, row_id: int, reason: str, changes: dict[str, Any]) -> int:
+    with ledger.session() as s:
+        return _correct_in(s, model, row_id, reason, changes)
+
+
+def _correct_in(s: Session, model: Correctable, row_id: int, reason: str, changes: dict[str, Any]) -> int:
+    """:func:`_correct` inside the caller's transaction."""
     if not reason or not reason.strip():
         raise InputError("a correction needs a reason")
+    old = s.get(model, row_id)
+    table = model.__tablename__
+    if old is None:
+        raise NotFound(f"no {table} with id {row_id}")
+    newer = s.scalar(sa.select(model.id).where(model.supersedes_id == row_id))
+    if newer is not None:
+        raise InputError(f"{table} {row_id} is already superseded by {newer}; correct the latest revision")
+    cols = {c.key for c in sa.inspect(model).column_attrs}
+    bad = sorted(set(changes) - (cols - _FIXED))
+    if bad:
+        raise InputError(f"cannot correct {', '.join(bad)} of a {table}")
+    batch_id = getattr(old, "batch_id", None)
+    if batch_id is None and getattr(old, "run_id", None) is not None:
+        run = s.get(m.Run, old.run_id)
+        batch_id = run.batch_id if run is not None else None
+    batch = s.get(m.Batch, batch_id) if batch_id is not None else None
+    if batch is not None:  # locked like an import: a concurrent close waits, or is waited for
+        batch = Ledger.get_batch(s, batch.name, lock="share")
+    if batch is not None and batch.status == "closed":
+        raise Refused("R10", f"correct {table} {row_id} of batch {batch.name!r}",
+                      f"the batch was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC and is sealed",
+                      "record the corrected value in a new batch that names this one")  # fmt: skip
+    values = {c: getattr(old, c) for c in cols - _FIXED}
+    values.update(changes)
+    if model is m.Run:  # captured rows stay on the first revision (see Run.origin_id)
+        values["origin_id"] = old.origin_id or old.id
+    new = model(**values, revision=old.revision + 1, supersedes_id=old.id, correction_reason=reason.strip(),
+                recorded_at=now())  # fmt: skip
+    s.add(new)
+    s.flush()
+    return new.id
+
+
+# what a run learns from the run an attached artefact came from, where it states nothing itself
+_LEARNED = ("input_target_tokens", "output_cap_tokens", "concurrency", "request_count", "request_rate", "seed",
+            "dataset", "tool", "tool_version", "started_at", "ended_at", "duration_s")  # fmt: skip
+
+
+@dataclass
+class Attached:
+    artefact_id: int
+    run_id: int  # the target run's new revision
+    superseded_run_id: int
+    from_run_id: int  # the run the artefact's values were on (its current revision)
+    moved: int  # reported values, each a new revision on the target run
+    learned: dict[str, Any] = field(default_factory=dict)
+
+
+def attach(ledger: Ledger, artefact_id: int, run_id: int, reason: str) -> Attached:
+    """Attach an imported artefact's reported values to another run of its batch: a correction (R10).
+
+    Each current published value of the artefact becomes a new revision on ``run_id`` (the old one
+    superseded, ``ledger history published_value ID``), and the run gets a new revision recording the
+    attachment (``ledger history run ID``) that learns the settings it did not state from the run the
+    artefact was on. Captured rows never move (R9): an artefact holding per-request records is
+    refused, naming the aggregate artefacts of the target run that can be attached the other way.
+    One transaction; a closed batch refuses it (R10)."""
+    if not reason or not reason.strip():
+        raise InputError("an attachment is a correction: it needs a reason (--reason)")
+    C, PV, R = m.Capture.__table__, m.PublishedValue.__table__, m.Run.__table__
     with ledger.session() as s:
-        old = s.get(model, row_id)
-        table = model.__tablename__
-        if old is None:
-            raise NotFound(f"no {table} with id {row_id}")
-        newer = s.scalar(sa.select(model.id).where(model.supersedes_id == row_id))
-        if newer is not None:
-            raise InputError(f"{table} {row_id} is already superseded by {newer}; correct the latest revision")
-        cols = {c.key for c in sa.inspect(model).column_attrs}
-        bad = sorted(set(changes) - (cols - _FIXED))
-        if bad:
-            raise InputError(f"cannot correct {', '.join(bad)} of a {table}")
-        batch_id = getattr(old, "batch_id", None)
-        if batch_id is None and getattr(old, "run_id", None) is not None:
-            run = s.get(m.Run, old.run_id)
-            batch_id = run.batch_id if run is not None else None
-        batch = s.get(m.Batch, batch_id) if batch_id is not None else None
-        if batch is not None:  # locked like an import: a concurrent close waits, or is waited for
-            batch = Ledger.get_batch(s, batch.name, lock="share")
-        if batch is not None and batch.status == "closed":
-            raise Refused("R10", f"correct {table} {row_id} of batch {batch.name!r}",
+        art = s.get(m.Artefact, artefact_id)
+        if art is None:
+            raise NotFound(f"no artefact with id {artefact_id}")
+        target = s.get(m.Run, run_id)
+        if target is None:
+            raise NotFound(f"no run with id {run_id}")
+        require_current(s.connection(), "run", run_id)
+        caps = s.execute(sa.select(C.c.run_id, C.c.record_count).where(C.c.artefact_id == artefact_id)).all()
+        keys = sorted({c.run_id for c in caps})
+        if not keys:
+            raise InputError(f"artefact {artefact_id} ({art.file_name}, {art.format}) holds no benchmark run: nothing to attach")
+        if len(keys) > 1:
+            raise InputError(f"artefact {artefact_id} ({art.file_name}) holds {len(keys)} runs; one run's artefact can be "
+                             "attached, a file of several runs cannot")  # fmt: skip
+        src_key, dst_key = keys[0], target.origin_id or target.id
+        source = s.scalars(sa.select(m.Run).where(sa.func.coalesce(m.Run.origin_id, m.Run.id) == src_key,
+                                                  current(m.Run))).one()  # fmt: skip
+        if src_key == dst_key:
+            raise InputError(f"artefact {artefact_id} ({art.file_name}) is already attached to run {run_id} {target.label!r}")
+        if source.batch_id != target.batch_id:
+            names = dict(s.execute(sa.select(m.Batch.id, m.Batch.name).where(m.Batch.id.in_([source.batch_id, target.batch_id]))).all())
+            raise Refused("R2", f"attach artefact {artefact_id} to run {run_id}",
+                          f"the artefact's run {source.id} is in batch {names[source.batch_id]!r}, run {run_id} in batch "
+                          f"{names[target.batch_id]!r}; runs of different batches are never one run",
+                          "import the file into the run's batch (`ledger import FILE --batch B --run LABEL`)")  # fmt: skip
+        records = sum(c.record_count for c in caps)
+        if records:
+            others = sorted(a for (a,) in s.execute(
+                sa.select(C.c.artefact_id).where(C.c.run_id == dst_key, C.c.record_count == 0)
+                .where(sa.exists().where(PV.c.artefact_id == C.c.artefact_id, PV.c.run_id == dst_key, current(PV)))))  # fmt: skip
+            held = s.execute(sa.select(sa.func.count()).select_from(C).where(C.c.run_id == dst_key, C.c.record_count > 0)).scalar()
+            instead = (f"run {run_id} holds per-request records too: they are two runs" if held else
+                       "attach the aggregate artefact(s) of run {0} to run {1} instead: {2}".format(
+                           run_id, source.id, "; ".join(f"`ledger attach {a} --run {source.id} --reason ...`" for a in others))
+                       if others else f"import the other file of the run with --run {source.label!r}")  # fmt: skip
+            raise Refused("R9", f"attach artefact {artefact_id} ({art.file_name}) to run {run_id}",
+                          f"it holds {records:,} per-request records captured for run {source.id} {source.label!r}; "
+                          "captured rows never move", instead)  # fmt: skip
+        batch = Ledger.get_batch(s, s.get_one(m.Batch, target.batch_id).name, lock="share")
+        if batch.status == "closed":
+            raise Refused("R10", f"attach artefact {artefact_id} to run {run_id} of batch {batch.name!r}",
                           f"the batch was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC and is sealed",
-                          "record the corrected value in a new batch that names this one")  # fmt: skip
-        values = {c: getattr(old, c) for c in cols - _FIXED}
-        values.update(changes)
-        if model is m.Run:  # captured rows stay on the first revision (see Run.origin_id)
-            values["origin_id"] = old.origin_id or old.id
-        new = model(**values, revision=old.revision + 1, supersedes_id=old.id, correction_reason=reason.strip(),
-                    recorded_at=now())  # fmt: skip
-        s.add(new)
-        s.flush()
-        return new.id
+                          "record the pairing in a new batch that names this one")  # fmt: skip
+        why = f"attached artefact {artefact_id} ({art.file_name}) from run {source.id} {source.label!r}: {reason.strip()}"
+        values = s.scalars(sa.select(PV.c.id).where(PV.c.artefact_id == artefact_id, PV.c.run_id == src_key, current(PV))
+                           .order_by(PV.c.id)).all()  # fmt: skip
+        if not values:
+            raise InputError(f"artefact {artefact_id} ({art.file_name}) has no reported values on run {source.id}: nothing to attach")
+        for pv_id in values:
+            _correct_in(s, m.PublishedValue, pv_id, why, {"run_id": dst_key})
+        learned = {k: getattr(source, k) for k in _LEARNED if getattr(target, k) is None and getattr(source, k) is not None}
+        new_run = _correct_in(s, m.Run, run_id, why, learned)
+        return Attached(artefact_id, new_run, run_id, source.id, len(values), learned)
 
 
 def parse_changes(table: str, assignments: list[str]) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""Commands that close and check the books: close, verify, correct, history (R9, R10)."""
+"""Commands that close and check the books: close, verify, correct, attach, history (R9, R10)."""
 
 from __future__ import annotations
 
@@ -104,6 +104,31 @@ def correct(ledger: Ledger, table_name: str, row_id: int, assignments: tuple[str
     new_id = do_correct(ledger, table_name, row_id, reason, changes)
     click.echo(f"{table_name} {row_id} superseded by {table_name} {new_id}: "
                + ", ".join(f"{k}={v}" for k, v in changes.items()))  # fmt: skip
+    click.echo(f"  reason: {reason.strip()}")
+
+
+@main.command()
+@with_ledger
+@click.argument("artefact_id", metavar="ARTEFACT", type=int)
+@click.option("--run", "run_id", metavar="RUN", type=int, required=True, help="Id of the run it belongs to (`ledger runs`).")
+@click.option("--reason", required=True, help="Why: kept with the new revisions and shown by `ledger history`.")
+def attach(ledger: Ledger, artefact_id: int, run_id: int, reason: str) -> None:
+    """Attach an already imported artefact's reported values to another run of its batch.
+
+    A correction, not an edit (R10): each value becomes a new revision on RUN, and RUN a new
+    revision recording the attachment (`ledger history run ID`); a closed batch refuses it. Captured
+    per-request records never move (R9): attach the summary to the records' run, not the other way.
+
+    \b
+    Example:
+      ledger attach 3 --run 1 --reason "summary_groq_70b.json is the summary of individual_groq_70b.json"
+    """
+    from bench_ledger.books import attach as do_attach
+
+    done = do_attach(ledger, artefact_id, run_id, reason)
+    click.echo(f"artefact {done.artefact_id}: {done.moved} reported value(s) moved from run {done.from_run_id} to run "
+               f"{done.superseded_run_id}, now revision run {done.run_id}"
+               + (": learned " + ", ".join(f"{k}={v}" for k, v in done.learned.items()) if done.learned else ""))  # fmt: skip
     click.echo(f"  reason: {reason.strip()}")
 
 
