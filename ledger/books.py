@@ -586,7 +586,9 @@ def attach(ledger: Ledger, artefact_id: int, run_id: int, reason: str) -> Attach
             raise NotFound(f"no run with id {run_id}")
         require_current(s.connection(), "run", run_id)
         caps = s.execute(sa.select(C.c.run_id, C.c.record_count).where(C.c.artefact_id == artefact_id)).all()
-        keys = sorted({c.run_id for c in caps})
+        # where its values are now (an earlier attachment moved them), else where it was captured
+        keys = sorted(set(s.scalars(sa.select(PV.c.run_id).where(PV.c.artefact_id == artefact_id, current(PV),
+                                                                 PV.c.run_id.is_not(None)))) or {c.run_id for c in caps})  # fmt: skip
         if not keys:
             raise InputError(f"artefact {artefact_id} ({art.file_name}, {art.format}) holds no benchmark run: nothing to attach")
         if len(keys) > 1:

@@ -1,0 +1,233 @@
+"""Pairing a run's files by content, `ledger attach`, and the import edge cases of issue 14 (both backends)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from bench_ledger import importers
+from bench_ledger.cli import main
+from bench_ledger.errors import UnknownFormat
+from click.testing import CliRunner
+
+
+def run(*args: str, code: int = 0):
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == code, result.output
+    return result
+
+
+def runs(url: str, batch: str) -> list[dict]:
+    return json.loads(run("runs", "--db", url, "--batch", batch, "--json").output)
+
+
+def check(url: str, batch: str) -> list[dict]:
+    return json.loads(run("check", "--db", url, "--batch", batch, "--json").output)
+
+
+def counts(url: str) -> dict[str, int]:
+    return json.loads(run("status", "--db", url, "--json").output)["counts"]
+
+
+GROQ = "llmperf individual 150 requests sha256:948a9414793e"  # the individual file's own label
+GROQ_SUMMARY = "llmperf llama2-70b-4096_550_150_summary"
+TOGETHER_SUMMARY = "llmperf together_ai-togethercomputer-llama-2-70b-chat_550_150_summary"
+
+
+def _llmperf_checked(url: str) -> None:
+    """Both llmperf pairs on one run each; every summary statistic of the records is recomputed."""
+    rows = check(url, "lp")
+    assert {r["run_id"] for r in rows} == {r["id"] for r in runs(url, "lp")}
+    assert not [r for r in rows if "no per-request records" in (r["reason"] or "")]
+    by = {(r["run"], r["key"]): r for r in rows}
+    assert len({r["run"] for r in rows}) == 2
+    groq = next(r["run"] for r in rows if r["key"] == "results_ttft_s_mean" and r["reported"] == "0.22786034579078357")
+    for key, recomputed in (("results_ttft_s_mean", 0.22786034579078357), ("results_ttft_s_quantiles_p50", 0.2218883791938424),
+                            ("results_end_to_end_latency_s_quantiles_p99", 0.9922714155726133)):  # fmt: skip
+        assert by[(groq, key)]["status"] == "agree" and by[(groq, key)]["recomputed"] == pytest.approx(recomputed, rel=1e-12)
+    assert sum(r["status"] == "agree" for r in rows if r["section"] == "records") >= 2 * 50
+    assert not [r for r in rows if r["status"] == "disagree"]
+
+
+def test_llmperf_folder_pairs_summary_and_records(ledger_url: str, samples: Path) -> None:
+    run("init", "--db", ledger_url)
+    out = run("import", "--db", ledger_url, "--batch", "lp", str(samples / "llmperf")).output
+    assert "4 imported, 0 already imported, 0 skipped (format not recognised), 0 failed" in out
+    assert ("note: summary_groq_70b.json: attached to run 1 'llmperf individual 150 requests sha256:948a9414793e' "
+            "by same pairing key 'llmperf groq_70b' and 150 requests") in out  # fmt: skip
+    got = [(r["label"], r["requests"], r["artefacts"], r["input_target_tokens"], r["concurrency"]) for r in runs(ledger_url, "lp")]
+    assert got == [(GROQ, 150, 2, 550, 5), ("llmperf individual 150 requests sha256:268b037552ef", 150, 2, 550, 5)]
+    _llmperf_checked(ledger_url)
+
+
+def test_llmperf_pairs_with_the_summary_imported_first(ledger_url: str, samples: Path) -> None:
+    run("init", "--db", ledger_url)
+    d = samples / "llmperf"
+    run("import", "--db", ledger_url, "--batch", "lp", str(d / "summary_groq_70b.json"), str(d / "summary_together_70b.json"))
+    out = run("import", "--db", ledger_url, "--batch", "lp", str(d / "individual_together_70b.json"),
+              str(d / "individual_groq_70b.json")).output  # fmt: skip
+    assert (f"note: individual_groq_70b.json: attached to run 1 '{GROQ_SUMMARY}' by same pairing key "
+            "'llmperf groq_70b' and 150 requests") in out  # fmt: skip
+    assert [(r["id"], r["label"], r["requests"], r["artefacts"]) for r in runs(ledger_url, "lp")] == [
+        (1, GROQ_SUMMARY, 150, 2), (2, TOGETHER_SUMMARY, 150, 2)]  # fmt: skip
+    _llmperf_checked(ledger_url)
+
+
+def test_llmperf_native_names_pair_and_a_count_mismatch_does_not(ledger_url: str, samples: Path, tmp_path: Path) -> None:
+    run("init", "--db", ledger_url)
+    d = samples / "llmperf"
+    shutil.copy(d / "summary_groq_70b.json", tmp_path / "llama2-70b-4096_550_150_summary.json")
+    shutil.copy(d / "individual_groq_70b.json", tmp_path / "llama2-70b-4096_550_150_individual_responses.json")
+    records = json.loads((d / "individual_together_70b.json").read_text())
+    (tmp_path / "other_individual_responses.json").write_text(json.dumps(records[:149]))
+    shutil.copy(d / "summary_together_70b.json", tmp_path / "other_summary.json")
+    out = run("import", "--db", ledger_url, "--batch", "lp", str(tmp_path)).output
+    assert "by same pairing key 'llmperf llama2-70b-4096_550_150' and 150 requests" in out
+    assert ("note: other_summary.json: not paired with run 2 'llmperf individual 149 requests sha256:") in out
+    assert "(same pairing key 'llmperf other'): request counts 149 there and 150 in this file differ or are unknown" in out
+    assert [(r["requests"], r["artefacts"]) for r in runs(ledger_url, "lp")] == [(150, 2), (149, 1), (0, 1)]
+
+
+def test_an_ambiguous_pair_is_refused_naming_the_candidates(ledger_url: str, samples: Path, tmp_path: Path) -> None:
+    run("init", "--db", ledger_url)
+    d = samples / "llmperf"
+    for sub, name in (("a", "llama2-70b-4096_550_150_summary"), ("b", "again_summary")):
+        (tmp_path / sub).mkdir()
+        text = (d / "summary_groq_70b.json").read_text().replace('"llama2-70b-4096_550_150_summary"', json.dumps(name))
+        (tmp_path / sub / "summary_groq_70b.json").write_text(text)
+    run("import", "--db", ledger_url, "--batch", "lp", str(tmp_path / "a"), str(tmp_path / "b"))
+    before = counts(ledger_url)
+    out = run("import", "--db", ledger_url, "--batch", "lp", str(d / "individual_groq_70b.json"), code=1).output
+    assert (f"error: {d / 'individual_groq_70b.json'}: run '{GROQ}' (per-request records) could belong to 2 runs of "
+            f"batch 'lp' by same pairing key 'llmperf groq_70b' and 150 requests: run 1 '{GROQ_SUMMARY}', run 2 "
+            "'llmperf again_summary'; none was chosen: name one with --run LABEL") in out  # fmt: skip
+    assert counts(ledger_url) == before
+    run("import", "--db", ledger_url, "--batch", "lp", "--run", "llmperf again_summary", str(d / "individual_groq_70b.json"))
+    assert [(r["label"], r["requests"]) for r in runs(ledger_url, "lp")] == [(GROQ_SUMMARY, 0), ("llmperf again_summary", 150)]
+
+
+MANIFEST = """version: 1
+deployments:
+  - {name: qwen-coder, engine: vllm, model: Qwen2.5-Coder-7B-Instruct}
+batches:
+  - {name: fx, description: "qps sweep", deployment: qwen-coder}
+runs:
+"""
+
+
+def _declare(url: str, tmp_path: Path, runs_yaml: str) -> None:
+    (tmp_path / "system.yaml").write_text(MANIFEST + runs_yaml)
+    run("declare", "--db", url, str(tmp_path / "system.yaml"))
+
+
+def test_the_readme_tour_attaches_files_to_the_declared_runs(ledger_url: str, samples: Path, tmp_path: Path) -> None:
+    run("init", "--db", ledger_url)
+    _declare(ledger_url, tmp_path, "".join(
+        f'  - {{batch: fx, label: qps{r}, request_rate: "{r}.0", request_count: 150, tool: vllm-bench}}\n' for r in (1, 2, 4)))
+    files = sorted(str(p) for p in (samples / "vllm").glob("*.json"))
+    out = run("import", "--db", ledger_url, *files, "--batch", "fx").output
+    assert ("note: openai-2.0qps-Qwen2.5-Coder-7B-Instruct-20260707-094353.json: attached to run 2 'qps2' by declared "
+            "workload (request_count 150, request_rate 2.0)") in out  # fmt: skip
+    got = [(r["label"], r["artefacts"], r["tool"]) for r in runs(ledger_url, "fx")]
+    assert got == [("qps1", 1, "vllm-bench"), ("qps2", 1, "vllm-bench"), ("qps4", 1, "vllm-bench")]
+    rows = check(ledger_url, "fx")
+    assert {r["run"] for r in rows} == {"qps1", "qps2", "qps4"}
+    ident = [r for r in rows if r["key"] == "output_throughput" and r["run"] == "qps1" and r["section"] == "identity"]
+    assert ident and ident[0]["status"] == "agree"
+
+
+def test_two_declared_runs_of_one_workload_are_refused_with_the_candidates(ledger_url: str, samples: Path, tmp_path: Path) -> None:
+    run("init", "--db", ledger_url)
+    _declare(ledger_url, tmp_path, '  - {batch: fx, label: a, request_rate: "1.0", seed: 1}\n'
+                                   '  - {batch: fx, label: b, request_rate: "1.0", seed: 2}\n')  # fmt: skip
+    f = samples / "vllm" / "openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json"
+    out = run("import", "--db", ledger_url, str(f), "--batch", "fx", code=1).output
+    assert (f"error: {f}: run 'Qwen2.5-Coder-7B-Instruct rate=1.0 c=inf 20260707-093920' (the tool's aggregates) could "
+            "belong to 2 runs of batch 'fx' by declared workload (request_rate 1.0): run 1 'a', run 2 'b'; none was "
+            "chosen: name one with --run LABEL") in out  # fmt: skip
+    assert counts(ledger_url)["artefact"] == 0
+
+
+def test_reimport_with_run_points_at_attach(ledger_url: str, samples: Path) -> None:
+    run("init", "--db", ledger_url)
+    f = samples / "llmperf" / "summary_groq_70b.json"
+    run("import", "--db", ledger_url, "--batch", "lp", str(f))
+    out = run("import", "--db", ledger_url, "--batch", "lp", "--run", "other", str(f), code=1).output
+    assert (f"error: {f}: already imported as artefact 1 (summary_groq_70b.json, llmperf-summary, sha256 09de95de0eb3…); "
+            f"nothing changed: it is in run 1 '{GROQ_SUMMARY}' of batch 'lp'; --run 'other' was not applied (an import "
+            "never moves what was captured). To attach it to another run, as a correction: "
+            '`ledger attach 1 --run RUN_ID --reason "..."`') in out  # fmt: skip
+    # the run it is in: a plain no-op
+    assert "nothing changed" in run("import", "--db", ledger_url, "--batch", "lp", "--run", GROQ_SUMMARY, str(f)).output
+
+
+def test_attach_moves_a_summary_onto_the_records_run_as_a_correction(ledger_url: str, samples: Path, tmp_path: Path) -> None:
+    run("init", "--db", ledger_url)
+    shutil.copy(samples / "llmperf" / "summary_groq_70b.json", tmp_path / "s.json")  # names that pair nothing
+    shutil.copy(samples / "llmperf" / "individual_groq_70b.json", tmp_path / "i.json")
+    run("import", "--db", ledger_url, "--batch", "lp", str(tmp_path / "s.json"), str(tmp_path / "i.json"))
+    assert [r["requests"] for r in runs(ledger_url, "lp")] == [0, 150]
+    # records never move: the message names the command that pairs them the other way
+    out = run("attach", "--db", ledger_url, "2", "--run", "1", "--reason", "pair", code=3).output
+    assert ("refused (R9): attach artefact 2 (i.json) to run 1\n  why: it holds 150 per-request records captured for run 2 "
+            f"'{GROQ}'; captured rows never move\n  instead: attach the aggregate artefact(s) of run 1 to run 2 "
+            "instead: `ledger attach 1 --run 2 --reason ...`") in out  # fmt: skip
+    out = run("attach", "--db", ledger_url, "1", "--run", "2", "--reason", "s.json summarises i.json").output
+    assert out.startswith("artefact 1: 67 reported value(s) moved from run 1 to run 2, now revision run 3: learned "
+                          "input_target_tokens=550, output_cap_tokens=150, concurrency=5")  # fmt: skip
+    got = [(r["id"], r["label"], r["requests"], r["concurrency"]) for r in runs(ledger_url, "lp")]
+    assert got == [(1, GROQ_SUMMARY, 0, 5), (3, GROQ, 150, 5)]
+    rows = check(ledger_url, "lp")
+    assert {r["run_id"] for r in rows} == {3} and len(rows) == 70  # the 67 values on run 3 only (current revisions)
+    assert not [r for r in rows if "no per-request records" in (r["reason"] or "")]
+    hist = json.loads(run("history", "--db", ledger_url, "run", "3", "--json").output)
+    assert [h["id"] for h in hist] == [2, 3]
+    assert hist[1]["correction_reason"] == f"attached artefact 1 (s.json) from run 1 '{GROQ_SUMMARY}': s.json summarises i.json"
+    out = run("attach", "--db", ledger_url, "1", "--run", "2", "--reason", "again", code=1).output
+    assert "run 2 is superseded by a correction: the current revision is run 3" in out
+    run("close", "--db", ledger_url, "lp", "--seal-file", str(tmp_path / "seals.jsonl"))
+    out = run("attach", "--db", ledger_url, "1", "--run", "1", "--reason", "back", code=3).output
+    assert out.startswith("refused (R10): attach artefact 1 to run 1 of batch 'lp'\n  why: the batch was closed at ")
+    run("verify", "--db", ledger_url, "--seal-file", str(tmp_path / "seals.jsonl"))
+
+
+def test_import_of_the_whole_samples_folder(ledger_url: str, samples: Path) -> None:
+    run("init", "--db", ledger_url)
+    out = run("import", "--db", ledger_url, "--batch", "all", "-q", str(samples)).output
+    assert f"{samples / 'MANIFEST.md'}: skipped: format not recognised (" in out
+    files = [p for p in samples.rglob("*") if p.is_file()]
+    imported = out.count(": imported as artefact ")
+    skipped = out.count(": skipped: ")
+    assert imported + skipped == len(files)
+    assert f"{imported} imported, 0 already imported, {skipped} skipped (format not recognised), 0 failed" in out
+    again = run("import", "--db", ledger_url, "--batch", "all", "-q", str(samples)).output
+    assert f"0 imported, {imported} already imported, {skipped} skipped (format not recognised), 0 failed" in again
+
+
+@pytest.mark.parametrize("name", ["MANIFEST.md"])
+def test_text_naming_a_console_banner_is_not_console_output(samples: Path, name: str, tmp_path: Path) -> None:
+    with pytest.raises(UnknownFormat):
+        importers.detect(samples / name)
+    readme = Path(__file__).resolve().parents[1] / "README.md"
+    (tmp_path / "notes.md").write_text(readme.read_text() + "\nthe Serving Benchmark Result table; bench_type='serve'\n")
+    with pytest.raises(UnknownFormat):
+        importers.detect(tmp_path / "notes.md")
+    console = next((samples / "vllm-bench-serve").glob("*.stdout.txt"))
+    assert importers.detect(console).name == "vllm-bench-console"
+
+
+@pytest.mark.parametrize("fmt", [None, "sglang-bench"])
+def test_the_same_label_twice_in_json_lines_names_file_line_and_field(ledger_url: str, samples: Path, tmp_path: Path,
+                                                                       fmt: str | None) -> None:  # fmt: skip
+    run("init", "--db", ledger_url)
+    one = json.dumps(json.loads((samples / "vllm" / "openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json").read_text()))
+    f = tmp_path / "twice.jsonl"
+    f.write_text(one + "\n" + one + "\n")
+    args = ["--format", fmt, "--force-format"] if fmt else []
+    out = run("import", "--db", ledger_url, "--batch", "d", *args, str(f), code=1).output
+    label = "openai rate=1.0 c=inf base_r1_burstgpt" if fmt else "Qwen2.5-Coder-7B-Instruct rate=1.0 c=inf 20260707-093920"
+    assert (f"error: {f}, line 2 $: field 'run label': '{label}' again (first at line 1 $): two results of one run "
+            "label in one file cannot both be kept; give each run its own label") in out  # fmt: skip
+    assert "Exception" not in out and counts(ledger_url)["artefact"] == 0
