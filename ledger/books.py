@@ -576,7 +576,7 @@ def attach(ledger: Ledger, artefact_id: int, run_id: int, reason: str) -> Attach
     One transaction; a closed batch refuses it (R10)."""
     if not reason or not reason.strip():
         raise InputError("an attachment is a correction: it needs a reason (--reason)")
-    C, PV, R = m.Capture.__table__, m.PublishedValue.__table__, m.Run.__table__
+    C, PV = m.Capture.__table__, m.PublishedValue.__table__
     with ledger.session() as s:
         art = s.get(m.Artefact, artefact_id)
         if art is None:
@@ -611,9 +611,9 @@ def attach(ledger: Ledger, artefact_id: int, run_id: int, reason: str) -> Attach
                 sa.select(C.c.artefact_id).where(C.c.run_id == dst_key, C.c.record_count == 0)
                 .where(sa.exists().where(PV.c.artefact_id == C.c.artefact_id, PV.c.run_id == dst_key, current(PV)))))  # fmt: skip
             held = s.execute(sa.select(sa.func.count()).select_from(C).where(C.c.run_id == dst_key, C.c.record_count > 0)).scalar()
+            commands = "; ".join(f"`ledger attach {a} --run {source.id} --reason ...`" for a in others)
             instead = (f"run {run_id} holds per-request records too: they are two runs" if held else
-                       "attach the aggregate artefact(s) of run {0} to run {1} instead: {2}".format(
-                           run_id, source.id, "; ".join(f"`ledger attach {a} --run {source.id} --reason ...`" for a in others))
+                       f"attach the aggregate artefact(s) of run {run_id} to run {source.id} instead: {commands}"
                        if others else f"import the other file of the run with --run {source.label!r}")  # fmt: skip
             raise Refused("R9", f"attach artefact {artefact_id} ({art.file_name}) to run {run_id}",
                           f"it holds {records:,} per-request records captured for run {source.id} {source.label!r}; "
