@@ -106,12 +106,14 @@ class Matcher:
             return info.label
         new = brings(pr)
         what = f"run {info.label!r} ({' and '.join(sorted(new)) or 'no values'})"
-        free = [r for r in self.runs if r.id not in self.claimed and not (self._held(r) & new)]
+        def free(r: _Run) -> bool:  # held only for candidates: two queries each, cached
+            return r.id not in self.claimed and not (self._held(r) & new)
+
         if info.pairing is not None:
             found = []
             for r in (r for r in self.runs if r.meta.get(KEY) == info.pairing.key):
                 theirs, ours = r.meta.get(REQUESTS), info.pairing.requests
-                if r not in free:
+                if not free(r):
                     self.notes.append(f"{path.name}: not paired with {r.shown()} (same pairing key {info.pairing.key!r}): "
                                       f"it already holds {' and '.join(sorted(self._held(r) & new)) or 'this run'}")  # fmt: skip
                 elif theirs is None or ours is None or theirs != str(ours):
@@ -122,7 +124,7 @@ class Matcher:
                     found.append(r)
             if found:
                 return self._one(path, what, found, f"same pairing key {info.pairing.key!r} and {info.pairing.requests} requests")
-        declared = [r for r in free if r.declared]
+        declared = [r for r in self.runs if r.declared and free(r)]
         matched = [r for r in declared if _agrees(r, info)]
         if matched:
             agreed = sorted({k for r in matched for k in SETTINGS if _same(r.settings[k], getattr(info, k)) is True})
