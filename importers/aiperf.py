@@ -17,6 +17,13 @@ Why the choices below:
   source per capture, never mixed row by row.
 * ``request_start_ns``/``request_end_ns`` are epoch nanoseconds: kept as integers (``epoch_ns``).
   There is no first-token timestamp in the file; start + TTFT would be derived, so it is not made.
+* The old schema (AIPerf ~0.1/0.2, the maintainers' example artifacts: ``metadata.credit_phase`` and
+  ``timestamp_ns``, metric tags ``ttft``/``ttst``) is read too: ``credit_phase`` is the phase, ``ttft``
+  the time to first token, and the per-record metrics ``min_request_timestamp`` /
+  ``max_response_timestamp`` (unit ``ns``) the request's start and end.
+* The run pairs with ``profile_export_aiperf.json`` of the same artifact folder (``ledger.pairing``):
+  the file-name prefix before ``profile_export`` (else the folder name) and the record count, which
+  the aggregate states as ``request_count`` + ``error_request_count``.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from bench_ledger.importers._toolfiles import (
     present_fields,
 )
 from bench_ledger.importers.base import ParseOptions, first_json_value, iter_json_lines
-from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, RunInfo
+from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo
 from bench_ledger.tools import Tool
 
 PROFILING = "profiling"
@@ -51,6 +58,7 @@ SUCCESS_RULE = (
 )
 _TIME_METRICS = {
     "time_to_first_token": "ttft_s",
+    "ttft": "ttft_s",  # the old schema's tag
     "request_latency": "latency_s",
     "inter_token_latency": "itl_mean_s",
 }
@@ -69,14 +77,14 @@ class AiperfRecordsImporter:
         except json.JSONDecodeError:
             # A long first record may be cut at 64 KiB: fall back to its opening keys.
             text = head_text(head)
-            if text.startswith('{"metadata"') and has_key(text, "request_start_ns"):
+            if text.startswith('{"metadata"') and (has_key(text, "request_start_ns") or has_key(text, "credit_phase")):
                 return None
             return "first line is not a complete AIPerf record"
         if not isinstance(first, dict) or not isinstance(first.get("metadata"), dict):
             return "first record has no 'metadata' object"
         meta = first["metadata"]
-        if "metrics" not in first or not ({"request_start_ns", "benchmark_phase"} & meta.keys()):
-            return "first record lacks AIPerf metrics / metadata.request_start_ns"
+        if "metrics" not in first or not ({"request_start_ns", "benchmark_phase", "credit_phase"} & meta.keys()):
+            return "first record lacks AIPerf metrics / metadata.request_start_ns, benchmark_phase or credit_phase"
         return None
 
     def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
@@ -89,7 +97,7 @@ class AiperfRecordsImporter:
             where = f"line {line}"
             rec = mapping(path, where, None, rec)
             meta = mapping(path, where, "metadata", rec.get("metadata"))
-            phase = meta.get("benchmark_phase", PROFILING)
+            phase = meta.get("benchmark_phase", meta.get("credit_phase", PROFILING))
             if phase != PROFILING:
                 skipped[str(phase)] += 1
                 continue
@@ -117,6 +125,7 @@ class AiperfRecordsImporter:
                 request_count=len(rows),
                 locator=f"line {rows[0]['line']}" if rows else None,
                 metadata={"skipped_records": skipped_text} if skipped else {},
+                pairing=pairing(path, "profile_export.jsonl", len(rows)),
             ),
             capture=Capture(
                 fields=fields,
@@ -149,18 +158,40 @@ def _row(
         "line": line,
         "status": "failed" if text is not None else "ok",
         "error": text,
-        "send_ns": integer(path, where, "metadata.request_start_ns", meta.get("request_start_ns")),
-        "end_ns": integer(path, where, "metadata.request_end_ns", meta.get("request_end_ns")),
+        "send_ns": integer(path, where, "metadata.request_start_ns", meta.get("request_start_ns"))
+        if "request_start_ns" in meta else _ns(path, where, metrics, "min_request_timestamp"),
+        "end_ns": integer(path, where, "metadata.request_end_ns", meta.get("request_end_ns"))
+        if "request_end_ns" in meta else _ns(path, where, metrics, "max_response_timestamp"),
         "input_tokens": _tokens(path, where, metrics, "input_sequence_length")
         if "input_sequence_length" in metrics
         else _tokens(path, where, metrics, "error_isl"),
         "output_tokens": _tokens(path, where, metrics, "output_sequence_length"),
     }
-    for name, column in _TIME_METRICS.items():
-        row[column] = _seconds(path, where, metrics, name)
+    for name, column in _TIME_METRICS.items():  # "time_to_first_token" or the old schema's "ttft": one of them
+        if name in metrics or column not in row:
+            row[column] = _seconds(path, where, metrics, name)
     row["chunk_gaps_s"] = _gaps(path, where, metrics)
     usage_in = _tokens(path, where, metrics, "usage_prompt_tokens")
     return row, usage_in, _tokens(path, where, metrics, "usage_completion_tokens")
+
+
+def pairing(path: Path, suffix: str, requests: int | None) -> Pairing:
+    """AIPerf writes ``profile_export.jsonl`` and ``profile_export_aiperf.json`` into one artifact
+    folder per run: the name's prefix before ``suffix`` (copies are often renamed ``<run>__...``),
+    else the folder's name, is the pairing key."""
+    prefix = path.name.removesuffix(suffix) if path.name.endswith(suffix) else None
+    return Pairing(key=f"aiperf {prefix or path.resolve().parent.name}", requests=requests)
+
+
+def _ns(path: Path, where: str, metrics: dict, name: str) -> int | None:
+    """An old-schema per-record timestamp metric (epoch ns), or None."""
+    found = _metric(path, where, metrics, name)
+    if found is None:
+        return None
+    value, unit = found
+    if unit != "ns":
+        raise ParseError(path, where, f"metrics.{name}.unit", f"expected ns for an epoch timestamp, got {unit!r}")
+    return integer(path, where, f"metrics.{name}.value", value)
 
 
 def _metric(path: Path, where: str, metrics: dict, name: str) -> tuple[Any, str] | None:

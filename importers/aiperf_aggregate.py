@@ -8,7 +8,9 @@ optional ``telemetry_data`` (per-GPU metric objects, nested), and ``input_config
 Every statistic is AIPerf's own claim (R15): ``reported``, text as printed, unit as the metric
 states, key ``metric.stat`` (dotted path for nested telemetry). ``input_config`` is configuration,
 read into RunInfo only; AIPerf documents it as unstable across versions, so every lookup in it is
-optional. The file has no request records: the capture has no fields and ``record_count`` 0.
+optional. The file has no request records: the capture has no fields and ``record_count`` 0; it
+pairs with the ``profile_export.jsonl`` of the same artifact folder (:func:`importers.aiperf.pairing`)
+by ``request_count`` + ``error_request_count`` (0 when absent), the number of profiling records.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from bench_ledger.importers._toolfiles import (
     walk_metric_objects,
     whole,
 )
+from bench_ledger.importers.aiperf import pairing
 from bench_ledger.importers.base import ParseOptions, first_json_value, load_json
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
@@ -113,6 +116,17 @@ def _when(path: Path, data: dict, key: str) -> datetime | None:
         raise ParseError(path, jpath(key), key, f"expected an ISO 8601 time, got {raw!r}") from None
 
 
+def _count(data: dict, name: str) -> int | None:
+    """``name``'s avg as a whole number (old schema: under ``records``), else None."""
+    obj = data.get(name) if isinstance(data.get(name), dict) else _get(data, "records", name)
+    return whole(obj.get("avg")) if isinstance(obj, dict) else None
+
+
+def _records_count(data: dict) -> int | None:
+    ok = _count(data, "request_count")
+    return None if ok is None else ok + (_count(data, "error_request_count") or 0)
+
+
 def _info(path: Path, data: dict) -> RunInfo:
     config = as_dict(data.get("input_config"))
     models = _get(config, "endpoint", "model_names")
@@ -153,6 +167,7 @@ def _info(path: Path, data: dict) -> RunInfo:
         duration_s=duration_s,
         locator="$",
         metadata=metadata,
+        pairing=pairing(path, "profile_export_aiperf.json", _records_count(data)),
     )
 
 

@@ -231,3 +231,24 @@ def test_the_same_label_twice_in_json_lines_names_file_line_and_field(ledger_url
     assert (f"error: {f}, line 2 $: field 'run label': '{label}' again (first at line 1 $): two results of one run "
             "label in one file cannot both be kept; give each run its own label") in out  # fmt: skip
     assert "Exception" not in out and counts(ledger_url)["artefact"] == 0
+
+
+def test_aiperf_records_of_the_old_schema_pair_with_the_aggregate(ledger_url: str, samples: Path) -> None:
+    """The AIPerf maintainers' example artifacts (old schema: credit_phase, ttft) are detected, and the
+    records file and profile_export_aiperf.json land on one run, so check recomputes the aggregate."""
+    run("init", "--db", ledger_url)
+    d = samples / "aiperf"
+    out = run("import", "--db", ledger_url, "--batch", "ai", str(d / "aiperf-repo-examples-run1__profile_export_aiperf.json"),
+              str(d / "aiperf-repo-examples-run1__profile_export.jsonl")).output  # fmt: skip
+    assert ("note: aiperf-repo-examples-run1__profile_export.jsonl: attached to run 1 'aiperf openai/gpt-oss-20b c100 "
+            "2025-10-03T13:13:39.146443' by same pairing key 'aiperf aiperf-repo-examples-run1__' and 100 requests") in out
+    assert [(r["requests"], r["artefacts"]) for r in runs(ledger_url, "ai")] == [(100, 2)]
+    rows = check(ledger_url, "ai")
+    by = {r["key"]: r for r in rows if r["section"] == "records"}
+    for key, value in (("records.ttft.avg", 2343.219436988764), ("records.ttft.p99", 3833.38940004),
+                       ("records.request_latency.std", 220.2182731972512), ("records.output_sequence_length.p5", 228.6),
+                       ("records.input_sequence_length.count", 89)):  # fmt: skip
+        assert by[key]["status"] == "agree" and by[key]["recomputed"] == pytest.approx(value, rel=1e-12), key
+    assert sum(r["status"] == "agree" for r in by.values()) >= 52
+    assert not [r for r in rows if r["status"] == "disagree"]
+    assert not [r for r in rows if "no per-request records" in (r["reason"] or "")]
