@@ -19,6 +19,7 @@ _MODULES = (
     "sglang_bench",
     "aiperf",
     "aiperf_aggregate",
+    "aiperf_csv",
     "genai_perf",
     "genai_perf_summary",
     "llmperf",

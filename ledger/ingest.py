@@ -220,7 +220,7 @@ def write_artefact(
                 label = target.run
             else:  # the run this file's run belongs to: its own label, a paired or a declared run (ledger.pairing)
                 matcher = matcher or pairing.Matcher(s, batch.id, batch.name, result.notes)
-                label = matcher.resolve(path, pr)
+                label = matcher.resolve(path, pr, parsed.format)
             if label in used:
                 raise ParseError(path, pr.info.locator, "run label", f"{pr.info.label!r} belongs to run {label!r}, "
                                  f"as {used[label]!r} of this file does; one file holds one capture per run")  # fmt: skip

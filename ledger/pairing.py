@@ -8,7 +8,8 @@ that names no run (``--run``) and whose label is new to the batch is attached:
 
 1. to the one run of the batch holding the same pairing key, when the request counts both files
    state are equal and the run does not yet hold what this file brings (per-request records, or
-   the tool's aggregates);
+   the tool's aggregates in this file's format: AIPerf's JSON and CSV exports print the same
+   statistics of one run, exactly and rounded);
 2. else to the one declared run (no artefact attached yet) whose workload settings agree with the
    file's: no setting both state differs, and at least one agrees;
 3. else it becomes a new run, as before.
@@ -49,9 +50,9 @@ def metadata_of(info: rec.RunInfo) -> dict[str, str]:
     return meta
 
 
-def brings(pr: rec.ParsedRun) -> set[str]:
-    """What a parsed run adds to the run it lands on."""
-    return ({RECORDS} if pr.capture.record_count > 0 else set()) | ({AGGREGATES} if pr.published else set())
+def brings(pr: rec.ParsedRun, fmt: str) -> set[str]:
+    """What a parsed run of a file of format ``fmt`` adds to the run it lands on."""
+    return ({RECORDS} if pr.capture.record_count > 0 else set()) | ({f"{AGGREGATES} ({fmt})"} if pr.published else set())
 
 
 @dataclass
@@ -91,20 +92,21 @@ class Matcher:
 
     def _held(self, run: _Run) -> set[str]:
         if run.held is None:
-            C, PV = m.Capture.__table__, m.PublishedValue.__table__
+            C, PV, A = m.Capture.__table__, m.PublishedValue.__table__, m.Artefact.__table__
             records = self.s.execute(sa.select(sa.func.count()).select_from(C)
                                      .where(C.c.run_id == run.key, C.c.record_count > 0)).scalar()  # fmt: skip
-            aggregates = self.s.execute(sa.select(sa.func.count()).select_from(PV)
-                                        .where(PV.c.run_id == run.key, PV.c.flag == "reported", current(PV))).scalar()  # fmt: skip
-            run.held = ({RECORDS} if records else set()) | ({AGGREGATES} if aggregates else set())
+            formats = self.s.scalars(sa.select(A.c.format).distinct().select_from(PV.join(A, A.c.id == PV.c.artefact_id))
+                                     .where(PV.c.run_id == run.key, PV.c.flag == "reported", current(PV))).all()  # fmt: skip
+            run.held = ({RECORDS} if records else set()) | {f"{AGGREGATES} ({f})" for f in formats}
         return run.held
 
-    def resolve(self, path: Path, pr: rec.ParsedRun) -> str:
-        """The label ``pr`` is written under: its own, or the one existing run it belongs to."""
+    def resolve(self, path: Path, pr: rec.ParsedRun, fmt: str) -> str:
+        """The label ``pr`` (of a file of format ``fmt``) is written under: its own, or the one existing
+        run it belongs to."""
         info = pr.info
         if info.label in self.labels:  # the same label: the same run, as before (inference-perf stages, MLPerf)
             return info.label
-        new = brings(pr)
+        new = brings(pr, fmt)
         what = f"run {info.label!r} ({' and '.join(sorted(new)) or 'no values'})"
         def free(r: _Run) -> bool:  # held only for candidates: two queries each, cached
             return r.id not in self.claimed and not (self._held(r) & new)

@@ -27,7 +27,7 @@ class Tool(StrEnum):
 
 # Artefact formats whose numbers are text printed rounded by the tool (a console table, a log), never
 # a float's ``repr``: "0.17" there is 0.17 +- 0.005, even though it reads like a JSON float.
-PRINTED_ROUNDED = frozenset({"vllm-bench-console", "mlperf-summary", "mlperf-detail"})
+PRINTED_ROUNDED = frozenset({"vllm-bench-console", "mlperf-summary", "mlperf-detail", "aiperf-csv"})
 
 # The latency statistics the serving benchmarks print, ``{stat}_{series}_ms``: vLLM ``bench serve``
 # writes e2el, SGLang ``bench_serving`` e2e_latency and also max_. One pattern for their importers

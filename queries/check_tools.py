@@ -339,16 +339,27 @@ def _avg_times_count(values: dict[str, Reported]) -> Iterator[Identity]:
             base = key[: -len(".avg")]
             if f"{base}.sum" in values and f"{base}.count" in values:
                 yield product(f"{base}.sum = {base}.avg x {base}.count", f"{base}.sum", f"{base}.avg", f"{base}.count")
-    pre = "records." if any(k.startswith("records.") for k in values) else ""
-    for total, dist in (("total_isl", "input_sequence_length"), ("total_osl", "output_sequence_length"),
-                        ("total_output_tokens", "output_token_count"),
-                        ("total_reasoning_tokens", "reasoning_token_count")):  # fmt: skip
-        t, a, c = f"{pre}{total}.avg", f"{pre}{dist}.avg", f"{pre}{dist}.count"
-        yield product(f"{t} = {a} x {c}", t, a, c)
+    for pre in _aiperf_prefixes(values):
+        for total, dist in (("total_isl", "input_sequence_length"), ("total_osl", "output_sequence_length"),
+                            ("total_output_tokens", "output_token_count"),
+                            ("total_reasoning_tokens", "reasoning_token_count")):  # fmt: skip
+            t, a, c = f"{pre}{total}.avg", f"{pre}{dist}.avg", f"{pre}{dist}.count"
+            yield product(f"{t} = {a} x {c}", t, a, c)
+
+
+def _aiperf_prefixes(values: dict[str, Reported]) -> list[str]:
+    """Where a run's AIPerf metrics sit: ``records.`` (the old JSON export), top level (the new JSON
+    export, the CSV export); a run holding both exports has both."""
+    return [pre for pre, present in (("records.", any(k.startswith("records.") for k in values)),
+                                     ("", any(not k.startswith("records.") for k in values))) if present]  # fmt: skip
 
 
 def _aiperf_rates(values: dict[str, Reported]) -> Iterator[Identity]:
-    pre = "records." if any(k.startswith("records.") for k in values) else ""
+    for pre in _aiperf_prefixes(values):
+        yield from _aiperf_rates_at(pre)
+
+
+def _aiperf_rates_at(pre: str) -> Iterator[Identity]:
     d = f"{pre}benchmark_duration.avg"
     yield ratio(f"{pre}request_throughput.avg = {pre}request_count.avg / {d}", f"{pre}request_throughput.avg",
                 f"{pre}request_count.avg", d)  # fmt: skip

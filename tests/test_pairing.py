@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from bench_ledger import importers
 from bench_ledger.cli import main
-from bench_ledger.errors import UnknownFormat
+from bench_ledger.errors import ParseError, UnknownFormat
 from click.testing import CliRunner
 
 
@@ -144,7 +144,7 @@ def test_two_declared_runs_of_one_workload_are_refused_with_the_candidates(ledge
                                    '  - {batch: fx, label: b, request_rate: "1.0", seed: 2}\n')  # fmt: skip
     f = samples / "vllm" / "openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json"
     out = run("import", "--db", ledger_url, str(f), "--batch", "fx", code=1).output
-    assert (f"error: {f}: run 'Qwen2.5-Coder-7B-Instruct rate=1.0 c=inf 20260707-093920' (the tool's aggregates) could "
+    assert (f"error: {f}: run 'Qwen2.5-Coder-7B-Instruct rate=1.0 c=inf 20260707-093920' (the tool's aggregates (vllm-bench)) could "
             "belong to 2 runs of batch 'fx' by declared workload (request_rate 1.0): run 1 'a', run 2 'b'; none was "
             "chosen: name one with --run LABEL") in out  # fmt: skip
     assert counts(ledger_url)["artefact"] == 0
@@ -252,3 +252,52 @@ def test_aiperf_records_of_the_old_schema_pair_with_the_aggregate(ledger_url: st
     assert sum(r["status"] == "agree" for r in by.values()) >= 52
     assert not [r for r in rows if r["status"] == "disagree"]
     assert not [r for r in rows if "no per-request records" in (r["reason"] or "")]
+
+
+@pytest.mark.parametrize("order", ["csv first", "json first"])
+def test_aiperf_csv_export_is_detected_and_pairs_with_the_json_export_and_the_records(
+        ledger_url: str, samples: Path, order: str) -> None:  # fmt: skip
+    """profile_export_aiperf.csv (two tables, two decimals) was not recognised. It is the same run's
+    statistics as the JSON export: both aggregate files attach to the records' run (one format each),
+    its distribution rows are recomputed from the records, its scalars checked by AIPerf's identities."""
+    run("init", "--db", ledger_url)
+    d = samples / "aiperf"
+    csv_, json_ = (d / f"aiperf-repo-examples-run1__profile_export_aiperf.{ext}" for ext in ("csv", "json"))
+    files = [d / "aiperf-repo-examples-run1__profile_export.jsonl", *((csv_, json_) if order == "csv first" else (json_, csv_))]
+    out = run("import", "--db", ledger_url, "--batch", "ai", *map(str, files)).output
+    for f in (csv_, json_):
+        assert f"note: {f.name}: attached to run 1 " in out, out
+    assert "[aiperf-csv]" in out and "131 reported values" in out
+    assert [(r["requests"], r["artefacts"]) for r in runs(ledger_url, "ai")] == [(100, 3)]
+    rows = check(ledger_url, "ai")
+    recomputed = {r["key"]: r for r in rows if r["section"] == "records"}
+    for key, printed, exact in (("time_to_first_token.avg", "2343.22", 2343.219436988764),
+                                ("time_to_first_token.p99", "3833.39", 3833.38940004),
+                                ("output_sequence_length.p5", "228.60", 228.6),
+                                ("request_latency.p99", "9297.61", 9297.609933759999)):  # fmt: skip
+        r = recomputed[key]
+        assert (r["reported"], r["status"]) == (printed, "agree") and r["recomputed"] == pytest.approx(exact, rel=1e-12)
+    identities = {r["key"]: r for r in rows if r["section"] == "identity" and not r["key"].startswith("records.")}
+    assert {k: (v["reported"], v["status"]) for k, v in identities.items()} == {
+        "request_throughput.avg": ("9.55", "agree"), "output_token_throughput.avg": ("2320.72", "agree"),
+        "benchmark_duration.avg": ("9.32", "agree")}  # fmt: skip
+    assert not [r for r in rows if r["status"] == "disagree"]
+
+
+def test_aiperf_csv_sniff_and_bad_rows(tmp_path: Path) -> None:
+    from bench_ledger.importers import aiperf_csv
+    from bench_ledger.importers.base import ParseOptions
+
+    genai_perf = b"Metric,avg,min,max,p99,p90,p75,p50,p25\nTime To First Token (ms),1.00,1.00,1.00,1.00,1.00,1.00,1.00,1.00\n"
+    assert aiperf_csv.IMPORTER.sniff(genai_perf) == (
+        "statistics header without p1, p5 and std: not AIPerf's CSV exporter (GenAI-Perf writes no p1/p5)")
+    assert aiperf_csv.IMPORTER.sniff(b"# Samples\n") is not None
+    f = tmp_path / "profile_export_aiperf.csv"
+    f.write_text("Metric,avg,min,max,p1,p5,p50,p99,std\nRequest Latency (ms),1.00,n/a,1.00,1.00,1.00,1.00,1.00,0.00\n")
+    with pytest.raises(ParseError) as err:
+        aiperf_csv.IMPORTER.parse(f, ParseOptions())
+    assert str(err.value) == f"{f}, line 2: field 'min': expected a number, got 'n/a'"
+    f.write_text("Metric,avg,min,max,p1,p5,p50,p99,std\nRequest Latency (ms),1.00,1.00\n")
+    with pytest.raises(ParseError) as err:
+        aiperf_csv.IMPORTER.parse(f, ParseOptions())
+    assert str(err.value) == f"{f}, line 2: field 'Request Latency (ms)': 3 cells, the table header has 9"

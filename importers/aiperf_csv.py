@@ -1,0 +1,136 @@
+"""NVIDIA AIPerf ``profile_export_aiperf.csv``: the aggregate statistics of one run, as a table.
+
+Shape (AIPerf's CSV exporter): two tables separated by a blank line. The first has the header
+``Metric,avg,min,max,p1,...,p99,std`` and one row per distribution metric; the second
+``Metric,Value`` and one row per scalar metric (benchmark duration, request count, totals,
+throughputs). A metric cell is AIPerf's display header with the unit in parentheses
+(``Time to First Token (ms)``); every number is printed with two decimals, so it is a rounded copy
+of the statistic the JSON export holds exactly (R11: the tolerance is half a unit in the last place).
+
+Keys: AIPerf's display headers are stable across versions, its metric tags are not (``ttft`` and
+``osl`` became ``time_to_first_token`` and ``output_sequence_length``). A key is the header in snake
+case, which is the tag of AIPerf's current metrics, except for the aggregate metrics whose tags are
+abbreviations (:data:`TAGS`); a scalar row is AIPerf's one-value MetricResult, kept as ``<tag>.avg``
+like the JSON export writes it. Everything is ``reported`` with its unit as printed.
+
+The file has no request records; it pairs with the ``profile_export.jsonl`` and the JSON export of
+the same artifact folder (:func:`bench_ledger.importers.aiperf.pairing`) by ``request_count`` +
+``error_request_count``.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import re
+from decimal import Decimal, InvalidOperation
+from pathlib import Path
+
+from bench_ledger.errors import ParseError
+from bench_ledger.importers._toolfiles import head_text, kind_for_unit, published
+from bench_ledger.importers.aiperf import pairing
+from bench_ledger.importers.base import ParseOptions, refuse_cut_last_line
+from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.tools import Tool
+
+STATS_HEADER = ("Metric", "avg", "min", "max")  # then percentiles p1..p99 and std, as the exporter writes them
+VALUE_HEADER = ("Metric", "Value")
+_LABEL = re.compile(r"^(?P<name>[^()]+?)\s*(?:\((?P<unit>[^()]*)\))?$")
+_STAT = re.compile(r"^(avg|min|max|std|p\d+(?:\.\d+)?)$")
+# AIPerf aggregate metrics whose tag is not their header in snake case (aiperf/metrics/types/*.py)
+TAGS = {
+    "total_input_sequence_length": "total_isl",
+    "total_output_sequence_length": "total_osl",
+    "maximum_response_timestamp": "max_response_timestamp",
+    "minimum_request_timestamp": "min_request_timestamp",
+}
+SUCCESS_RULE = "no request records in this file; AIPerf counts a request as failed when it has an error"
+
+
+def _tag(name: str) -> str:
+    snake = re.sub(r"[^a-z0-9]+", "_", name.lower()).strip("_")
+    return TAGS.get(snake, snake)
+
+
+class AiperfCsvImporter:
+    name = "aiperf-csv"
+    description = "NVIDIA AIPerf profile_export_aiperf.csv (aggregate statistics, two decimals)"
+
+    def sniff(self, head: bytes) -> str | None:
+        lines = head_text(head).splitlines()
+        first = tuple(c.strip() for c in lines[0].split(",")) if lines else ()
+        if first[:4] != STATS_HEADER and first != VALUE_HEADER:
+            return "first line is not AIPerf's 'Metric,avg,min,max,...' or 'Metric,Value' header"
+        if first[:4] == STATS_HEADER and not {"p1", "p5", "std"} <= set(first):
+            return "statistics header without p1, p5 and std: not AIPerf's CSV exporter (GenAI-Perf writes no p1/p5)"
+        if not any(_LABEL.match(ln.split(",", 1)[0]) and "(" in ln.split(",", 1)[0] for ln in lines[1:3]):
+            return "no 'Header (unit)' metric cells"
+        return None
+
+    def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
+        refuse_cut_last_line(Path(path))
+        text = Path(path).read_text(encoding="utf-8-sig")
+        found: list[Published] = []
+        header: tuple[str, ...] | None = None
+        values: dict[str, str] = {}
+        for lineno, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+            cells = tuple(c.strip() for c in row)
+            if not cells or cells == ("",):
+                header = None  # a blank line ends a table
+                continue
+            if header is None:
+                if cells[:4] != STATS_HEADER and cells != VALUE_HEADER:
+                    raise ParseError(path, f"line {lineno}", "Metric",
+                                     f"expected a table header 'Metric,avg,...' or 'Metric,Value', got {','.join(cells)[:60]!r}")
+                bad = [c for c in cells[1:] if c != "Value" and not _STAT.match(c)]
+                if bad:
+                    raise ParseError(path, f"line {lineno}", bad[0], f"unknown statistic column {bad[0]!r}")
+                header = cells
+                continue
+            if len(cells) != len(header):
+                raise ParseError(path, f"line {lineno}", cells[0] or None,
+                                 f"{len(cells)} cells, the table header has {len(header)}")
+            label = _LABEL.match(cells[0])
+            if label is None or not label["name"].strip():
+                raise ParseError(path, f"line {lineno}", "Metric", f"expected 'Header (unit)', got {cells[0]!r}")
+            tag, unit = _tag(label["name"]), label["unit"]
+            for stat, cell in zip(header[1:], cells[1:], strict=True):
+                key = f"{tag}.{'avg' if stat == 'Value' else stat}"
+                where = f"line {lineno} {header[0]}={cells[0]!r} {stat}"
+                try:
+                    Decimal(cell)
+                except InvalidOperation:
+                    raise ParseError(path, f"line {lineno}", stat, f"expected a number, got {cell!r}") from None
+                p = published(key, cell, locator=where, unit=unit, kind=kind_for_unit(tag, unit))
+                assert p is not None  # a number's text always gives a row
+                found.append(p)
+                values[key] = cell
+        if not found:
+            raise ParseError(path, None, None, "no metric rows")
+        requests = _whole(values.get("request_count.avg"))
+        errors = _whole(values.get("error_request_count.avg"))
+        run = ParsedRun(
+            info=RunInfo(
+                label=f"aiperf {path.name.removesuffix('.csv')}", tool=Tool.AIPERF, request_count=requests,
+                locator="$", pairing=pairing(path, "profile_export_aiperf.csv",
+                                             None if requests is None else requests + (errors or 0)),
+            ),
+            capture=Capture(fields=[], record_count=0, token_source="unknown", success_rule=SUCCESS_RULE),
+            published=found,
+        )  # fmt: skip
+        return ParsedArtefact(format=self.name, format_version=None, runs=[run],
+                              note="numbers printed with two decimals: rounded copies of the JSON export's statistics")
+
+
+def _whole(text: str | None) -> int | None:
+    """A count printed as '89.00' is 89; anything else (absent, a fraction) is not a count."""
+    if text is None:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return int(value) if value.is_integer() else None
+
+
+IMPORTER = AiperfCsvImporter()
