@@ -37,6 +37,8 @@ class SealResult:
     closed_at: datetime
     tables: dict[str, int]
     seal_file: Path | None = None
+    # artefacts sealed as found: no import digest to compare their rows with first (and why)
+    unchecked: list[str] = field(default_factory=list)
 
     def as_line(self) -> dict[str, Any]:
         """The JSON object appended to a seal file (one line per closed batch)."""
@@ -126,7 +128,8 @@ def close_batch(ledger: Ledger, name: str, seal_file: Path | None = None) -> Sea
             closed_at = now()
             conn = s.connection()
             declared, arts = _batch_parts(conn, ledger.backend, batch.id)
-            changed = _import_digest_problems(s, arts)
+            unchecked: list[str] = []
+            changed = _import_digest_problems(s, arts, unchecked)
             if changed:
                 raise Refused("R10", f"close batch {name!r}", "rows changed behind the ledger since their import: "
                               + "; ".join(changed[:5]), "find them with `ledger verify`; import the data again into a new batch")  # fmt: skip
@@ -142,7 +145,8 @@ def close_batch(ledger: Ledger, name: str, seal_file: Path | None = None) -> Sea
             for p in parts:
                 conn.execute(sa.insert(m.SealPart), s3.seal_part_rows(seal.id, p))
             batch.status, batch.closed_at, batch.seal_digest = "closed", closed_at, digest
-            result = SealResult(name, digest, root, count, previous, closed_at, json.loads(seal.table_counts))
+            result = SealResult(name, digest, root, count, previous, closed_at, json.loads(seal.table_counts),
+                                unchecked=unchecked)  # fmt: skip
             s.flush()
             if seal_file is not None:
                 written = _write_seal_file(seal_file, json.dumps(result.as_line(), sort_keys=True))
@@ -175,13 +179,18 @@ def _import_digests(s: Session, artefact_ids: list[int]) -> dict[tuple[int, str]
     return {(r.artefact_id, r.table_name): r for r in rows}
 
 
-def _import_digest_problems(s: Session, arts: dict[int, list[s3.Part]], diffs: list | None = None) -> list[str]:
-    """Each artefact part against the digest its import stored: what differs (table, rows)."""
+def _import_digest_problems(s: Session, arts: dict[int, list[s3.Part]],
+                            unchecked: list[str] | None = None) -> list[str]:  # fmt: skip
+    """Each artefact part against the digest its import stored: what differs (table, rows).
+
+    An artefact with no stored digest at all cannot be compared: it goes to ``unchecked`` (with
+    why) when given, else it is a problem too -- never skipped in silence (fail closed)."""
     stored = _import_digests(s, list(arts))
     out: list[str] = []
     for a, parts in arts.items():
         if not any((a, p.table) in stored for p in parts):
-            continue  # imported before per-artefact digests (migration 0011): nothing to compare
+            (out if unchecked is None else unchecked).append(_no_digest(s, a))
+            continue
         for p in parts:
             st = stored.get((a, p.table))
             if st is None:
@@ -189,6 +198,14 @@ def _import_digest_problems(s: Session, arts: dict[int, list[s3.Part]], diffs: l
             elif (st.row_count, st.root) != (p.count, p.root):
                 out.append(f"artefact {a}, table {p.table}: " + _chunk_ranges(p, st))
     return out
+
+
+def _no_digest(s: Session, artefact_id: int) -> str:
+    art = s.get(m.Artefact, artefact_id)
+    what = f"artefact {artefact_id}" if art is None else \
+        f"artefact {artefact_id} ({art.file_name}, imported {art.imported_at:%Y-%m-%d %H:%M:%S} UTC)"
+    return (f"{what}: no import digest is stored for it (artefacts imported before migration 0011 have none; "
+            "otherwise its artefact_digest rows were deleted), so its rows cannot be compared with what was imported")
 
 
 def _chunk_ranges(p: s3.Part, st: m.ArtefactDigest) -> str:
@@ -242,10 +259,13 @@ class BatchCheck:
     diffs: list[TableDiff] = field(default_factory=list)
     is_open: bool = False  # an open batch: its artefacts checked against their import digests
     artefacts: int = 0  # (open batches) artefacts that have an import digest
+    unchecked: list[str] = field(default_factory=list)  # (open) artefacts that cannot be checked, and why
+    unbatched: bool = False  # the artefacts that belong to no batch (``batch`` is empty)
 
     @property
     def ok(self) -> bool:
-        return not self.problems and not self.diffs
+        """Every row checked and none differs: an artefact that could not be checked is not ok."""
+        return not self.problems and not self.diffs and not self.unchecked
 
 
 @dataclass
@@ -317,10 +337,11 @@ def verify(ledger: Ledger, batch: str | None = None, seal_file: Path | None = No
         opened = [open_only] if open_only is not None else [] if batch is not None else [
             b for b in s.scalars(sa.select(m.Batch).where(m.Batch.status == "open").order_by(m.Batch.id)) if b.id not in done]
         for b in opened:  # no seal yet: every artefact against the digest its import stored
-            arts = s3.artefact_parts(conn, ledger.backend, f"SELECT id FROM artefact WHERE batch_id = {int(b.id)}")
-            check = BatchCheck(b.name, None, sum(p.count for ps in arts.values() for p in ps),
-                               _import_digest_problems(s, arts), is_open=True)  # fmt: skip
-            check.artefacts = len({a for a, _ in _import_digests(s, list(arts))})
+            checks.append(_open_check(conn, ledger.backend, s, b.name, f"SELECT id FROM artefact WHERE batch_id = {int(b.id)}"))
+        if batch is None and s.scalar(sa.select(m.Artefact.id).where(m.Artefact.batch_id.is_(None)).limit(1)) is not None:
+            # artefacts of no batch (samples, logs): no seal will ever cover them, their import digest does
+            check = _open_check(conn, ledger.backend, s, "", "SELECT id FROM artefact WHERE batch_id IS NULL")
+            check.unbatched = True
             checks.append(check)
         if batch is None:
             known = {c.batch for c in checks}
@@ -329,6 +350,16 @@ def verify(ledger: Ledger, batch: str | None = None, seal_file: Path | None = No
                     checks.append(BatchCheck(name, None, 0, ["in the seal file but not a batch of the ledger"]))
         guard_problems = trigger_problems(conn, ledger.backend)
     return VerifyResult(checks, guard_problems)
+
+
+def _open_check(conn: sa.Connection, backend: str, s: Session, name: str, artefact_ids: str) -> BatchCheck:
+    """The artefacts of ``artefact_ids`` (a SQL subquery) against the digests their imports stored."""
+    arts = s3.artefact_parts(conn, backend, artefact_ids)
+    unchecked: list[str] = []
+    check = BatchCheck(name, None, sum(p.count for ps in arts.values() for p in ps),
+                       _import_digest_problems(s, arts, unchecked), is_open=True, unchecked=unchecked)  # fmt: skip
+    check.artefacts = len({a for a, _ in _import_digests(s, list(arts))})
+    return check
 
 
 def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Seal | None,
@@ -658,6 +689,9 @@ def parse_changes(table: str, assignments: list[str]) -> dict[str, Any]:
             out[name] = _typed(col.type, text)
         except (ValueError, ArithmeticError):
             raise InputError(f"--set {a!r}: {text!r} is not a valid {_type_name(col.type)} for {table}.{name}") from None
+        allowed_values = m.enum_values(model.__table__, name)
+        if allowed_values is not None and out[name] not in allowed_values:
+            raise InputError(f"--set {a!r}: {table}.{name} is one of {', '.join(allowed_values)}, not {text!r}")
     if not out:
         raise InputError("a correction changes at least one field (--set FIELD=VALUE)")
     return out

@@ -61,7 +61,16 @@ class ExactDecimal(TypeDecorator[Decimal]):
 
 def _enum_check(column: str, values: tuple[str, ...], name: str) -> sa.CheckConstraint:
     quoted = ", ".join(f"'{v}'" for v in values)
-    return sa.CheckConstraint(f"{column} IN ({quoted})", name=name)
+    # the values ride along (info) so that input checks name them before the database refuses
+    return sa.CheckConstraint(f"{column} IN ({quoted})", name=name, info={"column": column, "values": values})
+
+
+def enum_values(table: sa.Table, column: str) -> tuple[str, ...] | None:
+    """The values a CHECK (``column IN (...)``) of ``table`` allows, or None when it has none."""
+    for c in table.constraints:
+        if isinstance(c, sa.CheckConstraint) and c.info.get("column") == column:
+            return tuple(c.info["values"])
+    return None
 
 
 class Base(DeclarativeBase):

@@ -279,3 +279,76 @@ def test_import_digest_is_hashed_from_the_rows_handed_to_the_database(ledger: Le
     assert {t: sum(n for (_, tt), (n, _) in stored.items() if tt == t) for t in seal3.HELD_TABLES} == counts
     assert stored == {(a, p.table): (p.count, p.root) for a, ps in again.items() for p in ps}
     assert cli("verify", "fx", "--db", ledger.url).output.count("2 artefact(s) match their import digests") == 1
+
+
+def test_ledger_correct_launch_and_history(ledger: Ledger) -> None:
+    """`ledger correct launch`: a new revision of a declared launch, shown by `ledger history`;
+    a value outside the launch's outcomes is refused naming the allowed ones (not a database error)."""
+    from bench_ledger import books
+
+    manifest = Path(__file__).parent / "fixtures" / "manifest" / "system.yaml"
+    cli("declare", "--db", ledger.url, manifest)
+    with ledger.session() as s:
+        old = s.scalar(sa.select(m.Launch.id).where(m.Launch.attempt == 2))
+    out = cli("correct", "launch", old, "--set", "seconds_to_ready=395", "--set", "cause=ready after 395 s",
+              "--reason", "the server log says 395 s", "--db", ledger.url).output  # fmt: skip
+    with ledger.session() as s:
+        new = s.scalar(sa.select(m.Launch.id).where(m.Launch.supersedes_id == old))
+        row = s.get(m.Launch, new)
+        assert (row.attempt, row.outcome, str(row.seconds_to_ready), row.revision) == (2, "ready", "395", 1)
+    assert out.splitlines() == [f"launch {old} superseded by launch {new}: seconds_to_ready=395, cause=ready after 395 s",
+                                "  reason: the server log says 395 s"]  # fmt: skip
+    hist = cli("history", "launch", new, "--db", ledger.url).output.splitlines()
+    assert (hist[1].split()[:2], hist[2].split()[:3]) == ([str(old), "0"], [str(new), "1", str(old)]) and len(hist) == 3
+    assert "seconds_to_ready=395, cause=ready after 395 s" in hist[2] and "the server log says 395 s" in hist[2]
+    current = books.current_ids(ledger, "launch")
+    assert new in current and old not in current
+    bad = cli("correct", "launch", new, "--set", "outcome=bogus", "--reason", "x", "--db", ledger.url, code=1)
+    assert bad.output == "error: --set 'outcome=bogus': launch.outcome is one of ready, failed, unknown, not 'bogus'\n"
+    bad = cli("correct", "launch", old, "--set", "outcome=failed", "--reason", "x", "--db", ledger.url, code=1)
+    assert f"error: launch {old} is already superseded by {new}; correct the latest revision" in bad.output
+
+
+def _drop_import_digest(ledger: Ledger, artefact_id: int) -> None:
+    """An artefact as imported before migration 0011: no artefact_digest rows (triggers bypassed on PostgreSQL)."""
+    sql = f"DELETE FROM artefact_digest WHERE artefact_id = {artefact_id}"
+    raw(ledger, "SET LOCAL session_replication_role = replica; " + sql if ledger.backend == "postgresql" else sql)
+
+
+def test_verify_names_the_artefacts_it_cannot_check(ledger: Ledger, tmp_path: Path) -> None:
+    """Fail closed: artefacts of no batch are checked against their import digests too, and an
+    artefact without an import digest (imported before migration 0011) is named as not checked,
+    with why, and verify exits 1 -- never a silent skip. Close seals it as found and says so."""
+    cli("import", bench_json(tmp_path / "a.json"), "--batch", "fx", "--db", ledger.url)
+    art = tb._request_artefact(ledger)
+    dmon = Path(__file__).parent / "fixtures" / "dmon" / "dt_midnight.txt"
+    cli("import", dmon, "--node", "n1", "--db", ledger.url)
+    with ledger.session() as s:
+        loose = s.scalar(sa.select(m.Artefact.id).where(m.Artefact.batch_id.is_(None)))
+        name, at = s.get(m.Artefact, art).file_name, s.get(m.Artefact, art).imported_at
+    out = cli("verify", "--db", ledger.url).output.splitlines()
+    assert out[1] == "artefacts without a batch: ok, 1 artefact(s) match their import digests over 79 rows"
+    if ledger.backend == "duckdb":  # no triggers: a raw change of an artefact of no batch is found
+        raw(ledger, f"UPDATE hardware_sample SET value = value + 1 WHERE artefact_id = {loose} AND line = 3")
+        res = cli("verify", "--db", ledger.url, code=1)
+        assert "artefacts without a batch: MISMATCH" in res.output
+        assert f"artefact {loose}, table hardware_sample: 1 chunk(s) of 4096 rows differ from the import digest" in res.output
+        raw(ledger, f"UPDATE hardware_sample SET value = value - 1 WHERE artefact_id = {loose} AND line = 3")
+    _drop_import_digest(ledger, art)
+    res = cli("verify", "--db", ledger.url, code=1)
+    why = (f"artefact {art} ({name}, imported {at:%Y-%m-%d %H:%M:%S} UTC): no import digest is stored for it (artefacts "
+           "imported before migration 0011 have none; otherwise its artefact_digest rows were deleted), so its rows "
+           "cannot be compared with what was imported")  # fmt: skip
+    assert res.output.splitlines()[:2] == ["batch fx (open): NOT VERIFIED, 1 artefact(s) cannot be checked "
+                                           "(0 checked, they match their import digests)", f"  not checked: {why}"]  # fmt: skip
+    assert "artefacts without a batch: ok, 1 artefact(s)" in res.output
+    assert not next(c for c in books_verify(ledger).checks if c.batch == "fx").ok
+    out = cli("close", "fx", "--db", ledger.url).output
+    assert f"  sealed as found, not compared with its import: {why}" in out.splitlines()
+    assert "batch fx: ok, seal " in cli("verify", "--db", ledger.url).output  # from now on the seal covers it
+
+
+def books_verify(ledger: Ledger):
+    from bench_ledger.books import verify
+
+    return verify(ledger)

@@ -44,6 +44,8 @@ def close(ledger: Ledger, batch: str, seal_file: Path | None) -> None:
     click.echo("  rows:     " + ", ".join(f"{t} {n:,}" for t, n in r.tables.items() if n))
     if r.seal_file:
         click.echo(f"  appended to {r.seal_file}")
+    for u in r.unchecked:
+        click.echo(f"  sealed as found, not compared with its import: {u}")
 
 
 @main.command()
@@ -66,18 +68,24 @@ def verify(ledger: Ledger, batch: str | None, seal_file: Path | None) -> None:
     for p in res.guard_problems:
         click.echo(f"database guards: {p}", err=True)
     for c in res.checks:
-        name = f"{c.batch} (open)" if c.is_open else c.batch
+        name = "artefacts without a batch" if c.unbatched else f"batch {c.batch} (open)" if c.is_open else f"batch {c.batch}"
         if c.ok and c.is_open:
-            click.echo(f"batch {name}: ok, {c.artefacts} artefact(s) match their import digests over {c.row_count:,} rows")
+            click.echo(f"{name}: ok, {c.artefacts} artefact(s) match their import digests over {c.row_count:,} rows")
             continue
         if c.ok:
-            click.echo(f"batch {name}: ok, seal {c.digest} over {c.row_count:,} rows")
+            click.echo(f"{name}: ok, seal {c.digest} over {c.row_count:,} rows")
             continue
-        click.echo(f"batch {name}: MISMATCH", err=True)
+        if c.problems or c.diffs:
+            click.echo(f"{name}: MISMATCH", err=True)
+        else:
+            click.echo(f"{name}: NOT VERIFIED, {len(c.unchecked)} artefact(s) cannot be checked "
+                       f"({c.artefacts} checked, they match their import digests)", err=True)  # fmt: skip
         for p in c.problems:
             click.echo(f"  {p}", err=True)
         for d in c.diffs:
             click.echo(f"  {d.describe()}", err=True)
+        for u in c.unchecked:
+            click.echo(f"  not checked: {u}", err=True)
     if not res.ok:
         sys.exit(EXIT_FAILURE)
 
