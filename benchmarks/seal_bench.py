@@ -3,7 +3,7 @@
 
     .venv/bin/python benchmarks/seal_bench.py                # 200 runs x 1000 requests x 16 gaps
     .venv/bin/python benchmarks/seal_bench.py --quick        # 10 x 200 x 16 (seconds; for CI)
-    .venv/bin/python benchmarks/seal_bench.py --write        # also rewrite BENCHMARKS.md's seal section
+    .venv/bin/python benchmarks/seal_bench.py --repeat 2 --write   # two whole runs; rewrite BENCHMARKS.md's seal section
 
 Every command runs as a subprocess (start to exit, peak RSS from os.wait4). The digest's share of
 the import is timed inside that import's own process (``seal3.store_artefact_digest``, the
@@ -71,6 +71,7 @@ def run(args: list[str], code: str = CLI) -> tuple[float, float, str]:
 
 def one_backend(backend: str, data: Path, tmp: Path) -> dict:
     if backend == "duckdb":
+        tmp.mkdir(parents=True, exist_ok=True)
         url, drop = f"duckdb:///{tmp / 'seal.duckdb'}", None
     else:
         import sqlalchemy as sa
@@ -100,23 +101,32 @@ def one_backend(backend: str, data: Path, tmp: Path) -> dict:
             "close_s": close[0], "close_mb": close[1], "verify_s": verify[0], "verify_mb": verify[1]}  # fmt: skip
 
 
-def table(results: list[dict], sizes: dict) -> str:
+def ratios(r: dict) -> dict:
+    """The figures of one backend in one run, with the ratios computed from those same figures."""
+    return {**r, "digest_share": r["digest_s"] / max(r["import_s"] - r["digest_s"], 1e-9),
+            "close_ratio": r["close_s"] / r["import_s"], "verify_ratio": r["verify_s"] / r["import_s"]}  # fmt: skip
+
+
+HEADER = ("| backend | import | digest inside it | digest / (import - digest) (target <= 20%) | close | close / import "
+          "(target <= 1) | close peak RSS (target < 1 GB) | verify | verify / import (target <= 1) |")  # fmt: skip
+
+
+def row(r: dict) -> str:
+    return (f"| {r['backend']} | {r['import_s']:.2f} s | {r['digest_s']:.2f} s | {r['digest_share']:.1%} | "
+            f"{r['close_s']:.2f} s | {r['close_ratio']:.2f}x | {r['close_mb']:,.0f} MB | {r['verify_s']:.2f} s | "
+            f"{r['verify_ratio']:.2f}x |")  # fmt: skip
+
+
+def table(runs: list[dict], sizes: dict) -> str:
+    """Markdown: one table per run (start time, then a row per backend), each ratio against that run's import."""
     lines = [
         f"Batch: {sizes['runs']} vLLM runs x {sizes['per_run']} requests x {sizes['gaps']} chunk gaps each, one file "
-        f"({results[0]['rows']:,} rows in the batch's parts). Each figure is one subprocess, start to exit, measured "
-        "one after the other in the same run; ratios are against that run's import.",
-        "",
-        "| backend | import | digest inside it | digest / (import - digest) (target <= 20%) | close | close / import "
-        "(target <= 1) | close peak RSS (target < 1 GB) | verify | verify / import (target <= 1) |",
-        "|---|---|---|---|---|---|---|---|---|",
-    ]
-    for r in results:
-        share = r["digest_s"] / max(r["import_s"] - r["digest_s"], 1e-9)
-        lines.append(
-            f"| {r['backend']} | {r['import_s']:.2f} s | {r['digest_s']:.2f} s | {share:.1%} | {r['close_s']:.2f} s | "
-            f"{r['close_s'] / r['import_s']:.2f}x | {r['close_mb']:,.0f} MB | {r['verify_s']:.2f} s | "
-            f"{r['verify_s'] / r['import_s']:.2f}x |"
-        )  # fmt: skip
+        f"({runs[0]['results'][0]['rows']:,} rows in the batch's parts). Each figure is one subprocess, start to exit, "
+        "measured one after the other; every ratio is against the import of the same run and backend.",
+    ]  # fmt: skip
+    for n, one in enumerate(runs, 1):
+        lines += ["", f"**Run {n} of {len(runs)} (started {one['started']})**", "", HEADER, "|---|---|---|---|---|---|---|---|---|"]
+        lines += [row(r) for r in one["results"]]
     return "\n".join(lines)
 
 
@@ -134,22 +144,28 @@ def write_section(text: str) -> None:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--repeat", type=int, default=1, help="whole runs, one after the other (each with its own import)")
     ap.add_argument("--write", action="store_true", help="rewrite the seal section of BENCHMARKS.md")
     ap.add_argument("--backend", action="append", choices=["duckdb", "postgresql"])
     ns = ap.parse_args(argv)
     sizes = dict(runs=10, per_run=200, gaps=16) if ns.quick else dict(runs=200, per_run=1000, gaps=16)
+    runs = []
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         data = tmp / "vllm_gaps16.jsonl"
         gen.vllm_and_ledger(data, sizes["runs"], sizes["per_run"], sizes["gaps"], None)
-        results = [one_backend(b, data, tmp) for b in (ns.backend or ["duckdb", "postgresql"])]
-    text = table(results, sizes)
+        for _ in range(max(1, ns.repeat)):
+            started = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+            load = os.getloadavg()[0]
+            results = [ratios(one_backend(b, data, tmp / f"r{len(runs)}")) for b in (ns.backend or ["duckdb", "postgresql"])]
+            runs.append({"started": started, "load_1min": round(load, 2), "results": results})
+    text = table(runs, sizes)
     print(text)
-    print(json.dumps(results))
+    print(json.dumps({"sizes": sizes, "runs": runs}))
     if ns.write:
-        write_section(f"Generated by `python benchmarks/seal_bench.py{' --quick' if ns.quick else ''}` on "
-                      f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} (2 vCPUs, shared with other "
-                      f"engineers' test runs).\n\n{text}")  # fmt: skip
+        write_section(f"Generated by `python benchmarks/seal_bench.py{' --quick' if ns.quick else ''} --repeat "
+                      f"{len(runs)}` (2 vCPUs shared with other engineers' work; 1-minute load average at the start "
+                      f"of each run: {', '.join(str(r['load_1min']) for r in runs)}).\n\n{text}")  # fmt: skip
     return 0
 
 

@@ -83,12 +83,7 @@ def read_rows(conn: sa.Connection, backend: str, sql: str, names: list[str], tag
     schema = schema_of(names, tags)
     if backend == "duckdb":
         data = raw.execute(sql).to_arrow_table()  # this connection: it sees the open transaction
-    else:
-        if set(tags) <= {"i", "f"}:  # every column 8 bytes: binary COPY, no text to print or parse
-            with raw.cursor() as cur:
-                data = _pg_binary_fixed(cur, sql, schema)
-            if data is not None:
-                return data
+    else:  # the general path (ordered SQL, any size); the seal reads use read_pg_columns
         buf = io.BytesIO()
         with raw.cursor() as cur:
             # exact float text and ISO timestamps, whatever the server's or the role's defaults
@@ -112,63 +107,112 @@ def read_rows(conn: sa.Connection, backend: str, sql: str, names: list[str], tag
     return canonical(data, names, tags)
 
 
-_PGCOPY = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # signature, flags 0, no header extension
-_BLOCK = 1 << 24  # bytes of COPY data parsed at a time
+_PGCOPY = b"PGCOPY\n\xff\r\n\x00"  # binary COPY signature; then int32 flags and int32 header extension length
+_BIG_ENDIAN = {"i": ">i8", "b": ">i8", "t": ">i8", "d": ">i8", "f": ">f8"}
 
 
-def _pg_binary_fixed(cur, sql: str, schema: pa.Schema) -> pa.Table | None:
-    """The rows of ``sql`` read with ``COPY … TO STDOUT (FORMAT binary)`` when every column is a
-    BIGINT or DOUBLE PRECISION and no value is NULL: then every row is the same ``2 + 12k`` bytes
-    (field count, and per field the length 8 and 8 big-endian bytes), so each column is cut out
-    with strided slices (byte-reversed, to little-endian) without a Python step per row. Every
-    row's field count and lengths are checked; ``None`` when one differs (a NULL, another type):
-    the caller reads the rows as text instead.
+def _pg_encoded(col: str, tag: str) -> str:
+    """SQL of one column's values as the digest's 8-byte big-endian form (NULL as 0), or its text as UTF-8 bytes."""
+    x = f'q."{col}"'
+    return {
+        "i": f"int8send(COALESCE(CAST({x} AS BIGINT), 0))",
+        "b": f"int8send(CASE WHEN {x} THEN 1::BIGINT ELSE 0::BIGINT END)",
+        "t": f"int8send(COALESCE(CAST(EXTRACT(EPOCH FROM {x}) * 1000000 AS BIGINT), 0))",
+        "d": f"int8send(COALESCE(CAST({x} - DATE '1970-01-01' AS BIGINT), 0))",
+        "f": f"float8send(COALESCE({x}, 0))",
+        "s": f"convert_to(COALESCE(CAST({x} AS TEXT), ''), 'UTF8')",
+    }[tag]
 
-    Why: PostgreSQL printing 3.2M rows as CSV (exact float text) and Arrow parsing it took longer
-    than the import itself (BENCHMARKS.md "Seals")."""
-    k = len(schema)
-    width = 2 + 12 * k
-    count, length = struct.pack(">h", k), struct.pack(">i", 8)
-    checks = [(0, count[0]), (1, count[1])] + [(2 + 12 * c + j, length[j]) for c in range(k) for j in range(4)]
-    out = [bytearray() for _ in range(k)]
-    buf, head, ok, n = bytearray(), False, True, 0
 
-    def take() -> bool:
-        nonlocal n
-        m = len(buf) // width
-        if m == 0:
-            return True
-        rows = bytes(buf[: m * width])
-        del buf[: m * width]
-        for off, byte in checks:
-            if rows[off::width] != bytes((byte,)) * m:
-                return False
-        for c in range(k):
-            vals = bytearray(8 * m)
-            for j in range(8):
-                vals[7 - j :: 8] = rows[2 + 12 * c + 4 + j :: width]
-            out[c] += vals
-        n += m
-        return True
+def read_pg_columns(conn: sa.Connection, sql: str, names: list[str], tags: list[str], nullable: list[bool],
+                    group: str | None = None) -> pa.Table:  # fmt: skip
+    """The rows of ``sql`` (PostgreSQL; order not needed) as an Arrow table in the rows' scan order.
 
-    with cur.copy(f"COPY ({sql}) TO STDOUT (FORMAT binary)") as copy:
-        for part in copy:
-            if not ok:
-                continue  # read to the end; the caller reads the rows again as text
-            buf += part
-            if not head:
-                if len(buf) < len(_PGCOPY):
-                    continue
-                if bytes(buf[: len(_PGCOPY)]) != _PGCOPY:
-                    ok = False
-                    continue
-                del buf[: len(_PGCOPY)]
-                head = True
-            if len(buf) >= _BLOCK:
-                ok = take()
-    if not ok or not head or not take() or bytes(buf) != b"\xff\xff":
-        return None
-    cols = [pa.Array.from_buffers(f.type, n, [None, pa.py_buffer(out[c])]) for c, f in enumerate(schema)]
+    Why: PostgreSQL sends a result or a COPY one message per row, and reading 3.2M chunk gaps row
+    by row (plus sorting them on the server) took longer than their whole import. Here the server
+    aggregates each column of the scan into one bytea (``string_agg``: every aggregate of one
+    pass sees the rows in the same order, so the columns stay aligned): the 8-byte values big-endian,
+    a validity byte per row for nullable columns, text as its UTF-8 bytes plus 4-byte lengths. One
+    row per ``group`` value (the artefact), so one bytea stays far below PostgreSQL's 1 GB per value;
+    over that the rows are read as CSV instead. The caller puts the rows in key order."""
+    raw = conn.connection.driver_connection
+    assert raw is not None  # a checked-out connection always has its driver connection
+    aggs: list[str] = []
+    for n, t, null in zip(names, tags, nullable, strict=True):
+        if null:
+            aggs.append(f"string_agg(CASE WHEN q.\"{n}\" IS NULL THEN '\\x00'::bytea ELSE '\\x01'::bytea END, ''::bytea)")
+        if t == "s":
+            aggs.append(f"string_agg(int4send(octet_length({_pg_encoded(n, t)})), ''::bytea)")
+        aggs.append(f"string_agg({_pg_encoded(n, t)}, ''::bytea)")
+    query = f"SELECT count(*), {', '.join(aggs)} FROM ({sql}) q" + (f' GROUP BY q."{group}"' if group else "")
+    import psycopg
+
+    try:
+        data = _pg_copy(raw, query)
+    except psycopg.errors.ProgramLimitExceeded:
+        return read_rows(conn, "postgresql", sql, names, tags)
+    return _pg_aggregated_table(memoryview(data), names, tags, nullable)
+
+
+def _pg_copy(raw, query: str) -> bytes:
+    with raw.transaction(), raw.cursor() as cur:  # a savepoint: a value over 1 GB fails alone
+        cur.execute("SET LOCAL synchronize_seqscans = off")  # scans start at the first page: rows in stored order
+        with cur.copy(f"COPY ({query}) TO STDOUT (FORMAT binary)") as copy:
+            return b"".join(bytes(part) for part in copy)
+
+
+def _pg_aggregated_table(buf: memoryview, names: list[str], tags: list[str], nullable: list[bool]) -> pa.Table:
+    """Arrow columns from the binary COPY of :func:`read_pg_columns`' aggregates (one row per group)."""
+    import numpy as np
+
+    if bytes(buf[: len(_PGCOPY)]) != _PGCOPY:
+        raise ValueError("not a PostgreSQL binary COPY stream")
+    pos = len(_PGCOPY) + 8 + struct.unpack_from(">i", buf, len(_PGCOPY) + 4)[0]
+    per_col: list[list[pa.Array]] = [[] for _ in names]
+    while True:
+        (k,) = struct.unpack_from(">h", buf, pos)
+        pos += 2
+        if k == -1:
+            break
+        fields: list[memoryview] = []
+        for _ in range(k):
+            (ln,) = struct.unpack_from(">i", buf, pos)
+            pos += 4
+            fields.append(buf[pos : pos + max(ln, 0)])
+            pos += max(ln, 0)
+        n = struct.unpack_from(">q", fields[0])[0] if len(fields[0]) == 8 else 0
+        it = iter(fields[1:])
+        for c, (t, null) in enumerate(zip(tags, nullable, strict=True)):
+            valid = np.frombuffer(next(it), np.uint8) if null else None
+            if valid is not None and len(valid) != n:
+                raise ValueError(f"column {names[c]}: {len(valid)} validity bytes for {n} rows")
+            bitmap = None if valid is None or valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+            if t == "s":
+                lengths = np.frombuffer(next(it), ">u4").astype(np.int64)
+                text = next(it)
+                if len(lengths) != n or int(lengths.sum()) != len(text):
+                    raise ValueError(f"column {names[c]}: lengths do not match the text bytes")
+                offsets = np.zeros(n + 1, np.int64)
+                np.cumsum(lengths, out=offsets[1:])
+                arr = pa.Array.from_buffers(pa.large_string(), n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(bytes(text))])
+            else:
+                vals = np.frombuffer(next(it), _BIG_ENDIAN[t])
+                if len(vals) != n:
+                    raise ValueError(f"column {names[c]}: {len(vals)} values for {n} rows")
+                vals = vals.astype("<f8" if t == "f" else "<i8")
+                typ = _ARROW[t]
+                if t in "bd":  # carried as int64; their canonical Arrow types are bool and date32
+                    arr = pa.array(vals, pa.int64()).cast(pa.int32() if t == "d" else pa.bool_())
+                    arr = pa.Array.from_buffers(arr.type, n, [bitmap, arr.buffers()[1]]) if bitmap is not None else arr
+                else:
+                    arr = pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(vals)])
+                if t == "d":
+                    arr = arr.view(pa.date32())
+            per_col[c].append(arr)
+        if next(it, None) is not None:
+            raise ValueError("more aggregated fields than columns")
+    schema = schema_of(names, tags)
+    cols = [pa.concat_arrays(a) if a else pa.array([], f.type) for a, f in zip(per_col, schema, strict=True)]
     return pa.table(cols, schema=schema)
 
 

@@ -63,7 +63,18 @@ def _order(table: str, backend: str, prefix: str = "") -> str:
 
 def _select_sql(table: str, backend: str, *, batch_id: int | None = None, artefact_ids: str | None = None) -> str:
     """SQL of the rows of one table: of a batch (declared tables) or of artefacts (``artefact_ids``
-    is a SQL list or subquery); artefact parts come with ``_art`` first, ordered by it."""
+    is a SQL list or subquery); artefact parts come with ``_art`` first, ordered by it (on
+    PostgreSQL unordered: :func:`_read` puts them in that order)."""
+    sql = _select_sql_ordered(table, backend, batch_id=batch_id, artefact_ids=artefact_ids)
+    return sql.rsplit(" ORDER BY ", 1)[0] if backend == "postgresql" else sql
+
+
+def _sort_keys(table: str, with_art: bool) -> list[str]:
+    """The columns the rows of a part are ordered by: the ORDER BY of :func:`_select_sql_ordered`."""
+    return ["_art", *key_columns(table)] if with_art else key_columns(table)
+
+
+def _select_sql_ordered(table: str, backend: str, *, batch_id: int | None = None, artefact_ids: str | None = None) -> str:
     names = ", ".join(f'CAST(x."{c.name}" AS BIGINT) AS "{c.name}"' if dg.tag_of(c) == "i" else f'x."{c.name}"'
                       for c in _cols(table))  # fmt: skip
     b = int(batch_id) if batch_id is not None else None
@@ -117,9 +128,13 @@ def _read(conn: sa.Connection, backend: str, table: str, sql: str, with_art: boo
     cols = _cols(table)
     names = [c.name for c in cols]
     tags = [dg.tag_of(c) for c in cols]
+    nullable = [bool(c.nullable) for c in cols]
     if with_art:
-        names, tags = ["_art", *names], ["i", *tags]
-    return dg.read_rows(conn, backend, sql, names, tags)
+        names, tags, nullable = ["_art", *names], ["i", *tags], [False, *nullable]
+    if backend != "postgresql":
+        return dg.read_rows(conn, backend, sql, names, tags)
+    data = dg.read_pg_columns(conn, sql, names, tags, nullable, "_art" if with_art else None)
+    return dg.sorted_by_key(data, _sort_keys(table, with_art))
 
 
 def declared_parts(conn: sa.Connection, backend: str, batch_id: int) -> list[Part]:

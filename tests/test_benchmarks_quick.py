@@ -109,3 +109,42 @@ def test_dmon_wide_path_matches_the_line_reader(tmp_path: Path, monkeypatch: pyt
 def test_dmon_wide_path_matches_on_fixtures(name: str) -> None:
     slow, fast = _both(FIXTURES / name)
     assert fast == slow
+
+
+def test_quick_seal_benchmark_reports_ratios_of_its_own_run() -> None:
+    """`benchmarks/seal_bench.py --quick --repeat 2` imports, closes and verifies on each backend the
+    suite runs on; each printed ratio is the quotient of figures of the same run and backend (its
+    JSON), the table shows exactly those, and every run covers the same rows. No timing is asserted."""
+    import json
+    import os
+
+    from tests.conftest import PG_URL, REQUIRE_PG, pg_problem
+
+    if pg_problem() is not None and REQUIRE_PG:
+        pytest.fail(f"PostgreSQL is required (LEDGER_REQUIRE_PG=1): {pg_problem()}")
+    backends = ["duckdb"] + (["postgresql"] if pg_problem() is None else [])
+    env = {**os.environ, "LEDGER_BENCH_PG_URL": PG_URL}
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "seal_bench.py"), "--quick", "--repeat", "2",
+                           *(a for b in backends for a in ("--backend", b))],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    lines = proc.stdout.splitlines()
+    out = json.loads(lines[-1])
+    assert out["sizes"] == {"runs": 10, "per_run": 200, "gaps": 16}
+    assert len(out["runs"]) == 2
+    rows = {r["rows"] for run in out["runs"] for r in run["results"]}
+    assert len(rows) == 1 and rows.pop() > 10 * 200 * 16  # the same batch every time, requests and gaps at least
+    text = "\n".join(lines[:-1])
+    for n, run in enumerate(out["runs"], 1):
+        assert [r["backend"] for r in run["results"]] == backends
+        block = text.split(f"**Run {n} of 2 (started {run['started']})**")[1].split("**Run")[0]
+        for r in run["results"]:
+            assert 0 < r["digest_s"] < r["import_s"] and r["close_s"] > 0 and r["verify_s"] > 0 and r["close_mb"] > 0
+            assert r["close_ratio"] == r["close_s"] / r["import_s"]
+            assert r["verify_ratio"] == r["verify_s"] / r["import_s"]
+            assert r["digest_share"] == r["digest_s"] / (r["import_s"] - r["digest_s"])
+            line = next(ln for ln in block.splitlines() if ln.startswith(f"| {r['backend']} |"))
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            assert cells == [r["backend"], f"{r['import_s']:.2f} s", f"{r['digest_s']:.2f} s", f"{r['digest_share']:.1%}",
+                             f"{r['close_s']:.2f} s", f"{r['close_ratio']:.2f}x", f"{r['close_mb']:,.0f} MB",
+                             f"{r['verify_s']:.2f} s", f"{r['verify_ratio']:.2f}x"]  # fmt: skip

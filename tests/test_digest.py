@@ -72,27 +72,39 @@ def test_chunk_digest_is_the_same_on_both_backends(ledger: Ledger) -> None:
     assert dg.root_of(digests) == hashlib.sha256(_expected()).hexdigest()
 
 
-def test_eight_byte_columns_read_through_binary_copy_give_the_same_values(ledger: Ledger, monkeypatch) -> None:
-    """PostgreSQL reads BIGINT/DOUBLE-only rows with binary COPY (parsed in blocks: a small block
-    here, so rows straddle block edges), and falls back to text for a NULL; same values as Python's."""
-    monkeypatch.setattr(dg, "_BLOCK", 1000)
-    used = []
-    real = dg._pg_binary_fixed
-    monkeypatch.setattr(dg, "_pg_binary_fixed", lambda *a: used.append(real(*a)) or used[-1])
-    series = "range(1, 3001)" if ledger.backend == "duckdb" else "generate_series(1, 3000)"
-    g = "g.range" if ledger.backend == "duckdb" else "g"
-    edge = ("SELECT CAST(v AS BIGINT) AS a, CAST(f AS DOUBLE PRECISION) AS b FROM (VALUES "
-            "(4611686018427387904, '-0.0'), (-5, '5e-324'), (0, '2.7671128393945798e17'), (7, '-1e308')) t(v, f)")  # fmt: skip
+def test_postgresql_aggregated_read_gives_the_same_rows_and_digest(ledger: Ledger, monkeypatch) -> None:
+    """PostgreSQL reads a part column-wise (``read_pg_columns``: one bytea per column and group,
+    scan order), the caller sorts by key: the same rows, types and chunk digest as the ordered
+    general path, with every NULL kind, a date, 3,000 rows in two groups, and the CSV fallback
+    taken when a value would exceed PostgreSQL's 1 GB limit."""
+    import datetime as dt
+
+    import psycopg
+    import pyarrow as pa
+
+    if ledger.backend != "postgresql":
+        return  # DuckDB hands Arrow over natively: no such path
+    names, tags = [f"c{k}" for k in range(5)], TAGS
     with ledger.connection() as conn:
-        many = dg.read_rows(conn, ledger.backend, f"SELECT CAST({g} AS BIGINT) AS a, CAST({g} AS DOUBLE PRECISION) / 3 AS b "
-                            f"FROM {series} g ORDER BY 1", ["a", "b"], ["i", "f"])  # fmt: skip
-        few = dg.read_rows(conn, ledger.backend, edge + " ORDER BY 1", ["a", "b"], ["i", "f"])
-        null = dg.read_rows(conn, ledger.backend, "SELECT CAST(NULL AS BIGINT) AS a, CAST(1.5 AS DOUBLE PRECISION) AS b",
-                            ["a", "b"], ["i", "f"])  # fmt: skip
-    assert many.column("a").to_pylist() == list(range(1, 3001))
-    assert many.column("b").to_pylist() == [i / 3 for i in range(1, 3001)]
-    assert [struct.pack("<qd", *r) for r in zip(*few.to_pydict().values(), strict=True)] == [
-        struct.pack("<qd", *r) for r in [(-5, 5e-324), (0, 2.7671128393945798e17), (7, -1e308), (2**62, -0.0)]]
-    assert null.to_pylist() == [{"a": None, "b": 1.5}]
-    if ledger.backend == "postgresql":
-        assert [u is not None for u in used] == [True, True, False]
+        unordered = _sql(ledger.backend).rsplit(" ORDER BY ", 1)[0]
+        data = dg.sorted_by_key(dg.read_pg_columns(conn, unordered, names, tags, [True] * 5), ["c0", "c1"])
+        assert data.equals(dg.read_rows(conn, ledger.backend, _sql(ledger.backend), names, tags))
+        assert dg.chunk_digests("probe", dg.columns(data, TAGS), data.num_rows) == [_expected()]
+        many_sql = ("SELECT CAST(g % 2 AS BIGINT) AS k, CAST(g AS BIGINT) AS a, CAST(g AS DOUBLE PRECISION) / 3 AS b, "
+                    "DATE '1969-12-30' + g AS d, CASE WHEN g % 7 = 0 THEN NULL ELSE DATE '2026-01-01' END AS e "
+                    "FROM generate_series(1, 3000) g")  # fmt: skip
+        cols, ts = ["k", "a", "b", "d", "e"], ["i", "i", "f", "d", "d"]
+        many = dg.read_pg_columns(conn, many_sql, cols, ts, [False, False, False, False, True], "k")
+        many = dg.sorted_by_key(many, ["k", "a"])
+        assert many.equals(dg.read_rows(conn, ledger.backend, many_sql + " ORDER BY k, a", cols, ts))
+        assert many.column("d").type == pa.date32() and many.column("e").null_count == 3000 // 7
+        assert many.column("d")[0].as_py() == dt.date(1969, 12, 31) + dt.timedelta(days=1)  # g = 2, the first even
+        empty = dg.read_pg_columns(conn, many_sql + " WHERE false", cols, ts, [False] * 5, "k")
+        assert empty.num_rows == 0 and empty.schema == many.schema
+
+        def too_big(*_a):
+            raise psycopg.errors.ProgramLimitExceeded("out of memory")
+
+        monkeypatch.setattr(dg, "_pg_copy", too_big)
+        fallback = dg.sorted_by_key(dg.read_pg_columns(conn, many_sql, cols, ts, [False] * 4 + [True], "k"), ["k", "a"])
+        assert fallback.equals(many)
