@@ -142,8 +142,7 @@ def close_batch(ledger: Ledger, name: str, seal_file: Path | None = None) -> Sea
                           table_roots=_part_roots_json(parts), scheme=s3.SCHEME)  # fmt: skip
             s.add(seal)
             s.flush()
-            for p in parts:
-                conn.execute(sa.insert(m.SealPart), s3.seal_part_rows(seal.id, p))
+            conn.execute(sa.insert(m.SealPart), [r for p in parts for r in s3.seal_part_rows(seal.id, p)])  # one statement
             batch.status, batch.closed_at, batch.seal_digest = "closed", closed_at, digest
             result = SealResult(name, digest, root, count, previous, closed_at, json.loads(seal.table_counts),
                                 unchecked=unchecked)  # fmt: skip

@@ -327,36 +327,47 @@ def root_of(digests: list[bytes]) -> str:
 
 # --------------------------------------------------------------------------- fingerprints (locators)
 
-_M1, _M2 = pa.scalar(0xBF58476D1CE4E5B9, pa.uint64()), pa.scalar(0x94D049BB133111EB, pa.uint64())
-_NULL = pa.scalar(0x6E756C6C6E756C6C, pa.uint64())
+_M1, _M2 = 0xBF58476D1CE4E5B9, 0x94D049BB133111EB
+_NULL = 0x6E756C6C6E756C6C
 _SEED = 0x9E3779B97F4A7C15
-_S30, _S27, _S31 = (pa.scalar(k, pa.uint64()) for k in (30, 27, 31))
 
 
-def _mix(x: pa.Array) -> pa.Array:
-    """splitmix64's finaliser on a uint64 array (Arrow's unchecked arithmetic wraps)."""
-    x = pc.bit_wise_xor(x, pc.shift_right(x, _S30))
-    x = pc.multiply(x, _M1)
-    x = pc.bit_wise_xor(x, pc.shift_right(x, _S27))
-    x = pc.multiply(x, _M2)
-    return pc.bit_wise_xor(x, pc.shift_right(x, _S31))
+def _mix(x):
+    """splitmix64's finaliser, in place on a numpy uint64 array (unsigned arithmetic wraps)."""
+    import numpy as np
+
+    x ^= x >> np.uint64(30)
+    x *= np.uint64(_M1)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(_M2)
+    x ^= x >> np.uint64(31)
+    return x
 
 
 def fingerprints(cols: list[_Col], n: int) -> pa.Array:
-    """A 64-bit fingerprint of every row (uint64 array): only to find which rows differ."""
-    h = pa.array([_SEED] * n, pa.uint64()) if n else pa.array([], pa.uint64())
+    """A 64-bit fingerprint of every row (uint64 array): only to find which rows differ.
+
+    h = SEED; per column h = mix(h ^ mix(v + len(name))), v the value's 8 bytes as uint64 (an
+    integer's two's complement, a float's bits), BLAKE2b-64 (little-endian) of a text's UTF-8, or
+    NULL_WORD for a NULL. Computed in place with numpy (Arrow's kernels allocated per step: 3x slower)."""
+    import numpy as np
+
+    h = np.full(n, _SEED, np.uint64)
     for c in cols:
         if c.tag == "s":
             enc = c.arrow.dictionary_encode()
-            words = pa.array([int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "little")
-                              for w in enc.dictionary.to_pylist()], pa.uint64())  # fmt: skip
-            vals = pc.take(words, enc.indices) if n else pa.array([], pa.uint64())
+            words = np.array([int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "little")
+                              for w in enc.dictionary.to_pylist()], np.uint64)  # fmt: skip
+            idx = enc.indices.to_numpy(zero_copy_only=False) if n else np.zeros(0, np.int64)
+            vals = words[idx] if n else np.zeros(0, np.uint64)
         else:
-            vals = c.arrow.view(pa.uint64()) if c.arrow.type == pa.float64() else pc.cast(c.arrow, pa.uint64(), safe=False)
-        valid = pc.cast(pa.Array.from_buffers(pa.uint8(), n, [None, pa.py_buffer(bytes(c.valid))]), pa.bool_())
-        vals = pc.if_else(valid, vals, _NULL)
-        h = _mix(pc.bit_wise_xor(h, _mix(pc.add(vals, pa.scalar(len(c.name), pa.uint64())))))
-    return h
+            vals = np.frombuffer(c.values, "<u8").copy() if n else np.zeros(0, np.uint64)
+        if n and (valid := np.frombuffer(c.valid, np.uint8)).min() == 0:
+            vals[valid == 0] = np.uint64(_NULL)
+        vals += np.uint64(len(c.name))
+        h ^= _mix(vals)
+        _mix(h)
+    return pa.array(h, pa.uint64())
 
 
 def key_tuples(data: pa.Table, keys: list[str]) -> Iterator[tuple]:

@@ -108,3 +108,26 @@ def test_postgresql_aggregated_read_gives_the_same_rows_and_digest(ledger: Ledge
         monkeypatch.setattr(dg, "_pg_copy", too_big)
         fallback = dg.sorted_by_key(dg.read_pg_columns(conn, many_sql, cols, ts, [False] * 4 + [True], "k"), ["k", "a"])
         assert fallback.equals(many)
+
+
+def test_fingerprints_keep_their_values() -> None:
+    """Row fingerprints are stored in every scheme-3 seal (seal_part) and compared at verify: the
+    values must not change between versions (these are those of the first, Arrow-kernel version)."""
+    import random
+
+    import pyarrow as pa
+
+    rnd = random.Random(7)
+    n = 5000
+    data = pa.table({
+        "a": pa.array([rnd.randint(-2**63, 2**63 - 1) if i % 11 else None for i in range(n)], pa.int64()),
+        "s": pa.array([rnd.choice(["x", "", "é中", None, "n/a"]) for i in range(n)], pa.large_string()),
+        "f": pa.array([rnd.random() * 1e10 if i % 7 else None for i in range(n)], pa.float64()),
+        "b": pa.array([rnd.choice([True, False, None]) for i in range(n)], pa.bool_()),
+        "t": pa.array([rnd.randint(0, 2**50) if i % 5 else None for i in range(n)], pa.timestamp("us")),
+        "d": pa.array([rnd.randint(-1000, 30000) if i % 3 else None for i in range(n)], pa.date32()),
+    })  # fmt: skip
+    fp = dg.fingerprints(dg.columns(data, ["i", "s", "f", "b", "t", "d"]), n).to_pylist()
+    assert fp[:3] == [9180061474634216120, 2077015399613755608, 1755011580098027426]
+    assert (sum(fp) % 2**64, fp[-1]) == (17482826473284461877, 17729518886751019873)
+    assert dg.fingerprints([], 0).to_pylist() == []
