@@ -124,17 +124,18 @@ def _pg_encoded(col: str, tag: str) -> str:
     }[tag]
 
 
-def read_pg_columns(conn: sa.Connection, sql: str, names: list[str], tags: list[str], nullable: list[bool],
-                    group: str | None = None) -> pa.Table:  # fmt: skip
+def read_pg_columns(conn: sa.Connection, sql: str, names: list[str], tags: list[str], nullable: list[bool]) -> pa.Table:
     """The rows of ``sql`` (PostgreSQL; order not needed) as an Arrow table in the rows' scan order.
 
     Why: PostgreSQL sends a result or a COPY one message per row, and reading 3.2M chunk gaps row
     by row (plus sorting them on the server) took longer than their whole import. Here the server
     aggregates each column of the scan into one bytea (``string_agg``: every aggregate of one
     pass sees the rows in the same order, so the columns stay aligned): the 8-byte values big-endian,
-    a validity byte per row for nullable columns, text as its UTF-8 bytes plus 4-byte lengths. One
-    row per ``group`` value (the artefact), so one bytea stays far below PostgreSQL's 1 GB per value;
-    over that the rows are read as CSV instead. The caller puts the rows in key order."""
+    a validity byte per row for nullable columns, text as its UTF-8 bytes plus 4-byte lengths. No
+    GROUP BY: PostgreSQL may sort the rows for one (not stably; it did for request), while a plain
+    aggregate keeps the scan order. Over PostgreSQL's 1 GB per value (about 130M rows of an 8-byte
+    column) the rows are read as CSV instead. The caller puts the rows in key order (they are in
+    it after an import, so that is a check)."""
     raw = conn.connection.driver_connection
     assert raw is not None  # a checked-out connection always has its driver connection
     aggs: list[str] = []
@@ -144,7 +145,7 @@ def read_pg_columns(conn: sa.Connection, sql: str, names: list[str], tags: list[
         if t == "s":
             aggs.append(f"string_agg(int4send(octet_length({_pg_encoded(n, t)})), ''::bytea)")
         aggs.append(f"string_agg({_pg_encoded(n, t)}, ''::bytea)")
-    query = f"SELECT count(*), {', '.join(aggs)} FROM ({sql}) q" + (f' GROUP BY q."{group}"' if group else "")
+    query = f"SELECT count(*), {', '.join(aggs)} FROM ({sql}) q"
     import psycopg
 
     try:
@@ -156,7 +157,10 @@ def read_pg_columns(conn: sa.Connection, sql: str, names: list[str], tags: list[
 
 def _pg_copy(raw, query: str) -> bytes:
     with raw.transaction(), raw.cursor() as cur:  # a savepoint: a value over 1 GB fails alone
-        cur.execute("SET LOCAL synchronize_seqscans = off")  # scans start at the first page: rows in stored order
+        # one plain scan from the first page: the rows in stored order (= key order after an import),
+        # no parallel workers interleaving them (each would then need a sort on the client)
+        cur.execute("SET LOCAL synchronize_seqscans = off")
+        cur.execute("SET LOCAL max_parallel_workers_per_gather = 0")
         with cur.copy(f"COPY ({query}) TO STDOUT (FORMAT binary)") as copy:
             return b"".join(bytes(part) for part in copy)
 

@@ -133,7 +133,7 @@ def _read(conn: sa.Connection, backend: str, table: str, sql: str, with_art: boo
         names, tags, nullable = ["_art", *names], ["i", *tags], [False, *nullable]
     if backend != "postgresql":
         return dg.read_rows(conn, backend, sql, names, tags)
-    data = dg.read_pg_columns(conn, sql, names, tags, nullable, "_art" if with_art else None)
+    data = dg.read_pg_columns(conn, sql, names, tags, nullable)
     return dg.sorted_by_key(data, _sort_keys(table, with_art))
 
 

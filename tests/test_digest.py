@@ -75,7 +75,7 @@ def test_chunk_digest_is_the_same_on_both_backends(ledger: Ledger) -> None:
 def test_postgresql_aggregated_read_gives_the_same_rows_and_digest(ledger: Ledger, monkeypatch) -> None:
     """PostgreSQL reads a part column-wise (``read_pg_columns``: one bytea per column and group,
     scan order), the caller sorts by key: the same rows, types and chunk digest as the ordered
-    general path, with every NULL kind, a date, 3,000 rows in two groups, and the CSV fallback
+    general path, with every NULL kind, a date, 3,000 rows out of key order, and the CSV fallback
     taken when a value would exceed PostgreSQL's 1 GB limit."""
     import datetime as dt
 
@@ -94,19 +94,19 @@ def test_postgresql_aggregated_read_gives_the_same_rows_and_digest(ledger: Ledge
                     "DATE '1969-12-30' + g AS d, CASE WHEN g % 7 = 0 THEN NULL ELSE DATE '2026-01-01' END AS e "
                     "FROM generate_series(1, 3000) g")  # fmt: skip
         cols, ts = ["k", "a", "b", "d", "e"], ["i", "i", "f", "d", "d"]
-        many = dg.read_pg_columns(conn, many_sql, cols, ts, [False, False, False, False, True], "k")
+        many = dg.read_pg_columns(conn, many_sql, cols, ts, [False, False, False, False, True])
         many = dg.sorted_by_key(many, ["k", "a"])
         assert many.equals(dg.read_rows(conn, ledger.backend, many_sql + " ORDER BY k, a", cols, ts))
         assert many.column("d").type == pa.date32() and many.column("e").null_count == 3000 // 7
         assert many.column("d")[0].as_py() == dt.date(1969, 12, 31) + dt.timedelta(days=1)  # g = 2, the first even
-        empty = dg.read_pg_columns(conn, many_sql + " WHERE false", cols, ts, [False] * 5, "k")
+        empty = dg.read_pg_columns(conn, many_sql + " WHERE false", cols, ts, [False] * 5)
         assert empty.num_rows == 0 and empty.schema == many.schema
 
         def too_big(*_a):
             raise psycopg.errors.ProgramLimitExceeded("out of memory")
 
         monkeypatch.setattr(dg, "_pg_copy", too_big)
-        fallback = dg.sorted_by_key(dg.read_pg_columns(conn, many_sql, cols, ts, [False] * 4 + [True], "k"), ["k", "a"])
+        fallback = dg.sorted_by_key(dg.read_pg_columns(conn, many_sql, cols, ts, [False] * 4 + [True]), ["k", "a"])
         assert fallback.equals(many)
 
 
