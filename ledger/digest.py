@@ -77,7 +77,8 @@ def schema_of(names: list[str], tags: list[str]) -> pa.Schema:
 
 
 def read_rows(conn: sa.Connection, backend: str, sql: str, names: list[str], tags: list[str]) -> pa.Table:
-    """The rows of ``sql`` (already ordered) as an Arrow table with one canonical type per tag."""
+    """The rows of ``sql``, in the order the database returns them, as an Arrow table with one
+    canonical type per tag."""
     raw = conn.connection.driver_connection
     assert raw is not None  # a checked-out connection always has its driver connection
     schema = schema_of(names, tags)
