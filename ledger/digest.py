@@ -130,22 +130,31 @@ def read_pg_columns(conn: sa.Connection, sql: str, names: list[str], tags: list[
 
     Why: PostgreSQL sends a result or a COPY one message per row, and reading 3.2M chunk gaps row
     by row (plus sorting them on the server) took longer than their whole import. Here the server
-    aggregates each column of the scan into one bytea (``string_agg``: every aggregate of one
-    pass sees the rows in the same order, so the columns stay aligned): the 8-byte values big-endian,
-    a validity byte per row for nullable columns, text as its UTF-8 bytes plus 4-byte lengths. No
-    GROUP BY: PostgreSQL may sort the rows for one (not stably; it did for request), while a plain
-    aggregate keeps the scan order. Over PostgreSQL's 1 GB per value (about 130M rows of an 8-byte
-    column) the rows are read as CSV instead. The caller puts the rows in key order (they are in
-    it after an import, so that is a check)."""
+    aggregates the scan into a few bytea values (``string_agg``; every aggregate of one pass sees
+    the rows in the same order): one of fixed-width row records (per column a validity byte if it
+    is nullable, then the 8-byte big-endian value with NULL as 0, or a text's 4-byte UTF-8 length)
+    and one per text column (its UTF-8 bytes). One aggregate for all fixed-width columns rather than
+    one per column: each aggregate costs the server a call per row. No GROUP BY: PostgreSQL may sort
+    the rows for one (not stably; it did for request), while a plain aggregate keeps the scan order.
+    Over PostgreSQL's 1 GB per value (about 30M chunk-gap records) the rows are read as CSV instead.
+    The caller puts the rows in key order (they are in it after an import, so that is a check)."""
+    import numpy as np
+
     raw = conn.connection.driver_connection
     assert raw is not None  # a checked-out connection always has its driver connection
-    aggs: list[str] = []
-    for n, t, null in zip(names, tags, nullable, strict=True):
+    pieces, fields, texts = [], [], []
+    for c, (n, t, null) in enumerate(zip(names, tags, nullable, strict=True)):
         if null:
-            aggs.append(f"string_agg(CASE WHEN q.\"{n}\" IS NULL THEN '\\x00'::bytea ELSE '\\x01'::bytea END, ''::bytea)")
+            pieces.append(f"CASE WHEN q.\"{n}\" IS NULL THEN '\\x00'::bytea ELSE '\\x01'::bytea END")
+            fields.append((f"v{c}", "u1"))
         if t == "s":
-            aggs.append(f"string_agg(int4send(octet_length({_pg_encoded(n, t)})), ''::bytea)")
-        aggs.append(f"string_agg({_pg_encoded(n, t)}, ''::bytea)")
+            texts.append(_pg_encoded(n, t))
+            pieces.append(f"int4send(octet_length({texts[-1]}))")
+            fields.append((f"c{c}", ">u4"))
+        else:
+            pieces.append(_pg_encoded(n, t))
+            fields.append((f"c{c}", _BIG_ENDIAN[t]))
+    aggs = [f"string_agg({' || '.join(pieces)}, ''::bytea)", *(f"string_agg({x}, ''::bytea)" for x in texts)]
     query = f"SELECT count(*), {', '.join(aggs)} FROM ({sql}) q"
     import psycopg
 
@@ -153,7 +162,7 @@ def read_pg_columns(conn: sa.Connection, sql: str, names: list[str], tags: list[
         data = _pg_copy(raw, query)
     except psycopg.errors.ProgramLimitExceeded:
         return read_rows(conn, "postgresql", sql, names, tags)
-    return _pg_aggregated_table(memoryview(data), names, tags, nullable)
+    return _pg_aggregated_table(memoryview(data), names, tags, nullable, np.dtype(fields))
 
 
 def _pg_copy(raw, query: str) -> bytes:
@@ -166,59 +175,49 @@ def _pg_copy(raw, query: str) -> bytes:
             return b"".join(bytes(part) for part in copy)
 
 
-def _pg_aggregated_table(buf: memoryview, names: list[str], tags: list[str], nullable: list[bool]) -> pa.Table:
-    """Arrow columns from the binary COPY of :func:`read_pg_columns`' aggregates (one row per group)."""
+def _pg_aggregated_table(buf: memoryview, names: list[str], tags: list[str], nullable: list[bool], record) -> pa.Table:
+    """Arrow columns from the binary COPY of :func:`read_pg_columns`' one row of aggregates."""
     import numpy as np
 
     if bytes(buf[: len(_PGCOPY)]) != _PGCOPY:
         raise ValueError("not a PostgreSQL binary COPY stream")
     pos = len(_PGCOPY) + 8 + struct.unpack_from(">i", buf, len(_PGCOPY) + 4)[0]
-    per_col: list[list[pa.Array]] = [[] for _ in names]
-    while True:
-        (k,) = struct.unpack_from(">h", buf, pos)
-        pos += 2
-        if k == -1:
-            break
-        fields: list[memoryview] = []
-        for _ in range(k):
-            (ln,) = struct.unpack_from(">i", buf, pos)
-            pos += 4
-            fields.append(buf[pos : pos + max(ln, 0)])
-            pos += max(ln, 0)
-        n = struct.unpack_from(">q", fields[0])[0] if len(fields[0]) == 8 else 0
-        it = iter(fields[1:])
-        for c, (t, null) in enumerate(zip(tags, nullable, strict=True)):
-            valid = np.frombuffer(next(it), np.uint8) if null else None
-            if valid is not None and len(valid) != n:
-                raise ValueError(f"column {names[c]}: {len(valid)} validity bytes for {n} rows")
-            bitmap = None if valid is None or valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-            if t == "s":
-                lengths = np.frombuffer(next(it), ">u4").astype(np.int64)
-                text = next(it)
-                if len(lengths) != n or int(lengths.sum()) != len(text):
-                    raise ValueError(f"column {names[c]}: lengths do not match the text bytes")
-                offsets = np.zeros(n + 1, np.int64)
-                np.cumsum(lengths, out=offsets[1:])
-                arr = pa.Array.from_buffers(pa.large_string(), n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(bytes(text))])
+    fields: list[memoryview] = []
+    (k,) = struct.unpack_from(">h", buf, pos)
+    pos += 2
+    for _ in range(k):
+        (ln,) = struct.unpack_from(">i", buf, pos)
+        pos += 4
+        fields.append(buf[pos : pos + max(ln, 0)])  # -1: NULL (no rows)
+        pos += max(ln, 0)
+    if k != 2 + sum(t == "s" for t in tags) or struct.unpack_from(">h", buf, pos)[0] != -1 or len(fields[0]) != 8:
+        raise ValueError("the aggregated COPY row does not have the expected fields")
+    n = struct.unpack_from(">q", fields[0])[0]
+    if len(fields[1]) != n * record.itemsize:
+        raise ValueError(f"{len(fields[1])} bytes of row records for {n} rows of {record.itemsize} bytes")
+    rec = np.frombuffer(fields[1], record)
+    text = iter(fields[2:])
+    cols = []
+    for c, (t, null) in enumerate(zip(tags, nullable, strict=True)):
+        valid = rec[f"v{c}"] if null else None
+        bitmap = None if valid is None or valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+        if t == "s":
+            data = next(text)
+            offsets = np.zeros(n + 1, np.int64)
+            np.cumsum(rec[f"c{c}"], out=offsets[1:])
+            if offsets[-1] != len(data):
+                raise ValueError(f"column {names[c]}: lengths do not match the text bytes")
+            arr = pa.Array.from_buffers(pa.large_string(), n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(bytes(data))])
+        else:
+            vals = rec[f"c{c}"].astype("<f8" if t == "f" else "<i8")
+            if t in "bd":  # carried as int64; their canonical Arrow types are bool and date32
+                arr = pa.array(vals, pa.int64()).cast(pa.int32() if t == "d" else pa.bool_())
+                arr = pa.Array.from_buffers(arr.type, n, [bitmap, arr.buffers()[1]]) if bitmap is not None else arr
+                arr = arr.view(pa.date32()) if t == "d" else arr
             else:
-                vals = np.frombuffer(next(it), _BIG_ENDIAN[t])
-                if len(vals) != n:
-                    raise ValueError(f"column {names[c]}: {len(vals)} values for {n} rows")
-                vals = vals.astype("<f8" if t == "f" else "<i8")
-                typ = _ARROW[t]
-                if t in "bd":  # carried as int64; their canonical Arrow types are bool and date32
-                    arr = pa.array(vals, pa.int64()).cast(pa.int32() if t == "d" else pa.bool_())
-                    arr = pa.Array.from_buffers(arr.type, n, [bitmap, arr.buffers()[1]]) if bitmap is not None else arr
-                else:
-                    arr = pa.Array.from_buffers(typ, n, [bitmap, pa.py_buffer(vals)])
-                if t == "d":
-                    arr = arr.view(pa.date32())
-            per_col[c].append(arr)
-        if next(it, None) is not None:
-            raise ValueError("more aggregated fields than columns")
-    schema = schema_of(names, tags)
-    cols = [pa.concat_arrays(a) if a else pa.array([], f.type) for a, f in zip(per_col, schema, strict=True)]
-    return pa.table(cols, schema=schema)
+                arr = pa.Array.from_buffers(_ARROW[t], n, [bitmap, pa.py_buffer(vals)])
+        cols.append(arr)
+    return pa.table(cols, schema=schema_of(names, tags))
 
 
 def canonical(data: pa.Table, names: list[str], tags: list[str]) -> pa.Table:
