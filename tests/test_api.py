@@ -65,8 +65,9 @@ def test_read_only_connection_does_not_lock_the_cli_out(demo_copy: str) -> None:
     closed = subprocess.run([sys.executable, "-c", "from bench_ledger.cli import main; main()", "close", "m17", "--db", demo_copy],
                             capture_output=True, text=True, check=False)  # fmt: skip
     assert closed.returncode == 0, closed.stderr
-    checks = bl.verify(ledger).checks  # the closed m17 by its seal, the open fx by its import digests
-    assert sorted(c.batch for c in checks) == ["fx", "m17"] and all(c.ok for c in checks)
+    checks = bl.verify(ledger).checks  # the closed m17 by its seal, the open fx and the launch logs (no batch) by import digests
+    assert sorted((c.batch, c.unbatched) for c in checks) == [("", True), ("fx", False), ("m17", False)]
+    assert all(c.ok for c in checks)
     with pytest.raises(Exception, match="read-only"):
         bl.close(ledger, "fx")
 
