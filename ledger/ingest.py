@@ -219,7 +219,7 @@ def write_artefact(
             if target.run:
                 label = target.run
             else:  # the run this file's run belongs to: its own label, a paired or a declared run (ledger.pairing)
-                matcher = matcher or pairing.Matcher(s, batch.id, batch.name, result.notes)
+                matcher = matcher or pairing.Matcher(s, batch.id, batch.name, result.notes, ledger.backend)
                 label = matcher.resolve(path, pr, parsed.format)
             if label in used:
                 raise ParseError(path, pr.info.locator, "run label", f"{pr.info.label!r} belongs to run {label!r}, "

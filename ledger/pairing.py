@@ -70,17 +70,39 @@ class _Run:
         return f"run {self.id} {self.label!r}"
 
 
+# PostgreSQL advisory lock class ("pair") of the imports that pair runs in one batch (key: batch id)
+PAIRING_LOCK = 0x70616972
+
+
 @dataclass
 class Matcher:
-    """The current runs of one batch, loaded once per imported file; :meth:`resolve` per parsed run."""
+    """The current runs of one batch, loaded once per imported file; :meth:`resolve` per parsed run.
+
+    Concurrent imports pair as if run one after the other: on PostgreSQL, an import whose run has a
+    pairing key, or whose batch has a declared run not yet attached, takes a transaction-level
+    advisory lock on the batch before it reads the batch's runs, so of two files of one run imported
+    at once the second sees the first's run. Other imports into the batch do not wait."""
 
     s: Session
     batch_id: int
     batch_name: str
     notes: list[str] = field(default_factory=list)
+    backend: str = "duckdb"
     claimed: set[int] = field(default_factory=set)
+    loaded: bool = False
 
-    def __post_init__(self) -> None:
+    def _prepare(self, info: rec.RunInfo) -> None:
+        if self.loaded:
+            return
+        self.loaded = True
+        R = m.Run.__table__
+        if self.backend == "postgresql" and (info.pairing is not None or self.s.execute(
+                sa.select(sa.func.count()).select_from(R).where(R.c.batch_id == self.batch_id, R.c.artefact_id.is_(None),
+                                                                current(R))).scalar()):  # fmt: skip
+            self.s.execute(sa.text("SELECT pg_advisory_xact_lock(:k, :b)"), {"k": PAIRING_LOCK, "b": self.batch_id})
+        self._load()
+
+    def _load(self) -> None:
         R = m.Run.__table__
         cols = [R.c.id, R.c.origin_id, R.c.label, R.c.artefact_id, R.c.tool, R.c.metadata_json, *(R.c[k] for k in SETTINGS)]
         self.runs: list[_Run] = []
@@ -104,6 +126,7 @@ class Matcher:
         """The label ``pr`` (of a file of format ``fmt``) is written under: its own, or the one existing
         run it belongs to."""
         info = pr.info
+        self._prepare(info)
         if info.label in self.labels:  # the same label: the same run, as before (inference-perf stages, MLPerf)
             return info.label
         new = brings(pr, fmt)

@@ -121,3 +121,19 @@ def test_eight_imports_of_the_same_bytes(pg_url: str, tmp_path: Path) -> None:
     assert sum("already imported" in r[1] for r in results) == PROCESSES - 1
     c = counts(pg_url)
     assert (c["batch"], c["artefact"], c["run"], c["request"]) == (1, 1, 1, REQUESTS)
+
+
+def test_eight_imports_of_four_llmperf_pairs(pg_url: str, tmp_path: Path, samples: Path) -> None:
+    """Summary and records of one run imported at the same moment still pair (ledger.pairing's lock)."""
+    summary = (samples / "llmperf" / "summary_groq_70b.json").read_text()
+    records = (samples / "llmperf" / "individual_groq_70b.json").read_text()
+    paths = []
+    for i in range(PROCESSES // 2):
+        (tmp_path / f"p{i}_summary.json").write_text(summary.replace('"llama2-70b-4096_550_150_summary"', f'"p{i}_summary"'))
+        (tmp_path / f"p{i}_individual_responses.json").write_text(records + "\n" * (i + 1))  # other bytes, same records
+        paths += [tmp_path / f"p{i}_summary.json", tmp_path / f"p{i}_individual_responses.json"]
+    run("import", "--db", pg_url, "--batch", "lp", str(tmp_path / "p0_summary.json"))  # the batch exists already
+    results = race(pg_url, paths[1:] + [paths[1]], "lp")
+    assert_clean(results)
+    runs = json.loads(run("runs", "--db", pg_url, "--json"))
+    assert sorted((r["requests"], r["artefacts"]) for r in runs) == [(150, 2)] * (PROCESSES // 2)
