@@ -8,12 +8,20 @@ The Alembic revisions run once per test session and backend, into a template: `l
 `ledger` hand each test a copy of it (DuckDB: the template file copied; PostgreSQL: the SQL that
 the migration executed, recorded once and replayed into the test's own schema). `empty_ledger_url`
 is a database with no schema at all, for the tests of `ledger init` and of the migrations.
+
+The suite runs on pytest-xdist workers (`-n auto --dist loadgroup` in pyproject.toml; `-n 0` runs it
+in one process). Session fixtures exist once per worker; every test's database is its own (a copy of
+the template in its tmp_path, a uuid-named schema). Tests that share an expensive fixture of module
+or session scope (the demo run, a module's generated data set) are put in one xdist group, so that
+fixture is built once, on one worker; the slowest tests are handed out first.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -169,6 +177,115 @@ def case_study_report() -> Path:
     return shared_folder(SHARED / "case-study" / "h20-dsv41-flash-report.zh.txt")
 
 
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    """Without pytest-xdist installed (a venv from before it joined the `test` extra), accept its
+    options from pyproject.toml's addopts and run in one process, saying so."""
+    if pluginmanager.hasplugin("xdist"):
+        return
+    group = parser.getgroup("xdist (not installed)")
+    group.addoption("-n", "--numprocesses", dest="numprocesses", default=None,
+                    help="ignored: pytest-xdist is not installed (pip install -e '.[test]')")  # fmt: skip
+    group.addoption("--dist", dest="dist", default="no", help="ignored: pytest-xdist is not installed")
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    if not config.pluginmanager.hasplugin("xdist") and config.getoption("numprocesses") not in (None, "0"):
+        return "pytest-xdist is not installed: running in one process (pip install -e '.[test]' to run in parallel)"
+    return None
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    """`-n auto`: one process when the command names single tests (file::test), else xdist's default."""
+    if config.args and all("::" in arg for arg in config.args):
+        return 0
+    return None
+
+
+# Scheduled first under xdist (longest first), so the workers finish at about the same time.
+SLOW_FIRST = (
+    "demo",  # the group of the tests reading the session's demo run
+    "tests/test_structure.py::test_mypy_is_clean_on_the_package",
+    "tests/test_benchmarks_quick.py::test_quick_benchmark_completes_and_writes_its_report",
+    "tests/test_close_concurrency.py",
+    "tests/test_metrics_batch.py",
+    "tests/test_casestudy_audit.py",
+    "tests/edges/test_fuzz.py",
+    "tests/test_concurrency.py",
+)
+_GROUPS = pytest.StashKey[Path]()
+
+
+def _group(item: pytest.Item) -> str | None:
+    """The group of a test, run on one worker: "demo" when it reads the session's demo run, its module
+    when it uses a fixture of module scope (built once per module), else none."""
+    if "_demo_run" in item.fixturenames:
+        return "demo"
+    info = getattr(item, "_fixtureinfo", None)
+    for name in item.fixturenames if info else ():
+        if any(d.scope in ("module", "package", "class") for d in info.name2fixturedefs.get(name, ())):
+            return item.nodeid.split("::")[0]
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
+        config.stash[_GROUPS] = Path(tempfile.mkdtemp(prefix="ledger-xdist-groups-"))
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _GROUPS in config.stash:
+        shutil.rmtree(config.stash[_GROUPS], ignore_errors=True)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """Each worker writes the groups of its collection where the controller's scheduler reads them."""
+    node.workerinput["ledger_groups"] = str(node.config.stash[_GROUPS] / f"{node.gateway.id}.json")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    workerinput = getattr(config, "workerinput", None)
+    if workerinput is None or "ledger_groups" not in workerinput:
+        return  # one process: the collection order, unchanged
+    groups = {item.nodeid: g for item in items if (g := _group(item))}
+
+    def rank(item: pytest.Item) -> int:
+        for i, prefix in enumerate(SLOW_FIRST):
+            if groups.get(item.nodeid) == prefix or item.nodeid.startswith(prefix):
+                return i
+        return len(SLOW_FIRST)
+
+    items.sort(key=rank)  # stable: the collection order within each rank
+    Path(workerinput["ledger_groups"]).write_text(json.dumps(groups))
+
+
+@pytest.hookimpl(optionalhook=True, tryfirst=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """`--dist loadgroup`, with the groups of :func:`_group` (xdist 3.8's own marker-based groups do
+    not reach the scheduler under pytest 9): a group is one unit of work, on one worker; units are
+    handed out in the collection order the workers sorted (SLOW_FIRST)."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    folder = config.stash[_GROUPS]
+
+    class GroupScheduling(LoadScopeScheduling):
+        groups: dict[str, str] | None = None
+
+        def _split_scope(self, nodeid: str) -> str:
+            if self.groups is None:  # read once: every worker has finished its collection by now
+                self.groups = {}
+                for path in folder.glob("*.json"):
+                    self.groups.update(json.loads(path.read_text()))
+            return self.groups.get(nodeid, nodeid)
+
+    config.option.loadscopereorder = False
+    return GroupScheduling(config, log)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """One line per skip reason with its count (instead of one line per test, as -rs would)."""
     reasons: dict[str, int] = {}
@@ -186,16 +303,34 @@ def fixtures() -> Path:
 
 
 @pytest.fixture(scope="session")
-def demo_built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """`ledger demo` run once (DuckDB): its folder, with ledger.duckdb, data/ and report.html.
-    Tests that write copy the ledger file first (:func:`demo_copy`)."""
+def _demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """`ledger demo` run once per session (worker), as the README says: no options, in a fresh folder
+    as the current directory. Its folder and what it printed."""
     from bench_ledger.cli import main
     from click.testing import CliRunner
 
-    out = tmp_path_factory.mktemp("demo") / "bench-ledger-demo"
-    result = CliRunner().invoke(main, ["demo", "--out", str(out)])
+    here = tmp_path_factory.mktemp("demo")
+    cwd = os.getcwd()
+    os.chdir(here)
+    try:
+        result = CliRunner().invoke(main, ["demo"])
+    finally:
+        os.chdir(cwd)
     assert result.exit_code == 0, result.output
-    return out
+    return here / "bench-ledger-demo", result.output
+
+
+@pytest.fixture(scope="session")
+def demo_built(_demo_run: tuple[Path, str]) -> Path:
+    """`ledger demo` run once (DuckDB): its folder, with ledger.duckdb, data/ and report.html.
+    Tests that write copy the ledger file first (:func:`demo_copy`)."""
+    return _demo_run[0]
+
+
+@pytest.fixture(scope="session")
+def demo_output(_demo_run: tuple[Path, str]) -> str:
+    """What that one `ledger demo` printed (paths relative to the folder it ran in)."""
+    return _demo_run[1]
 
 
 @pytest.fixture
@@ -204,3 +339,4 @@ def demo_copy(demo_built: Path, tmp_path: Path) -> str:
     path = tmp_path / "demo.duckdb"
     shutil.copyfile(demo_built / "ledger.duckdb", path)
     return f"duckdb:///{path}"
+

@@ -1,6 +1,7 @@
 """The coverage of `ledger claims draft` measured, not typed in (docs/claims-draft.md).
 
-1. The case study: the reference report drafted against the demo ledger (`ledger demo`, SYNTHETIC),
+1. The case study: the reference report drafted against (a copy of) the session's demo ledger
+   (`ledger demo`, SYNTHETIC),
    compared with the hand-written ledger/casestudy/claims.yaml.
 2. A second report in English over the real samples of shared/samples (skipped without them),
    compared with its own hand-written claims (tests/fixtures/draft/).
@@ -49,10 +50,9 @@ def check(cov: Coverage, name: str) -> None:
     assert not missing, f"misses not explained in docs/claims-draft.md: {missing}"
 
 
-def test_case_study_coverage(tmp_path: Path) -> None:
-    run("demo", "--out", str(tmp_path / "demo"))
-    db = f"duckdb:///{tmp_path / 'demo' / 'ledger.duckdb'}"
-    cov = measure(CASESTUDY / "h20-dsv41-flash-report.zh.txt", CASESTUDY / "claims.yaml", db, tmp_path / "draft.yaml")
+def test_case_study_coverage(demo_copy: str, tmp_path: Path) -> None:
+    cov = measure(CASESTUDY / "h20-dsv41-flash-report.zh.txt", CASESTUDY / "claims.yaml", demo_copy,
+                  tmp_path / "draft.yaml")  # fmt: skip
     assert cov.total == len(load_claims(CASESTUDY / "claims.yaml").claims)
     check(cov, "case study")
 
