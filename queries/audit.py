@@ -105,38 +105,41 @@ class AuditReport:
 
 
 def default_evaluator() -> Evaluator | None:
+    """A fresh :class:`queries.metrics.Evaluator` (``evaluate`` once per metric and scope; the run scopes
+    of a batch in one grouped pass), for one audit."""
     try:
-        from bench_ledger.queries.metrics import evaluate
+        from bench_ledger.queries.metrics import Evaluator as MetricsEvaluator
     except ImportError:
         return None
-    return evaluate
+    return MetricsEvaluator()
 
 
 def default_factors() -> FactorsOf | None:
+    """The factors the ledger recorded for a scope spec (:class:`queries.compare.Sides`: each spec once,
+    the runs of a batch together), for one audit."""
     try:
-        from bench_ledger.queries.compare import side
+        from bench_ledger.queries.compare import Sides
     except ImportError:
         return None
-    return lambda ledger, spec: side(ledger, spec).factors
+    sides = Sides()
+    return lambda ledger, spec: sides(ledger, spec).factors
 
 
-def _run_id(ledger: Any, batch: str, label: str) -> int | None:
-    """The current revision's id of a run label within a batch (the one no correction supersedes);
-    None when the audit has no ledger (a fake evaluator) or the batch has no such run."""
-    if label.startswith("#"):
-        return int(label[1:])
+def _run_ids(ledger: Any, batch: str) -> dict[str, int]:
+    """The current revision's id of every run label of a batch (the one no correction supersedes);
+    empty when the audit has no ledger (a fake evaluator)."""
     if ledger is None:
-        return None
+        return {}
     import sqlalchemy as sa
     from bench_ledger import models as m
     from bench_ledger.books import current
 
     with ledger.session() as s:
-        row = s.execute(
-            sa.select(m.Run.id).join(m.Batch, m.Batch.id == m.Run.batch_id)
-            .where(m.Batch.name == batch, m.Run.label == label, current(m.Run))
-        ).first()  # fmt: skip
-    return row[0] if row else None
+        rows = s.execute(
+            sa.select(m.Run.label, m.Run.id).join(m.Batch, m.Batch.id == m.Run.batch_id)
+            .where(m.Batch.name == batch, current(m.Run))
+        ).all()  # fmt: skip
+    return {label: rid for label, rid in rows}
 
 
 # --------------------------------------------------------------------------- the auditor
@@ -154,6 +157,8 @@ class Auditor:
         self.factors_of = factors if factors is not None else default_factors()
         self.results: dict[str, AuditResult] = {}
         self.metric_values: dict[str, MetricValue] = {}
+        self._factors: dict[str, dict | LedgerError] = {}  # scope spec -> the factors the ledger recorded
+        self._run_ids: dict[str, dict[str, int]] = {}  # batch -> label -> current run id
 
     # ------------------------------------------------------------------ entry points
 
@@ -621,10 +626,15 @@ class Auditor:
         spec = self._compare_ref(t.scope_ref)
         if spec is None:
             return
-        try:
-            recorded = dict(self.factors_of(self.ledger, spec))
-        except LedgerError:
+        if spec not in self._factors:  # once per scope: the ledger does not change during an audit
+            try:
+                self._factors[spec] = dict(self.factors_of(self.ledger, spec))
+            except LedgerError as exc:
+                self._factors[spec] = exc
+        known = self._factors[spec]
+        if isinstance(known, LedgerError):
             return
+        recorded = dict(known)
         if identity_only:  # a launch: its deployment's identity; workload, seed, warm state, batch unknown
             recorded = {k: (v if k in IDENTITY_FACTORS or k == "engine_options" else UNKNOWN) for k, v in recorded.items()}
         for k, v in t.context.items():
@@ -641,7 +651,11 @@ class Auditor:
         kind, _, rest = ref.partition(":")
         if kind == "run":
             batch, _, label = rest.partition("/")
-            rid = _run_id(self.ledger, batch, label)
+            if label.startswith("#"):
+                return f"run:{int(label[1:])}"
+            if batch not in self._run_ids:  # one statement per batch: the ledger does not change meanwhile
+                self._run_ids[batch] = _run_ids(self.ledger, batch)
+            rid = self._run_ids[batch].get(label)
             return f"run:{rid}" if rid is not None else None
         if kind in ("batch", "deployment"):
             return ref

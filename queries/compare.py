@@ -131,12 +131,59 @@ def side(ledger: Ledger, spec: str) -> Side:
         else:
             raise UsageError(f"{spec!r}: write run:ID, batch:NAME or deployment:NAME")
         deps = [conn.execute(sa.select(D).where(D.c.id == i)).first() if i is not None else None for i in dep_ids]
+    return _side(spec, scope, deps, runs)
+
+
+def _side(spec: str, scope: Scope, deps: list, runs: list) -> Side:
+    """A side's factors from its deployment rows and run rows (as :func:`side` selects them)."""
     per_dep = [_dep_factors(d) for d in deps] or [_dep_factors(None)]
     per_run = [_run_factors(r) for r in runs]
     factors = {f: _join([p[f] for p in per_dep]) for f in per_dep[0]}
     for f in ("workload", "seed", *WARM_DIMS, "batch"):
         factors[f] = _join([p[f] for p in per_run]) if per_run else UNKNOWN
     return Side(spec, scope, factors, [r.id for r in runs], [s for r in runs if (s := _shortfall(r))])
+
+
+class Sides:
+    """:func:`side` for many specs against a ledger that does not change meanwhile (an audit): each spec
+    resolved once, and the first ``run:ID`` of a batch resolves every current run of that batch (two
+    statements, the same rows and factors as :func:`side`'s). Anything else, and every error, is
+    :func:`side`'s own. A new instance per audit."""
+
+    def __init__(self) -> None:
+        self._memo: dict[str, Side | NotFound | Refused | UsageError] = {}
+        self._batches: set[int] = set()
+
+    def __call__(self, ledger: Ledger, spec: str) -> Side:
+        if spec not in self._memo:
+            kind, _, name = spec.partition(":")
+            if kind == "run" and name.isdigit():
+                self._batch_of(ledger, int(name))
+            if spec not in self._memo:
+                try:
+                    self._memo[spec] = side(ledger, spec)
+                except (NotFound, Refused, UsageError) as exc:
+                    self._memo[spec] = exc
+        v = self._memo[spec]
+        if isinstance(v, Exception):
+            raise v
+        return v
+
+    def _batch_of(self, ledger: Ledger, run_id: int) -> None:
+        q = sa.select(R, B.c.name.label("batch"), sa.func.coalesce(R.c.deployment_id, B.c.deployment_id).label("dep")).join(
+            B, B.c.id == R.c.batch_id
+        )
+        with ledger.connection() as conn:
+            bid = conn.execute(sa.select(R.c.batch_id).where(R.c.id == run_id)).scalar()
+            if bid is None or bid in self._batches:
+                return
+            self._batches.add(bid)
+            runs = conn.execute(q.where(R.c.batch_id == bid, current(R)).order_by(R.c.id)).all()
+            dep_ids = {r.dep for r in runs if r.dep is not None}
+            deps = {d.id: d for d in conn.execute(sa.select(D).where(D.c.id.in_(dep_ids)))} if dep_ids else {}
+        for r in runs:
+            spec = f"run:{r.id}"
+            self._memo.setdefault(spec, _side(spec, Scope(batch=r.batch, run=f"#{r.id}"), [deps.get(r.dep)], [r]))
 
 
 def compare(ledger: Ledger, a: str, b: str, claim_factor: str | None = None, *, equal_resources: bool = False,

@@ -15,6 +15,7 @@ achievable as k/N for an integer k (the GRIM test).
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import dataclass
@@ -191,6 +192,7 @@ def _strip_approx(text: str) -> tuple[str, bool]:
     return t, approx
 
 
+@functools.lru_cache(maxsize=4096)  # an audit reads each claim's text several times; Printed is frozen
 def parse(text: str) -> Printed:
     """Parse one printed number: '2,791', 'about 86.9', '约 86.9', '+18.5%', '−16.2%', '2.16×',
     '16.59M', '510.31 GB', '133.39 tok/s'. Raises ValueError when the text is not one number."""

@@ -24,7 +24,7 @@ backends); :func:`run_metrics_per_run` is the old one-run-at-a-time path, kept a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import sqlalchemy as sa
@@ -37,7 +37,7 @@ from bench_ledger.queries.metrics_requests import Ctx, Dist, Metric, percentile_
 from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.store import Ledger
 
-__all__ = ["METRICS", "ROW_METRICS", "Metric", "RunMetrics", "distribution_values", "evaluate", "list_metrics",
+__all__ = ["METRICS", "ROW_METRICS", "Evaluator", "Metric", "RunMetrics", "distribution_values", "evaluate", "list_metrics",
            "percentile_linear",
            "run_metrics", "run_metrics_per_run", "scope_of"]  # fmt: skip
 
@@ -164,6 +164,55 @@ def evaluate(ledger: Ledger, metric: str, scope: Scope) -> MetricValue:
     with ledger.connection() as conn:
         ctx = _resolve(conn, scope, mt)
         return mt.value(conn, ctx)
+
+
+class Evaluator:
+    """:func:`evaluate` for many calls against a ledger that does not change meanwhile (an audit, a
+    draft): each (metric, scope) is computed once, and a run scope (batch + label) of a metric the batch
+    path serves is computed for *every* current run of its batch at its first call, by the grouped
+    statements of :mod:`queries.metrics_batch` (values equal :func:`evaluate`'s, metric by metric; a
+    statement over one run reads as many rows as over all, the request table has no index by run).
+    Every other scope, and every error (an unknown batch or label, a superseded id), is
+    :func:`evaluate`'s own. A new instance per audit: nothing is kept across ledger changes."""
+
+    def __init__(self) -> None:
+        self._memo: dict[tuple[str, Scope], MetricValue | Exception] = {}
+        self._runs: dict[str, dict[str, RunRef]] = {}  # batch -> label -> its current run
+        self._batched: set[tuple[str, str]] = set()  # (batch, metric) computed for every run
+
+    def __call__(self, ledger: Ledger, metric: str, scope: Scope) -> MetricValue:
+        key = (metric, scope)
+        if key not in self._memo:
+            mt = METRICS.get(metric)
+            if (mt is not None and supported(mt) and scope.batch is not None and scope.run is not None
+                    and not scope.run.startswith("#") and scope == Scope(batch=scope.batch, run=scope.run)):  # fmt: skip
+                self._whole_batch(ledger, mt, scope.batch)
+            if key not in self._memo:
+                try:
+                    self._memo[key] = evaluate(ledger, metric, scope)
+                except (NotFound, Refused) as exc:
+                    self._memo[key] = exc
+        v = self._memo[key]
+        if isinstance(v, Exception):
+            raise v
+        return v
+
+    def _whole_batch(self, ledger: Ledger, mt: Metric, batch: str) -> None:
+        if (batch, mt.name) in self._batched:
+            return
+        self._batched.add((batch, mt.name))
+        origin = sa.func.coalesce(R.c.origin_id, R.c.id)
+        stmt = (sa.select(R.c.id, R.c.label, origin.label("origin"), R.c.duration_s).join(B, B.c.id == R.c.batch_id)
+                .where(B.c.name == batch, _current_runs()).order_by(R.c.id))  # fmt: skip
+        with ledger.connection() as conn:
+            if batch not in self._runs:
+                self._runs[batch] = {r.label: RunRef(r.id, r.origin, batch, r.duration_s) for r in conn.execute(stmt)}
+            runs = self._runs[batch]
+            values = batch_values(conn, list(runs.values()), [mt], stmt.with_only_columns(origin).order_by(None))
+        for label, ref in runs.items():
+            mv = values[ref.id][mt.name]
+            scope = Scope(batch=batch, run=label)
+            self._memo[(mt.name, scope)] = replace(mv, scope=scope)
 
 
 def scope_of(ledger: Ledger, run_id: int) -> Scope:

@@ -46,11 +46,13 @@ def percentile_linear(sorted_values: Sequence[Fraction], p: Fraction | int) -> F
     n = len(sorted_values)
     if n == 0:
         raise ValueError("percentile of no values")
-    h = Fraction(n - 1) * Fraction(p) / 100
-    lo = math.floor(h)
+    # h = (n-1)·p/100 = lo + frac, in integers: p = a/b, so (n-1)·a = lo·100b + rem, frac = rem / 100b
+    q = Fraction(p)
+    lo, rem = divmod((n - 1) * q.numerator, 100 * q.denominator)
     if lo + 1 >= n:
         return sorted_values[-1]
-    return sorted_values[lo] + (h - lo) * (sorted_values[lo + 1] - sorted_values[lo])
+    a = sorted_values[lo]
+    return a + Fraction(rem, 100 * q.denominator) * (sorted_values[lo + 1] - a)
 
 
 def mean(values: Sequence[Fraction]) -> Fraction:

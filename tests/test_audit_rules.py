@@ -322,8 +322,8 @@ def test_rule_r6_uses_the_ledgers_factors_for_ledger_scopes():
 
     import bench_ledger.queries.audit as audit_mod
 
-    orig = audit_mod._run_id
-    audit_mod._run_id = lambda ledger, batch, label: {"cold-50k-cold": 1, "cold-50k-warm": 2}[label]
+    orig = audit_mod._run_ids
+    audit_mod._run_ids = lambda ledger, batch: {"cold-50k-cold": 1, "cold-50k-warm": 2}
     try:
         claims = [metric("cold", "11.019", "ttft_p50", "latency", "s", run="cold-50k-cold"),
                   metric("warm", "0.336", "ttft_p50", "latency", "s", run="cold-50k-warm"),
@@ -334,7 +334,7 @@ def test_rule_r6_uses_the_ledgers_factors_for_ledger_scopes():
                   derived("z", "32.8x", "ratio", "ratio", ["cold2", "warm"], "x")]
         report = audit(make(claims), ledger=object(), evaluate=fake_evaluate, factors=fake_factors)
     finally:
-        audit_mod._run_id = orig
+        audit_mod._run_ids = orig
     r = {x.claim_id: x for x in report.results}
     assert r["x"].verdict == "consistent"
     assert "run:1" in calls and "run:2" in calls

@@ -42,11 +42,11 @@ class _BrokenLedger:
 
 def test_a_ledger_fault_in_the_audit_is_not_read_as_no_such_run() -> None:
     """The run lookup of a comparison swallowed every exception and answered "no such run" (None)."""
-    from bench_ledger.queries.audit import _run_id
+    from bench_ledger.queries.audit import _run_ids
 
-    assert _run_id(None, "fx", "r1") is None  # no ledger at all (a fake evaluator): nothing to look up
+    assert _run_ids(None, "fx") == {}  # no ledger at all (a fake evaluator): nothing to look up
     with pytest.raises(RuntimeError, match="the database went away"):
-        _run_id(_BrokenLedger(), "fx", "r1")
+        _run_ids(_BrokenLedger(), "fx")
 
 
 def test_a_ledger_fault_in_explain_is_not_read_as_an_undeclared_report() -> None:
