@@ -362,7 +362,7 @@ def names_run(fa: Facets, r: RunScope) -> tuple[bool, int, list[str]]:
 
 
 class LedgerView:
-    """The scopes of a ledger a draft may name, and a memo of metric values (one evaluate each)."""
+    """The scopes of a ledger a draft may name, and its metric values (:class:`queries.metrics.Evaluator`)."""
 
     @property
     def known_words(self) -> set[str]:
@@ -373,12 +373,11 @@ class LedgerView:
         import sqlalchemy as sa
         from bench_ledger import models as m
         from bench_ledger.books import not_superseded
-        from bench_ledger.queries.metrics import METRICS, evaluate, run_metrics
-        from bench_ledger.queries.metrics_batch import supported
+        from bench_ledger.queries.metrics import METRICS, Evaluator, run_metrics
 
         self.ledger = ledger
         self.metrics = METRICS
-        self._evaluate = evaluate
+        self._evaluate = Evaluator()  # each (metric, scope) once; the run scopes of a batch together
         rows = run_metrics(ledger, batches or None, metrics=())
         self.runs = [RunScope(r.batch, r.label, r.input_target_tokens, r.output_cap_tokens, r.concurrency,
                               r.request_count) for r in rows]  # fmt: skip
@@ -389,11 +388,6 @@ class LedgerView:
             self.launches = sorted({(r[0], r[1]) for r in conn.execute(q)})
             if not batches:
                 self.batches = sorted(set(self.batches) | {r[0] for r in conn.execute(sa.select(m.Batch.name))})
-        self.memo: dict[tuple, Any] = {}
-        self._batched: set[str] = set()
-        self._run_metrics = run_metrics
-        self._batch_names = batches or None
-        self._supported = supported
 
     def cards(self, name: str, batch: str) -> list[str]:
         """The cards of a batch a per-card hardware metric names (empty when it is one value)."""
@@ -406,30 +400,8 @@ class LedgerView:
         per_card = (v.inputs or {}).get("per_card") if v.value is None else None
         return sorted(per_card) if isinstance(per_card, dict) else []
 
-    def _prefill(self, name: str) -> None:
-        """Request metrics of every run at once through the batch path (values equal evaluate's)."""
-        from bench_ledger.queries.values import Scope
-
-        self._batched.add(name)
-        if not self._supported(self.metrics[name]):
-            return
-        for rm in self._run_metrics(self.ledger, self._batch_names, metrics=(name,)):
-            if name in rm.values:
-                self.memo[(name, Scope(batch=rm.batch, run=rm.label))] = rm.values[name]
-
     def evaluate(self, ledger: Any, name: str, scope: Any) -> Any:
-        if name not in self._batched and self.metrics[name].family == "requests" and scope.run is not None:
-            self._prefill(name)
-        key = (name, scope)
-        if key not in self.memo:
-            try:
-                self.memo[key] = self._evaluate(ledger, name, scope)
-            except (LedgerError, Refused, KeyError, ValueError) as exc:
-                self.memo[key] = exc
-        v = self.memo[key]
-        if isinstance(v, Exception):
-            raise v
-        return v
+        return self._evaluate(ledger, name, scope)
 
 
 @dataclass

@@ -30,7 +30,7 @@ from typing import Any
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.books import current, require_current
-from bench_ledger.errors import NotFound, Refused
+from bench_ledger.errors import LedgerError, NotFound, Refused
 from bench_ledger.queries.metrics_batch import RunRef, batch_values, supported
 from bench_ledger.queries.metrics_hardware import hardware_metrics, parse_window
 from bench_ledger.queries.metrics_requests import Ctx, Dist, Metric, percentile_linear, request_metrics
@@ -190,7 +190,7 @@ class Evaluator:
             if key not in self._memo:
                 try:
                     self._memo[key] = evaluate(ledger, metric, scope)
-                except (NotFound, Refused) as exc:
+                except (LedgerError, KeyError, ValueError) as exc:  # Refused is a LedgerError too
                     self._memo[key] = exc
         v = self._memo[key]
         if isinstance(v, Exception):
