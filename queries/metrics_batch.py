@@ -39,7 +39,6 @@ import sqlalchemy as sa
 from bench_ledger.queries.metrics_requests import (
     CAP,
     CF,
-    DOUBLE,
     OK,
     Cache,
     CaptureInfo,
@@ -64,7 +63,6 @@ from bench_ledger.queries.metrics_requests import (
     wall_value,
 )
 from bench_ledger.queries.values import MetricValue, Scope
-from sqlalchemy.dialects import postgresql
 
 
 @dataclass
@@ -163,37 +161,26 @@ def _empty_aggregate() -> SimpleNamespace:
 
 def read_order_stats(conn: sa.Connection, sql, runs: sa.Select, ps: set[int]
                      ) -> dict[int, tuple[int, int, dict[int, Fraction]]]:  # fmt: skip
-    """Per run: (n values, n NULL, {0-based rank: value}) for the ranks percentiles ``ps`` read.
-
-    One GROUP BY run_id: each run's values sorted into an array (``array_agg(v ORDER BY v)``, the same
-    SQL on DuckDB and PostgreSQL), of which only the two order statistics numpy's linear method needs
-    per percentile leave the database: for h = (n-1)·p/100, 1-based positions floor(h)+1 and floor(h)+2,
-    floor(h) in integer arithmetic ((n-1)·p minus its remainder mod 100, divided by 100: exact on both).
-    A position past the end is NULL on both engines (the max and a one-value run read only floor(h))."""
+    """Per run: (n values, n NULL, {0-based rank: value}) for the ranks percentiles ``ps`` read."""
     out: dict[int, tuple[int, int, dict[int, Fraction]]] = {}
     base = sql(runs, by_run=True, conn=conn).subquery("vals")  # the decode rate probes for gap-only spans
-    sorted_v = sa.func.array_agg(postgresql.aggregate_order_by(base.c.v, base.c.v))
-    g = (sa.select(base.c.run_id, sa.func.count().label("n"), sa.func.count(base.c.v).label("nv"),
-                   sorted_v.label("s")).group_by(base.c.run_id).subquery("g"))  # fmt: skip
-    arr = sa.type_coerce(g.c.s, postgresql.ARRAY(DOUBLE))
-    cols = []
-    order = sorted(ps)
-    for p in order:
-        t = (g.c.n - 1) * sa.literal_column(str(int(p)))
-        lo = sa.cast((t - t % 100) / sa.literal_column("100"), sa.Integer)  # an exact integer on both engines
-        cols += [arr[lo + 1].label(f"lo{p}"), arr[lo + 2].label(f"hi{p}")]
-    for r in conn.execute(sa.select(g.c.run_id, g.c.n, g.c.nv, *cols)):
+    part = base.c.run_id
+    w = sa.select(part.label("run_id"), base.c.v,
+                  sa.func.row_number().over(partition_by=part, order_by=base.c.v).label("rn"),
+                  sa.func.count().over(partition_by=part).label("n"),
+                  sa.func.count(base.c.v).over(partition_by=part).label("nv")).subquery("ranked")  # fmt: skip
+    conds = []
+    for p in sorted(ps):
+        lit: sa.ColumnClause[int] = sa.literal_column(str(int(p)))
+        # rank rn-1 is floor(h) or floor(h)+1, h = (n-1)·p/100: integer arithmetic, exact on both engines.
+        # (A run with a NULL value is n/a whatever its ranks: NULLs sort last on both engines.)
+        conds.append(sa.and_((w.c.rn - 2) * 100 <= (w.c.n - 1) * lit, (w.c.n - 1) * lit < w.c.rn * 100))
+    stmt = sa.select(w.c.run_id, w.c.rn, w.c.n, w.c.nv, w.c.v).where(sa.or_(*conds))
+    for r in conn.execute(stmt):
         n, nv = int(r.n), int(r.nv)
-        known: dict[int, Fraction] = {}
-        if nv == n:  # a run with a NULL value is n/a whatever its order statistics
-            for k, p in enumerate(order):
-                lo = (n - 1) * p // 100
-                a, b = r[3 + 2 * k], r[4 + 2 * k]
-                if a is not None and lo not in known:
-                    known[lo] = exact(a)
-                if b is not None and lo + 1 not in known:
-                    known[lo + 1] = exact(b)
-        out[r.run_id] = (n, n - nv, known)
+        entry = out.setdefault(r.run_id, (n, n - nv, {}))
+        if r.v is not None:
+            entry[2][int(r.rn) - 1] = exact(r.v)
     return out
 
 
