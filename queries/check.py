@@ -80,14 +80,18 @@ class Records:
     values: dict[str, list[float | None]] = field(default_factory=dict)  # tool's own per-request values, ok records
     failed: list[dict] = field(default_factory=list)
     unknown: list[dict] = field(default_factory=list)  # records whose success the file does not say
+    _columns: dict[str, list[Fraction]] = field(default_factory=dict, repr=False, compare=False)
 
     def column(self, name: str, field: str | None = None) -> list[Fraction]:
         if (field or name) not in self.fields:
             raise NotDerivable(f"needed field {field or name} not captured")
-        vals = [r[name] for r in self.ok]
-        if any(v is None for v in vals):
-            raise NotDerivable(f"{name} missing for {sum(v is None for v in vals)} of {len(vals)} ok requests")
-        return [Fraction(v) for v in vals]
+        done = self._columns.get(name)
+        if done is None:  # converted once per column (several reported values read the same one)
+            vals = [r[name] for r in self.ok]
+            if any(v is None for v in vals):
+                raise NotDerivable(f"{name} missing for {sum(v is None for v in vals)} of {len(vals)} ok requests")
+            done = self._columns[name] = [Fraction(v) for v in vals]
+        return list(done)
 
     def value(self, key: str) -> list[Fraction]:
         """A per-request value the tool wrote (``request_value``), over the ok records."""
@@ -151,23 +155,26 @@ def _records(conn: sa.Connection, run_id: int) -> Records | str:
     if sampled:
         return f"records are a sample ({sampled[0].sample_note or 'sample_size'}): the aggregates cannot be re-derived"
     fields = set.intersection(*(c.fields for c in caps))
-    rows = conn.execute(
+    result = conn.execute(
         sa.select(Q.c.artefact_id, Q.c.idx, Q.c.status, Q.c.error, Q.c.input_tokens, Q.c.output_tokens, Q.c.ttft_s,
                   Q.c.latency_s, Q.c.itl_mean_s, Q.c.chunk_count, Q.c.send_ns, Q.c.end_ns)
         .where(Q.c.run_id == run_id).order_by(Q.c.artefact_id, Q.c.idx)
-    ).all()  # fmt: skip
-    gaps = [g for (g,) in conn.execute(
+    )  # fmt: skip
+    keys = list(result.keys())
+    rows = [dict(zip(keys, r, strict=True)) for r in result.all()]  # one dict per record, as r._mapping gave
+    gaps = list(conn.execute(
         sa.select(G.c.gap_s).select_from(G.join(Q, sa.and_(Q.c.artefact_id == G.c.artefact_id, Q.c.idx == G.c.request_idx)))
-        .where(Q.c.run_id == run_id, Q.c.status == "ok").order_by(G.c.artefact_id, G.c.request_idx, G.c.seq))]  # fmt: skip
+        .where(Q.c.run_id == run_id, Q.c.status == "ok").order_by(G.c.artefact_id, G.c.request_idx, G.c.seq)
+    ).scalars().all())  # fmt: skip
     duration = conn.execute(
         sa.select(PV.c.value).where(PV.c.run_id == run_id, PV.c.key == "duration", PV.c.flag == "reported")
     ).scalar()
     values: dict[str, list[float | None]] = {}
     return Records(
-        statuses=[r.status for r in rows], ok=[dict(r._mapping) for r in rows if r.status == "ok"], gaps=gaps,
+        statuses=[r["status"] for r in rows], ok=[r for r in rows if r["status"] == "ok"], gaps=gaps,
         fields=fields, duration=None if duration is None else Fraction(Decimal(duration)), values=values,
-        failed=[dict(r._mapping) for r in rows if r.status == "failed"],
-        unknown=[dict(r._mapping) for r in rows if r.status == "unknown"],
+        failed=[r for r in rows if r["status"] == "failed"],
+        unknown=[r for r in rows if r["status"] == "unknown"],
     )  # fmt: skip
 
 

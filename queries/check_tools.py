@@ -28,6 +28,7 @@ from bench_ledger.queries.check_stats import (
     guidellm_stat,
 )
 from bench_ledger.queries.intervals import Interval
+from bench_ledger.queries.metrics_requests import exact_sum
 from bench_ledger.tools import SERVING_LATENCY_STAT, Tool
 
 Recompute = Callable[[str, Records], tuple[Fraction, str]]
@@ -179,10 +180,10 @@ def _serving(key: str, rec: Records) -> tuple[Fraction, str]:
         return Fraction(rec.statuses.count("ok" if key == "completed" else "failed")), "count of records by status"
     if key == "total_input_tokens":
         rec.need_status()
-        return sum(rec.column("input_tokens"), Fraction(0)), "sum over ok requests"
+        return exact_sum(rec.column("input_tokens")), "sum over ok requests"
     if key == "total_output_tokens":
         rec.need_status()
-        return sum(rec.column("output_tokens"), Fraction(0)), "sum over ok requests"
+        return exact_sum(rec.column("output_tokens")), "sum over ok requests"
     if key in _SERVING_OWN:
         raise NotDerivable(_SERVING_OWN[key])
     if key in _SERVING_SETTINGS:
@@ -193,10 +194,10 @@ def _serving(key: str, rec: Records) -> tuple[Fraction, str]:
         rec.need_status()
         num = {
             "request_throughput": lambda: Fraction(rec.statuses.count("ok")),
-            "output_throughput": lambda: sum(rec.column("output_tokens"), Fraction(0)),
-            "input_throughput": lambda: sum(rec.column("input_tokens"), Fraction(0)),
-            "total_token_throughput": lambda: sum(rec.column("input_tokens") + rec.column("output_tokens"), Fraction(0)),
-            "concurrency": lambda: sum(rec.column("latency_s"), Fraction(0)),
+            "output_throughput": lambda: exact_sum(rec.column("output_tokens")),
+            "input_throughput": lambda: exact_sum(rec.column("input_tokens")),
+            "total_token_throughput": lambda: exact_sum(rec.column("input_tokens") + rec.column("output_tokens")),
+            "concurrency": lambda: exact_sum(rec.column("latency_s")),
         }[key]()
         return num / rec.duration, "over the tool's own duration"
     raise NotDerivable(f"key {key!r} not known to the check")

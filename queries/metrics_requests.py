@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -55,14 +55,34 @@ def percentile_linear(sorted_values: Sequence[Fraction], p: Fraction | int) -> F
     return a + Fraction(rem, 100 * q.denominator) * (sorted_values[lo + 1] - a)
 
 
+def exact_sum(values: Iterable[Fraction | int]) -> Fraction:
+    """``sum(values, Fraction(0))``, the same exact rational, without a Fraction addition per value:
+    numerators are added as integers per denominator (values from floats share a few powers of two)."""
+    by_den: dict[int, int] = {}
+    for v in values:
+        d = v.denominator
+        by_den[d] = by_den.get(d, 0) + v.numerator
+    return sum((Fraction(n, d) for d, n in by_den.items()), Fraction(0))
+
+
+def sum_of_squares_about_mean(values: Sequence[Fraction]) -> Fraction:
+    """Σ (v - mean)² = Σ v² - n·mean², exactly (an identity of rationals)."""
+    by_den: dict[int, int] = {}
+    for v in values:
+        d = v.denominator
+        by_den[d * d] = by_den.get(d * d, 0) + v.numerator * v.numerator
+    total = sum((Fraction(n, d) for d, n in by_den.items()), Fraction(0))
+    mu = mean(values)
+    return total - len(values) * mu * mu
+
+
 def mean(values: Sequence[Fraction]) -> Fraction:
-    return sum(values, Fraction(0)) / len(values)
+    return exact_sum(values) / len(values)
 
 
 def std(values: Sequence[Fraction], ddof: int) -> float:
     """Standard deviation: ddof=0 population (numpy, vLLM), ddof=1 sample (pandas, llmperf)."""
-    mu = mean(values)
-    var = sum(((v - mu) ** 2 for v in values), Fraction(0)) / (len(values) - ddof)
+    var = sum_of_squares_about_mean(values) / (len(values) - ddof)
     return math.sqrt(var)
 
 
