@@ -40,10 +40,10 @@ LEDGER = str(BIN / "ledger") if (BIN / "ledger").exists() else None
 
 FULL = dict(runs=1000, per_run=1000, gaps=4, gap_runs=100, gap_per_run=1000, gap_gaps=128,
             gpus=16, ticks=86_400, orm_rows=20_000, timeout=1800, metrics_timeout=120,
-            claims=1000, audit_timeout=600)
+            claims=1000, audit_timeout=600, check_requests=200_000, startup_runs=7)
 QUICK = dict(runs=10, per_run=200, gaps=4, gap_runs=2, gap_per_run=200, gap_gaps=128,
              gpus=16, ticks=300, orm_rows=500, timeout=120, metrics_timeout=60,
-             claims=100, audit_timeout=60)
+             claims=100, audit_timeout=60, check_requests=5_000, startup_runs=3)
 
 
 @dataclass
@@ -397,6 +397,49 @@ def measure_audit(url: str, claims_path: Path, n_claims: int, timeout: float) ->
                          "evaluate_seconds": r["evaluate_seconds"]})
 
 
+def measure_startup(repeat: int = 7) -> tuple[Figure, Figure]:
+    """`ledger --help` start to exit (the median of ``repeat`` runs), and the baseline of the same run:
+    the interpreter alone (``python -c pass``)."""
+    def median(cmd: list[str]) -> float:
+        times = sorted(run_child(cmd, 60)[0] for _ in range(repeat))
+        return times[len(times) // 2]
+
+    return (Figure("start-up: ledger --help", "", seconds=median(ledger_cmd("--help")),
+                   note=f"median of {repeat} runs, whole command"),
+            Figure("python -c pass", "", seconds=median([sys.executable, "-c", "pass"]),
+                   note=f"the interpreter's own start-up, median of {repeat} runs"))
+
+
+CHECK_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, {root!r})
+from collections import Counter
+from bench_ledger.store import Ledger
+from bench_ledger.queries.check import check
+with Ledger({url!r}) as ledger:
+    t0 = time.perf_counter()
+    rows = check(ledger, batch="check")
+    secs = time.perf_counter() - t0
+print(json.dumps({{"seconds": secs, "rows": len(rows), "status": dict(Counter(r.status for r in rows))}}))
+"""
+
+
+def measure_check(url: str, timeout: float, n: int) -> Figure | str:
+    """queries.check.check() of the one run of the check input, in-process in a child (what
+    `ledger check` computes; the whole command, start-up included, is noted beside it)."""
+    wall, peak, rc, out = run_child([sys.executable, "-c", CHECK_CHILD.format(root=str(ROOT), url=url)], timeout)
+    if rc == -9:
+        return f"not finished: killed after {timeout:.0f} s"
+    if rc != 0:
+        return "failed: " + out.strip().splitlines()[-1][:300]
+    r = json.loads(out.strip().splitlines()[-1])
+    cmd = ledger_cmd("check", "--db", url, "--batch", "check")
+    whole, _, rc2, _ = run_child(cmd, timeout)
+    return Figure(f"ledger check of one run of {n:,} requests", "", rows=n, seconds=r["seconds"], peak_mb=peak,
+                  note=(f"queries.check.check() in-process ({r['rows']} rows: {r['status']}); the whole "
+                        f"`ledger check` command, start-up included: {whole:.2f} s" + (f" (exit {rc2})" if rc2 else "")))
+
+
 # ----------------------------------------------------------------------------------- the run
 
 
@@ -449,6 +492,9 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
         n_gap = gen.vllm_and_ledger(gapf, sz["gap_runs"], sz["gap_per_run"], sz["gap_gaps"], None, seed=gen.SEED + 1)
         n_dmon_lines = gen.dmon(dmon_txt, dmon_csv, sz["gpus"], sz["ticks"])
         done.write_text(json.dumps([n_vllm, n_gap, n_dmon_lines]))
+    checkf = data / f"vllm_check_{sz['check_requests']}.jsonl"
+    if "check" in only and not checkf.exists():  # one run of check_requests requests (`ledger check`)
+        gen.vllm_and_ledger(checkf, 1, sz["check_requests"], sz["gaps"], None, seed=gen.SEED + 2)
     n_dmon_rows = n_dmon_lines * len(gen.COUNTERS)
     log(f"inputs generated in {time.perf_counter() - t0:.1f} s: {n_vllm} vLLM requests, {n_gap} with "
         f"{sz['gap_gaps']} gaps, {n_dmon_lines} dmon lines")
@@ -477,6 +523,11 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
         res["baselines"].append(Figure(f"floor {tag}", "duckdb", rows=n, seconds=secs,
                                        note="DuckDB read_json/read_csv into a flat table"))
         log(f"floor duckdb {tag}: {n} rows in {secs:.2f} s")
+
+    startup, interpreter = measure_startup(sz["startup_runs"])
+    res["figures"].append(startup)
+    res["baselines"].append(interpreter)
+    log(f"start-up: ledger --help {startup.seconds:.2f} s, python -c pass {interpreter.seconds:.2f} s")
 
     orm_sample = orm_rows(vllm, sz["orm_rows"])
     pandas_note = ("not measured: pandas not installed" if importlib.util.find_spec("pandas") is None
@@ -546,6 +597,19 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
                     else:
                         res["notes"].append(f"{bname} audit of {sz['claims']:,} claims: {a}")
                         log(f"{bname} audit: {a}")
+            if "check" in only:
+                url = be.fresh("check")
+                init_schema(url)
+                _, _, rc, out = run_child(ledger_cmd("import", "--db", url, "--quiet", "--batch", "check", str(checkf)),
+                                          sz["timeout"])  # fmt: skip
+                c = measure_check(url, sz["timeout"], sz["check_requests"]) if rc == 0 else f"import failed: {out[-300:]}"
+                if isinstance(c, Figure):
+                    c.backend = bname
+                    res["figures"].append(c)
+                    log(f"{bname} check: {c.seconds:.2f} s")
+                else:
+                    res["notes"].append(f"{bname} ledger check: {c}")
+                    log(f"{bname} check: {c}")
             if "vllm" not in only:
                 res["notes"].append(f"{bname} metrics and audit: not measured (they run on the vLLM import; "
                                     f"--only {','.join(sorted(only))})")
@@ -600,12 +664,19 @@ def report(res: dict, mach: dict, command: str, quick: bool, elapsed: float) -> 
         elif f.what.startswith("audit"):
             out.append(f"- {f.backend}: {f.what}: {fmt_s(f.seconds)} ({f.rows / f.seconds:,.0f} claims/s, "
                        f"peak {f.peak_mb:,.0f} MB); {f.note}")
+        elif f.what.startswith("ledger check"):
+            out.append(f"- {f.backend}: {f.what}: {fmt_s(f.seconds)} (target < 1 s); {f.note}")
+        elif f.what.startswith("start-up"):
+            out.append(f"- {f.what}: {fmt_s(f.seconds)} (target < 0.3 s); {f.note}")
     out += [f"- {n}" for n in res["notes"]]
     out.append("")
     out += ["## Baselines (same run)", "", "| backend | baseline | rows | time | rows/s | note |", "|---|---|---|---|---|---|"]
     for f in res["baselines"]:
-        out.append(f"| {f.backend} | {f.what} | {f.rows:,} | {fmt_s(f.seconds)} | {f.rate:,.0f} | {f.note} |")
+        rows = f"{f.rows:,}" if f.rows is not None else "—"
+        rate = f"{f.rate:,.0f}" if f.rate is not None else "—"
+        out.append(f"| {f.backend or 'any'} | {f.what} | {rows} | {fmt_s(f.seconds)} | {rate} | {f.note} |")
     out.append("")
+    out += targets(res)
     notes = ROOT / "benchmarks" / "profile_notes.md"
     if notes.exists() and not quick:
         out += [notes.read_text().rstrip(), ""]
@@ -613,13 +684,50 @@ def report(res: dict, mach: dict, command: str, quick: bool, elapsed: float) -> 
     return "\n".join(out)
 
 
+def targets(res: dict) -> list[str]:
+    """Issue 17's targets, each against this run's figures (met / missed, never typed in)."""
+    rows = []
+    floors = {(f.backend, f.what[6:]): f.seconds for f in res["baselines"] if f.what.startswith("floor ")}
+    limit = {"duckdb": 2.0, "postgresql": 3.0}
+    for f in res["figures"]:
+        tag = f.extra.get("tag")
+        if f.what.startswith("import") and tag in ("vllm", "ledger", "gaps") and f.seconds:
+            floor = floors.get((f.backend, tag))
+            if floor:
+                r = f.seconds / floor
+                rows.append((f"import {f.what[7:]} within {limit[f.backend]:.0f}x the floor ({f.backend})",
+                             r <= limit[f.backend], f"{r:.1f}x ({fmt_s(f.seconds)} vs floor {fmt_s(floor)})"))
+            rows.append((f"import {f.what[7:]}: peak memory < 1.5 GB ({f.backend})", f.peak_mb < 1536,
+                         f"{f.peak_mb:,.0f} MB"))
+        elif f.what.startswith("metrics") and f.seconds is not None:
+            lim = 0.5 if f.backend == "duckdb" else 2.0
+            rows.append((f"every run's metrics, {f.rows:,} runs, < {lim} s ({f.backend})", f.seconds < lim, fmt_s(f.seconds)))
+        elif f.what.startswith("audit") and f.seconds is not None:
+            if f.backend == "duckdb":
+                rows.append((f"{f.what} < 2 s (duckdb)", f.seconds < 2.0, fmt_s(f.seconds)))
+            else:
+                rows.append((f"{f.what} ({f.backend}; no target)", None, fmt_s(f.seconds)))
+        elif f.what.startswith("ledger check") and f.seconds is not None:
+            rows.append((f"{f.what} < 1 s ({f.backend})", f.seconds < 1.0, fmt_s(f.seconds)))
+        elif f.what.startswith("start-up") and f.seconds is not None:
+            base = next((b.seconds for b in res["baselines"] if b.what == "python -c pass"), None)
+            rows.append(("`ledger --help` < 0.3 s", f.seconds < 0.3,
+                         f"{fmt_s(f.seconds)} (interpreter alone: {fmt_s(base)})"))
+    out = ["## Targets of issue 17 in this run", "", "| target | met | figure (baseline of the same run) |",
+           "|---|---|---|"]
+    for what, ok, fig in rows:
+        out.append(f"| {what} | {'—' if ok is None else ('**met**' if ok else '**missed**')} | {fig} |")
+    out += ["", "The suite-time target (< 120 s) is measured by the test command itself, not here.", ""]
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes (< 60 s), for CI")
     ap.add_argument("--out", type=Path, help="report path (default: BENCHMARKS.md; quick: <tmp>/BENCHMARKS.quick.md)")
     ap.add_argument("--backends", default="duckdb,postgresql")
-    ap.add_argument("--only", default=None, help="which inputs to import [default: vllm,gaps,ledger,dmon; "
-                    "quick: vllm,ledger,dmon, to stay under a minute]")
+    ap.add_argument("--only", default=None, help="which inputs to import [default: vllm,gaps,ledger,dmon,check; "
+                    "quick: vllm,ledger,dmon,check, to stay under a minute]")
     ap.add_argument("--json", type=Path, help="also write the raw figures as JSON")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
     ap.add_argument("--no-metrics", action="store_true", help="skip the metrics timing (import figures only)")
@@ -637,7 +745,7 @@ def main(argv: list[str] | None = None) -> int:
         sz = dict(QUICK if a.quick else FULL, inputs=a.inputs, no_metrics=a.no_metrics, no_audit=a.no_audit)
         if a.claims:
             sz["claims"] = a.claims
-        only = a.only or ("vllm,ledger,dmon" if a.quick else "vllm,gaps,ledger,dmon")
+        only = a.only or ("vllm,ledger,dmon,check" if a.quick else "vllm,gaps,ledger,dmon,check")
         res = bench(sz, tmp, backends, set(only.split(",")))
         command = "python benchmarks/run.py" + " ".join([""] + (argv if argv is not None else sys.argv[1:]))
         text = report(res, machine(), command, a.quick, time.perf_counter() - t0)
