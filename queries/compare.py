@@ -19,8 +19,10 @@ Conclusions, by rule:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
+from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger import models as m
@@ -134,7 +136,7 @@ def side(ledger: Ledger, spec: str) -> Side:
     return _side(spec, scope, deps, runs)
 
 
-def _side(spec: str, scope: Scope, deps: list, runs: list) -> Side:
+def _side(spec: str, scope: Scope, deps: Sequence[Any], runs: Sequence[Any]) -> Side:
     """A side's factors from its deployment rows and run rows (as :func:`side` selects them)."""
     per_dep = [_dep_factors(d) for d in deps] or [_dep_factors(None)]
     per_run = [_run_factors(r) for r in runs]

@@ -192,10 +192,14 @@ def _strip_approx(text: str) -> tuple[str, bool]:
     return t, approx
 
 
-@functools.lru_cache(maxsize=4096)  # an audit reads each claim's text several times; Printed is frozen
 def parse(text: str) -> Printed:
     """Parse one printed number: '2,791', 'about 86.9', '约 86.9', '+18.5%', '−16.2%', '2.16×',
     '16.59M', '510.31 GB', '133.39 tok/s'. Raises ValueError when the text is not one number."""
+    return _parse(text)
+
+
+@functools.lru_cache(maxsize=4096)  # an audit reads each claim's text several times; Printed is frozen
+def _parse(text: str) -> Printed:
     body, approx = _strip_approx(text)
     m = _NUMBER.match(body)
     if not m or (m.group("int") is None and m.group("frac") is None):
