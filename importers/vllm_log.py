@@ -30,7 +30,28 @@ api_server_start           -     ``Starting vLLM API server … on http://…`` 
 ready                      -     uvicorn ``Application startup complete.`` (no timestamp printed)
 seconds_to_ready           s     DERIVED, see below
 engine_error               -     every ERROR / CRITICAL record (text: its message)
+arg_<name>                 (kind) ``non-default args: {…}`` (vLLM's ``log_non_default_args``): one fact per
+                                 key of :data:`ENGINE_ARGS` the dict holds, value as printed; a key
+                                 the dict does not hold was left at vLLM's default (not recorded)
+max_model_len              tokens ``Using max model len %s`` (the context window the engine resolved)
+max_num_batched_tokens     tokens ``Chunked prefill is enabled with max_num_batched_tokens=%d.``
+torch_compile_seconds      s     ``torch.compile takes|took %.2f s in total`` (older: ``graph
+                                 compilation takes %.2f s in total``)
+compile_and_profile_seconds s    ``torch.compile and initial profiling run took %.2f s in total``
+dynamo_transform_seconds   s     ``Dynamo bytecode transform time: %.2f s``
+compile_cache_load_seconds s     ``Directly load the compiled graph(s) for … from the cache, took %.3f s``:
+                                 the compiled graphs came from the compile cache (warm)
+graph_compile_seconds      s     ``Compiling a graph for … takes %.2f s``: a graph was compiled (cold)
+cuda_graph_capture_seconds s     ``Graph capturing finished in %.0f secs, took %.2f GiB``
+cuda_graph_memory          GiB   the GiB of that line: free device memory before minus after capture
+warm_compile               -     DERIVED, see below (text: warm, cold or unknown)
 ========================== ===== =============================================================
+
+``warm_compile`` (R8: the compile-cache state of this launch, measured from its log) is ``warm``
+when the log has compile-cache loads and no graph compilation, ``cold`` when it compiled graphs and
+loaded none, ``unknown`` when it did both (some shapes or ranks missed the cache); it sits at the
+first line of that evidence. A log with neither line (eager mode, an old vLLM, a cut capture) has no
+``warm_compile`` fact: the state stays unknown.
 
 ``seconds_to_ready`` = (last timestamp printed at or before the ``ready`` line) - (the first
 timestamp of the log: the launcher's first line, taken as process start). uvicorn prints no time, so
@@ -70,7 +91,30 @@ FACT_KINDS: dict[str, tuple[str | None, str]] = {
     "ready": (None, "uvicorn's 'Application startup complete.': the server is READY"),
     "seconds_to_ready": ("startup_time", "derived: first log timestamp to the ready line (R8), 1 s resolution"),
     "engine_error": (None, "an ERROR or CRITICAL record: why a launch failed (text)"),
+    "max_model_len": ("token_setting", "'Using max model len': the context window the engine resolved"),
+    "max_num_batched_tokens": ("token_setting", "the chunked-prefill token budget per step the scheduler uses"),
+    "torch_compile_seconds": ("duration", "torch.compile time in total, as vLLM's compilation monitor prints it"),
+    "compile_and_profile_seconds": ("duration", "torch.compile plus the initial profiling run, in total"),
+    "dynamo_transform_seconds": ("duration", "Dynamo bytecode transform time"),
+    "compile_cache_load_seconds": ("duration", "compiled graphs loaded from the compile cache: evidence of a warm cache"),
+    "graph_compile_seconds": ("duration", "a graph compiled (not loaded from the cache): evidence of a cold cache"),
+    "cuda_graph_capture_seconds": ("duration", "CUDA graph capture time (printed to whole seconds)"),
+    "cuda_graph_memory": ("device_memory", "device memory the CUDA graphs took (free memory before - after capture)"),
+    "warm_compile": (None, "derived: compile-cache state of the launch (warm, cold, unknown) from the lines above (R8)"),
 }
+
+# Engine arguments read from "non-default args: {...}" (kept as arg_<name>), with their quantity kind.
+ENGINE_ARGS: dict[str, str] = {
+    "max_model_len": "token_setting",
+    "max_num_batched_tokens": "token_setting",
+    "max_num_seqs": "count",
+    "tensor_parallel_size": "count",
+    "pipeline_parallel_size": "count",
+    "data_parallel_size": "count",
+    "gpu_memory_utilization": "ratio",
+}
+for _arg, _kind in ENGINE_ARGS.items():
+    FACT_KINDS[f"arg_{_arg}"] = (_kind, f"engine argument {_arg} as the 'non-default args' line prints it")
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _PREFIX = re.compile(r"\((?P<proc>[^()]*?\bpid=\d+[^()]*)\)\s?")
@@ -104,7 +148,23 @@ _NUMERIC_FACTS: tuple[tuple[re.Pattern[str], tuple[tuple[str, str | None], ...]]
         re.compile(r"init engine \(profile, create kv cache, warmup model\) took (?P<n1>\S+) seconds"),
         (("init_engine_seconds", "s"),),
     ),
+    (re.compile(r"^Using max model len (?P<n1>\S+)$"), (("max_model_len", "tokens"),)),
+    (re.compile(r"^Chunked prefill is enabled with max_num_batched_tokens=(?P<n1>\d+)"),
+     (("max_num_batched_tokens", "tokens"),)),
+    (re.compile(r"^torch\.compile and initial profiling run took (?P<n1>\S+) s in total"),
+     (("compile_and_profile_seconds", "s"),)),
+    (re.compile(r"^(?:torch\.compile|graph compilation) (?:takes|took) (?P<n1>\S+) s in total"),
+     (("torch_compile_seconds", "s"),)),
+    (re.compile(r"^Dynamo bytecode transform time: (?P<n1>\S+) s"), (("dynamo_transform_seconds", "s"),)),
+    (re.compile(r"^Directly load the compiled graph\(s\) for .* from the cache, took (?P<n1>\S+) s"),
+     (("compile_cache_load_seconds", "s"),)),
+    (re.compile(r"^Compiling a graph for .* takes (?P<n1>\S+) s"), (("graph_compile_seconds", "s"),)),
+    (
+        re.compile(r"^Graph capturing finished in (?P<n1>\S+) secs, took (?P<n2>\S+) (?P<u>GiB|GB|MiB|MB)"),
+        (("cuda_graph_capture_seconds", "s"), ("cuda_graph_memory", None)),
+    ),
 )
+_ARGS_LINE = re.compile(r"^non-default args: \{(?P<body>.*)\}$", re.S)
 _TEXT_FACTS: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"vLLM API server version (?P<t>\S+)"), "engine_version"),
     (re.compile(r"Starting vLLM API server\b.*? on (?P<t>\S+)"), "api_server_start"),
@@ -202,6 +262,13 @@ def _facts(path: Path, records: list[_Record]) -> list[LogFact]:
                                      f"last time before ready {last_ts!r} is before the first {first_ts!r}") from None
                 add(rec, "seconds_to_ready", str(secs), Decimal(secs), "s")
             continue
+        if args := _ARGS_LINE.match(msg):
+            for name, kind in ENGINE_ARGS.items():
+                if a := re.search(rf"'{name}': (?P<v>[^,{{}}]+)", args.group("body")):
+                    text = a.group("v").strip()
+                    value = Decimal(text) if _NUMBER.fullmatch(text) else None  # e.g. None: kept as printed
+                    add(rec, f"arg_{name}", text, value, "tokens" if kind == "token_setting" else None)
+            continue
         for pattern, kinds in _NUMERIC_FACTS:
             m = pattern.search(msg)
             if not m:
@@ -214,7 +281,20 @@ def _facts(path: Path, records: list[_Record]) -> list[LogFact]:
             m = pattern.search(msg)
             if m:
                 add(rec, kind, m.group("t"), None, None)
+    facts += _warm_compile(facts)
     return facts
+
+
+def _warm_compile(facts: list[LogFact]) -> list[LogFact]:
+    """The launch's compile-cache state from its cache-load and graph-compile lines (see the module doc)."""
+    loads = [f for f in facts if f.kind == "compile_cache_load_seconds"]
+    compiles = [f for f in facts if f.kind == "graph_compile_seconds"]
+    if not loads and not compiles:
+        return []
+    state = "unknown" if loads and compiles else "warm" if loads else "cold"
+    first = min(loads + compiles, key=lambda f: f.line)
+    return [LogFact(line=first.line, process=first.process, kind="warm_compile", text=state,
+                    logged_at=first.logged_at)]  # fmt: skip
 
 
 class VllmLogImporter:

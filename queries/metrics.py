@@ -37,7 +37,8 @@ from bench_ledger.queries.metrics_requests import Ctx, Dist, Metric, percentile_
 from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.store import Ledger
 
-__all__ = ["METRICS", "ROW_METRICS", "Evaluator", "Metric", "RunMetrics", "distribution_values", "evaluate", "list_metrics",
+__all__ = ["METRICS", "ROW_METRICS", "Evaluator", "Metric", "RunMetrics", "distribution_values", "evaluate",
+           "evaluate_metric", "list_metrics",
            "percentile_linear",
            "run_metrics", "run_metrics_per_run", "scope_of"]  # fmt: skip
 
@@ -160,7 +161,12 @@ def evaluate(ledger: Ledger, metric: str, scope: Scope) -> MetricValue:
     """One metric on one scope: ``derived`` with inputs, or ``n/a`` with the reason; Refused (R2, R7)."""
     if metric not in METRICS:
         raise NotFound(f"no metric named {metric!r}; known: {', '.join(METRICS)}")
-    mt = METRICS[metric]
+    return evaluate_metric(ledger, METRICS[metric], scope)
+
+
+def evaluate_metric(ledger: Ledger, mt: Metric, scope: Scope) -> MetricValue:
+    """:func:`evaluate` for a metric object (a registered one, or a variant such as
+    ``metrics_hardware.power_metric(name, counter)``), under the same scope rules."""
     with ledger.connection() as conn:
         ctx = _resolve(conn, scope, mt)
         return mt.value(conn, ctx)

@@ -11,6 +11,11 @@ Why it is built this way:
 * Power has three separate statistics (R14): the sum of each card's window mean, the peak over
   time of the simultaneous sum (ticks aligned by timestamp when dmon printed ``-o DT``, else by
   tick index within one file; across nodes only by timestamp), and the sum of each card's own peak.
+  They read one power counter (:data:`POWER_COUNTERS`: dmon ``pwr``, nvidia-smi ``power.draw``,
+  ``power.draw.average``, ``power.draw.instant``, dcgmi ``POWER``): average and instantaneous power
+  are different counters (R14), so a scope holding several of them is n/a, never combined.
+* :data:`ACROSS_CARDS` is the one table of what a statistic across cards may be, per quantity kind,
+  with its rule (R13, R14); `ledger hardware` prints it next to each counter.
 * Units are as printed; ``unconfirmed`` stays ``unconfirmed`` and is never converted (R12).
 * The KV capacity ratio is a capacity (kind ``capacity_ratio``), never a concurrency (R5).
 """
@@ -26,13 +31,33 @@ from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.counters import DMON
+from bench_ledger.counters import DMON, POWER_COUNTERS
 from bench_ledger.queries.metrics_requests import Ctx, Metric, derived, mean, na
 
 HS = m.HardwareSample.__table__
 LF = m.LogFact.__table__
 A = m.Artefact.__table__
 
+
+# What a statistic across cards may be, per quantity kind: (allowed, rule, why). The one place.
+ACROSS_CARDS: dict[str, tuple[str, str, str]] = {
+    "power": ("sum of card means, peak of the simultaneous sum, sum of card peaks", "R14",
+              "three different numbers, each printed with its name; a mean over cards is none of them, and "
+              "average and instantaneous power are different counters, never combined"),
+    "activity_time_percent": ("none (per card only)", "R13",
+                              "one card's share of time a kernel ran; a sum or mean over cards is not a share of "
+                              "any card's time, nor SM occupancy or MFU"),
+    "memory_busy_percent": ("none (per card only)", "R13",
+                            "one card's memory-controller busy time; a sum or mean over cards is not a bandwidth"),
+    "utilization_percent": ("none (per card only)", "R13", "one card's engine busy time; not additive over cards"),
+}
+NOT_ACROSS = ("none (per card only)", "R13", "a counter is the card's that measured it; the ledger computes no "
+              "statistic across cards for this kind")
+
+
+def across_cards(kind: str) -> tuple[str, str, str]:
+    """What a statistic across cards of a counter of ``kind`` may be: (allowed, rule, why)."""
+    return ACROSS_CARDS.get(kind, NOT_ACROSS)
 
 
 def samples_sql(artefact_ids: list[int], counter: str, window: tuple[object, object] | None) -> sa.Select:
@@ -113,18 +138,37 @@ def card_stat(counter: str, stat: str) -> Callable:
     return compute
 
 
-def power(stat: str) -> Callable:
-    """R14: sum of card means, peak of the simultaneous sum, sum of card peaks: three numbers."""
+def power_counters_in(conn: sa.Connection, artefact_ids: list[int]) -> list[str]:
+    """The power counters (:data:`POWER_COUNTERS`) sampled in these artefacts, in that table's order."""
+    if not artefact_ids:
+        return []
+    found = {r[0] for r in conn.execute(sa.select(HS.c.counter).distinct().where(
+        HS.c.artefact_id.in_(artefact_ids), HS.c.counter.in_(list(POWER_COUNTERS))))}  # fmt: skip
+    return [c for c in POWER_COUNTERS if c in found]
+
+
+def power(stat: str, counter: str | None = None) -> Callable:
+    """R14: sum of card means, peak of the simultaneous sum, sum of card peaks: three numbers.
+
+    ``counter`` names the power counter; None takes the scope's only one (several: n/a, R14)."""
 
     def compute(conn: sa.Connection, ctx: Ctx, metric: Metric):
-        bad, rows, unit = _load(conn, ctx, metric, "pwr")
+        chosen = counter
+        if chosen is None:
+            present = power_counters_in(conn, ctx.hw_artefact_ids)
+            if len(present) > 1:
+                return na(metric, ctx, f"several power counters in this scope ({', '.join(present)}): average and "
+                          "instantaneous power are different counters, never combined (R14); `ledger hardware` "
+                          "shows each", counters=present)  # fmt: skip
+            chosen = present[0] if present else "pwr"
+        bad, rows, unit = _load(conn, ctx, metric, chosen)
         if bad:
             return bad
         cards = _per_card(rows)
         empty = [c for c, v in cards.items() if not v]
         if empty:
             return na(metric, ctx, f"cards with no power value: {empty}")
-        base: dict[str, Any] = dict(cards=len(cards), artefacts=ctx.hw_artefact_ids)
+        base: dict[str, Any] = dict(cards=len(cards), artefacts=ctx.hw_artefact_ids, counter=chosen)
         if stat == "sum_of_means":
             return derived(metric, ctx, sum((mean(v) for v in cards.values()), Fraction(0)), unit=unit,
                            per_card_mean={c: float(mean(v)) for c, v in cards.items()}, **base)  # fmt: skip
@@ -133,7 +177,8 @@ def power(stat: str) -> Callable:
                            per_card_peak={c: float(max(v)) for c, v in cards.items()}, **base)  # fmt: skip
         timed = all(r.ts is not None for r in rows)
         nodes = {r.node or f"artefact{r.artefact_id}" for r in rows}
-        if not timed and (len(nodes) > 1 or len(ctx.hw_artefact_ids) > 1):
+        files = {r.artefact_id for r in rows}  # the files that hold this counter, not every sampled file
+        if not timed and (len(nodes) > 1 or len(files) > 1):
             return na(metric, ctx, "samples of several nodes/files without timestamps: ticks align across "
                       "nodes only by time (-o DT)", **base)  # fmt: skip
         ticks: dict[object, dict[str, Fraction]] = defaultdict(dict)
@@ -148,6 +193,24 @@ def power(stat: str) -> Callable:
                        ticks=len(full), ticks_incomplete=len(ticks) - len(full), at=str(key), **base)  # fmt: skip
 
     return compute
+
+
+POWER_STATS = (("power_sum_of_card_means_w", "sum_of_means"), ("power_peak_of_sum_w", "peak_of_sum"),
+               ("power_sum_of_card_peaks_w", "sum_of_peaks"))  # fmt: skip
+
+
+def power_metric(name: str, counter: str | None = None) -> Metric:
+    """One of the three power metrics (:data:`POWER_STATS`), over one named counter or the scope's only one."""
+    stat = dict(POWER_STATS)[name]
+    unit, kind, statistic, interval, formula = {
+        "sum_of_means": ("W", "power_card_mean_sum", "sum of means", "window", "SUM over cards of MEAN(power) of the card (R14)"),
+        "peak_of_sum": ("W", "power_peak_of_sum", "peak of sums", "window, ticks aligned",
+                        "MAX over aligned ticks of SUM over cards of power (R14)"),
+        "sum_of_peaks": ("W", "power_sum_of_peaks", "sum of peaks", "window", "SUM over cards of MAX(power) of the card (R14)"),
+    }[stat]  # fmt: skip
+    formula += "; one power counter: " + ("the scope's only one of " + ", ".join(POWER_COUNTERS) if counter is None
+                                          else repr(counter))  # fmt: skip
+    return Metric(name, unit, kind, statistic, interval, (), formula, "hardware", power(stat, counter))
 
 
 # --------------------------------------------------------------------------- log facts
@@ -230,13 +293,8 @@ def hardware_metrics() -> list[Metric]:
             out.append(Metric(f"{stem}_{stat}", unit, kind, f"per-card {stat}", "the window's samples of one card",
                               (), f"{stat.upper()}(value) of dmon column {counter!r} per card (unit as printed)",
                               "hardware", card_stat(counter, stat)))  # fmt: skip
+    out += [power_metric(name) for name, _ in POWER_STATS]
     out += [
-        Metric("power_sum_of_card_means_w", "W", "power_card_mean_sum", "sum of means", "window", (),
-               "SUM over cards of MEAN(pwr) of the card (R14)", "hardware", power("sum_of_means")),
-        Metric("power_peak_of_sum_w", "W", "power_peak_of_sum", "peak of sums", "window, ticks aligned", (),
-               "MAX over aligned ticks of SUM over cards of pwr (R14)", "hardware", power("peak_of_sum")),
-        Metric("power_sum_of_card_peaks_w", "W", "power_sum_of_peaks", "sum of peaks", "window", (),
-               "SUM over cards of MAX(pwr) of the card (R14)", "hardware", power("sum_of_peaks")),
         Metric("kv_capacity_ratio", "x", "capacity_ratio", "capacity ratio", "one launch's engine", (),
                "log kv_cache_tokens / max_concurrency_window_tokens (else deployment.max_model_len) (R5)", "log",
                kv_capacity_ratio),

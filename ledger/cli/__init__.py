@@ -9,7 +9,7 @@ Exit codes: 0 ok, 1 failure, 2 usage error, 3 refused by a rule of the rulebook.
 
 from __future__ import annotations
 
-from bench_ledger.cli import audit, books, browse, claims, setup, share  # noqa: F401  (each registers its commands)
+from bench_ledger.cli import audit, books, browse, captured, claims, setup, share  # noqa: F401  (each registers its commands)
 from bench_ledger.cli.app import main
 from bench_ledger.cli.setup import RowProgress, import_one
 

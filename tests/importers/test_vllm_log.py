@@ -140,3 +140,45 @@ def test_ready_before_the_first_timestamp_is_an_error(tmp_path: Path) -> None:
         f"{path}, line 3: field 'seconds_to_ready': last time before ready '09-04 09:00:00' is before the first "
         "'09-04 10:00:00'"
     )
+
+
+def test_real_sample_engine_args_compile_and_cuda_graph_facts(samples: Path) -> None:
+    """Issue 14 item 8: non-default args, resolved max model len, torch.compile, the compile cache, CUDA graphs."""
+    got = facts(samples / SAMPLE)
+    shown = {f.kind: (f.line, f.text, f.value, f.unit) for f in got if f.kind.startswith("arg_")}
+    assert shown == {"arg_max_model_len": (3, "16384", Decimal(16384), "tokens"),  # wrapped record, first line 3
+                     "arg_gpu_memory_utilization": (3, "0.5", Decimal("0.5"), None)}  # only what the dict holds
+    assert (one(got, "max_model_len").line, one(got, "max_model_len").value) == (7, Decimal(16384))
+    assert (one(got, "max_num_batched_tokens").line, one(got, "max_num_batched_tokens").value) == (8, Decimal(2048))
+    assert (one(got, "dynamo_transform_seconds").line, one(got, "dynamo_transform_seconds").value) == (34, Decimal("8.82"))
+    load = one(got, "compile_cache_load_seconds")  # wrapped: "..., took" / " 7.088 s"
+    assert (load.line, load.value, load.unit, load.process) == (35, Decimal("7.088"), "s", "EngineCore_0 pid=2881")
+    assert (one(got, "torch_compile_seconds").line, one(got, "torch_compile_seconds").value) == (37, Decimal("8.82"))
+    graphs = one(got, "cuda_graph_memory")
+    assert (graphs.line, graphs.text, graphs.unit) == (46, "0.50", "GiB")
+    assert one(got, "cuda_graph_capture_seconds").value == Decimal(3)
+    warm = one(got, "warm_compile")
+    assert (warm.line, warm.text, warm.value, warm.process) == (35, "warm", None, "EngineCore_0 pid=2881")
+    assert not [f for f in got if f.kind == "graph_compile_seconds"]
+
+
+def test_cold_and_mixed_compile_cache(fixtures: Path) -> None:
+    """Lines as vLLM's sources print them (backends.py, monitor.py, api_utils.py); values synthetic."""
+    cold = facts(fixtures / "vllm_log/synthetic_compile_cold.log")
+    assert {f.kind: f.value for f in cold if f.kind.startswith("arg_")} == {
+        "arg_max_model_len": Decimal(32768), "arg_max_num_batched_tokens": Decimal(8192), "arg_max_num_seqs": Decimal(128),
+        "arg_tensor_parallel_size": Decimal(4), "arg_gpu_memory_utilization": Decimal("0.92")}  # fmt: skip
+    assert (one(cold, "graph_compile_seconds").line, one(cold, "graph_compile_seconds").value) == (7, Decimal("41.27"))
+    assert one(cold, "torch_compile_seconds").value == Decimal("52.10")  # "torch.compile took ... in total"
+    assert (one(cold, "cuda_graph_memory").value, one(cold, "cuda_graph_capture_seconds").value) == (Decimal("1.87"), 26)
+    assert (one(cold, "warm_compile").text, one(cold, "warm_compile").line) == ("cold", 7)
+    mixed = facts(fixtures / "vllm_log/synthetic_compile_mixed.log")
+    assert one(mixed, "torch_compile_seconds").value == Decimal("21.33")  # older "graph compilation takes"
+    assert one(mixed, "compile_and_profile_seconds").value == Decimal("24.80")
+    assert (one(mixed, "warm_compile").text, one(mixed, "warm_compile").line) == ("unknown", 2)
+    assert not [f for f in facts(fixtures / "vllm_log/failed_launch.log") if f.kind == "warm_compile"]
+
+
+def test_new_fact_kinds_are_known_kinds() -> None:
+    for kind, (qk, _) in FACT_KINDS.items():
+        assert qk is None or qk in KINDS, kind

@@ -1,0 +1,341 @@
+"""Read-side views of what the captured tables hold: one artefact, the hardware samples of a batch,
+the server-log facts of a batch or deployment (`ledger show artefact`, `ledger hardware`, `ledger logs`).
+
+Why it is built this way:
+
+* Nothing here defines a statistic: per-card statistics are the definitions of
+  :mod:`queries.metrics_hardware` (``mean`` of the card's values, as ``card_stat``), the power
+  statistics across cards are its three power metrics evaluated through :mod:`queries.metrics`
+  (one per power counter: average and instantaneous power are different counters, R14), and what a
+  statistic across cards may be is its :data:`~queries.metrics_hardware.ACROSS_CARDS` table.
+* Every value says where it comes from: the artefact (id, file, format) and the lines it was read from.
+* Log facts keep their line; the launch a log belongs to is the launch that names it
+  (``launch.log_artefact_id``); runs name no launch in the ledger, so a log fact is never attached
+  to a run: the view says so instead of guessing from times or deployments.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from fractions import Fraction
+
+import sqlalchemy as sa
+from bench_ledger import models as m
+from bench_ledger.books import current
+from bench_ledger.counters import POWER_COUNTERS, kind_of, meaning_of
+from bench_ledger.errors import NotFound, UsageError
+from bench_ledger.queries.metrics_hardware import HS, LF, POWER_STATS, across_cards, card_name, power_metric
+from bench_ledger.queries.metrics_requests import mean
+from bench_ledger.queries.values import Scope
+from bench_ledger.store import Ledger
+
+A, B, D, L, R = (t.__table__ for t in (m.Artefact, m.Batch, m.Deployment, m.Launch, m.Run))
+CAP, PV, REQ, CG, DG = (t.__table__ for t in (m.Capture, m.PublishedValue, m.Request, m.ChunkGap, m.ArtefactDigest))
+
+
+# --------------------------------------------------------------------------- one artefact
+
+
+@dataclass
+class ArtefactView:
+    id: int
+    file_name: str
+    format: str
+    format_version: str | None
+    sha256: str
+    size_bytes: int
+    stored_path: str | None
+    importer: str
+    importer_version: str
+    imported_at: str
+    batch: str | None
+    deployment: str | None
+    node: str | None
+    note: str | None
+    rows: dict[str, int] = field(default_factory=dict)  # captured / declared table -> rows from this artefact
+    runs: list[dict] = field(default_factory=list)  # run id, batch, label, requests, records, sampled
+    launches: list[str] = field(default_factory=list)  # "deployment#attempt" whose log this is
+    digest: list[dict] = field(default_factory=list)  # table, rows, root (stored at import, seal scheme 3)
+    flags: dict[str, int] = field(default_factory=dict)  # provenance flags of its published values
+    units: dict[str, int] = field(default_factory=dict)  # hardware sample rows per unit as printed
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def artefact_detail(ledger: Ledger, artefact_id: int) -> ArtefactView:
+    """Everything the ledger holds of one artefact, from its row and the rows it produced."""
+    with ledger.connection() as conn:
+        a = conn.execute(
+            sa.select(A, B.c.name.label("batch_name"), D.c.name.label("dep_name"))
+            .outerjoin(B, B.c.id == A.c.batch_id).outerjoin(D, D.c.id == A.c.deployment_id)
+            .where(A.c.id == artefact_id)
+        ).first()  # fmt: skip
+        if a is None:
+            raise NotFound(f"no artefact with id {artefact_id}; `ledger show run ID` names a run's artefacts")
+        view = ArtefactView(
+            id=a.id, file_name=a.file_name, format=a.format, format_version=a.format_version, sha256=a.sha256,
+            size_bytes=a.size_bytes, stored_path=a.stored_path, importer=a.importer,
+            importer_version=a.importer_version, imported_at=str(a.imported_at), batch=a.batch_name,
+            deployment=a.dep_name, node=a.node, note=a.note,
+        )  # fmt: skip
+
+        def count(table: sa.FromClause, col: str = "artefact_id") -> int:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(table)
+                                    .where(table.c[col] == artefact_id)).scalar_one())  # fmt: skip
+
+        view.rows = {
+            "capture": count(CAP), "request": count(REQ), "chunk_gap": count(CG), "hardware_sample": count(HS),
+            "log_fact": count(LF), "published_value": count(PV),
+        }  # fmt: skip
+        caps = conn.execute(
+            sa.select(CAP.c.run_id, CAP.c.record_count, CAP.c.sampled, R.c.label, B.c.name.label("batch"))
+            .join(R, R.c.id == CAP.c.run_id).join(B, B.c.id == R.c.batch_id)
+            .where(CAP.c.artefact_id == artefact_id).order_by(CAP.c.run_id)
+        ).all()  # fmt: skip
+        per_run: dict[int, int] = dict(conn.execute(
+            sa.select(REQ.c.run_id, sa.func.count()).where(REQ.c.artefact_id == artefact_id).group_by(REQ.c.run_id)
+        ).all())  # fmt: skip
+        view.runs = [{"run": c.run_id, "batch": c.batch, "label": c.label, "records": c.record_count,
+                      "requests": int(per_run.get(c.run_id, 0)), "sampled": bool(c.sampled)} for c in caps]  # fmt: skip
+        view.launches = [f"{r.name}#{r.attempt}" for r in conn.execute(
+            sa.select(D.c.name, L.c.attempt).join(D, D.c.id == L.c.deployment_id)
+            .where(L.c.log_artefact_id == artefact_id, current(L)).order_by(L.c.id))]  # fmt: skip
+        view.digest = [{"table": r.table_name, "rows": int(r.row_count), "root": r.root} for r in conn.execute(
+            sa.select(DG.c.table_name, DG.c.row_count, DG.c.root).where(DG.c.artefact_id == artefact_id)
+            .order_by(DG.c.table_name))]  # fmt: skip
+        view.flags = {r.flag: int(r.n) for r in conn.execute(
+            sa.select(PV.c.flag, sa.func.count().label("n")).where(PV.c.artefact_id == artefact_id)
+            .group_by(PV.c.flag).order_by(PV.c.flag))}  # fmt: skip
+        view.units = {r.unit: int(r.n) for r in conn.execute(
+            sa.select(HS.c.unit, sa.func.count().label("n")).where(HS.c.artefact_id == artefact_id)
+            .group_by(HS.c.unit).order_by(HS.c.unit))}  # fmt: skip
+    return view
+
+
+# --------------------------------------------------------------------------- hardware samples
+
+
+@dataclass
+class CardCounter:
+    """One counter of one card: its statistics over the batch's samples, as printed units."""
+
+    card: str
+    counter: str
+    unit: str
+    quantity_kind: str
+    samples: int  # rows (ticks) of this card and counter
+    values: int  # rows with a value ('-', [N/A] are none)
+    mean: float | None
+    min: float | None
+    max: float | None
+    exact_mean: str | None  # the exact mean of the printed values (Fraction), as text
+    artefact: int
+    format: str
+    lines: str  # first-last line of the file the rows come from
+    timed: bool  # the samples carry timestamps
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class AcrossCards:
+    """One counter across the batch's cards: what may be computed (rule) and, for power, the values."""
+
+    counter: str
+    unit: str
+    quantity_kind: str
+    meaning: str | None  # what the counter measures (bench_ledger.counters), None where not described
+    cards: int
+    allowed: str
+    rule: str
+    why: str
+    values: list[dict] = field(default_factory=list)  # metric, value, unit, flag, na_reason, inputs
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class HardwareView:
+    batch: str
+    artefacts: list[dict]
+    cards: list[CardCounter]
+    across: list[AcrossCards]
+    notes: list[str]
+
+    def as_dict(self) -> dict:
+        return {"batch": self.batch, "artefacts": self.artefacts, "cards": [c.as_dict() for c in self.cards],
+                "across_cards": [a.as_dict() for a in self.across], "notes": self.notes}  # fmt: skip
+
+
+def _card_order(card: str) -> tuple[str, int]:
+    head, _, tail = card.rpartition("gpu")
+    return head, int(tail) if tail.isdigit() else 0
+
+
+def hardware_view(ledger: Ledger, batch: str) -> HardwareView:
+    """Per-card statistics of every counter sampled in the batch, and what may be said across cards."""
+    with ledger.connection() as conn:
+        bid = conn.execute(sa.select(B.c.id).where(B.c.name == batch)).scalar()
+        if bid is None:
+            raise NotFound(f"no batch named {batch!r}; `ledger batches` lists them")
+        arts = conn.execute(
+            sa.select(A.c.id, A.c.file_name, A.c.format, A.c.node, A.c.note)
+            .where(A.c.batch_id == bid, sa.exists().where(HS.c.artefact_id == A.c.id)).order_by(A.c.id)
+        ).all()  # fmt: skip
+        cards: list[CardCounter] = []
+        units_of: dict[str, set[str]] = {}
+        cards_of: dict[str, set[str]] = {}
+        for art in arts:
+            rows = conn.execute(
+                sa.select(HS.c.artefact_id, HS.c.node, HS.c.gpu, HS.c.counter, HS.c.unit, HS.c.value, HS.c.line,
+                          HS.c.ts).where(HS.c.artefact_id == art.id)
+                .order_by(HS.c.counter, HS.c.node, HS.c.gpu, HS.c.line)
+            ).all()  # fmt: skip
+            groups: dict[tuple[str, str, str], list] = {}
+            for r in rows:
+                groups.setdefault((r.counter, card_name(r), r.unit), []).append(r)
+            for (counter, card, unit), rs in groups.items():
+                vals = [Fraction(r.value) for r in rs if r.value is not None]
+                mu = mean(vals) if vals else None
+                cards.append(CardCounter(
+                    card=card, counter=counter, unit=unit, quantity_kind=kind_of(counter),
+                    samples=len(rs), values=len(vals), mean=None if mu is None else float(mu),
+                    min=float(min(vals)) if vals else None, max=float(max(vals)) if vals else None,
+                    exact_mean=None if mu is None else str(mu), artefact=art.id, format=art.format,
+                    lines=f"{min(r.line for r in rs)}-{max(r.line for r in rs)}",
+                    timed=all(r.ts is not None for r in rs),
+                ))  # fmt: skip
+                units_of.setdefault(counter, set()).add(unit)
+                cards_of.setdefault(counter, set()).add(card)
+    cards.sort(key=lambda c: (_card_order(c.card), c.counter))
+    across: list[AcrossCards] = []
+    for counter in sorted(cards_of, key=lambda c: (c not in POWER_COUNTERS, c)):
+        kind = kind_of(counter)
+        allowed, rule, why = across_cards(kind)
+        units = sorted(units_of[counter])
+        ac = AcrossCards(counter=counter, unit=", ".join(units), quantity_kind=kind, meaning=meaning_of(counter), cards=len(cards_of[counter]),
+                         allowed=allowed, rule=rule, why=why)  # fmt: skip
+        if counter in POWER_COUNTERS:
+            from bench_ledger.queries.metrics import evaluate_metric
+
+            for name, _ in POWER_STATS:
+                v = evaluate_metric(ledger, power_metric(name, counter), Scope(batch=batch))
+                ac.values.append({"metric": name, "value": None if v.value is None else float(v.value),
+                                  "exact": None if v.value is None else str(v.value), "unit": v.unit,
+                                  "flag": v.flag, "na_reason": v.na_reason,
+                                  "inputs": {k: v.inputs[k] for k in ("aligned_by", "ticks", "at") if k in v.inputs}})  # fmt: skip
+        across.append(ac)
+    notes = []
+    present = [c for c in POWER_COUNTERS if c in cards_of]
+    if len(present) > 1:
+        notes.append(f"power counters {', '.join(present)} are different counters (R14): each has its own "
+                     "statistics; none is substituted for another or combined")  # fmt: skip
+    for art in arts:
+        if art.note:
+            notes.append(f"artefact {art.id} {art.file_name}: {art.note}")
+    return HardwareView(
+        batch=batch,
+        artefacts=[{"id": a.id, "file": a.file_name, "format": a.format, "node": a.node} for a in arts],
+        cards=cards, across=across, notes=notes,
+    )
+
+
+# --------------------------------------------------------------------------- server-log facts
+
+
+@dataclass
+class LogFactRow:
+    artefact: int
+    file: str
+    line: int
+    process: str | None
+    kind: str
+    text: str
+    value: str | None
+    unit: str | None
+    logged_at: str | None
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass
+class LogView:
+    """The facts of each server log in scope, and what each log tells about its launch."""
+
+    scope: str
+    logs: list[dict]  # artefact, file, batch, deployment, launch (or None) and why not, warm_compile and basis
+    facts: list[LogFactRow]
+
+    def as_dict(self) -> dict:
+        return {"scope": self.scope, "logs": self.logs, "facts": [f.as_dict() for f in self.facts]}
+
+
+NO_LAUNCH = "no launch names this log (a manifest's launch names its log: `log:` under the launch, `ledger declare`)"
+NO_RUN_LINK = "runs name no launch in the ledger: a log fact is the launch's, never attached to a run"
+
+
+def log_view(ledger: Ledger, batch: str | None = None, deployment: str | None = None) -> LogView:
+    """Server-log facts with file and line, of a batch's logs or a deployment's (its artefacts and the
+    logs of its launches)."""
+    if (batch is None) == (deployment is None):
+        raise UsageError("name the logs: --batch B or --deployment D (one of them)")
+    with ledger.connection() as conn:
+        has_facts = sa.exists().where(LF.c.artefact_id == A.c.id)
+        stmt = (sa.select(A.c.id, A.c.file_name, B.c.name.label("batch"), D.c.name.label("dep"))
+                .outerjoin(B, B.c.id == A.c.batch_id).outerjoin(D, D.c.id == A.c.deployment_id).where(has_facts))  # fmt: skip
+        if batch is not None:
+            bid = conn.execute(sa.select(B.c.id).where(B.c.name == batch)).scalar()
+            if bid is None:
+                raise NotFound(f"no batch named {batch!r}; `ledger batches` lists them")
+            stmt, scope = stmt.where(A.c.batch_id == bid), f"batch {batch}"
+        else:
+            did = conn.execute(sa.select(D.c.id).where(D.c.name == deployment)).scalar()
+            if did is None:
+                raise NotFound(f"no deployment named {deployment!r}")
+            launched = sa.select(L.c.log_artefact_id).where(L.c.deployment_id == did, L.c.log_artefact_id.is_not(None))
+            stmt, scope = stmt.where(sa.or_(A.c.deployment_id == did, A.c.id.in_(launched))), f"deployment {deployment}"
+        arts = conn.execute(stmt.order_by(A.c.id)).all()
+        ids = [a.id for a in arts]
+        launches: dict[int, list[str]] = {}
+        for r in conn.execute(sa.select(L.c.log_artefact_id, D.c.name, L.c.attempt).join(D, D.c.id == L.c.deployment_id)
+                              .where(L.c.log_artefact_id.in_(ids), current(L)).order_by(L.c.id)):  # fmt: skip
+            launches.setdefault(r.log_artefact_id, []).append(f"{r.name}#{r.attempt}")
+        frows = conn.execute(
+            sa.select(LF).where(LF.c.artefact_id.in_(ids)).order_by(LF.c.artefact_id, LF.c.line, LF.c.kind)
+        ).all() if ids else []  # fmt: skip
+    name = {a.id: a.file_name for a in arts}
+    facts = [LogFactRow(artefact=f.artefact_id, file=name[f.artefact_id], line=f.line, process=f.process, kind=f.kind,
+                        text=f.text, value=None if f.value is None else str(f.value), unit=f.unit,
+                        logged_at=f.logged_at) for f in frows]  # fmt: skip
+    logs = []
+    for a in arts:
+        own = [f for f in facts if f.artefact == a.id]
+        warm = next((f for f in own if f.kind == "warm_compile"), None)
+        linked = launches.get(a.id, [])
+        logs.append({
+            "artefact": a.id, "file": a.file_name, "batch": a.batch, "deployment": a.dep,
+            "launch": ", ".join(linked) or None, "launch_reason": None if linked else NO_LAUNCH,
+            "runs": None, "runs_reason": NO_RUN_LINK,
+            "warm_compile": warm.text if warm else None,
+            "warm_compile_basis": _warm_basis(own, warm),
+        })  # fmt: skip
+    return LogView(scope=scope, logs=logs, facts=facts)
+
+
+def _warm_basis(facts: list[LogFactRow], warm: LogFactRow | None) -> str:
+    loads = [f.line for f in facts if f.kind == "compile_cache_load_seconds"]
+    compiles = [f.line for f in facts if f.kind == "graph_compile_seconds"]
+    shown = lambda lines: ", ".join(str(n) for n in lines[:5]) + (" …" if len(lines) > 5 else "")  # noqa: E731
+    if warm is None:
+        return ("n/a: no 'Directly load the compiled graph(s) … from the cache' and no 'Compiling a graph for …' "
+                "line in this log (eager mode, another vLLM version or a cut capture): compile state unknown")  # fmt: skip
+    if warm.text == "warm":
+        return f"measured: compiled graphs loaded from the compile cache (line {shown(loads)}), none compiled"
+    if warm.text == "cold":
+        return f"measured: graphs compiled (line {shown(compiles)}), none loaded from the compile cache"
+    return (f"measured, mixed: graphs loaded from the cache (line {shown(loads)}) and compiled (line "
+            f"{shown(compiles)}): some shapes or ranks missed the cache")  # fmt: skip

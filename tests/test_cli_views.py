@@ -1,0 +1,162 @@
+"""`ledger show artefact`, `ledger hardware`, `ledger logs` on the shared real samples (issue 14 item 8,
+issue 15: nvidia-smi CSV and dcgmi dmon summarised by the hardware view), both backends."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+from fractions import Fraction
+from pathlib import Path
+
+from bench_ledger.cli import main
+from bench_ledger.queries.metrics import evaluate
+from bench_ledger.queries.values import Scope
+from bench_ledger.store import Ledger
+from click.testing import CliRunner
+
+LOG = "vllm-server-log/vllm-7B-1gpuA10080GB-0.5GRAM.log"
+DMON = "dmon/dmon_3gpu_rtx30xx.txt"
+SMI = "nvidia-smi/vlm_optimization_rtx4090_gpu_log.csv"
+DCGM = "dcgmi-dmon/agi-hpc_dcgm_dmon_rtx2080ti.txt"
+VLLM = "vllm/openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json"
+
+
+def run(*args: str, code: int = 0):
+    result = CliRunner().invoke(main, list(args))
+    assert result.exit_code == code, result.output
+    return result
+
+
+def test_logs_of_a_batch(ledger_url: str, samples: Path) -> None:
+    run("import", str(samples / LOG), "--batch", "logs", "--db", ledger_url)
+    out = run("logs", "--batch", "logs", "--db", ledger_url).output.splitlines()
+    assert out[:5] == [
+        "server logs of batch logs: 1",
+        "  artefact 1 vllm-7B-1gpuA10080GB-0.5GRAM.log",
+        "    launch: n/a (no launch names this log (a manifest's launch names its log: `log:` under the launch, "
+        "`ledger declare`))",
+        "    runs: n/a (runs name no launch in the ledger: a log fact is the launch's, never attached to a run)",
+        "    warm_compile: warm (measured: compiled graphs loaded from the compile cache (line 35), none compiled)",
+    ]
+    rows = {(ln.split()[0], ln.split()[3]): ln.split()[4] for ln in out[8:]}  # process: "APIServer pid=2739"
+    assert rows[("vllm-7B-1gpuA10080GB-0.5GRAM.log:3", "arg_max_model_len")] == "16384"
+    assert rows[("vllm-7B-1gpuA10080GB-0.5GRAM.log:3", "arg_gpu_memory_utilization")] == "0.5"
+    assert rows[("vllm-7B-1gpuA10080GB-0.5GRAM.log:7", "max_model_len")] == "16384"
+    assert rows[("vllm-7B-1gpuA10080GB-0.5GRAM.log:35", "compile_cache_load_seconds")] == "7.088"
+    assert rows[("vllm-7B-1gpuA10080GB-0.5GRAM.log:37", "torch_compile_seconds")] == "8.82"
+    assert rows[("vllm-7B-1gpuA10080GB-0.5GRAM.log:46", "cuda_graph_memory")] == "0.50"
+    assert rows[("vllm-7B-1gpuA10080GB-0.5GRAM.log:43", "kv_cache_tokens")] == "464,848"
+    only = json.loads(run("logs", "--batch", "logs", "--kind", "warm_compile", "--json", "--db", ledger_url).output)
+    assert [(f["line"], f["text"]) for f in only["facts"]] == [(35, "warm")]
+    assert only["logs"][0]["launch"] is None and only["logs"][0]["runs"] is None
+
+
+def test_logs_of_a_deployment_name_its_launch(ledger_url: str, samples: Path, tmp_path: Path) -> None:
+    shutil.copyfile(samples / LOG, tmp_path / "launch1.log")
+    (tmp_path / "m.yaml").write_text(
+        "version: 1\ndeployments:\n  - name: a100-qwen\n    launches:\n"
+        "      - {attempt: 1, outcome: ready, log: launch1.log}\n", encoding="utf-8")  # fmt: skip
+    run("declare", str(tmp_path / "m.yaml"), "--db", ledger_url)
+    got = json.loads(run("logs", "--deployment", "a100-qwen", "--json", "--db", ledger_url).output)
+    assert got["scope"] == "deployment a100-qwen"
+    assert [(lg["launch"], lg["launch_reason"], lg["warm_compile"]) for lg in got["logs"]] == [("a100-qwen#1", None, "warm")]
+    text = run("logs", "--deployment", "a100-qwen", "--db", ledger_url).output
+    assert "    launch: a100-qwen#1\n" in text
+
+
+def test_logs_errors(ledger_url: str) -> None:
+    assert run("logs", "--db", ledger_url, code=2).output == "error: name the logs: --batch B or --deployment D (one of them)\n"
+    assert run("logs", "--batch", "a", "--deployment", "b", "--db", ledger_url, code=2).output.startswith("error: name the logs")
+    assert run("logs", "--batch", "nope", "--db", ledger_url, code=1).output == (
+        "error: no batch named 'nope'; `ledger batches` lists them\n")
+    assert run("logs", "--deployment", "nope", "--db", ledger_url, code=1).output == "error: no deployment named 'nope'\n"
+
+
+def _smi_power(samples: Path) -> list[Fraction]:
+    with open(samples / SMI, encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    col = [c.strip() for c in rows[0]].index("power.draw [W]")
+    return [Fraction(float(r[col].strip().removesuffix(" W"))) for r in rows[1:] if r]  # stored as a double
+
+
+def test_hardware_view_dmon_nvidia_smi_dcgmi(ledger_url: str, samples: Path) -> None:
+    for name in (DMON, SMI, DCGM):
+        run("import", str(samples / name), "--batch", "hw", "--db", ledger_url)
+    got = json.loads(run("hardware", "--batch", "hw", "--json", "--db", ledger_url).output)
+    assert [(a["id"], a["format"]) for a in got["artefacts"]] == [(1, "nvidia-smi-dmon"), (2, "nvidia-smi-csv"), (3, "dcgmi-dmon")]
+    card = {(c["card"], c["counter"]): c for c in got["cards"]}
+    assert [card[(f"artefact1:gpu{g}", "pwr")]["mean"] for g in range(3)] == [119, 159, 219]  # MANIFEST: 119, 159, 219 W
+    assert card[("artefact1:gpu0", "sm")]["quantity_kind"] == "activity_time_percent"
+    assert (card[("artefact1:gpu0", "mtemp")]["values"], card[("artefact1:gpu0", "mtemp")]["mean"]) == (0, None)  # '-'
+    power = _smi_power(samples)
+    smi = card[("artefact2:gpu0", "power.draw")]
+    assert (smi["samples"], smi["unit"], smi["exact_mean"], smi["max"]) == (
+        len(power), "W", str(sum(power) / len(power)), float(max(power)))
+    assert smi["lines"] == f"2-{len(power) + 1}"
+    dcgm = card[("artefact3:gpu0", "POWER")]
+    assert (dcgm["unit"], dcgm["samples"]) == ("W", 5)
+    assert card[("artefact3:gpu0", "GPUTL")]["unit"] == "unconfirmed"  # no unit under the column (R12)
+    across = {a["counter"]: a for a in got["across_cards"]}
+    pwr = {v["metric"]: (v["value"], v["flag"]) for v in across["pwr"]["values"]}
+    # one file, no timestamps: ticks aligned by index within it (another sampler in the batch does not matter)
+    assert pwr == {"power_sum_of_card_means_w": (497, "derived"), "power_peak_of_sum_w": (497, "derived"),
+                   "power_sum_of_card_peaks_w": (497, "derived")}  # fmt: skip
+    draw = {v["metric"]: v for v in across["power.draw"]["values"]}
+    assert draw["power_sum_of_card_means_w"]["exact"] == str(sum(power) / len(power))
+    assert draw["power_peak_of_sum_w"]["value"] == float(max(power))
+    assert (across["sm"]["allowed"], across["sm"]["rule"]) == ("none (per card only)", "R13")
+    assert across["utilization.gpu"]["rule"] == "R13" and across["POWER"]["rule"] == "R14"
+    assert got["notes"][0] == ("power counters pwr, power.draw, POWER are different counters (R14): each has its own "
+                               "statistics; none is substituted for another or combined")  # fmt: skip
+    text = run("hardware", "--batch", "hw", "--db", ledger_url).output
+    assert ("  pwr [W] (power, 3 card(s)): across cards: sum of card means, peak of the simultaneous sum, sum of card "
+            "peaks (R14: three different numbers, each printed with its name; a mean over cards is none of them, and "
+            "average and instantaneous power are different counters, never combined)\n"
+            "    power_sum_of_card_means_w: 497 W (derived)\n") in text
+    assert "measured: artefact 2 [nvidia-smi-csv] lines 2-" in text
+
+    # the registered power metrics over the batch: several power counters, never combined (R14)
+    led = Ledger(ledger_url)
+    v = evaluate(led, "power_sum_of_card_means_w", Scope(batch="hw"))
+    assert (v.flag, v.na_reason) == ("n/a", "several power counters in this scope (pwr, power.draw, POWER): average and "
+                                     "instantaneous power are different counters, never combined (R14); `ledger "
+                                     "hardware` shows each")  # fmt: skip
+
+
+def test_metrics_power_of_nvidia_smi_and_dcgmi(ledger_url: str, samples: Path) -> None:
+    run("import", str(samples / SMI), "--batch", "smi", "--db", ledger_url)
+    run("import", str(samples / DCGM), "--batch", "dcgm", "--db", ledger_url)
+    led = Ledger(ledger_url)
+    power = _smi_power(samples)
+    v = evaluate(led, "power_sum_of_card_means_w", Scope(batch="smi"))
+    assert (v.flag, v.value, v.unit, v.inputs["counter"]) == ("derived", sum(power) / len(power), "W", "power.draw")
+    peak = evaluate(led, "power_peak_of_sum_w", Scope(batch="dcgm"))
+    assert (peak.flag, peak.inputs["counter"], peak.inputs["aligned_by"]) == ("derived", "POWER", "tick index")
+
+
+def test_hardware_errors(ledger_url: str) -> None:
+    assert run("hardware", "--batch", "nope", "--db", ledger_url, code=1).output == (
+        "error: no batch named 'nope'; `ledger batches` lists them\n")
+    assert "Missing option '--batch'" in run("hardware", "--db", ledger_url, code=2).output
+
+
+def test_show_artefact(ledger_url: str, samples: Path) -> None:
+    run("import", str(samples / VLLM), "--batch", "v", "--db", ledger_url)
+    run("import", str(samples / SMI), "--batch", "v", "--db", ledger_url)
+    out = run("show", "artefact", "1", "--db", ledger_url).output.splitlines()
+    assert out[0] == "artefact 1  openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json  [vllm-bench]"
+    assert out[1] == "  sha256: 6479033e1773377cfc571d127e813093c7e5480141f5693fd5640bbc07e7d53f"
+    assert out[2] == f"  size: {(samples / VLLM).stat().st_size:,} bytes   stored copy: none (not stored)"
+    assert "  rows produced: capture 1, request 0, chunk_gap 0, hardware_sample 0, log_fact 0, published_value 30" in out
+    assert "  published values by flag: n/a 1, reported 29" in out
+    got = json.loads(run("show", "artefact", "1", "--json", "--db", ledger_url).output)
+    assert [(r["run"], r["batch"], r["records"], r["sampled"]) for r in got["runs"]] == [(1, "v", 0, False)]
+    assert {d["table"]: d["rows"] for d in got["digest"]} == {
+        "artefact": 1, "capture": 1, "capture_field": 0, "chunk_gap": 0, "hardware_sample": 0, "log_fact": 0, "request": 0}
+    smi = json.loads(run("show", "artefact", "2", "--json", "--db", ledger_url).output)
+    n = len(_smi_power(samples))
+    assert smi["units"] == {"%": 2 * n, "MiB": n, "W": n} and smi["rows"]["hardware_sample"] == 4 * n
+    assert smi["format"] == "nvidia-smi-csv" and smi["runs"] == []
+    assert run("show", "artefact", "99", "--db", ledger_url, code=1).output == (
+        "error: no artefact with id 99; `ledger show run ID` names a run's artefacts\n")
