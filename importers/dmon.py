@@ -363,7 +363,7 @@ class _Reader:
             assert d is not None and t is not None and len(d) == 8
             hh, mm, ss = t.split(b":")
             return datetime(int(d[:4]), int(d[4:6]), int(d[6:]), int(hh), int(mm), int(ss))
-        except (AssertionError, ValueError):
+        except (AssertionError, ValueError, OverflowError):  # "13:54:2147483648": seconds past a C int
             text = f"{(d or b'').decode(errors='replace')} {(t or b'').decode(errors='replace')}"
             problem = f"not a YYYYMMDD HH:MM:SS time: {text!r}"
             raise ParseError(self.path, f"line {lineno}", "Date/Time", problem) from None

@@ -141,6 +141,15 @@ def test_nan_and_garbage_are_not_numbers(tmp_path: Path, token: str) -> None:
     assert str(err.value) == f"{path}, line 4: field 'sm': not a number: '{token}'"
 
 
+def test_time_past_a_c_int_names_line_and_field(tmp_path: Path) -> None:
+    """The fuzz corpus found it: seconds '2147483648' raised OverflowError from datetime (a traceback)."""
+    path = tmp_path / "d.txt"
+    path.write_text("#Date Time gpu pwr\n#YYYYMMDD HH:MM:SS Idx W\n20260301 13:54:2147483648 0 100\n")
+    with pytest.raises(ParseError) as err:
+        drain(path)
+    assert str(err.value) == f"{path}, line 3: field 'Date/Time': not a YYYYMMDD HH:MM:SS time: '20260301 13:54:2147483648'"
+
+
 def test_data_before_names_line(fixtures: Path) -> None:
     path = fixtures / "dmon/data_first.txt"
     with pytest.raises(ParseError) as err:
