@@ -113,7 +113,9 @@ def test_hardware_view_dmon_nvidia_smi_dcgmi(ledger_url: str, samples: Path) -> 
     assert ("  pwr [W] (power, 3 card(s)): across cards: sum of card means, peak of the simultaneous sum, sum of card "
             "peaks (R14: three different numbers, each printed with its name; a mean over cards is none of them, and "
             "average and instantaneous power are different counters, never combined)\n"
+            "    measures: board power draw of the card at the sample (W); one card, one instant (R14)\n"
             "    power_sum_of_card_means_w: 497 W (derived)\n") in text
+    assert across["power.draw"]["meaning"].startswith("board power as the driver reports it (averaged")
     assert "measured: artefact 2 [nvidia-smi-csv] lines 2-" in text
 
     # the registered power metrics over the batch: several power counters, never combined (R14)
