@@ -266,6 +266,14 @@ def check(ledger: Ledger, batch: str | None = None, run_id: int | None = None) -
             for pv in pvs:
                 out.append(_record_row(pv, rec, tc))
             out.extend(_repeats(rid, pvs, machine))
+            if tc is not None and tc.text_checks is not None:
+                texts: dict[str, str] = {}
+                for pv in pvs:
+                    if pv.value is None:
+                        texts.setdefault(pv.key, pv.text.strip())
+                for tr in tc.text_checks(texts):
+                    out.append(CheckRow(rid, first.batch, first.label, first.tool, tr.key, texts[tr.key], None, None,
+                                        tr.status, None, tr.reason, IDENTITY, tr.name))  # fmt: skip
             if tc is not None:
                 for ident in tc.identities(reported, first):
                     out.append(CheckRow(

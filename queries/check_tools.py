@@ -48,6 +48,17 @@ class IdentityResult:
 
 
 @dataclass(frozen=True)
+class TextResult:
+    """An identity over printed text: ``key`` printed ``expected``, or why it cannot be said."""
+
+    name: str  # the identity, with the tool source it encodes
+    key: str
+    expected: str | None  # the text the identity gives; None: not re-derivable
+    status: str
+    reason: str
+
+
+@dataclass(frozen=True)
 class Identity:
     """``key = formula(inputs)`` over reported values; skipped unless every key is reported."""
 
@@ -124,6 +135,8 @@ class ToolCheck:
     machine_floats: bool = True
     # identities over the reported values and the run's declared settings (vLLM's num_prompts)
     declared: Callable[[dict[str, Reported], Any], Iterable[Identity]] | None = None
+    # identities over values printed as text (MLPerf's "Result is : VALID"): {key: text as printed}
+    text_checks: Callable[[dict[str, str]], Iterable[TextResult]] | None = None
 
     def identities(self, values: dict[str, Reported], run) -> Iterator[IdentityResult]:
         """Every identity whose keys the run reported, evaluated (run: its declared row, used by

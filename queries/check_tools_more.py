@@ -12,7 +12,9 @@ inference-perf, trtllm-bench, MLPerf loadgen and genai-bench, each read from the
   over ``total_latency``, the span from the first start to the last end).
 * MLPerf loadgen ``loadgen/results.cc``: Offline ``samples_per_second = sample_count / max_latency``;
   the detail log rounds its numbers (about 6 significant digits), so each summary value is
-  compared with the detail value of the same quantity as intervals (R11).
+  compared with the detail value of the same quantity as intervals (R11). Validity (text): the
+  summary's "Result is" and constraint lines against the detail's ``result_validity`` and
+  ``*_met`` keys, and each log's validity against its own constraints (``LogSummary``/``LogDetail``).
 * genai-bench ``metrics/aggregated_metrics_collector.py``: numpy over the records without
   ``error_code`` (population ``std``, linear ``percentile``, ``sum``), per-record values from
   ``request_metrics_collector.py``; rates = stats sums / ``run_duration``; ``error_rate`` =
@@ -25,9 +27,9 @@ import re
 from collections.abc import Iterator
 from fractions import Fraction
 
-from bench_ledger.queries.check import Records, Reported
+from bench_ledger.queries.check import AGREE, DISAGREE, NOT_DERIVABLE, Records, Reported
 from bench_ledger.queries.check_stats import FLOOR_INDEX, NUMPY_LINEAR, NotDerivable
-from bench_ledger.queries.check_tools import Identity, ToolCheck, equal, ratio, sum_of
+from bench_ledger.queries.check_tools import Identity, TextResult, ToolCheck, equal, ratio, sum_of
 from bench_ledger.tools import Tool
 
 NS = 10**9
@@ -232,9 +234,86 @@ def _mlperf_identities(values: dict[str, Reported]) -> Iterator[Identity]:
                    lambda q, s, mx: q * s * NS / mx)  # fmt: skip
 
 
+# Validity (loadgen/results.cc). LogSummary prints "Result is : VALID" when min duration, the
+# performance constraints (Server only) and early stopping are met, and min queries too when the max
+# duration is enforced; it prints each constraint "Yes"/"NO" ("Skipped" for min queries not met and
+# not enforced). LogDetail logs result_validity over all four and each as a boolean.
+_SUMMARY_CONSTRAINTS = {  # summary label -> detail key
+    "Performance constraints satisfied": "detail.result_perf_constraints_met",
+    "Min duration satisfied": "detail.result_min_duration_met",
+    "Min queries satisfied": "detail.result_min_queries_met",
+    "Early stopping satisfied": "detail.early_stopping_met",
+}
+_YES = {"Yes": True, "NO": False, "Skipped": False}  # "Skipped": min queries not met, not enforced
+_TRUE = {"true": True, "false": False}
+_VALID = {"VALID": True, "INVALID": False}
+_SRC = "loadgen results.cc"
+
+
+def _mlperf_validity(texts: dict[str, str]) -> Iterator[TextResult]:
+    """R15: the summary's validity and constraint lines against the detail log's validity keys, and
+    each log's validity against its own constraints (the rule of results.cc)."""
+
+    def read(key: str, words: dict[str, bool]) -> bool | str | None:
+        """The boolean a printed word means; the text itself when it is none of ``words``."""
+        if key not in texts:
+            return None
+        return words.get(texts[key], texts[key])
+
+    def verdict(name: str, key: str, expected: bool | None, words: dict[str, bool], why: str) -> TextResult:
+        got = read(key, words)
+        if isinstance(got, str):
+            return TextResult(name, key, None, NOT_DERIVABLE, f"printed {got!r}, not one of {', '.join(words)}")
+        shown = next(w for w, b in words.items() if b == expected)
+        return TextResult(name, key, shown, AGREE if got == expected else DISAGREE, f"{name}: expected {shown!r} ({why})")
+
+    summary_valid = read("Result is", _VALID)
+    # summary constraint lines against the detail keys
+    for label, dkey in _SUMMARY_CONSTRAINTS.items():
+        s, d = read(label, _YES), read(dkey, _TRUE)
+        if s is None or d is None:
+            continue
+        name = f"R15 validity: summary '{label}' = detail {dkey.removeprefix('detail.')} ({_SRC})"
+        if isinstance(d, str):
+            yield TextResult(name, label, None, NOT_DERIVABLE, f"detail printed {d!r}, not true or false")
+            continue
+        expected_word = "Yes" if d else ("Skipped" if texts[label] == "Skipped" else "NO")
+        if isinstance(s, str):
+            yield TextResult(name, label, None, NOT_DERIVABLE, f"printed {s!r}, not one of {', '.join(_YES)}")
+            continue
+        yield TextResult(name, label, expected_word, AGREE if s == d else DISAGREE,
+                         f"{name}: detail {texts[dkey]} -> {expected_word!r}")  # fmt: skip
+    # the summary's own rule
+    if summary_valid is not None and "Min duration satisfied" in texts and "Early stopping satisfied" in texts:
+        parts = [read(k, _YES) for k in ("Performance constraints satisfied", "Min duration satisfied",
+                                         "Early stopping satisfied") if k in texts]  # fmt: skip
+        mq = texts.get("Min queries satisfied")
+        if all(isinstance(x, bool) for x in parts) and mq in (None, *_YES):
+            expected = all(parts) and mq != "NO"
+            yield verdict(f"R15 validity: summary 'Result is' = VALID iff its printed constraints are met ({_SRC} "
+                          "LogSummary)", "Result is", expected, _VALID,
+                          "constraints " + ", ".join(f"{k} {texts[k]}" for k in _SUMMARY_CONSTRAINTS if k in texts))  # fmt: skip
+    # the detail's own rule
+    dkeys = [k for k in _SUMMARY_CONSTRAINTS.values() if k in texts]
+    if "detail.result_validity" in texts and {"detail.result_min_duration_met", "detail.result_min_queries_met",
+                                               "detail.early_stopping_met"} <= set(dkeys):  # fmt: skip
+        parts = [read(k, _TRUE) for k in dkeys]
+        if all(isinstance(x, bool) for x in parts):
+            yield verdict(f"R15 validity: detail result_validity = VALID iff every constraint key is true ({_SRC} "
+                          "LogDetail)", "detail.result_validity", all(parts), _VALID,
+                          ", ".join(f"{k.removeprefix('detail.')} {texts[k]}" for k in dkeys))  # fmt: skip
+    # the summary's validity against the detail's: the same rule except min queries, which the summary
+    # enforces only with the max duration ("Skipped"), the detail always
+    if isinstance(summary_valid, bool) and "detail.result_validity" in texts:
+        skipped = texts.get("Min queries satisfied") == "Skipped"
+        yield verdict(f"R15 validity: summary 'Result is' = detail result_validity ({_SRC}; 'Skipped' min queries: "
+                      "detail INVALID)", "detail.result_validity", False if skipped else summary_valid, _VALID,
+                      f"summary 'Result is : {texts['Result is']}'" + (", min queries Skipped" if skipped else ""))  # fmt: skip
+
+
 MLPERF_LOADGEN = ToolCheck(
     Tool.MLPERF_LOADGEN, NUMPY_LINEAR, "mlperf inference loadgen/results.cc (PerformanceSummary::LogDetail)",
-    families=(_mlperf_identities,), machine_floats=False,
+    families=(_mlperf_identities,), machine_floats=False, text_checks=_mlperf_validity,
 )  # fmt: skip
 
 
