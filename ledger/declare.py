@@ -46,6 +46,8 @@ class LaunchDecl(_Item):
     cause: str | None = Field(None, description="cause of failure or the change made")
     seconds_to_ready: Decimal | None = Field(None, description="as reported elsewhere; logs give the measured one")
     log: str | None = Field(None, description="server log of this attempt, relative to the manifest")
+    label: str | None = Field(None, description="the launch as the benchmark tool's output names it (run.metadata.launch: "
+                              "an inference-perf report folder, a vLLM sweep SERVE setting), so its runs find it")
 
 
 # Fields of a deployment that change its identity (hashed into the comparability fingerprint).
@@ -223,7 +225,7 @@ def declare(ledger: Ledger, manifest: Manifest, base: Path) -> Declared:
                 existing = s.scalar(
                     sa.select(m.Launch).where(m.Launch.deployment_id == dep_row.id, m.Launch.attempt == la.attempt)
                 )
-                wanted_l = dict(outcome=la.outcome, cause=la.cause, seconds_to_ready=la.seconds_to_ready)
+                wanted_l = dict(outcome=la.outcome, cause=la.cause, seconds_to_ready=la.seconds_to_ready, label=la.label)
                 if existing is None:
                     s.add(m.Launch(deployment_id=dep_row.id, attempt=la.attempt, recorded_at=now(),
                                    seconds_to_ready_flag="reported" if la.seconds_to_ready is not None else "n/a",

@@ -73,6 +73,8 @@ class ImportResult:
     published: int = 0
     created_batch: str | None = None  # the batch this import created (it did not exist before)
     notes: list[str] = field(default_factory=list)  # how runs were paired (ledger.pairing), for the user
+    launches: list[str] = field(default_factory=list)  # "deployment#attempt (label)" its runs ran against
+    launch_note: str | None = None  # why the launches its files name got no launch row
 
     @property
     def rows(self) -> int:
@@ -205,6 +207,7 @@ def write_artefact(
         where_of: dict[str, str | None] = {}
         matcher: pairing.Matcher | None = None
         used: dict[str, str] = {}  # run label written -> the file's own label of that run
+        named_launches: set[str] = set()
         for pr in translated(path, parsed.iter_runs()):
             if batch is None:
                 raise UsageError(f"{path}: holds benchmark runs; name the batch they belong to with --batch")
@@ -225,9 +228,17 @@ def write_artefact(
                 raise ParseError(path, pr.info.locator, "run label", f"{pr.info.label!r} belongs to run {label!r}, "
                                  f"as {used[label]!r} of this file does; one file holds one capture per run")  # fmt: skip
             used[label] = pr.info.label
+            if name := pr.info.metadata.get("launch"):
+                named_launches.add(name)
             runs.add(label, pr)
         runs.flush()
         rows.flush()
+        if named_launches:
+            if deployment_id is None:
+                result.launch_note = (f"the file names launch {', '.join(sorted(named_launches))}: no launch row without "
+                                      "a deployment (--deployment, or the batch's); kept as run.metadata.launch")  # fmt: skip
+            else:
+                result.launches = [_launch(s, deployment_id, name) for name in sorted(named_launches)]
 
         for chunk in translated(path, parsed.samples):
             s.flush()
@@ -259,6 +270,23 @@ def write_artefact(
     if result.rows >= ANALYZE_AFTER_ROWS:
         ledger.refresh_statistics(BULK_TABLES)
     return result
+
+
+def _launch(s: Session, deployment_id: int, label: str) -> str:
+    """The launch of a deployment that a tool's output names ``label`` (an inference-perf report
+    folder, a vLLM sweep SERVE setting): the existing one, else a new row with the next attempt
+    number, outcome ``unknown`` (the files do not say how the start went). A concurrent import that
+    took the same attempt number conflicts on (deployment, attempt, revision) and runs again."""
+    found = s.scalars(sa.select(m.Launch).where(m.Launch.deployment_id == deployment_id, m.Launch.label == label)
+                      .order_by(m.Launch.revision.desc())).first()  # fmt: skip
+    dep = s.get_one(m.Deployment, deployment_id)
+    if found is None:
+        last = s.scalar(sa.select(sa.func.max(m.Launch.attempt)).where(m.Launch.deployment_id == deployment_id))
+        found = m.Launch(deployment_id=deployment_id, attempt=(last or 0) + 1, outcome="unknown", seconds_to_ready=None,
+                         seconds_to_ready_flag="n/a", revision=0, recorded_at=now(), label=label)  # fmt: skip
+        s.add(found)
+        s.flush()
+    return f"{dep.name}#{found.attempt} ({label})"
 
 
 def store_copy(path: Path, sha: str, folder: Path) -> str:

@@ -161,7 +161,8 @@ class Artefact(Base):
 
 
 class Launch(Base):
-    """One attempt to start the engine of a deployment."""
+    """One attempt to start the engine of a deployment (declared, or recorded by an import whose
+    files name their server launch: ``label``)."""
 
     __tablename__ = "launch"
     __table_args__ = (
@@ -181,6 +182,9 @@ class Launch(Base):
     supersedes_id: Mapped[int | None] = mapped_column(sa.ForeignKey("launch.id"))
     correction_reason: Mapped[str | None]
     recorded_at: Mapped[datetime]
+    # The launch as a tool's output names it (inference-perf report folder, vLLM sweep SERVE setting);
+    # runs name it in run.metadata.launch. No constraint (migration 0012 adds it by ALTER TABLE).
+    label: Mapped[str | None]
 
 
 class Batch(Base):

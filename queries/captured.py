@@ -10,12 +10,14 @@ Why it is built this way:
   statistic across cards may be is its :data:`~queries.metrics_hardware.ACROSS_CARDS` table.
 * Every value says where it comes from: the artefact (id, file, format) and the lines it was read from.
 * Log facts keep their line; the launch a log belongs to is the launch that names it
-  (``launch.log_artefact_id``); runs name no launch in the ledger, so a log fact is never attached
-  to a run: the view says so instead of guessing from times or deployments.
+  (``launch.log_artefact_id``); a run ran against the launch of its deployment whose ``label`` its
+  ``run.metadata.launch`` names (:func:`launch_runs`, the one definition of that link). Nothing is
+  guessed from times or deployments: without a label the run link is n/a with the reason.
 """
 
 from __future__ import annotations
 
+import json
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
 
@@ -275,7 +277,74 @@ class LogView:
 
 
 NO_LAUNCH = "no launch names this log (a manifest's launch names its log: `log:` under the launch, `ledger declare`)"
-NO_RUN_LINK = "runs name no launch in the ledger: a log fact is the launch's, never attached to a run"
+NO_LABEL = ("its launch has no label, and runs find their launch by label (run.metadata.launch; a manifest launch's "
+            "`label:`)")  # fmt: skip
+NO_RUNS = "no current run of the deployment names this launch's label in run.metadata.launch"
+
+
+def _launch_of(meta: str | None) -> str | None:
+    if not meta:
+        return None
+    try:
+        value = json.loads(meta).get("launch")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+def launch_runs(conn: sa.Connection, launch_ids: list[int]) -> dict[int, list[dict]]:
+    """The current runs of each launch: runs of the launch's deployment (theirs, or their batch's)
+    whose ``run.metadata.launch`` is the launch's label. The one definition of the run -> launch link."""
+    if not launch_ids:
+        return {}
+    launches = conn.execute(sa.select(L.c.id, L.c.deployment_id, L.c.label).where(L.c.id.in_(launch_ids))).all()
+    out: dict[int, list[dict]] = {la.id: [] for la in launches}
+    by_key = {(la.deployment_id, la.label): la.id for la in launches if la.label is not None}
+    if not by_key:
+        return out
+    dep = sa.func.coalesce(R.c.deployment_id, B.c.deployment_id)
+    rows = conn.execute(
+        sa.select(R.c.id, R.c.label, R.c.metadata_json, B.c.name.label("batch"), dep.label("dep"))
+        .join(B, B.c.id == R.c.batch_id).where(current(R), dep.in_(sorted({d for d, _ in by_key})))
+        .order_by(R.c.id)
+    ).all()  # fmt: skip
+    for r in rows:
+        lid = by_key.get((r.dep, _launch_of(r.metadata_json)))
+        if lid is not None:
+            out[lid].append({"run": r.id, "batch": r.batch, "label": r.label})
+    return out
+
+
+def run_launch(conn: sa.Connection, run_id: int) -> tuple[dict | None, str]:
+    """The launch a run ran against ({deployment, attempt, label, log_artefact_id}) or None, and why."""
+    dep = sa.func.coalesce(R.c.deployment_id, B.c.deployment_id)
+    r = conn.execute(sa.select(R.c.metadata_json, dep.label("dep")).join(B, B.c.id == R.c.batch_id)
+                     .where(R.c.id == run_id)).one()  # fmt: skip
+    name = _launch_of(r.metadata_json)
+    if name is None:
+        return None, "the run names no launch (run.metadata.launch)"
+    if r.dep is None:
+        return None, f"the run names launch {name!r} but has no deployment, and launches belong to a deployment"
+    la = conn.execute(
+        sa.select(L.c.id, L.c.attempt, L.c.label, L.c.log_artefact_id, D.c.name).join(D, D.c.id == L.c.deployment_id)
+        .where(L.c.deployment_id == r.dep, L.c.label == name, current(L)).order_by(L.c.id)
+    ).all()  # fmt: skip
+    if len(la) != 1:
+        return None, (f"launch {name!r} of the run's deployment is " + ("not recorded" if not la else
+                      f"recorded {len(la)} times ({', '.join(f'{x.name}#{x.attempt}' for x in la)})"))  # fmt: skip
+    x = la[0]
+    return {"launch_id": x.id, "deployment": x.name, "attempt": x.attempt, "label": x.label,
+            "log_artefact": x.log_artefact_id}, "run.metadata.launch = the launch's label"  # fmt: skip
+
+
+def warm_compile_of_log(conn: sa.Connection, artefact_id: int) -> tuple[str | None, str]:
+    """The compile-cache state a server log measured (its warm_compile fact) and its basis."""
+    own = conn.execute(sa.select(LF.c.kind, LF.c.line, LF.c.text).where(
+        LF.c.artefact_id == artefact_id,
+        LF.c.kind.in_(["warm_compile", "compile_cache_load_seconds", "graph_compile_seconds"])).order_by(LF.c.line)).all()  # fmt: skip
+    rows = [LogFactRow(artefact_id, "", f.line, None, f.kind, f.text, None, None, None) for f in own]
+    warm = next((f for f in rows if f.kind == "warm_compile"), None)
+    return (warm.text if warm else None), _warm_basis(rows, warm)
 
 
 def log_view(ledger: Ledger, batch: str | None = None, deployment: str | None = None) -> LogView:
@@ -300,10 +369,12 @@ def log_view(ledger: Ledger, batch: str | None = None, deployment: str | None = 
             stmt, scope = stmt.where(sa.or_(A.c.deployment_id == did, A.c.id.in_(launched))), f"deployment {deployment}"
         arts = conn.execute(stmt.order_by(A.c.id)).all()
         ids = [a.id for a in arts]
-        launches: dict[int, list[str]] = {}
-        for r in conn.execute(sa.select(L.c.log_artefact_id, D.c.name, L.c.attempt).join(D, D.c.id == L.c.deployment_id)
+        launches: dict[int, list] = {}
+        for r in conn.execute(sa.select(L.c.id, L.c.log_artefact_id, D.c.name, L.c.attempt, L.c.label)
+                              .join(D, D.c.id == L.c.deployment_id)
                               .where(L.c.log_artefact_id.in_(ids), current(L)).order_by(L.c.id)):  # fmt: skip
-            launches.setdefault(r.log_artefact_id, []).append(f"{r.name}#{r.attempt}")
+            launches.setdefault(r.log_artefact_id, []).append(r)
+        runs_of = launch_runs(conn, [la.id for las in launches.values() for la in las])
         frows = conn.execute(
             sa.select(LF).where(LF.c.artefact_id.in_(ids)).order_by(LF.c.artefact_id, LF.c.line, LF.c.kind)
         ).all() if ids else []  # fmt: skip
@@ -316,10 +387,17 @@ def log_view(ledger: Ledger, batch: str | None = None, deployment: str | None = 
         own = [f for f in facts if f.artefact == a.id]
         warm = next((f for f in own if f.kind == "warm_compile"), None)
         linked = launches.get(a.id, [])
+        runs = [r for la in linked for r in runs_of.get(la.id, [])]
+        why = None
+        if not linked:
+            why = NO_LAUNCH
+        elif not runs:
+            why = NO_RUNS if any(la.label is not None for la in linked) else NO_LABEL
         logs.append({
             "artefact": a.id, "file": a.file_name, "batch": a.batch, "deployment": a.dep,
-            "launch": ", ".join(linked) or None, "launch_reason": None if linked else NO_LAUNCH,
-            "runs": None, "runs_reason": NO_RUN_LINK,
+            "launch": ", ".join(f"{la.name}#{la.attempt}" + (f" ({la.label})" if la.label else "") for la in linked) or None,
+            "launch_reason": None if linked else NO_LAUNCH,
+            "runs": runs or None, "runs_reason": why,
             "warm_compile": warm.text if warm else None,
             "warm_compile_basis": _warm_basis(own, warm),
         })  # fmt: skip

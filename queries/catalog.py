@@ -87,6 +87,10 @@ class RunDetail:
     status_counts: dict[str, int]
     captures: list[CaptureDetail] = field(default_factory=list)
     published: list[PublishedDetail] = field(default_factory=list)
+    launch: dict | None = None  # the launch the run ran against (queries.captured.run_launch)
+    launch_reason: str = ""  # how it was found, or why there is none
+    warm_compile_measured: str | None = None  # the compile-cache state the launch's server log measured
+    warm_compile_basis: str = ""  # its lines, or why it is n/a
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -161,6 +165,17 @@ def run_detail(ledger: Ledger, run_id: int) -> RunDetail:
                   "compile": run.warm_compile, "file_cache": run.warm_file_cache},
             status_counts={k: statuses.get(k, 0) for k in ("ok", "failed", "unknown")},
         )  # fmt: skip
+        from bench_ledger.queries.captured import run_launch, warm_compile_of_log
+
+        detail.launch, detail.launch_reason = run_launch(s.connection(), run_id)
+        if detail.launch is None:
+            detail.warm_compile_basis = f"n/a: {detail.launch_reason}"
+        elif detail.launch["log_artefact"] is None:
+            detail.warm_compile_basis = "n/a: no server log linked to the run's launch"
+        else:
+            state, basis = warm_compile_of_log(s.connection(), detail.launch["log_artefact"])
+            detail.warm_compile_measured = state
+            detail.warm_compile_basis = f"log artefact {detail.launch['log_artefact']}: {basis}"
         caps = s.execute(
             sa.select(m.Capture, m.Artefact).join(m.Artefact, m.Artefact.id == m.Capture.artefact_id)
             .where(m.Capture.run_id == key).order_by(m.Capture.id)

@@ -36,7 +36,8 @@ def test_logs_of_a_batch(ledger_url: str, samples: Path) -> None:
         "  artefact 1 vllm-7B-1gpuA10080GB-0.5GRAM.log",
         "    launch: n/a (no launch names this log (a manifest's launch names its log: `log:` under the launch, "
         "`ledger declare`))",
-        "    runs: n/a (runs name no launch in the ledger: a log fact is the launch's, never attached to a run)",
+        "    runs: n/a (no launch names this log (a manifest's launch names its log: `log:` under the launch, "
+        "`ledger declare`))",
         "    warm_compile: warm (measured: compiled graphs loaded from the compile cache (line 35), none compiled)",
     ]
     rows = {(ln.split()[0], ln.split()[3]): ln.split()[4] for ln in out[8:]}  # process: "APIServer pid=2739"

@@ -90,6 +90,9 @@ def show_run(ledger: Ledger, run_id: int, as_json: bool) -> None:
     click.echo(f"  workload: input target {r.input_target_tokens or 'n/a'} tokens, output cap {r.output_cap_tokens or 'n/a'}"
                f" tokens, C {r.concurrency or 'n/a'}, N {r.request_count or 'n/a'}, rate {d.request_rate or 'n/a'}")  # fmt: skip
     click.echo("  warm state: " + ", ".join(f"{k} {v}" for k, v in d.warm.items()))
+    la = d.launch
+    click.echo(f"  launch: {la['deployment']}#{la['attempt']} ({la['label']})" if la else f"  launch: n/a ({d.launch_reason})")
+    click.echo(f"  compile cache (measured): {d.warm_compile_measured or 'unknown'} ({d.warm_compile_basis})")
     sc = d.status_counts
     click.echo(f"  requests: {r.requests} ({sc['ok']} ok, {sc['failed']} failed, {sc['unknown']} unknown)")
     for c in d.captures:

@@ -130,7 +130,8 @@ def logs(ledger: Ledger, batch: str | None, deployment: str | None, kinds: tuple
     for lg in v.logs:
         click.echo(f"  artefact {lg['artefact']} {lg['file']}")
         click.echo(f"    launch: {lg['launch'] or 'n/a (' + lg['launch_reason'] + ')'}")
-        click.echo(f"    runs: n/a ({lg['runs_reason']})")
+        runs = ", ".join(f"{r['run']} {r['label']}" for r in lg["runs"] or [])
+        click.echo(f"    runs: {runs or 'n/a (' + lg['runs_reason'] + ')'}")
         click.echo(f"    warm_compile: {lg['warm_compile'] or 'unknown'} ({lg['warm_compile_basis']})")
     click.echo("")
     table([{**f.as_dict(), "where": f"{f.file}:{f.line}", "value": f.text} for f in facts],

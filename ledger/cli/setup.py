@@ -166,6 +166,10 @@ def import_outcome(ledger: Ledger, path: Path, fmt: str | None, target, quiet: b
     if not quiet:
         for run_id, label, n in res.runs:
             click.echo(f"  run {run_id} {label}: {n} requests")
+    for launch in res.launches:
+        click.echo(f"  launch {launch}")
+    if res.launch_note:
+        click.echo(f"note: {path.name}: {res.launch_note}", err=True)
     return IMPORTED
 
 
