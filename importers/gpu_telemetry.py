@@ -12,8 +12,9 @@ nvidia-smi CSV (``--query-gpu=timestamp,name,power.draw,... --format=csv [-l N]`
 * ``index`` is the GPU; without it every row is GPU 0 (a multi-GPU log without ``index`` cannot be
   separated: refused when a timestamp repeats). A tick is one ``-l`` round.
 * ``timestamp`` (``YYYY/MM/DD HH:MM:SS.mmm``) is the host's local wall-clock time with no zone.
-  It is kept as printed; its zone is what the user declares (``--time-zone``), otherwise
-  *unconfirmed* — the artefact's note says which.
+  With a zone the user declares (``--time-zone``, IANA name) it is converted to UTC, so it can be
+  placed in a run's window; otherwise it is kept as printed and *unconfirmed* — the artefact's note
+  says which, and a run-scoped hardware metric is n/a over such samples.
 * ``power.draw`` is averaged by the driver over its window on current drivers, ``power.draw.instant``
   is one instant, ``power.draw.average`` the average: different counters, never substituted (R14).
 
@@ -29,13 +30,14 @@ dcgmi dmon (``dcgmi dmon -e 203,204,155,... -d <ms> [-c N]``):
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import head_text
 from bench_ledger.importers.base import refuse_cut_last_line
-from bench_ledger.records import ParsedArtefact, SampleColumns
+from bench_ledger.records import UNCONFIRMED_ZONE, ParsedArtefact, SampleColumns
 
 UNCONFIRMED = "unconfirmed"
 NO_VALUE = frozenset({"[N/A]", "[Not Supported]", "N/A", "[Unknown Error]", "[GPU is lost]", "[Insufficient Permissions]"})
@@ -93,6 +95,12 @@ class NvidiaSmiCsvImporter:
 
     def parse(self, path: Path, options) -> ParsedArtefact:
         tz = getattr(options, "time_zone", None)
+        zone_info = None
+        if tz:
+            try:
+                zone_info = ZoneInfo(tz)
+            except (ZoneInfoNotFoundError, ValueError):
+                raise ParseError(path, "option --time-zone", None, f"not an IANA time zone: {tz!r}") from None
         refuse_cut_last_line(path)  # nvidia-smi ends every CSV line: a last line without one may be cut
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
@@ -133,6 +141,8 @@ class NvidiaSmiCsvImporter:
                     ts = datetime.strptime(row["timestamp"], _TS)
                 except ValueError:
                     raise ParseError(path, f"line {lineno}", "timestamp", f"not YYYY/MM/DD HH:MM:SS.mmm: {row['timestamp']!r}") from None
+                if zone_info is not None:
+                    ts = ts.replace(tzinfo=zone_info).astimezone(UTC).replace(tzinfo=None)
             if has_index:
                 try:
                     gpu = int(row["index"])
@@ -166,9 +176,10 @@ class NvidiaSmiCsvImporter:
                 if cell_unit is not None:
                     seen_units[name].add(cell_unit)
                 out.add(lineno, gpu, tick, ts, name, float(m["num"]), unit or cell_unit or UNCONFIRMED)
-        zone = f"declared by the user: {tz}" if tz else "unconfirmed (local time of the host, no zone in the file)"
         missing = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
-        note = (f"timestamps: host local wall-clock time as printed; time zone {zone}"
+        when = (f"host local wall-clock time converted to UTC; time zone declared by the user: {tz}" if tz else
+                f"host local wall-clock time as printed; {UNCONFIRMED_ZONE} (local time of the host, no zone in the file)")
+        note = (f"timestamps: {when}"
                 + (f"; GPU name {', '.join(sorted(gpu_names))}" if gpu_names else "")
                 + (f"; no value: {missing}" if missing else "")
                 + ("" if has_index else "; no index column: every row is GPU 0"))  # fmt: skip

@@ -64,6 +64,11 @@ FIELD_COLUMN: dict[str, str] = {
 }
 
 
+# The words an artefact note carries when its sample times are host-local with no known zone: the
+# read side then cannot place them in a run's UTC window (queries.metrics).
+UNCONFIRMED_ZONE = "time zone unconfirmed"
+
+
 @dataclass(frozen=True)
 class ParseOptions:
     """Options the command line passes through to parsers."""

@@ -100,8 +100,8 @@ def artefact_detail(ledger: Ledger, artefact_id: int) -> ArtefactView:
         ).all())  # fmt: skip
         view.runs = [{"run": c.run_id, "batch": c.batch, "label": c.label, "records": c.record_count,
                       "requests": int(per_run.get(c.run_id, 0)), "sampled": bool(c.sampled)} for c in caps]  # fmt: skip
-        view.launches = [f"{r.name}#{r.attempt}" for r in conn.execute(
-            sa.select(D.c.name, L.c.attempt).join(D, D.c.id == L.c.deployment_id)
+        view.launches = [f"{r.name}#{r.attempt}" + (f" ({r.label})" if r.label else "") for r in conn.execute(
+            sa.select(D.c.name, L.c.attempt, L.c.label).join(D, D.c.id == L.c.deployment_id)
             .where(L.c.log_artefact_id == artefact_id, current(L)).order_by(L.c.id))]  # fmt: skip
         view.digest = [{"table": r.table_name, "rows": int(r.row_count), "root": r.root} for r in conn.execute(
             sa.select(DG.c.table_name, DG.c.row_count, DG.c.root).where(DG.c.artefact_id == artefact_id)
@@ -369,6 +369,8 @@ def log_view(ledger: Ledger, batch: str | None = None, deployment: str | None = 
             stmt, scope = stmt.where(sa.or_(A.c.deployment_id == did, A.c.id.in_(launched))), f"deployment {deployment}"
         arts = conn.execute(stmt.order_by(A.c.id)).all()
         ids = [a.id for a in arts]
+        dep_rows = {r.name: dict(r._mapping) for r in conn.execute(sa.select(D).where(D.c.name.in_(
+            sorted({a.dep for a in arts if a.dep is not None}))))}  # fmt: skip
         launches: dict[int, list] = {}
         for r in conn.execute(sa.select(L.c.id, L.c.log_artefact_id, D.c.name, L.c.attempt, L.c.label)
                               .join(D, D.c.id == L.c.deployment_id)
@@ -400,8 +402,48 @@ def log_view(ledger: Ledger, batch: str | None = None, deployment: str | None = 
             "runs": runs or None, "runs_reason": why,
             "warm_compile": warm.text if warm else None,
             "warm_compile_basis": _warm_basis(own, warm),
+            "settings": settings_check(own, dep_rows.get(a.dep) if a.dep else None, a.dep),
         })  # fmt: skip
     return LogView(scope=scope, logs=logs, facts=facts)
+
+
+# deployment field -> the log fact kinds that state it, preferred first ("Using max model len" is the
+# value the engine resolved; "non-default args" is what the user passed)
+SETTINGS: dict[str, tuple[str, ...]] = {
+    "max_model_len": ("max_model_len", "arg_max_model_len"),
+    "tp": ("arg_tensor_parallel_size",),
+    "pp": ("arg_pipeline_parallel_size",),
+    "dp": ("arg_data_parallel_size",),
+    "max_num_seqs": ("arg_max_num_seqs",),
+    "chunked_prefill_tokens": ("max_num_batched_tokens", "arg_max_num_batched_tokens"),
+}
+
+
+def settings_check(facts: list[LogFactRow], declared: dict[str, object] | None, deployment: str | None) -> list[dict]:
+    """Each engine setting the deployment declares against what the log printed: agree, differ, or
+    n/a with why (not declared, or not printed: a non-default arg absent from the dict was left at
+    vLLM's default, which the ledger does not assume)."""
+    out = []
+    for fld, kinds in SETTINGS.items():
+        logged = next(([f for f in facts if f.kind == k] for k in kinds if any(f.kind == k for f in facts)), [])
+        values = sorted({f.value for f in logged if f.value is not None})
+        want = None if declared is None else declared.get(fld)
+        row: dict = {"setting": fld, "declared": None if want is None else str(want),
+                     "logged": ", ".join(values) or None, "lines": [f.line for f in logged],
+                     "kind": logged[0].kind if logged else None}  # fmt: skip
+        if deployment is None:
+            row["status"], row["reason"] = "n/a", "the log has no deployment to compare with"
+        elif want is None:
+            row["status"], row["reason"] = "n/a", f"deployment {deployment} does not declare {fld}"
+        elif not values:
+            row["status"], row["reason"] = "n/a", (f"the log prints none of {', '.join(kinds)} (an engine argument left "
+                                                   "at vLLM's default is not printed)")  # fmt: skip
+        else:
+            same = all(Fraction(v) == Fraction(str(want)) for v in values)
+            row["status"] = "agree" if same else "differ"
+            row["reason"] = f"{logged[0].kind} at line {', '.join(str(f.line) for f in logged[:5])}"
+        out.append(row)
+    return out
 
 
 def _warm_basis(facts: list[LogFactRow], warm: LogFactRow | None) -> str:

@@ -35,6 +35,7 @@ from bench_ledger.queries.metrics_batch import RunRef, batch_values, supported
 from bench_ledger.queries.metrics_hardware import hardware_metrics, parse_window
 from bench_ledger.queries.metrics_requests import Ctx, Dist, Metric, percentile_linear, request_metrics
 from bench_ledger.queries.values import MetricValue, Scope
+from bench_ledger.records import UNCONFIRMED_ZONE
 from bench_ledger.store import Ledger
 
 __all__ = ["METRICS", "ROW_METRICS", "Evaluator", "Metric", "RunMetrics", "distribution_values", "evaluate",
@@ -135,7 +136,7 @@ def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
 def _hardware_scope(conn: sa.Connection, ctx: Ctx, scope: Scope, runs: Sequence[Any]) -> None:
     """Samples of the scope: the batch's (or deployment's) dmon artefacts; a run cuts its own window."""
     has_samples = sa.exists().where(m.HardwareSample.__table__.c.artefact_id == A.c.id)
-    stmt = sa.select(A.c.id, A.c.batch_id, B.c.name).outerjoin(B, B.c.id == A.c.batch_id).where(has_samples)
+    stmt = sa.select(A.c.id, A.c.batch_id, B.c.name, A.c.note).outerjoin(B, B.c.id == A.c.batch_id).where(has_samples)
     if ctx.kind == "run":
         stmt = stmt.where(A.c.batch_id == runs[0].bid)
         r = runs[0]
@@ -155,6 +156,10 @@ def _hardware_scope(conn: sa.Connection, ctx: Ctx, scope: Scope, runs: Sequence[
     ctx.batch_names = sorted({r.name for r in rows if r.name is not None})
     if scope.window is not None:
         ctx.window = parse_window(scope.window)
+    elif ctx.window is not None and (unzoned := [r.id for r in rows if UNCONFIRMED_ZONE in (r.note or "")]):
+        ctx.window, ctx.window_note = None, (
+            f"samples of artefact(s) {', '.join(map(str, unzoned))} carry host-local times with an unconfirmed time "
+            "zone: they cannot be placed in the run's window (import them with --time-zone)")  # fmt: skip
 
 
 def evaluate(ledger: Ledger, metric: str, scope: Scope) -> MetricValue:

@@ -40,7 +40,11 @@ def test_logs_of_a_batch(ledger_url: str, samples: Path) -> None:
         "`ledger declare`))",
         "    warm_compile: warm (measured: compiled graphs loaded from the compile cache (line 35), none compiled)",
     ]
-    rows = {(ln.split()[0], ln.split()[3]): ln.split()[4] for ln in out[8:]}  # process: "APIServer pid=2739"
+    assert out[5:8] == ["    engine settings, log vs deployment n/a:",
+                        "      max_model_len: n/a (declared n/a, logged 16384; the log has no deployment to compare with)",
+                        "      tp: n/a (declared n/a, logged n/a; the log has no deployment to compare with)"]
+    start = out.index("== facts (value as printed)") + 2
+    rows = {(ln.split()[0], ln.split()[3]): ln.split()[4] for ln in out[start:]}  # process: "APIServer pid=2739"
     assert rows[("vllm-7B-1gpuA10080GB-0.5GRAM.log:3", "arg_max_model_len")] == "16384"
     assert rows[("vllm-7B-1gpuA10080GB-0.5GRAM.log:3", "arg_gpu_memory_utilization")] == "0.5"
     assert rows[("vllm-7B-1gpuA10080GB-0.5GRAM.log:7", "max_model_len")] == "16384"
@@ -56,7 +60,8 @@ def test_logs_of_a_batch(ledger_url: str, samples: Path) -> None:
 def test_logs_of_a_deployment_name_its_launch(ledger_url: str, samples: Path, tmp_path: Path) -> None:
     shutil.copyfile(samples / LOG, tmp_path / "launch1.log")
     (tmp_path / "m.yaml").write_text(
-        "version: 1\ndeployments:\n  - name: a100-qwen\n    launches:\n"
+        "version: 1\ndeployments:\n  - name: a100-qwen\n    max_model_len: 16384\n    tp: 1\n"
+        "    chunked_prefill_tokens: 4096\n    launches:\n"
         "      - {attempt: 1, outcome: ready, log: launch1.log}\n", encoding="utf-8")  # fmt: skip
     run("declare", str(tmp_path / "m.yaml"), "--db", ledger_url)
     got = json.loads(run("logs", "--deployment", "a100-qwen", "--json", "--db", ledger_url).output)
@@ -64,6 +69,15 @@ def test_logs_of_a_deployment_name_its_launch(ledger_url: str, samples: Path, tm
     assert [(lg["launch"], lg["launch_reason"], lg["warm_compile"]) for lg in got["logs"]] == [("a100-qwen#1", None, "warm")]
     text = run("logs", "--deployment", "a100-qwen", "--db", ledger_url).output
     assert "    launch: a100-qwen#1\n" in text
+    settings = {st["setting"]: (st["status"], st["logged"], st["lines"]) for st in got["logs"][0]["settings"]}
+    assert settings == {"max_model_len": ("agree", "16384", [7]), "tp": ("n/a", None, []), "pp": ("n/a", None, []),
+                        "dp": ("n/a", None, []), "max_num_seqs": ("n/a", None, []),
+                        "chunked_prefill_tokens": ("differ", "2048", [8])}  # fmt: skip
+    assert ("      chunked_prefill_tokens: differ (declared 4096, logged 2048; max_num_batched_tokens at line 8)\n"
+            in text)
+    assert ("      tp: n/a (declared 1, logged n/a; the log prints none of arg_tensor_parallel_size (an engine argument "
+            "left at vLLM's default is not printed))\n") in text
+    assert "      pp: n/a (declared n/a, logged n/a; deployment a100-qwen does not declare pp)\n" in text
 
 
 def test_logs_errors(ledger_url: str) -> None:
@@ -72,6 +86,8 @@ def test_logs_errors(ledger_url: str) -> None:
     assert run("logs", "--batch", "nope", "--db", ledger_url, code=1).output == (
         "error: no batch named 'nope'; `ledger batches` lists them\n")
     assert run("logs", "--deployment", "nope", "--db", ledger_url, code=1).output == "error: no deployment named 'nope'\n"
+    assert run("logs", "--batch", "a", "--kind", "kv_tokens", "--db", ledger_url, code=2).output.startswith(
+        "error: --kind 'kv_tokens': not a log fact kind; known: api_server_start, arg_data_parallel_size, ")
 
 
 def _smi_power(samples: Path) -> list[Fraction]:
@@ -163,3 +179,59 @@ def test_show_artefact(ledger_url: str, samples: Path) -> None:
     assert smi["format"] == "nvidia-smi-csv" and smi["runs"] == []
     assert run("show", "artefact", "99", "--db", ledger_url, code=1).output == (
         "error: no artefact with id 99; `ledger show run ID` names a run's artefacts\n")
+
+
+def _requests_run(tmp_path: Path) -> Path:
+    """A run of the ledger's own request format whose wall clock (UTC+8) falls inside the nvidia-smi sample."""
+    path = tmp_path / "r1.jsonl"
+    path.write_text(json.dumps({"ledger_requests": 1, "run": "r1", "tool": "t", "clock": "epoch_s",
+                                "started_at": "2026-01-03T15:37:00+08:00", "ended_at": "2026-01-03T15:38:00+08:00"})
+                    + "\n" + json.dumps({"status": "ok", "input_tokens": 1, "output_tokens": 2}) + "\n")  # fmt: skip
+    return path
+
+
+def test_a_run_s_power_needs_the_samples_time_zone(ledger_url: str, samples: Path, tmp_path: Path) -> None:
+    """nvidia-smi CSV times are host-local: with --time-zone they become UTC and a run's window cuts them;
+    without it a run-scoped power metric is n/a (the zone is unconfirmed), never a guess."""
+    run("import", str(_requests_run(tmp_path)), "--batch", "z", "--db", ledger_url)
+    run("import", str(samples / SMI), "--batch", "z", "--db", ledger_url)
+    led = Ledger(ledger_url)
+    v = evaluate(led, "power_sum_of_card_means_w", Scope(batch="z", run="r1"))
+    assert (v.flag, v.na_reason) == ("n/a", "samples of artefact(s) 2 carry host-local times with an unconfirmed time "
+                                     "zone: they cannot be placed in the run's window (import them with --time-zone)")  # fmt: skip
+
+
+def test_a_run_s_power_over_samples_of_a_declared_zone(ledger_url: str, samples: Path, tmp_path: Path) -> None:
+    from datetime import datetime
+
+    run("import", str(_requests_run(tmp_path)), "--batch", "z2", "--db", ledger_url)
+    run("import", str(samples / SMI), "--batch", "z2", "--time-zone", "Asia/Shanghai", "--db", ledger_url)
+    led = Ledger(ledger_url)
+    with open(samples / SMI, encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))[1:]
+    lo, hi = datetime(2026, 1, 3, 15, 37), datetime(2026, 1, 3, 15, 38)  # local (UTC+8) = the run's window
+    inside = [Fraction(float(r[5].strip().removesuffix(" W"))) for r in rows
+              if r and lo <= datetime.strptime(r[0].strip(), "%Y/%m/%d %H:%M:%S.%f") <= hi]
+    v2 = evaluate(led, "power_sum_of_card_means_w", Scope(batch="z2", run="r1"))
+    assert (v2.flag, v2.value, v2.inputs["counter"]) == ("derived", sum(inside) / len(inside), "power.draw")
+
+
+def test_nvidia_smi_declared_zone_converts_to_utc_and_a_bad_zone_is_refused(samples: Path, tmp_path: Path) -> None:
+    from datetime import datetime
+
+    from bench_ledger.errors import ParseError
+    from bench_ledger.importers.gpu_telemetry import IMPORTERS
+    from bench_ledger.records import ParseOptions
+
+    smi = next(i for i in IMPORTERS if i.name == "nvidia-smi-csv")
+    parsed = smi.parse(samples / SMI, ParseOptions(time_zone="Asia/Shanghai"))
+    (cols,) = list(parsed.samples)
+    assert cols.ts[0] == datetime(2026, 1, 3, 7, 36, 53, 507000)  # printed 15:36:53.507 at UTC+8
+    assert parsed.note.startswith("timestamps: host local wall-clock time converted to UTC; time zone declared by "
+                                  "the user: Asia/Shanghai")  # fmt: skip
+    try:
+        smi.parse(samples / SMI, ParseOptions(time_zone="Mars/Olympus"))
+    except ParseError as exc:
+        assert str(exc) == f"{samples / SMI}, option --time-zone: not an IANA time zone: 'Mars/Olympus'"
+    else:
+        raise AssertionError("a bad zone was accepted")

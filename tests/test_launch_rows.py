@@ -96,6 +96,8 @@ def test_declared_launch_label_and_log_give_runs_the_measured_compile_state(ledg
     assert [r["run"] for r in logs["logs"][0]["runs"]] == [rid] and logs["logs"][0]["runs_reason"] is None
     text = run("logs", "--deployment", "a100", "--db", ledger_url).output
     assert f"    runs: {rid} vllm-sweep " in text
+    log_id = logs["logs"][0]["artefact"]
+    assert f"  log of launch: a100#1 ({SERVE})\n" in run("show", "artefact", str(log_id), "--db", ledger_url).output
 
 
 def test_a_declared_launch_without_label_says_why_no_runs(ledger: Ledger, ledger_url: str, samples: Path,

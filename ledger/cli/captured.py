@@ -119,6 +119,10 @@ def logs(ledger: Ledger, batch: str | None, deployment: str | None, kinds: tuple
 
     if (batch is None) == (deployment is None):
         raise UsageError("name the logs: --batch B or --deployment D (one of them)")
+    from bench_ledger.importers.vllm_log import FACT_KINDS
+
+    if unknown := [k for k in kinds if k not in FACT_KINDS]:
+        raise UsageError(f"--kind {unknown[0]!r}: not a log fact kind; known: {', '.join(sorted(FACT_KINDS))}")
     v = log_view(ledger, batch=batch, deployment=deployment)
     facts = [f for f in v.facts if not kinds or f.kind in kinds]
     if as_json:
@@ -133,6 +137,10 @@ def logs(ledger: Ledger, batch: str | None, deployment: str | None, kinds: tuple
         runs = ", ".join(f"{r['run']} {r['label']}" for r in lg["runs"] or [])
         click.echo(f"    runs: {runs or 'n/a (' + lg['runs_reason'] + ')'}")
         click.echo(f"    warm_compile: {lg['warm_compile'] or 'unknown'} ({lg['warm_compile_basis']})")
+        click.echo(f"    engine settings, log vs deployment {lg['deployment'] or 'n/a'}:")
+        for st in lg["settings"]:
+            shown = f"declared {st['declared'] or 'n/a'}, logged {st['logged'] or 'n/a'}"
+            click.echo(f"      {st['setting']}: {st['status']} ({shown}; {st['reason']})")
     click.echo("")
     table([{**f.as_dict(), "where": f"{f.file}:{f.line}", "value": f.text} for f in facts],
           ["where", "process", "kind", "value", "unit", "logged_at"], title="== facts (value as printed)")  # fmt: skip
