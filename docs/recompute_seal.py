@@ -48,7 +48,9 @@ def mth(leaves: list[bytes]) -> bytes:
 
 
 DECLARED = ("batch", "deployment", "run", "published_value")
-ARTEFACT_PARTS = ("artefact", "capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact")
+ARTEFACT_PARTS = ("artefact", "capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact",
+                  "request_value")
+OPTIONAL = ("request_value",)  # a part only when the artefact has rows in it (exports before it: no table)
 EPOCH = datetime(1970, 1, 1)
 TAGS = {"int64": "i", "bool": "b", "timestamp[us]": "t", "date32[day]": "d", "double": "f", "string": "s"}
 
@@ -82,6 +84,9 @@ def scheme3(folder: Path, readme: dict) -> tuple[str, int]:
     """Scheme 3 (docs/seals.md): parts, chunk digests, artefact digests, the batch root."""
     tables, columns = {}, {}
     for name in (*DECLARED, *ARTEFACT_PARTS):
+        if name in OPTIONAL and name not in readme["tables"]:
+            tables[name], columns[name] = [], []
+            continue
         entry = readme["tables"][name]
         tables[name] = pq.read_table(folder / entry["parquet"]).to_pylist()
         cols = [(c["name"], TAGS[c["type"]]) for c in entry["columns"]]
@@ -104,6 +109,8 @@ def scheme3(folder: Path, readme: dict) -> tuple[str, int]:
                 rows = [r for r in tables[name] if capture_of[r["capture_id"]] == art]
             else:
                 rows = [r for r in tables[name] if r["artefact_id"] == art]
+            if name in OPTIONAL and not rows:
+                continue
             rows.sort(key=key(name))
             parts.append([name, len(rows), part_root(name, rows, columns[name])])
             count += len(rows)

@@ -48,7 +48,7 @@ from bench_ledger.importers._toolfiles import (
     to_seconds,
 )
 from bench_ledger.importers.base import ParseOptions, load_json
-from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RequestValues, RunInfo
 from bench_ledger.tools import Tool
 
 GROUPS = (("successful", "ok"), ("incomplete", "unknown"), ("errored", "failed"))
@@ -118,10 +118,16 @@ def _runs(path: Path, benchmarks: list, top_config: dict, tool_version: str | No
         bench = mapping(path, where, None, bench)
         groups = mapping(path, where, "requests", bench.get("requests"))
         rows: list[dict[str, Any]] = []
+        kept: dict[str, list[float | None]] = {key: [] for key in VALUE_KEYS}
         for group, status in GROUPS:
             records = sequence(path, jpath("benchmarks", b, "requests"), group, groups.get(group), optional=True)
-            rows.extend(_row(path, (b, group, k), len(rows), status, rec) for k, rec in enumerate(records))
+            for k, rec in enumerate(records):
+                rows.append(_row(path, (b, group, k), len(rows), status, rec))
+                for key, value in _values(path, jpath("benchmarks", b, "requests", group, k), rec).items():
+                    kept[key].append(value)
         columns = build_columns(rows)
+        request_values = {key: RequestValues(flag=VALUE_KEYS[key], values=vals)
+                          for key, vals in kept.items() if any(v is not None for v in vals)}  # fmt: skip
         config = _merged(top_config, _dict(bench.get("args")), _dict(bench.get("config")))
         sampled, note = _sampling(bench, groups, config)
         yield ParsedRun(
@@ -137,6 +143,7 @@ def _runs(path: Path, benchmarks: list, top_config: dict, tool_version: str | No
             ),
             requests=columns,
             published=_published(bench, b),
+            request_values=request_values,
         )
 
 
@@ -172,6 +179,34 @@ def _row(path: Path, at: tuple[int, str, int], idx: int, status: str, rec: Any) 
         "itl_mean_s": to_seconds(itl_ms, MS),
         "latency_s": None if latency is None else float(latency),
     }
+
+
+# Per-request values guidellm writes that have no request column, by their path in the record ->
+# flag: what guidellm measured (counts, times) or computed per request (its per-token latencies).
+# Its metrics are distributions over these (benchmark/schemas/generative/metrics.py).
+VALUE_KEYS: dict[str, str] = {
+    "request_start_time": "measured", "request_end_time": "measured",
+    "info.timings.request_iterations": "measured", "info.timings.token_iterations": "measured",
+    "info.timings.first_token_iteration": "measured", "info.timings.last_token_iteration": "measured",
+    "total_tokens": "measured", "time_per_output_token_ms": "reported", "inter_token_latency_ms": "reported",
+    **{f"{side}_metrics.text_{what}": "measured" for side in ("input", "output") for what in ("tokens", "words", "characters")},
+}  # fmt: skip
+
+
+def _values(path: Path, where: str, rec: Any) -> dict[str, float | None]:
+    """The record's :data:`VALUE_KEYS` as floats (None where it has none); a value that is there but
+    not a number is refused naming the record and key."""
+    rec = mapping(path, where, None, rec)
+    out: dict[str, float | None] = {}
+    for key in VALUE_KEYS:
+        obj: Any = rec
+        for part in key.split("."):
+            obj = obj.get(part) if isinstance(obj, dict) else None
+        if key in ("request_start_time", "request_end_time") and obj is None:  # v0.3: start_time / end_time
+            obj = rec.get(key.removeprefix("request_"))
+        value = number(path, where, key, obj)
+        out[key] = None if value is None else float(value)
+    return out
 
 
 def _counts(bench: dict) -> dict[str, int | float]:
@@ -262,6 +297,9 @@ def _info(bench: dict, b: int, config: dict, tool_version: str | None, n: int | 
     end = sched.get("end_time", bench.get("end_time"))
     concurrency = streams if isinstance(streams, int) else 1 if kind == "synchronous" else None
     metadata = {k: str(v) for k, v in (("id", bench.get("id_")), ("run_id", bench.get("run_id"))) if v is not None}
+    for key in ("measure_start_time", "measure_end_time"):  # guidellm's measurement window (its metrics' range)
+        if is_number(sched.get(key)):
+            metadata[key] = repr(float(sched[key]))
     data = config.get("data")
     specs = [str(d) for d in data] if isinstance(data, list) else [str(data)] if data is not None else []
     if specs:

@@ -6,8 +6,10 @@ Each record: ``error_code`` (null or int), ``error_msg``, ``ttft_s``, ``end_to_e
 ``number_input_tokens``. There are no timestamps and no ITL list. Token counts are re-counted by
 llmperf with a client-side tokenizer, so they are ``client_tokenizer``, not server usage.
 
-Dropped on purpose: ``request_output_throughput_token_per_s`` (= output tokens / latency of the same
-record, re-derivable per request) and ``number_total_tokens`` (= input + output).
+``request_output_throughput_token_per_s`` (llmperf's own per-request value, flag ``reported``: its
+10 summary statistics are taken over it) and ``number_total_tokens`` (``measured``) have no request
+column: they are kept as ``request_value`` rows (ParsedRun.request_values), for ok records only,
+like the timings.
 
 The paired ``*_summary.json`` is a separate artefact (importer ``llmperf-summary`` in
 :mod:`importers.llmperf_summary`); both carry the file prefix they share as their pairing key
@@ -24,9 +26,11 @@ from typing import Any
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import build_columns, has_key, head_text, integer, jpath, mapping, number
 from bench_ledger.importers.base import ParseOptions, load_json
-from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo
+from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RequestValues, RunInfo
 from bench_ledger.tools import Tool
 
+# per-request values without a request column: key -> flag (ledger.vocab.RequestValueFlag)
+VALUE_KEYS = {"request_output_throughput_token_per_s": "reported", "number_total_tokens": "measured"}
 SUCCESS_RULE = (
     "ok iff error_code is null (llmperf's own rule: its summary statistics use exactly these "
     "records); failed otherwise, with error_msg as the error. Timing and output-token values of "
@@ -51,6 +55,8 @@ class LlmperfIndividualImporter:
         if not isinstance(data, list):
             raise ParseError(path, "$", None, "expected a JSON array of llmperf request records")
         rows = [_row(path, i, rec) for i, rec in enumerate(data)]
+        kept = {key: RequestValues(flag=flag, values=[r.pop(key) for r in rows])
+                for key, flag in VALUE_KEYS.items()}  # fmt: skip
         columns = build_columns(rows)
         fields = ["status", "error", "input_tokens", "output_tokens", "ttft_s", "latency_s", "itl_mean_s"]
         # A field no record carried at all is n/a for the whole capture, never zero (R9).
@@ -74,14 +80,9 @@ class LlmperfIndividualImporter:
                 success_rule=SUCCESS_RULE,
             ),
             requests=columns,
+            request_values={k: v for k, v in kept.items() if any(x is not None for x in v.values)},
         )
-        return ParsedArtefact(
-            format=self.name,
-            format_version=None,
-            runs=[run],
-            note="request_output_throughput_token_per_s and number_total_tokens are not kept: "
-            "both are re-derivable from the same record",
-        )
+        return ParsedArtefact(format=self.name, format_version=None, runs=[run])
 
 
 def pairing_key(path: Path, affixes: tuple[str, str]) -> str | None:
@@ -127,8 +128,11 @@ def _row(path: Path, i: int, rec: Any) -> dict[str, Any]:
         "itl_mean_s": number(path, where, "inter_token_latency_s", rec.get("inter_token_latency_s")),
         "output_tokens": integer(path, where, "number_output_tokens", rec.get("number_output_tokens")),
     }
-    number(path, where, "request_output_throughput_token_per_s", rec.get("request_output_throughput_token_per_s"))
-    integer(path, where, "number_total_tokens", rec.get("number_total_tokens"))
+    throughput = number(path, where, "request_output_throughput_token_per_s",
+                        rec.get("request_output_throughput_token_per_s"))  # fmt: skip
+    total = integer(path, where, "number_total_tokens", rec.get("number_total_tokens"))
+    row["request_output_throughput_token_per_s"] = float(throughput) if ok and throughput is not None else None
+    row["number_total_tokens"] = float(total) if ok and total is not None else None
     if ok:
         row.update({k: (float(v) if k != "output_tokens" and v is not None else v) for k, v in values.items()})
     return row

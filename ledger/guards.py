@@ -5,14 +5,14 @@ from :meth:`ledger.store.Ledger.session` could ``setattr`` a captured value or `
 a run of a closed batch; these listeners (installed on every such session) refuse it at flush:
 
 * captured rows (``artefact``, ``capture``, ``capture_field``, ``request``, ``chunk_gap``,
-  ``hardware_sample``, ``log_fact``) and seals are never updated or deleted (R9, R10);
+  ``request_value``, ``hardware_sample``, ``log_fact``) and seals are never updated or deleted (R9, R10);
 * runs, published values and artefacts of a **closed** batch are not inserted, updated or
   deleted; a closed batch is not changed at all, reopening included (R10);
 * a launch is corrected by a new revision: the only update allowed is linking its server log
   (``log_artefact_id`` from NULL to an artefact, as ``ledger.ingest`` does); it is never deleted;
 * a deployment that a closed batch names (the batch's, a run's or an artefact's) is sealed with it:
   not updated or deleted (R10);
-* no backfill (R9): rows describing an artefact (``capture``, ``request``, ``chunk_gap``,
+* no backfill (R9): rows describing an artefact (``capture``, ``request``, ``chunk_gap``, ``request_value``,
   ``hardware_sample``, ``log_fact``) or a capture (``capture_field``) are added only in the
   transaction that created that artefact or capture, never to one imported earlier.
 
@@ -49,7 +49,7 @@ _BELONGS_TO = {
     m.Capture: ("artefact_id", "fresh_artefacts"), m.CaptureField: ("capture_id", "fresh_captures"),
     m.Request: ("artefact_id", "fresh_artefacts"), m.ChunkGap: ("artefact_id", "fresh_artefacts"),
     m.HardwareSample: ("artefact_id", "fresh_artefacts"), m.LogFact: ("artefact_id", "fresh_artefacts"),
-    m.ArtefactDigest: ("artefact_id", "fresh_artefacts"),
+    m.ArtefactDigest: ("artefact_id", "fresh_artefacts"), m.RequestValue: ("artefact_id", "fresh_artefacts"),
 }  # fmt: skip
 
 
@@ -228,7 +228,7 @@ def _on_execute(state: ORMExecuteState) -> None:
                       "change objects through the session, or record a correction")  # fmt: skip
 
 
-# The triggers migrations 0005, 0008, 0010 and 0011 create on PostgreSQL: (table, trigger name).
+# The triggers migrations 0005, 0008, 0010, 0011 and 0012 create on PostgreSQL: (table, trigger name).
 EXPECTED_PG_TRIGGERS: tuple[tuple[str, str], ...] = (
     *((t, n) for t in (*m.CAPTURED_TABLES, *SEAL_TABLES) for n in ("ledger_append_only", "ledger_append_only_truncate")),
     *((t, "ledger_closed_batch") for t in ("run", "published_value", "artefact", "batch")),
@@ -236,7 +236,7 @@ EXPECTED_PG_TRIGGERS: tuple[tuple[str, str], ...] = (
     ("launch", "ledger_launch"),
     ("deployment", "ledger_sealed_deployment"),
     *((t, "ledger_no_backfill") for t in ("capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact",
-                                           "artefact_digest")),
+                                           "artefact_digest", "request_value")),
 )  # fmt: skip
 
 

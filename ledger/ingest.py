@@ -33,7 +33,7 @@ from sqlalchemy.orm import Session
 # After a bulk load this large, PostgreSQL's planner statistics are stale until autovacuum runs
 # (metric queries were seen picking bad plans on a freshly imported million-request ledger).
 ANALYZE_AFTER_ROWS = 100_000
-BULK_TABLES = ("request", "chunk_gap", "hardware_sample")
+BULK_TABLES = ("request", "chunk_gap", "request_value", "hardware_sample")
 
 
 def sha256_file(path: Path) -> tuple[str, int]:
@@ -583,6 +583,10 @@ class _RunWriter:
                 try:
                     n = _write_requests(self.conn, self.backend, self.artefact_id, key, pr.capture.clock, pr.requests,
                                         self.rows.add)  # fmt: skip
+                    if pr.request_values and isinstance(pr.requests, rec.RequestColumns):
+                        values = request_value_table(self.artefact_id, pr.requests.idx, pr.request_values)
+                        if values.num_rows:
+                            self.rows.add("request_value", values)
                 except rec.RecordError as exc:
                     where = ", ".join(x for x in (f"line {exc.line}" if exc.line is not None else None,
                                                   f"record {exc.idx}" if exc.idx is not None else None) if x)  # fmt: skip
@@ -624,7 +628,7 @@ class _Pending:
 
     def __init__(self, conn: sa.Connection, backend: str, path: Path, held: seal3.HeldRows | None = None) -> None:
         self.conn, self.backend, self.path, self.held = conn, backend, path, held
-        self.tables: dict[str, list[pa.Table]] = {"request": [], "chunk_gap": []}
+        self.tables: dict[str, list[pa.Table]] = {"request": [], "chunk_gap": [], "request_value": []}
         self.rows = 0
 
     def add(self, table: str, data: pa.Table) -> None:
@@ -639,8 +643,8 @@ class _Pending:
                 # one contiguous chunk per column: DuckDB's INSERT ... SELECT scans it ~1.5x faster
                 # than the per-run slices (measured on 200 runs of the benchmark file)
                 data = pa.concat_tables(parts).combine_chunks()
-                refuse_outside_domain(self.path, data, rec.REQUEST_DOMAINS if name == "request" else rec.GAP_DOMAINS,
-                                      "record" if name == "request" else "request")  # fmt: skip
+                domains = {"request": rec.REQUEST_DOMAINS, "chunk_gap": rec.GAP_DOMAINS, "request_value": rec.VALUE_DOMAINS}
+                refuse_outside_domain(self.path, data, domains[name], "record" if name == "request" else "request")
                 bulk_insert(self.conn, self.backend, name, data, self.held)
                 parts.clear()
         self.rows = 0
@@ -654,6 +658,27 @@ def _write_requests(conn: sa.Connection, backend: str, artefact_id: int, run_id:
     if gaps is not None and gaps.num_rows:
         sink("chunk_gap", gaps)
     return requests.num_rows
+
+
+_VALUE_SCHEMA = pa.schema([("artefact_id", pa.int32()), ("request_idx", pa.int32()), ("key", pa.string()),
+                           ("value", pa.float64()), ("flag", pa.string())])  # fmt: skip
+
+
+def request_value_table(artefact_id: int, idx: list[int], values: dict[str, rec.RequestValues]) -> pa.Table:
+    """The ``request_value`` rows of one run: one per request and key where the record had a value,
+    in the table's logical key order (request_idx, key)."""
+    rows: list[tuple[int, str, float, str]] = []
+    for key in sorted(values):
+        rv = values[key]
+        rows.extend((i, key, v, rv.flag) for i, v in zip(idx, rv.values, strict=True) if v is not None)
+    rows.sort(key=lambda r: (r[0], r[1]))
+    return pa.table({
+        "artefact_id": pa.array([artefact_id] * len(rows), pa.int32()),
+        "request_idx": pa.array([r[0] for r in rows], pa.int32()),
+        "key": pa.array([r[1] for r in rows], pa.string()),
+        "value": pa.array([r[2] for r in rows], pa.float64()),
+        "flag": pa.array([r[3] for r in rows], pa.string()),
+    }, schema=_VALUE_SCHEMA)  # fmt: skip
 
 
 _GAP_SCHEMA = pa.schema([("artefact_id", pa.int32()), ("request_idx", pa.int32()), ("seq", pa.int32()),

@@ -22,7 +22,7 @@ from datetime import date, datetime
 from decimal import Decimal
 
 import sqlalchemy as sa
-from bench_ledger.vocab import PROVENANCE, STATUS, WARM
+from bench_ledger.vocab import PROVENANCE, REQUEST_VALUE_FLAGS, STATUS, WARM
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
@@ -370,6 +370,33 @@ class ChunkGap(Base):
     gap_s: Mapped[float] = mapped_column(sa.Float)
 
 
+class RequestValue(Base):
+    """One per-request value a tool wrote that has no column of ``request`` (migration 0012), as
+    written: llmperf's ``request_output_throughput_token_per_s``, guidellm's
+    ``time_per_output_token_ms``, ``info.timings.request_iterations``, ``input_metrics.text_words``...
+    ``key`` is the tool's own name (dotted path within the record); ``flag`` says whether the tool
+    measured it (a count, a time) or computed it from its measurements (``reported``).
+
+    (artefact_id, request_idx, key) identifies a row; as on ``chunk_gap`` the database keeps neither
+    that PRIMARY KEY nor a FOREIGN KEY to ``request`` (a bulk table, written with its requests in the
+    artefact's import transaction; the seal shows a later change). The key is logical only.
+    """
+
+    __tablename__ = "request_value"
+    __table_args__ = (
+        _enum_check("flag", REQUEST_VALUE_FLAGS, "flag"),
+        sa.PrimaryKeyConstraint("artefact_id", "request_idx", "key", name="pk_request_value")
+        .ddl_if(callable_=lambda *_a, **_k: False),  # logical key only: not created (migration 0012)
+    )
+
+    # (artefact_id, request_idx) is a request's (artefact_id, idx); no FOREIGN KEY (see above)
+    artefact_id: Mapped[int] = mapped_column(sa.Integer, autoincrement=False)
+    request_idx: Mapped[int] = mapped_column(sa.Integer, autoincrement=False)
+    key: Mapped[str] = mapped_column(sa.String)
+    value: Mapped[float] = mapped_column(sa.Float)
+    flag: Mapped[str] = mapped_column(sa.String)
+
+
 class HardwareSample(Base):
     """One counter of one GPU at one tick, as printed (R12, R13).
 
@@ -494,4 +521,5 @@ class SealPart(Base):
     fingerprints: Mapped[bytes] = mapped_column(sa.LargeBinary)
 
 
-CAPTURED_TABLES = ("artefact", "capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact")
+CAPTURED_TABLES = ("artefact", "capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact",
+                   "request_value")

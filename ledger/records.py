@@ -19,7 +19,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from bench_ledger.vocab import Clock, Provenance, RequestStatus
+from bench_ledger.vocab import Clock, Provenance, RequestStatus, RequestValueFlag
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # Where token counts came from (formats.md): what the server reported in `usage`, what the client
@@ -170,6 +170,9 @@ REQUEST_DOMAINS: dict[str, Domain] = {
     "queue_s": Domain("a queueing time in seconds", lo=0), "itl_mean_s": Domain("a mean inter-token time in seconds", lo=0),
     "chunk_gaps_s": Domain("a gap between streamed chunks in seconds", lo=0), "chunk_count": COUNT,
 }  # fmt: skip
+# a per-request value a tool wrote (request_value): any finite number; its meaning is the tool's key
+VALUE_DOMAINS: dict[str, Domain] = {"request_idx": Domain("a request index", lo=0, hi=2**31 - 1),
+                                    "value": Domain("a per-request value the tool wrote")}
 GAP_DOMAINS: dict[str, Domain] = {"request_idx": INDEX, "seq": INDEX, "gap_s": REQUEST_DOMAINS["chunk_gaps_s"]}
 
 # Hardware counters (nvidia-smi dmon names) -> domain. Every counter is finite; all but temperatures
@@ -521,6 +524,21 @@ class ArrowRequests:
         return self.table.num_rows
 
 
+class RequestValues(Record):
+    """One per-request value the tool wrote that has no request column (``request_value``), one
+    entry per request of the run in the order of ``RequestColumns.idx``; None: that record has none."""
+
+    flag: RequestValueFlag = Field(description="measured by the tool, or computed by it per request (reported)")
+    values: list[float | None]
+
+    @model_validator(mode="after")
+    def _finite(self) -> RequestValues:
+        for i, v in enumerate(self.values):
+            if v is not None and not math.isfinite(v):
+                raise ValueError(f"record {i}: {v!r} is not a finite number")
+        return self
+
+
 class ParsedRun(Record):
     """A run with its capture, its requests (if the file had them) and its tool aggregates."""
 
@@ -530,6 +548,22 @@ class ParsedRun(Record):
     capture: Capture
     requests: RequestColumns | ArrowRequests | None = None
     published: list[Published] = Field(default_factory=list, max_length=MAX_KEYS_PER_RUN)
+    # per-request values without a request column, by the tool's key (llmperf's per-request throughput...)
+    request_values: dict[str, RequestValues] = Field(default_factory=dict, max_length=MAX_KEYS_PER_RUN)
+
+    @model_validator(mode="after")
+    def _values_per_request(self) -> ParsedRun:
+        if not self.request_values:
+            return self
+        if not isinstance(self.requests, RequestColumns):
+            raise ValueError("per-request values need the run's request columns")
+        n = len(self.requests)
+        for key, rv in self.request_values.items():
+            if why := text_violation("a per-request value's key", key):
+                raise ValueError(why)
+            if len(rv.values) != n:
+                raise ValueError(f"per-request value {_safe(key)!r} has {len(rv.values)} entries, the run {n} requests")
+        return self
 
 
 class SampleColumns(Record):

@@ -17,7 +17,8 @@ the unit is the *part*: one table's rows of one artefact, or one declared table'
 * The seal digest, chain and seal file are those of earlier schemes (:func:`ledger.seal.seal_digest`).
 
 An artefact digest = SHA-256 of the RFC 8785 JSON of ``[[table, count, root]]`` over
-:data:`ARTEFACT_TABLES` in that order. docs/seals.md gives the whole construction.
+:data:`ARTEFACT_TABLES` in that order (a table of :data:`OPTIONAL_TABLES` only when the artefact has
+rows in it). docs/seals.md gives the whole construction.
 """
 
 from __future__ import annotations
@@ -37,7 +38,12 @@ from bench_ledger import models as m
 
 SCHEME = "bench-ledger-seal/3"
 DECLARED_TABLES = ("batch", "deployment", "run", "published_value")
-ARTEFACT_TABLES = ("artefact", "capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact")
+ARTEFACT_TABLES = ("artefact", "capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact",
+                   "request_value")
+# Tables added after scheme 3 was defined (migration 0012): an artefact's part of such a table exists
+# (in its digest, the seal's parts and seal_part) only when the artefact has rows there, so every
+# digest and seal made before the table existed verifies unchanged.
+OPTIONAL_TABLES = ("request_value",)
 BATCH_IDENTITY = ("id", "name", "description", "deployment_id", "created_at")
 
 
@@ -148,7 +154,8 @@ def artefact_parts(conn: sa.Connection, backend: str, artefact_ids: list[int] | 
                 start = end
         for a in known:
             lo, n = spans.get(a, (0, 0))
-            out[a].append(_part(table, a, body.slice(lo, n)))
+            if n or table not in OPTIONAL_TABLES:
+                out[a].append(_part(table, a, body.slice(lo, n)))
     return out
 
 
@@ -169,7 +176,7 @@ def batch_root(declared: list[Part], artefacts: dict[int, list[Part]]) -> str:
 # Tables whose rows an import writes only through the bulk path (:func:`ledger.bulk.bulk_insert`),
 # all in the import's own transaction: their part of the import digest is hashed from the Arrow
 # tables handed to the database (:class:`HeldRows`) instead of being selected back.
-HELD_TABLES = ("request", "chunk_gap", "hardware_sample")
+HELD_TABLES = ("request", "chunk_gap", "hardware_sample", "request_value")
 
 
 class HeldRows:
@@ -208,7 +215,8 @@ def store_artefact_digest(conn: sa.Connection, backend: str, artefact_id: int, h
     else:
         read = artefact_parts(conn, backend, [artefact_id], tuple(t for t in ARTEFACT_TABLES if t not in HELD_TABLES))
         back = iter(read[artefact_id])
-        parts = [held.part(t, artefact_id) if t in HELD_TABLES else next(back) for t in ARTEFACT_TABLES]
+        parts = [held.part(t, artefact_id) if t in HELD_TABLES else next(back) for t in ARTEFACT_TABLES
+                 if t not in OPTIONAL_TABLES or held.tables.get(t)]  # an optional part only with rows
     conn.execute(sa.insert(m.ArtefactDigest), [
         {"artefact_id": artefact_id, "table_name": p.table, "row_count": p.count, "root": p.root,
          "chunks": b"".join(p.digests)} for p in parts
@@ -305,7 +313,7 @@ def diff_part(part: Part, stored: list[PartRow]) -> PartDiff:
 
 
 def counts_json(declared: list[Part], artefacts: dict[int, list[Part]]) -> str:
-    counts: dict[str, int] = {t: 0 for t in (*DECLARED_TABLES, *ARTEFACT_TABLES)}
+    counts: dict[str, int] = {t: 0 for t in (*DECLARED_TABLES, *ARTEFACT_TABLES) if t not in OPTIONAL_TABLES}
     for p in [*declared, *(p for ps in artefacts.values() for p in ps)]:
-        counts[p.table] += p.count
+        counts[p.table] = counts.get(p.table, 0) + p.count
     return json.dumps(counts, sort_keys=True)

@@ -39,11 +39,12 @@ from bench_ledger.store import Ledger, now
 
 FORMAT = "bench-ledger-export/1"
 # source reports (what the batch's published values name) and the import digests ride along; not sealed
-ALL_TABLES = (*sl.TABLE_ORDER, "source_report", "artefact_digest")
+# request_value (migration 0012) is a scheme-3 artefact part only (seal3.OPTIONAL_TABLES), never of schemes 1 and 2
+ALL_TABLES = (*sl.TABLE_ORDER, "request_value", "source_report", "artefact_digest")
 SEAL_TABLES = ("seal", "seal_chunk", "seal_part")  # seal_chunk: schemes 1 and 2; seal_part: scheme 3
 # an order the foreign keys allow (a batch names its deployment, a run its artefact)
 LOAD_ORDER = ("source_report", "deployment", "batch", "artefact", "artefact_digest", "run", "capture", "capture_field",
-              "request", "chunk_gap", "hardware_sample", "log_fact", "published_value")  # fmt: skip
+              "request", "chunk_gap", "request_value", "hardware_sample", "log_fact", "published_value")  # fmt: skip
 assert set(LOAD_ORDER) == set(ALL_TABLES)
 
 
@@ -125,10 +126,10 @@ def export_batch(ledger: Ledger, batch: str, folder: Path, *, csv: bool = False)
         batch_id, status = b.id, b.status
         seal = s.scalar(sa.select(m.Seal).where(m.Seal.batch_id == batch_id))
     scheme = seal.scheme if seal is not None else s3.SCHEME
-    sealed = sl.TABLES_OF_SCHEME.get(scheme, sl.TABLE_ORDER)
+    sealed = (*sl.TABLE_ORDER, *s3.OPTIONAL_TABLES) if scheme == s3.SCHEME else sl.TABLES_OF_SCHEME.get(scheme, sl.TABLE_ORDER)
     tables: dict[str, pa.Table] = {}
     with ledger.connection() as conn:
-        for table in sl.TABLE_ORDER:  # the rows of the batch, as the seal selects them
+        for table in (*sl.TABLE_ORDER, *s3.OPTIONAL_TABLES):  # the rows of the batch, as the seal selects them
             stmt, _ = sl.batch_rows(table, batch_id, ledger.backend, all_columns=True)
             tables[table] = _rows(conn, stmt, table)
         src_ids = sorted({v for v in tables["published_value"].column("source_report_id").to_pylist() if v is not None})
@@ -217,6 +218,9 @@ def read_export(folder: Path) -> tuple[dict[str, Any], dict[str, pa.Table]]:
     tables: dict[str, pa.Table] = {}
     for name in (*ALL_TABLES, *SEAL_TABLES):
         entry = (readme.get("tables") or {}).get(name)
+        if entry is None and name in s3.OPTIONAL_TABLES:  # an export made before the table existed has none
+            tables[name] = schema_of(name).empty_table()
+            continue
         if entry is None:
             raise InputError(f"{readme_path}: tables.{name}: missing")
         path = folder / entry["parquet"]

@@ -16,6 +16,11 @@ PROVENANCE: tuple[str, ...] = get_args(Provenance)
 WarmState = Literal["cold", "warm", "unknown"]
 WARM: tuple[str, ...] = get_args(WarmState)
 
+# A per-request value a tool wrote (``request_value``): one it measured (a count, a time) or one it
+# computed per request from its measurements (llmperf's request_output_throughput_token_per_s).
+RequestValueFlag = Literal["measured", "reported"]
+REQUEST_VALUE_FLAGS: tuple[str, ...] = get_args(RequestValueFlag)
+
 RequestStatus = Literal["ok", "failed", "unknown"]
 STATUS: tuple[str, ...] = get_args(RequestStatus)
 

@@ -22,6 +22,7 @@ definition, which is not always the ledger's (R3, R4).
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
@@ -42,7 +43,8 @@ AGREE, DISAGREE, NOT_DERIVABLE = "agree", "disagree", "not re-derivable"
 RECORDS, IDENTITY = "records", "identity"
 REL_FLOOR = Fraction(1, 10**9)  # records: float arithmetic of the tool over many values
 REL_IDENTITY = Fraction(1, 10**12)  # identity: a few float operations
-PV, R, B, Q, G, A = (t.__table__ for t in (m.PublishedValue, m.Run, m.Batch, m.Request, m.ChunkGap, m.Artefact))
+PV, R, B, Q, G, A, V = (t.__table__ for t in (m.PublishedValue, m.Run, m.Batch, m.Request, m.ChunkGap, m.Artefact,
+                                                m.RequestValue))
 
 __all__ = ["AGREE", "DISAGREE", "IDENTITY", "NOT_DERIVABLE", "RECORDS", "CheckRow", "NotDerivable", "Records",
            "Reported", "check", "tolerance"]  # fmt: skip
@@ -80,6 +82,8 @@ class Records:
     values: dict[str, list[float | None]] = field(default_factory=dict)  # tool's own per-request values, ok records
     failed: list[dict] = field(default_factory=list)
     unknown: list[dict] = field(default_factory=list)  # records whose success the file does not say
+    metadata: dict[str, str] = field(default_factory=dict)  # the run's metadata (labels the importer kept)
+    cache: dict = field(default_factory=dict)  # a tool check's work shared by the run's keys (one distribution)
     _columns: dict[str, list[Fraction]] = field(default_factory=dict, repr=False, compare=False)
 
     def column(self, name: str, field: str | None = None) -> list[Fraction]:
@@ -169,12 +173,28 @@ def _records(conn: sa.Connection, run_id: int) -> Records | str:
     duration = conn.execute(
         sa.select(PV.c.value).where(PV.c.run_id == run_id, PV.c.key == "duration", PV.c.flag == "reported")
     ).scalar()
-    values: dict[str, list[float | None]] = {}
+    per: dict[tuple[int, int], dict[str, float]] = {}
+    for a, i, k, v in conn.execute(
+        sa.select(V.c.artefact_id, V.c.request_idx, V.c.key, V.c.value)
+        .select_from(V.join(Q, sa.and_(Q.c.artefact_id == V.c.artefact_id, Q.c.idx == V.c.request_idx)))
+        .where(Q.c.run_id == run_id)
+    ):  # fmt: skip
+        per.setdefault((a, i), {})[k] = v
+    dicts = []
+    for r in rows:
+        d = dict(r)
+        d["values"] = per.get((r["artefact_id"], r["idx"]), {})
+        dicts.append(d)
+    keys = sorted({k for vals in per.values() for k in vals})
+    ok_rows = [d for d in dicts if d["status"] == "ok"]
+    values: dict[str, list[float | None]] = {k: [d["values"].get(k) for d in ok_rows] for k in keys}
+    meta = conn.execute(sa.select(R.c.metadata_json).where(R.c.id == run_id)).scalar()
     return Records(
-        statuses=[r["status"] for r in rows], ok=[r for r in rows if r["status"] == "ok"], gaps=gaps,
+        metadata=json.loads(meta) if meta else {},
+        statuses=[r["status"] for r in rows], ok=ok_rows, gaps=gaps,
         fields=fields, duration=None if duration is None else Fraction(Decimal(duration)), values=values,
-        failed=[r for r in rows if r["status"] == "failed"],
-        unknown=[r for r in rows if r["status"] == "unknown"],
+        failed=[d for d in dicts if d["status"] == "failed"],
+        unknown=[d for d in dicts if d["status"] == "unknown"],
     )  # fmt: skip
 
 

@@ -22,6 +22,7 @@ guidellm CDF) is it replayed in floats.
 
 from __future__ import annotations
 
+import bisect
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -76,24 +77,43 @@ def weighted_pdf(pairs: Sequence[tuple[Fraction, Fraction]]) -> tuple[list[Fract
     return values, [float(w) / float(total) for w in weights], [w / total for w in weights]
 
 
-def guidellm_stat(pairs: Sequence[tuple[Fraction, Fraction]], stat: str) -> Fraction:
+class GuidellmDist:
+    """One guidellm distribution (pairs and count), its PDF computed once for all its statistics."""
+
+    def __init__(self, pairs: Sequence[tuple[Fraction, Fraction]], count: int | None = None) -> None:
+        self.pairs, self.count = pairs, count
+        self._pdf: tuple[list[Fraction], list[float], list[Fraction]] | None = None
+        self._stats: dict[str, Fraction] = {}
+
+    def stat(self, stat: str) -> Fraction:
+        if stat not in self._stats:
+            if self._pdf is None and self.pairs:
+                self._pdf = weighted_pdf(self.pairs)
+            self._stats[stat] = guidellm_stat(self.pairs, stat, self.count, self._pdf)
+        return self._stats[stat]
+
+
+def guidellm_stat(pairs: Sequence[tuple[Fraction, Fraction]], stat: str, count: int | None = None,
+                  pdf: tuple[list[Fraction], list[float], list[Fraction]] | None = None) -> Fraction:  # fmt: skip
     """``stat`` of guidellm's ``DistributionSummary.from_values(pairs)`` (schemas/statistics.py):
     probability-weighted mean and population variance, percentiles by the inverted CDF, mode the
     most probable value, count = round(sum of weights), total_sum = mean x count; no values: every
     statistic 0 (``from_pdf`` of an empty PDF)."""
     if not pairs:
-        if stat == "count" or stat.startswith("p") or stat in GUIDELLM_STATS:
+        if stat == "count":
+            return Fraction(count or 0)
+        if stat.startswith("p") or stat in GUIDELLM_STATS:
             return Fraction(0)
         raise NotDerivable(f"statistic {stat!r} unknown")
-    values, probs, exact = weighted_pdf(pairs)
-    count = Fraction(round(sum((w for _, w in pairs), Fraction(0))))
+    values, probs, exact = weighted_pdf(pairs) if pdf is None else pdf
+    n = Fraction(round(sum((w for _, w in pairs), Fraction(0))) if count is None else count)
     mu = sum((v * q for v, q in zip(values, exact, strict=True)), Fraction(0))
     if stat == "count":
-        return count
+        return n
     if stat == "mean":
         return mu
     if stat == "total_sum":
-        return mu * count
+        return mu * n
     if stat == "min":
         return values[0]
     if stat == "max":
@@ -111,6 +131,95 @@ def guidellm_stat(pairs: Sequence[tuple[Fraction, Fraction]], stat: str) -> Frac
 
 
 GUIDELLM_STATS = ("mean", "median", "mode", "variance", "std_dev", "min", "max", "count", "total_sum")
+GUIDELLM_THRESHOLD = 1e-4  # guidellm merges event times closer than 1/10 ms
+GUIDELLM_EPSILON = 1e-6
+
+
+def _merge_times(events: list[tuple[float, float]], threshold: float = GUIDELLM_THRESHOLD) -> list[list[float]]:
+    """guidellm ``DistributionSummary._merge_sorted_times_with_weights``: equal times merged (weights
+    summed), then every run of times each within ``threshold`` of the previous one, up to the run's
+    first time + threshold, merged into its first time; repeated until nothing merges."""
+    merged: dict[float, float] = {}
+    for t, w in events:
+        merged[t] = merged.get(t, 0.0) + w
+    out = [[t, merged[t]] for t in sorted(merged)]
+    while len(out) > 1:
+        times = [t for t, _ in out]
+        within = [b - a <= threshold for a, b in zip(times, times[1:], strict=False)]
+        if not any(within):
+            break
+        starts = [i for i, w in enumerate(within) if w and (i == 0 or not within[i - 1])]
+        ends = [bisect.bisect_right(times, times[i] + threshold) - 1 for i in starts]
+        keep_s, keep_e = [starts[0]], [ends[0]]
+        for st, en in zip(starts[1:], ends[1:], strict=True):
+            if st > keep_e[-1]:
+                keep_s.append(st)
+                keep_e.append(en)
+        cum = [0.0]
+        for _, w in out:
+            cum.append(cum[-1] + w)
+        removed: set[int] = set()
+        for st, en in zip(keep_s, keep_e, strict=True):
+            out[st][1] = cum[en + 1] - cum[st]
+            removed.update(range(st + 1, en + 1))
+        out = [row for i, row in enumerate(out) if i not in removed]
+    return out
+
+
+def guidellm_rate_pairs(events: list[tuple[float, float]], start: float | None = None,
+                        end: float | None = None) -> tuple[list[tuple[Fraction, Fraction]], int]:  # fmt: skip
+    """guidellm ``DistributionSummary.rate_distribution_from_timings``: (rate, duration) pairs and
+    the count. Events (time, weight) outside [start, end] are dropped and start/end added with
+    weight 0; times are merged (:func:`_merge_times`); each event's rate is its weight over its
+    local duration (half way to each neighbour; the last at least epsilon), weighted by that
+    duration. Replayed in floats, as numpy computes it."""
+    ev = list(events)
+    if start is not None:
+        ev = [(start, 0.0), *[e for e in ev if e[0] >= start]]
+    if end is not None:
+        ev = [*[e for e in ev if e[0] <= end], (end, 0.0)]
+    merged = _merge_times(ev)
+    if len(merged) <= 1:
+        return [], len(merged)
+    times = [t for t, _ in merged]
+    mids = [(b + a) / 2 for a, b in zip(times, times[1:], strict=False)]
+    durations = [mids[0] - times[0], *[b - a for a, b in zip(mids, mids[1:], strict=False)],
+                 max(times[-1] - mids[-1], GUIDELLM_EPSILON)]  # fmt: skip
+    occ = [w for _, w in merged]
+    count = round(sum(occ))
+    return [(Fraction(o / d), Fraction(d)) for o, d in zip(occ, durations, strict=True)], count
+
+
+def guidellm_concurrency_pairs(intervals: list[tuple[float, float, float]], start: float | None = None,
+                               end: float | None = None) -> tuple[list[tuple[Fraction, Fraction]], int | None]:  # fmt: skip
+    """guidellm ``DistributionSummary.concurrency_distribution_from_timings``: (concurrency,
+    duration) pairs and the count (intervals kept). +weight at each start, -weight at each end,
+    times merged; the level before ``start`` carried to it, events after ``end`` dropped; each level
+    (cumulative sum, clipped at 0) weighted by the time to the next change. Count None: guidellm's
+    single-level case, whose count is that of its one value."""
+    iv = [i for i in intervals if start is None or i[1] >= start]
+    iv = [i for i in iv if end is None or i[0] <= end]
+    count = len(iv)
+    merged = _merge_times([(a, w) for a, _, w in iv] + [(b, -w) for _, b, w in iv])
+    if start is not None and merged:
+        k = bisect.bisect_left([t for t, _ in merged], start)
+        prior = 0.0
+        for _, w in merged[:k]:
+            prior += w
+        merged = [[start, prior if k > 0 else 0.0], *merged[k:]]
+    if end is not None and merged:
+        k = bisect.bisect_right([t for t, _ in merged], end)
+        merged = [*merged[:k], [end, 0.0]]
+    levels, acc = [], 0.0
+    for _, w in merged:
+        acc += w
+        levels.append(max(acc, 0.0))
+    if len(levels) <= 1:
+        return ([] if count == 0 else [(Fraction(levels[0]), Fraction(1))]), None
+    durations = [max(b - a, 0.0) for (a, _), (b, _) in zip(merged, merged[1:], strict=False)]
+    if not any(d > 0 for d in durations):
+        return [], count
+    return [(Fraction(c), Fraction(d)) for c, d in zip(levels, durations, strict=False)], count
 
 
 def _population_var(s: Sequence[Fraction]) -> Fraction:

@@ -98,6 +98,19 @@ def combine(own: str, inputs: list[Evidence]) -> Outcome:
     return Outcome(cap, provenance, w, rule, why)
 
 
+# a metric value's flag (ledger.vocab.Provenance) as an evidence level, and back
+_FLAG_LEVEL = {"measured": "measured", "derived": "measured", "reported": "reported", "estimated": "estimated",
+               "n/a": "n/a"}  # fmt: skip
+_LEVEL_FLAG = {"measured": "derived", "reported": "reported", "estimated": "estimated", "n/a": "n/a"}
+
+
+def derived_flag(flags: list[str]) -> str:
+    """The flag of a value computed from inputs with these flags: the weakest input decides (a TPM
+    over the tool's reported duration is ``reported``, never ``derived`` as if measured here)."""
+    w = weakest([Evidence(_FLAG_LEVEL[f], f) for f in flags])
+    return "derived" if w is None else _LEVEL_FLAG[w.level]
+
+
 def markdown() -> str:
     """The lattice as docs/claims.md shows it: own verdict x weakest operand level -> verdict."""
     head = "| own arithmetic \\ weakest operand | " + " | ".join(LEVELS) + " |"

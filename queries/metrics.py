@@ -9,7 +9,9 @@ and :mod:`queries.metrics_hardware` (dmon counters, power, server-log facts); th
 * R2: no computation crosses a batch. A scope whose runs or samples span two batches is refused.
 * R7: within one batch, only counts and totals add up over runs; a percentile, mean or rate pooled
   over the runs of a sweep mixes loads, so it is refused unless the batch holds one run.
-* Every value is ``derived`` with its inputs, or ``n/a`` with its reason (never 0, never filled in).
+* Every value is ``derived`` with its inputs, or ``n/a`` with its reason (never 0, never filled in);
+  in the table of :func:`run_metrics` an n/a value is replaced by the tool's own equivalent figure
+  where it reported one (:mod:`queries.metrics_reported`, flag ``reported``).
 
 Percentiles are numpy's default linear method (type 7) = vLLM's ``np.percentile`` = pandas'
 ``quantile``; see :func:`queries.metrics_requests.percentile_linear`.
@@ -33,6 +35,7 @@ from bench_ledger.books import current, require_current
 from bench_ledger.errors import LedgerError, NotFound, Refused
 from bench_ledger.queries.metrics_batch import RunRef, batch_values, supported
 from bench_ledger.queries.metrics_hardware import hardware_metrics, parse_window
+from bench_ledger.queries.metrics_reported import fill_reported
 from bench_ledger.queries.metrics_requests import Ctx, Dist, Metric, percentile_linear, request_metrics
 from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.records import UNCONFIRMED_ZONE
@@ -310,6 +313,7 @@ def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | 
                 else:
                     rm.values[name] = mt.value(conn, _resolve(conn, scope, mt))
             out.append(rm)
+        fill_reported(conn, out)
     return out
 
 
@@ -324,6 +328,7 @@ def run_metrics_per_run(ledger: Ledger, batches: list[str] | None = None, run_id
             for name in metrics:
                 mt = METRICS[name]
                 rm.values[name] = mt.value(conn, _resolve(conn, scope, mt))
+        fill_reported(conn, out)
     return out
 
 

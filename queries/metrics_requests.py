@@ -28,6 +28,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger import models as m
+from bench_ledger.queries.lattice import derived_flag
 from bench_ledger.queries.values import MetricValue, Scope
 
 Q = m.Request.__table__
@@ -372,7 +373,8 @@ def rate_value(metric: Metric, ctx: Ctx, parts: list[MetricValue], clock: Metric
     total = sum(known, Fraction(0))
     inputs: dict[str, Any] = {p.metric: str(p.value) for p in parts} | {
         "wall_clock_s": float(wall), "basis": clock.inputs.get("basis"), "requests_ok": parts[0].inputs.get("requests_ok")}
-    return derived(metric, ctx, per * total / wall, runs=ctx.run_ids, **inputs)
+    flag = derived_flag([*(p.flag for p in parts), clock.flag])  # the weakest input decides (lattice)
+    return derived(metric, ctx, per * total / wall, flag=flag, runs=ctx.run_ids, **inputs)
 
 
 # --------------------------------------------------------------------------- distributions over ok requests

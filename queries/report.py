@@ -48,7 +48,7 @@ RUN_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("per_stream_decode_rate_median", "decode tok/s per stream (median)", ",.2f"),
 )
 MARKERS = {"derived": "d", "reported": "r", "estimated": "e", "measured": "m"}
-MARKER_LEGEND = ("d = derived here from the captured records; r = the tool's own figure (reported); "
+MARKER_LEGEND = ("d = derived here from the captured records; r = the tool's own figure, or computed from one (reported: the weakest input decides); "
                  "e = estimated; m = measured; n/a[k] = not available, reason in footnote k")  # fmt: skip
 POWER_STATS = ("power_sum_of_card_means_w", "power_peak_of_sum_w", "power_sum_of_card_peaks_w")
 CARD_STATS = (("power_w_mean", "power mean W"), ("power_w_max", "power max W"),

@@ -7,6 +7,7 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from bench_ledger.cli import main
 from bench_ledger.queries.check import IDENTITY, RECORDS, check
 from bench_ledger.store import Ledger
@@ -25,31 +26,54 @@ def test_guidellm_statistics_recomputed_by_its_distribution_summary(ledger: Ledg
     imp(ledger_url, str(samples / GUIDELLM), "--batch", "g")
     rows = check(ledger, batch="g")
     rec = [r for r in rows if r.section == RECORDS]
-    # main gave 80 agree, 3288 not re-derivable (and no row for duration, which the import dropped)
-    assert Counter(r.status for r in rec) == {"agree": 1848, "not re-derivable": 1521}
+    # main gave 80 agree and 3288 not re-derivable (no row for duration, which the import dropped);
+    # now every one of the 3369 statistics is recomputed by guidellm's own definitions and agrees
+    assert Counter(r.status for r in rec) == {"agree": 3369}
     assert Counter(r.status for r in rows if r.section == IDENTITY) == {"agree": 547}
-    assert {r.definition for r in rec if r.status == "agree"} == {"guidellm-inverted-cdf"}
+    assert {r.definition for r in rec} == {"guidellm-inverted-cdf"}
     by = {r.key: r for r in rec}
     # the errored and incomplete groups hold no records: guidellm summarises no values as 0 (840 each)
-    assert Counter(r.reason for r in rec if r.status == "agree")["no errored records: guidellm's summary of no values is 0"] == 840
+    reasons = Counter(r.reason for r in rec)
+    assert reasons["no errored records: guidellm's summary of no values is 0"] == 840
     zero = by["metrics.requests_per_second.errored.mean"]
-    assert (zero.status, zero.recomputed) == ("agree", 0.0)
+    assert zero.recomputed == 0.0
     # successful and total by DistributionSummary.from_values: inverted-CDF percentiles, population std
-    p50 = by["metrics.time_to_first_token_ms.successful.percentiles.p50"]
-    assert (p50.status, p50.reported) == ("agree", "171.52166366577148")
-    std = by["metrics.request_latency.total.std_dev"]
-    assert (std.status, std.reason) == ("agree", "over the total records")
+    assert by["metrics.time_to_first_token_ms.successful.percentiles.p50"].reported == "171.52166366577148"
+    assert by["metrics.request_latency.total.std_dev"].reason == "over the total records"
     assert by["metrics.prompt_token_count.successful.mode"].recomputed == 76.0  # first of the most probable
+    # weighted: TPOT by output tokens (count 4 x 1024), ITL by output tokens - 1 (4 x 1023)
+    tpot = by["metrics.time_per_output_token_ms.successful.count"]
+    assert (tpot.recomputed, tpot.reason) == (4096.0, "over the successful records' time_per_output_token_ms, "
+                                                       "weighted by output_tokens")  # fmt: skip
+    assert by["metrics.inter_token_latency_ms.total.count"].recomputed == 4092.0
+    # time-weighted: requests per second over the end times within the measurement window (count 3:
+    # guidellm merges the window's end with the last request end), concurrency over (start, end)
+    rps = by["metrics.requests_per_second.successful.max"]
+    assert (rps.reported, rps.recomputed) == ("7219.111876075732", 7219.111876075732)
+    assert by["metrics.requests_per_second.successful.count"].recomputed == 3.0
+    assert by["metrics.request_concurrency.successful.mean"].reported == "3.9998399194047565"
+    # token rates over iterations evenly spaced between the first and last token (np.linspace)
+    out = by["metrics.output_tokens_per_second.successful.percentiles.p99"]
+    assert (out.reported, out.status) == ("862.8479736679695", "agree")
+    assert by["metrics.output_tokens_per_iteration.successful.max"].reported == "1.0049115913555993"
+    assert by["metrics.text.characters.total_per_second.successful.count"].recomputed == 12392.0
     for group in ("successful", "errored", "incomplete", "total"):
         assert by[f"metrics.request_totals.{group}"].status == "agree"
         assert by[f"scheduler_metrics.requests_made.{group}"].status == "agree"
-    # what stays not re-derivable says what the file lacks
-    why = Counter(r.reason for r in rec if r.status == "not re-derivable")
-    assert why[("needs each streamed iteration's time and token count (guidellm's per-iteration token timings); "
-                "the file keeps per request only its first/last iteration times and iteration counts")] == 200
-    assert by["duration"].reason == ("guidellm's measurement window (the benchmark's end_time - start_time, "
-                                     "scheduler times that no record holds)")
-    assert not [r for r in rec if "not known to the check" in (r.reason or "")]
+    assert by["duration"].reason == ("measure_end_time - measure_start_time (scheduler_metrics: the window its "
+                                     "metrics cover)")  # fmt: skip
+
+
+def test_guidellm_edited_distribution_disagrees(ledger: Ledger, ledger_url: str, samples: Path, tmp_path: Path) -> None:
+    obj = json.loads((samples / GUIDELLM).read_text())
+    m = obj["benchmarks"][0]["metrics"]
+    m["request_concurrency"]["successful"]["mean"] = 3.5  # a hand-edited summary
+    m["time_per_output_token_ms"]["total"]["percentiles"]["p90"] = 24.0
+    (tmp_path / "edited.json").write_text(json.dumps(obj))
+    imp(ledger_url, str(tmp_path / "edited.json"), "--batch", "e")
+    bad = {r.key: r.recomputed for r in check(ledger, batch="e") if r.status == "disagree" and r.section == RECORDS}
+    assert bad == {"metrics.request_concurrency.successful.mean": 3.9998399194047565,
+                   "metrics.time_per_output_token_ms.total.percentiles.p90": 24.32361408136785}
 
 
 def test_guidellm_duration_and_synthetic_data_settings_are_kept(ledger: Ledger, ledger_url: str, samples: Path,
@@ -85,3 +109,136 @@ def test_vllm_completed_plus_failed_is_num_prompts(ledger: Ledger, ledger_url: s
     bad = [(r.key, r.definition.split(" (")[0]) for r in check(ledger, batch="e") if r.status == "disagree"]
     assert ("completed", "completed = num_prompts - failed") in bad
     assert ("request_throughput", "request_throughput = completed / duration") in bad
+
+
+def test_llmperf_per_request_throughput_is_kept_and_its_statistics_agree(ledger: Ledger, ledger_url: str,
+                                                                         samples: Path) -> None:  # fmt: skip
+    d = samples / "llmperf"
+    imp(ledger_url, str(d / "individual_groq_70b.json"), str(d / "summary_groq_70b.json"), "--batch", "lp",
+        "--run", "groq")
+    rows = [r for r in check(ledger, batch="lp") if r.section == RECORDS]
+    # main: 55 agree, 12 not re-derivable (the 10 throughput statistics had no per-request values)
+    assert Counter(r.status for r in rows) == {"agree": 65, "not re-derivable": 2}
+    by = {r.key: r for r in rows}
+    std = by["results_request_output_throughput_token_per_s_stddev"]
+    assert (std.reported, std.status, std.definition) == ("15.697887254302277", "agree", "pandas-linear")
+    assert by["results_request_output_throughput_token_per_s_quantiles_p25"].recomputed == 174.12798146848314
+    # results_error_code_frequency recomputed from the records' codes: none, so llmperf prints {}
+    freq = by["results_error_code_frequency"]
+    assert (freq.reported, freq.status, freq.reason) == ("{}", "agree", "no record has an error_code: llmperf prints {}")
+    # the token counts agree exactly: no remembered tolerance in any reason
+    assert by["results_number_output_tokens_mean"].status == "agree"
+    assert {r.reason for r in rows if r.status == "not re-derivable"} == {
+        "divides by llmperf's own start-to-end monotonic time of the run; the records carry no times "
+        "(see the identity linking the two)"}
+    with ledger.connection() as conn:
+        kept = conn.exec_driver_sql("SELECT key, flag, count(*) FROM request_value GROUP BY key, flag ORDER BY key").all()
+    assert [tuple(k) for k in kept] == [("number_total_tokens", "measured", 150),
+                                        ("request_output_throughput_token_per_s", "reported", 150)]
+
+
+def test_llmperf_error_codes_counted_from_the_records(ledger: Ledger, ledger_url: str, samples: Path,
+                                                     tmp_path: Path) -> None:  # fmt: skip
+    d = samples / "llmperf"
+    records = json.loads((d / "individual_groq_70b.json").read_text())
+    for r in records[:3]:
+        r["error_code"], r["error_msg"] = 429, "Too Many Requests"
+    records[3]["error_code"], records[3]["error_msg"] = 500, "Internal"
+    summary = json.loads((d / "summary_groq_70b.json").read_text())
+    (tmp_path / "individual_x.json").write_text(json.dumps(records))
+    summary["results_error_code_frequency"] = "{429: 3, 500: 1}"
+    (tmp_path / "summary_x.json").write_text(json.dumps(summary))
+    imp(ledger_url, str(tmp_path / "individual_x.json"), str(tmp_path / "summary_x.json"), "--batch", "x", "--run", "x")
+    (freq,) = [r for r in check(ledger, batch="x") if r.key == "results_error_code_frequency"]
+    assert (freq.status, freq.reason) == ("agree", "error codes counted over the records: 429 x3, 500 x1")
+    summary["results_error_code_frequency"] = "{429: 4}"
+    (tmp_path / "summary_y.json").write_text(json.dumps(summary))
+    (tmp_path / "individual_y.json").write_text(json.dumps(records) + " ")
+    imp(ledger_url, str(tmp_path / "individual_y.json"), str(tmp_path / "summary_y.json"), "--batch", "y", "--run", "y")
+    (freq,) = [r for r in check(ledger, batch="y") if r.key == "results_error_code_frequency"]
+    assert freq.status == "disagree"
+
+
+def test_request_values_are_sealed_exported_and_never_backfilled(ledger: Ledger, ledger_url: str, samples: Path,
+                                                                 tmp_path: Path) -> None:  # fmt: skip
+    import sqlalchemy as sa
+    from bench_ledger import books, transfer
+    from bench_ledger import models as m
+    from bench_ledger.errors import Refused
+    from bench_ledger.store import Ledger as L
+
+    d = samples / "llmperf"
+    imp(ledger_url, str(d / "individual_groq_70b.json"), "--batch", "s")
+    # no backfill: a value for a request of an artefact imported earlier is refused (R9)
+    with ledger.session() as s:
+        art = s.scalar(sa.select(m.Artefact.id))
+        s.add(m.RequestValue(artefact_id=art, request_idx=0, key="x", value=1.0, flag="measured"))
+        with pytest.raises(Refused, match="refused by R9: add a request_value row to artefact"):
+            s.flush()
+        s.rollback()
+    res = CliRunner().invoke(main, ["close", "--db", ledger_url, "s", "--seal-file", str(tmp_path / "seals.jsonl")])
+    assert res.exit_code == 0, res.output
+    assert books.verify(ledger, seal_file=tmp_path / "seals.jsonl").ok
+    with ledger.connection() as conn:
+        parts = {r[0]: r[1] for r in conn.exec_driver_sql(
+            "SELECT table_name, row_count FROM artefact_digest WHERE artefact_id = 1")}  # fmt: skip
+    assert parts["request_value"] == 300 and parts["request"] == 150
+    out = tmp_path / "export"
+    transfer.export_batch(ledger, "s", out)
+    target = L(f"duckdb:///{tmp_path / 'target.duckdb'}", create=True)
+    target.init()
+    got = transfer.import_export(target, out)
+    assert got.rows > 300
+    with target.connection() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM request_value").scalar() == 300
+
+
+def test_metrics_show_the_tools_reported_equivalents_marked_r(ledger: Ledger, ledger_url: str, samples: Path) -> None:
+    from bench_ledger.queries.metrics import run_metrics
+
+    imp(ledger_url, str(samples / "vllm" / "openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json"),
+        "--batch", "v")
+    (row,) = run_metrics(ledger, ["v"])
+    v = row.values
+    # main: every column n/a (aggregates only)
+    assert (v["requests_ok"].value, v["requests_ok"].flag) == (150, "reported")
+    assert v["total_tpm"].flag == "reported" and float(v["total_tpm"].value) == 616.1497365908841 * 60
+    assert v["total_tpm"].inputs["reported_key"] == "total_token_throughput"
+    assert v["total_tpm"].inputs["basis"].startswith("the tool's own total_token_throughput (tok/s) x 60")
+    assert float(v["ttft_p50"].value) == 0.07659605500003863
+    assert v["e2e_latency_p50"].value is None  # no equivalent named: stays n/a with its reason
+    res = CliRunner().invoke(main, ["metrics", "--db", ledger_url, "--batch", "v"])
+    assert "36,969 r" in res.output and "150 r / 0 r" in res.output
+
+
+def test_a_tpm_over_the_tools_reported_duration_is_reported_not_derived(ledger: Ledger, ledger_url: str,
+                                                                        tmp_path: Path) -> None:  # fmt: skip
+    from bench_ledger.queries.metrics import run_metrics
+
+    obj = {"date": "20260301-120000", "endpoint_type": "openai", "backend": "openai", "model_id": "m",
+           "num_prompts": 2, "request_rate": "inf", "duration": 4.0, "completed": 2, "failed": 0,
+           "total_input_tokens": 20, "total_output_tokens": 6, "input_lens": [10, 10], "output_lens": [4, 2],
+           "ttfts": [0.04, 0.05], "itls": [[0.01, 0.02, 0.03], [0.02]], "errors": ["", ""]}  # fmt: skip
+    (tmp_path / "v.json").write_text(json.dumps(obj))
+    imp(ledger_url, str(tmp_path / "v.json"), "--batch", "v")
+    (row,) = run_metrics(ledger, ["v"])
+    tpm = row.values["output_tpm"]
+    # tokens counted here (derived) over the tool's own duration (reported): main marked it "d"
+    assert (tpm.value, tpm.flag) == (90, "reported")
+    assert row.values["output_tokens"].flag == "derived"
+
+
+def test_formats_doc_lists_the_kept_values_definitions_and_equivalents() -> None:
+    from bench_ledger.importers import guidellm, llmperf
+    from bench_ledger.queries import metrics_reported
+    from bench_ledger.queries.check_stats import DEFINITIONS
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text()
+    flat = " ".join(doc.split())
+    for module in (llmperf, guidellm):
+        for key, flag in module.VALUE_KEYS.items():
+            assert f"`{key}`" in flat, key
+            assert flag in ("measured", "reported")
+    for name in DEFINITIONS:
+        assert f"`{name}`" in flat, name
+    assert metrics_reported.markdown() in doc

@@ -34,8 +34,8 @@ def closed_fx(demo_built: Path, tmp_path_factory: pytest.TempPathFactory) -> tup
         sealed = close_batch(ledger, "fx")
     result = CliRunner().invoke(main, ["export", "fx", "--to", str(base / "fx-export"), "--csv", "--db", url])
     assert result.exit_code == 0, result.output
-    # 16 tables as Parquet and CSV, the in-toto statement, README.json
-    assert result.output.splitlines()[0] == f"exported batch fx to {base / 'fx-export'}/ (34 files)"
+    # 17 tables as Parquet and CSV (request_value too, empty here), the in-toto statement, README.json
+    assert result.output.splitlines()[0] == f"exported batch fx to {base / 'fx-export'}/ (36 files)"
     return url, base / "fx-export", sealed.digest
 
 

@@ -170,7 +170,7 @@ def metrics(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, as_jso
     shown = sorted({r.batch for r in rows})
     if len(shown) > 1:
         click.echo(f"{len(shown)} batches side by side ({', '.join(shown)}): nothing is pooled across batches (R2)")
-    click.echo("d = derived here from the captured records; r = the tool's own figure (reported); "
+    click.echo("d = derived here from the captured records; r = the tool's own figure, or computed from one (reported: the weakest input decides); "
                "in/out = input target / output cap (settings, not actual lengths, R3); C/N = concurrency / requests")  # fmt: skip
     for text, k in notes.items():
         click.echo(f"[{k}] n/a: {text}")

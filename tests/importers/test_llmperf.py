@@ -45,7 +45,11 @@ def test_groq_individual_sample(samples: Path) -> None:
     assert cap.token_source == "client_tokenizer" and cap.clock is None and not cap.sampled
     assert "error_code is null" in cap.success_rule
     assert run.info.label.startswith("llmperf individual 150 requests sha256:948a9414793e")
-    assert "request_output_throughput_token_per_s" in art.note
+    # llmperf's own per-request throughput (its 10 summary statistics are over it) and total tokens
+    vals = run.request_values
+    assert (vals["request_output_throughput_token_per_s"].flag, vals["number_total_tokens"].flag) == ("reported", "measured")
+    assert vals["request_output_throughput_token_per_s"].values[0] == 167.41402985955182
+    assert vals["number_total_tokens"].values[:1] == [700.0] and art.note is None
 
 
 def test_together_individual_sample(samples: Path) -> None:
