@@ -320,7 +320,9 @@ def _record_row(pv, rec: Records | str, tc) -> CheckRow:
                 return row
             row.status, row.reason, row.definition = (AGREE if agrees else DISAGREE), how, tc.definition.name
             return row
-        row.reason = "printed as text, not a number"
+        # a text the tool's check recomputes from records (llmperf's error-code dict): without records, say so
+        recomputable = tc is not None and tc.recompute_text is not None and isinstance(rec, str)
+        row.reason = rec if recomputable and isinstance(rec, str) else "printed as text, not a number"
         return row
     if isinstance(rec, str):
         row.reason = rec

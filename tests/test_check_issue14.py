@@ -242,3 +242,12 @@ def test_formats_doc_lists_the_kept_values_definitions_and_equivalents() -> None
     for name in DEFINITIONS:
         assert f"`{name}`" in flat, name
     assert metrics_reported.markdown() in doc
+
+
+def test_a_summary_without_its_records_says_so_for_its_text_statistic(ledger: Ledger, ledger_url: str,
+                                                                      samples: Path) -> None:  # fmt: skip
+    imp(ledger_url, str(samples / "llmperf" / "summary_groq_70b.json"), "--batch", "s")
+    (freq,) = [r for r in check(ledger, batch="s") if r.key == "results_error_code_frequency"]
+    # main: "printed as text, not a number", although the records would recompute it
+    assert (freq.status, freq.reason) == ("not re-derivable", "no per-request records in this run's artefacts "
+                                                              "(aggregates only)")
