@@ -48,7 +48,7 @@ from bench_ledger.importers._toolfiles import (
     present_fields,
 )
 from bench_ledger.importers.base import ParseOptions, first_json_value, iter_json_lines
-from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo
+from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RequestValues, RunInfo
 from bench_ledger.tools import Tool
 
 PROFILING = "profiling"
@@ -104,6 +104,7 @@ class AiperfRecordsImporter:
             if schema is None and rec.get("schema_version") is not None:
                 schema = str(rec["schema_version"])
             row, u_in, u_out = _row(path, where, idx, line, rec, meta)
+            row["values"] = _scalar_metrics(path, where, rec)
             rows.append(row)
             usage_in.append(u_in)
             usage_out.append(u_out)
@@ -113,6 +114,10 @@ class AiperfRecordsImporter:
         if server:
             for r, u_in, u_out in zip(rows, usage_in, usage_out, strict=True):
                 r["input_tokens"], r["output_tokens"] = u_in, u_out
+        per_request = [r.pop("values") for r in rows]
+        keys = sorted({k for vals in per_request for k in vals})
+        request_values = {k: RequestValues(flag="reported" if k in REPORTED_METRICS else "measured",
+                                           values=[vals.get(k) for vals in per_request]) for k in keys}  # fmt: skip
         columns = build_columns(rows)
         fields = present_fields(columns, always=["status", "error"])
         skipped_text = ", ".join(f"{phase}: {n}" for phase, n in sorted(skipped.items()))
@@ -135,9 +140,27 @@ class AiperfRecordsImporter:
                 success_rule=SUCCESS_RULE,
             ),
             requests=columns,
+            request_values=request_values if rows else {},
         )
         note = f"skipped non-profiling records ({skipped_text})" if skipped else None
         return ParsedArtefact(format=self.name, format_version=schema, runs=[run], note=note)
+
+
+# AIPerf's per-record metrics it computes from its measurements (the others are times and counts)
+REPORTED_METRICS = frozenset({"inter_token_latency", "output_token_throughput_per_user"})
+
+
+def _scalar_metrics(path: Path, where: str, rec: dict) -> dict[str, float]:
+    """Every per-record metric with one number, as written in its own unit (``request_value``: AIPerf's
+    aggregate statistics are over these); list values (inter_chunk_latency) are the chunk gaps."""
+    metrics = rec.get("metrics")
+    out: dict[str, float] = {}
+    for name, obj in (metrics.items() if isinstance(metrics, dict) else ()):
+        value = obj.get("value") if isinstance(obj, dict) else None
+        if value is None or isinstance(value, list):
+            continue
+        out[name] = float(number(path, where, f"metrics.{name}.value", value, optional=False))
+    return out
 
 
 def _row(

@@ -336,6 +336,13 @@ _PERF_SERIES = {  # metric tag -> (request column, scale to the tool's unit)
 }  # fmt: skip
 
 
+# AIPerf metrics of one value per run (the aggregate file writes them with count 1)
+_PERF_RUN_AGGREGATES = ("request_count", "error_request_count", "min_request_timestamp", "max_response_timestamp",
+                        "benchmark_duration", "request_throughput", "output_token_throughput")
+_PERF_TOTALS = {"total_isl": "input_sequence_length", "total_osl": "output_sequence_length",
+                "total_output_tokens": "output_token_count", "total_reasoning_tokens": "reasoning_token_count"}
+
+
 def _perf(key: str, rec: Records) -> tuple[Fraction, str]:
     """AIPerf / GenAI-Perf ``metric.stat`` over the ok records (numpy)."""
     rec.need_status()
@@ -343,6 +350,15 @@ def _perf(key: str, rec: Records) -> tuple[Fraction, str]:
     if mt is None:
         raise NotDerivable(f"key {key!r} not known to the check")
     metric, stat = mt["metric"], mt["stat"]
+    if metric in _PERF_TOTALS and stat == "avg":  # a run total: the sum of the per-record values
+        return sum(rec.value(_PERF_TOTALS[metric]), Fraction(0)), f"sum of the ok records' {_PERF_TOTALS[metric]}"
+    if metric in _PERF_RUN_AGGREGATES or metric in _PERF_TOTALS:
+        raise NotDerivable("one value over the whole run (its count is 1: a total, or the first/last time), not a "
+                           "statistic over the records; checked by the identities")  # fmt: skip
+    if metric == "inter_chunk_latency":  # every chunk gap of the ok records, flattened, in ms
+        if "chunk_gaps" not in rec.fields:
+            raise NotDerivable("needed field chunk_gaps not captured")
+        return NUMPY_LINEAR.stat([Fraction(g) * 1000 for g in rec.gaps], stat), "over the ok records' chunk gaps, flattened"
     if metric in _PERF_SERIES:
         col, scale = _PERF_SERIES[metric]
         series = [v * scale for v in rec.column(col)]

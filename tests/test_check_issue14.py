@@ -251,3 +251,20 @@ def test_a_summary_without_its_records_says_so_for_its_text_statistic(ledger: Le
     # main: "printed as text, not a number", although the records would recompute it
     assert (freq.status, freq.reason) == ("not re-derivable", "no per-request records in this run's artefacts "
                                                               "(aggregates only)")
+
+
+def test_aiperf_records_keep_their_metrics_and_reproduce_the_aggregate(ledger: Ledger, ledger_url: str,
+                                                                       samples: Path) -> None:  # fmt: skip
+    d = samples / "aiperf"
+    imp(ledger_url, str(d / "aiperf-repo-examples-run1__profile_export_aiperf.json"),
+        str(d / "aiperf-repo-examples-run1__profile_export.jsonl"), "--batch", "a")
+    rows = check(ledger, batch="a")
+    rec = [r for r in rows if r.section == RECORDS]
+    # before (records paired, their per-record metrics not kept): 52 agree, 101 not re-derivable
+    assert Counter(r.status for r in rec) == {"agree": 120, "not re-derivable": 33}
+    by = {r.key: r for r in rec}
+    assert (by["records.ttst.p99"].status, by["records.ttst.p99"].definition) == ("agree", "numpy-linear")
+    icl = by["records.inter_chunk_latency.count"]
+    assert (icl.recomputed, icl.reason) == (21537.0, "over the ok records' chunk gaps, flattened")
+    assert by["records.total_osl.avg"].reason == "sum of the ok records' output_sequence_length"
+    assert by["records.output_token_count.avg"].reason == "output_token_count missing for 59 of 89 ok requests"
