@@ -531,13 +531,6 @@ class RequestValues(Record):
     flag: RequestValueFlag = Field(description="measured by the tool, or computed by it per request (reported)")
     values: list[float | None]
 
-    @model_validator(mode="after")
-    def _finite(self) -> RequestValues:
-        for i, v in enumerate(self.values):
-            if v is not None and not math.isfinite(v):
-                raise ValueError(f"record {i}: {v!r} is not a finite number")
-        return self
-
 
 class ParsedRun(Record):
     """A run with its capture, its requests (if the file had them) and its tool aggregates."""
@@ -563,6 +556,9 @@ class ParsedRun(Record):
                 raise ValueError(why)
             if len(rv.values) != n:
                 raise ValueError(f"per-request value {_safe(key)!r} has {len(rv.values)} entries, the run {n} requests")
+            for i, v in zip(self.requests.idx, rv.values, strict=True):
+                if v is not None and not math.isfinite(v):
+                    raise ValueError(f"record {i}: field {_safe(key)!r}: {v!r} is not a finite number")
         return self
 
 

@@ -268,3 +268,18 @@ def test_aiperf_records_keep_their_metrics_and_reproduce_the_aggregate(ledger: L
     assert (icl.recomputed, icl.reason) == (21537.0, "over the ok records' chunk gaps, flattened")
     assert by["records.total_osl.avg"].reason == "sum of the ok records' output_sequence_length"
     assert by["records.output_token_count.avg"].reason == "output_token_count missing for 59 of 89 ok requests"
+
+
+def test_a_per_request_value_outside_its_domain_is_refused_naming_record_and_field(ledger_url: str, samples: Path,
+                                                                                   tmp_path: Path) -> None:  # fmt: skip
+    text = (samples / "llmperf" / "individual_groq_70b.json").read_text()
+    records = json.loads(text)
+    records[3]["request_output_throughput_token_per_s"] = 1e308
+    (tmp_path / "individual_inf.json").write_text(json.dumps(records).replace("1e+308", "1e400", 1))
+    res = CliRunner().invoke(main, ["import", "--db", ledger_url, "-q", str(tmp_path / "individual_inf.json"),
+                                    "--batch", "x"])  # fmt: skip
+    assert res.exit_code == 1
+    assert res.output.strip().endswith("record 3: field 'request_output_throughput_token_per_s': inf is not a "
+                                       "finite number")  # fmt: skip
+    with Ledger(ledger_url) as led, led.connection() as conn:
+        assert conn.exec_driver_sql("SELECT count(*) FROM request_value").scalar() == 0
