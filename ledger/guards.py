@@ -228,7 +228,7 @@ def _on_execute(state: ORMExecuteState) -> None:
                       "change objects through the session, or record a correction")  # fmt: skip
 
 
-# The triggers migrations 0005, 0008, 0010, 0011 and 0012 create on PostgreSQL: (table, trigger name).
+# The triggers migrations 0005, 0008, 0010, 0011, 0012 and 0013 create on PostgreSQL: (table, trigger name).
 EXPECTED_PG_TRIGGERS: tuple[tuple[str, str], ...] = (
     *((t, n) for t in (*m.CAPTURED_TABLES, *SEAL_TABLES) for n in ("ledger_append_only", "ledger_append_only_truncate")),
     *((t, "ledger_closed_batch") for t in ("run", "published_value", "artefact", "batch")),

@@ -371,7 +371,7 @@ class ChunkGap(Base):
 
 
 class RequestValue(Base):
-    """One per-request value a tool wrote that has no column of ``request`` (migration 0012), as
+    """One per-request value a tool wrote that has no column of ``request`` (migration 0013), as
     written: llmperf's ``request_output_throughput_token_per_s``, guidellm's
     ``time_per_output_token_ms``, ``info.timings.request_iterations``, ``input_metrics.text_words``...
     ``key`` is the tool's own name (dotted path within the record); ``flag`` says whether the tool
@@ -386,7 +386,7 @@ class RequestValue(Base):
     __table_args__ = (
         _enum_check("flag", REQUEST_VALUE_FLAGS, "flag"),
         sa.PrimaryKeyConstraint("artefact_id", "request_idx", "key", name="pk_request_value")
-        .ddl_if(callable_=lambda *_a, **_k: False),  # logical key only: not created (migration 0012)
+        .ddl_if(callable_=lambda *_a, **_k: False),  # logical key only: not created (migration 0013)
     )
 
     # (artefact_id, request_idx) is a request's (artefact_id, idx); no FOREIGN KEY (see above)

@@ -40,7 +40,7 @@ SCHEME = "bench-ledger-seal/3"
 DECLARED_TABLES = ("batch", "deployment", "run", "published_value")
 ARTEFACT_TABLES = ("artefact", "capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact",
                    "request_value")
-# Tables added after scheme 3 was defined (migration 0012): an artefact's part of such a table exists
+# Tables added after scheme 3 was defined (migration 0013): an artefact's part of such a table exists
 # (in its digest, the seal's parts and seal_part) only when the artefact has rows there, so every
 # digest and seal made before the table existed verifies unchanged.
 OPTIONAL_TABLES = ("request_value",)

@@ -39,7 +39,7 @@ from bench_ledger.store import Ledger, now
 
 FORMAT = "bench-ledger-export/1"
 # source reports (what the batch's published values name) and the import digests ride along; not sealed
-# request_value (migration 0012) is a scheme-3 artefact part only (seal3.OPTIONAL_TABLES), never of schemes 1 and 2
+# request_value (migration 0013) is a scheme-3 artefact part only (seal3.OPTIONAL_TABLES), never of schemes 1 and 2
 ALL_TABLES = (*sl.TABLE_ORDER, "request_value", "source_report", "artefact_digest")
 SEAL_TABLES = ("seal", "seal_chunk", "seal_part")  # seal_chunk: schemes 1 and 2; seal_part: scheme 3
 # an order the foreign keys allow (a batch names its deployment, a run its artefact)

@@ -16,8 +16,8 @@ append-only (``ledger_append_only``, ``ledger_append_only_truncate``, rule R9) a
 artefact digest only when the artefact has such rows, so digests and seals made before this
 revision verify unchanged (docs/seals.md).
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0012"
-down_revision = "0011"
+revision = "0013"
+down_revision = "0012"
 branch_labels = None
 depends_on = None
 
