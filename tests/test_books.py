@@ -20,13 +20,12 @@ from bench_ledger.errors import Refused
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 
+from tests.clirun import run
+
 PG_REQUEST_UPDATE = "refused by R9: UPDATE of request: rows of this table are append-only"
 
 
-def cli(*args: str, code: int = 0):
-    result = CliRunner().invoke(main, [str(a) for a in args])
-    assert result.exit_code == code, result.output
-    return result
+cli = run  # the name the book-keeping tests (and their importers) use
 
 
 def bench_json(path: Path, n: int = 5, *, date: str = "20260707-100000", rate: float = 2.0) -> Path:
@@ -245,12 +244,10 @@ def _request_artefact(ledger: Ledger) -> int:
 def test_a_corrected_run_keeps_its_records_in_metrics_and_listings(ledger_url: str, tmp_path) -> None:
     """Captured rows stay on the first revision (Run.origin_id); queries show the current one."""
     from bench_ledger.books import correct_run
-    from bench_ledger.cli import main
     from bench_ledger.queries.catalog import list_runs, run_detail
     from bench_ledger.queries.metrics import evaluate
     from bench_ledger.queries.values import Scope
     from bench_ledger.store import Ledger
-    from click.testing import CliRunner
 
     f = tmp_path / "r.jsonl"
     f.write_text('{"ledger_requests": 1, "run": "r1", "tool": "t", "clock": "epoch_s"}\n'

@@ -14,13 +14,11 @@ from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 
+from tests.clirun import run
+
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
-def run(*args: str, code: int = 0):
-    result = CliRunner().invoke(main, list(args))
-    assert result.exit_code == code, result.output
-    return result
 
 
 @pytest.fixture

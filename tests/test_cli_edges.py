@@ -5,17 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from bench_ledger.cli import main
-from click.testing import CliRunner
+from tests.clirun import run
 
 NATIVE = Path(__file__).resolve().parent / "fixtures" / "ledger_requests" / "native.jsonl"
 CSV = Path(__file__).resolve().parent / "fixtures" / "ledger_requests" / "native.csv"
 
 
-def run(*args: str, code: int = 0):
-    result = CliRunner().invoke(main, list(args))
-    assert result.exit_code == code, result.output
-    return result
 
 
 def test_import_into_a_new_batch_says_it_created_it(ledger_url: str) -> None:

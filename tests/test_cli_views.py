@@ -9,11 +9,11 @@ import shutil
 from fractions import Fraction
 from pathlib import Path
 
-from bench_ledger.cli import main
 from bench_ledger.queries.metrics import evaluate
 from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger
-from click.testing import CliRunner
+
+from tests.clirun import run
 
 LOG = "vllm-server-log/vllm-7B-1gpuA10080GB-0.5GRAM.log"
 DMON = "dmon/dmon_3gpu_rtx30xx.txt"
@@ -22,10 +22,6 @@ DCGM = "dcgmi-dmon/agi-hpc_dcgm_dmon_rtx2080ti.txt"
 VLLM = "vllm/openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json"
 
 
-def run(*args: str, code: int = 0):
-    result = CliRunner().invoke(main, list(args))
-    assert result.exit_code == code, result.output
-    return result
 
 
 def test_logs_of_a_batch(ledger_url: str, samples: Path) -> None:

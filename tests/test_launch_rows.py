@@ -14,15 +14,13 @@ from bench_ledger.cli import main
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 
+from tests.clirun import run
+
 SWEEP = "vllm-bench-sweep/vllm_sweep_v0.25.1/SERVE--max_num_seqs=4-BENCH--max_concurrency=2-num_prompts=8"
 SERVE = "vllm_sweep_v0.25.1/SERVE--max_num_seqs=4"
 LOG = "vllm-server-log/vllm-7B-1gpuA10080GB-0.5GRAM.log"
 
 
-def run(*args: str, code: int = 0):
-    result = CliRunner().invoke(main, list(args))
-    assert result.exit_code == code, result.output
-    return result
 
 
 def launches(ledger: Ledger) -> list[tuple[int, str, str, str | None]]:

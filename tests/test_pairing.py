@@ -8,15 +8,9 @@ from pathlib import Path
 
 import pytest
 from bench_ledger import importers
-from bench_ledger.cli import main
 from bench_ledger.errors import ParseError, UnknownFormat
-from click.testing import CliRunner
 
-
-def run(*args: str, code: int = 0):
-    result = CliRunner().invoke(main, list(args))
-    assert result.exit_code == code, result.output
-    return result
+from tests.clirun import run
 
 
 def runs(url: str, batch: str) -> list[dict]:
