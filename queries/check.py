@@ -180,21 +180,18 @@ def _records(conn: sa.Connection, run_id: int) -> Records | str:
         .where(Q.c.run_id == run_id)
     ):  # fmt: skip
         per.setdefault((a, i), {})[k] = v
-    dicts = []
-    for r in rows:
-        d = dict(r)
-        d["values"] = per.get((r["artefact_id"], r["idx"]), {})
-        dicts.append(d)
+    for r in rows:  # each record gains its per-request values in place (no copy of the rows)
+        r["values"] = per.get((r["artefact_id"], r["idx"]), {})
     keys = sorted({k for vals in per.values() for k in vals})
-    ok_rows = [d for d in dicts if d["status"] == "ok"]
+    ok_rows = [r for r in rows if r["status"] == "ok"]
     values: dict[str, list[float | None]] = {k: [d["values"].get(k) for d in ok_rows] for k in keys}
     meta = conn.execute(sa.select(R.c.metadata_json).where(R.c.id == run_id)).scalar()
     return Records(
         metadata=json.loads(meta) if meta else {},
         statuses=[r["status"] for r in rows], ok=ok_rows, gaps=gaps,
         fields=fields, duration=None if duration is None else Fraction(Decimal(duration)), values=values,
-        failed=[d for d in dicts if d["status"] == "failed"],
-        unknown=[d for d in dicts if d["status"] == "unknown"],
+        failed=[r for r in rows if r["status"] == "failed"],
+        unknown=[r for r in rows if r["status"] == "unknown"],
     )  # fmt: skip
 
 
