@@ -171,6 +171,21 @@ FROM read_json('{path}', format='newline_delimited', maximum_object_size=1073741
                columns={{label: 'VARCHAR', input_lens: 'BIGINT[]', output_lens: 'BIGINT[]', ttfts: 'DOUBLE[]',
                         latencies: 'DOUBLE[]', start_times: 'DOUBLE[]', errors: 'VARCHAR[]'}})
 """
+# The 128-gap file's floor writes the chunk-gap rows too (issue 17: "within 3x its floor *including* the gap
+# rows"): the file is read once, then the request rows and one row per gap (request, seq, gap) are written.
+GAPS_FLAT = """
+CREATE TEMP TABLE src AS
+SELECT row_number() OVER () AS line, * FROM read_json('{path}', format='newline_delimited', maximum_object_size=1073741824,
+    columns={{label: 'VARCHAR', input_lens: 'BIGINT[]', output_lens: 'BIGINT[]', ttfts: 'DOUBLE[]', itls: 'DOUBLE[][]',
+             latencies: 'DOUBLE[]', start_times: 'DOUBLE[]', errors: 'VARCHAR[]'}});
+CREATE TEMP TABLE req AS
+SELECT line, label, unnest(range(len(input_lens))) AS k, unnest(input_lens) AS input_tokens,
+       unnest(output_lens) AS output_tokens, unnest(ttfts) AS ttft_s, unnest(latencies) AS latency_s,
+       unnest(start_times) AS send_s, unnest(errors) AS error, unnest(itls) AS itl
+FROM src;
+CREATE TABLE flat AS SELECT label, input_tokens, output_tokens, ttft_s, latency_s, send_s, error FROM req;
+CREATE TABLE flat_gaps AS SELECT line, k, generate_subscripts(itl, 1) - 1 AS seq, unnest(itl) AS gap_s FROM req;
+"""
 LEDGER_FLAT = """
 CREATE TABLE flat AS SELECT * FROM read_json('{path}', format='newline_delimited', union_by_name=true,
     columns={{status: 'VARCHAR', error: 'VARCHAR', input_tokens: 'BIGINT', output_tokens: 'BIGINT',
@@ -185,7 +200,9 @@ UNPIVOT INCLUDE NULLS (value FOR counter IN ({counters}))
 
 
 def duck_floor(sql: str, tmp: Path, tag: str, csv_out: Path | None) -> tuple[float, int]:
-    """Time DuckDB loading the data into a flat table (fresh file); optionally export it as CSV (untimed)."""
+    """Time DuckDB loading the data into flat tables (fresh file: ``flat``, and ``flat_gaps`` where the
+    floor writes gap rows); optionally export each as CSV for PostgreSQL's floor (untimed):
+    ``csv_out`` for ``flat``, ``<csv_out stem>.gaps.csv`` for ``flat_gaps`` (:func:`floor_csvs`)."""
     import duckdb
 
     path = tmp / f"floor_{tag}.duckdb"
@@ -199,15 +216,24 @@ def duck_floor(sql: str, tmp: Path, tag: str, csv_out: Path | None) -> tuple[flo
     con = duckdb.connect(str(path))
     n = con.execute("SELECT count(*) FROM flat").fetchone()[0]
     if csv_out is not None:
-        cols = [r[0] for r in con.execute("DESCRIBE flat").fetchall()]
-        types = {r[0]: r[1] for r in con.execute("DESCRIBE flat").fetchall()}
-        # lists go to PostgreSQL as arrays text; other types as they are
-        sel = ", ".join(f"'{{' || array_to_string({c}, ',') || '}}' AS {c}" if types[c].endswith("[]") else c
-                        for c in cols)
-        con.execute(f"COPY (SELECT {sel} FROM flat) TO '{csv_out}' (HEADER false)")
-        csv_out.with_suffix(".types").write_text(json.dumps(types))
+        tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables() WHERE NOT temporary").fetchall()]
+        for table, out in zip(("flat", "flat_gaps"), floor_csvs(csv_out), strict=True):
+            if table not in tables:
+                continue
+            described = con.execute(f"DESCRIBE {table}").fetchall()
+            types = {r[0]: r[1] for r in described}
+            # lists go to PostgreSQL as arrays text; other types as they are
+            sel = ", ".join(f"'{{' || array_to_string({c}, ',') || '}}' AS {c}" if types[c].endswith("[]") else c
+                            for c in types)
+            con.execute(f"COPY (SELECT {sel} FROM {table}) TO '{out}' (HEADER false)")
+            out.with_suffix(".types").write_text(json.dumps(types))
     con.close()
     return secs, n
+
+
+def floor_csvs(csv_out: Path) -> tuple[Path, Path]:
+    """The CSVs of a floor's tables: the request rows, and the gap rows (only where the floor has them)."""
+    return csv_out, csv_out.with_suffix(".gaps.csv")
 
 
 PG_TYPES = {"VARCHAR": "text", "BIGINT": "bigint", "DOUBLE": "double precision", "INTEGER": "integer",
@@ -215,20 +241,24 @@ PG_TYPES = {"VARCHAR": "text", "BIGINT": "bigint", "DOUBLE": "double precision",
 
 
 def pg_floor(pg: Pg, csv_path: Path) -> float:
-    """COPY the CSV into a flat table in a fresh schema (create table + copy + commit timed)."""
-    types = json.loads(csv_path.with_suffix(".types").read_text())
+    """COPY the floor's CSVs into flat tables in a fresh schema, in one transaction (create tables +
+    copy + commit timed)."""
     schema = f"bench_floor_{uuid.uuid4().hex[:8]}"
     pg.schemas.append(schema)
-    cols = ", ".join(f'"{c}" {PG_TYPES.get(t, "text")}' for c, t in types.items())
     with pg.raw() as c:
         c.execute(f"CREATE SCHEMA {schema}")
     t0 = time.perf_counter()
     with pg.psycopg.connect(pg.conninfo) as c:
-        c.execute(f"CREATE TABLE {schema}.flat ({cols})")
-        with c.cursor() as cur, cur.copy(f"COPY {schema}.flat FROM STDIN (FORMAT csv)") as cp:
-            with open(csv_path, "rb") as fh:
-                while chunk := fh.read(1 << 20):
-                    cp.write(chunk)
+        for table, csv in zip(("flat", "flat_gaps"), floor_csvs(csv_path), strict=True):
+            if not csv.exists():
+                continue
+            types = json.loads(csv.with_suffix(".types").read_text())
+            cols = ", ".join(f'"{n}" {PG_TYPES.get(t, "text")}' for n, t in types.items())
+            c.execute(f"CREATE TABLE {schema}.{table} ({cols})")
+            with c.cursor() as cur, cur.copy(f"COPY {schema}.{table} FROM STDIN (FORMAT csv)") as cp:
+                with open(csv, "rb") as fh:
+                    while chunk := fh.read(1 << 20):
+                        cp.write(chunk)
         c.commit()
     return time.perf_counter() - t0
 
@@ -510,7 +540,7 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
     csvs: dict[str, Path] = {}
     specs = {
         "vllm": (VLLM_FLAT.format(path=vllm), n_vllm),
-        "gaps": (VLLM_FLAT.format(path=gapf), n_gap),
+        "gaps": (GAPS_FLAT.format(path=gapf), n_gap),
         "ledger": (LEDGER_FLAT.format(path=ldir / "*.jsonl"), n_vllm),
         "dmon": (DMON_FLAT.format(path=dmon_csv, counters=", ".join(gen.COUNTERS)), n_dmon_rows),
     }
@@ -521,7 +551,8 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
         secs, n = duck_floor(sql, tmp, tag, csvs[tag])
         floors[("duckdb", tag)] = secs
         res["baselines"].append(Figure(f"floor {tag}", "duckdb", rows=n, seconds=secs,
-                                       note="DuckDB read_json/read_csv into a flat table"))
+                                       note="DuckDB read_json/read_csv into a flat table"
+                                            + (" and the gap rows into a second one" if tag == "gaps" else "")))
         log(f"floor duckdb {tag}: {n} rows in {secs:.2f} s")
 
     startup, interpreter = measure_startup(sz["startup_runs"])
@@ -542,7 +573,8 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
                     secs = pg_floor(be, csvs[tag])
                     floors[("postgresql", tag)] = secs
                     res["baselines"].append(Figure(f"floor {tag}", "postgresql", rows=specs[tag][1], seconds=secs,
-                                                   note="COPY FROM STDIN of a CSV of the same rows into a flat table"))
+                                                   note="COPY FROM STDIN of a CSV of the same rows into a flat table"
+                                                        + (" and one of the gap rows (one transaction)" if tag == "gaps" else "")))
                     log(f"floor postgresql {tag}: {secs:.2f} s")
             # the usual way: one ORM object per row
             url = be.fresh("orm")
@@ -639,14 +671,17 @@ def report(res: dict, mach: dict, command: str, quick: bool, elapsed: float) -> 
         out.append(f"- {tag}: `{name}` {size / 1e6:.1f} MB, {n:,} {'lines' if tag == 'dmon' else 'requests'}")
     out.append("")
     out += ["## Import (whole `ledger import` command, subprocess start to exit)", "",
-            "| backend | input | rows | time | rows/s | floor time | ratio to floor (target ≤ 2x) | "
+            "| backend | input | rows | time | rows/s | floor time | ratio to floor (target) | "
             "speed vs ORM way (extrapolated; >1 = faster) | peak RSS (wait4) |", "|---|---|---|---|---|---|---|---|---|"]
     orm = {f.backend: f.extra["per_row"] for f in res["baselines"] if "per_row" in f.extra}
     for f in res["figures"]:
         if not f.what.startswith("import"):
             continue
         floor = f.extra.get("floor")
+        tag = f.extra.get("tag")
         ratio = f"{f.seconds / floor:.1f}x" if floor and f.seconds else "—"
+        if tag in ("vllm", "ledger", "gaps") and floor and f.seconds:
+            ratio += f" (≤ {import_limit(f.backend, tag):.0f}x)"
         vs = f"{orm[f.backend] * f.rows / f.seconds:.1f}x" if f.backend in orm and f.seconds else "—"
         rate = f"{f.rate:,.0f}" if f.rate else "—"
         if f.extra.get("lines"):
@@ -684,19 +719,24 @@ def report(res: dict, mach: dict, command: str, quick: bool, elapsed: float) -> 
     return "\n".join(out)
 
 
+def import_limit(backend: str, tag: str) -> float:
+    """Issue 17's import targets as a ratio to the floor: 2x on DuckDB and 3x on PostgreSQL; the 128-gap
+    file 3x on both (against a floor that writes its gap rows too, :data:`GAPS_FLAT`)."""
+    return 3.0 if tag == "gaps" or backend == "postgresql" else 2.0
+
+
 def targets(res: dict) -> list[str]:
     """Issue 17's targets, each against this run's figures (met / missed, never typed in)."""
     rows = []
     floors = {(f.backend, f.what[6:]): f.seconds for f in res["baselines"] if f.what.startswith("floor ")}
-    limit = {"duckdb": 2.0, "postgresql": 3.0}
     for f in res["figures"]:
         tag = f.extra.get("tag")
         if f.what.startswith("import") and tag in ("vllm", "ledger", "gaps") and f.seconds:
             floor = floors.get((f.backend, tag))
             if floor:
-                r = f.seconds / floor
-                rows.append((f"import {f.what[7:]} within {limit[f.backend]:.0f}x the floor ({f.backend})",
-                             r <= limit[f.backend], f"{r:.1f}x ({fmt_s(f.seconds)} vs floor {fmt_s(floor)})"))
+                r, lim = f.seconds / floor, import_limit(f.backend, tag)
+                rows.append((f"import {f.what[7:]} within {lim:.0f}x the floor{' (gap rows in the floor)' if tag == 'gaps' else ''} "
+                             f"({f.backend})", r <= lim, f"{r:.1f}x ({fmt_s(f.seconds)} vs floor {fmt_s(floor)})"))
             rows.append((f"import {f.what[7:]}: peak memory < 1.5 GB ({f.backend})", f.peak_mb < 1536,
                          f"{f.peak_mb:,.0f} MB"))
         elif f.what.startswith("metrics") and f.seconds is not None:
