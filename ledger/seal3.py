@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import weakref
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -159,7 +160,7 @@ def artefact_parts(conn: sa.Connection, backend: str, artefact_ids: list[int] | 
     return out
 
 
-def artefact_digest(parts: list[Part]) -> str:
+def artefact_digest(parts: list[Part] | list[Part | HeldPart]) -> str:
     items: list[Any] = [[p.table, p.count, p.root] for p in parts]
     return hashlib.sha256(rfc8785.dumps(items)).hexdigest()
 
@@ -177,26 +178,129 @@ def batch_root(declared: list[Part], artefacts: dict[int, list[Part]]) -> str:
 # all in the import's own transaction: their part of the import digest is hashed from the Arrow
 # tables handed to the database (:class:`HeldRows`) instead of being selected back.
 HELD_TABLES = ("request", "chunk_gap", "hardware_sample", "request_value")
+# Of those, the tables an import hands over in key order (records numbered across the runs of a file,
+# gaps and values in their request's order): hashed as they arrive (:class:`_Stream`).
+STREAMED_TABLES = ("request", "chunk_gap", "request_value")
+
+
+@dataclass
+class HeldPart:
+    """An artefact part hashed from the held rows: what its digest needs (no rows kept)."""
+
+    table: str
+    artefact_id: int
+    count: int
+    digests: list[bytes]
+
+    @property
+    def root(self) -> str:
+        return dg.root_of(self.digests)
+
+
+class _Stream:
+    """The chunk digests of one table's rows, computed as the tables arrive (in key order), in the
+    import's hashing thread; a table that is not in key order across the pieces is *broken* and its
+    part is read back from the database instead (:func:`store_artefact_digest`)."""
+
+    def __init__(self, table: str) -> None:
+        cols = _cols(table)
+        self.table, self.names, self.tags = table, [c.name for c in cols], [dg.tag_of(c) for c in cols]
+        self.keys = key_columns(table)
+        self.digests: list[bytes] = []
+        self.count = 0
+        self.carry: pa.Table | None = None  # the rows after the last whole chunk (< dg.CHUNK)
+        self.last: tuple | None = None  # the key of the last row seen
+        self.artefacts: set[int] = set()
+        self.broken = False
+
+    def feed(self, data: pa.Table) -> None:
+        if self.broken or data.num_rows == 0:
+            return
+        data = dg.canonical(data, self.names, self.tags)
+        first = tuple(data.column(k)[0].as_py() for k in self.keys)
+        if not dg.in_key_order(data, self.keys) or (self.last is not None and first < self.last):
+            self.broken, self.carry, self.digests = True, None, []
+            return
+        self.last = tuple(data.column(k)[-1].as_py() for k in self.keys)
+        lo, hi = pc.min_max(data.column("artefact_id")).values()
+        self.artefacts.update({lo.as_py(), hi.as_py()})
+        self.count += data.num_rows
+        if self.carry is not None:  # complete the chunk begun by the last table
+            need = dg.CHUNK - self.carry.num_rows
+            head = pa.concat_tables([self.carry, data.slice(0, need)]).combine_chunks()
+            data = data.slice(need)
+            self.carry = None
+            if head.num_rows < dg.CHUNK:
+                self.carry = head
+                return
+            self._hash(head)
+        whole = data.num_rows - data.num_rows % dg.CHUNK
+        if whole:
+            self._hash(data.slice(0, whole))
+        if whole < data.num_rows:
+            self.carry = data.slice(whole)
+
+    def _hash(self, data: pa.Table) -> None:
+        self.digests += dg.chunk_digests(self.table, dg.columns(data, self.tags), data.num_rows)
+
+    def finish(self, artefact_id: int) -> HeldPart | None:
+        if self.broken:
+            return None
+        if self.carry is not None:
+            self._hash(self.carry)
+            self.carry = None
+        if self.artefacts - {artefact_id}:
+            raise ValueError(f"held {self.table} rows name artefacts {sorted(self.artefacts)}, not only {artefact_id}")
+        return HeldPart(self.table, artefact_id, self.count, self.digests)
 
 
 class HeldRows:
-    """The Arrow tables one import hands to the bulk path for :data:`HELD_TABLES`, kept for its
-    artefact digest. Why: selecting 3.2M rows back cost PostgreSQL 68-152% of the import (COPY TO
-    CSV and parsing it); hashing what is already in memory costs the same on both backends.
+    """The Arrow tables one import hands to the bulk path for :data:`HELD_TABLES`, for its artefact
+    digest. Why: selecting 3.2M rows back cost PostgreSQL 68-152% of the import (COPY TO CSV and
+    parsing it); hashing what is already in memory costs the same on both backends.
+
+    The :data:`STREAMED_TABLES` are hashed as they arrive, by one thread of this import, while the
+    database writes them (both drivers release the GIL, and so do Arrow's kernels and hashlib): a
+    profile of the 1M-request vLLM import showed the digest of the held rows as its largest step
+    (a quarter of the import on DuckDB), all of it after the last insert, with every row held until
+    then. Other tables (hardware samples, unpivoted out of key order) are kept and sorted at the end.
 
     The digest must be of the rows as stored: every value goes in unchanged (same column types;
     DuckDB scans these Arrow columns, PostgreSQL receives Arrow's CSV, whose floats round-trip), and
     ``ledger verify`` recomputes the digest from the database, so a difference would show there."""
 
     def __init__(self) -> None:
-        self.tables: dict[str, list[pa.Table]] = {t: [] for t in HELD_TABLES}
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.tables: dict[str, list[pa.Table]] = {t: [] for t in HELD_TABLES if t not in STREAMED_TABLES}
+        self.streams = {t: _Stream(t) for t in STREAMED_TABLES}
+        self.rows = dict.fromkeys(HELD_TABLES, 0)
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="ledger-digest")
+        self._work: list = []
+        # an import that fails drops its HeldRows: the rows still queued are not hashed
+        weakref.finalize(self, self._pool.shutdown, wait=False, cancel_futures=True)
 
     def add(self, table: str, data: pa.Table) -> None:
-        if table in self.tables and data.num_rows:
+        if table not in self.rows or not data.num_rows:
+            return
+        self.rows[table] += data.num_rows
+        if table in self.streams:
+            self._work.append(self._pool.submit(self.streams[table].feed, data))
+        else:
             self.tables[table].append(data)
 
-    def part(self, table: str, artefact_id: int) -> Part:
-        """The part of ``table`` from the held rows: canonical columns, in key order."""
+    def close(self) -> None:
+        """Stop hashing (the import failed, or its digest is stored)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def part(self, table: str, artefact_id: int) -> Part | HeldPart | None:
+        """The part of ``table`` from the held rows (canonical columns, in key order), or None where
+        the rows did not arrive in key order (then the database's rows are read)."""
+        if table in self.streams:
+            for done in self._work:
+                done.result()  # the hashing thread's errors surface here
+            self._work.clear()
+            return self._pool.submit(self.streams[table].finish, artefact_id).result()
         cols = _cols(table)
         names, tags = [c.name for c in cols], [dg.tag_of(c) for c in cols]
         held = [dg.canonical(t, names, tags) for t in self.tables[table]]
@@ -209,14 +313,19 @@ class HeldRows:
 
 def store_artefact_digest(conn: sa.Connection, backend: str, artefact_id: int, held: HeldRows | None = None) -> str:
     """Compute and store the digest of one artefact's rows (in the import's transaction): the
-    :data:`HELD_TABLES` from ``held`` when given, every other table read back."""
+    :data:`HELD_TABLES` from ``held`` when given, every other table read back (and a held table whose
+    rows did not arrive in key order)."""
     if held is None:
-        parts = artefact_parts(conn, backend, [artefact_id])[artefact_id]
+        parts: list[Part | HeldPart] = list(artefact_parts(conn, backend, [artefact_id])[artefact_id])
     else:
-        read = artefact_parts(conn, backend, [artefact_id], tuple(t for t in ARTEFACT_TABLES if t not in HELD_TABLES))
-        back = iter(read[artefact_id])
-        parts = [held.part(t, artefact_id) if t in HELD_TABLES else next(back) for t in ARTEFACT_TABLES
-                 if t not in OPTIONAL_TABLES or held.tables.get(t)]  # an optional part only with rows
+        try:
+            tables = [t for t in ARTEFACT_TABLES if t not in OPTIONAL_TABLES or held.rows.get(t)]  # an optional part only with rows
+            from_held = {t: held.part(t, artefact_id) for t in tables if t in HELD_TABLES}
+        finally:
+            held.close()
+        back = [t for t in tables if from_held.get(t) is None]
+        read = iter(artefact_parts(conn, backend, [artefact_id], tuple(back))[artefact_id])
+        parts = [p if (p := from_held.get(t)) is not None else next(read) for t in tables]
     conn.execute(sa.insert(m.ArtefactDigest), [
         {"artefact_id": artefact_id, "table_name": p.table, "row_count": p.count, "root": p.root,
          "chunks": b"".join(p.digests)} for p in parts
