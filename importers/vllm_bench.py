@@ -58,6 +58,7 @@ from bench_ledger.records import (
     MAX_KEYS_PER_RUN,
     ArrowRequests,
     Capture,
+    Pairing,
     ParsedArtefact,
     ParsedRun,
     Published,
@@ -388,12 +389,26 @@ def _header(obj: dict[str, Any], present: set[str], n: int, prefix: str, path: P
         label=_label(obj), tool=Tool.VLLM_BENCH, concurrency=int_or_none(obj, "max_concurrency", path, prefix),
         request_count=int_or_none(obj, "num_prompts", path, prefix), request_rate=rate_text(obj.get("request_rate")),
         duration_s=float_or_none(obj, "duration"), locator=where(prefix), metadata=metadata,
+        pairing=result_pairing(path, obj),
     )
     capture = Capture(
         fields=_fields(present), record_count=n, clock="monotonic_s" if "start_times" in present else None,
         token_source="unknown", success_rule=SUCCESS_RULE if "errors" in present else NO_ERRORS_RULE,
     )
     return info, capture, pubs
+
+
+def result_pairing(path: Path, obj: dict[str, Any]) -> Pairing:
+    """The result file's own name, which ``vllm bench serve``'s console names (``result_filename``;
+    ``importers.vllm_console``), with what both state: num_prompts (else completed + failed), completed
+    and the model."""
+    completed, failed, prompts = (obj.get(k) if type(obj.get(k)) is int else None for k in ("completed", "failed", "num_prompts"))
+    if prompts is None and completed is not None and failed is not None:
+        prompts = completed + failed
+    facts = {"completed": str(completed)} if completed is not None else {}
+    if isinstance(obj.get("model_id"), str) and obj["model_id"]:
+        facts["model"] = obj["model_id"]
+    return Pairing(file=path.name, requests=prompts, facts=facts)
 
 
 class VllmBenchImporter:

@@ -6,8 +6,12 @@ numbers (R11). Each row becomes a reported value under the JSON key vLLM fills i
 (``output_throughput``, ``mean_ttft_ms``...), with its printed precision, so ``ledger check``
 compares it with the recomputation (or, imported with ``--run`` onto the JSON's run, with the
 per-request records) within half a unit of its last printed digit. Rows this module does not
-know are kept under their printed label. The argparse ``Namespace(...)`` dump and progress bars
-are not kept.
+know are kept under their printed label. Progress bars are not kept.
+
+The argparse ``Namespace(...)`` dump gives the run's settings (num_prompts, max_concurrency,
+request_rate, seed, dataset_name) and, with ``save_result=True``, the ``result_filename`` of the
+JSON the same run wrote: the run pairs with that file (``ledger.pairing``; a copy may carry a
+prefix, ``benchmaq_<name>``) when both state the same num_prompts, completed count and model.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from pathlib import Path
 
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import head_text, published
-from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, RunInfo
+from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo
 from bench_ledger.tools import Tool
 
 BANNER = "Serving Benchmark Result"
@@ -44,6 +48,8 @@ ROWS: dict[str, tuple[str, str | None, str]] = {
     "Total token throughput (tok/s)": ("total_token_throughput", "tokens/s", "aggregate_token_rate"),
 }
 SETTINGS = ("Maximum request concurrency", "Traffic request rate", "Burstiness factor")
+# one argument of the Namespace dump: ``, name=value`` (a quoted text, a number, inf or None)
+_ARG = r"(?:\(|, ){}=(?:'(?P<text>[^']*)'|(?P<bare>[^,()]*))"
 
 
 class VllmConsoleImporter:
@@ -88,15 +94,47 @@ class VllmConsoleImporter:
             for setting in SETTINGS:
                 if line.startswith(setting + ":"):
                     metadata.setdefault(setting, line.split(":", 1)[1].strip())
+        args = _namespace(lines[:start])
+        completed = next((p.value for p in out if p.key == "completed"), None)
+        failed = next((p.value for p in out if p.key == "failed"), None)
+        prompts = _int(args.get("num_prompts"))
+        if prompts is None and completed is not None and failed is not None:
+            prompts = int(completed + failed)
+        named = args.get("result_filename") if args.get("save_result") == "True" else None
+        facts = {"completed": str(int(completed))} if completed is not None else {}
+        if args.get("model"):
+            facts["model"] = args["model"]
         run = ParsedRun(
             info=RunInfo(label=f"vllm-bench console {path.stem}", tool=Tool.VLLM_BENCH, locator=f"line {start + 1}",
-                         metadata=metadata),  # fmt: skip
+                         metadata=metadata, request_count=prompts, concurrency=_int(args.get("max_concurrency")),
+                         request_rate=args.get("request_rate") or None, seed=_int(args.get("seed")),
+                         dataset=args.get("dataset_name") or None,
+                         pairing=Pairing(names=named, requests=prompts, facts=facts) if named else None),  # fmt: skip
             capture=Capture(fields=[], record_count=0, token_source="unknown",
                             success_rule="aggregates only: the console table has no per-request records"),  # fmt: skip
             published=out,
         )
         return ParsedArtefact(format=self.name, format_version=None, runs=[run],
                               note="vLLM's console table: rounded as printed (R11)")  # fmt: skip
+
+
+def _namespace(lines: list[str]) -> dict[str, str]:
+    """The arguments of the ``Namespace(...)`` line the run printed, as texts (``None`` left out)."""
+    line = next((ln for ln in lines if _NAMESPACE_LINE.match(ln)), None)
+    out: dict[str, str] = {}
+    if line is None:
+        return out
+    for name in ("num_prompts", "max_concurrency", "request_rate", "seed", "dataset_name", "model",
+                 "save_result", "result_filename"):  # fmt: skip
+        if (m := re.search(_ARG.format(name), line)) is not None:
+            value = m["text"] if m["text"] is not None else m["bare"].strip()
+            if value != "None":
+                out[name] = value
+    return out
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text is not None and text.isdigit() else None
 
 
 IMPORTER = VllmConsoleImporter()

@@ -6,9 +6,12 @@ A tool that writes one run into several files (llmperf's ``<prefix>_summary.json
 (``ledger declare``) declares runs by their workload before any file is imported. An imported run
 that names no run (``--run``) and whose label is new to the batch is attached:
 
-1. to the one run of the batch holding the same pairing key, when the request counts both files
-   state are equal and the run does not yet hold what this file brings (per-request records, or
-   the tool's aggregates in this file's format: AIPerf's JSON and CSV exports print the same
+1. to the one run of the batch holding the same pairing key, or whose file this file names (or
+   that names this file: vLLM's console prints ``result_filename='x.json'``, the JSON may be a copy
+   renamed ``benchmaq_x.json``, so the name is matched as a suffix after a separator), when the
+   request counts both files state are equal, every other fact both state agrees (completed
+   requests, the model), and the run does not yet hold what this file brings (per-request records,
+   or the tool's aggregates in this file's format: AIPerf's JSON and CSV exports print the same
    statistics of one run, exactly and rounded);
 2. else to the one declared run (no artefact attached yet) whose workload settings agree with the
    file's: no setting both state differs, and at least one agrees;
@@ -34,7 +37,8 @@ from bench_ledger.errors import Ambiguous
 from sqlalchemy.orm import Session
 
 # run.metadata keys the first file of a run leaves for the others
-KEY, REQUESTS = "pairing key", "pairing requests"
+KEY, REQUESTS, FILE, NAMES = "pairing key", "pairing requests", "pairing file", "pairing names"
+FACT = "pairing {}"  # a fact both files state (``records.Pairing.facts``): "pairing completed", "pairing model"
 # the workload settings a declared run and a file's run are compared on (R3: settings, not actuals)
 SETTINGS = ("input_target_tokens", "output_cap_tokens", "concurrency", "request_count", "request_rate", "seed", "dataset")
 RECORDS, AGGREGATES = "per-request records", "the tool's aggregates"
@@ -43,11 +47,24 @@ RECORDS, AGGREGATES = "per-request records", "the tool's aggregates"
 def metadata_of(info: rec.RunInfo) -> dict[str, str]:
     """The run's metadata as stored: the file's labels and its pairing key and request count."""
     meta = dict(info.metadata)
-    if info.pairing is not None:
-        meta[KEY] = info.pairing.key
-        if info.pairing.requests is not None:
-            meta[REQUESTS] = str(info.pairing.requests)
+    p = info.pairing
+    if p is not None:
+        for name, value in ((KEY, p.key), (FILE, p.file), (NAMES, p.names),
+                            (REQUESTS, None if p.requests is None else str(p.requests))):  # fmt: skip
+            if value is not None:
+                meta[name] = value
+        meta.update({FACT.format(k): v for k, v in p.facts.items()})
     return meta
+
+
+def names(named: str, file: str) -> bool:
+    """``file`` is the file that a file naming ``named`` means: the same name, or a copy renamed with a
+    prefix ending in a separator (``benchmaq_x.json`` for ``x.json``); a directory in ``named`` is
+    not part of the name."""
+    named = named.replace("\\", "/").rsplit("/", 1)[-1]
+    if not named or not file.endswith(named):
+        return False
+    return len(file) == len(named) or not file[-len(named) - 1].isalnum()
 
 
 def brings(pr: rec.ParsedRun, fmt: str) -> set[str]:
@@ -135,20 +152,28 @@ class Matcher:
             return r.id not in self.claimed and not (self._held(r) & new)
 
         if info.pairing is not None:
-            found = []
-            for r in (r for r in self.runs if r.meta.get(KEY) == info.pairing.key):
+            found, why = [], ""
+            for r, how in self._paired(info.pairing):
                 theirs, ours = r.meta.get(REQUESTS), info.pairing.requests
                 if not free(r):
-                    self.notes.append(f"{path.name}: not paired with {r.shown()} (same pairing key {info.pairing.key!r}): "
+                    self.notes.append(f"{path.name}: not paired with {r.shown()} ({how}): "
                                       f"it already holds {' and '.join(sorted(self._held(r) & new)) or 'this run'}")  # fmt: skip
                 elif theirs is None or ours is None or theirs != str(ours):
-                    self.notes.append(f"{path.name}: not paired with {r.shown()} (same pairing key {info.pairing.key!r}): "
+                    self.notes.append(f"{path.name}: not paired with {r.shown()} ({how}): "
                                       f"request counts {theirs or 'not stated'} there and {ours if ours is not None else 'not stated'} "
                                       "in this file differ or are unknown")  # fmt: skip
+                elif differ := [(k, r.meta[FACT.format(k)], v) for k, v in sorted(info.pairing.facts.items())
+                                if FACT.format(k) in r.meta and r.meta[FACT.format(k)] != v]:  # fmt: skip
+                    self.notes.append(f"{path.name}: not paired with {r.shown()} ({how}): " + ", ".join(
+                        f"{k} {a!r} there and {b!r} in this file differ" for k, a, b in differ))  # fmt: skip
                 else:
                     found.append(r)
+                    agreed = [f"{k} {v!r}" for k, v in sorted(info.pairing.facts.items()) if r.meta.get(FACT.format(k)) == v]
+                    why = f"{how} and {info.pairing.requests} requests" if info.pairing.key is not None else \
+                        f"{how}; both state {info.pairing.requests} requests" + "".join(f", {a}" for a in agreed)
             if found:
-                return self._one(path, what, found, f"same pairing key {info.pairing.key!r} and {info.pairing.requests} requests")
+                return self._one(path, what, found, why if len(found) == 1 else
+                                 _candidates_why(info.pairing))  # fmt: skip
         declared = [r for r in self.runs if r.declared and free(r)]
         matched = [r for r in declared if _agrees(r, info)]
         if matched:
@@ -161,6 +186,19 @@ class Matcher:
         self.labels.add(info.label)
         return info.label
 
+    def _paired(self, p: rec.Pairing) -> list[tuple[_Run, str]]:
+        """The runs of the batch ``p`` points at, each with how: the same key, or a file name one of the
+        two files names."""
+        out = []
+        for r in self.runs:
+            if p.key is not None and r.meta.get(KEY) == p.key:
+                out.append((r, f"same pairing key {p.key!r}"))
+            elif p.names is not None and r.meta.get(FILE) is not None and names(p.names, r.meta[FILE]):
+                out.append((r, f"file name: {r.meta[FILE]!r} there is the {p.names!r} this file names"))
+            elif p.file is not None and r.meta.get(NAMES) is not None and names(r.meta[NAMES], p.file):
+                out.append((r, f"file name: this file {p.file!r} is the {r.meta[NAMES]!r} named there"))
+        return out
+
     def _one(self, path: Path, what: str, found: list[_Run], why: str) -> str:
         if len(found) > 1:
             raise Ambiguous(f"{path}: {what} could belong to {len(found)} runs of batch {self.batch_name!r} by {why}: "
@@ -170,6 +208,13 @@ class Matcher:
         self.claimed.add(run.id)
         self.notes.append(f"{path.name}: attached to {run.shown()} by {why}")
         return run.label
+
+
+def _candidates_why(p: rec.Pairing) -> str:
+    if p.key is not None:
+        return f"same pairing key {p.key!r} and {p.requests} requests"
+    return (f"the file name {p.names!r} this file names" if p.names is not None else f"this file's name {p.file!r}") + \
+        f", {p.requests} requests" + "".join(f", {k} {v!r}" for k, v in sorted(p.facts.items()))
 
 
 def _same(a: object, b: object) -> bool | None:

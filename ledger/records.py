@@ -451,15 +451,31 @@ class Pairing(Record):
     ``key`` is what the tool's files of one run share, e.g. llmperf's file prefix
     (``<prefix>_summary.json`` and ``<prefix>_individual_responses.json``); ``requests`` is how many
     requests this file says the run had (a summary's count, a records file's length), which the
-    other file must match."""
+    other file must match.
 
-    key: str
+    A file may instead name the other file of its run: ``names`` is that file's name as this file
+    prints it (vLLM's console ``Namespace(... result_filename='x.json')``), ``file`` this file's own
+    name (the result JSON). They pair when the file's name is the named one or ends with it after a
+    separator (a copy renamed ``benchmaq_x.json``). ``facts`` are further contents the two files both
+    state (completed requests, the model) and must agree on wherever both state them."""
+
+    key: str | None = None
     requests: int | None = None
+    file: str | None = None
+    names: str | None = None
+    facts: dict[str, str] = Field(default_factory=dict)
 
     @model_validator(mode="after")
     def _in_domain(self) -> Pairing:
-        if why := name_violation("the pairing key", self.key):
-            raise ValueError(why)
+        if self.key is None and self.file is None and self.names is None:
+            raise ValueError("a pairing needs a key, the file's own name or the name of the file it names")
+        for what, text in (("the pairing key", self.key), ("the pairing file name", self.file),
+                           ("the named file", self.names)):  # fmt: skip
+            if text is not None and (why := name_violation(what, text)):
+                raise ValueError(why)
+        for k, v in self.facts.items():
+            if why := text_violation(f"pairing fact {_safe(k[:40])!r}", v):
+                raise ValueError(why)
         return self
 
 

@@ -170,9 +170,13 @@ def _records(conn: sa.Connection, run_id: int) -> Records | str:
         sa.select(G.c.gap_s).select_from(G.join(Q, sa.and_(Q.c.artefact_id == G.c.artefact_id, Q.c.idx == G.c.request_idx)))
         .where(Q.c.run_id == run_id, Q.c.status == "ok").order_by(G.c.artefact_id, G.c.request_idx, G.c.seq)
     ).scalars().all())  # fmt: skip
-    duration = conn.execute(
-        sa.select(PV.c.value).where(PV.c.run_id == run_id, PV.c.key == "duration", PV.c.flag == "reported")
-    ).scalar()
+    # the tool's duration, the base of its rates: of several reports (a console table's 293.34 and the
+    # JSON's 293.343067905982 of one run) the one printed with the most places
+    durations = conn.execute(
+        sa.select(PV.c.text, PV.c.value).where(PV.c.run_id == run_id, PV.c.key == "duration", PV.c.flag == "reported",
+                                               PV.c.value.is_not(None), current(PV)).order_by(PV.c.id)
+    ).all()  # fmt: skip
+    duration = max(durations, key=lambda d: printed_places(d.text) or 0).value if durations else None
     per: dict[tuple[int, int], dict[str, float]] = {}
     for a, i, k, v in conn.execute(
         sa.select(V.c.artefact_id, V.c.request_idx, V.c.key, V.c.value)

@@ -295,3 +295,83 @@ def test_aiperf_csv_sniff_and_bad_rows(tmp_path: Path) -> None:
     with pytest.raises(ParseError) as err:
         aiperf_csv.IMPORTER.parse(f, ParseOptions())
     assert str(err.value) == f"{f}, line 2: field 'Request Latency (ms)': 3 cells, the table header has 9"
+
+
+SERVE = "benchmaq_tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d"  # the vLLM result JSON, renamed with a prefix
+NAMED = "tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.json"  # the result_filename its console prints
+SERVE_RUN = "Qwen3.6-27B rate=inf c=1 20260428-081917"
+CONSOLE_RUN = f"vllm-bench console {SERVE}.stdout"
+
+
+@pytest.mark.parametrize("order", ["json first", "console first"])
+def test_vllm_console_pairs_with_the_result_json_it_names(ledger_url: str, samples: Path, order: str) -> None:
+    """The console's Namespace names result_filename 'tm-….json'; the saved JSON is 'benchmaq_tm-….json'.
+    Matched as a suffix and by content (num_prompts, completed, model), the two land on one run, so
+    check compares the console's rounded table with the records and with the JSON's full floats."""
+    run("init", "--db", ledger_url)
+    d = samples / "vllm-bench-serve"
+    files = [d / f"{SERVE}.json", d / f"{SERVE}.stdout.txt"]
+    out = run("import", "--db", ledger_url, "--batch", "v", *map(str, files if order == "json first" else files[::-1])).output
+    both = "both state 50 requests, completed '50', model 'Qwen/Qwen3.6-27B'"
+    if order == "json first":
+        assert (f"note: {SERVE}.stdout.txt: attached to run 1 '{SERVE_RUN}' by file name: '{SERVE}.json' there is the "
+                f"'{NAMED}' this file names; {both}") in out  # fmt: skip
+    else:
+        assert (f"note: {SERVE}.json: attached to run 1 '{CONSOLE_RUN}' by file name: this file '{SERVE}.json' is the "
+                f"'{NAMED}' named there; {both}") in out  # fmt: skip
+    assert [(r["requests"], r["artefacts"], r["concurrency"], r["request_count"]) for r in runs(ledger_url, "v")] == [
+        (50, 2, 1, 50)]  # fmt: skip
+    rows = check(ledger_url, "v")
+    assert not [r for r in rows if r["status"] == "disagree"]
+    # the console's printed values, recomputed from the records over the JSON's exact duration
+    printed = {r["key"]: r for r in rows if r["section"] == "records" and r["reported"] in ("0.17", "21.82", "886.37")}
+    assert {k: (r["status"], r["tolerance"], r["recomputed"]) for k, r in printed.items()} == {
+        "request_throughput": ("agree", "±0.005", 0.17044888893036758),
+        "output_throughput": ("agree", "±0.005", 21.81745778308705),
+        "mean_ttft_ms": ("agree", "±0.005", 886.3659732043743)}  # fmt: skip
+    # and each printed value against the JSON's value of the same key (R11: within half a printed unit)
+    repeated = {r["key"]: r for r in rows if r["definition"] == "repeated value"}
+    assert len(repeated) == 22 and {r["status"] for r in repeated.values()} == {"agree"}
+    dur = repeated["duration"]
+    assert (dur["reported"], dur["recomputed"]) in (("293.34", 293.343067905982), ("293.343067905982", 293.34))
+
+
+def _serve_copy(samples: Path, to: Path, **changes: object) -> None:
+    obj = json.loads((samples / "vllm-bench-serve" / f"{SERVE}.json").read_text())
+    obj.update(changes)
+    to.write_text(json.dumps(obj))
+
+
+def test_vllm_console_naming_two_result_files_is_refused_with_the_candidates(ledger_url: str, samples: Path,
+                                                                             tmp_path: Path) -> None:  # fmt: skip
+    run("init", "--db", ledger_url)
+    _serve_copy(samples, tmp_path / f"a_{NAMED}")
+    _serve_copy(samples, tmp_path / f"b_{NAMED}", date="20260428-091917")
+    _serve_copy(samples, tmp_path / f"xa{NAMED}", date="20260428-101917")  # no separator before the name: not it
+    run("import", "--db", ledger_url, "--batch", "v", str(tmp_path))
+    before = counts(ledger_url)
+    console = samples / "vllm-bench-serve" / f"{SERVE}.stdout.txt"
+    out = run("import", "--db", ledger_url, "--batch", "v", str(console), code=1).output
+    assert (f"error: {console}: run '{CONSOLE_RUN}' (the tool's aggregates (vllm-bench-console)) could belong to 2 runs "
+            f"of batch 'v' by the file name '{NAMED}' this file names, 50 requests, completed '50', model "
+            f"'Qwen/Qwen3.6-27B': run 1 '{SERVE_RUN}', run 2 'Qwen3.6-27B rate=inf c=1 20260428-091917'; none was "
+            "chosen: name one with --run LABEL") in out  # fmt: skip
+    assert counts(ledger_url) == before
+
+
+def test_vllm_console_and_a_result_file_of_other_counts_are_not_paired(ledger_url: str, samples: Path,
+                                                                       tmp_path: Path) -> None:  # fmt: skip
+    run("init", "--db", ledger_url)
+    obj = json.loads((samples / "vllm-bench-serve" / f"{SERVE}.json").read_text())
+    _serve_copy(samples, tmp_path / f"benchmaq_{NAMED}", completed=49, failed=1,
+                errors=["boom", *obj["errors"][1:]])  # fmt: skip
+    _serve_copy(samples, tmp_path / f"other_{NAMED}", model_id="Qwen/Qwen3-8B", date="20260428-091917")
+    run("import", "--db", ledger_url, "--batch", "v", str(tmp_path))
+    out = run("import", "--db", ledger_url, "--batch", "v",
+              str(samples / "vllm-bench-serve" / f"{SERVE}.stdout.txt")).output  # fmt: skip
+    assert (f"note: {SERVE}.stdout.txt: not paired with run 1 '{SERVE_RUN}' (file name: 'benchmaq_{NAMED}' there is the "
+            f"'{NAMED}' this file names): completed '49' there and '50' in this file differ") in out  # fmt: skip
+    assert (f"note: {SERVE}.stdout.txt: not paired with run 2 'Qwen3-8B rate=inf c=1 20260428-091917' (file name: "
+            f"'other_{NAMED}' there is the '{NAMED}' this file names): model 'Qwen/Qwen3-8B' there and "
+            "'Qwen/Qwen3.6-27B' in this file differ") in out  # fmt: skip
+    assert [(r["label"], r["artefacts"]) for r in runs(ledger_url, "v")][-1] == (CONSOLE_RUN, 1)
