@@ -171,7 +171,7 @@ def _row(
     error = mapping(path, where, "error", rec.get("error"), optional=True)
     cancelled = meta.get("was_cancelled") is True
     if error:
-        text = f"{error.get('code')} {error.get('type')}: {error.get('message')}"
+        text = error_text(error)
     elif cancelled:
         text = "cancelled"
     else:
@@ -196,6 +196,12 @@ def _row(
     row["chunk_gaps_s"] = _gaps(path, where, metrics)
     usage_in = _tokens(path, where, metrics, "usage_prompt_tokens")
     return row, usage_in, _tokens(path, where, metrics, "usage_completion_tokens")
+
+
+def error_text(details: dict) -> str:
+    """An AIPerf error as one text, ``'<code> <type>: <message>'``: a failed record's error, and the note
+    of an aggregate's ``error_summary`` entry (``check`` counts the records whose error is that text)."""
+    return f"{details.get('code')} {details.get('type')}: {details.get('message')}"
 
 
 def pairing(path: Path, suffix: str, requests: int | None) -> Pairing:

@@ -34,7 +34,7 @@ from bench_ledger.importers._toolfiles import (
     walk_metric_objects,
     whole,
 )
-from bench_ledger.importers.aiperf import pairing
+from bench_ledger.importers.aiperf import error_text, pairing
 from bench_ledger.importers.base import ParseOptions, first_json_value, load_json
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
@@ -88,7 +88,7 @@ def _error_counts(path: Path, summary: list) -> list[Published]:
         if not isinstance(entry, dict):
             raise ParseError(path, jpath("error_summary", i), None, "expected an object")
         details = entry.get("error_details") or {}
-        note = f"{details.get('code')} {details.get('type')}: {details.get('message')}"
+        note = error_text(details if isinstance(details, dict) else {})
         p = published(
             f"error_summary.{i}.count", entry.get("count"), locator=jpath("error_summary", i, "count"),
             unit=None, kind="request_count", note=note,

@@ -83,6 +83,7 @@ class Records:
     failed: list[dict] = field(default_factory=list)
     unknown: list[dict] = field(default_factory=list)  # records whose success the file does not say
     metadata: dict[str, str] = field(default_factory=dict)  # the run's metadata (labels the importer kept)
+    notes: dict[str, str] = field(default_factory=dict)  # reported key -> the importer's note (AIPerf's error details)
     cache: dict = field(default_factory=dict)  # a tool check's work shared by the run's keys (one distribution)
     _columns: dict[str, list[Fraction]] = field(default_factory=dict, repr=False, compare=False)
 
@@ -105,6 +106,18 @@ class Records:
         if any(v is None for v in vals):
             raise NotDerivable(f"{key} missing for {sum(v is None for v in vals)} of {len(vals)} ok requests")
         return [Fraction(v) for v in vals if v is not None]
+
+    def present(self, key: str) -> tuple[list[Fraction], int]:
+        """A per-request value over the ok records that carry it, and how many ok records do not: for a
+        tool that computes a record's metric only where it can (AIPerf skips the metric of a record
+        that raises NoMetricValue / ValueError for it, and writes no value in its record)."""
+        vals = self.values.get(key)
+        if vals is None:
+            raise NotDerivable(f"the records carry no per-request {key}")
+        got = [Fraction(v) for v in vals if v is not None]
+        if not got:
+            raise NotDerivable(f"none of the {len(vals)} ok records carries {key}")
+        return got, len(vals) - len(got)
 
     def need_status(self) -> None:
         if "status" not in self.fields or "unknown" in self.statuses:
@@ -258,7 +271,7 @@ def check(ledger: Ledger, batch: str | None = None, run_id: int | None = None) -
     stmt = (
         sa.select(R.c.id.label("run_id"), PV.c.run_id.label("origin"), B.c.name.label("batch"), R.c.label, R.c.tool,
                   R.c.request_count, PV.c.key, PV.c.text, PV.c.value, PV.c.unit, PV.c.quantity_kind,
-                  PV.c.locator, A.c.format.label("artefact_format"), A.c.file_name)
+                  PV.c.locator, PV.c.note, A.c.format.label("artefact_format"), A.c.file_name)
         # values hang on a run's first revision (Run.origin_id); the row shown is its current revision
         .select_from(PV).join(R, sa.and_(sa.func.coalesce(R.c.origin_id, R.c.id) == PV.c.run_id, current(R)))
         .join(B, B.c.id == R.c.batch_id).outerjoin(A, A.c.id == PV.c.artefact_id)
@@ -282,6 +295,8 @@ def check(ledger: Ledger, batch: str | None = None, run_id: int | None = None) -
             first = pvs[0]
             tc = tool_check(first.tool)
             rec = _records(conn, first.origin)
+            if isinstance(rec, Records):
+                rec.notes = {pv.key: pv.note for pv in pvs if pv.note is not None}
             machine = tc is not None and tc.machine_floats
             reported = _reported(pvs, machine)
             for pv in pvs:

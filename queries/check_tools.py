@@ -336,29 +336,97 @@ _PERF_SERIES = {  # metric tag -> (request column, scale to the tool's unit)
 }  # fmt: skip
 
 
-# AIPerf metrics of one value per run (the aggregate file writes them with count 1)
-_PERF_RUN_AGGREGATES = ("request_count", "error_request_count", "min_request_timestamp", "max_response_timestamp",
-                        "benchmark_duration", "request_throughput", "output_token_throughput")
+# AIPerf's run-level metrics (BaseAggregateMetric / BaseDerivedMetric, aiperf/metrics/types/*.py): one
+# value per run, which the aggregate file writes as MetricResult(avg=value, count=1)
 _PERF_TOTALS = {"total_isl": "input_sequence_length", "total_osl": "output_sequence_length",
                 "total_output_tokens": "output_token_count", "total_reasoning_tokens": "reasoning_token_count"}
+_AIPERF_RUN = ("request_count", "error_request_count", "min_request_timestamp", "max_response_timestamp",
+               "benchmark_duration", "request_throughput", "output_token_throughput", *_PERF_TOTALS)
+# the old schema's record tags (AIPerf ~0.1/0.2: ttft, ttst) for the metric names of its CSV export and newer files
+_AIPERF_OLD_TAGS = {"time_to_second_token": "ttst"}
+_ERROR_SUMMARY = re.compile(r"(?:records\.)?error_summary\.(?P<i>\d+)\.count")
+
+
+def _aiperf(key: str, rec: Records) -> tuple[Fraction, str]:
+    """AIPerf ``metric.stat`` by AIPerf's own definitions (aiperf/metrics/types/*.py,
+    post_processors): a record metric's statistics are numpy's over the valid records that carry it
+    (a record whose metric raises NoMetricValue has none); run-level metrics are counted, summed or
+    taken min/max over the valid records; error counts over the error records."""
+    rec.need_status()
+    if me := _ERROR_SUMMARY.fullmatch(key):
+        details = rec.notes.get(key)
+        if details is None:
+            raise NotDerivable("the error_summary entry's error details (code, type, message) were not kept")
+        # records_manager get_error_summary: error records counted per ErrorDetails (code, type, message)
+        n = sum(1 for r in rec.failed if r.get("error") == details)
+        return Fraction(n), f"error records whose error is {details!r} (AIPerf groups errors by code, type and message)"
+    mt = _METRIC_STAT.fullmatch(key)
+    if mt is None:
+        raise NotDerivable(f"key {key!r} not known to the check")
+    metric, stat = mt["metric"], mt["stat"]
+    if metric in _AIPERF_RUN:
+        value, how = _aiperf_run(metric, rec)
+        if stat == "count":
+            return Fraction(1), "a run-level metric is one value: AIPerf writes MetricResult(avg=value, count=1)"
+        if stat != "avg":
+            raise NotDerivable(f"a run-level metric's result holds avg and count (MetricResult(avg=value, count=1)), "
+                               f"no {stat}")
+        return value, how
+    if metric == "inter_chunk_latency":  # every chunk gap of the ok records, flattened, in ms
+        if "chunk_gaps" not in rec.fields:
+            raise NotDerivable("needed field chunk_gaps not captured")
+        return NUMPY_LINEAR.stat([Fraction(g) * 1000 for g in rec.gaps], stat), "over the ok records' chunk gaps, flattened"
+    if metric in _PERF_SERIES:
+        col, scale = _PERF_SERIES[metric]
+        return NUMPY_LINEAR.stat([v * scale for v in rec.column(col)], stat), "over ok records"
+    tag = _AIPERF_OLD_TAGS.get(metric, metric) if metric not in rec.values else metric
+    series, lacking = rec.present(tag)
+    how = "over ok records" + (f" ({tag})" if tag != metric else "")
+    if lacking:
+        how = (f"over the {len(series)} of {len(series) + lacking} ok records that carry {tag} (AIPerf computes a "
+               "record's metric only where it has one)")  # fmt: skip
+    return NUMPY_LINEAR.stat(series, stat), how
+
+
+def _aiperf_run(metric: str, rec: Records) -> tuple[Fraction, str]:
+    """One run-level AIPerf metric from the records, in the unit AIPerf reports it (s, requests/s,
+    tokens/s, ns, tokens), and how."""
+    if metric == "request_count":  # RequestCountMetric: 1 per valid record, summed
+        return Fraction(len(rec.ok)), "valid (error-free) records, 1 each (RequestCountMetric)"
+    if metric == "error_request_count":  # ErrorRequestCountMetric: 1 per error record, summed
+        return Fraction(len(rec.failed)), "error records, 1 each (ErrorRequestCountMetric)"
+    if metric in _PERF_TOTALS:
+        series, lacking = rec.present(_PERF_TOTALS[metric])
+        return sum(series, Fraction(0)), f"sum of the ok records' {_PERF_TOTALS[metric]}" + (
+            f" ({len(series)} records carry it, {lacking} do not)" if lacking else "")  # fmt: skip
+    for name, field in (("min_request_timestamp", "send_time"), ("max_response_timestamp", "end_time")):
+        if field not in rec.fields:
+            raise NotDerivable(f"needed field {field} not captured (AIPerf's {name} is over the records' times)")
+    lo = min(Fraction(r["send_ns"]) for r in rec.ok) if rec.ok else None
+    hi = max(Fraction(r["end_ns"]) for r in rec.ok) if rec.ok else None
+    if lo is None or hi is None:
+        raise NotDerivable("no valid record: AIPerf has no request timestamps to span")
+    if metric == "min_request_timestamp":
+        return lo, "earliest request start of the valid records, epoch ns (MinRequestTimestampMetric)"
+    if metric == "max_response_timestamp":
+        return hi, "latest last-response time of the valid records, epoch ns (MaxResponseTimestampMetric)"
+    duration = (hi - lo) / 10**9
+    if metric == "benchmark_duration":
+        return duration, "max_response_timestamp - min_request_timestamp of the valid records, in s (BenchmarkDurationMetric)"
+    if metric == "request_throughput":
+        return Fraction(len(rec.ok)) / duration, "request_count / benchmark_duration, both from the records"
+    # output_token_throughput: BenchmarkTokenCount (total output sequence length) / benchmark_duration
+    series, _ = rec.present("output_sequence_length")
+    return sum(series, Fraction(0)) / duration, "total_osl / benchmark_duration, both from the records"
 
 
 def _perf(key: str, rec: Records) -> tuple[Fraction, str]:
-    """AIPerf / GenAI-Perf ``metric.stat`` over the ok records (numpy)."""
+    """GenAI-Perf ``metric.stat`` over the ok records (numpy)."""
     rec.need_status()
     mt = _METRIC_STAT.fullmatch(key)
     if mt is None:
         raise NotDerivable(f"key {key!r} not known to the check")
     metric, stat = mt["metric"], mt["stat"]
-    if metric in _PERF_TOTALS and stat == "avg":  # a run total: the sum of the per-record values
-        return sum(rec.value(_PERF_TOTALS[metric]), Fraction(0)), f"sum of the ok records' {_PERF_TOTALS[metric]}"
-    if metric in _PERF_RUN_AGGREGATES or metric in _PERF_TOTALS:
-        raise NotDerivable("one value over the whole run (its count is 1: a total, or the first/last time), not a "
-                           "statistic over the records; checked by the identities")  # fmt: skip
-    if metric == "inter_chunk_latency":  # every chunk gap of the ok records, flattened, in ms
-        if "chunk_gaps" not in rec.fields:
-            raise NotDerivable("needed field chunk_gaps not captured")
-        return NUMPY_LINEAR.stat([Fraction(g) * 1000 for g in rec.gaps], stat), "over the ok records' chunk gaps, flattened"
     if metric in _PERF_SERIES:
         col, scale = _PERF_SERIES[metric]
         series = [v * scale for v in rec.column(col)]
@@ -413,7 +481,7 @@ def _aiperf_rates_at(pre: str) -> Iterator[Identity]:
 AIPERF = ToolCheck(
     Tool.AIPERF, NUMPY_LINEAR, "aiperf metrics (numpy percentiles over the record arrays; derived metrics "
     "aiperf/metrics/types/*_throughput_metric.py)",
-    recompute=_perf, families=(_avg_times_count, _aiperf_rates),
+    recompute=_aiperf, families=(_avg_times_count, _aiperf_rates),
 )  # fmt: skip
 GENAI_PERF = ToolCheck(
     Tool.GENAI_PERF, NUMPY_LINEAR, "genai-perf metrics/statistics.py (np.percentile, np.std)",

@@ -260,14 +260,74 @@ def test_aiperf_records_keep_their_metrics_and_reproduce_the_aggregate(ledger: L
         str(d / "aiperf-repo-examples-run1__profile_export.jsonl"), "--batch", "a")
     rows = check(ledger, batch="a")
     rec = [r for r in rows if r.section == RECORDS]
-    # before (records paired, their per-record metrics not kept): 52 agree, 101 not re-derivable
-    assert Counter(r.status for r in rec) == {"agree": 120, "not re-derivable": 33}
+    # before (records paired, their per-record metrics not kept): 52 agree, 101 not re-derivable; then
+    # 120 agree, 33 not re-derivable (run-level metrics, error_summary, a metric not on every record)
+    assert Counter(r.status for r in rec) == {"agree": 153}
     by = {r.key: r for r in rec}
     assert (by["records.ttst.p99"].status, by["records.ttst.p99"].definition) == ("agree", "numpy-linear")
     icl = by["records.inter_chunk_latency.count"]
     assert (icl.recomputed, icl.reason) == (21537.0, "over the ok records' chunk gaps, flattened")
     assert by["records.total_osl.avg"].reason == "sum of the ok records' output_sequence_length"
-    assert by["records.output_token_count.avg"].reason == "output_token_count missing for 59 of 89 ok requests"
+    otc = by["records.output_token_count.count"]
+    assert (otc.status, otc.recomputed, otc.reason) == ("agree", 30.0, (
+        "over the 30 of 89 ok records that carry output_token_count (AIPerf computes a record's metric only where it has one)"))
+
+
+AIPERF_RUN_LEVEL = {  # key -> (reported, recomputed, how): AIPerf's run-level metrics, recomputed from the 100 records
+    "records.request_count.avg": ("89.0", 89.0, "valid (error-free) records, 1 each (RequestCountMetric)"),
+    "records.error_request_count.avg": ("11.0", 11.0, "error records, 1 each (ErrorRequestCountMetric)"),
+    "records.min_request_timestamp.avg": ("1.759522419154569e+18", 1759522419154568925.0,
+                                          "earliest request start of the valid records, epoch ns (MinRequestTimestampMetric)"),
+    "records.max_response_timestamp.avg": ("1.759522428472358e+18", 1759522428472357876.0,
+                                           "latest last-response time of the valid records, epoch ns (MaxResponseTimestampMetric)"),
+    "records.benchmark_duration.avg": ("9.317788951", 9.317788951, "max_response_timestamp - min_request_timestamp of the "
+                                       "valid records, in s (BenchmarkDurationMetric)"),
+    "records.request_throughput.avg": ("9.551622221540914", 89 / 9.317788951,
+                                       "request_count / benchmark_duration, both from the records"),
+    "records.output_token_throughput.avg": ("2320.7222350404572", 21624 / 9.317788951,
+                                            "total_osl / benchmark_duration, both from the records"),
+    "records.total_output_tokens.avg": ("1832.0", 1832.0, "sum of the ok records' output_token_count (30 records carry "
+                                        "it, 59 do not)"),
+    "records.total_isl.count": ("1", 1.0, "a run-level metric is one value: AIPerf writes MetricResult(avg=value, count=1)"),
+    "error_summary.0.count": ("11", 11.0, "error records whose error is '499 RequestCancellationError: Request was "
+                              "cancelled after 0.000 seconds' (AIPerf groups errors by code, type and message)"),
+}
+
+
+def test_aiperf_run_level_metrics_and_error_counts_are_recomputed_from_the_records(ledger: Ledger, ledger_url: str,
+                                                                                   samples: Path) -> None:  # fmt: skip
+    """main: every run-level key "one value over the whole run ... checked by the identities", error_summary
+    "not known to the check", output_token_count "missing for 59 of 89": all by AIPerf's definitions now."""
+    d = samples / "aiperf"
+    imp(ledger_url, str(d / "aiperf-repo-examples-run1__profile_export_aiperf.json"),
+        str(d / "aiperf-repo-examples-run1__profile_export_aiperf.csv"),
+        str(d / "aiperf-repo-examples-run1__profile_export.jsonl"), "--batch", "a")
+    rows = [r for r in check(ledger, batch="a") if r.section == RECORDS]
+    by = {r.key: r for r in rows}
+    for key, (reported, recomputed, how) in AIPERF_RUN_LEVEL.items():
+        r = by[key]
+        assert (r.reported, r.status, r.reason, r.definition) == (reported, "agree", how, "numpy-linear"), key
+        assert r.recomputed == pytest.approx(recomputed, rel=1e-15), key
+    csv = by["time_to_second_token.p99"]  # the CSV's new-schema name of the old records' ttst
+    assert (csv.reported, csv.status, csv.reason) == ("142.92", "agree", "over ok records (ttst)")
+    assert Counter(r.status for r in rows) == {"agree": 284}
+
+
+def test_aiperf_edited_counts_disagree_with_the_records(ledger: Ledger, ledger_url: str, samples: Path,
+                                                        tmp_path: Path) -> None:  # fmt: skip
+    d = samples / "aiperf"
+    data = json.loads((d / "aiperf-repo-examples-run1__profile_export_aiperf.json").read_text())
+    data["error_summary"][0]["count"] = 10
+    data["records"]["request_count"]["avg"] = 90.0
+    data["records"]["error_request_count"]["avg"] = 10.0  # still 100 records in all: the files pair
+    (tmp_path / "run1__profile_export_aiperf.json").write_text(json.dumps(data))
+    (tmp_path / "run1__profile_export.jsonl").write_bytes((d / "aiperf-repo-examples-run1__profile_export.jsonl").read_bytes())
+    imp(ledger_url, str(tmp_path), "--batch", "a")
+    by = {r.key: r for r in check(ledger, batch="a") if r.section == RECORDS}
+    assert {k: (by[k].reported, by[k].recomputed, by[k].status) for k in
+            ("error_summary.0.count", "records.request_count.avg", "records.error_request_count.avg")} == {
+        "error_summary.0.count": ("10", 11.0, "disagree"), "records.request_count.avg": ("90.0", 89.0, "disagree"),
+        "records.error_request_count.avg": ("10.0", 11.0, "disagree")}  # fmt: skip
 
 
 def test_a_per_request_value_outside_its_domain_is_refused_naming_record_and_field(ledger_url: str, samples: Path,
