@@ -15,6 +15,9 @@ One ParsedRun per experiment (one load point each). Why the choices below:
   stay n/a, never invented. ``prompt_tokens_details.cached_tokens`` likewise, only when present.
 * There is no success flag: a payload with an ``error`` object (or a non-JSON body) makes the
   request failed; a request with no response at all is unknown (GenAI-Perf skips it); else ok.
+* An experiment pairs with the ``<stem>_genai_perf.json`` summary GenAI-Perf writes beside
+  ``<stem>.json`` (``ledger.pairing``, :func:`pairing`): same folder and stem, the summary's
+  configured request count equal to the experiment's number of requests, the same load level.
 """
 
 from __future__ import annotations
@@ -37,7 +40,7 @@ from bench_ledger.importers._toolfiles import (
     sequence,
 )
 from bench_ledger.importers.base import ParseOptions, load_json
-from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, RunInfo
+from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo
 from bench_ledger.tools import Tool
 
 SUCCESS_RULE = (
@@ -101,6 +104,7 @@ def _runs(path: Path, experiments: list, version: str | None, header: dict[str, 
                 request_count=len(rows),
                 locator=where,
                 metadata=metadata,
+                pairing=pairing(path, ".json", len(rows), f"{mode}={value}"),
             ),
             capture=Capture(
                 fields=present_fields(columns, ["status"]),
@@ -111,6 +115,15 @@ def _runs(path: Path, experiments: list, version: str | None, header: dict[str, 
             ),
             requests=columns,
         )
+
+
+def pairing(path: Path, suffix: str, requests: int | None, load: str | None) -> Pairing:
+    """GenAI-Perf writes ``<stem>.json`` (``--profile-export-file``) and ``<stem>_genai_perf.json`` into
+    one artifact folder: the folder and the stem (the name without ``suffix``) are the pairing key;
+    the load level (``concurrency=4``) is a fact both state."""
+    stem = path.name.removesuffix(suffix)
+    return Pairing(key=f"genai-perf {path.resolve().parent.name}/{stem}", requests=requests,
+                   facts={} if load is None else {"load": load})  # fmt: skip
 
 
 def _payload(request: Any) -> dict:

@@ -4,6 +4,8 @@ Every statistic is GenAI-Perf's claim (R15): ``reported``, text as printed, unit
 object states (times in ms), key ``metric.stat``. ``input_config`` is configuration and goes to
 RunInfo only; its layout changed between GenAI-Perf versions (flat CLI args, later nested config
 sections), so both are read, every lookup optional. No request records: fields [] and 0 records.
+It pairs with the ``<stem>.json`` export of its folder (``importers.genai_perf.pairing``) by the
+configured request count and load level.
 
 The sniff relies on the absence of AIPerf's own keys: AIPerf's aggregate has the same metric-object
 shape, and its importer (``importers.aiperf_aggregate``) takes the files with those keys.
@@ -17,6 +19,7 @@ from typing import Any
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import AIPERF_MARKERS, has_key, head_text, walk_metric_objects, whole
 from bench_ledger.importers.base import ParseOptions, first_json_value, load_json
+from bench_ledger.importers.genai_perf import pairing
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
 
@@ -53,8 +56,13 @@ class GenaiPerfSummaryImporter:
         for key, value in data.items():
             if key != "input_config" and isinstance(value, dict):
                 found.extend(walk_metric_objects(path, value, [key]))
+        info = _info(data.get("input_config"))
+        load = f"concurrency={info.concurrency}" if info.concurrency is not None else \
+            f"request_rate={info.request_rate}" if info.request_rate is not None else None  # fmt: skip
+        if path.name.endswith("_genai_perf.json"):
+            info = info.model_copy(update={"pairing": pairing(path, "_genai_perf.json", info.request_count, load)})
         run = ParsedRun(
-            info=_info(data.get("input_config")),
+            info=info,
             capture=Capture(fields=[], record_count=0, token_source="client_tokenizer", success_rule=SUCCESS_RULE),
             published=found,
         )

@@ -119,6 +119,17 @@ class Records:
             raise NotDerivable(f"none of the {len(vals)} ok records carries {key}")
         return got, len(vals) - len(got)
 
+    def record_gaps(self) -> list[list[float]]:
+        """The chunk gaps of each ok record, in record order (``gaps`` holds them flat, chunk_count - 1 each)."""
+        if "chunk_gaps" not in self.fields:
+            raise NotDerivable("needed field chunk_gaps not captured")
+        out, at = [], 0
+        for r in self.ok:
+            n = max((r["chunk_count"] or 0) - 1, 0)
+            out.append(self.gaps[at: at + n])
+            at += n
+        return out
+
     def need_status(self) -> None:
         if "status" not in self.fields or "unknown" in self.statuses:
             raise NotDerivable("request success not captured (status unknown for some records)")

@@ -178,11 +178,52 @@ def _serving_series(rec: Records, name: str) -> list[Fraction]:
 
 _SERVING_OWN = {
     "duration": "the tool's own perf_counter span of the whole run: the base of its rates, not in the records",
-    "max_output_tokens_per_s": "needs per-token arrival times; the records keep chunk gaps only",
-    "max_concurrent_requests": "needs the tool's own per-second accounting",
     "total_output_tokens_retokenized": "needs the generated texts and the tool's tokenizer",
+    "rtfx": "the inverse real-time factor of audio requests: needs their audio durations, which the records do not carry",
 }
-_SERVING_SETTINGS = ("request_goodput", "request_goodput:", "accept_length", "rtfx")
+_SERVING_SETTINGS = ("request_goodput", "request_goodput:", "accept_length")
+BOUNDARY = Fraction(1, 10**6)  # a token this close to a second boundary cannot be placed from ns-truncated starts
+
+
+def _peak_second(key: str, rec: Records) -> tuple[Fraction, str]:
+    """vLLM ``calculate_metrics`` (benchmarks/serve.py): each successful request's token times start +
+    ttft, then + each itl, counted per whole second since the earliest start; max_output_tokens_per_s
+    is the fullest second. max_concurrent_requests counts a request in every second from its start to
+    start + latency, so it needs the latencies."""
+    rec.need_status()
+    if key == "max_concurrent_requests" and "latency_s" not in rec.fields:
+        raise NotDerivable("vLLM counts a request in each second from its start to start + latency; the "
+                           "records carry no latencies")  # fmt: skip
+    for f in ("send_time", "ttft_s"):
+        if f not in rec.fields:
+            raise NotDerivable(f"needed field {f} not captured (token times are start + ttft + the itls)")
+    if not rec.ok:
+        return Fraction(0), "no successful request"
+    starts = [Fraction(r["send_ns"], 10**9) for r in rec.ok]
+    lo, buckets = min(starts), {}
+
+    def second_of(t: Fraction, r: dict) -> int:
+        second, into = divmod(t - lo, 1)
+        if into < BOUNDARY or 1 - into < BOUNDARY:
+            raise NotDerivable(f"request {r['idx']} has a time within 1 us of a second boundary ({float(t - lo):.9f} "
+                               "s): the start times, kept to the ns, cannot place it")  # fmt: skip
+        return int(second)
+
+    if key == "max_concurrent_requests":
+        for start, r in zip(starts, rec.ok, strict=True):
+            for second in range(second_of(start, r) if start != lo else 0,
+                                second_of(start + Fraction(r["latency_s"]), r) + 1):  # fmt: skip
+                buckets[second] = buckets.get(second, 0) + 1
+        return Fraction(max(buckets.values())), (f"the fullest whole second of the successful requests' spans "
+                                                 f"(start to start + latency), of {len(buckets)} seconds")  # fmt: skip
+    for start, r, gaps in zip(starts, rec.ok, rec.record_gaps(), strict=True):
+        t = start + Fraction(r["ttft_s"])
+        for g in (0.0, *gaps):
+            t += Fraction(g)
+            second = second_of(t, r)
+            buckets[second] = buckets.get(second, 0) + 1
+    return Fraction(max(buckets.values())), (f"the fullest whole second of the successful requests' token times "
+                                             f"(start + ttft + itls), of {len(buckets)} seconds")  # fmt: skip
 
 
 def _serving(key: str, rec: Records) -> tuple[Fraction, str]:
@@ -201,6 +242,8 @@ def _serving(key: str, rec: Records) -> tuple[Fraction, str]:
         return exact_sum(rec.column("output_tokens")), "sum over ok requests"
     if key in _SERVING_OWN:
         raise NotDerivable(_SERVING_OWN[key])
+    if key in ("max_output_tokens_per_s", "max_concurrent_requests"):
+        return _peak_second(key, rec)
     if key in _SERVING_SETTINGS:
         raise NotDerivable("needs the tool's own settings (SLOs, speculative accounting) not in the records")
     if key in ("request_throughput", "output_throughput", "total_token_throughput", "input_throughput", "concurrency"):
@@ -402,10 +445,11 @@ def _aiperf_run(metric: str, rec: Records) -> tuple[Fraction, str]:
     for name, field in (("min_request_timestamp", "send_time"), ("max_response_timestamp", "end_time")):
         if field not in rec.fields:
             raise NotDerivable(f"needed field {field} not captured (AIPerf's {name} is over the records' times)")
-    lo = min(Fraction(r["send_ns"]) for r in rec.ok) if rec.ok else None
-    hi = max(Fraction(r["end_ns"]) for r in rec.ok) if rec.ok else None
-    if lo is None or hi is None:
+    if not rec.ok:
         raise NotDerivable("no valid record: AIPerf has no request timestamps to span")
+    if lacking := sum(r["send_ns"] is None or r["end_ns"] is None for r in rec.ok):
+        raise NotDerivable(f"{lacking} of the {len(rec.ok)} valid records lack a start or end time")
+    lo, hi = min(Fraction(r["send_ns"]) for r in rec.ok), max(Fraction(r["end_ns"]) for r in rec.ok)
     if metric == "min_request_timestamp":
         return lo, "earliest request start of the valid records, epoch ns (MinRequestTimestampMetric)"
     if metric == "max_response_timestamp":
@@ -420,21 +464,64 @@ def _aiperf_run(metric: str, rec: Records) -> tuple[Fraction, str]:
     return sum(series, Fraction(0)) / duration, "total_osl / benchmark_duration, both from the records"
 
 
-def _perf(key: str, rec: Records) -> tuple[Fraction, str]:
-    """GenAI-Perf ``metric.stat`` over the ok records (numpy)."""
+GENAI_PERF_SOURCE = ("genai-perf/genai_perf/profile_data_parser/llm_profile_data_parser.py _parse_requests @00168fe7 "
+                     "and genai_perf/metrics/statistics.py Statistics @0518df11 (triton-inference-server/perf_analyzer)")
+_GENAI_TIMES = {"time_to_first_token": "ttft_s", "request_latency": "latency_s"}
+_GENAI_TOKENS = ("inter_token_latency", "output_token_throughput", "output_token_throughput_per_request",
+                 "output_sequence_length", "input_sequence_length")
+
+
+def _genai_perf(key: str, rec: Records) -> tuple[Fraction, str]:
+    """GenAI-Perf ``metric.stat`` by its own definitions (:data:`GENAI_PERF_SOURCE`): per request, after
+    dropping responses without content, TTFT = first response - request timestamp, latency = last
+    response - request timestamp, TTST = second - first response (requests with a response only);
+    request_throughput = len(requests) / ((max last response - min request timestamp) / 1e9) (every
+    request of the experiment counted, also one skipped for an empty response); statistics np.mean,
+    np.percentile (linear), np.min, np.max, np.std (population), times in ns scaled by 1e-6 to ms,
+    the system metrics (throughputs) avg only."""
     rec.need_status()
+    if rec.failed:
+        raise NotDerivable(f"{len(rec.failed)} of the records failed: GenAI-Perf stops at an error response "
+                           "(GenAIPerfException), so no summary of it covers a failed request")  # fmt: skip
     mt = _METRIC_STAT.fullmatch(key)
     if mt is None:
         raise NotDerivable(f"key {key!r} not known to the check")
     metric, stat = mt["metric"], mt["stat"]
-    if metric in _PERF_SERIES:
-        col, scale = _PERF_SERIES[metric]
-        series = [v * scale for v in rec.column(col)]
-    elif metric in rec.values:
-        series = rec.value(metric)
-    else:
-        raise NotDerivable(f"the records carry no per-request {metric}")
-    return NUMPY_LINEAR.stat(series, "sum" if stat == "sum" else stat), "over ok records"
+    if stat in ("count", "sum"):
+        raise NotDerivable(f"GenAI-Perf's Statistics writes no {stat}")
+    # _parse_requests skips a request left without a response that has content (its TTFT is None here)
+    answered = [r for r in rec.ok if r["ttft_s"] is not None and r["latency_s"] is not None]
+    skipped = f"; {len(rec.ok) - len(answered)} without content skipped, as GenAI-Perf does" if len(answered) < len(rec.ok) else ""
+    if metric in _GENAI_TIMES:
+        if _GENAI_TIMES[metric] not in rec.fields:
+            raise NotDerivable(f"needed field {_GENAI_TIMES[metric]} not captured")
+        if not answered:
+            raise NotDerivable("no request has a response with content")
+        series = [Fraction(r[_GENAI_TIMES[metric]]) * 1000 for r in answered]
+        return NUMPY_LINEAR.stat(series, stat), f"over the {len(answered)} requests with a response, in ms{skipped}"
+    if metric == "time_to_second_token":
+        firsts = [Fraction(g[0]) * 1000 for g in rec.record_gaps() if g]
+        if not firsts:
+            raise NotDerivable("no request has a second response")
+        return NUMPY_LINEAR.stat(firsts, stat), "second - first response of the requests with two or more, in ms"
+    if metric == "request_throughput":
+        if stat != "avg":
+            raise NotDerivable("a system metric: GenAI-Perf writes its avg only")
+        if not {"send_time", "end_time"} <= rec.fields:
+            raise NotDerivable("needed fields send_time and end_time not captured")
+        if not answered:
+            raise NotDerivable("no request has a response with content")
+        lo, hi = min(r["send_ns"] for r in answered), max(r["end_ns"] for r in answered)
+        n = len(rec.statuses)
+        return Fraction(n) / (Fraction(hi - lo) / 10**9), (
+            f"all {n} requests / (max last response - min request timestamp of the {len(answered)} with a response)")
+    if metric in _GENAI_TOKENS:
+        counts = ("their token counts are the server's usage, not GenAI-Perf's tokenizer's" if "output_tokens" in rec.fields
+                  else "they carry no token counts")  # fmt: skip
+        raise NotDerivable(f"GenAI-Perf counts tokens with its own tokenizer over the request and response texts; {counts}")
+    if metric == "request_goodput":
+        raise NotDerivable("needs GenAI-Perf's goodput constraints (--goodput), not in the records")
+    raise NotDerivable(f"{metric!r} is not a metric of the GenAI-Perf source read (Statistics over LLMMetrics)")
 
 
 def _avg_times_count(values: dict[str, Reported]) -> Iterator[Identity]:
@@ -483,10 +570,7 @@ AIPERF = ToolCheck(
     "aiperf/metrics/types/*_throughput_metric.py)",
     recompute=_aiperf, families=(_avg_times_count, _aiperf_rates),
 )  # fmt: skip
-GENAI_PERF = ToolCheck(
-    Tool.GENAI_PERF, NUMPY_LINEAR, "genai-perf metrics/statistics.py (np.percentile, np.std)",
-    recompute=_perf,
-)  # fmt: skip
+GENAI_PERF = ToolCheck(Tool.GENAI_PERF, NUMPY_LINEAR, GENAI_PERF_SOURCE, recompute=_genai_perf)
 
 
 # --------------------------------------------------------------------------- guidellm

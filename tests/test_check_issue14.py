@@ -343,3 +343,86 @@ def test_a_per_request_value_outside_its_domain_is_refused_naming_record_and_fie
                                        "finite number")  # fmt: skip
     with Ledger(ledger_url) as led, led.connection() as conn:
         assert conn.exec_driver_sql("SELECT count(*) FROM request_value").scalar() == 0
+
+
+# CONSTRUCTED from GenAI-Perf's source (not a real run; there is no real GenAI-Perf sample): the export and
+# the summary GenAI-Perf computes from it, written by tests/fixtures/genai_perf/artifact/generate.py after
+# genai-perf/genai_perf/profile_data_parser/llm_profile_data_parser.py @00168fe7 (_parse_requests) and
+# genai-perf/genai_perf/metrics/statistics.py @0518df11 (Statistics: np.mean, np.percentile, np.std,
+# ns x 1e-6 -> ms) of triton-inference-server/perf_analyzer.
+GENAI_ARTIFACT = Path(__file__).resolve().parent / "fixtures" / "genai_perf" / "artifact"
+
+
+@pytest.mark.parametrize("order", ["export first", "summary first"])
+def test_genai_perf_summary_recomputed_from_its_export_by_genai_perfs_definitions(ledger: Ledger, ledger_url: str,
+                                                                                  order: str) -> None:  # fmt: skip
+    files = [str(GENAI_ARTIFACT / "profile_export.json"), str(GENAI_ARTIFACT / "profile_export_genai_perf.json")]
+    imp(ledger_url, *(files if order == "export first" else files[::-1]), "--batch", "g")
+    rows = check(ledger, batch="g")
+    assert {r.run_id for r in rows} == {1}
+    by = {r.key: r for r in rows if r.section == RECORDS}
+    answered = "over the 5 requests with a response, in ms; 1 without content skipped, as GenAI-Perf does"
+    for key, reported, recomputed, how in (
+        ("time_to_first_token.avg", "137.000014", 137.000014, answered),
+        ("request_latency.p99", "289.04002887999997", 289.04002888, answered),
+        ("request_latency.std", "80.44228644438253", 80.44228644438253, answered),
+        ("time_to_second_token.std", "5.8309518948453", 5.830951894845301,
+         "second - first response of the requests with two or more, in ms"),
+        # len(requests) = 6 (the skipped one too) over the span of the 5 answered
+        ("request_throughput.avg", "11.53846089497045", 6 / 0.520000029,
+         "all 6 requests / (max last response - min request timestamp of the 5 with a response)"),
+    ):  # fmt: skip
+        r = by[key]
+        assert (r.reported, r.status, r.reason, r.definition) == (reported, "agree", how, "numpy-linear"), key
+        assert r.recomputed == pytest.approx(recomputed, rel=1e-12), key
+    itl = by["inter_token_latency.p50"]
+    assert (itl.status, itl.reason) == ("not re-derivable", "GenAI-Perf counts tokens with its own tokenizer over the "
+                                        "request and response texts; they carry no token counts")  # fmt: skip
+    assert Counter(r.status for r in by.values()) == {"agree": 40, "not re-derivable": 53}
+
+
+def test_genai_perf_summary_pairs_by_folder_and_stem_and_refuses_a_failed_request(ledger: Ledger, ledger_url: str,
+                                                                                  tmp_path: Path) -> None:  # fmt: skip
+    summary = json.loads((GENAI_ARTIFACT / "profile_export_genai_perf.json").read_text())
+    export = json.loads((GENAI_ARTIFACT / "profile_export.json").read_text())
+    summary["input_config"]["model"] = ["meta/llama-3-8b"]  # another label: paired by folder and stem, not by label
+    export["experiments"][0]["requests"][1]["response_outputs"][2] = {
+        "response": 'data: {"error": {"message": "model overloaded"}}\n\n'}  # fmt: skip
+    (tmp_path / "run7").mkdir()
+    (tmp_path / "run7" / "my_export.json").write_text(json.dumps(export))
+    (tmp_path / "run7" / "my_export_genai_perf.json").write_text(json.dumps(summary))
+    res = CliRunner().invoke(main, ["import", "--db", ledger_url, "--batch", "g", str(tmp_path / "run7")])
+    assert res.exit_code == 0, res.output
+    assert ("note: my_export_genai_perf.json: attached to run 1 'genai-perf llama-3-8b concurrency=2' by same pairing "
+            "key 'genai-perf run7/my_export' and 6 requests") in res.output  # fmt: skip
+    by = {r.key: r for r in check(ledger, batch="g") if r.section == RECORDS}
+    assert (by["time_to_first_token.avg"].status, by["time_to_first_token.avg"].reason) == (
+        "not re-derivable", "1 of the records failed: GenAI-Perf stops at an error response (GenAIPerfException), so "
+        "no summary of it covers a failed request")  # fmt: skip
+
+
+SERVE_JSON = "vllm-bench-serve/benchmaq_tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.json"
+
+
+def test_vllm_peak_tokens_per_second_replayed_from_start_ttft_and_itls(ledger: Ledger, ledger_url: str, samples: Path,
+                                                                      tmp_path: Path) -> None:  # fmt: skip
+    """main: max_output_tokens_per_s "needs per-token arrival times; the records keep chunk gaps only" although
+    vLLM's calculate_metrics builds them from start_times + ttfts + itls, which --save-detailed writes."""
+    imp(ledger_url, str(samples / SERVE_JSON), "--batch", "v")
+    by = {r.key: r for r in check(ledger, batch="v") if r.section == RECORDS}
+    peak, conc = by["max_output_tokens_per_s"], by["max_concurrent_requests"]
+    assert (peak.reported, peak.recomputed, peak.status, peak.reason) == ("26.0", 26.0, "agree", (
+        "the fullest whole second of the successful requests' token times (start + ttft + itls), of 294 seconds"))
+    assert (conc.status, conc.reason) == ("not re-derivable", "vLLM counts a request in each second from its start "
+                                          "to start + latency; the records carry no latencies")  # fmt: skip
+    # with latencies (older vLLM writes them) the concurrency is recomputed too; an edited peak disagrees
+    obj = json.loads((samples / SERVE_JSON).read_text())
+    obj["latencies"] = [t + sum(gaps) for t, gaps in zip(obj["ttfts"], obj["itls"], strict=True)]
+    obj["max_output_tokens_per_s"], obj["date"] = 27.0, "20260428-091917"
+    (tmp_path / "with_latencies.json").write_text(json.dumps(obj))
+    imp(ledger_url, str(tmp_path / "with_latencies.json"), "--batch", "w")
+    by = {r.key: r for r in check(ledger, batch="w") if r.section == RECORDS}
+    assert (by["max_concurrent_requests"].recomputed, by["max_concurrent_requests"].status) == (2.0, "agree")
+    assert (by["max_output_tokens_per_s"].recomputed, by["max_output_tokens_per_s"].status) == (26.0, "disagree")
+    assert by["rtfx"].reason == ("the inverse real-time factor of audio requests: needs their audio durations, which "
+                                 "the records do not carry")  # fmt: skip
