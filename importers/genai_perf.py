@@ -40,7 +40,7 @@ from bench_ledger.importers._toolfiles import (
     sequence,
 )
 from bench_ledger.importers.base import ParseOptions, load_json
-from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo
+from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo, file_name_text
 from bench_ledger.tools import Tool
 
 SUCCESS_RULE = (
@@ -121,8 +121,9 @@ def pairing(path: Path, suffix: str, requests: int | None, load: str | None) -> 
     """GenAI-Perf writes ``<stem>.json`` (``--profile-export-file``) and ``<stem>_genai_perf.json`` into
     one artifact folder: the folder and the stem (the name without ``suffix``) are the pairing key;
     the load level (``concurrency=4``) is a fact both state."""
-    stem = path.name.removesuffix(suffix)
-    return Pairing(key=f"genai-perf {path.resolve().parent.name}/{stem}", requests=requests,
+    stem = file_name_text(path.name.removesuffix(suffix))
+    folder = file_name_text(path.resolve().parent.name)
+    return Pairing(key=f"genai-perf {folder}/{stem}", requests=requests,
                    facts={} if load is None else {"load": load})  # fmt: skip
 
 

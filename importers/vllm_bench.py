@@ -64,6 +64,7 @@ from bench_ledger.records import (
     Published,
     RequestColumns,
     RunInfo,
+    file_name_text,
 )
 from bench_ledger.tools import SERVING_LATENCY_STAT, Tool
 from pydantic import ValidationError
@@ -408,7 +409,7 @@ def result_pairing(path: Path, obj: dict[str, Any]) -> Pairing:
     facts = {"completed": str(completed)} if completed is not None else {}
     if isinstance(obj.get("model_id"), str) and obj["model_id"]:
         facts["model"] = obj["model_id"]
-    return Pairing(file=path.name, requests=prompts, facts=facts)
+    return Pairing(file=file_name_text(path.name), requests=prompts, facts=facts)
 
 
 class VllmBenchImporter:

@@ -362,9 +362,8 @@ def _batch(s: Session, name: str) -> tuple[m.Batch, bool]:
 
 
 def shown_name(path: Path) -> str:
-    """The file name as text: bytes that are not UTF-8 (kept by Python as lone surrogates) are shown
-    as ``\\xNN`` escapes, so a name never stops an import nor differs between the backends."""
-    return path.name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    """The file name as text (:func:`records.file_name_text`)."""
+    return rec.file_name_text(path.name)
 
 
 def translated(path: Path, items: Iterable):

@@ -230,6 +230,12 @@ def kind_domain(kind: str | None) -> Domain:
     return ANY_NUMBER
 
 
+def file_name_text(name: str) -> str:
+    """A file name as text: bytes that are not UTF-8 (kept by Python as lone surrogates) shown as
+    ``\\xNN`` escapes, so a name never stops an import nor differs between the backends."""
+    return name.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+
+
 def name_violation(what: str, name: str) -> str | None:
     """Why a name that the database indexes cannot be stored, or None."""
     size = len(name.encode("utf-8", "surrogatepass"))

@@ -396,7 +396,7 @@ def _aiperf(key: str, rec: Records) -> tuple[Fraction, str]:
     (a record whose metric raises NoMetricValue has none); run-level metrics are counted, summed or
     taken min/max over the valid records; error counts over the error records."""
     rec.need_status()
-    if me := _ERROR_SUMMARY.fullmatch(key):
+    if _ERROR_SUMMARY.fullmatch(key):
         details = rec.notes.get(key)
         if details is None:
             raise NotDerivable("the error_summary entry's error details (code, type, message) were not kept")
@@ -442,9 +442,9 @@ def _aiperf_run(metric: str, rec: Records) -> tuple[Fraction, str]:
         series, lacking = rec.present(_PERF_TOTALS[metric])
         return sum(series, Fraction(0)), f"sum of the ok records' {_PERF_TOTALS[metric]}" + (
             f" ({len(series)} records carry it, {lacking} do not)" if lacking else "")  # fmt: skip
-    for name, field in (("min_request_timestamp", "send_time"), ("max_response_timestamp", "end_time")):
-        if field not in rec.fields:
-            raise NotDerivable(f"needed field {field} not captured (AIPerf's {name} is over the records' times)")
+    for name, needed in (("min_request_timestamp", "send_time"), ("max_response_timestamp", "end_time")):
+        if needed not in rec.fields:
+            raise NotDerivable(f"needed field {needed} not captured (AIPerf's {name} is over the records' times)")
     if not rec.ok:
         raise NotDerivable("no valid record: AIPerf has no request timestamps to span")
     if lacking := sum(r["send_ns"] is None or r["end_ns"] is None for r in rec.ok):
