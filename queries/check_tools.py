@@ -200,7 +200,8 @@ def _peak_second(key: str, rec: Records) -> tuple[Fraction, str]:
     if not rec.ok:
         return Fraction(0), "no successful request"
     starts = [Fraction(r["send_ns"], 10**9) for r in rec.ok]
-    lo, buckets = min(starts), {}
+    lo = min(starts)
+    buckets: dict[int, int] = {}
 
     def second_of(t: Fraction, r: dict) -> int:
         second, into = divmod(t - lo, 1)

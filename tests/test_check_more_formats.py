@@ -190,7 +190,7 @@ def test_vllm_save_detailed_sample_reproduces_vllm_aggregates(ledger: Ledger, le
     agree = {r.key for r in rows if r.status == "agree"}
     assert agree == {f"{s}_{m}_ms" for s in ("mean", "median", "std", "p99") for m in ("ttft", "itl")} | {
         "completed", "failed", "total_input_tokens", "total_output_tokens", "request_throughput", "output_throughput",
-        "total_token_throughput"}  # fmt: skip
+        "total_token_throughput", "max_output_tokens_per_s"}  # fmt: skip
     assert not [r for r in rows if r.status == "disagree"]
     why = {r.key: r.reason for r in rows if r.status == "not re-derivable"}
     assert why["mean_e2el_ms"] == why["p99_tpot_ms"] == "needed field latency_s not captured"
