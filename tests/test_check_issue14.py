@@ -426,3 +426,16 @@ def test_vllm_peak_tokens_per_second_replayed_from_start_ttft_and_itls(ledger: L
     assert (by["max_output_tokens_per_s"].recomputed, by["max_output_tokens_per_s"].status) == (26.0, "disagree")
     assert by["rtfx"].reason == ("the inverse real-time factor of audio requests: needs their audio durations, which "
                                  "the records do not carry")  # fmt: skip
+
+
+def test_genai_perf_summary_of_another_load_level_is_not_paired(ledger_url: str, tmp_path: Path) -> None:
+    summary = json.loads((GENAI_ARTIFACT / "profile_export_genai_perf.json").read_text())
+    summary["input_config"]["concurrency"] = 4
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "profile_export.json").write_bytes((GENAI_ARTIFACT / "profile_export.json").read_bytes())
+    (tmp_path / "a" / "profile_export_genai_perf.json").write_text(json.dumps(summary))
+    res = CliRunner().invoke(main, ["import", "--db", ledger_url, "--batch", "g", str(tmp_path / "a")])
+    assert res.exit_code == 0, res.output
+    assert ("note: profile_export_genai_perf.json: not paired with run 1 'genai-perf llama-3-8b concurrency=2' (same "
+            "pairing key 'genai-perf a/profile_export'): load 'concurrency=2' there and 'concurrency=4' in this file "
+            "differ") in res.output  # fmt: skip
