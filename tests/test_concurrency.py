@@ -137,3 +137,21 @@ def test_eight_imports_of_four_llmperf_pairs(pg_url: str, tmp_path: Path, sample
     assert_clean(results)
     runs = json.loads(run("runs", "--db", pg_url, "--json"))
     assert sorted((r["requests"], r["artefacts"]) for r in runs) == [(150, 2)] * (PROCESSES // 2)
+
+
+def test_eight_imports_of_four_vllm_console_and_result_pairs(pg_url: str, tmp_path: Path, samples: Path) -> None:
+    """A console and the result JSON it names (result_filename), imported at the same moment, still pair."""
+    d = samples / "vllm-bench-serve"
+    name = "tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d"
+    console = (d / f"benchmaq_{name}.stdout.txt").read_text()
+    result = json.loads((d / f"benchmaq_{name}.json").read_text())
+    paths = []
+    for i in range(PROCESSES // 2):
+        (tmp_path / f"p{i}.stdout.txt").write_text(console.replace(f"result_filename='{name}.json'", f"result_filename='p{i}.json'"))
+        (tmp_path / f"benchmaq_p{i}.json").write_text(json.dumps({**result, "date": f"20260428-08191{i}"}))
+        paths += [tmp_path / f"p{i}.stdout.txt", tmp_path / f"benchmaq_p{i}.json"]
+    run("import", "--db", pg_url, "--batch", "v", str(paths[0]))  # the batch exists already
+    results = race(pg_url, paths[1:] + [paths[1]], "v")
+    assert_clean(results)
+    runs = json.loads(run("runs", "--db", pg_url, "--json"))
+    assert sorted((r["requests"], r["artefacts"]) for r in runs) == [(50, 2)] * (PROCESSES // 2)
