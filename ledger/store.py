@@ -10,6 +10,7 @@ ingests itself: DuckDB scans the Arrow table in place, PostgreSQL receives it th
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
 import re
@@ -154,6 +155,26 @@ def check_url(url: str) -> sa.engine.URL:
     return parsed
 
 
+def _alembic_config():
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(resources.files("bench_ledger.migrations")))
+    return cfg
+
+
+@functools.cache
+def _head_revision() -> str:
+    """The newest revision the installed package ships. Read once per process: Alembic compiles and
+    runs every revision file to find it (~15 ms), and every command asks (:meth:`Ledger.require_schema`)."""
+    from alembic.script import ScriptDirectory
+
+    head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
+    if head is None:
+        raise StoreError("the installed package has no migration revisions")
+    return head
+
+
 class Ledger:
     """An open ledger. Use as a context manager, or call :meth:`close`.
 
@@ -228,20 +249,8 @@ class Ledger:
 
     # ------------------------------------------------------------------ schema
 
-    def _alembic_config(self):
-        from alembic.config import Config
-
-        cfg = Config()
-        cfg.set_main_option("script_location", str(resources.files("bench_ledger.migrations")))
-        return cfg
-
     def head_revision(self) -> str:
-        from alembic.script import ScriptDirectory
-
-        head = ScriptDirectory.from_config(self._alembic_config()).get_current_head()
-        if head is None:
-            raise StoreError("the installed package has no migration revisions")
-        return head
+        return _head_revision()
 
     def revision(self) -> str | None:
         from alembic.migration import MigrationContext
@@ -254,7 +263,9 @@ class Ledger:
         from alembic import command
 
         before = self.revision()
-        cfg = self._alembic_config()
+        if before == self.head_revision():
+            return before, before  # at head: Alembic's upgrade would run no revision
+        cfg = _alembic_config()
         try:
             with self.engine.begin() as conn:
                 cfg.attributes["connection"] = conn
