@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-generate_mod = pytest.importorskip("bench_ledger.casestudy.generate", reason="the case-study generator has not landed yet")
+pytest.importorskip("bench_ledger.casestudy.generate", reason="the case-study generator has not landed yet")
 pytest.importorskip("bench_ledger.queries.metrics", reason="the metric registry has not landed yet")
 
 from bench_ledger.cli import main  # noqa: E402
@@ -24,22 +24,11 @@ def _ok(result) -> None:
     assert result.exit_code == 0, result.output + (result.stderr if result.stderr_bytes else "")
 
 
-@pytest.fixture(scope="module")
-def demo_url(tmp_path_factory: pytest.TempPathFactory) -> str:
-    tmp = tmp_path_factory.mktemp("casestudy")
-    generated = generate_mod.generate(tmp / "data")
-    url = f"duckdb:///{tmp / 'ledger.duckdb'}"
-    runner = CliRunner()
-    _ok(runner.invoke(main, ["init", "--db", url]))
-    _ok(runner.invoke(main, ["declare", "--db", url, str(generated.manifest)]))
-    for job in generated.imports:
-        args = ["import", "--db", url, str(job.path), "--batch", job.batch, "-q"]
-        if job.run:
-            args += ["--run", job.run]
-        if job.node:
-            args += ["--node", job.node]
-        _ok(runner.invoke(main, args))
-    return url
+@pytest.fixture
+def demo_url(demo_copy: str) -> str:
+    """The case study as the session's one `ledger demo` built it (generated, declared, every file
+    imported through the real importers), in a private copy: it is not built a second time here."""
+    return demo_copy
 
 
 def test_every_claim_gets_its_expected_verdict(demo_url: str):
