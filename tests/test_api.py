@@ -5,14 +5,14 @@ from __future__ import annotations
 import contextlib
 import io
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import bench_ledger as bl
 import pyarrow as pa
 import pytest
 from bench_ledger import api
+
+from tests.clirun import spawn
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -62,9 +62,8 @@ def test_tables_are_arrow_with_provenance_columns(demo_built: Path) -> None:
 def test_read_only_connection_does_not_lock_the_cli_out(demo_copy: str) -> None:
     ledger = bl.connect(demo_copy)  # read-only
     assert bl.runs(ledger).num_rows == 20
-    closed = subprocess.run([sys.executable, "-c", "from bench_ledger.cli import main; main()", "close", "m17", "--db", demo_copy],
-                            capture_output=True, text=True, check=False)  # fmt: skip
-    assert closed.returncode == 0, closed.stderr
+    code, out = spawn("close", "m17", "--db", demo_copy).communicate(timeout=120)  # another process
+    assert code == 0, out
     checks = bl.verify(ledger).checks  # the closed m17 by its seal, the open fx and the launch logs (no batch) by import digests
     assert sorted((c.batch, c.unbatched) for c in checks) == [("", True), ("fx", False), ("m17", False)]
     assert all(c.ok for c in checks)

@@ -4,21 +4,14 @@ seal or fork the seal chain (R10). PostgreSQL: row and advisory locks; DuckDB: o
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from bench_ledger.store import Ledger
 
+from tests.clirun import spawn
 from tests.test_books import bench_json, cli
 
 TIMEOUT_S = 240
-
-
-def _spawn(args: list[str]) -> subprocess.Popen:
-    code = "import sys; from bench_ledger.cli import main; sys.exit(main(sys.argv[1:]))"
-    return subprocess.Popen([sys.executable, "-c", code, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                            text=True)  # fmt: skip
 
 
 def test_concurrent_imports_and_closes_end_with_a_verifiable_seal(ledger: Ledger, tmp_path: Path) -> None:
@@ -34,11 +27,8 @@ def test_concurrent_imports_and_closes_end_with_a_verifiable_seal(ledger: Ledger
         **{f"import {i}": ["import", str(bench_json(tmp_path / f"more{i}.json", 4 + i, date=f"20260708-10000{i}")),
                            "--batch", "fx", *db] for i in range(3)},
     }  # fmt: skip
-    procs = {name: _spawn(args) for name, args in jobs.items()}
-    results = {}
-    for name, p in procs.items():
-        out, _ = p.communicate(timeout=TIMEOUT_S)
-        results[name] = (p.returncode, out)
+    procs = {name: spawn(*args) for name, args in jobs.items()}
+    results = {name: p.communicate(timeout=TIMEOUT_S) for name, p in procs.items()}
     for name, (code, out) in results.items():
         assert "Traceback" not in out, (name, out)
         if ledger.backend == "postgresql":  # locks serialise them: each succeeds or is refused by R10
