@@ -1,7 +1,7 @@
 """Every run's request metrics at once: a handful of grouped statements instead of queries per run.
 
 ``queries.metrics.evaluate`` stays the reference definition. This module reads the same data for
-*all* selected runs with a few set-based statements (GROUP BY run, window functions), then hands
+*all* selected runs with a few set-based statements (GROUP BY run, or run by run on PostgreSQL), then hands
 each run's figures to the very same decision functions ``evaluate`` uses
 (``precheck_caps``, ``count_value``, ``total_value``, ``wall_value``, ``rate_value``, ``dist_value``,
 ``cache_value`` in :mod:`queries.metrics_requests`), so flags, n/a reasons and inputs cannot drift.
@@ -10,17 +10,22 @@ The statements (SQLAlchemy Core; DuckDB 1.5 and PostgreSQL 15):
 
 1. captures with records of every run, with their captured fields (one LEFT JOIN of capture and
    capture_field): the R9/R15 checks per run (no records, sampled, which captures lack a field);
-2. one GROUP BY run_id over ``request``: counts by status, SUM of input/output/cached tokens over ok
-   requests with how many lack them, MIN(send_ns) / MAX(end_ns), COUNT(DISTINCT clock), COUNT(send_ns).
-   Sums are exact integers (DuckDB HUGEINT, PostgreSQL NUMERIC); the wall clock is converted from
-   integer ns with ``Fraction(last_end - first_send, 10**9)`` exactly as ``wall_clock`` does;
-3. per distribution (TTFT, e2e latency, decode rate, ...; one statement serves all its percentiles):
-   ``row_number() OVER (PARTITION BY run_id ORDER BY v)`` and the run's counts, keeping only the
-   order statistics numpy's linear method needs: for p, h = (n-1)·p/100 and rows floor(h) and
-   floor(h)+1 (selected with integer arithmetic only: ``(rn-2)·100 <= (n-1)·p < rn·100``).
-   The interpolation is then done in Python with Fractions by ``percentile_linear`` itself, so the
-   value is *exactly* the one ``evaluate`` gives (not within a tolerance, as ``percentile_cont`` /
-   ``quantile_cont`` in double precision would be). ``max`` is p100 (the last order statistic).
+2. per run: counts by status, SUM of input/output/cached tokens over ok requests with how many lack
+   them, MIN(send_ns) / MAX(end_ns), MIN/MAX(clock), COUNT(send_ns). Sums are exact integers (DuckDB
+   HUGEINT, PostgreSQL NUMERIC); the wall clock is converted from integer ns with
+   ``Fraction(last_end - first_send, 10**9)`` exactly as ``wall_clock`` does;
+3. per distribution (TTFT, e2e latency, decode rate, ...; all its percentiles at once) and run: n, how
+   many values are NULL, and only the order statistics numpy's linear method reads: for p,
+   h = (n-1)·p/100, ranks floor(h) and floor(h)+1 (integer arithmetic). The interpolation is then done
+   in Python with Fractions by ``percentile_linear`` itself, so the value is *exactly* the one
+   ``evaluate`` gives (not within a tolerance, as ``percentile_cont`` / ``quantile_cont`` in double
+   precision would be). ``max`` is p100 (the last order statistic).
+
+How (:func:`read_runs`): on DuckDB, 2 is one GROUP BY run_id and 3 one statement for every distribution
+over the request table, whose (run, value) columns come back as Arrow; numpy picks each run's order
+statistics (``np.partition``). On PostgreSQL, 2 and 3 are one statement that goes run by run (LATERAL:
+the run's requests by its index, then the aggregates and ``(array_agg(v ORDER BY v))[k]``), so no sort
+of all runs' rows spills to disk. The chunk gaps (ITL) are one more statement on either backend.
 
 Means (which need every value for an exact Fraction sum) and hardware / log metrics are not done
 here: :func:`run_metrics` computes them per run as before.
@@ -29,7 +34,7 @@ here: :func:`run_metrics` computes them per run as before.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from types import SimpleNamespace
@@ -39,7 +44,6 @@ import sqlalchemy as sa
 from bench_ledger.queries.metrics_requests import (
     CAP,
     CF,
-    OK,
     Cache,
     CaptureInfo,
     Count,
@@ -50,6 +54,7 @@ from bench_ledger.queries.metrics_requests import (
     Plan,
     Q,
     Rate,
+    Rows,
     Total,
     Wall,
     cache_value,
@@ -120,34 +125,40 @@ def read_captures(conn: sa.Connection, runs: sa.Select) -> dict[int, list[Captur
     return out
 
 
-def _ok_sum(col: sa.ColumnElement[Any]) -> sa.ColumnElement:
-    return sa.func.sum(sa.case((OK, col)))
-
-
-def _ok_missing(col: sa.ColumnElement[Any]) -> sa.ColumnElement:
-    return sa.func.sum(sa.case((sa.and_(OK, col.is_(None)), 1), else_=0))
-
-
 TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cached_tokens")
+AGGREGATE_INPUTS = ("status", "send_ns", "end_ns", "clock", *TOKEN_COLUMNS)  # the request columns they read
+
+
+def _aggregate_columns(c: Any) -> list[sa.ColumnElement]:
+    """Counts by status, ok-token totals with how many lack them, first send / last end, clocks, over
+    the columns ``c`` (the request table's, or a subquery's with the same names)."""
+    ok = c.status == "ok"
+    cols: list[sa.ColumnElement] = [sa.func.count().label("n"),
+            *(sa.func.sum(sa.case((c.status == s, 1), else_=0)).label(s) for s in ("ok", "failed", "unknown")),
+            sa.func.min(c.send_ns).label("first_send"), sa.func.max(c.end_ns).label("last_end"),
+            sa.func.min(c.clock).label("clock_min"), sa.func.max(c.clock).label("clock_max"),
+            sa.func.count(c.send_ns).label("timed")]  # fmt: skip
+    for col in TOKEN_COLUMNS:
+        cols += [sa.func.sum(sa.case((ok, c[col]))).label(f"{col}_total"),
+                 sa.func.sum(sa.case((sa.and_(ok, c[col].is_(None)), 1), else_=0)).label(f"{col}_missing")]
+    return cols
+
+
+AGGREGATES = [c.name for c in _aggregate_columns(Q.c)]
+
+
+def _aggregate(row: Any) -> SimpleNamespace:
+    ns = SimpleNamespace(**{k: row[k] for k in AGGREGATES})
+    # wall_clock only asks whether the requests are on more than one clock: MIN <> MAX says it
+    # without COUNT(DISTINCT), which PostgreSQL can only do by sorting
+    ns.clocks = 0 if ns.clock_min is None else 1 if ns.clock_min == ns.clock_max else 2
+    return ns
 
 
 def read_aggregates(conn: sa.Connection, runs: sa.Select) -> dict[int, SimpleNamespace]:
     """Counts, ok-token totals and first send / last end per run: one GROUP BY run_id."""
-    cols = [Q.c.run_id, sa.func.count().label("n"),
-            *(sa.func.sum(sa.case((Q.c.status == s, 1), else_=0)).label(s) for s in ("ok", "failed", "unknown")),
-            sa.func.min(Q.c.send_ns).label("first_send"), sa.func.max(Q.c.end_ns).label("last_end"),
-            sa.func.min(Q.c.clock).label("clock_min"), sa.func.max(Q.c.clock).label("clock_max"),
-            sa.func.count(Q.c.send_ns).label("timed")]  # fmt: skip
-    for c in TOKEN_COLUMNS:
-        cols += [_ok_sum(Q.c[c]).label(f"{c}_total"), _ok_missing(Q.c[c]).label(f"{c}_missing")]
-    stmt = sa.select(*cols).where(Q.c.run_id.in_(runs)).group_by(Q.c.run_id)
-    out = {}
-    for r in conn.execute(stmt):
-        ns = out[r.run_id] = SimpleNamespace(**r._asdict())
-        # wall_clock only asks whether the requests are on more than one clock: MIN <> MAX says it
-        # without COUNT(DISTINCT), which PostgreSQL can only do by sorting
-        ns.clocks = 0 if r.clock_min is None else 1 if r.clock_min == r.clock_max else 2
-    return out
+    stmt = sa.select(Q.c.run_id, *_aggregate_columns(Q.c)).where(Q.c.run_id.in_(runs)).group_by(Q.c.run_id)
+    return {r.run_id: _aggregate(r._mapping) for r in conn.execute(stmt)}
 
 
 def _empty_aggregate() -> SimpleNamespace:
@@ -159,29 +170,177 @@ def _empty_aggregate() -> SimpleNamespace:
     return ns
 
 
-def read_order_stats(conn: sa.Connection, sql, runs: sa.Select, ps: set[int]
-                     ) -> dict[int, tuple[int, int, dict[int, Fraction]]]:  # fmt: skip
-    """Per run: (n values, n NULL, {0-based rank: value}) for the ranks percentiles ``ps`` read."""
-    out: dict[int, tuple[int, int, dict[int, Fraction]]] = {}
-    base = sql(runs, by_run=True, conn=conn).subquery("vals")  # the decode rate probes for gap-only spans
-    part = base.c.run_id
-    w = sa.select(part.label("run_id"), base.c.v,
-                  sa.func.row_number().over(partition_by=part, order_by=base.c.v).label("rn"),
-                  sa.func.count().over(partition_by=part).label("n"),
-                  sa.func.count(base.c.v).over(partition_by=part).label("nv")).subquery("ranked")  # fmt: skip
-    conds = []
-    for p in sorted(ps):
-        lit: sa.ColumnClause[int] = sa.literal_column(str(int(p)))
-        # rank rn-1 is floor(h) or floor(h)+1, h = (n-1)·p/100: integer arithmetic, exact on both engines.
-        # (A run with a NULL value is n/a whatever its ranks: NULLs sort last on both engines.)
-        conds.append(sa.and_((w.c.rn - 2) * 100 <= (w.c.n - 1) * lit, (w.c.n - 1) * lit < w.c.rn * 100))
-    stmt = sa.select(w.c.run_id, w.c.rn, w.c.n, w.c.nv, w.c.v).where(sa.or_(*conds))
-    for r in conn.execute(stmt):
-        n, nv = int(r.n), int(r.nv)
-        entry = out.setdefault(r.run_id, (n, n - nv, {}))
-        if r.v is not None:
-            entry[2][int(r.rn) - 1] = exact(r.v)
-    return out
+OrderStats = dict[int, tuple[int, int, dict[int, Fraction]]]  # run -> (n values, n NULL, {0-based rank: value})
+Wanted = list[tuple[Rows, set[int]]]  # a distribution's rows, the percentiles read from it
+
+
+def ranks_read(n: int, ps: Iterable[int]) -> list[int]:
+    """The 0-based ranks of n sorted values that :func:`percentile_linear` reads for the percentiles ``ps``:
+    floor(h) and floor(h)+1 (when there is one), h = (n-1)·p/100, in integers."""
+    out: set[int] = set()
+    for p in ps:
+        lo = (n - 1) * p // 100
+        out.update(r for r in (lo, lo + 1) if r < n)
+    return sorted(out)
+
+
+def read_runs(conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregates: bool
+              ) -> tuple[dict[int, SimpleNamespace], list[OrderStats]]:  # fmt: skip
+    """The aggregates of every run (if asked) and, per distribution of ``wanted`` and per run, (n values,
+    n NULL, {rank: value}) for the ranks :func:`ranks_read` names (none when a value is NULL: the metric
+    is n/a then).
+
+    DuckDB: the aggregates by one GROUP BY; the values of all distributions over the request table by
+    one statement, handed over as Arrow, each run's order statistics picked by ``np.partition``.
+    PostgreSQL: one statement, run by run (LATERAL: an index scan and small in-memory sorts instead of
+    one sort of every run's rows): the aggregates and, per distribution, ``(array_agg(v ORDER BY v))[k]``
+    for the ranks needed. Either way a value is a stored double, converted to a Fraction only where a
+    percentile reads it: equal to evaluate()'s, exactly. A distribution over another source (the chunk
+    gaps) is one more statement; one whose rows are ``pending`` is read again from its ``full()`` rows."""
+    pg = conn.dialect.name != "duckdb"
+    out: list[OrderStats] = [{} for _ in wanted]
+    pending = [0] * len(wanted)
+    on_q = [i for i, (rows, _) in enumerate(wanted) if rows.source is Q]
+    aggs: dict[int, SimpleNamespace] = {}
+    if pg and (aggregates or on_q):
+        aggs, got, pend = _read_lateral(conn, runs, [wanted[i] for i in on_q], aggregates)
+    else:
+        aggs = read_aggregates(conn, runs) if aggregates else {}
+        got, pend = _stats_arrow(conn, runs, [wanted[i] for i in on_q]) if on_q else ([], [])
+    for i, st, pc_ in zip(on_q, got, pend, strict=True):
+        out[i], pending[i] = st, pc_
+    for i, (rows, ps) in enumerate(wanted):
+        if rows.source is not Q or pending[i]:
+            one = rows.full() if pending[i] and rows.full is not None else rows
+            got, pend = (_stats_grouped if pg else _stats_arrow)(conn, runs, [(one, ps)])
+            if pend[0]:
+                raise ValueError(f"{pend[0]} values left pending by their full form")
+            out[i] = got[0]
+    return aggs, out
+
+
+def _value_columns(wanted: Wanted) -> list[sa.ColumnElement]:
+    """m{i}: the row is in distribution i; v{i}: its value there, computed only for its rows (a row of
+    another distribution may divide by zero here: TPOT of a request with one output token)."""
+    cols: list[sa.ColumnElement] = []
+    for i, (rows, _) in enumerate(wanted):
+        cols += [rows.member.label(f"m{i}"), sa.case((rows.member, rows.v)).label(f"v{i}")]
+        if rows.pending is not None:
+            cols.append(sa.and_(rows.member, rows.pending).label(f"p{i}"))
+    return cols
+
+
+def _stats_arrow(conn: sa.Connection, runs: sa.Select, wanted: Wanted) -> tuple[list[OrderStats], list[int]]:
+    """DuckDB: one statement for distributions of one source, (run_id, member_i, v_i) as Arrow; per
+    distribution its rows grouped by run (they come in stored order, which is by run after an import;
+    otherwise a stable sort by run) and each run's ranks by ``np.partition``."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    stmt = (sa.select(Q.c.run_id.label("run_id"), *_value_columns(wanted)).select_from(wanted[0][0].source)
+            .where(Q.c.run_id.in_(runs), sa.or_(*(rows.member for rows, _ in wanted))))  # fmt: skip
+    result = conn.execute(stmt)
+    try:
+        table = result.cursor.to_arrow_table()  # the DuckDB cursor behind the result: columns, not rows
+    finally:
+        result.close()
+    run_all = table.column("run_id").to_numpy()
+    out: list[OrderStats] = []
+    pending: list[int] = []
+    for i, (rows, ps) in enumerate(wanted):
+        pending.append((pc.sum(table.column(f"p{i}")).as_py() or 0) if rows.pending is not None else 0)
+        keep = pc.fill_null(table.column(f"m{i}"), False).to_numpy(zero_copy_only=False)
+        col = table.column(f"v{i}").filter(keep)
+        run = run_all[keep]
+        null = col.is_null().to_numpy(zero_copy_only=False)
+        vals = pc.fill_null(col, 0.0).to_numpy(zero_copy_only=False)
+        starts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]]) if len(run) else np.zeros(0, dtype=np.int64)
+        if len(np.unique(run[starts])) < len(starts):  # a run's rows are not together: put them together
+            order = np.argsort(run, kind="stable")
+            run, null, vals = run[order], null[order], vals[order]
+            starts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
+        ends = np.r_[starts[1:], len(run)]
+        nulls = np.add.reduceat(null, starts) if len(starts) else starts
+        st: OrderStats = {}
+        for rid, s, e, nn in zip(run[starts].tolist(), starts.tolist(), ends.tolist(), nulls.tolist(), strict=True):
+            n = e - s
+            known: dict[int, Fraction] = {}
+            if not nn:
+                ranks = ranks_read(n, ps)
+                picked = np.partition(vals[s:e], ranks)[ranks].tolist()
+                known = {r: exact(v) for r, v in zip(ranks, picked, strict=True)}
+            st[rid] = (n, int(nn), known)
+        out.append(st)
+    return out, pending
+
+
+def _stat_columns(x: Any, wanted: Wanted) -> list[sa.ColumnElement]:
+    """Per distribution i over the columns m{i}, v{i} (and p{i}) of ``x``: count(*), count(v), how many
+    pending, and ``(array_agg(v ORDER BY v))[k]`` for the two ranks each percentile may read, 1-based
+    floor(h)+1 and floor(h)+2, h = (n-1)·p/100 in integer arithmetic (out of range is NULL)."""
+    cols: list[sa.ColumnElement] = []
+    for i, (rows, ps) in enumerate(wanted):
+        m, v = x.c[f"m{i}"], x.c[f"v{i}"]
+        n = sa.func.count().filter(m)
+        arr = sa.func.array_agg(v).aggregate_order_by(v).filter(m)
+        cols += [n.label(f"n{i}"), sa.func.count(v).filter(m).label(f"nv{i}")]
+        if rows.pending is not None:
+            cols.append(sa.func.count().filter(x.c[f"p{i}"]).label(f"p{i}"))
+        for p in sorted(ps):
+            lo = (n - 1) * sa.literal_column(str(int(p)), sa.Integer) // sa.literal_column("100", sa.Integer)
+            cols += [arr[lo + 1].label(f"a{i}_{p}"), arr[lo + 2].label(f"b{i}_{p}")]
+    return cols
+
+
+def _parse_stats(row: Any, wanted: Wanted, out: list[OrderStats], pending: list[int], rid: int) -> None:
+    for i, (rows, ps) in enumerate(wanted):
+        n, nv = int(row[f"n{i}"]), int(row[f"nv{i}"])
+        if rows.pending is not None:
+            pending[i] += int(row[f"p{i}"])
+        known: dict[int, Fraction] = {}
+        if n and n == nv:
+            for p in ps:
+                lo = (n - 1) * p // 100
+                for rank, key in ((lo, f"a{i}_{p}"), (lo + 1, f"b{i}_{p}")):
+                    if rank < n:
+                        known[rank] = exact(row[key])
+        out[i][rid] = (n, n - nv, known)
+
+
+def _read_lateral(conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregates: bool
+                  ) -> tuple[dict[int, SimpleNamespace], list[OrderStats], list[int]]:  # fmt: skip
+    """PostgreSQL, distributions over the request table alone: one statement, one run at a time
+    (LATERAL), the aggregates (if asked) and every distribution's order statistics from one index scan
+    of the run's requests, whose values are computed once per row (OFFSET 0 keeps PostgreSQL from
+    inlining them into every aggregate)."""
+    r = runs.subquery("r")
+    rid = r.c[0]
+    cols = [*(Q.c[n] for n in AGGREGATE_INPUTS if aggregates), *_value_columns(wanted)]
+    where = [Q.c.run_id == rid] if aggregates else [Q.c.run_id == rid, sa.or_(*(w.member for w, _ in wanted))]
+    x = sa.select(*cols).where(*where).offset(0).correlate(r).lateral("x")
+    inner = sa.select(*(_aggregate_columns(x.c) if aggregates else []), *_stat_columns(x, wanted)).lateral("s")
+    stmt = sa.select(rid.label("run_id"), inner).select_from(r.join(inner, sa.true()))
+    aggs: dict[int, SimpleNamespace] = {}
+    out: list[OrderStats] = [{} for _ in wanted]
+    pending = [0] * len(wanted)
+    for row in conn.execute(stmt):
+        mp = row._mapping
+        if aggregates and mp["n"]:  # a run without request rows is absent from the GROUP BY's aggregates too
+            aggs[mp["run_id"]] = _aggregate(mp)
+        _parse_stats(mp, wanted, out, pending, mp["run_id"])
+    return aggs, out, pending
+
+
+def _stats_grouped(conn: sa.Connection, runs: sa.Select, wanted: Wanted) -> tuple[list[OrderStats], list[int]]:
+    """PostgreSQL, a distribution over a joined source (chunk gaps, gap sums): one GROUP BY run_id."""
+    rows = wanted[0][0]
+    x = (sa.select(Q.c.run_id.label("run_id"), *_value_columns(wanted)).select_from(rows.source)
+         .where(Q.c.run_id.in_(runs), rows.member).subquery("x"))  # fmt: skip
+    out: list[OrderStats] = [{}]
+    pending = [0]
+    for row in conn.execute(sa.select(x.c.run_id, *_stat_columns(x, wanted)).group_by(x.c.run_id)):
+        _parse_stats(row._mapping, wanted, out, pending, row.run_id)
+    return out, pending
 
 
 def batch_values(conn: sa.Connection, runs: list[RunRef], metrics: list[Metric], selection: sa.Select
@@ -197,19 +356,21 @@ def batch_values(conn: sa.Connection, runs: list[RunRef], metrics: list[Metric],
     caps = read_captures(conn, origins)
     plans = [mt.plan for mt in metrics]
     need_rows = any(isinstance(p, (Count, Total, Wall, Rate, Cache)) for p in plans)
-    aggs = read_aggregates(conn, origins) if need_rows else {}
-    # one statement per distribution, serving every percentile of it
-    dists: dict[int, tuple[object, set[int]]] = {}
+    # each distribution read once for all its percentiles
+    dists: dict[int, tuple[Any, set[int]]] = {}
     for p in plans:
         if isinstance(p, Dist):
             dists.setdefault(id(p.sql), (p.sql, set()))[1].add(_stat_p(p.stat))
-    stats = {key: read_order_stats(conn, sql, origins, ps) for key, (sql, ps) in dists.items()}
+    wanted = [(sql(origins, by_run=True), ps) for sql, ps in dists.values()]
+    aggs, got = read_runs(conn, origins, wanted, need_rows)
+    stats = dict(zip(dists, got, strict=True))
     empty = _empty_aggregate()
+    none: tuple[int, int, dict[int, Fraction]] = (0, 0, {})
     for r in runs:
         ctx = Ctx(scope=Scope(batch=r.batch, run=f"#{r.id}"), kind="run", run_ids=[r.origin],
                   batch_names=[r.batch], durations={r.origin: r.duration_s})  # fmt: skip
         one = _OneRun(conn, ctx, caps.get(r.origin, []), aggs.get(r.origin, empty),
-                      {key: st.get(r.origin, (0, 0, {})) for key, st in stats.items()})  # fmt: skip
+                      {key: st.get(r.origin, none) for key, st in stats.items()})  # fmt: skip
         for mt in metrics:
             out[r.id][mt.name] = one.value(mt)
     return out

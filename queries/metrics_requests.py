@@ -150,11 +150,30 @@ class Rate:
 
 
 @dataclass(frozen=True)
-class Dist:
-    """A statistic of per-request values: ``sql(run_ids)`` gives them sorted, ``sql(run_ids,
-    by_run=True, conn=conn)`` as (run_id, v) of many runs (``conn`` lets a builder probe first)."""
+class Rows:
+    """Where a distribution's values are, for the batch path: ``v`` of each row of ``source`` (the request
+    table, alone or joined) for which ``member`` holds; the caller selects the runs by the request table's
+    ``run_id``. Distributions whose ``source`` is the request table alone are read in one scan."""
 
-    sql: Callable[..., sa.Select] = field(compare=False)
+    source: sa.FromClause
+    v: sa.ColumnElement
+    member: sa.ColumnElement[bool]
+    # rows this form leaves without their value (NULL): if any exist, the values are read from ``full()``
+    pending: sa.ColumnElement[bool] | None = None
+    full: Callable[[], Rows] | None = field(default=None, compare=False)
+
+    def select(self, runs: sa.Select) -> sa.Select:
+        """(run_id, v) of the runs ``runs`` selects, unsorted."""
+        return (sa.select(Q.c.run_id, self.v.label("v")).select_from(self.source)
+                .where(Q.c.run_id.in_(runs), self.member))  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Dist:
+    """A statistic of per-request values: ``sql(run_ids)`` gives them sorted (evaluate), ``sql(runs,
+    by_run=True)`` their :class:`Rows` for the runs of a selection (the batch path)."""
+
+    sql: Callable[..., Any] = field(compare=False)  # a sa.Select, or with by_run=True a Rows
     stat: str
     population: str
 
@@ -414,7 +433,9 @@ def decode_rate_expr(gap_sum: sa.ColumnElement | None = None) -> sa.ColumnElemen
         (sa.and_(Q.c.end_ns.is_not(None), Q.c.first_token_ns.is_not(None)), _seconds(Q.c.end_ns, Q.c.first_token_ns)),
         else_=gap_sum,
     )
-    return sa.cast(Q.c.output_tokens - 1, DOUBLE) / sa.func.nullif(span, 0)
+    # NULLIF typed: untyped, SQLAlchemy casts the divisor to NUMERIC on PostgreSQL, which rounds a double to
+    # 15 significant digits (a span of 0.30000000000000004 s became 0.3) and costs a conversion per request
+    return sa.cast(Q.c.output_tokens - 1, DOUBLE) / sa.func.nullif(span, 0, type_=DOUBLE)
 
 
 def _needs_gaps(q: sa.FromClause) -> sa.ColumnElement[bool]:
@@ -423,50 +444,40 @@ def _needs_gaps(q: sa.FromClause) -> sa.ColumnElement[bool]:
                    sa.or_(q.c.end_ns.is_(None), q.c.first_token_ns.is_(None)))  # fmt: skip
 
 
-def decode_rate_by_run_sql(run_ids: list[int] | sa.Select, conn: sa.Connection | None = None) -> sa.Select:
-    """(run_id, decode rate) of many runs, unsorted: :func:`decode_rate_expr` with its chunk-gap sum read by
-    one grouped LEFT JOIN, over only the requests whose span needs it (no latency/TTFT, no end/first token),
-    instead of a correlated subquery per request. Same gaps, same SUM: same value. Given ``conn``, a probe
-    first: when no such request exists the gap sum is never reached and the join is left out."""
-    if conn is not None:
-        probe = sa.select(Q.c.idx).where(Q.c.run_id.in_(run_ids), OK, Q.c.output_tokens > 1, _needs_gaps(Q)).limit(1)
-        if conn.execute(probe).first() is None:
-            v = decode_rate_expr(gap_sum=sa.null())
-            return sa.select(Q.c.run_id, v.label("v")).where(Q.c.run_id.in_(run_ids), OK, Q.c.output_tokens > 1)
-    q2 = Q.alias("q2")
-    needs_gaps = _needs_gaps(q2)
-    gs = (sa.select(G.c.artefact_id, G.c.request_idx, sa.func.sum(G.c.gap_s).label("s"))
-          .select_from(G.join(q2, sa.and_(q2.c.artefact_id == G.c.artefact_id, q2.c.idx == G.c.request_idx)))
-          .where(q2.c.run_id.in_(run_ids), q2.c.status == "ok", q2.c.output_tokens > 1, needs_gaps)
-          .group_by(G.c.artefact_id, G.c.request_idx).subquery("gs"))  # fmt: skip
-    span = sa.case(
-        (sa.and_(Q.c.latency_s.is_not(None), Q.c.ttft_s.is_not(None)), Q.c.latency_s - Q.c.ttft_s),
-        (sa.and_(Q.c.end_ns.is_not(None), Q.c.first_token_ns.is_not(None)), _seconds(Q.c.end_ns, Q.c.first_token_ns)),
-        else_=gs.c.s,
-    )
-    v = sa.cast(Q.c.output_tokens - 1, DOUBLE) / sa.func.nullif(span, 0)
-    return (sa.select(Q.c.run_id, v.label("v"))
-            .select_from(Q.outerjoin(gs, sa.and_(gs.c.artefact_id == Q.c.artefact_id, gs.c.request_idx == Q.c.idx)))
-            .where(Q.c.run_id.in_(run_ids), OK, Q.c.output_tokens > 1))  # fmt: skip
+def decode_rate_rows(runs: sa.Select) -> Rows:
+    """The decode rate's :class:`Rows` for many runs. The span of a request without latency/TTFT and
+    without end/first token is the sum of its chunk gaps: :func:`decode_rate_expr` leaves it NULL here
+    (``pending``), and if any such request exists, ``full()`` reads the gap sums by one grouped LEFT
+    JOIN over only those requests (not a correlated subquery per request). Same gaps, same SUM: same value."""
+    member = sa.and_(OK, Q.c.output_tokens > 1)
+
+    def full() -> Rows:
+        q2 = Q.alias("q2")
+        gs = (sa.select(G.c.artefact_id, G.c.request_idx, sa.func.sum(G.c.gap_s).label("s"))
+              .select_from(G.join(q2, sa.and_(q2.c.artefact_id == G.c.artefact_id, q2.c.idx == G.c.request_idx)))
+              .where(q2.c.run_id.in_(runs), q2.c.status == "ok", q2.c.output_tokens > 1, _needs_gaps(q2))
+              .group_by(G.c.artefact_id, G.c.request_idx).subquery("gs"))  # fmt: skip
+        source = Q.outerjoin(gs, sa.and_(gs.c.artefact_id == Q.c.artefact_id, gs.c.request_idx == Q.c.idx))
+        return Rows(source, decode_rate_expr(gap_sum=gs.c.s), member)
+
+    return Rows(Q, decode_rate_expr(gap_sum=sa.null()), member, pending=_needs_gaps(Q), full=full)
 
 
-def values_sql(run_ids: list[int], expr: sa.ColumnElement, where: sa.ColumnElement | None = None,
-               by_run: bool = False) -> sa.Select:  # fmt: skip
-    """The values of a distribution, sorted; ``by_run``: (run_id, v) of many runs, unsorted (batch path)."""
-    stmt = sa.select(*([Q.c.run_id] if by_run else []), expr.label("v")).where(Q.c.run_id.in_(run_ids), OK)
-    if where is not None:
-        stmt = stmt.where(where)
-    return stmt if by_run else stmt.order_by(expr)
+def values_sql(run_ids: list[int] | sa.Select, expr: sa.ColumnElement, where: sa.ColumnElement | None = None,
+               by_run: bool = False) -> Any:  # fmt: skip
+    """The values of a distribution over ok requests, sorted; ``by_run``: their :class:`Rows` (batch path)."""
+    member = OK if where is None else sa.and_(OK, where)
+    if by_run:
+        return Rows(Q, expr, member)
+    return sa.select(expr.label("v")).where(Q.c.run_id.in_(run_ids), member).order_by(expr)
 
 
-def itl_sql(run_ids: list[int], by_run: bool = False, conn: sa.Connection | None = None) -> sa.Select:
-    """Chunk gaps of ok requests, flattened (vLLM's ITL list)."""
-    stmt = (
-        sa.select(*([Q.c.run_id] if by_run else []), G.c.gap_s.label("v"))
-        .select_from(G.join(Q, sa.and_(Q.c.artefact_id == G.c.artefact_id, Q.c.idx == G.c.request_idx)))
-        .where(Q.c.run_id.in_(run_ids), OK)
-    )
-    return stmt if by_run else stmt.order_by(G.c.gap_s)
+def itl_sql(run_ids: list[int] | sa.Select, by_run: bool = False) -> Any:
+    """Chunk gaps of ok requests, flattened (vLLM's ITL list); ``by_run``: their :class:`Rows`."""
+    source = G.join(Q, sa.and_(Q.c.artefact_id == G.c.artefact_id, Q.c.idx == G.c.request_idx))
+    if by_run:
+        return Rows(source, G.c.gap_s, OK)
+    return sa.select(G.c.gap_s.label("v")).select_from(source).where(Q.c.run_id.in_(run_ids), OK).order_by(G.c.gap_s)
 
 
 def apply_stat(stat: str, values: Sequence[Fraction]) -> Fraction:
@@ -578,7 +589,7 @@ def request_metrics() -> list[Metric]:
                                                       ("output_tokens", "first_token_time", "end_time"),
                                                       ("output_tokens", "chunk_gaps")),
                "MEDIAN over ok requests with output_tokens > 1 of (output_tokens - 1) / (latency_s - ttft_s) (R4)",
-               "requests", Dist(lambda ids, by_run=False, conn=None: decode_rate_by_run_sql(ids, conn) if by_run else
+               "requests", Dist(lambda ids, by_run=False: decode_rate_rows(ids) if by_run else
                                 values_sql(ids, decode_rate_expr(), Q.c.output_tokens > 1),
                                 "p50", "ok requests with more than one output token")),
         Metric("cache_hit_tokens", "tokens", "cache_hit_tokens", "total", _OK, (("cached_tokens",),),
@@ -586,19 +597,19 @@ def request_metrics() -> list[Metric]:
                Cache(), pools=True),
     ]  # fmt: skip
     dists = [
-        ("ttft", TTFT_NEEDS, lambda ids, by_run=False, conn=None: values_sql(ids, ttft_expr(), sa.or_(
+        ("ttft", TTFT_NEEDS, lambda ids, by_run=False: values_sql(ids, ttft_expr(), sa.or_(
             Q.c.output_tokens.is_(None), Q.c.output_tokens > 0), by_run),
          ("mean", "p50", "p90", "p99", "max"),
          "time to first token (ttft_s, else first_token - send); a request with 0 output tokens has no first token",
          "ok requests with output"),
         ("tpot", (("ttft_s", "latency_s", "output_tokens"),),
-         lambda ids, by_run=False, conn=None: values_sql(ids, tpot_expr(), Q.c.output_tokens > 1, by_run), ("mean", "p50", "p99"),
+         lambda ids, by_run=False: values_sql(ids, tpot_expr(), Q.c.output_tokens > 1, by_run), ("mean", "p50", "p99"),
          "(latency_s - ttft_s) / (output_tokens - 1), output_tokens > 1 (vLLM's TPOT)",
          "ok requests with more than one output token"),
         ("itl", (("chunk_gaps",),), itl_sql, ("mean", "p50", "p99"),
          "gaps between streamed chunks of ok requests, flattened (one chunk may carry several tokens)",
          "chunk gaps of ok requests"),
-        ("e2e_latency", LAT_NEEDS, lambda ids, by_run=False, conn=None: values_sql(ids, latency_expr(), None, by_run),
+        ("e2e_latency", LAT_NEEDS, lambda ids, by_run=False: values_sql(ids, latency_expr(), None, by_run),
          ("mean", "p50", "p99"),
          "end-to-end latency (latency_s, else end - send)", "ok requests"),
     ]  # fmt: skip

@@ -142,6 +142,18 @@ def test_latency_distributions(two_batches: Ledger) -> None:
     assert d.value == 2 and d.quantity_kind == "per_stream_token_rate"
 
 
+def test_decode_rate_is_double_arithmetic_on_both_backends(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
+    # the span 0.4 - 0.1 is the double 0.30000000000000004; PostgreSQL once divided by it cast to NUMERIC
+    # (15 significant digits: 0.3), so its rate differed from DuckDB's and from the definition
+    path = write_requests(tmp_path / "r.jsonl", {"run": "R", "tool": "t"},
+                          [{"status": "ok", "output_tokens": 3, "ttft_s": 0.1, "latency_s": 0.4}])  # fmt: skip
+    imp(ledger_url, str(path), "--batch", "b")
+    want = F((3 - 1) / (0.4 - 0.1))
+    assert want != F(2 / 0.3)
+    assert evaluate(ledger, "per_stream_decode_rate_median", Scope(batch="b", run="R")).value == want
+    assert run_metrics(ledger, ["b"])[0].values["per_stream_decode_rate_median"].value == want
+
+
 def test_missing_fields_are_na_never_zero(two_batches: Ledger) -> None:
     led = two_batches
     v = ev(led, "cache_hit_tokens")
