@@ -24,9 +24,7 @@ Errors surface while ``ParsedArtefact.samples`` is iterated (the file is streame
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from operator import ne, or_
@@ -34,6 +32,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from bench_ledger.errors import ParseError
+from bench_ledger.gcpause import gc_paused
 from bench_ledger.importers.base import ParseOptions, refuse_cut_last_line
 from bench_ledger.records import ParsedArtefact, SampleColumns
 
@@ -60,19 +59,6 @@ def _hash_lines(buf: bytes) -> list[int]:
             found.append(line)
         pos = buf.find(b"#", pos + 1)
     return found
-
-
-@contextmanager
-def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while a block is split: millions of short-lived lists would otherwise
-    trigger thousands of collections (about a quarter of the parse time). Never held across a yield."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @dataclass(frozen=True)
@@ -135,7 +121,7 @@ class _Reader:
             while True:
                 data = fh.read(_READ_BYTES)
                 buf = carry + data
-                with _gc_paused():
+                with gc_paused():
                     if data:
                         block = buf.split(b"\n")
                         carry = block.pop()
@@ -151,7 +137,7 @@ class _Reader:
                 self.out.clear()
                 if not data:
                     break
-        with _gc_paused():
+        with gc_paused():
             if self.pending is not None:  # a names line at the very end of the file
                 self._apply(*self.pending, None)
             while self.rows:

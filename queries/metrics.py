@@ -25,6 +25,7 @@ backends); :func:`run_metrics_per_run` is the old one-run-at-a-time path, kept a
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -33,6 +34,7 @@ import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.books import current, require_current
 from bench_ledger.errors import LedgerError, NotFound, Refused
+from bench_ledger.gcpause import gc_paused
 from bench_ledger.queries.metrics_batch import RunRef, batch_values, supported
 from bench_ledger.queries.metrics_hardware import hardware_metrics, parse_window
 from bench_ledger.queries.metrics_reported import fill_reported
@@ -302,17 +304,20 @@ def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | 
         selection = stmt.with_only_columns(sa.func.coalesce(R.c.origin_id, R.c.id)).order_by(None)
         values = batch_values(conn, [RunRef(r.id, r.origin, r.batch, r.duration_s) for r in rows], fast, selection)
         out = []
-        for r in rows:
-            rm = RunMetrics(r.id, r.batch, r.label, r.tool, r.input_target_tokens, r.output_cap_tokens,
-                            r.concurrency, r.request_count)  # fmt: skip
-            scope = Scope(batch=r.batch, run=f"#{r.id}")
-            for name in metrics:
-                mt = METRICS[name]
-                if name in values[r.id]:
-                    rm.values[name] = values[r.id][name]
-                else:
-                    rm.values[name] = mt.value(conn, _resolve(conn, scope, mt))
-            out.append(rm)
+        # all from the batch path (the default columns): nothing left to evaluate, and a collection pass
+        # here would walk every value just made; else per-run evaluations run with the collector on
+        with gc_paused() if len(fast) == len(metrics) else contextlib.nullcontext():
+            for r in rows:
+                rm = RunMetrics(r.id, r.batch, r.label, r.tool, r.input_target_tokens, r.output_cap_tokens,
+                                r.concurrency, r.request_count)  # fmt: skip
+                scope = Scope(batch=r.batch, run=f"#{r.id}")
+                for name in metrics:
+                    mt = METRICS[name]
+                    if name in values[r.id]:
+                        rm.values[name] = values[r.id][name]
+                    else:
+                        rm.values[name] = mt.value(conn, _resolve(conn, scope, mt))
+                out.append(rm)
         fill_reported(conn, out)
     return out
 

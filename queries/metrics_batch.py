@@ -41,6 +41,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import sqlalchemy as sa
+from bench_ledger.gcpause import gc_paused
 from bench_ledger.queries.metrics_requests import (
     CAP,
     CF,
@@ -252,15 +253,18 @@ def _stats_arrow(conn: sa.Connection, runs: sa.Select, wanted: Wanted) -> tuple[
         keep = pc.fill_null(table.column(f"m{i}"), False).to_numpy(zero_copy_only=False)
         col = table.column(f"v{i}").filter(keep)
         run = run_all[keep]
+        if not len(run):  # no run has a value here
+            out.append({})
+            continue
         null = col.is_null().to_numpy(zero_copy_only=False)
         vals = pc.fill_null(col, 0.0).to_numpy(zero_copy_only=False)
-        starts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]]) if len(run) else np.zeros(0, dtype=np.int64)
+        starts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
         if len(np.unique(run[starts])) < len(starts):  # a run's rows are not together: put them together
             order = np.argsort(run, kind="stable")
             run, null, vals = run[order], null[order], vals[order]
             starts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
         ends = np.r_[starts[1:], len(run)]
-        nulls = np.add.reduceat(null, starts) if len(starts) else starts
+        nulls = np.add.reduceat(null, starts)
         st: OrderStats = {}
         for rid, s, e, nn in zip(run[starts].tolist(), starts.tolist(), ends.tolist(), nulls.tolist(), strict=True):
             n = e - s
@@ -366,13 +370,14 @@ def batch_values(conn: sa.Connection, runs: list[RunRef], metrics: list[Metric],
     stats = dict(zip(dists, got, strict=True))
     empty = _empty_aggregate()
     none: tuple[int, int, dict[int, Fraction]] = (0, 0, {})
-    for r in runs:
-        ctx = Ctx(scope=Scope(batch=r.batch, run=f"#{r.id}"), kind="run", run_ids=[r.origin],
-                  batch_names=[r.batch], durations={r.origin: r.duration_s})  # fmt: skip
-        one = _OneRun(conn, ctx, caps.get(r.origin, []), aggs.get(r.origin, empty),
-                      {key: st.get(r.origin, none) for key, st in stats.items()})  # fmt: skip
-        for mt in metrics:
-            out[r.id][mt.name] = one.value(mt)
+    with gc_paused():  # ~14 values per run, each a few dicts and Fractions, none in a cycle
+        for r in runs:
+            ctx = Ctx(scope=Scope(batch=r.batch, run=f"#{r.id}"), kind="run", run_ids=[r.origin],
+                      batch_names=[r.batch], durations={r.origin: r.duration_s})  # fmt: skip
+            one = _OneRun(conn, ctx, caps.get(r.origin, []), aggs.get(r.origin, empty),
+                          {key: st.get(r.origin, none) for key, st in stats.items()})  # fmt: skip
+            for mt in metrics:
+                out[r.id][mt.name] = one.value(mt)
     return out
 
 
@@ -383,6 +388,7 @@ class _OneRun:
                  stats: dict[int, tuple[int, int, dict[int, Fraction]]]) -> None:  # fmt: skip
         self.conn, self.ctx, self.caps, self.agg, self.stats = conn, ctx, caps, agg, stats
         self.done: dict[str, MetricValue] = {}
+        self.fit: set[tuple[tuple[str, ...], ...]] = set()  # needs that precheck_caps passed for this run
 
     def value(self, mt: Metric) -> MetricValue:
         v = self.done.get(mt.name)
@@ -399,7 +405,11 @@ class _OneRun:
             return wall_value(mt, ctx, caps, lambda: agg)
         if isinstance(plan, Rate):
             return rate_value(mt, ctx, [self.value(t) for t in plan.tokens], self.value(plan.wall), plan.per)
-        bad = precheck_caps(ctx, mt, caps)
+        # precheck_caps depends on the run's captures and the metric's needs only: passed once, passed
+        # for every metric of the same needs (an n/a is built per metric: cache_value edits it)
+        bad = None if mt.needs in self.fit else precheck_caps(ctx, mt, caps)
+        if bad is None:
+            self.fit.add(mt.needs)
         if isinstance(plan, Cache):
             row = SimpleNamespace(total=agg.cached_tokens_total, ok=agg.ok or 0, missing=agg.cached_tokens_missing)
             return cache_value(mt, ctx, bad, lambda: row)

@@ -49,11 +49,17 @@ def percentile_linear(sorted_values: Sequence[Fraction], p: Fraction | int) -> F
         raise ValueError("percentile of no values")
     # h = (n-1)·p/100 = lo + frac, in integers: p = a/b, so (n-1)·a = lo·100b + rem, frac = rem / 100b
     q = Fraction(p)
-    lo, rem = divmod((n - 1) * q.numerator, 100 * q.denominator)
+    den = 100 * q.denominator
+    lo, rem = divmod((n - 1) * q.numerator, den)
     if lo + 1 >= n:
         return sorted_values[-1]
     a = sorted_values[lo]
-    return a + Fraction(rem, 100 * q.denominator) * (sorted_values[lo + 1] - a)
+    if rem == 0:
+        return a if isinstance(a, Fraction) else Fraction(a)
+    b = sorted_values[lo + 1]
+    # a + rem/den·(b - a) = (a·(den - rem) + b·rem) / den: the same rational, one normalisation
+    an, ad, bn, bd = a.numerator, a.denominator, b.numerator, b.denominator
+    return Fraction(an * bd * (den - rem) + bn * ad * rem, ad * bd * den)
 
 
 def exact_sum(values: Iterable[Fraction | int]) -> Fraction:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 from datetime import datetime
 from fractions import Fraction
 from pathlib import Path
@@ -88,6 +89,21 @@ def test_percentile_is_numpy_linear_by_hand() -> None:
     assert percentile_linear(xs, 99) == F(788, 100)
     assert percentile_linear(xs, 0) == 1 and percentile_linear(xs, 100) == 8
     assert percentile_linear([F(5)], 99) == 5
+
+
+def test_percentile_is_the_textbook_interpolation_exactly() -> None:
+    # percentile_linear folds a + frac·(b - a) into one fraction: the same rational, on values from doubles
+    rng = random.Random(3)
+    for _ in range(3000):
+        xs = sorted(F(rng.choice([rng.random(), rng.uniform(0, 1e6), float(rng.randint(0, 5))]))
+                    for _ in range(rng.randint(1, 40)))  # fmt: skip
+        for p in (0, 1, 50, 90, 99, 100, F(1, 3), F(999, 10)):
+            q = F(p)
+            h = (len(xs) - 1) * q / 100
+            lo = int(h)
+            want = xs[-1] if lo + 1 >= len(xs) else xs[lo] + (h - lo) * (xs[lo + 1] - xs[lo])
+            got = percentile_linear(xs, p)
+            assert got == want and type(got) is F, (xs, p)
 
 
 # ------------------------------------------------------------------ requests
