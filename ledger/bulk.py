@@ -15,6 +15,7 @@ import pyarrow.csv as pacsv
 import sqlalchemy as sa
 
 _names = itertools.count()
+DUCKDB_BATCH_ROWS = 122_880  # DuckDB's row-group size
 _CSV = pacsv.WriteOptions(include_header=False, quoting_style="all_valid", batch_size=65536)
 
 
@@ -30,6 +31,10 @@ def bulk_insert(conn: sa.Connection, backend: str, table: str, data: pa.Table, h
     assert raw is not None  # a checked-out connection always has its driver connection
     if backend == "duckdb":
         view = f"_ledger_bulk_{next(_names)}"
+        # batches of one row group each (zero-copy slices): DuckDB scans them in parallel, while one
+        # batch of 500k rows is scanned by one thread (request and chunk-gap inserts measured ~1.6x
+        # and ~2x faster on the benchmark's rows, 2 cores); insertion order is kept all the same
+        data = pa.Table.from_batches(data.to_batches(max_chunksize=DUCKDB_BATCH_ROWS), data.schema)
         raw.register(view, data)
         try:
             raw.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {view}")
