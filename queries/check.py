@@ -27,17 +27,23 @@ import math
 from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from fractions import Fraction
+from functools import cached_property
 
+import numpy as np
+import pyarrow as pa
 import sqlalchemy as sa
+from bench_ledger import digest as dg
 from bench_ledger import models as m
 from bench_ledger.books import current
 from bench_ledger.kinds import INTEGER_KINDS
 from bench_ledger.queries.check_stats import NotDerivable
+from bench_ledger.queries.exact_column import ExactColumn
 from bench_ledger.queries.intervals import Interval
 from bench_ledger.queries.metrics_requests import captures
 from bench_ledger.store import Ledger
 from bench_ledger.tools import PRINTED_ROUNDED
 from bench_ledger.units import printed_places
+from bench_ledger.vocab import STATUS
 
 AGREE, DISAGREE, NOT_DERIVABLE = "agree", "disagree", "not re-derivable"
 RECORDS, IDENTITY = "records", "identity"
@@ -70,42 +76,148 @@ class CheckRow:
         return asdict(self)
 
 
+class _RunRows:
+    """Reads one run's request rows on the check's open connection, in key order (artefact_id, idx):
+    one column of the ok records as an Arrow column (DuckDB's Arrow result; PostgreSQL's aggregated
+    binary COPY, :func:`bench_ledger.digest.read_pg_columns`), so no row becomes a Python object."""
+
+    def __init__(self, conn: sa.Connection, run_id: int) -> None:
+        self.conn, self.run_id, self.backend = conn, int(run_id), conn.dialect.name
+
+    def read(self, sql: str, names: list[str], tags: list[str], keys: list[str]) -> pa.Table:
+        nullable = [n not in keys for n in names]
+        if self.backend == "postgresql":
+            data = dg.read_pg_columns(self.conn, sql, names, tags, nullable)
+        else:
+            data = dg.read_rows(self.conn, self.backend, f"{sql} ORDER BY {', '.join(keys)}", names, tags)
+        return dg.sorted_by_key(data, keys)
+
+    def ok_column(self, name: str) -> pa.ChunkedArray:
+        col = Q.columns[name]  # a column of request (KeyError otherwise)
+        assert isinstance(col, sa.Column)
+        table = self.read(f"SELECT artefact_id, idx, {col.name} FROM request WHERE run_id = {self.run_id} "
+                          "AND status = 'ok'", ["artefact_id", "idx", col.name], ["i", "i", dg.tag_of(col)],
+                          ["artefact_id", "idx"])  # fmt: skip
+        return table.column(col.name)
+
+    def statuses(self) -> list[str]:
+        codes = {s: i for i, s in enumerate(STATUS)}
+        case = " ".join(f"WHEN '{s}' THEN {i}" for s, i in codes.items())
+        table = self.read(f"SELECT artefact_id, idx, CASE status {case} END AS st FROM request "
+                          f"WHERE run_id = {self.run_id}", ["artefact_id", "idx", "st"], ["i", "i", "i"],
+                          ["artefact_id", "idx"])  # fmt: skip
+        st = table.column("st")
+        if st.null_count:
+            raise ValueError(f"run {self.run_id}: a request status outside {', '.join(STATUS)}")
+        return np.array(STATUS, dtype=object)[st.to_numpy()].tolist()
+
+    def gaps(self) -> ExactColumn:
+        """The chunk gaps of the ok records, each record's in order (the flattened series)."""
+        table = self.read(
+            "SELECT g.artefact_id, g.request_idx, g.seq, g.gap_s FROM chunk_gap g JOIN request q ON "
+            f"q.artefact_id = g.artefact_id AND q.idx = g.request_idx WHERE q.run_id = {self.run_id} AND q.status = 'ok'",
+            ["artefact_id", "request_idx", "seq", "gap_s"], ["i", "i", "i", "f"], ["artefact_id", "request_idx", "seq"],
+        )  # fmt: skip
+        return ExactColumn(table.column("gap_s").to_numpy())
+
+    def rows(self) -> tuple[list[dict], dict[str, list[float | None]]]:
+        """Every record as a dict (with its per-request values under "values"), and each value key's
+        values over the ok records (None where a record has none)."""
+        conn, run_id = self.conn, self.run_id
+        result = conn.execute(
+            sa.select(Q.c.artefact_id, Q.c.idx, Q.c.status, Q.c.error, Q.c.input_tokens, Q.c.output_tokens,
+                      Q.c.ttft_s, Q.c.latency_s, Q.c.itl_mean_s, Q.c.chunk_count, Q.c.send_ns, Q.c.end_ns)
+            .where(Q.c.run_id == run_id).order_by(Q.c.artefact_id, Q.c.idx)
+        )  # fmt: skip
+        keys = list(result.keys())
+        rows = [dict(zip(keys, r, strict=True)) for r in result.all()]  # one dict per record, as r._mapping gave
+        per: dict[tuple[int, int], dict[str, float]] = {}
+        for a, i, k, v in conn.execute(
+            sa.select(V.c.artefact_id, V.c.request_idx, V.c.key, V.c.value)
+            .select_from(V.join(Q, sa.and_(Q.c.artefact_id == V.c.artefact_id, Q.c.idx == V.c.request_idx)))
+            .where(Q.c.run_id == run_id)
+        ):  # fmt: skip
+            per.setdefault((a, i), {})[k] = v
+        for r in rows:  # each record gains its per-request values in place (no copy of the rows)
+            r["values"] = per.get((r["artefact_id"], r["idx"]), {})
+        value_keys = sorted({k for vals in per.values() for k in vals})
+        ok_rows = [r for r in rows if r["status"] == "ok"]
+        return rows, {k: [d["values"].get(k) for d in ok_rows] for k in value_keys}
+
+
 @dataclass
 class Records:
-    """The ok/failed records of one run, loaded once (runs are small)."""
+    """The records of one run. Each part is read from the database when a check first asks for it
+    (on the check's open connection) and kept: a column of the ok records as one
+    :class:`ExactColumn` in key order (a statistic converts only the values it reads), the statuses,
+    the chunk gaps; the records as dicts, with their per-request values, only for checks that walk
+    them (guidellm's distributions, error codes, time spans)."""
 
-    statuses: list[str]
-    ok: list[dict]
-    gaps: list[float]
+    source: _RunRows = field(repr=False, compare=False)
     fields: set[str]  # fields captured by every record-holding capture of the run
     duration: Fraction | None
-    values: dict[str, list[float | None]] = field(default_factory=dict)  # tool's own per-request values, ok records
-    failed: list[dict] = field(default_factory=list)
-    unknown: list[dict] = field(default_factory=list)  # records whose success the file does not say
     metadata: dict[str, str] = field(default_factory=dict)  # the run's metadata (labels the importer kept)
     notes: dict[str, str] = field(default_factory=dict)  # reported key -> the importer's note (AIPerf's error details)
     cache: dict = field(default_factory=dict)  # a tool check's work shared by the run's keys (one distribution)
-    _columns: dict[str, list[Fraction]] = field(default_factory=dict, repr=False, compare=False)
+    _columns: dict[str, ExactColumn | str] = field(default_factory=dict, repr=False, compare=False)
 
-    def column(self, name: str, field: str | None = None) -> list[Fraction]:
+    @cached_property
+    def statuses(self) -> list[str]:
+        """Each record's status, in key order."""
+        return self.source.statuses()
+
+    @cached_property
+    def gaps(self) -> ExactColumn:
+        """The ok records' chunk gaps, flattened in key order (seconds)."""
+        return self.source.gaps()
+
+    @cached_property
+    def _rows(self) -> tuple[list[dict], dict[str, list[float | None]]]:
+        return self.source.rows()
+
+    @cached_property
+    def ok(self) -> list[dict]:
+        return [r for r in self._rows[0] if r["status"] == "ok"]
+
+    @cached_property
+    def failed(self) -> list[dict]:
+        return [r for r in self._rows[0] if r["status"] == "failed"]
+
+    @cached_property
+    def unknown(self) -> list[dict]:  # records whose success the file does not say
+        return [r for r in self._rows[0] if r["status"] == "unknown"]
+
+    @property
+    def values(self) -> dict[str, list[float | None]]:
+        """The tool's own per-request values (``request_value``) over the ok records, by key."""
+        return self._rows[1]
+
+    def column(self, name: str, field: str | None = None) -> ExactColumn:
+        """Request column ``name`` over the ok records, exact (read once per run)."""
         if (field or name) not in self.fields:
             raise NotDerivable(f"needed field {field or name} not captured")
         done = self._columns.get(name)
-        if done is None:  # converted once per column (several reported values read the same one)
-            vals = [r[name] for r in self.ok]
-            if any(v is None for v in vals):
-                raise NotDerivable(f"{name} missing for {sum(v is None for v in vals)} of {len(vals)} ok requests")
-            done = self._columns[name] = [Fraction(v) for v in vals]
-        return list(done)
+        if done is None:
+            arr = self.source.ok_column(name)
+            done = self._columns[name] = (
+                f"{name} missing for {arr.null_count} of {len(arr)} ok requests" if arr.null_count
+                else ExactColumn(arr.to_numpy()))  # fmt: skip
+        if isinstance(done, str):
+            raise NotDerivable(done)
+        return done
 
-    def value(self, key: str) -> list[Fraction]:
+    def value(self, key: str) -> ExactColumn:
         """A per-request value the tool wrote (``request_value``), over the ok records."""
         vals = self.values.get(key)
         if vals is None:
             raise NotDerivable(f"the records carry no per-request {key}")
         if any(v is None for v in vals):
             raise NotDerivable(f"{key} missing for {sum(v is None for v in vals)} of {len(vals)} ok requests")
-        return [Fraction(v) for v in vals if v is not None]
+        return ExactColumn(np.array(vals, dtype=np.float64))
+
+    @cached_property
+    def _status_kinds(self) -> frozenset[str]:
+        return frozenset(self.statuses)
 
     def present(self, key: str) -> tuple[list[Fraction], int]:
         """A per-request value over the ok records that carry it, and how many ok records do not: for a
@@ -126,12 +238,12 @@ class Records:
         out, at = [], 0
         for r in self.ok:
             n = max((r["chunk_count"] or 0) - 1, 0)
-            out.append(self.gaps[at: at + n])
+            out.append(self.gaps.array[at: at + n].tolist())
             at += n
         return out
 
     def need_status(self) -> None:
-        if "status" not in self.fields or "unknown" in self.statuses:
+        if "status" not in self.fields or "unknown" in self._status_kinds:
             raise NotDerivable("request success not captured (status unknown for some records)")
 
 
@@ -175,7 +287,7 @@ def reported_interval(text: str, value: Fraction, kind: str | None = None, machi
 
 
 def _records(conn: sa.Connection, run_id: int) -> Records | str:
-    """The run's records, or why there are none to recompute from."""
+    """The run's records (read when a check asks for them), or why there are none to recompute from."""
     caps = captures(conn, [run_id])
     if not caps:
         return "no per-request records in this run's artefacts (aggregates only)"
@@ -183,17 +295,6 @@ def _records(conn: sa.Connection, run_id: int) -> Records | str:
     if sampled:
         return f"records are a sample ({sampled[0].sample_note or 'sample_size'}): the aggregates cannot be re-derived"
     fields = set.intersection(*(c.fields for c in caps))
-    result = conn.execute(
-        sa.select(Q.c.artefact_id, Q.c.idx, Q.c.status, Q.c.error, Q.c.input_tokens, Q.c.output_tokens, Q.c.ttft_s,
-                  Q.c.latency_s, Q.c.itl_mean_s, Q.c.chunk_count, Q.c.send_ns, Q.c.end_ns)
-        .where(Q.c.run_id == run_id).order_by(Q.c.artefact_id, Q.c.idx)
-    )  # fmt: skip
-    keys = list(result.keys())
-    rows = [dict(zip(keys, r, strict=True)) for r in result.all()]  # one dict per record, as r._mapping gave
-    gaps = list(conn.execute(
-        sa.select(G.c.gap_s).select_from(G.join(Q, sa.and_(Q.c.artefact_id == G.c.artefact_id, Q.c.idx == G.c.request_idx)))
-        .where(Q.c.run_id == run_id, Q.c.status == "ok").order_by(G.c.artefact_id, G.c.request_idx, G.c.seq)
-    ).scalars().all())  # fmt: skip
     # the tool's duration, the base of its rates: of several reports (a console table's 293.34 and the
     # JSON's 293.343067905982 of one run) the one printed with the most places
     durations = conn.execute(
@@ -201,26 +302,11 @@ def _records(conn: sa.Connection, run_id: int) -> Records | str:
                                                PV.c.value.is_not(None), current(PV)).order_by(PV.c.id)
     ).all()  # fmt: skip
     duration = max(durations, key=lambda d: printed_places(d.text) or 0).value if durations else None
-    per: dict[tuple[int, int], dict[str, float]] = {}
-    for a, i, k, v in conn.execute(
-        sa.select(V.c.artefact_id, V.c.request_idx, V.c.key, V.c.value)
-        .select_from(V.join(Q, sa.and_(Q.c.artefact_id == V.c.artefact_id, Q.c.idx == V.c.request_idx)))
-        .where(Q.c.run_id == run_id)
-    ):  # fmt: skip
-        per.setdefault((a, i), {})[k] = v
-    for r in rows:  # each record gains its per-request values in place (no copy of the rows)
-        r["values"] = per.get((r["artefact_id"], r["idx"]), {})
-    keys = sorted({k for vals in per.values() for k in vals})
-    ok_rows = [r for r in rows if r["status"] == "ok"]
-    values: dict[str, list[float | None]] = {k: [d["values"].get(k) for d in ok_rows] for k in keys}
     meta = conn.execute(sa.select(R.c.metadata_json).where(R.c.id == run_id)).scalar()
     return Records(
+        _RunRows(conn, run_id), fields, None if duration is None else Fraction(Decimal(duration)),
         metadata=json.loads(meta) if meta else {},
-        statuses=[r["status"] for r in rows], ok=ok_rows, gaps=gaps,
-        fields=fields, duration=None if duration is None else Fraction(Decimal(duration)), values=values,
-        failed=[r for r in rows if r["status"] == "failed"],
-        unknown=[r for r in rows if r["status"] == "unknown"],
-    )  # fmt: skip
+    )
 
 
 def _as_reported(pv, machine: bool) -> Reported | None:
@@ -322,17 +408,22 @@ def check(ledger: Ledger, batch: str | None = None, run_id: int | None = None) -
                     out.append(CheckRow(rid, first.batch, first.label, first.tool, tr.key, texts[tr.key], None, None,
                                         tr.status, None, tr.reason, IDENTITY, tr.name))  # fmt: skip
             if tc is not None:
+                units = _units(pvs)
                 for ident in tc.identities(reported, first):
                     out.append(CheckRow(
                         rid, first.batch, first.label, first.tool, ident.key, reported[ident.key].text,
-                        _unit(pvs, ident.key), ident.recomputed, ident.status, ident.tolerance, ident.reason,
+                        units.get(ident.key), ident.recomputed, ident.status, ident.tolerance, ident.reason,
                         IDENTITY, ident.name,
                     ))  # fmt: skip
     return out
 
 
-def _unit(pvs, key: str) -> str | None:
-    return next((p.unit for p in pvs if p.key == key), None)
+def _units(pvs) -> dict[str, str | None]:
+    """Each key's unit, as its first reported value gives it."""
+    out: dict[str, str | None] = {}
+    for p in pvs:
+        out.setdefault(p.key, p.unit)
+    return out
 
 
 def _record_row(pv, rec: Records | str, tc) -> CheckRow:

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from operator import itemgetter
 
+from bench_ledger.queries.exact_column import ExactColumn
 from bench_ledger.queries.metrics_requests import exact_sum, mean, percentile_linear, sum_of_squares_about_mean
 
 
@@ -56,8 +57,11 @@ def _searchsorted_left(probs: Sequence[float], p: Fraction) -> int:
     return len(probs) - 1
 
 
-def _pdf(s: Sequence[Fraction]) -> tuple[list[Fraction], list[float]]:
+def _pdf(s: Sequence[Fraction]) -> tuple[Sequence[Fraction], list[float]]:
     """guidellm's PDF of equally weighted values: distinct values, probability count/total (float)."""
+    if isinstance(s, ExactColumn):  # weighted_pdf of weights 1: each distinct value's weight is its count
+        values_, counts = s.distinct()
+        return values_, (counts.astype(float) / float(len(s))).tolist()  # float(w) / float(total), as numpy
     values, probs, _ = weighted_pdf([(v, Fraction(1)) for v in s])
     return values, probs
 
@@ -84,21 +88,24 @@ class GuidellmDist:
         self.pairs, self.count = pairs, count
         self._pdf: tuple[list[Fraction], list[float], list[Fraction]] | None = None
         self._stats: dict[str, Fraction] = {}
+        self._memo: dict[str, Fraction] = {}  # count and mean, shared by the statistics that read them
 
     def stat(self, stat: str) -> Fraction:
         if stat not in self._stats:
             if self._pdf is None and self.pairs:
                 self._pdf = weighted_pdf(self.pairs)
-            self._stats[stat] = guidellm_stat(self.pairs, stat, self.count, self._pdf)
+            self._stats[stat] = guidellm_stat(self.pairs, stat, self.count, self._pdf, self._memo)
         return self._stats[stat]
 
 
 def guidellm_stat(pairs: Sequence[tuple[Fraction, Fraction]], stat: str, count: int | None = None,
-                  pdf: tuple[list[Fraction], list[float], list[Fraction]] | None = None) -> Fraction:  # fmt: skip
+                  pdf: tuple[list[Fraction], list[float], list[Fraction]] | None = None,
+                  memo: dict[str, Fraction] | None = None) -> Fraction:  # fmt: skip
     """``stat`` of guidellm's ``DistributionSummary.from_values(pairs)`` (schemas/statistics.py):
     probability-weighted mean and population variance, percentiles by the inverted CDF, mode the
     most probable value, count = round(sum of weights), total_sum = mean x count; no values: every
-    statistic 0 (``from_pdf`` of an empty PDF)."""
+    statistic 0 (``from_pdf`` of an empty PDF). ``memo`` keeps the count and mean of ``pairs`` for
+    the next statistic of the same distribution."""
     if not pairs:
         if stat == "count":
             return Fraction(count or 0)
@@ -106,14 +113,24 @@ def guidellm_stat(pairs: Sequence[tuple[Fraction, Fraction]], stat: str, count: 
             return Fraction(0)
         raise NotDerivable(f"statistic {stat!r} unknown")
     values, probs, exact = weighted_pdf(pairs) if pdf is None else pdf
-    n = Fraction(round(sum((w for _, w in pairs), Fraction(0))) if count is None else count)
-    mu = sum((v * q for v, q in zip(values, exact, strict=True)), Fraction(0))
+    memo = {} if memo is None else memo
+
+    def n() -> Fraction:
+        if "n" not in memo:
+            memo["n"] = Fraction(round(exact_sum(w for _, w in pairs)) if count is None else count)
+        return memo["n"]
+
+    def mean_() -> Fraction:
+        if "mu" not in memo:
+            memo["mu"] = exact_sum(v * q for v, q in zip(values, exact, strict=True))
+        return memo["mu"]
+
     if stat == "count":
-        return n
+        return n()
     if stat == "mean":
-        return mu
+        return mean_()
     if stat == "total_sum":
-        return mu * n
+        return mean_() * n()
     if stat == "min":
         return values[0]
     if stat == "max":
@@ -121,7 +138,8 @@ def guidellm_stat(pairs: Sequence[tuple[Fraction, Fraction]], stat: str, count: 
     if stat == "mode":
         return values[probs.index(max(probs))]
     if stat in ("variance", "std_dev"):
-        var = sum(((v - mu) ** 2 * q for v, q in zip(values, exact, strict=True)), Fraction(0))
+        mu = mean_()
+        var = exact_sum((v - mu) ** 2 * q for v, q in zip(values, exact, strict=True))
         return var if stat == "variance" else Fraction(math.sqrt(var))
     if stat == "median":
         return values[_searchsorted_left(probs, Fraction(50))]
@@ -226,10 +244,13 @@ def _population_var(s: Sequence[Fraction]) -> Fraction:
     return sum_of_squares_about_mean(s) / len(s)
 
 
-def exact_sorted(values: Sequence[Fraction]) -> list[Fraction]:
+def exact_sorted(values: Sequence[Fraction]) -> Sequence[Fraction]:
     """``sorted(values)``, the same list, sorted by each value's float (rounding is monotone, so only
     values whose floats are equal can be out of order) and then each run of equal floats sorted as
-    Fractions (comparing Fractions is ~10x slower than floats; values read from floats have no such run)."""
+    Fractions (comparing Fractions is ~10x slower than floats; values read from floats have no such run).
+    An :class:`ExactColumn` is sorted as its floats (the same order: see its module)."""
+    if isinstance(values, ExactColumn):
+        return values.sorted()
     pairs = sorted(zip(map(float, values), values), key=itemgetter(0))
     out = [v for _, v in pairs]
     i, n = 0, len(pairs)

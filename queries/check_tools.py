@@ -13,7 +13,7 @@ disagree the real file is not fitted: the identity is stated as the source compu
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
@@ -29,6 +29,7 @@ from bench_ledger.queries.check_stats import (
     guidellm_concurrency_pairs,
     guidellm_rate_pairs,
 )
+from bench_ledger.queries.exact_column import ExactColumn
 from bench_ledger.queries.intervals import Interval
 from bench_ledger.queries.metrics_requests import exact_sum
 from bench_ledger.tools import SERVING_LATENCY_STAT, Tool
@@ -157,7 +158,7 @@ class ToolCheck:
 # --------------------------------------------------------------------------- vLLM and SGLang
 
 
-def _serving_series(rec: Records, name: str) -> list[Fraction]:
+def _serving_series(rec: Records, name: str) -> Sequence[Fraction]:
     """vLLM / SGLang per-request series over successful requests, in seconds."""
     rec.need_status()
     if name == "ttft":
@@ -167,12 +168,14 @@ def _serving_series(rec: Records, name: str) -> list[Fraction]:
     if name == "itl":
         if "chunk_gaps" not in rec.fields:
             raise NotDerivable("needed field chunk_gaps not captured")
-        return [Fraction(g) for g in rec.gaps]
+        return rec.gaps
     if name == "tpot":
-        out = rec.column("output_tokens")
-        ttft, lat = rec.column("ttft_s"), rec.column("latency_s")
-        # the tool divides in floats; recompute the same float operations, then exactly
-        return [Fraction((float(la) - float(t)) / (int(o) - 1)) for o, t, la in zip(out, ttft, lat, strict=True) if o > 1]
+        out = rec.column("output_tokens").array
+        ttft, lat = rec.column("ttft_s").array, rec.column("latency_s").array
+        # the tool divides in floats, (latency - ttft) / (output_tokens - 1) for output_tokens > 1: the same
+        # IEEE operations elementwise (numpy's int64 -> float64 rounds as Python's int / float), then exactly
+        many = out > 1
+        return ExactColumn((lat[many] - ttft[many]) / (out[many] - 1))
     raise NotDerivable(f"series {name!r} unknown")
 
 
@@ -313,6 +316,7 @@ def _llmperf(key: str, rec: Records) -> tuple[Fraction, str]:
                            "no times (see the identity linking the two)")  # fmt: skip
     if mt := LLMPERF_STAT.fullmatch(key):
         metric, stat = mt["metric"], mt["stat"].removeprefix("quantiles_")
+        series: Sequence[Fraction]
         if metric in _LLMPERF_SERIES:
             series = rec.column(_LLMPERF_SERIES[metric])
         elif metric == "number_total_tokens":
@@ -419,10 +423,10 @@ def _aiperf(key: str, rec: Records) -> tuple[Fraction, str]:
     if metric == "inter_chunk_latency":  # every chunk gap of the ok records, flattened, in ms
         if "chunk_gaps" not in rec.fields:
             raise NotDerivable("needed field chunk_gaps not captured")
-        return NUMPY_LINEAR.stat([Fraction(g) * 1000 for g in rec.gaps], stat), "over the ok records' chunk gaps, flattened"
+        return NUMPY_LINEAR.stat(rec.gaps.scaled(1000), stat), "over the ok records' chunk gaps, flattened"
     if metric in _PERF_SERIES:
         col, scale = _PERF_SERIES[metric]
-        return NUMPY_LINEAR.stat([v * scale for v in rec.column(col)], stat), "over ok records"
+        return NUMPY_LINEAR.stat(rec.column(col).scaled(scale), stat), "over ok records"
     tag = _AIPERF_OLD_TAGS.get(metric, metric) if metric not in rec.values else metric
     series, lacking = rec.present(tag)
     how = "over ok records" + (f" ({tag})" if tag != metric else "")

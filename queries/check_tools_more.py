@@ -24,7 +24,7 @@ inference-perf, trtllm-bench, MLPerf loadgen and genai-bench, each read from the
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from fractions import Fraction
 
 from bench_ledger.queries.check import AGREE, DISAGREE, NOT_DERIVABLE, Records, Reported
@@ -96,10 +96,11 @@ def _inference_perf(key: str, rec: Records) -> tuple[Fraction, str]:
     if base == "successes.latency.inter_token_latency":
         if "chunk_gaps" not in rec.fields:
             raise NotDerivable("needs every token time; the records keep gaps only where no two tokens share a chunk")
-        return NUMPY_LINEAR.stat([Fraction(g) for g in rec.gaps], stat), "over the flattened token gaps of successes"
+        return NUMPY_LINEAR.stat(rec.gaps, stat), "over the flattened token gaps of successes"
     if base not in _IP_SERIES:
         raise NotDerivable(f"key {key!r} not known to the check")
     col, group = _IP_SERIES[base]
+    series: Sequence[Fraction]
     if group == "ok":
         series = rec.column(col)
     else:
@@ -322,7 +323,7 @@ MLPERF_LOADGEN = ToolCheck(
 _GB_STAT = re.compile(r"stats\.(?P<metric>[a-z0-9_]+)\.(?P<stat>min|max|mean|stddev|sum|p\d+)")
 
 
-def _gb_series(rec: Records, metric: str) -> list[Fraction]:
+def _gb_series(rec: Records, metric: str) -> Sequence[Fraction]:
     """One per-record metric over the ok records, by genai-bench's request_metrics_collector."""
     direct = {"ttft": "ttft_s", "e2e_latency": "latency_s", "tpot": "itl_mean_s",
               "num_input_tokens": "input_tokens", "num_output_tokens": "output_tokens"}  # fmt: skip

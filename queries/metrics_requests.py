@@ -28,6 +28,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger import models as m
+from bench_ledger.queries.exact_column import ExactColumn
 from bench_ledger.queries.lattice import derived_flag
 from bench_ledger.queries.values import MetricValue, Scope
 
@@ -64,7 +65,10 @@ def percentile_linear(sorted_values: Sequence[Fraction], p: Fraction | int) -> F
 
 def exact_sum(values: Iterable[Fraction | int]) -> Fraction:
     """``sum(values, Fraction(0))``, the same exact rational, without a Fraction addition per value:
-    numerators are added as integers per denominator (values from floats share a few powers of two)."""
+    numerators are added as integers per denominator (values from floats share a few powers of two);
+    an :class:`ExactColumn` adds its integer mantissas per exponent."""
+    if isinstance(values, ExactColumn):
+        return values.exact_sum()
     by_den: dict[int, int] = {}
     for v in values:
         d = v.denominator
@@ -74,11 +78,14 @@ def exact_sum(values: Iterable[Fraction | int]) -> Fraction:
 
 def sum_of_squares_about_mean(values: Sequence[Fraction]) -> Fraction:
     """Σ (v - mean)² = Σ v² - n·mean², exactly (an identity of rationals)."""
-    by_den: dict[int, int] = {}
-    for v in values:
-        d = v.denominator
-        by_den[d * d] = by_den.get(d * d, 0) + v.numerator * v.numerator
-    total = sum((Fraction(n, d) for d, n in by_den.items()), Fraction(0))
+    if isinstance(values, ExactColumn):
+        total = values.exact_sum_of_squares()
+    else:
+        by_den: dict[int, int] = {}
+        for v in values:
+            d = v.denominator
+            by_den[d * d] = by_den.get(d * d, 0) + v.numerator * v.numerator
+        total = sum((Fraction(n, d) for d, n in by_den.items()), Fraction(0))
     mu = mean(values)
     return total - len(values) * mu * mu
 

@@ -215,6 +215,7 @@ SLOW_FIRST = (
     "tests/test_casestudy_audit.py",
     "tests/edges/test_fuzz.py",
     "tests/test_concurrency.py",
+    "tests/test_check_samples.py",
 )
 _GROUPS = pytest.StashKey[Path]()
 

@@ -1,0 +1,163 @@
+"""ExactColumn (issue 17): the statistics of a column read as one numpy array are exactly those of
+the same values as a list of Fractions, on adversarial values: subnormals, the largest and smallest
+magnitudes, negative zero, cancellation, ties, integers beyond 2**53."""
+
+from __future__ import annotations
+
+import math
+import random
+import sys
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from bench_ledger.queries.check_stats import DEFINITIONS, NotDerivable, exact_sorted, percentile_level
+from bench_ledger.queries.exact_column import ExactColumn
+from bench_ledger.queries.metrics_requests import exact_sum, sum_of_squares_about_mean
+
+TINY = 5e-324  # the smallest subnormal
+BIG = sys.float_info.max
+
+
+def floats(seed: int, n: int) -> list[float]:
+    """Random doubles of every magnitude and sign, with repeats, zeros and subnormals."""
+    rng = random.Random(seed)
+    out: list[float] = []
+    for _ in range(n):
+        kind = rng.randrange(6)
+        if kind == 0:
+            out.append(math.ldexp(rng.random(), rng.randint(-1074, 1023)) * rng.choice((1, -1)))
+        elif kind == 1:
+            out.append(rng.choice((0.0, -0.0, TINY, -TINY, 2.2250738585072014e-308, BIG, -BIG, 1.0, -1.0)))
+        elif kind == 2:
+            out.append(round(rng.uniform(0, 2), 3))  # latencies printed to ms: many ties
+        elif kind == 3:
+            out.append(rng.randint(1, 9) * TINY)  # subnormal multiples
+        elif kind == 4 and out:
+            out.append(-rng.choice(out))  # exact cancellation
+        else:
+            out.append(rng.uniform(-1e6, 1e6))
+    return out
+
+
+ADVERSARIAL = {
+    "subnormals": [TINY, 2 * TINY, -TINY, 3 * TINY, 2.2250738585072014e-308, -2.225073858507201e-308],
+    "huge": [BIG, BIG, -BIG, 1e300, -1e-300],
+    "cancellation": [1e308, -1e308, 1.0, 1e-308, -1.0, 5e-324, 1e16, -1e16, 0.1],
+    "negative zero": [-0.0, 0.0, -0.0, 1.5, -0.0],
+    "one value": [0.1],
+    "ties": [0.25, 0.1, 0.25, 0.1, 0.1, 3.0],
+    "mixed exponents": [0.1, 0.2, 0.3, 1e-10, 1e10, 123.456, 1 / 3, 2 / 3],
+    "random": floats(17, 3000),
+}
+
+
+def reference_sum(values: list[float]) -> Fraction:
+    return sum((Fraction(v) for v in values), Fraction(0))
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+def test_exact_sums_are_the_fraction_sums(name: str) -> None:
+    vals = ADVERSARIAL[name]
+    col = ExactColumn(np.array(vals, dtype=np.float64))
+    assert col.exact_sum() == reference_sum(vals)
+    assert exact_sum(col) == exact_sum([Fraction(v) for v in vals])
+    assert col.exact_sum_of_squares() == sum((Fraction(v) ** 2 for v in vals), Fraction(0))
+    assert sum_of_squares_about_mean(col) == sum_of_squares_about_mean([Fraction(v) for v in vals])
+
+
+def test_integer_columns_are_exact_beyond_2_53() -> None:
+    vals = [2**62, 2**62 - 1, -(2**61), 3, 2**53 + 1, 0]
+    col = ExactColumn(np.array(vals, dtype=np.int64))
+    assert col.exact_sum() == sum(vals)  # np.sum would wrap past 2**63; a float sum would round
+    assert col.exact_sum_of_squares() == sum(v * v for v in vals)
+    assert list(col) == [Fraction(v) for v in vals] and col[-1] == 0 and isinstance(col[0], Fraction)
+    # list semantics: + concatenates; mixed number types fall back to a list of the exact values
+    both = col + ExactColumn(np.array([7], dtype=np.int64))
+    assert isinstance(both, ExactColumn) and list(both) == [*map(Fraction, vals), 7]
+    assert col + ExactColumn(np.array([0.5])) == [*map(Fraction, vals), Fraction(1, 2)]
+
+
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+def test_order_and_distinct_values_are_those_of_the_fractions(name: str) -> None:
+    vals = ADVERSARIAL[name]
+    col = ExactColumn(np.array(vals, dtype=np.float64))
+    assert list(exact_sorted(col)) == sorted(Fraction(v) for v in vals)
+    values, counts = col.distinct()
+    merged: dict[Fraction, int] = {}
+    for v in vals:
+        merged[Fraction(v)] = merged.get(Fraction(v), 0) + 1
+    assert list(values) == sorted(merged) and counts.tolist() == [merged[v] for v in sorted(merged)]
+
+
+STATS = ("count", "mean", "sum", "median", "min", "max", "mode", "std", "variance", "p1", "p25", "p50", "p75",
+         "p90", "p99", "p99.9", "p001", "p999")  # fmt: skip
+
+
+@pytest.mark.parametrize("definition", sorted(DEFINITIONS))
+@pytest.mark.parametrize("name", sorted(ADVERSARIAL))
+def test_every_statistic_of_every_definition_is_unchanged(definition: str, name: str) -> None:
+    d = DEFINITIONS[definition]
+    vals = ADVERSARIAL[name]
+    for stat in STATS:
+        want = _stat(d, [Fraction(v) for v in vals], stat)
+        got = _stat(d, ExactColumn(np.array(vals, dtype=np.float64)), stat)
+        assert got == want, (definition, name, stat)
+        assert type(got) is type(want)
+
+
+def _stat(d, values, stat: str):  # noqa: ANN001, ANN202 - the value or the exception it raised
+    try:
+        return d.stat(values, stat)
+    # too few values for ddof 1; the sqrt of a variance beyond the floats: the same refusal either way
+    except (NotDerivable, OverflowError, ValueError) as exc:
+        return (type(exc), str(exc))
+
+
+def test_percentile_levels_read_at_most_two_values() -> None:
+    """An order statistic converts only the values it reads (the point of the column)."""
+    reads: list[int] = []
+
+    class Counting(ExactColumn):
+        def __getitem__(self, i):  # noqa: ANN001, ANN204
+            reads.append(i)
+            return super().__getitem__(i)
+
+    col = ExactColumn(np.array(floats(3, 10_000)))
+    s = Counting(col.sorted().array)
+    for p in ("p50", "p99", "p99.9"):
+        reads.clear()
+        DEFINITIONS["numpy-linear"].percentile(s, percentile_level(p))
+        assert len(reads) <= 2
+
+
+def test_a_non_finite_value_is_refused() -> None:
+    with pytest.raises(ValueError, match="1 value\\(s\\) of the column are not finite"):
+        ExactColumn(np.array([1.0, float("nan")]))
+    with pytest.raises(TypeError, match="float64 or int64"):
+        ExactColumn(np.array([1, 2], dtype=np.int32))
+
+
+def test_vllm_tpot_replays_the_tools_float_division() -> None:
+    """check_tools' TPOT column: numpy's elementwise (latency - ttft) / (output_tokens - 1) is the
+    per-request Python float arithmetic the series was computed with before."""
+    from bench_ledger.queries.check_tools import _serving_series
+
+    rng = random.Random(5)
+    n = 5000
+    out = [rng.choice((0, 1, 2, 3, 1024, 2**40)) for _ in range(n)]
+    ttft = [rng.uniform(0, 1) for _ in range(n)]
+    lat = [t + rng.uniform(0, 30) for t in ttft]
+
+    class Rec:
+        fields = {"ttft_s", "latency_s", "output_tokens", "status"}
+
+        def need_status(self) -> None:
+            pass
+
+        def column(self, name: str) -> ExactColumn:
+            return ExactColumn(np.array({"ttft_s": ttft, "latency_s": lat, "output_tokens": out}[name]))
+
+    got = _serving_series(Rec(), "tpot")  # type: ignore[arg-type]
+    want = [Fraction((la - t) / (o - 1)) for o, t, la in zip(out, ttft, lat, strict=True) if o > 1]
+    assert list(got) == want
