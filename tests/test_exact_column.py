@@ -161,3 +161,39 @@ def test_vllm_tpot_replays_the_tools_float_division() -> None:
     got = _serving_series(Rec(), "tpot")  # type: ignore[arg-type]
     want = [Fraction((la - t) / (o - 1)) for o, t, la in zip(out, ttft, lat, strict=True) if o > 1]
     assert list(got) == want
+
+
+def test_a_vllm_check_reads_columns_never_rows(ledger, ledger_url: str, tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    """vLLM's statistics read request columns and chunk gaps as ExactColumns: no record becomes a dict
+    (that was a quarter of a 200k-request check), and the rows are what the dict path gave."""
+    import json
+
+    from bench_ledger.queries import check as chk
+
+    from tests.clirun import run
+
+    obj = {"date": "20260301-120000", "endpoint_type": "openai", "backend": "openai", "model_id": "m",
+           "num_prompts": 5, "request_rate": "inf", "max_concurrency": 2, "duration": 4.0,
+           "completed": 4, "failed": 1, "total_input_tokens": 40, "total_output_tokens": 13,
+           "request_throughput": 1.0, "output_throughput": 3.25, "input_lens": [10, 10, 10, 10, 10],
+           "output_lens": [4, 3, 2, 4, 0], "ttfts": [0.04, 0.05, 0.125, 0.04, 0.0],
+           "itls": [[0.01, 0.02, 0.03], [0.02, 0.02], [0.5], [0.0, -0.0, 5e-324], []],
+           "latencies": [1.5, 0.25, 0.75, 0.3, 0.0], "errors": ["", "", "", "", "HTTP 500"],
+           "mean_ttft_ms": 63.75, "median_ttft_ms": 45.0, "std_ttft_ms": 35.0, "p99_ttft_ms": 123.5,
+           "mean_tpot_ms": 300.0, "p99_tpot_ms": 620.0, "median_itl_ms": 20.0, "p99_itl_ms": 462.4,
+           "std_e2el_ms": 500.0, "mean_e2el_ms": 700.0}  # fmt: skip
+    (tmp_path / "v.json").write_text(json.dumps(obj))
+    run("import", "--db", ledger_url, "-q", "--batch", "v", tmp_path / "v.json")
+    want = [r.as_dict() for r in chk.check(ledger, batch="v")]
+
+    def no_rows(self):  # noqa: ANN001, ANN202
+        raise AssertionError("a vLLM check built the records as dicts")
+
+    monkeypatch.setattr(chk._RunRows, "rows", no_rows)
+    got = [r.as_dict() for r in chk.check(ledger, batch="v")]
+    assert got == want
+    by = {r["key"]: r for r in got if r["section"] == "records"}
+    # the 9 gaps sorted: -0.0, 0.0, 5e-324, 0.01, 0.02 x3, 0.03, 0.5; p99 at h = 7.92
+    assert (by["median_itl_ms"]["recomputed"], by["p99_itl_ms"]["recomputed"]) == (20.0, pytest.approx(462.4))
+    assert by["p99_itl_ms"]["status"] == "agree"
+    assert by["mean_tpot_ms"]["recomputed"] == pytest.approx(1000 * (1.46 / 3 + 0.2 / 2 + 0.625 + 0.26 / 3) / 4)
