@@ -6,7 +6,7 @@ with a message, or fails when LEDGER_REQUIRE_PG=1 (as CI sets it).
 
 The Alembic revisions run once per test session and backend, into a template: `ledger_url` and
 `ledger` hand each test a copy of it (DuckDB: the template file copied; PostgreSQL: the SQL that
-the migration executed, recorded once and replayed into the test's own schema). `empty_ledger_url`
+the migration executed, recorded once and replayed into the test's own schema as one script). `empty_ledger_url`
 is a database with no schema at all, for the tests of `ledger init` and of the migrations.
 
 The suite runs on pytest-xdist workers (`-n auto --dist loadgroup` in pyproject.toml; `-n 0` runs it
@@ -111,8 +111,10 @@ def _duckdb_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def _pg_template() -> list[tuple[str, Any]]:
-    """Every statement (with its parameters) that migrating an empty schema to head executed."""
+def _pg_template() -> str:
+    """Every statement that migrating an empty schema to head executed, as one script (sent in one round
+    trip). Alembic's reads (has the version table been created, which revision is stored) are left out:
+    they change nothing, and they are the only statements with parameters."""
     _require_pg()
     schema = f"tmpl_{uuid.uuid4().hex[:12]}"
     admin = sa.create_engine(PG_URL, poolclass=sa.pool.NullPool, connect_args=NO_SYNC)
@@ -131,7 +133,9 @@ def _pg_template() -> list[tuple[str, Any]]:
             conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
         admin.dispose()
     assert not any(schema in stmt for stmt, _ in statements), "the migration names its schema: cannot replay it"
-    return statements
+    writes = [stmt for stmt, params in statements if not stmt.lstrip().upper().startswith("SELECT")]
+    assert all(not params for stmt, params in statements if stmt in writes), "a statement with parameters: cannot join it"
+    return ";\n".join(writes)
 
 
 @pytest.fixture(params=["duckdb", "postgresql"])
@@ -142,12 +146,11 @@ def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
         shutil.copyfile(request.getfixturevalue("_duckdb_template"), path)
         yield f"duckdb:///{path}"
         return
-    statements = request.getfixturevalue("_pg_template")
+    script = request.getfixturevalue("_pg_template")
     url = _pg_schema_url(request.getfixturevalue("_pg_schema"))
     engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
     with engine.begin() as conn:
-        for statement, parameters in statements:
-            conn.exec_driver_sql(statement, parameters)
+        conn.exec_driver_sql(script)  # no parameters: psycopg sends it as one simple query
     engine.dispose()
     yield url
 

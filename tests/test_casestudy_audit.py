@@ -4,6 +4,7 @@ ledger/casestudy/claims.yaml its pinned verdict (and the CLI's audit / explain w
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -20,15 +21,21 @@ from bench_ledger.store import Ledger  # noqa: E402
 CLAIMS = Path(__file__).resolve().parents[1] / "ledger" / "casestudy" / "claims.yaml"
 
 
-def _ok(result) -> None:
-    assert result.exit_code == 0, result.output + (result.stderr if result.stderr_bytes else "")
-
-
 @pytest.fixture
 def demo_url(demo_copy: str) -> str:
     """The case study as the session's one `ledger demo` built it (generated, declared, every file
     imported through the real importers), in a private copy: it is not built a second time here."""
     return demo_copy
+
+
+@pytest.fixture(scope="module")
+def audit_json(demo_built: Path, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """What `ledger audit CLAIMS --json` prints for the demo ledger (a copy), run once for the tests reading it."""
+    path = tmp_path_factory.mktemp("audit-json") / "ledger.duckdb"
+    shutil.copyfile(demo_built / "ledger.duckdb", path)
+    out = CliRunner().invoke(main, ["audit", "--db", f"duckdb:///{path}", str(CLAIMS), "--json"])
+    assert out.exit_code == 0, out.output
+    return json.loads(out.output)
 
 
 def test_every_claim_gets_its_expected_verdict(demo_url: str):
@@ -41,7 +48,7 @@ def test_every_claim_gets_its_expected_verdict(demo_url: str):
     assert not wrong, "\n".join(wrong)
 
 
-def test_cli_audit_groups_and_gates(demo_url: str):
+def test_cli_audit_groups_and_gates(demo_url: str, audit_json: dict):
     runner = CliRunner()
     out = runner.invoke(main, ["audit", "--db", demo_url, str(CLAIMS)])
     assert out.exit_code == 0, out.output
@@ -50,17 +57,14 @@ def test_cli_audit_groups_and_gates(demo_url: str):
         assert f"\n{verdict} (" in out.output
     gated = runner.invoke(main, ["audit", "--db", demo_url, str(CLAIMS), "--fail-on", "refused"])
     assert gated.exit_code == 1
-    js = runner.invoke(main, ["audit", "--db", demo_url, str(CLAIMS), "--json"])
-    data = json.loads(js.output)
-    assert data["counts"]["refused"] >= 10
+    assert audit_json["counts"]["refused"] >= 10
     bad = runner.invoke(main, ["audit", "--db", demo_url, str(CLAIMS), "--fail-on", "nonsense"])
     assert bad.exit_code == 2
 
 
-def test_audit_fail_on_says_which_claims_failed(demo_url: str):
+def test_audit_fail_on_says_which_claims_failed(demo_url: str, audit_json: dict):
     runner = CliRunner()
-    data = json.loads(runner.invoke(main, ["audit", "--db", demo_url, str(CLAIMS), "--json"]).output)
-    ids = {v: [r["claim_id"] for r in data["results"] if r["verdict"] == v] for v in ("mismatch", "refused")}
+    ids = {v: [r["claim_id"] for r in audit_json["results"] if r["verdict"] == v] for v in ("mismatch", "refused")}
     assert ids["mismatch"] and len(ids["refused"]) > 10
     gated = runner.invoke(main, ["audit", "--db", demo_url, str(CLAIMS), "--fail-on", "mismatch,refused"])
     assert gated.exit_code == 1
