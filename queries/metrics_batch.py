@@ -110,19 +110,16 @@ def _stat_p(stat: str) -> int:
 
 
 def read_captures(conn: sa.Connection, runs: sa.Select) -> dict[int, list[CaptureInfo]]:
-    """Captures holding records, with their fields, of all runs: one statement (ordered by capture id)."""
+    """Captures holding records, with their fields, of all runs: one statement (ordered by capture id),
+    a capture's fields gathered by ``array_agg`` (one row per capture, not per field)."""
     out: dict[int, list[CaptureInfo]] = defaultdict(list)
-    by_id: dict[int, CaptureInfo] = {}
-    stmt = (sa.select(CAP.c.id, CAP.c.run_id, CAP.c.record_count, CAP.c.sampled, CAP.c.sample_note, CF.c.field)
+    cols = (CAP.c.id, CAP.c.run_id, CAP.c.record_count, CAP.c.sampled, CAP.c.sample_note)
+    stmt = (sa.select(*cols, sa.func.array_agg(CF.c.field).label("fields"))
             .select_from(CAP.outerjoin(CF, CF.c.capture_id == CAP.c.id))
-            .where(CAP.c.run_id.in_(runs), CAP.c.record_count > 0).order_by(CAP.c.id))  # fmt: skip
+            .where(CAP.c.run_id.in_(runs), CAP.c.record_count > 0).group_by(*cols).order_by(CAP.c.id))  # fmt: skip
     for r in conn.execute(stmt):
-        c = by_id.get(r.id)
-        if c is None:
-            c = by_id[r.id] = CaptureInfo(r.id, r.run_id, r.record_count, bool(r.sampled), r.sample_note, set())
-            out[r.run_id].append(c)
-        if r.field is not None:
-            c.fields.add(r.field)
+        fields = {f for f in r.fields if f is not None}  # a capture without fields: one NULL from the outer join
+        out[r.run_id].append(CaptureInfo(r.id, r.run_id, r.record_count, bool(r.sampled), r.sample_note, fields))
     return out
 
 
