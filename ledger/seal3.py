@@ -317,20 +317,41 @@ def store_artefact_digest(conn: sa.Connection, backend: str, artefact_id: int, h
     rows did not arrive in key order)."""
     if held is None:
         parts: list[Part | HeldPart] = list(artefact_parts(conn, backend, [artefact_id])[artefact_id])
-    else:
-        try:
-            tables = [t for t in ARTEFACT_TABLES if t not in OPTIONAL_TABLES or held.rows.get(t)]  # an optional part only with rows
-            from_held = {t: held.part(t, artefact_id) for t in tables if t in HELD_TABLES}
-        finally:
-            held.close()
-        back = [t for t in tables if from_held.get(t) is None]
-        read = iter(artefact_parts(conn, backend, [artefact_id], tuple(back))[artefact_id])
-        parts = [p if (p := from_held.get(t)) is not None else next(read) for t in tables]
+        _insert_digest_rows(conn, {artefact_id: parts})
+        return artefact_digest(parts)
+    return store_artefact_digests(conn, backend, {artefact_id: held})[artefact_id]
+
+
+def store_artefact_digests(conn: sa.Connection, backend: str, held: dict[int, HeldRows]) -> dict[int, str]:
+    """:func:`store_artefact_digest` of several artefacts written in one transaction (a group of
+    imported files): the tables that are not held (or whose held rows did not arrive in key order)
+    are read back for all of them at once, and the digest rows go in with one statement."""
+    ids = sorted(held)
+    tables: dict[int, list[str]] = {}
+    from_held: dict[int, dict[str, Part | HeldPart | None]] = {}
+    try:
+        for a in ids:
+            rows = held[a]
+            tables[a] = [t for t in ARTEFACT_TABLES if t not in OPTIONAL_TABLES or rows.rows.get(t)]  # an optional part only with rows
+            from_held[a] = {t: rows.part(t, a) for t in tables[a] if t in HELD_TABLES}
+    finally:
+        for rows in held.values():
+            rows.close()
+    back = tuple(t for t in ARTEFACT_TABLES if any(t in tables[a] and from_held[a].get(t) is None for a in ids))
+    read = artefact_parts(conn, backend, ids, back)
+    parts: dict[int, list[Part | HeldPart]] = {}
+    for a in ids:
+        got = {p.table: p for p in read.get(a, [])}
+        parts[a] = [p if (p := from_held[a].get(t)) is not None else got[t] for t in tables[a]]
+    _insert_digest_rows(conn, parts)
+    return {a: artefact_digest(ps) for a, ps in parts.items()}
+
+
+def _insert_digest_rows(conn: sa.Connection, parts: dict[int, list[Part | HeldPart]]) -> None:
     conn.execute(sa.insert(m.ArtefactDigest), [
-        {"artefact_id": artefact_id, "table_name": p.table, "row_count": p.count, "root": p.root,
-         "chunks": b"".join(p.digests)} for p in parts
+        {"artefact_id": a, "table_name": p.table, "row_count": p.count, "root": p.root,
+         "chunks": b"".join(p.digests)} for a, ps in parts.items() for p in ps
     ])  # fmt: skip
-    return artefact_digest(parts)
 
 
 def _keys_blob(part: Part, lo: int, hi: int) -> bytes:

@@ -118,13 +118,23 @@ def import_outcome(ledger: Ledger, path: Path, fmt: str | None, target, quiet: b
     while walking a folder (``found_in_folder``) that no format recognises is SKIPPED, with the reason;
     a file named on the command line is then FAILED."""
     from bench_ledger import importers
+    from bench_ledger.ingest import import_file
+
+    def outcome(progress):
+        return import_file(ledger, path, importers.choose(path, fmt, force=force_format), target, progress)
+
+    return shown_outcome(ledger, path, target, quiet, outcome, found_in_folder)
+
+
+def shown_outcome(ledger: Ledger, path: Path, target, quiet: bool, outcome, found_in_folder: bool = False) -> str:
+    """Print what importing ``path`` did: ``outcome(progress)`` returns its ImportResult or raises what
+    the import raised (``bench_ledger.ingest.import_files``); IMPORTED, ALREADY, SKIPPED or FAILED."""
     from bench_ledger.errors import FormatRefused, UnknownFormat
-    from bench_ledger.ingest import import_file, runs_of_artefact
+    from bench_ledger.ingest import runs_of_artefact
 
     try:
-        imp = importers.choose(path, fmt, force=force_format)
         with RowProgress(path, enabled=not quiet) as shown:
-            res = import_file(ledger, path, imp, target, shown)
+            res = outcome(shown)
     except UnknownFormat as exc:
         if not found_in_folder:
             click.echo(f"error: {exc}", err=True)
@@ -240,13 +250,19 @@ def import_(db, paths, batch, run, deployment, fmt, force_format, node, time_zon
             ZoneInfo(time_zone)
         except (ZoneInfoNotFoundError, ValueError):
             raise click.UsageError(f"--time-zone {time_zone!r} is not an IANA time zone (e.g. Europe/Berlin, UTC)") from None
+    from bench_ledger import importers
+    from bench_ledger.ingest import import_files
+
     with open_ledger(db) as ledger:
         store = ledger.artefact_folder() if copy else None
         target = ImportTarget(batch=batch, run=run, deployment=deployment, node=node, store_copy=store,
                               time_zone=time_zone, start=start, interval_s=interval_s)
         tally = dict.fromkeys((IMPORTED, ALREADY, SKIPPED, FAILED), 0)
-        for path, in_folder in progress(files_to_import(paths), quiet):
-            tally[import_outcome(ledger, path, fmt, target, quiet, force_format, in_folder)] += 1
+        # small files go in groups, one transaction each; every file keeps its own outcome (ingest.import_files)
+        chosen = ((p, lambda p=p: importers.choose(p, fmt, force=force_format), in_folder)
+                  for p, in_folder in progress(files_to_import(paths), quiet))  # fmt: skip
+        for path, in_folder, outcome in import_files(ledger, chosen, target):
+            tally[shown_outcome(ledger, path, target, quiet, outcome, in_folder)] += 1
     if any(p.is_dir() for p in paths):
         click.echo(f"{tally[IMPORTED]} imported, {tally[ALREADY]} already imported, {tally[SKIPPED]} skipped "
                    f"(format not recognised{' or refused by --format' if fmt else ''}), {tally[FAILED]} failed")  # fmt: skip

@@ -1,0 +1,113 @@
+"""Group commit (issue 17): `ledger import` of many small files writes them a group per transaction,
+and every file keeps its own outcome: the same output, notes and exit code as one by one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from bench_ledger import ingest
+
+from tests.clirun import run
+
+
+def counts(url: str) -> dict[str, int]:
+    return json.loads(run("status", "--db", url, "--json").output)["counts"]
+
+
+def request_file(path: Path, label: str, seed: int, extra: dict | None = None, n: int = 3, **head) -> Path:
+    header = {"ledger_requests": 1, "run": label, "tool": "t", "clock": "epoch_s", **head}
+    recs = [{"status": "ok", "input_tokens": 10 + seed, "send_time": 1751880000.25 + k, **(extra or {})} for k in range(n)]
+    path.write_text("\n".join(json.dumps(x) for x in [header, *recs]) + "\n")
+    return path
+
+
+@pytest.fixture
+def groups(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of files of each write_artefacts call (a group, or one file)."""
+    seen: list[int] = []
+    real = ingest.write_artefacts
+
+    def spy(ledger, files, *args, **kwargs):
+        seen.append(len(files))
+        return real(ledger, files, *args, **kwargs)
+
+    monkeypatch.setattr(ingest, "write_artefacts", spy)
+    return seen
+
+
+def test_small_files_are_written_in_one_transaction_with_the_output_of_one_by_one(
+        ledger_url: str, tmp_path: Path, groups: list[int]) -> None:  # fmt: skip
+    files = [request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i) for i in range(5)]
+    out = run("import", "--db", ledger_url, "--batch", "b", *files)
+    assert groups == [5]
+    assert out.stdout.splitlines()[::2] == [
+        f"{f}: imported as artefact {i} [ledger-requests] sha256 {ingest.sha256_file(f)[0][:12]}…: 1 run(s), 3 requests"
+        for i, f in enumerate(files, start=1)]  # fmt: skip
+    assert out.stdout.splitlines()[1::2] == [f"  run {i} run {i - 1}: 3 requests" for i in range(1, 6)]
+    assert out.stderr == "note: batch 'b' did not exist: created it (open) for r0.jsonl; `ledger batches` lists them\n"
+    c = counts(ledger_url)
+    assert (c["artefact"], c["run"], c["capture"], c["request"], c["artefact_digest"]) == (5, 5, 5, 15, 5 * 7)
+    # each artefact's digest is the one ledger verify recomputes from the database
+    assert run("verify", "--db", ledger_url).output == "batch b (open): ok, 5 artefact(s) match their import digests over 40 rows\n"
+    again = run("import", "--db", ledger_url, "--batch", "b", *files).stdout
+    assert again.splitlines() == [f"{f}: already imported as artefact {i} ({f.name}, ledger-requests, sha256 "
+                                  f"{ingest.sha256_file(f)[0][:12]}…); nothing changed" for i, f in enumerate(files, start=1)]
+
+
+def test_a_file_that_fails_to_parse_in_the_middle_leaves_the_others_imported(
+        ledger_url: str, tmp_path: Path, groups: list[int]) -> None:  # fmt: skip
+    good = [request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i) for i in range(4)]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"ledger_requests": 1, "run": "bad", "tool": "t"}\n{"status": "ok", "input_tokens": 12.5}\n')
+    again = good[1]  # the same bytes twice: the second is already imported
+    out = run("import", "--db", ledger_url, "--batch", "b", good[0], good[1], bad, good[2], again, good[3], code=1)
+    assert f"error: {bad}, line 2: field 'input_tokens': input should be a valid integer, got 12.5\n" in out.stderr
+    lines = [x for x in out.stdout.splitlines() if not x.startswith("  run")]
+    assert [x.split(":")[0] for x in lines] == [str(good[0]), str(good[1]), str(good[2]), str(again), str(good[3])]
+    assert "already imported as artefact 2 (r1.jsonl" in lines[3]
+    # r0 and r1 in one transaction; the bad file and the repeated one alone, in their places, around r2 and r3
+    assert groups == [2, 1, 1]
+    c = counts(ledger_url)
+    assert (c["artefact"], c["run"], c["request"]) == (4, 4, 12)
+
+
+MANIFEST = """version: 1
+batches:
+  - {name: b, description: "declared runs"}
+runs:
+  - {batch: b, label: d1, concurrency: 8, seed: 1}
+  - {batch: b, label: d2, concurrency: 8, seed: 2}
+"""
+
+
+def test_a_group_that_fails_while_written_is_rolled_back_and_imported_file_by_file(
+        ledger_url: str, tmp_path: Path, groups: list[int]) -> None:  # fmt: skip
+    (tmp_path / "system.yaml").write_text(MANIFEST)
+    run("declare", "--db", ledger_url, tmp_path / "system.yaml")
+    files = [request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i) for i in range(4)]
+    odd = request_file(tmp_path / "odd.jsonl", "odd", 9, concurrency=8)  # two declared runs agree: refused as ambiguous
+    out = run("import", "--db", ledger_url, "--batch", "b", files[0], files[1], odd, files[2], files[3], code=1)
+    assert groups == [5, 1, 1, 1, 1, 1]  # the group, rolled back; then each file alone
+    assert (f"error: {odd}: run 'odd' (per-request records) could belong to 2 runs of batch 'b' by declared workload "
+            "(concurrency 8): run 1 'd1', run 2 'd2'; none was chosen: name one with --run LABEL") in out.stderr
+    for f in (*files[:2], *files[2:]):  # each other file: imported, with its own note
+        assert (f"note: {f.name}: run '{f.stem.replace('r', 'run ')}' (per-request records) matches none of the 2 "
+                "declared run(s) of batch 'b' still free for it by workload; imported as a new run") in out.stderr
+    assert [x.split(":")[0] for x in out.stdout.splitlines() if not x.startswith("  run")] == list(map(str, files))
+    c = counts(ledger_url)
+    assert (c["artefact"], c["capture"], c["request"]) == (4, 4, 12)
+    # the ids the rolled-back group took are not reused; nothing of it remains
+    assert c["run"] == 2 + 4
+
+
+def test_two_files_of_a_group_on_one_run_are_imported_one_after_the_other(
+        ledger_url: str, tmp_path: Path, groups: list[int]) -> None:  # fmt: skip
+    first = request_file(tmp_path / "a.jsonl", "same", 1)
+    other = request_file(tmp_path / "b.jsonl", "other", 2)
+    more = request_file(tmp_path / "c.jsonl", "same", 3, extra={"retries": 0})  # the same 3 records, one more field
+    out = run("import", "--db", ledger_url, "--batch", "b", first, other, more, code=3)
+    assert groups == [2, 1]
+    assert "retries was not captured by artefact 1 for run same; later captures are not backfilled" in out.output
+    assert (counts(ledger_url)["artefact"], counts(ledger_url)["run"]) == (2, 2)
