@@ -14,6 +14,7 @@ import json
 import re
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol
 
@@ -195,3 +196,69 @@ def prefetched(runs: Iterator[ParsedRun]) -> Iterator[ParsedRun]:
         yield from runs
 
     return chained()
+
+
+# ---------------------------------------------------------------- the DuckDB-parsed paths (issue 7, 17)
+#
+# Importers that parse JSON at C speed (vllm_bench, ledger_requests) read it with an in-memory DuckDB
+# (read_json with typed columns: numbers become float64) and then need exact ns from seconds. The one
+# proof, used by both: a float64's shortest round-trip text (Arrow's float -> string, the digits of
+# Python's repr) cast to decimal128(37,24) is exactly Decimal(repr(x)) when x == 0 or
+# EXACT_MIN <= |x| < EXACT_MAX: a shortest text has at most 17 significant digits, which fit 24
+# places from 1e-7 on, and 13 integer digits below 1e13; outside, the cast raises instead of
+# rounding. Sums of such decimals and the truncation to ns are then exact decimal arithmetic, as
+# int(Decimal(...) * 10**9). (What the float stands for is the importer's business: vLLM's reference
+# is repr() of the float it wrote; the ledger's own format is the decimal as written, which equals the
+# shortest text of its float only when written with at most 15 significant digits, so that importer
+# checks the digits in the file.)
+EXACT_MIN, EXACT_MAX = 1e-7, 1e13
+
+
+def exact_decimal(col):
+    """float64 -> decimal128(37,24) of its shortest round-trip text; exact where :func:`inexact` is
+    false. Nulls stay null."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    return pc.cast(pc.cast(col, pa.string()), pa.decimal128(37, 24))
+
+
+def inexact(col):
+    """Where :func:`exact_decimal` would not be exact (boolean array; nulls: false)."""
+    import pyarrow.compute as pc
+
+    mag = pc.abs(col)
+    out = pc.and_(pc.not_equal(col, 0), pc.or_(pc.less(mag, EXACT_MIN), pc.greater_equal(mag, EXACT_MAX)))
+    return pc.fill_null(out, False)
+
+
+def exact_ns(*decs):
+    """Exact integer ns of a sum of :func:`exact_decimal` values, truncated toward zero like
+    ``int(Decimal(x) * 10**9)``: the rescale to 9 places truncates, and the unscaled integer of that
+    decimal is the ns value. Nulls propagate."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    total = decs[0]
+    for d in decs[1:]:
+        total = pc.add(total, d)
+    t9 = pc.cast(total, pa.decimal128(38, 9), safe=False)
+    chunks = t9.chunks if isinstance(t9, pa.ChunkedArray) else [t9]
+    return pa.chunked_array([c.view(pa.decimal128(38, 0)).cast(pa.int64()) for c in chunks], pa.int64())
+
+
+@contextmanager
+def literal_paths(paths: list[Path]) -> Iterator[list[Path]]:
+    """Names for ``paths`` that DuckDB cannot read as glob patterns: read_json expands ``*``, ``?``,
+    ``[...]`` and ``{...}`` in the names it is given (issue 13: ``x[1].jsonl`` read ``x1.jsonl``), and
+    has no escape for them. Symbolic links with plain names, in a fresh private folder, point at the
+    files themselves; they are read while the links exist and the folder is removed afterwards."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="ledger-read-") as folder:
+        plain = []
+        for i, path in enumerate(paths):
+            link = Path(folder) / f"artefact-{i}.jsonl"
+            link.symlink_to(Path(path).resolve())
+            plain.append(link)
+        yield plain

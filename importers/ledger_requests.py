@@ -39,15 +39,21 @@ from bench_ledger.errors import ParseError
 from bench_ledger.importers.base import (
     DuplicateKey,
     ParseOptions,
+    exact_decimal,
+    exact_ns,
     first_json_value,
+    inexact,
     json_problem,
+    literal_paths,
     read_head,
     refuse_cut_last_line,
     unique_keys,
 )
 from bench_ledger.records import (
     FIELD_COLUMN,
+    MAX_TEXT_CHARS,
     REQUEST_FIELDS,
+    ArrowRequests,
     Capture,
     Clock,
     ParsedArtefact,
@@ -59,6 +65,7 @@ from bench_ledger.records import (
 from pydantic import ValidationError
 
 VERSION = 1
+IMPORTER_NAME = "ledger-requests"
 E9 = Decimal(10**9)
 CSV_MAGIC = "# ledger_requests"
 INT_FIELDS = ("retries", "input_tokens", "output_tokens", "cached_tokens")
@@ -354,7 +361,7 @@ def _columns(cols: dict[str, list], lines: list[int], clock: str | None, csv_tex
 
 
 class LedgerRequestsImporter:
-    name = "ledger-requests"
+    name = IMPORTER_NAME
     description = "the ledger's own per-request format (docs/request-format.md), JSON Lines or CSV"
 
     def sniff(self, head: bytes) -> str | None:
@@ -373,18 +380,278 @@ class LedgerRequestsImporter:
         path = Path(path)
         kind, _ = first_json_value(read_head(path, 4096))
         csv_text = kind != "object"
+        if not csv_text and FAST_PATH and _size(path) >= FAST_MIN_BYTES and (fast := _fast_parse([path])[0]) is not None:
+            return fast
         header, cols, lines = (_read_csv if csv_text else _read_jsonl)(path)
-        clock = header.pop("clock", None)
-        capture = Capture(
-            fields=list(cols), record_count=len(lines), clock=clock,
-            token_source=header.pop("token_source", "unknown"),
-            success_rule=header.pop("success_rule", DEFAULT_RULE),
-            sampled=header.pop("sampled", False), sample_note=header.pop("sample_note", None),
-        )
-        requests = _columns(cols, lines, clock, csv_text, path) if lines else None
-        info = RunInfo(label=header.pop("run"), locator="line 1", **header)
-        run = ParsedRun(info=info, capture=capture, requests=requests)
-        return ParsedArtefact(format=self.name, format_version=str(VERSION), runs=[run])
+        capture = _capture(header, list(cols), len(lines))
+        requests = _columns(cols, lines, capture.clock, csv_text, path) if lines else None
+        return _artefact(header, capture, requests)
+
+    def parse_many(self, paths: list[Path], options: ParseOptions) -> list[ParsedArtefact | None]:
+        """The artefacts of several JSON Lines files read in one DuckDB call (:func:`_fast_parse`);
+        None for a file the fast path does not take (the caller parses it with :meth:`parse`)."""
+        return _fast_parse([Path(p) for p in paths]) if FAST_PATH else [None] * len(paths)
+
+
+def _artefact(header: dict[str, Any], capture: Capture, requests: RequestColumns | ArrowRequests | None) -> ParsedArtefact:
+    info = RunInfo(label=header.pop("run"), locator="line 1", **header)
+    run = ParsedRun(info=info, capture=capture, requests=requests)
+    return ParsedArtefact(format=IMPORTER_NAME, format_version=str(VERSION), runs=[run])
+
+
+def _capture(header: dict[str, Any], fields: list[str], n: int) -> Capture:
+    """The capture of a file's run; takes the capture's keys out of ``header``."""
+    return Capture(
+        fields=fields, record_count=n, clock=header.pop("clock", None),
+        token_source=header.pop("token_source", "unknown"),
+        success_rule=header.pop("success_rule", DEFAULT_RULE),
+        sampled=header.pop("sampled", False), sample_note=header.pop("sample_note", None),
+    )
+
+
+# ---------------------------------------------------------------- the DuckDB-parsed path (issue 17)
+#
+# An in-memory DuckDB (not the ledger) reads the request lines of many JSON Lines files in one call
+# (read_json, typed columns) into Arrow; the header line is decoded by the Python code above. DuckDB
+# coerces what it reads (the string "7" to 7, 12.0 to 12, a number to text), does not tell a null
+# from a missing key, and reads numbers as float64, so a file takes this path only when its text
+# proves the result is what the Python path would build, checked at C speed in one pass of RE2
+# (DuckDB's regexp_matches over read_text):
+# * every value's first character fits its field (a string or null for status/error; a number or
+#   null for numbers, and no fraction or exponent for integers and epoch_ns times; a list of plain
+#   numbers or null for chunk_gaps), and no key is outside REQUEST_FIELDS;
+# * no backslash (escapes: keys and strings are then literal, a surrogate cannot hide), no carriage
+#   return, no blank line, one object per line (rows per file = lines);
+# * a time on epoch_s / monotonic_s written with at most 15 significant digits: then the decimal as
+#   written is the float's shortest text, and importers.base.exact_decimal / exact_ns (the proof the
+#   vLLM fast path uses) give int(Decimal(text) * 10**9) exactly.
+# A captured field is one whose key occurs ('"key":' in the text: with no escapes a quoted key
+# followed by a colon is never inside a string). Values outside their domains, unknown status words,
+# too long error texts or times outside the exact range send the file to the Python path too, which
+# owns every error message. Tests: tests/importers/test_ledger_requests.py compares both paths.
+
+FAST_PATH = True
+_INT32 = ("idx", "line", "retries", "input_tokens", "output_tokens", "cached_tokens", "chunk_count")  # ArrowRequests
+FAST_MIN_BYTES = 1 << 20  # parse() of one smaller file: the Python path (parse_many reads small files together)
+_WS = "[ \\t\\n]*"
+_TYPES = {"status": "VARCHAR", "error": "VARCHAR", "retries": "BIGINT", "input_tokens": "BIGINT",
+          "output_tokens": "BIGINT", "cached_tokens": "BIGINT", "send_time": "DOUBLE", "first_token_time": "DOUBLE",
+          "end_time": "DOUBLE", "ttft_s": "DOUBLE", "latency_s": "DOUBLE", "queue_s": "DOUBLE",
+          "itl_mean_s": "DOUBLE", "chunk_gaps": "DOUBLE[]"}  # fmt: skip
+assert set(_TYPES) == set(REQUEST_FIELDS)
+
+
+def _keys(names) -> str:
+    return '"(?:' + "|".join(names) + ')"' + _WS + ":" + _WS
+
+
+def _unknown_key() -> str:
+    """RE2 of a quoted key (no escapes) followed by a colon that is not one of REQUEST_FIELDS: the
+    complement of the known names, built on their trie (RE2 has no lookahead)."""
+    trie: dict = {}
+    for name in REQUEST_FIELDS:
+        node = trie
+        for ch in name:
+            node = node.setdefault(ch, {})
+        node[""] = {}
+
+    def other(node: dict) -> str:
+        kids = sorted(k for k in node if k)
+        alts = [] if "" in node else [""]  # the key ends here and is not a name
+        alts.append("[^\"\\\\" + "".join(kids) + "][^\"]*")  # another character, then anything
+        alts += [ch + "(?:" + other(node[ch]) + ")" for ch in kids]
+        return "|".join(alts)
+
+    return '"(?:' + other(trie) + ')"' + _WS + ":"
+
+
+def _irregular(clock: str | None) -> str:
+    """RE2 that matches the request text of a file the fast path must not take (see above). A value's
+    first character is read after any white space (each class excludes it: RE2 backtracks)."""
+    num = "(?:[^-0-9n \\t\\n]|-[^0-9])"  # not a number or null (NaN, Infinity, strings, lists, objects, true)
+    integer = "(?:[^-0-9n \\t\\n]|-[^0-9]|-?[0-9]+[.eE])"  # not an integer or null
+    times = _keys(TIME_FIELDS) + (integer if clock == "epoch_ns" else f"(?:{num}|-?0*\\.?0*[1-9](?:\\.?[0-9]){{15}})")
+    gaps = '"chunk_gaps"' + _WS + ":" + _WS + "(?:[^\\[n \\t\\n]|\\[[^\\]]*[^-0-9.eE+, \\t\\n\\]])"
+    return "|".join([
+        _keys(("status", "error")) + '[^"n \\t\\n]', _keys(INT_FIELDS) + integer, _keys(SECONDS_FIELDS) + num, times, gaps,
+        _unknown_key(), "\\\\", "\\r", "\\n[ \\t]*\\n", '"[ \\t\\n]+:',
+    ])  # fmt: skip
+
+
+_BLANK_FIRST, _BLANK_LAST = "^[ \\t]*\\n", "\\n[ \\t]+$"  # a blank line 2, a blank last line without line end
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def _q(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _fast_header(path: Path) -> dict[str, Any] | None:
+    """The checked header of line 1, or None where it is not a regular JSON Lines header."""
+    try:
+        with open(path, "rb") as fh:
+            raw = fh.readline()
+        rec = DECODE(raw.decode("utf-8"))
+        if not isinstance(rec, dict):
+            return None
+        version = rec.pop("ledger_requests", None)
+        return _header(rec, path) if type(version) is int and version == VERSION else None
+    except (OSError, ValueError, ParseError, RecursionError):
+        return None
+
+
+def _fast_parse(paths: list[Path]) -> list[ParsedArtefact | None]:
+    """The artefacts of ``paths`` (JSON Lines files of this format) parsed by DuckDB, None for each
+    file that must take the Python path (see above); files with the same kind of clock are read in
+    one call."""
+    out: list[ParsedArtefact | None] = [None] * len(paths)
+    heads = [_fast_header(p) for p in paths]
+    kinds: dict[bool, list[int]] = {}
+    for i, h in enumerate(heads):
+        if h is not None:
+            kinds.setdefault(h.get("clock") == "epoch_ns", []).append(i)
+    for ns, idx in kinds.items():
+        for i, art in zip(idx, _fast_read([paths[i] for i in idx], [heads[i] for i in idx], ns), strict=True):  # type: ignore[misc]
+            out[i] = art
+    return out
+
+
+def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool) -> list[ParsedArtefact | None]:
+    """Read ``paths`` (their clocks all epoch_ns, or none) in one DuckDB call: the text checks per
+    file, then the typed rows of all of them, converted with Arrow kernels over the whole call and
+    sliced per file."""
+    import duckdb
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    from bench_ledger import records as rec
+
+    con = duckdb.connect()
+    try:
+        con.execute("SET preserve_insertion_order = true")
+        con.execute("SET enable_progress_bar = false")
+        with literal_paths(paths) as plain:
+            listed = "[" + ", ".join(_q(str(p)) for p in plain) + "]"
+            present = ", ".join(f"contains(body, {_q(chr(34) + f + chr(34) + ':')})" for f in REQUEST_FIELDS)
+            checks = con.execute(
+                f"SELECT filename, regexp_matches(body, {_q(_irregular('epoch_ns' if ns else None))}) "
+                f"OR regexp_matches(body, {_q(_BLANK_FIRST)}) OR regexp_matches(right(body, 256), {_q(_BLANK_LAST)}), "
+                f"{present} FROM (SELECT filename, substr(content, strpos(content, chr(10)) + 1) AS body "
+                f"FROM read_text({listed}))").fetchall()  # fmt: skip
+            at = {str(p): i for i, p in enumerate(plain)}
+            fields: dict[int, list[str]] = {}
+            for name, irregular, *has in checks:
+                i = at[name]
+                got = [f for f, h in zip(REQUEST_FIELDS, has, strict=True) if h]
+                if not irregular and not (heads[i].get("clock") is None and set(got) & set(TIME_FIELDS)):
+                    fields[i] = got
+            if not fields:
+                return [None] * len(paths)
+            types = dict(_TYPES, **({f: "BIGINT" for f in TIME_FIELDS} if ns else {}))
+            typed = ", ".join(f"{name}: {_q(t)}" for name, t in types.items())
+            longest = max(_size(paths[i]) for i in fields)
+            regular = "[" + ", ".join(_q(str(plain[i])) for i in sorted(fields)) + "]"
+            try:
+                table = con.execute(
+                    f"SELECT * FROM read_json({regular}, format='newline_delimited', columns={{{typed}}}, filename=true, "
+                    f"maximum_object_size={max(2 * longest, 1 << 20)})").to_arrow_table()  # fmt: skip
+            except duckdb.Error:  # DuckDB refused a file (a key twice, two objects on a line): each file alone
+                if len(fields) == 1:
+                    return [None] * len(paths)
+                table = None
+    except duckdb.Error:  # read_text refused a file (not UTF-8): each file alone
+        table, fields = None, dict.fromkeys(range(len(paths)), [])
+        if len(paths) == 1:
+            return [None]
+    finally:
+        con.close()
+    if table is None:
+        alone: list[ParsedArtefact | None] = [None] * len(paths)
+        for i in sorted(fields):
+            alone[i] = _fast_read([paths[i]], [heads[i]], ns)[0]
+        return alone
+    # one span of rows per file, in the order given (its header line first); DuckDB skips blank
+    # lines and refuses two objects on a line, so with blank lines refused a row is a line
+    ends = pc.run_end_encode(table.column("filename").combine_chunks())
+    spans: dict[int, tuple[int, int]] = {}
+    start = 0
+    for name, end in zip(ends.values.to_pylist(), ends.run_ends.to_pylist(), strict=True):
+        spans[at[name]] = (start, end - start)
+        start = end
+    fields = {i: got for i, got in fields.items() if i in spans}
+    t = table.drop_columns(["filename"]).combine_chunks()
+    n = t.num_rows
+    status = pc.fill_null(t.column("status"), "unknown")
+    error = t.column("error")
+    cols: dict[str, Any] = {"status": status, "error": error}
+    for f in (*INT_FIELDS, *SECONDS_FIELDS):
+        cols[f] = t.column(f)
+    bad = pc.invert(pc.is_in(status, pa.array(["ok", "failed", "unknown"])))
+    bad = pc.or_(bad, pc.fill_null(pc.greater(pc.utf8_length(error), MAX_TEXT_CHARS), False))
+    for f in TIME_FIELDS:
+        v = t.column(f)
+        if not ns:
+            off = inexact(v)
+            bad = pc.or_(bad, off)
+            v = exact_ns(exact_decimal(pc.if_else(off, pa.scalar(None, pa.float64()), v)))
+        cols[FIELD_COLUMN[f]] = v
+    gaps_list = t.column("chunk_gaps")
+    lens = pc.list_value_length(gaps_list)
+    cols["chunk_count"] = pc.add(lens, 1)
+    # idx and line per file: the row's place after its file's header (which gets idx -1)
+    first = pa.array([spans[i][0] + 1 if i in spans else 0 for i in range(len(paths))], pa.int64())
+    file_of = _file_of(spans, n)
+    idx = pc.subtract(pa.array(range(n), pa.int64()), pc.take(first, file_of))
+    cols["idx"], cols["line"] = idx, pc.add(idx, 2)
+    whole = pa.table({c: v.cast(pa.int32(), safe=False) if c in _INT32 else v for c, v in cols.items()})
+    rejected = set(pc.unique(pc.filter(file_of, bad)).to_pylist())
+    flat, g_parent = pc.list_flatten(gaps_list), pc.list_parent_indices(gaps_list)
+    g_starts = pc.subtract(pc.cumulative_sum(pc.fill_null(lens, 0)), pc.fill_null(lens, 0))
+    g_file = pc.take(file_of, g_parent)
+    gaps_all = pa.table({"request_idx": pc.subtract(g_parent, pc.take(first, g_file)),
+                         "seq": pc.subtract(pa.array(range(len(flat)), pa.int64()), pc.take(g_starts, g_parent)),
+                         "gap_s": flat.cast(pa.float64())})  # fmt: skip
+    # values outside their domains: the files holding them take the Python path (it names them)
+    body = pc.greater_equal(idx, 0)
+    for data, owner, domains in ((pa.table(cols).filter(body), file_of.filter(body), rec.REQUEST_DOMAINS),
+                                 (gaps_all, g_file, rec.GAP_DOMAINS)):  # fmt: skip
+        while (v := rec.arrow_violation(data, domains)) is not None:
+            rejected.add(owner[v.row].as_py())
+            keep = pc.invert(pc.is_in(owner, pa.array(sorted(rejected), pa.int32())))
+            data, owner = data.filter(keep), owner.filter(keep)
+    offsets = [0, *pc.cumulative_sum(pc.fill_null(lens, 0)).to_pylist()]
+    gaps = pa.table({c: v.cast(pa.int32(), safe=False) if c != "gap_s" else v for c, v in zip(gaps_all.column_names, gaps_all.columns)})
+
+    out: list[ParsedArtefact | None] = [None] * len(paths)
+    for i, got in fields.items():
+        if i in rejected:
+            continue
+        lo, count = spans[i]
+        rows = whole.slice(lo + 1, count - 1)
+        header = dict(heads[i])
+        capture = _capture(header, got, rows.num_rows)
+        requests = None
+        if rows.num_rows:
+            a, b = offsets[lo + 1], offsets[lo + count]
+            requests = ArrowRequests(table=rows, gaps=gaps.slice(a, b - a) if b > a else None)
+        out[i] = _artefact(header, capture, requests)
+    return out
+
+
+def _file_of(spans: dict[int, tuple[int, int]], n: int):
+    """For each row, the index of the file it came from (int32)."""
+    import numpy as np
+    import pyarrow as pa
+
+    owner = np.zeros(n, dtype=np.int32)
+    for i, (lo, count) in spans.items():
+        owner[lo : lo + count] = i
+    return pa.array(owner)
 
 
 IMPORTER = LedgerRequestsImporter()

@@ -38,7 +38,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import tempfile
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from decimal import Decimal
@@ -48,9 +47,13 @@ from typing import Any
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import published as tool_published
 from bench_ledger.importers.base import (
+    EXACT_MIN,
     ParseOptions,
+    exact_decimal,
+    exact_ns,
     first_json_value,
     iter_json_lines,
+    literal_paths,
     load_json,
     prefetched,
 )
@@ -458,11 +461,11 @@ def _runs(path: Path, fast: bool | None = None) -> Iterator[ParsedRun]:
 # bytes.translate / one regex and decodes only the rest of the line (the small header) with json, so
 # labels, metadata and printed aggregates come from the same _header code as the Python path.
 #
-# Exactness: a start/ttft/latency double is turned into its shortest round-trip text (Arrow's
-# float -> string, the digits of Python's repr) and then decimal128(37,24); sums and the truncation
-# to ns are exact decimal arithmetic, as int(Decimal(repr(x)) * 10**9) in the Python path. That is
-# exact for |x| < 1e9 that are 0 or >= 1e-7 (17 significant digits fit 24 places); files with other
-# values fall back. Anything irregular (blank line, a line that is not an object, an array holding
+# Exactness: a start/ttft/latency double is turned into its shortest round-trip text and then a
+# decimal (importers.base.exact_decimal / exact_ns: the one proof both DuckDB-parsed importers use);
+# sums and the truncation to ns are exact decimal arithmetic, as int(Decimal(repr(x)) * 10**9) in the
+# Python path. This importer takes |x| < 1e9 that are 0 or >= 1e-7 (inside base's exact range);
+# files with other values fall back. Anything irregular (blank line, a line that is not an object, an array holding
 # anything but plain numbers / strings as expected, an array key that is not an array, unequal
 # lengths, integers beyond int32, a key found twice) makes the whole file take the Python path
 # before any run is yielded, so its error messages stay exactly as they are.
@@ -578,14 +581,9 @@ def _fast_runs(path: Path) -> Iterator[ParsedRun] | None:
 
 @contextmanager
 def _literal_path(path: Path) -> Iterator[Path]:
-    """A name for ``path`` that DuckDB cannot read as a glob pattern: read_json expands ``*``, ``?``,
-    ``[...]`` and ``{...}`` in the names it is given (issue 13: ``x[1].jsonl`` read ``x1.jsonl``), and
-    has no escape for them. A symbolic link with a plain name, in a fresh private folder, points at
-    the file itself; it is read while the link exists and the folder is removed afterwards."""
-    with tempfile.TemporaryDirectory(prefix="ledger-read-") as folder:
-        plain = Path(folder) / "artefact.jsonl"
-        plain.symlink_to(path.resolve())
-        yield plain
+    """A name for ``path`` that DuckDB cannot read as a glob pattern (:func:`base.literal_paths`)."""
+    with literal_paths([path]) as plain:
+        yield plain[0]
 
 
 def _size(path: Path) -> int:
@@ -619,34 +617,10 @@ def _fast_load(con, path: Path, heads: list, longest: int) -> list[tuple] | None
             return None
         meta.append((rid, head, present, next((n for n in ns if n is not None), 0)))
     conds = [f"coalesce(list_max(list_transform({c}, v -> abs(v))) >= 2147483648, false)" for c in _INT]
-    conds += [f"coalesce(list_bool_or(list_transform({c}, v -> abs(v) >= 1e9 OR (v <> 0 AND abs(v) < 1e-7))), false)"
+    conds += [f"coalesce(list_bool_or(list_transform({c}, v -> abs(v) >= 1e9 OR (v <> 0 AND abs(v) < {EXACT_MIN}))), false)"
               for c in ("ttfts", "latencies", "start_times")]  # fmt: skip
     bad = con.execute(f"SELECT count(*) FROM t WHERE {' OR '.join(conds)}").fetchone()[0]
     return None if bad else meta
-
-
-def _dec(col):
-    """float64 -> decimal128(37,24) of its shortest round-trip text (the digits of Python's repr):
-    exact in the guarded range (|x| < 1e9, x == 0 or |x| >= 1e-7). Nulls stay null."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    return pc.cast(pc.cast(col, pa.string()), pa.decimal128(37, 24))
-
-
-def _ns(*decs):
-    """Exact integer ns of a sum of :func:`_dec` values, truncated toward zero like
-    ``int(Decimal(repr(x)) * 10**9)``: the rescale to 9 places truncates, and the unscaled integer of
-    that decimal is the ns value. Nulls propagate."""
-    import pyarrow as pa
-    import pyarrow.compute as pc
-
-    total = decs[0]
-    for d in decs[1:]:
-        total = pc.add(total, d)
-    t9 = pc.cast(total, pa.decimal128(38, 9), safe=False)
-    chunks = t9.chunks if isinstance(t9, pa.ChunkedArray) else [t9]
-    return pa.chunked_array([c.view(pa.decimal128(38, 0)).cast(pa.int64()) for c in chunks], pa.int64())
 
 
 def _arrow_rows(tab, present: tuple[str, ...], idx0: int, lines: list[int]):
@@ -667,10 +641,10 @@ def _arrow_rows(tab, present: tuple[str, ...], idx0: int, lines: list[int]):
     ttft = kept.get("ttfts", nulls(pa.float64()))
     lat = kept.get("latencies", nulls(pa.float64()))
     if "start_times" in flat:
-        st = _dec(flat["start_times"])
-        send = _ns(st)
-        first_tok = _ns(st, _dec(ttft)) if "ttfts" in flat else nulls(pa.int64())
-        end = _ns(st, _dec(lat)) if "latencies" in flat else nulls(pa.int64())
+        st = exact_decimal(flat["start_times"])
+        send = exact_ns(st)
+        first_tok = exact_ns(st, exact_decimal(ttft)) if "ttfts" in flat else nulls(pa.int64())
+        end = exact_ns(st, exact_decimal(lat)) if "latencies" in flat else nulls(pa.int64())
     else:
         send = first_tok = end = nulls(pa.int64())
     if "itls" in flat:

@@ -153,3 +153,122 @@ def test_streams_a_large_file(tmp_path: Path) -> None:
     assert run.capture.record_count == 20000
     assert run.requests.send_ns[1234] == 1001234000000
     assert run.requests.line[-1] == 20002
+
+
+# ---------------------------------------------------------------- the DuckDB-parsed path (issue 17)
+
+HEAD = {"ledger_requests": 1, "run": "r", "tool": "t", "clock": "epoch_s", "concurrency": 4, "metadata": {"gpu": "H20"}}
+
+
+def jsonl(path: Path, lines: list[str], head: dict | None = None) -> Path:
+    import json
+
+    path.write_text("\n".join([json.dumps(head or HEAD), *lines]) + "\n")
+    return path
+
+
+def python_parse(path: Path, monkeypatch: pytest.MonkeyPatch):
+    from bench_ledger.importers import ledger_requests
+
+    with monkeypatch.context() as m:
+        m.setattr(ledger_requests, "FAST_PATH", False)
+        return IMPORTER.parse(path, ParseOptions())
+
+
+def same_rows(fast, slow) -> None:
+    """Both parses give the same run, capture and database rows (ingest.request_tables)."""
+    from bench_ledger.ingest import request_tables
+
+    (a,), (b,) = fast.runs, slow.runs
+    assert (a.info, a.capture) == (b.info, b.capture)
+    if b.requests is None:
+        assert a.requests is None
+        return
+    (ra, ga), (rb, gb) = (request_tables(1, 1, r.capture.clock, r.requests) for r in (a, b))
+    assert ra.equals(rb)
+    assert (ga is None and gb is None) or ga.equals(gb)
+
+
+REGULAR = {
+    "epoch_s": [
+        '{"status": "ok", "input_tokens": 2048, "output_tokens": 512, "cached_tokens": 1024, "send_time": 1751880000.12345, '
+        '"first_token_time": 1751880000.22345, "end_time": 1.7518800095e9, "ttft_s": 0.1, "latency_s": 9.376543211, '
+        '"chunk_gaps": [0.017, 0.018, 1.65E-2], "retries": 0}',
+        '{"status": "failed", "error": "HTTP 503: {busy}", "input_tokens": 2048, "output_tokens": null, "cached_tokens": null, '
+        '"send_time": 1751880001, "end_time": 1751880001.25, "latency_s": 0.25, "retries": 2, "chunk_gaps": null}',
+        '{"input_tokens": 7, "chunk_gaps": [], "send_time": 0, "queue_s": 3}',
+        '{"status": null, "send_time": 0.0000001}',
+    ],
+    "only nulls": ['{"status": "ok", "cached_tokens": null, "ttft_s": 0.5}', '{"status": "ok", "cached_tokens": null}'],
+    "epoch_ns": ['{"send_time": 1751880000123456789, "end_time": 1751880000223456789, "input_tokens": 1}',
+                 '{"send_time": 1751880000123456790, "output_tokens": 3}'],
+}
+
+
+@pytest.mark.parametrize("case", sorted(REGULAR))
+def test_the_duckdb_path_gives_the_rows_of_the_python_path(case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    head = dict(HEAD, clock="epoch_ns") if case == "epoch_ns" else HEAD
+    path = jsonl(tmp_path / "r.jsonl", REGULAR[case], head)
+    (fast,) = IMPORTER.parse_many([path], ParseOptions())
+    assert fast is not None, "the fast path refused a regular file"
+    same_rows(fast, python_parse(path, monkeypatch))
+    if case == "only nulls":  # a key that occurs only with null is captured (R9), a key that never occurs is not
+        assert fast.runs[0].capture.fields == ["cached_tokens", "status", "ttft_s"]
+
+
+def test_the_duckdb_path_on_the_fixtures(fixtures: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    d = fixtures / "ledger_requests"
+    paths = [d / "monotonic.jsonl", d / "no_records.jsonl", d / "native.jsonl", d / "float_tokens.jsonl"]
+    got = IMPORTER.parse_many(paths, ParseOptions())
+    # native.jsonl has a blank line, and times with 19 significant digits; float_tokens.jsonl an integer written 12.0
+    assert [a is not None for a in got] == [True, True, False, False]
+    for path, fast in zip(paths[:2], got, strict=False):
+        same_rows(fast, python_parse(path, monkeypatch))
+
+
+IRREGULAR = {
+    "a string integer": '{"input_tokens": "7"}',
+    "a float integer": '{"input_tokens": 7.0}',
+    "an exponent integer": '{"retries": 1e2}',
+    "a boolean": '{"output_tokens": true}',
+    "a number as error": '{"status": "failed", "error": 503}',
+    "a number as status": '{"status": 1}',
+    "an empty status": '{"status": ""}',
+    "NaN": '{"ttft_s": NaN}',
+    "-Infinity": '{"latency_s": -Infinity}',
+    "a string duration": '{"ttft_s": "0.5"}',
+    "16 significant digits": '{"send_time": 1751880000.123456}',
+    "a time outside the exact range": '{"send_time": 12345678901234}',
+    "a negative token count": '{"input_tokens": -3}',
+    "an unknown key": '{"status": "ok", "ttft": 0.5}',
+    "an unknown key, null": '{"status": "ok", "run": null}',
+    "a prefix of a key": '{"status": "ok", "ttft": null}',
+    "a key twice": '{"status": "ok", "status": "failed"}',
+    "an escape": '{"status": "failed", "error": "say \\"no\\""}',
+    "a surrogate": '{"status": "failed", "error": "\\ud800"}',
+    "a null gap": '{"chunk_gaps": [0.1, null]}',
+    "a nested gap": '{"chunk_gaps": [[0.1]]}',
+    "a string gap": '{"chunk_gaps": ["0.1"]}',
+    "gaps not a list": '{"chunk_gaps": 0.1}',
+    "a negative gap": '{"chunk_gaps": [-0.1]}',
+    "a space before the colon": '{"status" : "ok"}',
+    "two objects on a line": '{"status": "ok"} {"status": "ok"}',
+    "an array": '[1, 2]',
+}
+
+
+@pytest.mark.parametrize("case", sorted(IRREGULAR))
+def test_an_irregular_file_takes_the_python_path(case: str, tmp_path: Path) -> None:
+    bad = jsonl(tmp_path / "bad.jsonl", ['{"status": "ok", "send_time": 1751880000.5}', IRREGULAR[case]])
+    good = jsonl(tmp_path / "good.jsonl", ['{"status": "ok", "send_time": 1751880000.5}'])
+    got = IMPORTER.parse_many([good, bad, good], ParseOptions())
+    assert got[1] is None
+    assert got[0] is not None and got[2] is not None  # a bad file spoils nothing else
+
+
+@pytest.mark.parametrize("text", ["\n", "  \n", "\r\n"])
+def test_blank_lines_and_carriage_returns_take_the_python_path(text: str, tmp_path: Path) -> None:
+    path = tmp_path / "b.jsonl"
+    path.write_text('{"ledger_requests": 1, "run": "r", "tool": "t"}\n' + text + '{"status": "ok"}' + text)
+    assert IMPORTER.parse_many([path], ParseOptions()) == [None]
+    assert one_run(path).requests.line == [3]  # the Python path skips the blank line
