@@ -18,10 +18,12 @@ Times (``send_time``, ``first_token_time``, ``end_time``) are on the declared cl
 exactly to integer ns: JSON numbers are read as decimals (never floats) and multiplied by 10**9,
 truncating toward zero below 1 ns. Durations stay seconds as written.
 
-The file is read line by line into raw columns, then each column is converted with one
-comprehension and all of them validated by one strict pydantic call, so a million-line file is
+The Python path reads the file line by line into raw columns, then converts each column with one
+comprehension and validates all of them by one strict pydantic call, so a million-line file is
 never held as text or as a million objects; a conversion or type error is traced back to its line.
-One file is one run.
+It owns every error message. JSON Lines files whose text proves them regular are read by DuckDB
+instead, many files per call (:meth:`LedgerRequestsImporter.parse_many`, the import's groups; see
+"the DuckDB-parsed path" below), into the same rows. One file is one run.
 """
 
 from __future__ import annotations
