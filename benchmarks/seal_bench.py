@@ -6,7 +6,7 @@
     .venv/bin/python benchmarks/seal_bench.py --repeat 2 --write   # two whole runs; rewrite BENCHMARKS.md's seal section
 
 Every command runs as a subprocess (start to exit, peak RSS from os.wait4). The digest's share of
-the import is timed inside that import's own process (``seal3.store_artefact_digest``, the
+the import is timed inside that import's own process (``seal3.store_artefact_digests``, the
 function the import calls: it hashes the Arrow tables handed to the bulk path and reads back the
 small tables); its share is digest / (import - digest). Targets: close <= import with peak RSS < 1 GB, verify <= import,
 digest <= 20% of the import without it.
@@ -36,18 +36,18 @@ MARK_BEGIN, MARK_END = "<!-- seal-bench begin -->", "<!-- seal-bench end -->"
 
 CLI = "import sys; from bench_ledger.cli import main; sys.exit(main(sys.argv[1:]))"
 # the import as a user runs it, with the time spent in the artefact digest (the function the
-# import calls, seal3.store_artefact_digest) added up and printed at the end
+# import calls, seal3.store_artefact_digests) added up and printed at the end
 TIMED_IMPORT = """import sys, time
 from bench_ledger import seal3
 from bench_ledger.cli import main
-spent, real = [0.0], seal3.store_artefact_digest
+spent, real = [0.0], seal3.store_artefact_digests
 def timed(*a, **k):
     t0 = time.perf_counter()
     try:
         return real(*a, **k)
     finally:
         spent[0] += time.perf_counter() - t0
-seal3.store_artefact_digest = timed
+seal3.store_artefact_digests = timed
 try:
     sys.exit(main(sys.argv[1:]))
 finally:

@@ -70,6 +70,12 @@ def _after_flush(session: Session, flush_context) -> None:
             session.info.setdefault("fresh_captures", set()).add(obj.id)
 
 
+def bulk_created_artefacts(session: Session, ids: list[int]) -> None:
+    """Artefacts this session inserted through the bulk path (``ingest.write_artefacts``): fresh, as
+    if flushed as ORM objects, so the rows that describe them may follow in this transaction."""
+    session.info.setdefault("fresh_artefacts", set()).update(ids)
+
+
 def _refuse_backfill(obj: m.Base) -> Refused:
     attr, _ = _BELONGS_TO[type(obj)]
     table = obj.__tablename__

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger import pairing, seal3
+from bench_ledger import guards, pairing, seal3
 from bench_ledger import records as rec
 from bench_ledger.bulk import bulk_insert
 from bench_ledger.errors import (
@@ -386,22 +386,23 @@ def write_artefacts(
         held: dict[int, seal3.HeldRows] = {}  # request, chunk_gap, hardware_sample as handed to the database
         matcher: pairing.Matcher | None = None
         landed: dict[str, Path] = {}  # run label written -> the file of the group that wrote it
-        for f in files:
-            path, parsed = f.path, f.parsed
-            # the copy is in place before its row names it (a row is never updated afterwards, R9)
-            stored = store_copy(path, f.sha, target.store_copy) if target.store_copy is not None else None
-            art = m.Artefact(
-                sha256=f.sha, size_bytes=f.size, file_name=shown_name(path), format=parsed.format, stored_path=stored,
-                format_version=parsed.format_version, importer=f.importer, importer_version=importer_version,
-                imported_at=now(), batch_id=batch.id if batch else None, deployment_id=deployment_id,
-                node=target.node, note=parsed.note,
-            )  # fmt: skip
-            s.add(art)
-            s.flush()
-            result = ImportResult(artefact_id=art.id, sha256=f.sha, format=parsed.format,
+        # the artefact rows, one statement for the group (an insert, allowed; the batch was checked open);
+        # each copy is in place before its row names it (a row is never updated afterwards, R9)
+        art_rows = [dict(
+            id=art_id, sha256=f.sha, size_bytes=f.size, file_name=shown_name(f.path), format=f.parsed.format,
+            stored_path=store_copy(f.path, f.sha, target.store_copy) if target.store_copy is not None else None,
+            format_version=f.parsed.format_version, importer=f.importer, importer_version=importer_version,
+            imported_at=now(), batch_id=batch.id if batch else None, deployment_id=deployment_id,
+            node=target.node, note=f.parsed.note,
+        ) for art_id, f in zip(next_ids(conn, ledger.backend, "artefact", len(files)), files, strict=True)]  # fmt: skip
+        bulk_insert(conn, ledger.backend, "artefact", _arrow_of(m.Artefact.__table__, art_rows, conn.dialect))
+        guards.bulk_created_artefacts(s, [r["id"] for r in art_rows])
+        for f, art_row in zip(files, art_rows, strict=True):
+            path, parsed, art_id = f.path, f.parsed, art_row["id"]
+            result = ImportResult(artefact_id=art_id, sha256=f.sha, format=parsed.format,
                                   created_batch=batch.name if created and batch is not None and not results else None)  # fmt: skip
             results.append(result)
-            one = _Art(art.id, path, result, held.setdefault(art.id, seal3.HeldRows()))
+            one = _Art(art_id, path, result, held.setdefault(art_id, seal3.HeldRows()))
             seen = 0
             where_of: dict[str, str | None] = {}
             used: dict[str, str] = {}  # run label written -> the file's own label of that run
@@ -446,15 +447,15 @@ def write_artefacts(
             for chunk in samples:
                 s.flush()
                 if isinstance(chunk, rec.WideSamples):
-                    result.samples += _write_wide_samples(conn, ledger.backend, art.id, target.node, chunk, path, one.held)
+                    result.samples += _write_wide_samples(conn, ledger.backend, art_id, target.node, chunk, path, one.held)
                 else:
-                    result.samples += _write_samples(conn, ledger.backend, art.id, target.node, chunk, path, one.held)
+                    result.samples += _write_samples(conn, ledger.backend, art_id, target.node, chunk, path, one.held)
                 if progress is not None:
                     progress(result.rows)
 
             if parsed.log_facts:
                 s.add_all(
-                    m.LogFact(artefact_id=art.id, line=lf.line, kind=lf.kind, process=lf.process, value=lf.value,
+                    m.LogFact(artefact_id=art_id, line=lf.line, kind=lf.kind, process=lf.process, value=lf.value,
                               text=lf.text, unit=lf.unit, logged_at=lf.logged_at)
                     for lf in parsed.log_facts
                 )  # fmt: skip
@@ -464,9 +465,9 @@ def write_artefacts(
                 dep = Ledger.get_deployment(s, dep_name)
                 launch = s.scalar(sa.select(m.Launch).where(m.Launch.deployment_id == dep.id, m.Launch.attempt == attempt))
                 if launch is not None and launch.log_artefact_id is None:
-                    launch.log_artefact_id = art.id
+                    launch.log_artefact_id = art_id
             result.published += _write_published(
-                s, parsed.published, art.id, batch.id if batch else None, None, deployment_id
+                s, parsed.published, art_id, batch.id if batch else None, None, deployment_id
             )
         runs.flush()
         rows.flush()
