@@ -24,8 +24,8 @@ from typing import Any, Protocol, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 import sqlalchemy as sa
-from bench_ledger import models as m
 from bench_ledger import guards, pairing, seal3
+from bench_ledger import models as m
 from bench_ledger import records as rec
 from bench_ledger.bulk import bulk_insert
 from bench_ledger.errors import (
@@ -388,17 +388,18 @@ def write_artefacts(
         landed: dict[str, Path] = {}  # run label written -> the file of the group that wrote it
         # the artefact rows, one statement for the group (an insert, allowed; the batch was checked open);
         # each copy is in place before its row names it (a row is never updated afterwards, R9)
-        art_rows = [dict(
+        art_ids = next_ids(conn, ledger.backend, "artefact", len(files))
+        art_rows: list[dict[str, Any]] = [dict(
             id=art_id, sha256=f.sha, size_bytes=f.size, file_name=shown_name(f.path), format=f.parsed.format,
             stored_path=store_copy(f.path, f.sha, target.store_copy) if target.store_copy is not None else None,
             format_version=f.parsed.format_version, importer=f.importer, importer_version=importer_version,
             imported_at=now(), batch_id=batch.id if batch else None, deployment_id=deployment_id,
             node=target.node, note=f.parsed.note,
-        ) for art_id, f in zip(next_ids(conn, ledger.backend, "artefact", len(files)), files, strict=True)]  # fmt: skip
+        ) for art_id, f in zip(art_ids, files, strict=True)]  # fmt: skip
         bulk_insert(conn, ledger.backend, "artefact", _arrow_of(m.Artefact.__table__, art_rows, conn.dialect))
-        guards.bulk_created_artefacts(s, [r["id"] for r in art_rows])
-        for f, art_row in zip(files, art_rows, strict=True):
-            path, parsed, art_id = f.path, f.parsed, art_row["id"]
+        guards.bulk_created_artefacts(s, art_ids)
+        for f, art_id in zip(files, art_ids, strict=True):
+            path, parsed = f.path, f.parsed
             result = ImportResult(artefact_id=art_id, sha256=f.sha, format=parsed.format,
                                   created_batch=batch.name if created and batch is not None and not results else None)  # fmt: skip
             results.append(result)
