@@ -381,6 +381,10 @@ def write_artefacts(
         if deployment_id is None and batch is not None:
             deployment_id = batch.deployment_id
         conn = s.connection()
+        if ledger.backend == "duckdb" and len(files) > 1:
+            # a group's commit passed DuckDB's 16 MB WAL threshold and checkpointed, group after group
+            # (512 files: commits 2.85 s -> 1.16 s); the WAL is still written and synced at each commit
+            conn.exec_driver_sql("SET checkpoint_threshold = '1GB'")
         rows = _Pending(conn, ledger.backend)
         runs = _RunWriter(s, conn, ledger.backend, batch, deployment_id, rows, progress)
         held: dict[int, seal3.HeldRows] = {}  # request, chunk_gap, hardware_sample as handed to the database
