@@ -15,6 +15,8 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from decimal import Context, Decimal, Inexact, InvalidOperation
+from fractions import Fraction
 from pathlib import Path
 from typing import Protocol
 
@@ -207,7 +209,7 @@ def prefetched(runs: Iterator[ParsedRun]) -> Iterator[ParsedRun]:
 # EXACT_MIN <= |x| < EXACT_MAX: a shortest text has at most 17 significant digits, which fit 24
 # places from 1e-7 on, and 13 integer digits below 1e13; outside, the cast raises instead of
 # rounding. Sums of such decimals and the truncation to ns are then exact decimal arithmetic, as
-# int(Decimal(...) * 10**9). (What the float stands for is the importer's business: vLLM's reference
+# :func:`seconds_ns` of those decimals. (What the float stands for is the importer's business: vLLM's reference
 # is repr() of the float it wrote; the ledger's own format is the decimal as written, which equals the
 # shortest text of its float only when written with at most 15 significant digits, so that importer
 # checks the digits in the file.)
@@ -233,8 +235,8 @@ def inexact(col):
 
 
 def exact_ns(*decs):
-    """Exact integer ns of a sum of :func:`exact_decimal` values, truncated toward zero like
-    ``int(Decimal(x) * 10**9)``: the rescale to 9 places truncates, and the unscaled integer of that
+    """Exact integer ns of a sum of :func:`exact_decimal` values, truncated toward zero as
+    :func:`seconds_ns` does: the rescale to 9 places truncates, and the unscaled integer of that
     decimal is the ns value. Nulls propagate."""
     import pyarrow as pa
     import pyarrow.compute as pc
@@ -245,6 +247,35 @@ def exact_ns(*decs):
     t9 = pc.cast(total, pa.decimal128(38, 9), safe=False)
     chunks = t9.chunks if isinstance(t9, pa.ChunkedArray) else [t9]
     return pa.chunked_array([c.view(pa.decimal128(38, 0)).cast(pa.int64()) for c in chunks], pa.int64())
+
+
+NS_PER_S = Decimal(10**9)
+# Decimal arithmetic rounds to its context's precision (28 digits by default), which is not exact for
+# e.g. an epoch start plus a sub-microsecond duration (31 digits); in this context a result that would
+# round raises Inexact instead, and the sum is then taken as fractions.
+_EXACT = Context(prec=60, traps=[Inexact, InvalidOperation])
+
+
+def seconds_ns(*parts: Decimal) -> int:
+    """The sum of decimal seconds as integer nanoseconds, exactly, truncated toward zero: the
+    importers' one conversion of printed seconds (``int(Decimal(text) * 10**9)`` without its
+    rounding). Raises ValueError for a part of 1e19 s or more (no int64 nanosecond count holds it;
+    refused before its digits are made) and ArithmeticError for a part that is not finite."""
+    try:
+        total = parts[0]
+        for d in parts[1:]:
+            total = _EXACT.add(total, d)
+        return int(_EXACT.multiply(total, NS_PER_S))
+    except Inexact:
+        pass
+    if any(not d.is_finite() for d in parts):
+        raise InvalidOperation("not a finite number of seconds")
+    if any(d.adjusted() >= 19 for d in parts):
+        raise ValueError("a number of seconds beyond the range of int64 nanoseconds")
+    if len(parts) == 1 and parts[0].adjusted() < -9:
+        return 0  # |x| < 1 ns; its fraction would have as many digits as its exponent says
+    exact = sum((Fraction(d) for d in parts), Fraction(0)) * 10**9
+    return int(exact)  # int() of a Fraction truncates toward zero
 
 
 @contextmanager

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import shlex
 from collections.abc import Callable
 from datetime import datetime
@@ -49,6 +50,7 @@ from bench_ledger.importers.base import (
     literal_paths,
     read_head,
     refuse_cut_last_line,
+    seconds_ns,
     unique_keys,
 )
 from bench_ledger.records import (
@@ -68,7 +70,6 @@ from pydantic import ValidationError
 
 VERSION = 1
 IMPORTER_NAME = "ledger-requests"
-E9 = Decimal(10**9)
 CSV_MAGIC = "# ledger_requests"
 INT_FIELDS = ("retries", "input_tokens", "output_tokens", "cached_tokens")
 SECONDS_FIELDS = ("ttft_s", "latency_s", "queue_s", "itl_mean_s")
@@ -270,8 +271,18 @@ def _read_csv_rows(path: Path) -> tuple[dict[str, Any], dict[str, list], list[in
 
 
 def _shown(value: Any) -> str:
-    """A value for a message: decimals as written in the file, everything else as repr."""
-    return f"{value}" if isinstance(value, Decimal) else f"{value!r:.40}"
+    """A value for a message: decimals as written in the file, everything else as repr (both cut at
+    40 characters). An integer too long to print (Python refuses to convert one of more than 4300
+    digits to text) is described by its number of digits."""
+    if isinstance(value, Decimal):
+        text = f"{value}"
+        return text if len(text) <= 40 else f"{text[:40]}... ({len(text)} characters)"
+    if isinstance(value, int) and abs(value) >= 10**40:
+        n = abs(value)
+        digits = int(math.log10(n)) + 1  # a float estimate, corrected exactly below
+        digits += (n >= 10**digits) - (n < 10 ** (digits - 1))
+        return f"an integer of {digits} digits"
+    return f"{value!r:.40}"
 
 
 def _convert(values: list, convert: Callable[[Any], Any], field: str, lines: list[int], path: Path) -> list:
@@ -297,8 +308,12 @@ def _seconds_ns(v: Any) -> int:
     if type(v) not in (int, Decimal, str):
         raise TypeError("expected a number of seconds")
     try:
-        return int(Decimal(v) * E9)
-    except (ArithmeticError, ValueError):
+        d = Decimal(v)
+    except ArithmeticError:
+        raise ValueError("expected a number of seconds") from None
+    try:
+        return seconds_ns(d)
+    except ArithmeticError:
         raise ValueError("expected a number of seconds") from None
 
 

@@ -56,6 +56,7 @@ from bench_ledger.importers.base import (
     literal_paths,
     load_json,
     prefetched,
+    seconds_ns,
 )
 from bench_ledger.records import (
     MAX_KEYS_PER_RUN,
@@ -72,7 +73,6 @@ from bench_ledger.records import (
 from bench_ledger.tools import SERVING_LATENCY_STAT, Tool
 from pydantic import ValidationError
 
-E9 = Decimal(10**9)
 # The DuckDB-parsed path for regular JSON Lines files (_fast_runs below; issue 7). Anything it
 # does not recognise as regular falls back to the Python path below, which owns every error message.
 FAST_PATH = True
@@ -309,12 +309,12 @@ def _times_ns(arrays: dict[str, list], ttft: list, latency: list, n: int) -> tup
     """send / first-token / end ns from perf_counter seconds, summed exactly as decimals."""
     none: list[int | None] = [None] * n
     starts = [Decimal(repr(x)) for x in arrays["start_times"]]
-    send = [int(s * E9) for s in starts]
+    send = [seconds_ns(s) for s in starts]
     first = end = none
     if "ttfts" in arrays:
-        first = [None if t is None else int((s + Decimal(repr(t))) * E9) for s, t in zip(starts, ttft)]
+        first = [None if t is None else seconds_ns(s, Decimal(repr(t))) for s, t in zip(starts, ttft)]
     if "latencies" in arrays:
-        end = [None if t is None else int((s + Decimal(repr(t))) * E9) for s, t in zip(starts, latency)]
+        end = [None if t is None else seconds_ns(s, Decimal(repr(t))) for s, t in zip(starts, latency)]
     return send, first, end
 
 

@@ -101,3 +101,4 @@ def printed_places(text: str) -> int | None:
     if not d.is_finite():
         return None
     return -int(d.as_tuple().exponent)
+

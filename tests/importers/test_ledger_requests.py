@@ -272,3 +272,36 @@ def test_blank_lines_and_carriage_returns_take_the_python_path(text: str, tmp_pa
     path.write_text('{"ledger_requests": 1, "run": "r", "tool": "t"}\n' + text + '{"status": "ok"}' + text)
     assert IMPORTER.parse_many([path], ParseOptions()) == [None]
     assert one_run(path).requests.line == [3]  # the Python path skips the blank line
+
+
+def test_an_integer_too_long_to_print_is_refused_by_its_length(tmp_path: Path) -> None:
+    """A 5000-digit number (the fuzz corpus's longest) in a time or token field: the message names
+    the line and field and describes the value by its digits; before, printing it raised Python's
+    own ValueError (more than 4300 digits) as a traceback."""
+    huge = "9" * 5000
+    header = "# ledger_requests v1 run=r tool=t clock=epoch_s\n"
+    cases = {
+        "time.csv": (f"{header}status,send_time\nok,{huge}\n",
+                     "line 3: field 'send_time': a number of seconds beyond the range of int64 nanoseconds, "
+                     f"got '{'9' * 39}"),
+        "time.jsonl": ('{"ledger_requests": 1, "run": "r", "tool": "t", "clock": "epoch_s"}\n'
+                       f'{{"status": "ok", "send_time": {huge}.5}}\n',
+                       "line 2: field 'send_time': a number of seconds beyond the range of int64 nanoseconds, "
+                       f"got {'9' * 40}... (5002 characters)"),
+    }
+    for name, (text, message) in cases.items():
+        path = tmp_path / name
+        path.write_text(text)
+        with pytest.raises(ParseError) as exc:
+            IMPORTER.parse(path, ParseOptions())
+        assert str(exc.value) == f"{path}, {message}"
+
+
+def test_seconds_with_more_digits_than_decimals_context_convert_exactly(tmp_path: Path) -> None:
+    """39 significant digits: x 10**9 in Decimal's default 28-digit context rounded up to the next
+    second (1751880001000000000 ns); truncated exactly it is ...999999999 ns."""
+    path = tmp_path / "digits.jsonl"
+    path.write_text('{"ledger_requests": 1, "run": "r", "tool": "t", "clock": "epoch_s"}\n'
+                    '{"status": "ok", "send_time": 1751880000.99999999999999999999999999999}\n')  # fmt: skip
+    (run,) = IMPORTER.parse(path, ParseOptions()).runs
+    assert run.requests.send_ns == [1751880000999999999]

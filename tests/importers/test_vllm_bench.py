@@ -320,3 +320,23 @@ def test_fast_path_falls_back_on_irregular_lines(tmp_path: Path) -> None:
     blank.write_text(good + "\n\n" + good + "\n")
     assert vb._fast_runs(blank) is None
     _assert_same(blank)
+
+
+def test_start_plus_ttft_is_summed_exactly_beyond_decimals_28_digits(tmp_path: Path) -> None:
+    """start 1751880000.9999998 s + ttft 1.9999999999999996e-07 s is 1751880000.99999999999999999999996 s
+    (33 digits): 1751880000999999999 ns, truncated. Python's Decimal rounds a sum to 28 digits, which
+    made it 1751880001.000000000000000000 s, one ns late; both parse paths must give the exact ns."""
+    import math
+
+    ttft = math.nextafter(2e-07, 0)
+    assert repr(ttft) == "1.9999999999999996e-07"
+    obj = {"date": "20261201-000000", "backend": "vllm", "num_prompts": 1, "completed": 1,
+           "input_lens": [10], "output_lens": [3], "ttfts": [ttft], "latencies": [0.5],
+           "itls": [[0.1, 0.1]], "errors": [""], "start_times": [1751880000.9999998]}  # fmt: skip
+    path = tmp_path / "exact.json"
+    path.write_text(_json.dumps(obj))
+    for fast in (False, True):
+        (run,) = numbered_across_runs(vb._runs(path, fast=fast))
+        req, _ = request_tables(7, 9, run.capture.clock, run.requests)
+        assert req.column("first_token_ns").to_pylist() == [1751880000999999999], fast
+        assert req.column("send_ns").to_pylist() == [1751880000999999800], fast
