@@ -23,6 +23,7 @@ close` in a terminal can take the file between two notebook cells. Writing workf
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -143,29 +144,44 @@ def import_export(ledger: Ledger, folder: str | Path):
 def demo(out: str | Path = "bench-ledger-demo", db: str | None = None) -> str:
     """`ledger demo` without the printing: generate the SYNTHETIC case study into ``out``, declare
     it and import it into a fresh ledger (``out``/ledger.duckdb unless ``db``); its URL."""
-    from bench_ledger.casestudy.generate import generate
-    from bench_ledger.ingest import ImportTarget
     from bench_ledger.store import Ledger
 
     out = Path(out)
     if db is None:
         out.mkdir(parents=True, exist_ok=True)
         db = f"duckdb:///{out / 'ledger.duckdb'}"
-    generated = generate(out / "data")
     with Ledger(db) as ledger:
-        ledger.init()
-        ledger.require_empty()
-        done = declare_file(ledger, generated.manifest)
-        from bench_ledger import importers
-        from bench_ledger.ingest import import_file as _import_file
-
-        for dep, attempt, log in done.launch_logs:
-            _import_file(ledger, log, importers.by_name("vllm-server-log"),
-                         ImportTarget(batch=None, deployment=dep, launch=(dep, attempt)))  # fmt: skip
-        for job in generated.imports:
-            _import_file(ledger, job.path, importers.choose(job.path),
-                         ImportTarget(batch=job.batch, run=job.run, node=job.node))  # fmt: skip
+        build_demo(ledger, out / "data")
     return db
+
+
+def build_demo(ledger: Ledger, data: Path,
+               import_one: Callable[[Ledger, Path, str | None, Any], bool] | None = None) -> bool:  # fmt: skip
+    """The case study's build, the one home of it (`ledger demo` and :func:`demo`): generate the
+    SYNTHETIC raw files into ``data``, migrate the empty ``ledger``, declare the system under test,
+    import each launch's server log and then every generated file. ``import_one(ledger, path,
+    format, target)`` imports one file (the CLI's prints what happened and returns False on a
+    failure; by default a failure raises). True when every file imported."""
+    from bench_ledger.casestudy.generate import generate
+    from bench_ledger.ingest import ImportTarget
+
+    generated = generate(data)
+    ledger.init()
+    ledger.require_empty()
+    done = declare_file(ledger, generated.manifest)
+    jobs = [(log, "vllm-server-log", ImportTarget(batch=None, deployment=dep, launch=(dep, attempt)))
+            for dep, attempt, log in done.launch_logs]  # fmt: skip
+    jobs += [(job.path, None, ImportTarget(batch=job.batch, run=job.run, node=job.node)) for job in generated.imports]
+    each = import_one or _import_or_raise
+    return all([each(ledger, path, fmt, target) for path, fmt, target in jobs])  # a list: every file is tried
+
+
+def _import_or_raise(ledger: Ledger, path: Path, fmt: str | None, target: Any) -> bool:
+    from bench_ledger import importers
+    from bench_ledger.ingest import import_file as _import_file
+
+    _import_file(ledger, path, importers.choose(path, fmt), target)
+    return True
 
 
 # --------------------------------------------------------------------------- tables for notebooks
