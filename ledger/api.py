@@ -169,7 +169,7 @@ def build_demo(ledger: Ledger, data: Path,
     ledger.init()
     ledger.require_empty()
     done = declare_file(ledger, generated.manifest)
-    jobs = [(log, "vllm-server-log", ImportTarget(batch=None, deployment=dep, launch=(dep, attempt)))
+    jobs: list[tuple[Path, str | None, ImportTarget]] = [(log, "vllm-server-log", ImportTarget(batch=None, deployment=dep, launch=(dep, attempt)))
             for dep, attempt, log in done.launch_logs]  # fmt: skip
     jobs += [(job.path, None, ImportTarget(batch=job.batch, run=job.run, node=job.node)) for job in generated.imports]
     each = import_one or _import_or_raise
