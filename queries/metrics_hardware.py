@@ -61,12 +61,8 @@ def across_cards(kind: str) -> tuple[str, str, str]:
 
 
 def samples_sql(artefact_ids: list[int], counter: str, window: tuple[object, object] | None) -> sa.Select:
-    stmt = sa.select(HS.c.artefact_id, HS.c.node, HS.c.gpu, HS.c.tick, HS.c.ts, HS.c.value, HS.c.unit).where(
-        HS.c.artefact_id.in_(artefact_ids), HS.c.counter == counter
-    )
-    if window is not None:
-        stmt = stmt.where(HS.c.ts >= window[0], HS.c.ts <= window[1])
-    return stmt.order_by(HS.c.artefact_id, HS.c.tick, HS.c.gpu)
+    stmt = sa.select(HS.c.artefact_id, HS.c.node, HS.c.gpu, HS.c.tick, HS.c.ts, HS.c.value, HS.c.unit)
+    return stmt.where(*_where(artefact_ids, counter, window)).order_by(HS.c.artefact_id, HS.c.tick, HS.c.gpu)
 
 
 def card_name(row) -> str:
@@ -74,8 +70,19 @@ def card_name(row) -> str:
     return f"{row.node}:gpu{row.gpu}" if row.node else f"artefact{row.artefact_id}:gpu{row.gpu}"
 
 
-def _load(conn: sa.Connection, ctx: Ctx, metric: Metric, counter: str):
-    """Samples of the counter in the scope, or an n/a value saying why there are none."""
+def _where(artefact_ids: list[int], counter: str, window: tuple[object, object] | None) -> list:
+    where = [HS.c.artefact_id.in_(artefact_ids), HS.c.counter == counter]
+    if window is not None:
+        where += [HS.c.ts >= window[0], HS.c.ts <= window[1]]
+    return where
+
+
+def _load(conn: sa.Connection, ctx: Ctx, metric: Metric, counter: str, gpu: str | None = None):
+    """Samples of the counter in the scope, or an n/a value saying why there are none.
+
+    With ``gpu`` (a scope's card) the rows read are that card's only: the scope's cards and units come
+    from one DISTINCT statement, so the checks (not sampled, several units, card not found or ambiguous)
+    see every card of the scope, as without it."""
     if not ctx.hw_artefact_ids:
         return na(metric, ctx, "no hardware samples in this scope"), None, None
     if ctx.window is None and ctx.window_note:
@@ -87,12 +94,27 @@ def _load(conn: sa.Connection, ctx: Ctx, metric: Metric, counter: str):
         ).scalar_one()  # fmt: skip
         if untimed:
             return na(metric, ctx, "samples have no timestamps (dmon without -o DT): a window cannot select them"), None, None
-    rows = [r for r in conn.execute(samples_sql(ctx.hw_artefact_ids, counter, ctx.window))]
-    if not rows:
+    if gpu is None:
+        rows = [r for r in conn.execute(samples_sql(ctx.hw_artefact_ids, counter, ctx.window))]
+        keys = rows
+        units = {r.unit for r in rows}
+    else:
+        keys = list(conn.execute(sa.select(HS.c.artefact_id, HS.c.node, HS.c.gpu, HS.c.unit).distinct()
+                                 .where(*_where(ctx.hw_artefact_ids, counter, ctx.window))))  # fmt: skip
+        units = {k.unit for k in keys}
+    if not keys:
         return na(metric, ctx, f"counter {counter!r} not sampled in this scope"), None, None
-    units = {r.unit for r in rows}
     if len(units) > 1:
         return na(metric, ctx, f"counter {counter!r} printed in several units: {sorted(units)}"), None, None
+    names = list(dict.fromkeys(card_name(k) for k in keys))
+    if gpu is not None:
+        hits = match_cards(names, gpu)
+        if len(hits) != 1:
+            return na(metric, ctx, f"card {gpu!r} {'ambiguous' if hits else 'not found'}; cards: {sorted(names)}"), None, None
+        mine = {(k.artefact_id, k.node, k.gpu) for k in keys if card_name(k) == hits[0]}
+        card = sa.or_(*(sa.and_(HS.c.artefact_id == a, HS.c.gpu == g, HS.c.node.is_(None) if n is None else HS.c.node == n)
+                        for a, n, g in sorted(mine, key=repr)))  # fmt: skip
+        rows = list(conn.execute(samples_sql(ctx.hw_artefact_ids, counter, ctx.window).where(card)))
     return None, rows, units.pop()
 
 
@@ -114,17 +136,11 @@ def card_stat(counter: str, stat: str) -> Callable:
     """Mean or max of one card's counter over the window; one card only (name it with Scope.gpu)."""
 
     def compute(conn: sa.Connection, ctx: Ctx, metric: Metric):
-        bad, rows, unit = _load(conn, ctx, metric, counter)
+        bad, rows, unit = _load(conn, ctx, metric, counter, ctx.scope.gpu)  # a named card: its rows only
         if bad:
             return bad
         cards = _per_card(rows)
         per = {c: (None if not v else mean(v) if stat == "mean" else max(v)) for c, v in cards.items()}
-        gpu = ctx.scope.gpu
-        if gpu is not None:
-            hits = match_cards(per, gpu)
-            if len(hits) != 1:
-                return na(metric, ctx, f"card {gpu!r} {'ambiguous' if hits else 'not found'}; cards: {sorted(per)}")
-            per = {hits[0]: per[hits[0]]}
         shown = {c: (None if v is None else float(v)) for c, v in per.items()}
         if len(per) > 1:
             return na(metric, ctx, f"per-card statistic: {len(per)} cards in scope; name one (Scope.gpu)",

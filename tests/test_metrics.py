@@ -330,3 +330,32 @@ def test_cli_metrics_two_batches_juxtaposed(two_batches: Ledger, ledger_url: str
                                            "flag": "derived"}  # fmt: skip
     csv_out = CliRunner().invoke(main, ["metrics", "--db", ledger_url, "--batch", "b2", "--csv"])
     assert csv_out.exit_code == 0 and "total_tpm_flag" in csv_out.output.splitlines()[0]
+
+
+def test_named_card_reads_only_its_rows_and_checks_every_card(
+    ledger: Ledger, ledger_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bench_ledger.queries import metrics_hardware as mh
+
+    (tmp_path / "a.txt").write_text(DMON)
+    (tmp_path / "b.txt").write_text(DMON.replace("   90 ", "   30 "))  # node n0 again: the same cards
+    (tmp_path / "c.txt").write_text(DMON.replace("   80 ", "   20 "))  # no node: cards named by artefact
+    for f, *node in (("a.txt", "--node", "n0"), ("b.txt", "--node", "n0"), ("c.txt",)):
+        imp(ledger_url, str(tmp_path / f), "--batch", "hw", *node)
+    seen: list[int] = []
+    per_card = mh._per_card
+    monkeypatch.setattr(mh, "_per_card", lambda rows: seen.append(len(rows)) or per_card(rows))
+    all_cards = evaluate(ledger, "gpu_activity_time_pct_mean", Scope(batch="hw"))
+    art = sorted(c for c in all_cards.inputs["per_card"] if c.startswith("artefact"))
+    assert all_cards.inputs["per_card"] == {"n0:gpu0": 65.0, "n0:gpu1": 70.0, art[0]: 80.0, art[1]: 40.0}
+    assert seen == [12]
+    one = evaluate(ledger, "gpu_activity_time_pct_mean", Scope(batch="hw", gpu="n0:gpu0"))
+    assert one.value == 65 and one.inputs["samples"] == 4 and one.inputs["card"] == "n0:gpu0"
+    assert seen == [12, 4]  # both files of node n0, not the other cards' rows
+    other = evaluate(ledger, "gpu_activity_time_pct_max", Scope(batch="hw", gpu=art[1]))
+    assert other.value == 60 and seen == [12, 4, 2]
+    amb = evaluate(ledger, "gpu_activity_time_pct_mean", Scope(batch="hw", gpu="1"))
+    assert amb.na_reason == f"card '1' ambiguous; cards: {sorted(all_cards.inputs['per_card'])}"
+    gone = evaluate(ledger, "gpu_activity_time_pct_mean", Scope(batch="hw", gpu="n1:gpu0"))
+    assert gone.na_reason == f"card 'n1:gpu0' not found; cards: {sorted(all_cards.inputs['per_card'])}"
+    assert seen == [12, 4, 2]
