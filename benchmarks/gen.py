@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import math
 import random
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -19,8 +20,34 @@ UNITS = ("W", "C", "C", "%", "%", "%", "%", "%", "%", "MHz", "MHz", "MB")
 HEADER_EVERY_TICKS = 20  # dmon repeats its two header lines
 
 
-def _run(rng: random.Random, i: int, n: int, gaps: int) -> tuple[dict, list[dict]]:
-    """One run as a vLLM result object, plus the same requests as ledger-format records."""
+def _vllm_peaks(starts: list[float], ttfts: list[float], itls: list[list[float]], lats: list[float],
+                errors: list[str]) -> tuple[float, int]:
+    """max_output_tokens_per_s and max_concurrent_requests as vLLM's calculate_metrics computes them
+    (benchmarks/serve.py): in floats, token times start + ttft then += each itl, bucketed by
+    int(time - earliest start); a request counted in each second int(start - lo) .. int(start + latency - lo)."""
+    ok = [j for j, e in enumerate(errors) if not e]
+    if not ok:
+        return 0.0, 0
+    lo = min(starts[j] for j in ok)
+    seconds = int(math.ceil(max(starts[j] + lats[j] for j in ok) - lo)) + 1
+    tokens, active = [0] * seconds, [0] * seconds
+    for j in ok:
+        t = starts[j] + ttfts[j]
+        times = [t]
+        for g in itls[j]:
+            t += g
+            times.append(t)
+        for t in times:
+            if 0 <= int(t - lo) < seconds:
+                tokens[int(t - lo)] += 1
+        for sec in range(int(starts[j] - lo), int((starts[j] + lats[j]) - lo) + 1):
+            active[sec] += 1
+    return float(max(tokens)), max(active)
+
+
+def _run(rng: random.Random, i: int, n: int, gaps: int, peaks: bool = False) -> tuple[dict, list[dict]]:
+    """One run as a vLLM result object, plus the same requests as ledger-format records (with
+    ``peaks``, the object reports max_output_tokens_per_s and max_concurrent_requests too)."""
     t0 = 1000.0 + i * 500.0
     input_lens, output_lens, ttfts, itls, lats, errors, starts = [], [], [], [], [], [], []
     ledger_recs = []
@@ -58,16 +85,20 @@ def _run(rng: random.Random, i: int, n: int, gaps: int) -> tuple[dict, list[dict
         "p99_ttft_ms": 318.0, "input_lens": input_lens, "output_lens": output_lens, "ttfts": ttfts,
         "itls": itls, "latencies": lats, "errors": errors, "start_times": starts,
     }
+    if peaks:
+        obj["max_output_tokens_per_s"], obj["max_concurrent_requests"] = _vllm_peaks(starts, ttfts, itls, lats, errors)
     return obj, ledger_recs
 
 
-def vllm_and_ledger(out: Path, runs: int, per_run: int, gaps: int, ledger_dir: Path | None, seed: int = SEED) -> int:
-    """Write the vLLM JSON Lines file (and, if ledger_dir, one ledger-format file per run)."""
+def vllm_and_ledger(out: Path, runs: int, per_run: int, gaps: int, ledger_dir: Path | None, seed: int = SEED,
+                    peaks: bool = False) -> int:
+    """Write the vLLM JSON Lines file (and, if ledger_dir, one ledger-format file per run); with
+    ``peaks``, each run reports vLLM's max_output_tokens_per_s and max_concurrent_requests."""
     rng = random.Random(seed)
     total = 0
     with open(out, "w") as fh:
         for i in range(runs):
-            obj, recs = _run(rng, i, per_run, gaps)
+            obj, recs = _run(rng, i, per_run, gaps, peaks)
             fh.write(json.dumps(obj) + "\n")
             total += per_run
             if ledger_dir is not None:

@@ -523,9 +523,9 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
         n_gap = gen.vllm_and_ledger(gapf, sz["gap_runs"], sz["gap_per_run"], sz["gap_gaps"], None, seed=gen.SEED + 1)
         n_dmon_lines = gen.dmon(dmon_txt, dmon_csv, sz["gpus"], sz["ticks"])
         done.write_text(json.dumps([n_vllm, n_gap, n_dmon_lines]))
-    checkf = data / f"vllm_check_{sz['check_requests']}.jsonl"
+    checkf = data / f"vllm_check_peaks_{sz['check_requests']}.jsonl"  # reports vLLM's peak-second keys
     if "check" in only and not checkf.exists():  # one run of check_requests requests (`ledger check`)
-        gen.vllm_and_ledger(checkf, 1, sz["check_requests"], sz["gaps"], None, seed=gen.SEED + 2)
+        gen.vllm_and_ledger(checkf, 1, sz["check_requests"], sz["gaps"], None, seed=gen.SEED + 2, peaks=True)
     n_dmon_rows = n_dmon_lines * len(gen.COUNTERS)
     log(f"inputs generated in {time.perf_counter() - t0:.1f} s: {n_vllm} vLLM requests, {n_gap} with "
         f"{sz['gap_gaps']} gaps, {n_dmon_lines} dmon lines")

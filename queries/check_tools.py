@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+import numpy as np
 from bench_ledger.queries.check import AGREE, DISAGREE, REL_IDENTITY, Records, Reported
 from bench_ledger.queries.check_stats import (
     GUIDELLM_INVERTED_CDF,
@@ -188,11 +189,53 @@ _SERVING_SETTINGS = ("request_goodput", "request_goodput:", "accept_length")
 BOUNDARY = Fraction(1, 10**6)  # a token this close to a second boundary cannot be placed from ns-truncated starts
 
 
+_NS = 10**9
+_EPS = 2.0**-50  # a generous bound of float64's relative rounding per operation (2**-53), times 8
+
+
+def _exact_second(t: Fraction, lo: Fraction, idx: Callable[[], int]) -> int:
+    """The whole second of ``t`` since ``lo``, refused within :data:`BOUNDARY` of a second boundary."""
+    second, into = divmod(t - lo, 1)
+    if into < BOUNDARY or 1 - into < BOUNDARY:
+        raise NotDerivable(f"request {idx()} has a time within 1 us of a second boundary ({float(t - lo):.9f} "
+                           "s): the start times, kept to the ns, cannot place it")  # fmt: skip
+    return int(second)
+
+
+def _near(t: np.ndarray, err: np.ndarray) -> np.ndarray:
+    """Where a float time ``t`` (its exact value within ``err``) may lie within BOUNDARY of a whole
+    second: only there does the exact value decide; elsewhere floor(t) is the exact value's second."""
+    into = t - np.floor(t)  # exact in float64 (the fraction bits of t)
+    margin = float(BOUNDARY) + err + 1e-12
+    return (into < margin) | (1.0 - into < margin)
+
+
+def _tally(counts: dict, seconds: np.ndarray) -> None:
+    """Add one to each of ``seconds`` (int64) in the per-second tally ``counts`` {"base", "n"}."""
+    if not len(seconds):
+        return
+    lo, hi = int(seconds.min()), int(seconds.max())
+    base, n = counts["base"], counts["n"]
+    if lo < base or hi >= base + len(n):
+        new_base = min(base, lo)
+        grown = np.zeros(max(base + len(n), hi + 1) - new_base, dtype=np.int64)
+        grown[base - new_base: base - new_base + len(n)] = n
+        counts["base"], counts["n"] = new_base, grown
+    counts["n"] += np.bincount(seconds - counts["base"], minlength=len(counts["n"]))
+
+
 def _peak_second(key: str, rec: Records) -> tuple[Fraction, str]:
     """vLLM ``calculate_metrics`` (benchmarks/serve.py): each successful request's token times start +
     ttft, then + each itl, counted per whole second since the earliest start; max_output_tokens_per_s
     is the fullest second. max_concurrent_requests counts a request in every second from its start to
-    start + latency, so it needs the latencies."""
+    start + latency, so it needs the latencies.
+
+    Exact: each time is start (ns) + ttft + the itls as rationals, refused within BOUNDARY of a second.
+    Computed over the columns: numpy replays each request's times in float64 in vLLM's order (start -
+    earliest start, + ttft, += each itl, one itl position at a time over the requests that have it),
+    with a bound on the rounding; only a time whose float lies within BOUNDARY + that bound of a
+    boundary is placed from its exact rational (tests/test_check_peak.py: equal to the row-by-row
+    rational replay)."""
     rec.need_status()
     if key == "max_concurrent_requests" and "latency_s" not in rec.fields:
         raise NotDerivable("vLLM counts a request in each second from its start to start + latency; the "
@@ -200,34 +243,90 @@ def _peak_second(key: str, rec: Records) -> tuple[Fraction, str]:
     for f in ("send_time", "ttft_s"):
         if f not in rec.fields:
             raise NotDerivable(f"needed field {f} not captured (token times are start + ttft + the itls)")
-    if not rec.ok:
+    send = rec.column("send_ns", "send_time").array
+    if not len(send):
         return Fraction(0), "no successful request"
-    starts = [Fraction(r["send_ns"], 10**9) for r in rec.ok]
-    lo = min(starts)
-    buckets: dict[int, int] = {}
-
-    def second_of(t: Fraction, r: dict) -> int:
-        second, into = divmod(t - lo, 1)
-        if into < BOUNDARY or 1 - into < BOUNDARY:
-            raise NotDerivable(f"request {r['idx']} has a time within 1 us of a second boundary ({float(t - lo):.9f} "
-                               "s): the start times, kept to the ns, cannot place it")  # fmt: skip
-        return int(second)
+    lo_ns = int(send.min())
+    lo = Fraction(lo_ns, _NS)
+    rel_ns = send - lo_ns  # exact (int64)
+    rel = rel_ns / _NS  # float64, within |rel| * 2**-53
+    idx = lambda i: (lambda: int(rec.source.ok_column("idx").to_numpy()[i]))  # noqa: E731 (read on an error only)
+    counts: dict = {"base": 0, "n": np.zeros(0, dtype=np.int64)}
 
     if key == "max_concurrent_requests":
-        for start, r in zip(starts, rec.ok, strict=True):
-            for second in range(second_of(start, r) if start != lo else 0,
-                                second_of(start + Fraction(r["latency_s"]), r) + 1):  # fmt: skip
-                buckets[second] = buckets.get(second, 0) + 1
-        return Fraction(max(buckets.values())), (f"the fullest whole second of the successful requests' spans "
-                                                 f"(start to start + latency), of {len(buckets)} seconds")  # fmt: skip
-    for start, r, gaps in zip(starts, rec.ok, rec.record_gaps(), strict=True):
-        t = start + Fraction(r["ttft_s"])
-        for g in (0.0, *gaps):
-            t += Fraction(g)
-            second = second_of(t, r)
-            buckets[second] = buckets.get(second, 0) + 1
-    return Fraction(max(buckets.values())), (f"the fullest whole second of the successful requests' token times "
-                                             f"(start + ttft + itls), of {len(buckets)} seconds")  # fmt: skip
+        lat = rec.column("latency_s").array
+        sec0, into0 = np.divmod(rel_ns, _NS)
+        bound_ns = _NS // 10**6  # BOUNDARY in ns: the start is exact in ns
+        bad0 = (rel_ns != 0) & ((into0 < bound_ns) | (_NS - into0 < bound_ns))
+        end = rel + lat
+        near = _near(end, (np.abs(rel) + np.abs(lat)) * _EPS)
+        sec1 = np.floor(end).astype(np.int64)
+        for i in np.flatnonzero(near | bad0):  # in record order, the start before the end, as vLLM walks them
+            start = Fraction(int(send[i]), _NS)
+            if bad0[i]:
+                _exact_second(start, lo, idx(i))
+            sec1[i] = _exact_second(start + Fraction(float(lat[i])), lo, idx(i))
+        span = sec1 - sec0 + 1
+        keep = span > 0
+        first, span = sec0[keep], span[keep]
+        # each request's seconds sec0 .. sec1: repeat each first second, plus 0, 1, ... within its span
+        within = np.arange(int(span.sum()), dtype=np.int64) - np.repeat(np.cumsum(span) - span, span)
+        _tally(counts, np.repeat(first, span) + within)
+        what = "spans (start to start + latency)"
+    else:
+        ttft = rec.column("ttft_s").array
+        if "chunk_gaps" in rec.fields:
+            cc = rec.source.ok_column("chunk_count").to_numpy(zero_copy_only=False)
+            ngap = np.maximum(np.nan_to_num(cc.astype(np.float64), nan=0.0).astype(np.int64) - 1, 0)
+            gaps = rec.gaps.array
+            if int(ngap.sum()) != len(gaps):
+                raise NotDerivable(f"the ok records' chunk counts imply {int(ngap.sum())} chunk gaps; the ledger "
+                                   f"holds {len(gaps)}")  # fmt: skip
+        else:
+            rec.record_gaps()  # raises NotDerivable (chunk_gaps not captured), as the row walk did
+            raise AssertionError("unreachable")
+        offs = np.cumsum(ngap) - ngap
+        # the rounding bound of each request's times: every partial sum is at most this in magnitude
+        size = np.abs(rel) + np.abs(ttft)
+        if len(gaps):
+            absg = gaps if gaps.min() >= 0 else np.abs(gaps)
+            size += np.add.reduceat(absg, np.minimum(offs, len(gaps) - 1)) * (ngap > 0)
+        err = size * (ngap + 2) * _EPS
+        t = rel + ttft
+        order = np.argsort(-ngap, kind="stable")  # requests with more itls first: position j's are a prefix
+        # have[j]: how many requests have a j-th itl (the first have[j] of order)
+        have = np.searchsorted(-ngap[order], -np.arange(int(ngap.max(initial=0)) + 1), side="right")
+        near_at: list[tuple[np.ndarray, int]] = []  # (requests, position) of times the float cannot place
+
+        def place(who: np.ndarray, tj: np.ndarray, j: int) -> None:
+            near = _near(tj, err[who])
+            _tally(counts, np.floor(tj[~near]).astype(np.int64))
+            if near.any():
+                near_at.append((who[near], j))
+
+        place(np.arange(len(t)), t, 0)
+        for j in range(1, len(have)):
+            who = order[: have[j]]
+            t[who] += gaps[offs[who] + j - 1]
+            place(who, t[who], j)
+        if near_at:  # the exact times of the few near a boundary, in record order then token order
+            pairs = sorted((int(i), j) for who, j in near_at for i in who)
+            exact: dict[int, list[Fraction]] = {}
+            seconds = []
+            for i, j in pairs:
+                if i not in exact:
+                    ts = [Fraction(int(send[i]), _NS) + Fraction(float(ttft[i]))]
+                    for g in gaps[offs[i]: offs[i] + ngap[i]].tolist():
+                        ts.append(ts[-1] + Fraction(g))
+                    exact[i] = ts
+                seconds.append(_exact_second(exact[i][j], lo, idx(i)))
+            _tally(counts, np.array(seconds, dtype=np.int64))
+        what = "token times (start + ttft + itls)"
+    n = counts["n"]
+    if not n.any():
+        raise NotDerivable(f"no second holds a successful request's {what.split(' (')[0]}")
+    return Fraction(int(n.max())), f"the fullest whole second of the successful requests' {what}, of " \
+                                   f"{int(np.count_nonzero(n))} seconds"
 
 
 def _serving(key: str, rec: Records) -> tuple[Fraction, str]:
