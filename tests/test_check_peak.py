@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import random
+import sys
 from fractions import Fraction
 from pathlib import Path
 
@@ -17,7 +18,7 @@ import pytest
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.cli import main
-from bench_ledger.queries.check import Records, StatusCounts, _records
+from bench_ledger.queries.check import RECORDS, Records, StatusCounts, _records, check
 from bench_ledger.queries.check_stats import NotDerivable
 from bench_ledger.queries.check_tools import BOUNDARY, _peak_second
 from bench_ledger.queries.exact_column import ExactColumn
@@ -177,3 +178,19 @@ def test_columns_equal_the_row_walk_on_the_real_vllm_samples(ledger: Ledger, led
                 assert got == outcome(_row_walk, key, rec_b), (run_id, key)
                 placed += got[0] != "not re-derivable"
     assert placed == 3  # the serve sample's peak, twice, and its concurrency with latencies: 26, 26, 2
+
+
+def test_the_benchmark_check_input_reports_vllms_peaks(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
+    """benchmarks/gen.py writes max_output_tokens_per_s and max_concurrent_requests by vLLM's float
+    definition for the check input, so the benchmark's `ledger check` figure covers the replays."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import gen
+
+    f = tmp_path / "check.jsonl"
+    gen.vllm_and_ledger(f, 1, 2000, 4, None, seed=gen.SEED + 2, peaks=True)
+    obj = json.loads(f.read_text())
+    assert (obj["max_output_tokens_per_s"], obj["max_concurrent_requests"]) == (420.0, 104)
+    res = CliRunner().invoke(main, ["import", "--db", ledger_url, "-q", "--batch", "c", str(f)])
+    assert res.exit_code == 0, res.output
+    by = {r.key: r for r in check(ledger, batch="c") if r.section == RECORDS}
+    assert [(by[k].recomputed, by[k].status) for k in KEYS] == [(420.0, "agree"), (104.0, "agree")]
