@@ -310,16 +310,16 @@ def _peak_second(key: str, rec: Records) -> tuple[Fraction, str]:
             t[who] += gaps[offs[who] + j - 1]
             place(who, t[who], j)
         if near_at:  # the exact times of the few near a boundary, in record order then token order
-            pairs = sorted((int(i), j) for who, j in near_at for i in who)
+            pairs = sorted((int(r), k) for who, k in near_at for r in who)
             exact: dict[int, list[Fraction]] = {}
             seconds = []
-            for i, j in pairs:
-                if i not in exact:
-                    ts = [Fraction(int(send[i]), _NS) + Fraction(float(ttft[i]))]
-                    for g in gaps[offs[i]: offs[i] + ngap[i]].tolist():
+            for r, k in pairs:
+                if r not in exact:
+                    ts = [Fraction(int(send[r]), _NS) + Fraction(float(ttft[r]))]
+                    for g in gaps[offs[r]: offs[r] + ngap[r]].tolist():
                         ts.append(ts[-1] + Fraction(g))
-                    exact[i] = ts
-                seconds.append(_exact_second(exact[i][j], lo, idx(i)))
+                    exact[r] = ts
+                seconds.append(_exact_second(exact[r][k], lo, idx(r)))
             _tally(counts, np.array(seconds, dtype=np.int64))
         what = "token times (start + ttft + itls)"
     n = counts["n"]
