@@ -5,7 +5,8 @@ metrics and audit times, each against baselines measured in the same run.
     .venv/bin/python benchmarks/run.py --quick    # small sizes (CI), writes the report to --out or a temp dir
 
 Inputs are generated with a fixed seed into a temp dir. Every `ledger import` runs as a subprocess
-(start to exit); its peak RSS comes from os.wait4's rusage of that child. Baselines:
+(start to exit), forked from a small launcher process that reports its wall time and peak RSS
+(os.wait4's rusage; see LAUNCHER). Baselines:
 * floor: DuckDB's own read_json / read_csv of the same data into a flat table (in-process), and
   PostgreSQL COPY of a CSV of the same rows (CSV written beforehand by DuckDB, not timed);
 * the usual way: one SQLAlchemy ORM object per row on a subset, extrapolated (labelled);
@@ -64,27 +65,43 @@ class Figure:
 # ----------------------------------------------------------------------------------- processes
 
 
+# Why a launcher: Linux carries a process's RSS high-water mark into the ru_maxrss of a child it forks
+# (the copied memory map's mark is kept at exec), so a child forked by this process, which holds the
+# floors' data, reported this process's own peak when its own was smaller (the same 523 MB / 757 MB for
+# different commands in earlier runs). The launcher is a fresh small interpreter: the command is forked
+# from it, and it reports the command's own wall time and peak RSS (os.wait4).
+LAUNCHER = """import os, subprocess, sys, time
+t0 = time.perf_counter()
+p = subprocess.Popen(sys.argv[2:])
+_, status, ru = os.wait4(p.pid, 0)
+wall = time.perf_counter() - t0
+with open(sys.argv[1], "w") as fh:
+    fh.write(f"{wall!r} {ru.ru_maxrss}")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 def run_child(args: list[str], timeout: float, env: dict | None = None) -> tuple[float, float, int, str]:
-    """Run a command; (wall seconds, peak RSS MB of that child, exit code, output tail)."""
+    """Run a command through :data:`LAUNCHER`; (wall seconds, peak RSS MB of the command itself,
+    exit code, output tail). On a timeout the command's whole process group is killed (exit -9)."""
+    import signal
+
     t0 = time.perf_counter()
-    with tempfile.TemporaryFile() as out:
-        p = subprocess.Popen(args, stdout=out, stderr=subprocess.STDOUT, env=env, cwd=ROOT)
-        deadline = t0 + timeout
-        while True:
-            pid, status, ru = os.wait4(p.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.perf_counter() > deadline:
-                p.kill()
-                pid, status, ru = os.wait4(p.pid, 0)
-                status = -9
-                break
-            time.sleep(0.01)
-        wall = time.perf_counter() - t0
-        p.returncode = os.waitstatus_to_exitcode(status) if status != -9 else -9
+    with tempfile.TemporaryFile() as out, tempfile.NamedTemporaryFile("r", suffix=".rusage") as rusage:
+        p = subprocess.Popen([sys.executable, "-c", LAUNCHER, rusage.name, *args], stdout=out,
+                             stderr=subprocess.STDOUT, env=env, cwd=ROOT, start_new_session=True)  # fmt: skip
+        try:
+            p.wait(timeout=timeout)
+            rc = p.returncode
+        except subprocess.TimeoutExpired:
+            os.killpg(p.pid, signal.SIGKILL)
+            p.wait()
+            rc = -9
+        measured = rusage.read().split()
+        wall, peak = (float(measured[0]), int(measured[1]) / 1024) if measured else (time.perf_counter() - t0, 0.0)
         out.seek(0)
         text = out.read().decode(errors="replace")
-    return wall, ru.ru_maxrss / 1024, p.returncode, text[-2000:]
+    return wall, peak, rc, text[-2000:]
 
 
 def init_schema(url: str) -> None:
