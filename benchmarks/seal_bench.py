@@ -133,7 +133,8 @@ def table(runs: list[dict], sizes: dict) -> str:
 def write_section(text: str) -> None:
     path = ROOT / "BENCHMARKS.md"
     body = path.read_text()
-    section = f"{MARK_BEGIN}\n## Seals (issue 11): close and verify against the import\n\n{text}\n{MARK_END}"
+    notes = (ROOT / "benchmarks" / "seal_notes.md").read_text().strip("\n")  # hand-written, kept with the figures
+    section = f"{MARK_BEGIN}\n## Seals (issue 11): close and verify against the import\n\n{text}\n\n{notes}\n{MARK_END}"
     if MARK_BEGIN in body:
         body = re.sub(re.escape(MARK_BEGIN) + ".*?" + re.escape(MARK_END), lambda _: section, body, flags=re.S)
     else:
