@@ -278,6 +278,19 @@ def seconds_ns(*parts: Decimal) -> int:
     return int(exact)  # int() of a Fraction truncates toward zero
 
 
+def file_size(path: Path) -> int:
+    """The file's size in bytes; 0 when it cannot be read (the fast paths' size threshold)."""
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
+
+
+def sql_text(text: str) -> str:
+    """``text`` as a SQL string literal for the in-memory DuckDB of the fast paths."""
+    return "'" + text.replace("'", "''") + "'"
+
+
 @contextmanager
 def literal_paths(paths: list[Path]) -> Iterator[list[Path]]:
     """Names for ``paths`` that DuckDB cannot read as glob patterns: read_json expands ``*``, ``?``,

@@ -44,6 +44,7 @@ from bench_ledger.importers.base import (
     ParseOptions,
     exact_decimal,
     exact_ns,
+    file_size,
     first_json_value,
     inexact,
     json_problem,
@@ -51,6 +52,7 @@ from bench_ledger.importers.base import (
     read_head,
     refuse_cut_last_line,
     seconds_ns,
+    sql_text,
     unique_keys,
 )
 from bench_ledger.records import (
@@ -397,7 +399,7 @@ class LedgerRequestsImporter:
         path = Path(path)
         kind, _ = first_json_value(read_head(path, 4096))
         csv_text = kind != "object"
-        if not csv_text and FAST_PATH and _size(path) >= FAST_MIN_BYTES and (fast := _fast_parse([path])[0]) is not None:
+        if not csv_text and FAST_PATH and file_size(path) >= FAST_MIN_BYTES and (fast := _fast_parse([path])[0]) is not None:
             return fast
         header, cols, lines = (_read_csv if csv_text else _read_jsonl)(path)
         capture = _capture(header, list(cols), len(lines))
@@ -498,17 +500,6 @@ def _irregular(clock: str | None) -> str:
 _BLANK_FIRST, _BLANK_LAST = "^[ \\t]*\\n", "\\n[ \\t]+$"  # a blank line 2, a blank last line without line end
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _q(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _fast_header(path: Path) -> dict[str, Any] | None:
     """The checked header of line 1, or None where it is not a regular JSON Lines header."""
     try:
@@ -553,11 +544,11 @@ def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool) -> list
         con.execute("SET preserve_insertion_order = true")
         con.execute("SET enable_progress_bar = false")
         with literal_paths(paths) as plain:
-            listed = "[" + ", ".join(_q(str(p)) for p in plain) + "]"
-            present = ", ".join(f"contains(body, {_q(chr(34) + f + chr(34) + ':')})" for f in REQUEST_FIELDS)
+            listed = "[" + ", ".join(sql_text(str(p)) for p in plain) + "]"
+            present = ", ".join(f"contains(body, {sql_text(chr(34) + f + chr(34) + ':')})" for f in REQUEST_FIELDS)
             checks = con.execute(
-                f"SELECT filename, regexp_matches(body, {_q(_irregular('epoch_ns' if ns else None))}) "
-                f"OR regexp_matches(body, {_q(_BLANK_FIRST)}) OR regexp_matches(right(body, 256), {_q(_BLANK_LAST)}), "
+                f"SELECT filename, regexp_matches(body, {sql_text(_irregular('epoch_ns' if ns else None))}) "
+                f"OR regexp_matches(body, {sql_text(_BLANK_FIRST)}) OR regexp_matches(right(body, 256), {sql_text(_BLANK_LAST)}), "
                 f"{present} FROM (SELECT filename, substr(content, strpos(content, chr(10)) + 1) AS body "
                 f"FROM read_text({listed}))").fetchall()  # fmt: skip
             at = {str(p): i for i, p in enumerate(plain)}
@@ -570,9 +561,9 @@ def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool) -> list
             if not fields:
                 return [None] * len(paths)
             types = dict(_TYPES, **({f: "BIGINT" for f in TIME_FIELDS} if ns else {}))
-            typed = ", ".join(f"{name}: {_q(t)}" for name, t in types.items())
-            longest = max(_size(paths[i]) for i in fields)
-            regular = "[" + ", ".join(_q(str(plain[i])) for i in sorted(fields)) + "]"
+            typed = ", ".join(f"{name}: {sql_text(t)}" for name, t in types.items())
+            longest = max(file_size(paths[i]) for i in fields)
+            regular = "[" + ", ".join(sql_text(str(plain[i])) for i in sorted(fields)) + "]"
             try:
                 table = con.execute(
                     f"SELECT * FROM read_json({regular}, format='newline_delimited', columns={{{typed}}}, filename=true, "

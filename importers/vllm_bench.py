@@ -51,12 +51,14 @@ from bench_ledger.importers.base import (
     ParseOptions,
     exact_decimal,
     exact_ns,
+    file_size,
     first_json_value,
     iter_json_lines,
     literal_paths,
     load_json,
     prefetched,
     seconds_ns,
+    sql_text,
 )
 from bench_ledger.records import (
     MAX_KEYS_PER_RUN,
@@ -442,7 +444,7 @@ class VllmBenchImporter:
 
 def _runs(path: Path, fast: bool | None = None) -> Iterator[ParsedRun]:
     """Runs of the file: DuckDB-parsed (:func:`_fast_runs`) where the file is regular, else in Python."""
-    if fast or (fast is None and FAST_PATH and _size(path) >= FAST_MIN_BYTES):
+    if fast or (fast is None and FAST_PATH and file_size(path) >= FAST_MIN_BYTES):
         runs = _fast_runs(path)
         if runs is not None:
             yield from runs
@@ -586,24 +588,13 @@ def _literal_path(path: Path) -> Iterator[Path]:
         yield plain[0]
 
 
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _q(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def _fast_load(con, path: Path, heads: list, longest: int) -> list[tuple] | None:
     """Read the arrays as typed lists (table ``t``, one row per line); (rid, header, arrays, n) per
     line, or None where lengths differ, an integer is beyond int32 or a time outside the exact range."""
-    cols = ", ".join(f"{name}: {_q(typ)}" for name, typ in _TYPES.items())
+    cols = ", ".join(f"{name}: {sql_text(typ)}" for name, typ in _TYPES.items())
     con.execute("SET preserve_insertion_order = true")
     con.execute("SET enable_progress_bar = false")
-    con.execute(f"CREATE TABLE t AS SELECT * FROM read_json({_q(str(path))}, "
+    con.execute(f"CREATE TABLE t AS SELECT * FROM read_json({sql_text(str(path))}, "
                 f"format='newline_delimited', columns={{{cols}}}, maximum_object_size={max(2 * longest, 1 << 20)})")  # fmt: skip
     lens = ", ".join(f"len({name})" for name in _TYPES)
     rows = con.execute(f"SELECT rowid, {lens} FROM t ORDER BY rowid").fetchall()
