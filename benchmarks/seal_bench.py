@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/seal_bench.py                # 200 runs x 1000 requests x 16 gaps
     .venv/bin/python benchmarks/seal_bench.py --quick        # 10 x 200 x 16 (seconds; for CI)
     .venv/bin/python benchmarks/seal_bench.py --repeat 2 --write   # two whole runs; rewrite BENCHMARKS.md's seal section
+                                                             # (figures, then benchmarks/seal_notes.md)
 
 Every command runs as a subprocess (start to exit, peak RSS from os.wait4). The digest's share of
 the import is timed inside that import's own process (``seal3.store_artefact_digests``, the
