@@ -443,7 +443,7 @@ def _capture(header: dict[str, Any], fields: list[str], n: int) -> Capture:
 #   return, no blank line, one object per line (rows per file = lines);
 # * a time on epoch_s / monotonic_s written with at most 15 significant digits: then the decimal as
 #   written is the float's shortest text, and importers.base.exact_decimal / exact_ns (the proof the
-#   vLLM fast path uses) give int(Decimal(text) * 10**9) exactly.
+#   vLLM fast path uses) give base.seconds_ns(Decimal(text)) exactly.
 # A captured field is one whose key occurs ('"key":' in the text: with no escapes a quoted key
 # followed by a colon is never inside a string). Values outside their domains, unknown status words,
 # too long error texts or times outside the exact range send the file to the Python path too, which

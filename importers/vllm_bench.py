@@ -19,8 +19,9 @@ Decisions, and why:
   which, per request or per run. A capture has one source, so claiming either would overstate it.
 * **Clock.** ``start_times`` are ``time.perf_counter()`` seconds on an arbitrary monotonic clock:
   ``clock="monotonic_s"``, never wall time. Nanoseconds are computed exactly from the printed
-  token: ``int(Decimal(repr(x)) * 10**9)`` (truncated toward zero), and
-  ``first_token = start + ttft``, ``end = start + latency`` are summed as decimals before that.
+  token: ``Decimal(repr(x))`` seconds x 10**9, truncated toward zero, and ``first_token = start +
+  ttft``, ``end = start + latency`` summed as decimals before that, all exactly
+  (``importers.base.seconds_ns``; Decimal's default 28-digit context would round).
   The ``date`` header (local time, no zone, written when the result was saved) is kept in
   ``metadata['date']`` and never used as ``RunInfo.started_at``.
 * **Aggregates** the tool printed become ``Published(flag="reported")`` with the key as written
@@ -465,8 +466,7 @@ def _runs(path: Path, fast: bool | None = None) -> Iterator[ParsedRun]:
 #
 # Exactness: a start/ttft/latency double is turned into its shortest round-trip text and then a
 # decimal (importers.base.exact_decimal / exact_ns: the one proof both DuckDB-parsed importers use);
-# sums and the truncation to ns are exact decimal arithmetic, as int(Decimal(repr(x)) * 10**9) in the
-# Python path. This importer takes |x| < 1e9 that are 0 or >= 1e-7 (inside base's exact range);
+# sums and the truncation to ns are exact decimal arithmetic, as base.seconds_ns in the Python path. This importer takes |x| < 1e9 that are 0 or >= 1e-7 (inside base's exact range);
 # files with other values fall back. Anything irregular (blank line, a line that is not an object, an array holding
 # anything but plain numbers / strings as expected, an array key that is not an array, unequal
 # lengths, integers beyond int32, a key found twice) makes the whole file take the Python path
