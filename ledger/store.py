@@ -22,7 +22,6 @@ from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
 
-import duckdb_sqlalchemy.alembic_impl  # noqa: F401  (registers DuckDB with Alembic)
 import sqlalchemy as sa
 from bench_ledger import guards
 from bench_ledger import models as m
@@ -156,6 +155,7 @@ def check_url(url: str) -> sa.engine.URL:
 
 
 def _alembic_config():
+    import duckdb_sqlalchemy.alembic_impl  # noqa: F401  (registers DuckDB with Alembic)
     from alembic.config import Config
 
     cfg = Config()
@@ -163,16 +163,63 @@ def _alembic_config():
     return cfg
 
 
+# Alembic is imported only to migrate (issue 17: importing it cost ~0.17 s of every command, of
+# `ledger import` too, which only checks that the schema is at head). The head and the stored
+# revision are read without it: the head from the revision files' own `revision` / `down_revision`
+# lines (a plain chain; anything else asks Alembic), the stored one from alembic_version, as
+# Alembic's MigrationContext.get_current_revision reads it. tests/test_store.py checks both against
+# Alembic's answers.
+_REVISION_LINE = re.compile(r"^(revision|down_revision)\s*(?::[^=]*)?=\s*(?:'([^'\n]*)'|\"([^\"\n]*)\"|(None))\s*(?:#.*)?$",
+                            re.MULTILINE)
+
+
+def _chain_head() -> str | None:
+    """The one head of the shipped revisions when they form a plain chain (each file one
+    ``revision`` and one ``down_revision``, a string or None), else None."""
+    revisions: set[str] = set()
+    downs: set[str] = set()
+    for file in resources.files("bench_ledger.migrations").joinpath("versions").iterdir():
+        if not file.name.endswith(".py") or file.name.startswith("_"):
+            continue
+        found: dict[str, list[str | None]] = {"revision": [], "down_revision": []}
+        for m_ in _REVISION_LINE.finditer(file.read_text(encoding="utf-8")):
+            value = m_.group(2) if m_.group(2) is not None else m_.group(3)
+            found[m_.group(1)].append(value)
+        if len(found["revision"]) != 1 or len(found["down_revision"]) != 1 or found["revision"][0] is None:
+            return None
+        revisions.add(found["revision"][0])
+        if (down := found["down_revision"][0]) is not None:
+            downs.add(down)
+    heads = revisions - downs
+    return heads.pop() if len(heads) == 1 and downs <= revisions else None
+
+
 @functools.cache
 def _head_revision() -> str:
-    """The newest revision the installed package ships. Read once per process: Alembic compiles and
-    runs every revision file to find it (~15 ms), and every command asks (:meth:`Ledger.require_schema`)."""
+    """The newest revision the installed package ships. Read once per process, and without Alembic
+    where the revisions form a plain chain (Alembic compiles and runs every revision file to find
+    it, ~15 ms, after its own import; every command asks, :meth:`Ledger.require_schema`)."""
+    head = _chain_head()
+    if head is not None:
+        return head
     from alembic.script import ScriptDirectory
 
     head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
     if head is None:
         raise StoreError("the installed package has no migration revisions")
     return head
+
+
+def stored_revision(conn: sa.Connection) -> str | None:
+    """The revision the database is at (None: no schema), read as Alembic reads it: the one row of
+    ``alembic_version``."""
+    if not sa.inspect(conn).has_table("alembic_version"):
+        return None
+    rows = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalars().all()
+    if len(rows) > 1:
+        raise StoreError(f"the ledger's alembic_version holds {len(rows)} revisions ({', '.join(sorted(rows))}); "
+                         "it should hold one")
+    return rows[0] if rows else None
 
 
 class Ledger:
@@ -253,10 +300,8 @@ class Ledger:
         return _head_revision()
 
     def revision(self) -> str | None:
-        from alembic.migration import MigrationContext
-
         with self.connection() as conn:
-            return MigrationContext.configure(conn).get_current_revision()
+            return stored_revision(conn)
 
     def init(self) -> tuple[str | None, str]:
         """Create or upgrade the schema to head; returns (revision before, revision after)."""

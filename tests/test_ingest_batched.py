@@ -90,3 +90,27 @@ def test_runs_found_again_and_backfill_still_refused(ledger: Ledger, tmp_path: P
     with ledger.session() as s:
         assert s.scalar(sa.select(sa.func.count()).select_from(m.Capture)) == 10
         assert s.scalar(sa.select(sa.func.count()).select_from(m.Artefact)) == 2
+
+
+def test_each_table_pooled_to_its_own_limit(ledger: Ledger, tmp_path: Path, monkeypatch) -> None:
+    """Requests and chunk gaps are pooled per table (issue 17: the 1M-request file's requests in one
+    statement instead of ten): a table is written when its own pool is full, and the rows are those of
+    one statement for the whole file."""
+    monkeypatch.setattr(ingest._RunWriter, "RUNS", 2)
+    whole = _import(ledger, _file(tmp_path / "a.jsonl", 6, 40), "whole", fast=True, monkeypatch=monkeypatch)
+    written: list[tuple[str, int]] = []
+    real = ingest.bulk_insert
+
+    def counted(conn, backend, table, data, held=None):
+        written.append((table, data.num_rows))
+        return real(conn, backend, table, data, held)
+
+    monkeypatch.setattr(ingest, "bulk_insert", counted)
+    monkeypatch.setattr(ingest._Pending, "REQUEST_LIMIT", 100)
+    monkeypatch.setattr(ingest._Pending, "LIMIT", 30)
+    pooled = _import(ledger, _file(tmp_path / "b.jsonl", 6, 40, tail=" "), "pooled", fast=True, monkeypatch=monkeypatch)
+    requests = [n for t, n in written if t == "request"]
+    gaps = [n for t, n in written if t == "chunk_gap"]
+    assert requests == [120, 120]  # 2 runs of 40 a chunk: written once 100 are pooled, and the rest at the end
+    assert len(gaps) > 2 and all(n >= 30 for n in gaps[:-1])  # the gaps' own, smaller pool
+    assert _rows(ledger, whole.artefact_id) == _rows(ledger, pooled.artefact_id)

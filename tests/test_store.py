@@ -3,6 +3,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import duckdb_sqlalchemy.alembic_impl  # noqa: F401  (registers DuckDB with Alembic; the store imports it only to migrate)
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
@@ -64,6 +65,27 @@ def test_template_copy_is_the_migrated_schema(ledger_url: str) -> None:
         with led.engine.connect() as conn:
             assert compare_metadata(MigrationContext.configure(conn), m.Base.metadata) == []
         assert led.init() == (led.head_revision(), led.head_revision())
+
+
+def test_head_and_stored_revision_without_alembic_are_alembics(ledger_url: str, empty_ledger_url: str) -> None:
+    """The store finds the head and the stored revision without importing Alembic (issue 17: start-up
+    of `ledger import`); both agree with Alembic's own answers, and no command but a migration
+    imports Alembic."""
+    from alembic.script import ScriptDirectory
+    from bench_ledger import store
+
+    assert store._chain_head() == ScriptDirectory.from_config(store._alembic_config()).get_current_head()
+    for url in (ledger_url, empty_ledger_url):
+        with Ledger(url) as led, led.engine.connect() as conn:
+            assert store.stored_revision(conn) == MigrationContext.configure(conn).get_current_revision()
+    code = ("import sys\n"
+            "from bench_ledger.store import Ledger\n"
+            f"led = Ledger({ledger_url!r}, create=False)\n"
+            "led.require_schema()\n"
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
 
 
 def test_unmigrated_ledger_asks_for_init(empty_ledger_url: str) -> None:
