@@ -50,8 +50,7 @@ from bench_ledger.importers._toolfiles import published as tool_published
 from bench_ledger.importers.base import (
     EXACT_MIN,
     ParseOptions,
-    exact_decimal,
-    exact_ns,
+    exact_ns_of,
     file_size,
     first_json_value,
     iter_json_lines,
@@ -465,7 +464,8 @@ def _runs(path: Path, fast: bool | None = None) -> Iterator[ParsedRun]:
 # labels, metadata and printed aggregates come from the same _header code as the Python path.
 #
 # Exactness: a start/ttft/latency double is turned into its shortest round-trip text and then a
-# decimal (importers.base.exact_decimal / exact_ns: the one proof both DuckDB-parsed importers use);
+# decimal (importers.base.exact_decimal / exact_ns: the one proof both DuckDB-parsed importers use; here through
+# importers.base.exact_ns_of, which takes a proven numpy shortcut where a value has at most 9 places);
 # sums and the truncation to ns are exact decimal arithmetic, as base.seconds_ns in the Python path. This importer takes |x| < 1e9 that are 0 or >= 1e-7 (inside base's exact range);
 # files with other values fall back. Anything irregular (blank line, a line that is not an object, an array holding
 # anything but plain numbers / strings as expected, an array key that is not an array, unequal
@@ -632,10 +632,10 @@ def _arrow_rows(tab, present: tuple[str, ...], idx0: int, lines: list[int]):
     ttft = kept.get("ttfts", nulls(pa.float64()))
     lat = kept.get("latencies", nulls(pa.float64()))
     if "start_times" in flat:
-        st = exact_decimal(flat["start_times"])
-        send = exact_ns(st)
-        first_tok = exact_ns(st, exact_decimal(ttft)) if "ttfts" in flat else nulls(pa.int64())
-        end = exact_ns(st, exact_decimal(lat)) if "latencies" in flat else nulls(pa.int64())
+        st = flat["start_times"]
+        send = exact_ns_of(st)
+        first_tok = exact_ns_of(st, ttft) if "ttfts" in flat else nulls(pa.int64())
+        end = exact_ns_of(st, lat) if "latencies" in flat else nulls(pa.int64())
     else:
         send = first_tok = end = nulls(pa.int64())
     if "itls" in flat:
