@@ -16,6 +16,7 @@ import sqlalchemy as sa
 
 _names = itertools.count()
 DUCKDB_BATCH_ROWS = 122_880  # DuckDB's row-group size
+PG_COPY_ROWS = 65_536  # rows per CSV slice of a COPY
 _CSV = pacsv.WriteOptions(include_header=False, quoting_style="all_valid", batch_size=65536)
 
 
@@ -41,7 +42,14 @@ def bulk_insert(conn: sa.Connection, backend: str, table: str, data: pa.Table, h
         finally:
             raw.unregister(view)
     else:
-        buf = io.BytesIO()
-        pacsv.write_csv(data, buf, _CSV)
-        with raw.cursor() as cur, cur.copy(f"COPY {table} ({cols}) FROM STDIN (FORMAT csv)") as copy:
-            copy.write(buf.getbuffer())
+        from psycopg.copy import QueuedLibpqWriter
+
+        # CSV a slice at a time, handed to a writer thread (psycopg's queued writer): the server
+        # parses one slice while Arrow writes the next, and the CSV of a million rows (140 MB of
+        # requests) is never held whole
+        with raw.cursor() as cur, cur.copy(f"COPY {table} ({cols}) FROM STDIN (FORMAT csv)",
+                                           writer=QueuedLibpqWriter(cur)) as copy:  # fmt: skip
+            for start in range(0, data.num_rows, PG_COPY_ROWS):
+                buf = io.BytesIO()
+                pacsv.write_csv(data.slice(start, PG_COPY_ROWS), buf, _CSV)
+                copy.write(buf.getbuffer())

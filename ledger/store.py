@@ -327,7 +327,7 @@ class Ledger:
 
     def refresh_statistics(self, tables: tuple[str, ...]) -> None:
         """Refresh the planner's statistics after a bulk load (PostgreSQL; DuckDB keeps its own)."""
-        if self.backend != "postgresql":
+        if self.backend != "postgresql" or not tables:
             return
         with self.engine.begin() as conn:
             conn.exec_driver_sql(f"ANALYZE {', '.join(tables)}")

@@ -114,3 +114,13 @@ def test_each_table_pooled_to_its_own_limit(ledger: Ledger, tmp_path: Path, monk
     assert requests == [120, 120]  # 2 runs of 40 a chunk: written once 100 are pooled, and the rest at the end
     assert len(gaps) > 2 and all(n >= 30 for n in gaps[:-1])  # the gaps' own, smaller pool
     assert _rows(ledger, whole.artefact_id) == _rows(ledger, pooled.artefact_id)
+
+
+def test_statistics_refreshed_for_the_tables_the_import_wrote(ledger: Ledger, tmp_path: Path, monkeypatch) -> None:
+    """After a large import PostgreSQL's statistics are refreshed for the bulk tables that got rows,
+    not for the others (a ledger's millions of hardware samples were sampled after every request import)."""
+    analyzed: list[tuple[str, ...]] = []
+    monkeypatch.setattr(ingest, "ANALYZE_AFTER_ROWS", 1)
+    monkeypatch.setattr(Ledger, "refresh_statistics", lambda self, tables: analyzed.append(tables))
+    _import(ledger, _file(tmp_path / "a.jsonl", 2, 30), "stats", fast=True, monkeypatch=monkeypatch)
+    assert analyzed == [("request", "chunk_gap")]
