@@ -619,21 +619,17 @@ def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool) -> list
     whole = pa.table({c: v.cast(pa.int32(), safe=False) if c in _INT32 else v for c, v in cols.items()})
     rejected = set(pc.unique(pc.filter(file_of, bad)).to_pylist())
     flat, g_parent = pc.list_flatten(gaps_list), pc.list_parent_indices(gaps_list)
-    g_starts = pc.subtract(pc.cumulative_sum(pc.fill_null(lens, 0)), pc.fill_null(lens, 0))
     g_file = pc.take(file_of, g_parent)
-    gaps_all = pa.table({"request_idx": pc.subtract(g_parent, pc.take(first, g_file)),
-                         "seq": pc.subtract(pa.array(range(len(flat)), pa.int64()), pc.take(g_starts, g_parent)),
-                         "gap_s": flat.cast(pa.float64())})  # fmt: skip
+    gap_values = pa.table({"gap_s": flat.cast(pa.float64())})  # only for the domain check: stored as lists
     # values outside their domains: the files holding them take the Python path (it names them)
     body = pc.greater_equal(idx, 0)
     for data, owner, domains in ((pa.table(cols).filter(body), file_of.filter(body), rec.REQUEST_DOMAINS),
-                                 (gaps_all, g_file, rec.GAP_DOMAINS)):  # fmt: skip
+                                 (gap_values, g_file, rec.GAP_DOMAINS)):  # fmt: skip
         while (v := rec.arrow_violation(data, domains)) is not None:
             rejected.add(owner[v.row].as_py())
             keep = pc.invert(pc.is_in(owner, pa.array(sorted(rejected), pa.int32())))
             data, owner = data.filter(keep), owner.filter(keep)
-    offsets = [0, *pc.cumulative_sum(pc.fill_null(lens, 0)).to_pylist()]
-    gaps = pa.table({c: v.cast(pa.int32(), safe=False) if c != "gap_s" else v for c, v in zip(gaps_all.column_names, gaps_all.columns)})
+    gaps = pa.table({"request_idx": whole.column("idx"), "gaps": gaps_list})  # a list per row, stored as it is (ledger.gaps)
 
     out: list[ParsedArtefact | None] = [None] * len(paths)
     for i, got in fields.items():
@@ -645,8 +641,7 @@ def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool) -> list
         capture = _capture(header, got, rows.num_rows)
         requests = None
         if rows.num_rows:
-            a, b = offsets[lo + 1], offsets[lo + count]
-            requests = ArrowRequests(table=rows, gaps=gaps.slice(a, b - a) if b > a else None)
+            requests = ArrowRequests(table=rows, gaps=gaps.slice(lo + 1, count - 1))
         out[i] = _artefact(header, capture, requests)
     return out
 

@@ -458,7 +458,8 @@ def _runs(path: Path, fast: bool | None = None) -> Iterator[ParsedRun]:
 # An in-memory DuckDB (not the ledger) is the JSON parser: read_json with typed columns reads the
 # per-request arrays of every line at C speed into typed lists (one row per line, kept in memory:
 # ~100 MB for the 1M-request benchmark file); Arrow kernels then flatten them, a batch of runs at a
-# time, into request and chunk-gap rows (ledger.records.ArrowRequests) that the store bulk-inserts.
+# time, into request rows and a list of gaps per request (ledger.records.ArrowRequests) that the
+# store bulk-inserts (the gaps as they are, one array per request: ledger.gaps).
 # Python reads each line once as bytes (_cut_arrays): it checks the arrays' bytes with
 # bytes.translate / one regex and decodes only the rest of the line (the small header) with json, so
 # labels, metadata and printed aggregates come from the same _header code as the Python path.
@@ -615,8 +616,8 @@ def _fast_load(con, path: Path, heads: list, longest: int) -> list[tuple] | None
 
 
 def _arrow_rows(tab, present: tuple[str, ...], idx0: int, lines: list[int]):
-    """Request rows and chunk-gap rows of consecutive runs (rows of ``tab``) that have the same
-    arrays, computed with Arrow kernels from the typed lists: flatten, placeholders, status, exact ns."""
+    """Request rows and each request's list of gaps of consecutive runs (rows of ``tab``) that have the
+    same arrays, computed with Arrow kernels from the typed lists: flatten, placeholders, status, exact ns."""
     import pyarrow as pa
     import pyarrow.compute as pc
 
@@ -638,21 +639,15 @@ def _arrow_rows(tab, present: tuple[str, ...], idx0: int, lines: list[int]):
         end = exact_ns_of(st, lat) if "latencies" in flat else nulls(pa.int64())
     else:
         send = first_tok = end = nulls(pa.int64())
+    idx = pc.add(pa.array(range(n), pa.int64()), idx0).cast(pa.int32())
     if "itls" in flat:
-        inner = flat["itls"]
-        lens = pc.list_value_length(inner)
-        chunk_count = pc.add(lens, 1).cast(pa.int32())
-        gap_s = pc.list_flatten(inner)
-        g_parent = pc.list_parent_indices(inner)
-        starts = pc.subtract(pc.cumulative_sum(lens), lens)
-        pos = pc.subtract(pc.cumulative_sum(pa.repeat(pa.scalar(1, pa.int64()), len(gap_s))), 1)
-        gaps = pa.table({"request_idx": pc.add(g_parent, idx0).cast(pa.int32()),
-                         "seq": pc.subtract(pos, pc.take(starts, g_parent).cast(pa.int64())).cast(pa.int32()),
-                         "gap_s": gap_s.cast(pa.float64())})  # fmt: skip
+        inner = flat["itls"]  # one list of gaps per request: stored as it is (ledger.gaps.arrays)
+        chunk_count = pc.add(pc.list_value_length(inner), 1).cast(pa.int32())
+        gaps = pa.table({"request_idx": idx, "gaps": inner})
     else:
         chunk_count, gaps = nulls(pa.int32()), None
     cols = {
-        "idx": pc.add(pa.array(range(n), pa.int64()), idx0).cast(pa.int32()),
+        "idx": idx,
         "line": pc.take(pa.array(lines, pa.int32()), parent),
         "status": status, "error": error, "retries": nulls(pa.int32()),
         "input_tokens": flat["input_lens"].cast(pa.int32()) if "input_lens" in flat else nulls(pa.int32()),
@@ -666,7 +661,6 @@ def _arrow_rows(tab, present: tuple[str, ...], idx0: int, lines: list[int]):
 
 def _fast_iter(con, path: Path, meta: list[tuple], lines: int) -> Iterator[ParsedRun]:
     import pyarrow as pa
-    import pyarrow.compute as pc
 
     try:
         single = lines == 1
@@ -692,7 +686,7 @@ def _fast_iter(con, path: Path, meta: list[tuple], lines: int) -> Iterator[Parse
                 if any(r[3] for r in group):
                     req, gaps = _arrow_rows(tab.slice(start, stop - start), present, idx0,
                                             [rid + 1 for rid, *_ in group])  # fmt: skip
-                at = g_at = 0
+                at = 0
                 for rid, obj, present, n in group:
                     prefix = "" if single else f"line {rid + 1}"
                     info, capture, pubs = _header(obj, set(present), n, prefix, path)
@@ -700,12 +694,8 @@ def _fast_iter(con, path: Path, meta: list[tuple], lines: int) -> Iterator[Parse
                     if n:
                         assert req is not None  # read above for every group with a request
                         table = req.slice(at, n)
+                        g = gaps.slice(at, n) if gaps is not None else None  # a row per request, as the table
                         at += n
-                        g = None
-                        if gaps is not None:  # this run's gaps follow the previous run's
-                            count = pc.sum(table.column("chunk_count")).as_py() - n
-                            g = gaps.slice(g_at, count)
-                            g_at += count
                         requests = ArrowRequests(table=table, gaps=g)
                     idx0 += n
                     yield ParsedRun(info=info, capture=capture, requests=requests, published=pubs)

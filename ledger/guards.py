@@ -4,15 +4,16 @@ Why here and not only in the store functions: any code holding a :class:`~sqlalc
 from :meth:`ledger.store.Ledger.session` could ``setattr`` a captured value or ``session.delete``
 a run of a closed batch; these listeners (installed on every such session) refuse it at flush:
 
-* captured rows (``artefact``, ``capture``, ``capture_field``, ``request``, ``chunk_gap``,
-  ``request_value``, ``hardware_sample``, ``log_fact``) and seals are never updated or deleted (R9, R10);
+* captured rows (``artefact``, ``capture``, ``capture_field``, ``request``, ``request_gaps`` and its
+  view ``chunk_gap``, ``request_value``, ``hardware_sample``, ``log_fact``) and seals are never updated
+  or deleted (R9, R10);
 * runs, published values and artefacts of a **closed** batch are not inserted, updated or
   deleted; a closed batch is not changed at all, reopening included (R10);
 * a launch is corrected by a new revision: the only update allowed is linking its server log
   (``log_artefact_id`` from NULL to an artefact, as ``ledger.ingest`` does); it is never deleted;
 * a deployment that a closed batch names (the batch's, a run's or an artefact's) is sealed with it:
   not updated or deleted (R10);
-* no backfill (R9): rows describing an artefact (``capture``, ``request``, ``chunk_gap``, ``request_value``,
+* no backfill (R9): rows describing an artefact (``capture``, ``request``, ``request_gaps``, ``request_value``,
   ``hardware_sample``, ``log_fact``) or a capture (``capture_field``) are added only in the
   transaction that created that artefact or capture, never to one imported earlier.
 
@@ -38,7 +39,7 @@ from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session
 
 SEAL_TABLES = ("seal", "seal_chunk", "seal_part", "artefact_digest")
-APPEND_ONLY = frozenset(m.CAPTURED_TABLES) | frozenset(SEAL_TABLES)
+APPEND_ONLY = frozenset(m.CAPTURED_TABLES) | frozenset(m.CAPTURED_VIEWS) | frozenset(SEAL_TABLES)
 BULK_GUARDED = APPEND_ONLY | {"batch", "run", "published_value", "launch"}
 _RAW_WRITE = re.compile(r"^\s*(?:update|delete\s+from|truncate(?:\s+table)?)\s+\"?(\w+)\"?", re.IGNORECASE)
 
@@ -48,6 +49,7 @@ _RAW_WRITE = re.compile(r"^\s*(?:update|delete\s+from|truncate(?:\s+table)?)\s+\
 _BELONGS_TO = {
     m.Capture: ("artefact_id", "fresh_artefacts"), m.CaptureField: ("capture_id", "fresh_captures"),
     m.Request: ("artefact_id", "fresh_artefacts"), m.ChunkGap: ("artefact_id", "fresh_artefacts"),
+    m.RequestGaps: ("artefact_id", "fresh_artefacts"),
     m.HardwareSample: ("artefact_id", "fresh_artefacts"), m.LogFact: ("artefact_id", "fresh_artefacts"),
     m.ArtefactDigest: ("artefact_id", "fresh_artefacts"), m.RequestValue: ("artefact_id", "fresh_artefacts"),
 }  # fmt: skip
@@ -98,13 +100,13 @@ def _sealed_deployment(session: Session, dep_id: int) -> m.Batch | None:
 
 
 def _rule(table: str) -> str:
-    return "R9" if table in m.CAPTURED_TABLES else "R10"
+    return "R9" if table in m.CAPTURED_TABLES or table in m.CAPTURED_VIEWS else "R10"
 
 
 def _refuse_append_only(table: str, what: str) -> Refused:
     return Refused(
         _rule(table), f"{what} a {table} row",
-        "captured rows are append-only: a capture stays as it was imported" if table in m.CAPTURED_TABLES
+        "captured rows are append-only: a capture stays as it was imported" if _rule(table) == "R9"
         else "seals are append-only",
         "import a new artefact (a new run or batch); a correction is a new row naming what it supersedes",
     )  # fmt: skip
@@ -234,14 +236,15 @@ def _on_execute(state: ORMExecuteState) -> None:
                       "change objects through the session, or record a correction")  # fmt: skip
 
 
-# The triggers migrations 0005, 0008, 0010, 0011, 0012 and 0013 create on PostgreSQL: (table, trigger name).
+# The triggers migrations 0005, 0008, 0010, 0011, 0012, 0013 and 0014 create on PostgreSQL: (table, trigger
+# name). None on the view chunk_gap (migration 0014): its rows are request_gaps', which has them all.
 EXPECTED_PG_TRIGGERS: tuple[tuple[str, str], ...] = (
     *((t, n) for t in (*m.CAPTURED_TABLES, *SEAL_TABLES) for n in ("ledger_append_only", "ledger_append_only_truncate")),
     *((t, "ledger_closed_batch") for t in ("run", "published_value", "artefact", "batch")),
     ("batch", "ledger_closed_batch_truncate"),
     ("launch", "ledger_launch"),
     ("deployment", "ledger_sealed_deployment"),
-    *((t, "ledger_no_backfill") for t in ("capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact",
+    *((t, "ledger_no_backfill") for t in ("capture", "capture_field", "request", "request_gaps", "hardware_sample", "log_fact",
                                            "artefact_digest", "request_value")),
 )  # fmt: skip
 

@@ -24,6 +24,7 @@ from typing import Any, Protocol, TypeVar
 import pyarrow as pa
 import pyarrow.compute as pc
 import sqlalchemy as sa
+from bench_ledger import gaps as gp
 from bench_ledger import guards, pairing, seal3
 from bench_ledger import models as m
 from bench_ledger import records as rec
@@ -45,7 +46,7 @@ from sqlalchemy.orm import Session
 # After a bulk load this large, PostgreSQL's planner statistics are stale until autovacuum runs
 # (metric queries were seen picking bad plans on a freshly imported million-request ledger).
 ANALYZE_AFTER_ROWS = 100_000
-BULK_TABLES = ("request", "chunk_gap", "request_value", "hardware_sample")
+BULK_TABLES = ("request", "request_gaps", "request_value", "hardware_sample")
 
 
 def sha256_file(path: Path) -> tuple[str, int]:
@@ -387,7 +388,7 @@ def write_artefacts(
             conn.exec_driver_sql("SET checkpoint_threshold = '1GB'")
         rows = _Pending(conn, ledger.backend)
         runs = _RunWriter(s, conn, ledger.backend, batch, deployment_id, rows, progress)
-        held: dict[int, seal3.HeldRows] = {}  # request, chunk_gap, hardware_sample as handed to the database
+        held: dict[int, seal3.HeldRows] = {}  # request, request_gaps, hardware_sample as handed to the database
         matcher: pairing.Matcher | None = None
         landed: dict[str, Path] = {}  # run label written -> the file of the group that wrote it
         # the artefact rows, one statement for the group (an insert, allowed; the batch was checked open);
@@ -625,6 +626,21 @@ def refuse_outside_domain(path: Path | Callable[[int], Path], table: pa.Table, d
     raise ParseError(path, where, v.column, v.problem)
 
 
+def refuse_gap_outside_domain(path: Path | Callable[[int], Path], table: pa.Table) -> None:
+    """:func:`refuse_outside_domain` for ``request_gaps`` rows: every gap of the arrays in
+    ``GAP_DOMAINS['gap_s']`` (one min/max pass over the values), else the file, its request and
+    ``gap_s`` are named, as for a gap row."""
+    lists = table.column("gaps").combine_chunks()
+    values = pc.list_flatten(lists)
+    v = rec.arrow_violation(pa.table({"gap_s": values}), {"gap_s": rec.GAP_DOMAINS["gap_s"]})
+    if v is None:
+        return
+    row = pc.list_parent_indices(lists)[v.row].as_py()
+    if callable(path):
+        path = path(row)
+    raise ParseError(path, f"request {table.column('request_idx')[row].as_py()}", v.column, v.problem)
+
+
 def _described(info: rec.RunInfo, artefact_id: int) -> dict:
     return dict(
         input_target_tokens=info.input_target_tokens, output_cap_tokens=info.output_cap_tokens,
@@ -803,7 +819,7 @@ class _RunWriter:
             bulk_insert(conn, self.backend, "published_value", _arrow_of(m.PublishedValue.__table__, pub_rows, dialect))
 
     def _write_request_rows(self, chunk: list[tuple[str, rec.ParsedRun, _Art]], ids: dict[str, tuple[int, int]]) -> None:
-        """Each run's request and chunk-gap rows; a record outside its domain names file, line and field."""
+        """Each run's request and request-gaps rows; a record outside its domain names file, line and field."""
         for label, pr, art in chunk:
             run_id, key = ids[label]
             n = 0
@@ -847,7 +863,7 @@ _REQUEST_SCHEMA = pa.schema(
 
 
 class _Pending:
-    """Request and chunk-gap rows of several runs, written in one bulk statement per table.
+    """Request, request-gaps and request-value rows of several runs, written in one bulk statement per table.
 
     A profile of a 1000-run vLLM file showed the per-statement cost of two bulk inserts per run
     (register, INSERT ... SELECT with key checks, unregister) dominating the write; runs are now
@@ -862,7 +878,7 @@ class _Pending:
 
     def __init__(self, conn: sa.Connection, backend: str) -> None:
         self.conn, self.backend = conn, backend
-        self.tables: dict[str, list[tuple[pa.Table, _Art]]] = {"request": [], "chunk_gap": [], "request_value": []}
+        self.tables: dict[str, list[tuple[pa.Table, _Art]]] = {"request": [], "request_gaps": [], "request_value": []}
         self.rows = dict.fromkeys(self.tables, 0)
 
     def add(self, table: str, data: pa.Table, art: _Art) -> None:
@@ -875,7 +891,7 @@ class _Pending:
 
     def flush(self, only: str | None = None) -> None:
         """Write the pooled rows of every table (of ``only``), after checking their domains."""
-        domains = {"request": rec.REQUEST_DOMAINS, "chunk_gap": rec.GAP_DOMAINS, "request_value": rec.VALUE_DOMAINS}
+        domains = {"request": rec.REQUEST_DOMAINS, "request_value": rec.VALUE_DOMAINS}
         for name, parts in self.tables.items():
             if parts and only in (None, name):
                 # one contiguous chunk per column: DuckDB's INSERT ... SELECT scans it ~1.5x faster
@@ -886,7 +902,10 @@ class _Pending:
                 def path_of(row: int, parts=parts, ends=ends) -> Path:  # the file a pooled row came from
                     return parts[bisect.bisect_right(ends, row)][1].path
 
-                refuse_outside_domain(path_of, data, domains[name], "record" if name == "request" else "request")
+                if name == "request_gaps":
+                    refuse_gap_outside_domain(path_of, data)
+                else:
+                    refuse_outside_domain(path_of, data, domains[name], "record" if name == "request" else "request")
                 parts.clear()
                 self.rows[name] = 0
                 bulk_insert(self.conn, self.backend, name, data)
@@ -898,7 +917,7 @@ def _write_requests(conn: sa.Connection, backend: str, artefact_id: int, run_id:
     requests, gaps = request_tables(artefact_id, run_id, clock, cols)
     sink("request", requests)
     if gaps is not None and gaps.num_rows:
-        sink("chunk_gap", gaps)
+        sink("request_gaps", gaps)
     return requests.num_rows
 
 
@@ -923,16 +942,13 @@ def request_value_table(artefact_id: int, idx: list[int], values: dict[str, rec.
     }, schema=_VALUE_SCHEMA)  # fmt: skip
 
 
-_GAP_SCHEMA = pa.schema([("artefact_id", pa.int32()), ("request_idx", pa.int32()), ("seq", pa.int32()),
-                         ("gap_s", pa.float64())])  # fmt: skip
-
-
 def request_tables(artefact_id: int, run_id: int, clock: str | None,
                    cols: rec.RequestColumns | rec.ArrowRequests) -> tuple[pa.Table, pa.Table | None]:  # fmt: skip
-    """The ``request`` and ``chunk_gap`` rows of one run, as Arrow tables in the tables' column order.
+    """The ``request`` and ``request_gaps`` rows of one run, as Arrow tables in the tables' column order.
 
     Columns from a Python importer are first turned into the one Arrow carrier (:func:`arrow_requests`),
-    so both kinds of importer reach the database through the same conversion."""
+    so both kinds of importer reach the database through the same conversion; every importer's gaps
+    become ``request_gaps`` rows here (:func:`ledger.gaps.arrays`: one array per request that has gaps)."""
     req = cols if isinstance(cols, rec.ArrowRequests) else arrow_requests(cols)
     t, n = req.table, req.table.num_rows
     fixed = {
@@ -946,10 +962,8 @@ def request_tables(artefact_id: int, run_id: int, clock: str | None,
     g = req.gaps
     if g is None or g.num_rows == 0:
         return requests, None
-    gaps = pa.Table.from_arrays(
-        [pa.repeat(pa.scalar(artefact_id, pa.int32()), g.num_rows), g.column("request_idx").cast(pa.int32()),
-         g.column("seq").cast(pa.int32()), g.column("gap_s").cast(pa.float64())], schema=_GAP_SCHEMA)  # fmt: skip
-    return requests, gaps
+    gaps = gp.arrays(artefact_id, g.column("request_idx"), g.column("gaps"))
+    return requests, gaps if gaps.num_rows else None
 
 
 def _as(col: pa.ChunkedArray, typ: pa.DataType) -> pa.ChunkedArray:
@@ -963,7 +977,7 @@ _CARRIED = [f for f in _REQUEST_SCHEMA if f.name not in ("artefact_id", "run_id"
 
 def arrow_requests(cols: rec.RequestColumns) -> rec.ArrowRequests:
     """:class:`~bench_ledger.records.RequestColumns` (lists) as the Arrow carrier: ``chunk_gaps_s``
-    becomes ``chunk_count`` (gaps + 1, null without a gaps array) and long gap rows."""
+    becomes ``chunk_count`` (gaps + 1, null without a gaps array) and a list column of the gaps."""
     gaps = cols.chunk_gaps_s
     data = {f.name: getattr(cols, f.name) for f in _CARRIED if f.name != "chunk_count"}
     data["chunk_count"] = [None if g is None else len(g) + 1 for g in gaps]
@@ -974,16 +988,8 @@ def arrow_requests(cols: rec.RequestColumns) -> rec.ArrowRequests:
         raise rec.RecordError("error", cols.idx[i], cols.line[i], str(rec.text_violation("error", cols.error[i] or ""))) from None
     if not any(g for g in gaps):
         return rec.ArrowRequests(table=table)
-    req_idx: list[int] = []
-    seq: list[int] = []
-    gap: list[float] = []
-    for i, g in zip(cols.idx, gaps, strict=True):
-        if g:
-            req_idx.extend([i] * len(g))
-            seq.extend(range(len(g)))
-            gap.extend(g)
-    return rec.ArrowRequests(table=table, gaps=pa.table({"request_idx": pa.array(req_idx, pa.int32()),
-                                                         "seq": pa.array(seq, pa.int32()), "gap_s": pa.array(gap, pa.float64())}))  # fmt: skip
+    return rec.ArrowRequests(table=table, gaps=pa.table({"request_idx": table.column("idx"),
+                                                         "gaps": pa.array(gaps, pa.list_(pa.float64()))}))  # fmt: skip
 
 
 def _write_samples(conn: sa.Connection, backend: str, artefact_id: int, node: str | None, cols: rec.SampleColumns,

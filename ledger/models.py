@@ -3,7 +3,8 @@
 Two families of tables:
 
 * **captured** tables hold what raw artefacts contained: ``artefact``, ``capture``,
-  ``capture_field``, ``request``, ``chunk_gap``, ``hardware_sample``, ``log_fact``. They are
+  ``capture_field``, ``request``, ``request_gaps`` (read as rows through the view ``chunk_gap``),
+  ``hardware_sample``, ``log_fact``, ``request_value``. They are
   append-only (R9, R10); their rows are keyed by the artefact and a locator inside it, so every
   value points back to the bytes it was read from.
 * **declared** tables describe the world around the captures: ``source_report``, ``deployment``,
@@ -23,6 +24,7 @@ from decimal import Decimal
 
 import sqlalchemy as sa
 from bench_ledger.vocab import PROVENANCE, REQUEST_VALUE_FLAGS, STATUS, WARM
+from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 from sqlalchemy.types import TypeDecorator
 
@@ -346,24 +348,57 @@ class Request(Base):
     cached_tokens: Mapped[int | None]
 
 
-class ChunkGap(Base):
-    """One gap between streamed chunks of a request (a chunk may carry several tokens).
+class RequestGaps(Base):
+    """The gaps between streamed chunks of one request (a chunk may carry several tokens), as one
+    array in stream order: ``gaps[k]`` is the gap ``seq`` = k (migration 0014). Rows are read as
+    rows through the view :class:`ChunkGap`.
 
-    (artefact_id, request_idx, seq) identifies a row, but since migration 0008 the database keeps
-    neither that PRIMARY KEY nor the FOREIGN KEY (artefact_id, request_idx) -> ``request``:
-    maintaining them was most of the time of writing the gaps of a request import
-    (benchmarks/profile_notes.md). The importer guarantees them: the gaps of a request are written
-    from that request's own record, in the same transaction, numbered ``seq`` = 0, 1, ...
-    The key below is *logical* (ORM identity, the seal's row order and row names), never DDL.
+    Why an array: a request's gaps were one ``chunk_gap`` row each; flattening the tool's per-request
+    lists into (request_idx, seq, gap_s) rows, writing them and hashing them was a large share of a
+    vLLM import (1M requests with 4 gaps each: 4M rows beside the 1M request rows,
+    benchmarks/profile_notes.md). A request without gaps (none in the file, or an empty list) has no
+    row here: ``request.chunk_count`` says which (NULL: the file had no gaps array).
+
+    (artefact_id, request_idx) identifies a row; as on ``request`` the database keeps neither that
+    PRIMARY KEY nor a FOREIGN KEY (migration 0008's reasons): the importer writes the gaps of a
+    request from that request's own record, in the same transaction. The key is logical only.
+    """
+
+    __tablename__ = "request_gaps"
+    __table_args__ = (
+        sa.PrimaryKeyConstraint("artefact_id", "request_idx", name="pk_request_gaps")
+        .ddl_if(callable_=lambda *_a, **_k: False),  # logical key only: not created (migration 0014)
+    )
+
+    # (artefact_id, request_idx) is a request's (artefact_id, idx); no FOREIGN KEY (see above)
+    artefact_id: Mapped[int] = mapped_column(sa.Integer, autoincrement=False)
+    request_idx: Mapped[int] = mapped_column(sa.Integer, autoincrement=False)
+    gaps: Mapped[list[float]] = mapped_column(sa.ARRAY(sa.Float))  # DuckDB DOUBLE[], PostgreSQL double precision[]
+
+
+class ChunkGap(Base):
+    """One gap between streamed chunks of a request, as a row: a read-only VIEW over
+    :class:`RequestGaps` (migration 0014), one row per array element, ``seq`` its 0-based position.
+
+    The readers (ITL metrics, ``ledger check``, export, report, the seal) read this shape. It is
+    mapped here as a table so that queries, the seal's column encoding and the export's schema come
+    from one place; it is *not* created as a table: :data:`VIEWS` holds its SQL (the same as migration
+    0014's), :func:`create_schema` creates it, and :func:`include_object` leaves it out of Alembic's
+    ``compare_metadata`` (which reflects tables only, so it would report a view as a missing table).
+    Nothing writes through it (the importer writes ``request_gaps``; PostgreSQL cannot update such a
+    view, and the session guards refuse ORM writes as for every captured table).
+
+    (artefact_id, request_idx, seq) is its *logical* key (ORM identity, the seal's row order and row
+    names), never DDL.
     """
 
     __tablename__ = "chunk_gap"
     __table_args__ = (
         sa.PrimaryKeyConstraint("artefact_id", "request_idx", "seq", name="pk_chunk_gap")
-        .ddl_if(callable_=lambda *_a, **_k: False),  # logical key only: not created (migration 0008)
+        .ddl_if(callable_=lambda *_a, **_k: False),  # logical key only: a view has none
+        {"info": {"view": True}},
     )
 
-    # (artefact_id, request_idx) is a request's (artefact_id, idx); no FOREIGN KEY (see above)
     artefact_id: Mapped[int] = mapped_column(sa.Integer, autoincrement=False)
     request_idx: Mapped[int] = mapped_column(sa.Integer, autoincrement=False)
     seq: Mapped[int] = mapped_column(sa.Integer, autoincrement=False)
@@ -521,5 +556,58 @@ class SealPart(Base):
     fingerprints: Mapped[bytes] = mapped_column(sa.LargeBinary)
 
 
-CAPTURED_TABLES = ("artefact", "capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact",
+CAPTURED_TABLES = ("artefact", "capture", "capture_field", "request", "request_gaps", "hardware_sample", "log_fact",
                    "request_value")
+# Captured rows read through a VIEW (mapped above as tables, created by VIEWS' SQL): append-only too
+CAPTURED_VIEWS = ("chunk_gap",)
+
+# The SQL of each view per backend; migration 0014 holds a frozen copy of the same statements.
+VIEWS: dict[str, dict[str, str]] = {
+    "chunk_gap": {
+        # generate_subscripts and unnest of one list in one SELECT: zipped, element k with subscript k + 1
+        "duckdb": ("CREATE VIEW chunk_gap AS SELECT artefact_id, request_idx, "
+                   "CAST(generate_subscripts(gaps, 1) - 1 AS INTEGER) AS seq, unnest(gaps) AS gap_s FROM request_gaps"),
+        "postgresql": ("CREATE VIEW chunk_gap AS SELECT g.artefact_id, g.request_idx, CAST(u.k - 1 AS INTEGER) AS seq, "
+                       "u.gap_s FROM request_gaps g CROSS JOIN LATERAL unnest(g.gaps) WITH ORDINALITY AS u(gap_s, k)"),
+    },
+}
+
+
+class _GapValues(sa.sql.expression.TableClause):
+    """See :data:`GAP_VALUES`."""
+
+    inherit_cache = True
+
+
+@compiles(_GapValues)
+def _gap_values(element: _GapValues, compiler, **kw) -> str:
+    return compiler.visit_table(element, **kw)  # PostgreSQL: the view chunk_gap itself
+
+
+@compiles(_GapValues, "duckdb")
+def _gap_values_duckdb(element: _GapValues, compiler, asfrom: bool = False, **kw) -> str:
+    if asfrom:  # the view's rows without their seq: one unnest
+        return f"(SELECT artefact_id, request_idx, unnest(gaps) AS gap_s FROM request_gaps) AS {element.name}"
+    return compiler.visit_table(element, asfrom=asfrom, **kw)
+
+
+# The chunk gaps' values for readers that need no ``seq`` (the ITL and decode-rate metrics): the view
+# chunk_gap without its seq column. On DuckDB it compiles to one ``unnest`` of request_gaps' arrays,
+# since the view's second unnest (its seq) made a scan of 4M gaps ~10x slower than one unnest (and
+# than the table it replaced); on PostgreSQL to the view, whose lateral unnest costs what the table did.
+GAP_VALUES = _GapValues("chunk_gap", sa.column("artefact_id", sa.Integer), sa.column("request_idx", sa.Integer),
+                        sa.column("gap_s", sa.Float))  # fmt: skip
+
+
+def include_object(obj: object, name: str | None, type_: str, reflected: bool, compare_to: object) -> bool:
+    """Alembic's filter for ``compare_metadata`` / autogenerate: the views of :data:`VIEWS` are
+    mapped as tables but are views in the database (Alembic reflects tables only)."""
+    return not (type_ == "table" and name in VIEWS)
+
+
+def create_schema(engine: sa.Engine) -> None:
+    """The schema without migrations (a scratch ledger, ``ledger.transfer``): the tables, then the views."""
+    Base.metadata.create_all(engine, tables=[t for t in Base.metadata.sorted_tables if t.name not in VIEWS])
+    with engine.begin() as conn:
+        for sql in VIEWS.values():
+            conn.exec_driver_sql(sql[engine.dialect.name])

@@ -532,7 +532,8 @@ class ArrowRequests:
     ``table`` holds the columns of :class:`RequestColumns` with the same meaning, except that
     ``chunk_gaps_s`` is replaced by ``chunk_count`` (int32: number of gaps + 1, null where the file
     had no gaps array) and the gaps themselves are in ``gaps``: ``request_idx`` (int32, the ``idx`` of
-    their request), ``seq`` (int32, 0-based) and ``gap_s`` (float64), or None when there are none.
+    their request) and ``gaps`` (list of float64 in stream order; null or empty where the request has
+    none, which stores nothing: ``ledger.gaps.arrays``), or None when there are none.
     Columns: ``idx``, ``line``, ``retries``, ``input_tokens``, ``output_tokens``, ``chunk_count``,
     ``cached_tokens`` (int32); ``status``, ``error`` (string); ``send_ns``, ``first_token_ns``,
     ``end_ns`` (int64 ns on the capture's clock); ``ttft_s``, ``latency_s``, ``queue_s``,

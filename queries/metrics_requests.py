@@ -33,7 +33,7 @@ from bench_ledger.queries.lattice import derived_flag
 from bench_ledger.queries.values import MetricValue, Scope
 
 Q = m.Request.__table__
-G = m.ChunkGap.__table__
+G = m.GAP_VALUES  # the view chunk_gap's values (no seq needed here; one unnest on DuckDB)
 CAP = m.Capture.__table__
 CF = m.CaptureField.__table__
 DOUBLE: sa.Double[float] = sa.Double()

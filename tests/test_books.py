@@ -89,14 +89,20 @@ def test_raw_sql_update_of_a_request(closed: tuple[Ledger, Path]) -> None:
 def test_raw_sql_delete_of_a_request(closed: tuple[Ledger, Path]) -> None:
     ledger, _ = closed
     if ledger.backend == "postgresql":
-        with pytest.raises(sa.exc.DBAPIError, match="refused by R9: DELETE of chunk_gap"):
+        with pytest.raises(sa.exc.DBAPIError, match="refused by R9: DELETE of request_gaps"):
+            raw(ledger, "DELETE FROM request_gaps")
+        with pytest.raises(sa.exc.DBAPIError, match="refused by R9: UPDATE of request_gaps"):
+            raw(ledger, "UPDATE request_gaps SET gaps = gaps[1:2] WHERE request_idx = 4")
+        with pytest.raises(sa.exc.DBAPIError, match="cannot delete from view"):  # a view of request_gaps (0014)
             raw(ledger, "DELETE FROM chunk_gap")
         with pytest.raises(sa.exc.DBAPIError, match="refused by R9: TRUNCATE of request"):
             raw(ledger, "TRUNCATE request CASCADE")
         return
-    raw(ledger, "DELETE FROM chunk_gap WHERE request_idx = 4 AND seq = 0")
+    with pytest.raises(sa.exc.ProgrammingError, match="Can only delete from base table"):  # a view (0014)
+        raw(ledger, "DELETE FROM chunk_gap WHERE request_idx = 4 AND seq = 2")
+    raw(ledger, "UPDATE request_gaps SET gaps = gaps[1:2] WHERE request_idx = 4")  # its last gap (seq 2) gone
     res = cli("verify", "fx", "--db", ledger.url, code=1)
-    assert f"table chunk_gap: 1 missing: (artefact_id={_request_artefact(ledger)}, request_idx=4, seq=0)" in res.output
+    assert f"table chunk_gap: 1 missing: (artefact_id={_request_artefact(ledger)}, request_idx=4, seq=2)" in res.output
 
 
 def test_raw_sql_on_declared_rows_of_a_closed_batch(closed: tuple[Ledger, Path]) -> None:
