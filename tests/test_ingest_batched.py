@@ -110,9 +110,9 @@ def test_each_table_pooled_to_its_own_limit(ledger: Ledger, tmp_path: Path, monk
     monkeypatch.setattr(ingest._Pending, "LIMIT", 30)
     pooled = _import(ledger, _file(tmp_path / "b.jsonl", 6, 40, tail=" "), "pooled", fast=True, monkeypatch=monkeypatch)
     requests = [n for t, n in written if t == "request"]
-    gaps = [n for t, n in written if t == "chunk_gap"]
+    gaps = [n for t, n in written if t == "request_gaps"]
     assert requests == [120, 120]  # 2 runs of 40 a chunk: written once 100 are pooled, and the rest at the end
-    assert len(gaps) > 2 and all(n >= 30 for n in gaps[:-1])  # the gaps' own, smaller pool
+    assert len(gaps) > 2 and all(n >= 30 for n in gaps[:-1])  # the gaps' own, smaller pool (request_gaps rows: one per request)
     assert _rows(ledger, whole.artefact_id) == _rows(ledger, pooled.artefact_id)
 
 
@@ -123,4 +123,4 @@ def test_statistics_refreshed_for_the_tables_the_import_wrote(ledger: Ledger, tm
     monkeypatch.setattr(ingest, "ANALYZE_AFTER_ROWS", 1)
     monkeypatch.setattr(Ledger, "refresh_statistics", lambda self, tables: analyzed.append(tables))
     _import(ledger, _file(tmp_path / "a.jsonl", 2, 30), "stats", fast=True, monkeypatch=monkeypatch)
-    assert analyzed == [("request", "chunk_gap")]
+    assert analyzed == [("request", "request_gaps")]  # chunk_gap is a view of request_gaps (migration 0014)
