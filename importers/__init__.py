@@ -66,32 +66,44 @@ def by_name(name: str) -> Importer:
     raise UsageError(f"unknown format {name!r}; known formats: {names}")
 
 
-def detect(path: Path) -> Importer:
-    """The one importer whose sniff accepts the file, or UnknownFormat with every reason."""
+def _sniffed(imp: Importer, head: bytes) -> str | None:
+    try:
+        return imp.sniff(head)
+    except RecursionError:  # a sniff that parses the first line met a structure nested too deeply
+        return "first line nested too deeply to read"
+    except ValueError as exc:  # e.g. an integer beyond CPython's digit limit in the first line
+        return f"first line not readable: {str(exc)[:80]}"
+
+
+def detect(path: Path, prefer: Importer | None = None) -> Importer:
+    """The one importer whose sniff accepts the file, or UnknownFormat with every reason.
+
+    ``prefer`` (e.g. the format of the file before, in a command importing many) is asked first:
+    since every sniff rejects the others' files, that gives the same importer, without the sniffs
+    before it in the order (1,000 files of the ledger's format: 1.5 ms each, most of it the vLLM
+    console sniff's search of the head, profile note 17)."""
     head = read_head(path)
+    if prefer is not None and _sniffed(prefer, head) is None:
+        return prefer
     reasons: dict[str, str] = {}
     for imp in all_importers():
-        try:
-            why = imp.sniff(head)
-        except RecursionError:  # a sniff that parses the first line met a structure nested too deeply
-            why = "first line nested too deeply to read"
-        except ValueError as exc:  # e.g. an integer beyond CPython's digit limit in the first line
-            why = f"first line not readable: {str(exc)[:80]}"
+        why = _sniffed(imp, head)
         if why is None:
             return imp
         reasons[imp.name] = why
     raise UnknownFormat(str(path), reasons)
 
 
-def choose(path: Path, fmt: str | None = None, force: bool = False) -> Importer:
-    """The importer for ``path``: detected by content, or ``fmt`` when named.
+def choose(path: Path, fmt: str | None = None, force: bool = False, prefer: Importer | None = None) -> Importer:
+    """The importer for ``path``: detected by content (:func:`detect`, asking ``prefer`` first), or
+    ``fmt`` when named.
 
     A named format whose own sniff rejects the file is refused (the file would be parsed as what
     it is not, and its sha256 taken, so the right import later says "already imported") unless
     ``force`` says the user knows better.
     """
     if not fmt:
-        return detect(path)
+        return detect(path, prefer)
     imp = by_name(fmt)
     why = imp.sniff(read_head(path))
     if why is not None and not force:

@@ -306,12 +306,14 @@ def columns(data: pa.Table, tags: list[str]) -> list[_Col]:
     return [_column(n, t, data.column(n)) for n, t in zip(data.column_names, tags, strict=True)]
 
 
-def chunk_digests(table: str, cols: list[_Col], n: int) -> list[bytes]:
-    """SHA-256 of each chunk of :data:`CHUNK` rows (module docstring)."""
+def chunk_digests(table: str, cols: list[_Col], n: int, start: int = 0) -> list[bytes]:
+    """SHA-256 of each chunk of :data:`CHUNK` rows (module docstring) of the ``n`` rows from row
+    ``start`` of ``cols`` (a part that is a span of a larger table, e.g. one artefact of a group's
+    rows: the columns are encoded once for all of them)."""
     out = []
     head = MAGIC + table.encode() + b"\x00"
-    for lo in range(0, n, CHUNK):
-        hi = min(lo + CHUNK, n)
+    for lo in range(start, start + n, CHUNK):
+        hi = min(lo + CHUNK, start + n)
         h = hashlib.sha256(head + struct.pack("<I", hi - lo))
         for c in cols:
             h.update(c.name)

@@ -386,7 +386,9 @@ def write_artefacts(
             # a group's commit passed DuckDB's 16 MB WAL threshold and checkpointed, group after group
             # (512 files: commits 2.85 s -> 1.16 s); the WAL is still written and synced at each commit
             conn.exec_driver_sql("SET checkpoint_threshold = '1GB'")
-        rows = _Pending(conn, ledger.backend)
+        # a group's streamed rows are hashed once for all its artefacts (seal3.PooledRows), one file's as they arrive
+        pooled = seal3.PooledRows() if len(files) > 1 else None
+        rows = _Pending(conn, ledger.backend, pooled)
         runs = _RunWriter(s, conn, ledger.backend, batch, deployment_id, rows, progress)
         held: dict[int, seal3.HeldRows] = {}  # request, request_gaps, hardware_sample as handed to the database
         matcher: pairing.Matcher | None = None
@@ -478,7 +480,7 @@ def write_artefacts(
         runs.flush()
         rows.flush()
         s.flush()  # each artefact's digest over its rows as stored, in this same transaction (seal scheme 3)
-        seal3.store_artefact_digests(s.connection(), ledger.backend, held)
+        seal3.store_artefact_digests(s.connection(), ledger.backend, held, pooled)
     if analyze and sum(r.rows for r in results) >= ANALYZE_AFTER_ROWS:
         # the tables this import wrote (ANALYZE samples 30k rows of a table however few it got; a
         # ledger holding millions of samples paid for them after every request import)
@@ -876,15 +878,16 @@ class _Pending:
     LIMIT = 500_000
     REQUEST_LIMIT = 1 << 20
 
-    def __init__(self, conn: sa.Connection, backend: str) -> None:
-        self.conn, self.backend = conn, backend
+    def __init__(self, conn: sa.Connection, backend: str, pooled: seal3.PooledRows | None = None) -> None:
+        self.conn, self.backend, self.pooled = conn, backend, pooled
         self.tables: dict[str, list[tuple[pa.Table, _Art]]] = {"request": [], "request_gaps": [], "request_value": []}
         self.rows = dict.fromkeys(self.tables, 0)
 
     def add(self, table: str, data: pa.Table, art: _Art) -> None:
-        """Buffer rows of artefact ``art`` (kept in its held rows for its digest)."""
+        """Buffer rows of artefact ``art`` (for its digest: in its held rows, or pooled at the flush)."""
         self.tables[table].append((data, art))
-        art.held.add(table, data)
+        if self.pooled is None:
+            art.held.add(table, data)
         self.rows[table] += data.num_rows
         if self.rows[table] >= (self.REQUEST_LIMIT if table == "request" else self.LIMIT):
             self.flush(table)
@@ -909,6 +912,8 @@ class _Pending:
                 parts.clear()
                 self.rows[name] = 0
                 bulk_insert(self.conn, self.backend, name, data)
+                if self.pooled is not None:
+                    self.pooled.add(name, data)
 
 
 def _write_requests(conn: sa.Connection, backend: str, artefact_id: int, run_id: int, clock: str | None,

@@ -259,8 +259,14 @@ def import_(db, paths, batch, run, deployment, fmt, force_format, node, time_zon
                               time_zone=time_zone, start=start, interval_s=interval_s)
         tally = dict.fromkeys((IMPORTED, ALREADY, SKIPPED, FAILED), 0)
         # small files go in groups, one transaction each; every file keeps its own outcome (ingest.import_files)
-        chosen = ((p, lambda p=p: importers.choose(p, fmt, force=force_format), in_folder)
-                  for p, in_folder in progress(files_to_import(paths), quiet))  # fmt: skip
+        last: list[importers.Importer] = []  # the format detected last: asked first for the next file
+
+        def choose(p: Path) -> importers.Importer:
+            imp = importers.choose(p, fmt, force=force_format, prefer=last[-1] if last else None)
+            last[:] = [imp]
+            return imp
+
+        chosen = ((p, lambda p=p: choose(p), in_folder) for p, in_folder in progress(files_to_import(paths), quiet))
         for path, in_folder, outcome in import_files(ledger, chosen, target):
             tally[shown_outcome(ledger, path, target, quiet, outcome, in_folder)] += 1
     if any(p.is_dir() for p in paths):
