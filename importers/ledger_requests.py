@@ -652,7 +652,7 @@ def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool) -> list
     cols["chunk_count"] = pc.add(lens, 1)
     # idx and line per file: the row's place after its file's header (which gets idx -1)
     first = pa.array([spans[i][0] + 1 if i in spans else 0 for i in range(len(paths))], pa.int64())
-    idx = pc.subtract(pa.array(range(n), pa.int64()), pc.take(first, file_of))
+    idx = pc.subtract(pa.array(np.arange(n, dtype=np.int64)), pc.take(first, file_of))
     cols["idx"], cols["line"] = idx, pc.add(idx, 2)
     whole = pa.table({c: v.cast(pa.int32(), safe=False) if c in _INT32 else v for c, v in cols.items()})
     rejected = set(pc.unique(pc.filter(file_of, bad)).to_pylist()) | (set(range(len(paths))) - set(fields))

@@ -367,6 +367,8 @@ class HeldRows:
                 done.result()  # the hashing thread's errors surface here
             self._work.clear()
             return self._pool.submit(self.streams[table].finish, artefact_id).result()
+        if not self.tables[table]:  # no rows: the empty part (0.6 ms per artefact through the general path)
+            return HeldPart(table, artefact_id, 0, [])
         cols = _cols(table)
         names, tags = [c.name for c in cols], [dg.tag_of(c) for c in cols]
         held = [dg.canonical(t, names, tags) for t in self.tables[table]]
