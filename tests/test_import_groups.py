@@ -111,3 +111,61 @@ def test_two_files_of_a_group_on_one_run_are_imported_one_after_the_other(
     assert groups == [2, 1]
     assert "retries was not captured by artefact 1 for run same; later captures are not backfilled" in out.output
     assert (counts(ledger_url)["artefact"], counts(ledger_url)["run"]) == (2, 2)
+
+
+def digest_roots(url: str) -> list[tuple]:
+    """Each artefact's stored part of the tables whose rows do not hold the import time."""
+    import sqlalchemy as sa
+    from bench_ledger.store import Ledger
+
+    with Ledger(url) as led, led.session() as s:
+        return [tuple(r) for r in s.execute(sa.text(
+            "SELECT artefact_id, table_name, row_count, root FROM artefact_digest "
+            "WHERE table_name NOT IN ('artefact', 'capture') ORDER BY artefact_id, table_name"))]  # fmt: skip
+
+
+def test_a_groups_digests_hashed_once_are_those_of_one_file_at_a_time(ledger_url: str, tmp_path: Path, groups: list[int]) -> None:
+    """seal3.PooledRows: a group's request and chunk-gap rows are hashed once for all its files; each
+    artefact's parts are the ones an import of the file alone stores, and verify agrees."""
+    files = [request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i, {"chunk_gaps": [0.25, 0.5][: i % 3]}, n=3 + i)
+             for i in range(6)]  # fmt: skip
+    assert run("import", "--db", ledger_url, "--batch", "b", *files).exit_code == 0
+    assert groups == [6]
+    assert run("verify", "--db", ledger_url).output.startswith("batch b (open): ok, 6 artefact(s) match")
+    alone = f"duckdb:///{tmp_path / 'alone.duckdb'}"
+    assert run("init", "--db", alone).exit_code == 0
+    for f in files:
+        assert run("import", "--db", alone, "--batch", "b", f).exit_code == 0
+    assert groups[1:] == [1] * 6
+    got = digest_roots(ledger_url)
+    assert got == digest_roots(alone) and {t for _, t, _, _ in got} >= {"request", "chunk_gap"}
+
+
+def test_pooled_rows_out_of_key_order_are_read_back() -> None:
+    import pyarrow as pa
+    from bench_ledger import seal3
+
+    pooled = seal3.PooledRows()
+    t = pa.table({"artefact_id": pa.array([2, 1], pa.int32()), "request_idx": pa.array([0, 0], pa.int32()),
+                  "seq": pa.array([0, 0], pa.int32()), "gap_s": pa.array([0.5, 0.25])})  # fmt: skip
+    pooled.add("chunk_gap", t)
+    parts, counts = pooled.parts([1, 2])
+    assert parts["chunk_gap"] is None and counts["chunk_gap"] == {1: 1, 2: 1}  # the caller reads both back
+    assert parts["request"] == {1: seal3.HeldPart("request", 1, 0, []), 2: seal3.HeldPart("request", 2, 0, [])}
+    pooled.add("chunk_gap", t.slice(1))
+    with pytest.raises(ValueError, match="name artefacts"):
+        pooled.parts([2])
+
+
+def test_detection_asks_the_last_format_first_and_finds_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from bench_ledger import importers
+
+    path = request_file(tmp_path / "r.jsonl", "r", 1)
+    found = importers.detect(path)
+    asked: list[str] = []
+    for imp in importers.all_importers():
+        monkeypatch.setattr(imp, "sniff", lambda head, imp=imp, real=imp.sniff: asked.append(imp.name) or real(head))
+    assert importers.detect(path, prefer=found) is found and asked == [found.name]
+    asked.clear()
+    other = next(i for i in importers.all_importers() if i is not found)
+    assert importers.detect(path, prefer=other) is found and asked[0] == other.name and asked[-1] == found.name

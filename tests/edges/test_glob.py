@@ -32,3 +32,18 @@ def test_fast_path_reads_the_named_file_not_a_glob_match(tmp_path: Path) -> None
     want = json.loads(named.read_text().splitlines()[0])["ttfts"]
     assert fast_rows[0].column("ttft_s").to_pylist() == want
     assert [t.column("ttft_s").to_pylist() for t in fast_rows] == [t.column("ttft_s").to_pylist() for t in py_rows]
+
+
+def test_plain_names_are_read_as_given_and_others_through_links(tmp_path: Path) -> None:
+    """base.literal_paths: no link for an absolute name of plain characters (1,000 links cost up to a
+    second), a link for a glob character, an "=" (a hive partition folder), and a name given twice
+    (each name stays its own in DuckDB's filename column)."""
+    from bench_ledger.importers.base import literal_paths
+
+    plain, glob, hive = tmp_path / "run-1.jsonl", tmp_path / "x[1].jsonl", tmp_path / "gpu=H20.jsonl"
+    for p in (plain, glob, hive):
+        p.write_text("{}\n")
+    with literal_paths([plain, glob, hive, plain]) as got:
+        assert got[0] == plain.absolute()
+        assert all(g.parent != tmp_path and g.resolve() == p.resolve() for g, p in zip(got[1:], [glob, hive, plain]))
+        assert len(set(got)) == 4
