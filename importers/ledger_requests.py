@@ -445,7 +445,11 @@ def _capture(header: dict[str, Any], fields: list[str], n: int) -> Capture:
 #   written is the float's shortest text, and importers.base.exact_decimal / exact_ns (the proof the
 #   vLLM fast path uses) give base.seconds_ns(Decimal(text)) exactly.
 # A captured field is one whose key occurs ('"key":' in the text: with no escapes a quoted key
-# followed by a colon is never inside a string). Values outside their domains, unknown status words,
+# followed by a colon is never inside a string). The typed rows are read first; the fields with a
+# value in some request of a file are then its captured fields when one RE2 pass over its text finds
+# it regular and no other key in it (_proof, run once per set of such fields); a file where it finds
+# something (irregular, or a key that is only ever null) is checked again field by field (_proofs).
+# Values outside their domains, unknown status words,
 # too long error texts or times outside the exact range send the file to the Python path too, which
 # owns every error message. Tests: tests/importers/test_ledger_requests.py compares both paths.
 
