@@ -382,42 +382,77 @@ class HeldRows:
 class PooledRows:
     """The :data:`STREAMED_TABLES` rows of the artefacts of one group write (several files in one
     transaction, :func:`ledger.ingest.write_artefacts`), as the pooled tables handed to the database,
-    hashed once at the end for all of them: per table one canonical cast, one key-order check and
-    one encoding of the columns, then each artefact's chunks (a span of the rows). Why: a
+    hashed per pooled table rather than per artefact: one canonical cast, one key-order check and one
+    encoding of the columns, then each artefact's chunks (a span of the rows). Why: a
     :class:`HeldRows` per artefact paid its per-column work per file (3.8 s of a 25 s import of the
-    benchmark's 1,000 files, profile note 17). The rows arrive in artefact order (files in order,
-    ids ascending), so key order over all of them is key order within each; where it is not, every
-    artefact's part of that table is read back instead (:func:`store_artefact_digests`)."""
+    benchmark's 1,000 files, profile note 17). Like HeldRows, the hashing runs in one thread of the
+    import while the database writes the rows. The rows arrive in artefact order (files in order, ids
+    ascending), so only the last artefact of a pooled table can go on in the next one: its rows are
+    carried over. Where the rows are not in key order, every artefact's part of that table is read
+    back instead (:func:`store_artefact_digests`)."""
 
     def __init__(self) -> None:
-        self.tables: dict[str, list[pa.Table]] = {t: [] for t in STREAMED_TABLES}
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.done: dict[str, dict[int, HeldPart]] = {t: {} for t in STREAMED_TABLES}
+        self.counts: dict[str, dict[int, int]] = {t: {} for t in STREAMED_TABLES}
+        self.carry: dict[str, pa.Table | None] = dict.fromkeys(STREAMED_TABLES)
+        self.broken: set[str] = set()
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="ledger-digest")
+        self._work: list = []
+        weakref.finalize(self, self._pool.shutdown, wait=False, cancel_futures=True)
 
     def add(self, table: str, data: pa.Table) -> None:
-        if data.num_rows and table == "request_gaps":  # the chunk_gap rows its arrays are (ledger.gaps.rows_of)
-            self.tables["chunk_gap"].append(gp.rows_of(data))
-        elif data.num_rows:
-            self.tables[table].append(data)
+        if not data.num_rows:
+            return
+        if table == "request_gaps":  # hashed as the chunk_gap rows its arrays are (ledger.gaps.rows_of), in the thread
+            self._work.append(self._pool.submit(lambda: self._feed("chunk_gap", gp.rows_of(data))))
+        else:
+            self._work.append(self._pool.submit(self._feed, table, data))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _feed(self, table: str, data: pa.Table) -> None:
+        cols = _cols(table)
+        data = dg.canonical(data, [c.name for c in cols], [dg.tag_of(c) for c in cols])
+        vc = pc.value_counts(data.column("artefact_id"))
+        for a, n in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist(), strict=True):
+            self.counts[table][a] = self.counts[table].get(a, 0) + n
+        if table in self.broken:
+            return
+        if (carry := self.carry[table]) is not None:
+            data = pa.concat_tables([carry, data]).combine_chunks()
+        if not dg.in_key_order(data, key_columns(table)):
+            self.broken.add(table)
+            self.carry[table], self.done[table] = None, {}
+            return
+        spans = _spans(data.column("artefact_id"))
+        last = data.column("artefact_id")[-1].as_py()  # may go on in the next pooled table
+        self.carry[table] = data.slice(spans[last][0])
+        self.done[table].update(_span_parts(table, data, spans, [a for a in spans if a != last]))
 
     def parts(self, ids: list[int]) -> tuple[dict[str, dict[int, HeldPart] | None], dict[str, dict[int, int]]]:
         """Per table, the part of each of ``ids`` (None for a table whose rows were out of key order),
         and the rows of each artefact that has any."""
+        for work in self._work:
+            work.result()  # the hashing thread's errors surface here
+        self._work.clear()
         out: dict[str, dict[int, HeldPart] | None] = {}
-        counts: dict[str, dict[int, int]] = {}
-        for table, pieces in self.tables.items():
-            cols = _cols(table)
-            names, tags = [c.name for c in cols], [dg.tag_of(c) for c in cols]
-            data = (pa.concat_tables([dg.canonical(t, names, tags) for t in pieces]).combine_chunks() if pieces
-                    else dg.schema_of(names, tags).empty_table())  # fmt: skip
-            pieces.clear()
-            vc = pc.value_counts(data.column("artefact_id")) if data.num_rows else None
-            counts[table] = dict(zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist(), strict=True)) if vc else {}
-            if set(counts[table]) - set(ids):
-                raise ValueError(f"pooled {table} rows name artefacts {sorted(set(counts[table]) - set(ids))}, not of this write")
-            if not dg.in_key_order(data, key_columns(table)):
+        for table in STREAMED_TABLES:
+            if set(self.counts[table]) - set(ids):
+                raise ValueError(f"pooled {table} rows name artefacts {sorted(set(self.counts[table]) - set(ids))}, "
+                                 "not of this write")  # fmt: skip
+            if table in self.broken:
                 out[table] = None
                 continue
-            out[table] = _span_parts(table, data, _spans(data.column("artefact_id")), ids)
-        return out, counts
+            if (carry := self.carry[table]) is not None:
+                self.done[table].update(_span_parts(table, carry, _spans(carry.column("artefact_id")),
+                                                    [carry.column("artefact_id")[0].as_py()]))  # fmt: skip
+                self.carry[table] = None
+            out[table] = {a: self.done[table].get(a) or HeldPart(table, a, 0, []) for a in ids}
+        self.close()
+        return out, self.counts
 
 
 def store_artefact_digest(conn: sa.Connection, backend: str, artefact_id: int, held: HeldRows | None = None) -> str:
@@ -452,6 +487,8 @@ def store_artefact_digests(conn: sa.Connection, backend: str, held: dict[int, He
     finally:
         for rows in held.values():
             rows.close()
+        if pooled is not None:
+            pooled.close()
     back = tuple(t for t in ARTEFACT_TABLES if any(t in tables[a] and from_held[a].get(t) is None for a in ids))
     read = artefact_part_digests(conn, backend, ids, back)
     parts: dict[int, list[Part | HeldPart]] = {}

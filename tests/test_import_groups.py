@@ -152,9 +152,27 @@ def test_pooled_rows_out_of_key_order_are_read_back() -> None:
     parts, counts = pooled.parts([1, 2])
     assert parts["chunk_gap"] is None and counts["chunk_gap"] == {1: 1, 2: 1}  # the caller reads both back
     assert parts["request"] == {1: seal3.HeldPart("request", 1, 0, []), 2: seal3.HeldPart("request", 2, 0, [])}
+    pooled = seal3.PooledRows()
     pooled.add("chunk_gap", t.slice(1))
     with pytest.raises(ValueError, match="name artefacts"):
         pooled.parts([2])
+
+
+def test_pooled_rows_of_an_artefact_split_over_two_writes_are_one_part() -> None:
+    import pyarrow as pa
+    from bench_ledger import seal3
+
+    def gaps(art: list[int], idx: list[int]) -> pa.Table:
+        return pa.table({"artefact_id": pa.array(art, pa.int32()), "request_idx": pa.array(idx, pa.int32()),
+                         "seq": pa.array([0] * len(art), pa.int32()), "gap_s": pa.array([0.5] * len(art))})  # fmt: skip
+
+    whole, split = seal3.PooledRows(), seal3.PooledRows()
+    whole.add("chunk_gap", gaps([1, 2, 2, 2, 3], [0, 0, 1, 2, 0]))
+    split.add("chunk_gap", gaps([1, 2], [0, 0]))
+    split.add("chunk_gap", gaps([2, 2], [1, 2]))
+    split.add("chunk_gap", gaps([3], [0]))
+    (a, _), (b, _) = whole.parts([1, 2, 3, 4]), split.parts([1, 2, 3, 4])
+    assert a == b and a["chunk_gap"][2].count == 3 and a["chunk_gap"][4] == seal3.HeldPart("chunk_gap", 4, 0, [])
 
 
 def test_detection_asks_the_last_format_first_and_finds_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
