@@ -175,17 +175,32 @@ def import_files(ledger: Ledger, files: Iterable[tuple[Path, Callable[[], Parser
     groups = target.batch is not None and target.run is None and target.launch is None
     pending: list[tuple[Path, Parser, K]] = []
     written = [0]
+    # the next group's files are hashed and parsed in a thread while the group before is written
+    # (both drivers, DuckDB's reader, hashlib and Arrow's kernels release the GIL): at most one ahead
+    from concurrent.futures import Future, ThreadPoolExecutor
+
+    ahead = ThreadPoolExecutor(1, thread_name_prefix="ledger-prepare")
+    queued: list[Future] = []
+    claimed: set[str] = set()  # hashes of the files prepared so far (only the preparing thread uses it)
 
     def alone(path: Path, choose: Callable[[], Parser]) -> Outcome:
         def outcome(progress: Callable[[int], None] | None = None) -> ImportResult:
             return import_file(ledger, path, choose(), target, progress)
         return outcome
 
-    def flush() -> Iterator[tuple[Path, K, Outcome]]:
-        items = pending[:]
-        pending.clear()
+    def prepare(items: list[tuple[Path, Parser, K]]) -> list:
+        return list(_prepared(ledger, items, target, claimed))
+
+    def flush(drain: bool = True) -> Iterator[tuple[Path, K, Outcome]]:
+        if pending:
+            queued.append(ahead.submit(prepare, pending[:]))
+            pending.clear()
+        while queued and (drain or len(queued) > 1):
+            yield from written_files(queued.pop(0).result())
+
+    def written_files(prepared: list) -> Iterator[tuple[Path, K, Outcome]]:
         ready: list[tuple[Parsed, Parser, K]] = []
-        for kind, item in _prepared(ledger, items, target):
+        for kind, item in prepared:
             if kind == "alone":
                 yield from write(ready)
                 path, imp, key = item
@@ -215,21 +230,24 @@ def import_files(ledger: Ledger, files: Iterable[tuple[Path, Callable[[], Parser
         for (f, _, key), res in zip(group, results, strict=True):
             yield f.path, key, _given(res)
 
-    for path, choose, key in files:
-        if groups:
-            try:
-                imp = choose()
-                small = path.stat().st_size <= GROUP_FILE_BYTES
-            except (LedgerError, OSError):
-                small = False
-            if small:
-                pending.append((path, imp, key))
-                if len(pending) >= GROUP_FILES:
-                    yield from flush()
-                continue
-            yield from flush()
-        yield path, key, alone(path, choose)
-    yield from flush()
+    try:
+        for path, choose, key in files:
+            if groups:
+                try:
+                    imp = choose()
+                    small = path.stat().st_size <= GROUP_FILE_BYTES
+                except (LedgerError, OSError):
+                    small = False
+                if small:
+                    pending.append((path, imp, key))
+                    if len(pending) >= GROUP_FILES:
+                        yield from flush(drain=False)
+                    continue
+                yield from flush()
+            yield path, key, alone(path, choose)
+        yield from flush()
+    finally:  # a caller that stops early: the group being prepared is dropped (it wrote nothing)
+        ahead.shutdown(wait=True, cancel_futures=True)
     if written[0] >= ANALYZE_AFTER_ROWS:
         ledger.refresh_statistics(BULK_TABLES)
 
@@ -241,10 +259,12 @@ def _given(value: T) -> Callable[..., T]:
     return given
 
 
-def _prepared(ledger: Ledger, items: list[tuple[Path, Parser, K]], target: ImportTarget):
+def _prepared(ledger: Ledger, items: list[tuple[Path, Parser, K]], target: ImportTarget, claimed: set[str] | None = None):
     """The files of a group in order, each ("group", (Parsed, parser, key)) when it can be written
     with the others, else ("alone", (path, parser, key)). Hashes, one query for the hashes already
-    in the ledger, then the parse (``parse_many`` where the importer has it)."""
+    in the ledger, then the parse (``parse_many`` where the importer has it). ``claimed``: hashes of
+    the files of earlier groups of the command, taken as imported (a group may still be being
+    written, its rows not committed yet), and to which this group's are added."""
     hashed: list[tuple[Path, Parser, K, str | None, int]] = []
     for path, imp, key in items:
         try:
@@ -254,6 +274,9 @@ def _prepared(ledger: Ledger, items: list[tuple[Path, Parser, K]], target: Impor
         hashed.append((path, imp, key, sha, size))
     with ledger.session() as s:
         known = set(s.scalars(sa.select(m.Artefact.sha256).where(m.Artefact.sha256.in_([h[3] for h in hashed if h[3]]))))
+    if claimed is not None:
+        known |= claimed & {h[3] for h in hashed}
+        claimed.update(h[3] for h in hashed if h[3])
     options = rec.ParseOptions(node=target.node, time_zone=target.time_zone, start=target.start, interval_s=target.interval_s)
     todo = [h for h in hashed if h[3] and h[3] not in known]
     many: dict[Path, rec.ParsedArtefact | None] = {}
