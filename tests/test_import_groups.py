@@ -187,3 +187,20 @@ def test_detection_asks_the_last_format_first_and_finds_the_same(tmp_path: Path,
     asked.clear()
     other = next(i for i in importers.all_importers() if i is not found)
     assert importers.detect(path, prefer=other) is found and asked[0] == other.name and asked[-1] == found.name
+
+
+def test_groups_prepared_ahead_keep_the_order_and_a_repeat_in_a_later_group(
+        ledger_url: str, tmp_path: Path, groups: list[int], monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """The next group is hashed and parsed while the one before is written: outputs stay in file order,
+    and a file of an earlier group given again (not committed when the later group was prepared) is
+    already imported, not a failed group."""
+    monkeypatch.setattr(ingest, "GROUP_FILES", 2)
+    files = [request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i) for i in range(5)]
+    given = [files[0], files[1], files[2], files[0], files[3], files[4]]
+    out = run("import", "--db", ledger_url, "--batch", "b", *given)
+    lines = [x for x in out.stdout.splitlines() if not x.startswith("  run")]
+    assert [x.split(":")[0] for x in lines] == list(map(str, given))
+    assert "already imported as artefact 1 (r0.jsonl" in lines[3] and "imported as artefact 4 " in lines[4]
+    assert groups == [2, 1, 2]  # r0 r1; r2 alone beside the repeat (imported alone, in its place); r3 r4
+    c = counts(ledger_url)
+    assert (c["artefact"], c["run"], c["request"]) == (5, 5, 15)
