@@ -42,8 +42,7 @@ from bench_ledger.errors import ParseError
 from bench_ledger.importers.base import (
     DuplicateKey,
     ParseOptions,
-    exact_decimal,
-    exact_ns,
+    exact_ns_of,
     file_size,
     first_json_value,
     inexact,
@@ -442,8 +441,8 @@ def _capture(header: dict[str, Any], fields: list[str], n: int) -> Capture:
 # * no backslash (escapes: keys and strings are then literal, a surrogate cannot hide), no carriage
 #   return, no blank line, one object per line (rows per file = lines);
 # * a time on epoch_s / monotonic_s written with at most 15 significant digits: then the decimal as
-#   written is the float's shortest text, and importers.base.exact_decimal / exact_ns (the proof the
-#   vLLM fast path uses) give base.seconds_ns(Decimal(text)) exactly.
+#   written is the float's shortest text, and importers.base.exact_ns_of (the exact conversion the
+#   vLLM fast path uses) gives base.seconds_ns(Decimal(text)) exactly.
 # A captured field is one whose key occurs ('"key":' in the text: with no escapes a quoted key
 # followed by a colon is never inside a string). The typed rows are read first; the fields with a
 # value in some request of a file are then its captured fields when one RE2 pass over its text finds
@@ -649,7 +648,7 @@ def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool) -> list
         if not ns:
             off = inexact(v)
             bad = pc.or_(bad, off)
-            v = exact_ns(exact_decimal(pc.if_else(off, pa.scalar(None, pa.float64()), v)))
+            v = exact_ns_of(pc.if_else(off, pa.scalar(None, pa.float64()), v))
         cols[FIELD_COLUMN[f]] = v
     gaps_list = t.column("chunk_gaps")
     lens = pc.list_value_length(gaps_list)
