@@ -15,22 +15,38 @@ need and calls one function of ``bench_ledger``, ``bench_ledger.importers`` or
 batches are side by side, each labelled with its batch, never pooled (R2).
 
 Read-only access: :func:`connect` with ``read_only=True`` (the default) opens a DuckDB file in
-DuckDB's read-only mode and only for the duration of each call, so a `ledger import` or `ledger
-close` in a terminal can take the file between two notebook cells. Writing workflows
+DuckDB's read-only mode and only for the duration of each call (the call's queries share its
+connections: ``Ledger.held``), so a `ledger import` or `ledger close` in a terminal can take the
+file between two notebook cells. Writing workflows
 (:func:`import_file`, :func:`declare_file`, :func:`close`, :func:`import_export`) need
 ``connect(url, read_only=False)``.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     import pyarrow as pa
     from bench_ledger.store import Ledger
+
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def _one_call(fn: _F) -> _F:
+    """A call on a read-only ledger holds the file for the call only, with one set of connections."""
+
+    @functools.wraps(fn)
+    def call(ledger: Ledger, *args: Any, **kwargs: Any) -> Any:
+        with ledger.held():
+            return fn(ledger, *args, **kwargs)
+
+    return call  # type: ignore[return-value]
+
 
 __all__ = [
     "audit", "audit_results", "close", "connect", "declare_file", "demo", "explain", "export", "hardware_samples",
@@ -52,6 +68,7 @@ def connect(url: str | None = None, *, read_only: bool = True) -> Ledger:
 # --------------------------------------------------------------------------- workflows (as the CLI)
 
 
+@_one_call
 def import_file(ledger: Ledger, path: str | Path, *, batch: str | None = None, run: str | None = None,
                 node: str | None = None, format: str | None = None, deployment: str | None = None):  # fmt: skip
     """`ledger import PATH`: detect the format (or use ``format``), parse, write; an ``ImportResult``."""
@@ -64,6 +81,7 @@ def import_file(ledger: Ledger, path: str | Path, *, batch: str | None = None, r
                         ImportTarget(batch=batch, run=run, node=node, deployment=deployment))  # fmt: skip
 
 
+@_one_call
 def declare_file(ledger: Ledger, manifest: str | Path):
     """`ledger declare FILE.yaml`: deployments, launches, batches, runs (docs/manifest.md)."""
     from bench_ledger.declare import declare as _declare
@@ -73,6 +91,7 @@ def declare_file(ledger: Ledger, manifest: str | Path):
     return _declare(ledger, load_manifest(manifest), manifest.parent)
 
 
+@_one_call
 def close(ledger: Ledger, batch: str, seal_file: str | Path | None = None):
     """`ledger close BATCH`: seal and close it (docs/seals.md); a ``SealResult``."""
     from bench_ledger.books import close_batch
@@ -80,6 +99,7 @@ def close(ledger: Ledger, batch: str, seal_file: str | Path | None = None):
     return close_batch(ledger, batch, Path(seal_file) if seal_file is not None else None)
 
 
+@_one_call
 def verify(ledger: Ledger, batch: str | None = None, seal_file: str | Path | None = None):
     """`ledger verify`: recompute every closed batch's seal; a ``VerifyResult`` (``.ok``, ``.checks``)."""
     from bench_ledger.books import verify as _verify
@@ -87,6 +107,7 @@ def verify(ledger: Ledger, batch: str | None = None, seal_file: str | Path | Non
     return _verify(ledger, batch, Path(seal_file) if seal_file is not None else None)
 
 
+@_one_call
 def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | None = None):
     """`ledger metrics` as objects: one ``RunMetrics`` per run, each value a ``MetricValue``."""
     from bench_ledger.queries.metrics import run_metrics as _run_metrics
@@ -94,6 +115,7 @@ def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | 
     return _run_metrics(ledger, batches, run_id)
 
 
+@_one_call
 def audit(ledger: Ledger, claims_file: str | Path):
     """`ledger audit CLAIMS.yaml`: an ``AuditReport`` (verdict per claim, rule per refusal)."""
     from bench_ledger.queries.audit import audit as _audit
@@ -102,6 +124,7 @@ def audit(ledger: Ledger, claims_file: str | Path):
     return _audit(load_claims(claims_file), ledger)
 
 
+@_one_call
 def explain(ledger: Ledger, claims_file: str | Path, claim_id: str, *, format: str = "steps"):
     """`ledger explain`: the evidence chain; ``format="prov"`` gives a ``prov.model.ProvDocument``."""
     from bench_ledger.queries.claims import load_claims
@@ -115,6 +138,7 @@ def explain(ledger: Ledger, claims_file: str | Path, claim_id: str, *, format: s
     return _explain(claims, ledger, claim_id, claims_path=Path(claims_file))
 
 
+@_one_call
 def report(ledger: Ledger, out: str | Path, batches: list[str] | None = None, claims_file: str | Path | None = None,
            *, format: str = "html") -> Path:  # fmt: skip
     """`ledger report`: write the self-contained HTML report (or Markdown) to ``out``."""
@@ -127,6 +151,7 @@ def report(ledger: Ledger, out: str | Path, batches: list[str] | None = None, cl
     return out
 
 
+@_one_call
 def export(ledger: Ledger, batch: str, folder: str | Path, *, csv: bool = False):
     """`ledger export BATCH --to DIR`: Parquet (and CSV) with README.json; an ``ExportResult``."""
     from bench_ledger.transfer import export_batch
@@ -134,6 +159,7 @@ def export(ledger: Ledger, batch: str, folder: str | Path, *, csv: bool = False)
     return export_batch(ledger, batch, Path(folder), csv=csv)
 
 
+@_one_call
 def import_export(ledger: Ledger, folder: str | Path):
     """`ledger import-export DIR`: verify the export's seal, then load it; an ``ImportExportResult``."""
     from bench_ledger.transfer import import_export as _import_export
@@ -155,6 +181,7 @@ def demo(out: str | Path = "bench-ledger-demo", db: str | None = None) -> str:
     return db
 
 
+@_one_call
 def build_demo(ledger: Ledger, data: Path,
                import_one: Callable[[Ledger, Path, str | None, Any], bool] | None = None) -> bool:  # fmt: skip
     """The case study's build, the one home of it (`ledger demo` and :func:`demo`): generate the
@@ -176,6 +203,7 @@ def build_demo(ledger: Ledger, data: Path,
     return all([each(ledger, path, fmt, target) for path, fmt, target in jobs])  # a list: every file is tried
 
 
+@_one_call
 def _import_or_raise(ledger: Ledger, path: Path, fmt: str | None, target: Any) -> bool:
     from bench_ledger import importers
     from bench_ledger.ingest import import_file as _import_file
@@ -187,6 +215,7 @@ def _import_or_raise(ledger: Ledger, path: Path, fmt: str | None, target: Any) -
 # --------------------------------------------------------------------------- tables for notebooks
 
 
+@_one_call
 def runs(ledger: Ledger, batch: str | None = None) -> pa.Table:
     """Runs (current revisions): workload settings, request and artefact counts, batch."""
     import pyarrow as pa
@@ -195,6 +224,7 @@ def runs(ledger: Ledger, batch: str | None = None) -> pa.Table:
     return pa.Table.from_pylist([r.as_dict() for r in list_runs(ledger, batch)])
 
 
+@_one_call
 def metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | None = None) -> pa.Table:
     """`ledger metrics` as Arrow: per run, each metric's value, ``_flag`` and ``_na_reason``."""
     from bench_ledger.queries.metrics import run_metrics as _run_metrics
@@ -203,6 +233,7 @@ def metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | None
     return to_arrow(_run_metrics(ledger, batches, run_id))
 
 
+@_one_call
 def requests(ledger: Ledger, batch: str | None = None, run_id: int | None = None) -> pa.Table:
     """Per-request records as captured (times in ns on their clock, seconds as floats), with batch and
     run label; a field a capture did not contain is null (R9: see ``ledger show run``)."""
@@ -211,6 +242,7 @@ def requests(ledger: Ledger, batch: str | None = None, run_id: int | None = None
     return request_table(ledger, batch, run_id)
 
 
+@_one_call
 def hardware_samples(ledger: Ledger, batch: str | None = None, counter: str | None = None) -> pa.Table:
     """dmon samples in long form (one counter per row, unit as printed or ``unconfirmed``, R12)."""
     from bench_ledger.queries.catalog import sample_table
@@ -218,6 +250,7 @@ def hardware_samples(ledger: Ledger, batch: str | None = None, counter: str | No
     return sample_table(ledger, batch, counter)
 
 
+@_one_call
 def audit_results(ledger: Ledger, claims_file: str | Path) -> pa.Table:
     """The audit as Arrow: one row per claim (verdict, rule, printed and recomputed intervals, why)."""
     import json

@@ -247,8 +247,27 @@ class Ledger:
                 pass
         except _driver_errors(self.backend) as exc:  # DuckDB raises its own errors before SQLAlchemy wraps them
             raise translate(exc, self.url) from None
+        self._holding = False
 
     # ------------------------------------------------------------------ lifecycle
+
+    @contextmanager
+    def held(self) -> Iterator[None]:
+        """A read-only DuckDB ledger (one connection per operation) keeps its connections for the block
+        and releases the file when it ends: the operations of one facade call share them instead of
+        opening the file again each (~35 ms of CPU per open and close; 65 of them in the case study's
+        audit). Any other ledger, or a block inside another, is left as it is."""
+        if not self.read_only or self.backend != "duckdb" or self._holding:
+            yield
+            return
+        per_operation = self.engine
+        self.engine = sa.create_engine(self.url, connect_args={"read_only": True})
+        self._holding = True
+        try:
+            yield
+        finally:
+            self.engine.dispose()
+            self.engine, self._holding = per_operation, False
 
     def close(self) -> None:
         self.engine.dispose()
