@@ -507,6 +507,17 @@ def problem_at(node: Any, raw: Any, loc: tuple, message: str) -> Problem:
     return Problem(line_of(node, loc), claim, field_path(rest) or None, message)
 
 
+def _compose_and_load(text: str) -> tuple[Any, Any]:
+    """The YAML's node tree (for line numbers) and its data, parsed once: what ``yaml.compose`` and
+    ``yaml.safe_load`` give, the data constructed from the same nodes (the file was parsed twice)."""
+    loader = yaml.SafeLoader(text)
+    try:
+        node = loader.get_single_node()
+        return node, (loader.construct_document(node) if node is not None else None)
+    finally:
+        loader.dispose()
+
+
 def load_claims(path: str | Path) -> ClaimsFile:
     """Read and validate a claims file. Every error at once (:class:`ClaimsInvalid`), each with
     its claim id, YAML line and field in plain words."""
@@ -515,8 +526,7 @@ def load_claims(path: str | Path) -> ClaimsFile:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
-        node = yaml.compose(text)
-        data = yaml.safe_load(text)
+        node, data = _compose_and_load(text)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise InputError(f"{path}: cannot read claims file: {exc}") from None
     problems: list[Problem] = []
