@@ -265,6 +265,26 @@ def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     yield request.getfixturevalue("_pg_worker_schema").url()
 
 
+@pytest.fixture(scope="module", params=["duckdb", "postgresql"])
+def module_ledger_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A migrated ledger for the tests of one module that only read what a module fixture built in it
+    (built once per module and backend instead of once per test): a copy of the DuckDB template, or a
+    PostgreSQL schema of its own, dropped when the module is done."""
+    if request.param == "duckdb":
+        path = tmp_path_factory.mktemp("module-ledger") / "ledger.duckdb"
+        shutil.copyfile(request.getfixturevalue("_duckdb_template"), path)
+        yield f"duckdb:///{path}"
+        return
+    _require_pg()
+    own = _PgWorkerSchema(request.getfixturevalue("_pg_template"))
+    try:
+        yield own.url()
+    finally:
+        with contextlib.suppress(sa.exc.SQLAlchemyError):
+            own.drop()
+        own.engine.dispose()
+
+
 @pytest.fixture
 def ledger(ledger_url: str) -> Iterator[Ledger]:
     """A migrated, empty ledger on each backend."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from collections.abc import Iterator
 from datetime import datetime
 from fractions import Fraction
 from pathlib import Path
@@ -46,6 +47,25 @@ def imp(url: str, *args: str) -> None:
 
 @pytest.fixture
 def two_batches(ledger: Ledger, ledger_url: str, tmp_path: Path) -> Ledger:
+    """The two batches (:func:`build_two_batches`) in the test's own ledger, for a test that adds to them."""
+    return build_two_batches(ledger, ledger_url, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def _two_batches_url(module_ledger_url: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    with Ledger(module_ledger_url) as led:
+        build_two_batches(led, module_ledger_url, tmp_path_factory.mktemp("two-batches"))
+    return module_ledger_url
+
+
+@pytest.fixture
+def two_batches_read(_two_batches_url: str) -> Iterator[Ledger]:
+    """The two batches built once per module and backend, for the tests that only read them."""
+    with Ledger(_two_batches_url) as led:
+        yield led
+
+
+def build_two_batches(ledger: Ledger, ledger_url: str, tmp_path: Path) -> Ledger:
     """Batch b1: run A (timed), run B (two captures, untimed), an empty run, a sampled run.
     Batch b2: run A again (same deployment d1 as b1's run A)."""
     with ledger.session() as s:
@@ -109,8 +129,8 @@ def test_percentile_is_the_textbook_interpolation_exactly() -> None:
 # ------------------------------------------------------------------ requests
 
 
-def test_counts_and_totals(two_batches: Ledger) -> None:
-    led = two_batches
+def test_counts_and_totals(two_batches_read: Ledger) -> None:
+    led = two_batches_read
     assert ev(led, "requests_ok").value == 3
     assert ev(led, "requests_failed").value == 1
     assert ev(led, "requests_unknown").value == 0
@@ -124,8 +144,8 @@ def test_counts_and_totals(two_batches: Ledger) -> None:
     assert METRICS["requests_ok"].quantity_kind == "request_count"
 
 
-def test_wall_clock_and_tpm(two_batches: Ledger) -> None:
-    led = two_batches
+def test_wall_clock_and_tpm(two_batches_read: Ledger) -> None:
+    led = two_batches_read
     wall = ev(led, "wall_clock_s")
     assert wall.value == 3 and wall.flag == "derived"  # first send 100.0 -> last end 103.0
     assert ev(led, "total_tpm").value == F(60 * 66, 3)  # 1,320 tokens/min
@@ -138,8 +158,8 @@ def test_wall_clock_and_tpm(two_batches: Ledger) -> None:
     assert tpm.value == F(60 * 360, 10) and "tool's own duration" in tpm.inputs["basis"]
 
 
-def test_latency_distributions(two_batches: Ledger) -> None:
-    led = two_batches
+def test_latency_distributions(two_batches_read: Ledger) -> None:
+    led = two_batches_read
     # TTFT over ok requests with output: [0.2, 0.5]
     assert ev(led, "ttft_mean").value == F(0.2) / 2 + F(0.5) / 2
     assert ev(led, "ttft_p50").value == (F(0.2) + F(0.5)) / 2
@@ -170,8 +190,8 @@ def test_decode_rate_is_double_arithmetic_on_both_backends(ledger: Ledger, ledge
     assert run_metrics(ledger, ["b"])[0].values["per_stream_decode_rate_median"].value == want
 
 
-def test_missing_fields_are_na_never_zero(two_batches: Ledger) -> None:
-    led = two_batches
+def test_missing_fields_are_na_never_zero(two_batches_read: Ledger) -> None:
+    led = two_batches_read
     v = ev(led, "cache_hit_tokens")
     assert v.value is None and v.flag == "n/a" and v.na_reason == "cached_tokens not captured"
     # run B: one capture has cached_tokens, the other not -> coverage, never a partial sum (R9)
@@ -208,9 +228,9 @@ def test_no_ok_requests(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None
 # ------------------------------------------------------------------ refusals
 
 
-def test_r2_no_computation_across_batches(two_batches: Ledger) -> None:
+def test_r2_no_computation_across_batches(two_batches_read: Ledger) -> None:
     with pytest.raises(Refused) as exc:
-        evaluate(two_batches, "requests_ok", Scope(deployment="d1"))
+        evaluate(two_batches_read, "requests_ok", Scope(deployment="d1"))
     assert exc.value.rule == "R2"
     assert str(exc.value) == (
         "refused by R2: requests_ok over deployment d1: the scope spans batches b1, b2: no total, rate, percentile "
@@ -218,35 +238,35 @@ def test_r2_no_computation_across_batches(two_batches: Ledger) -> None:
         "side by side, each labelled"
     )
     # within one batch the deployment scope is fine
-    assert evaluate(two_batches, "requests_ok", Scope(deployment="d1", batch="b2")).value == 2
+    assert evaluate(two_batches_read, "requests_ok", Scope(deployment="d1", batch="b2")).value == 2
 
 
-def test_r7_no_percentile_pooled_over_runs(two_batches: Ledger) -> None:
+def test_r7_no_percentile_pooled_over_runs(two_batches_read: Ledger) -> None:
     with pytest.raises(Refused) as exc:
-        evaluate(two_batches, "ttft_p50", Scope(batch="b1"))
+        evaluate(two_batches_read, "ttft_p50", Scope(batch="b1"))
     assert exc.value.rule == "R7"
     assert exc.value.why == ("the scope holds 4 runs (different load points); a percentile pooled over them mixes "
                              "loads")  # fmt: skip
     # counts add up within a batch; runs without records make it n/a, not a partial count
-    v = evaluate(two_batches, "requests_ok", Scope(batch="b1"))
+    v = evaluate(two_batches_read, "requests_ok", Scope(batch="b1"))
     assert v.value is None and v.na_reason.startswith("no per-request records for run(s)")
 
 
 # ------------------------------------------------------------------ run_metrics
 
 
-def test_run_metrics_rows(two_batches: Ledger) -> None:
-    rows = run_metrics(two_batches, ["b1", "b2"])
+def test_run_metrics_rows(two_batches_read: Ledger) -> None:
+    rows = run_metrics(two_batches_read, ["b1", "b2"])
     assert [(r.batch, r.label) for r in rows] == [("b1", "A"), ("b1", "B"), ("b1", "E"), ("b1", "S"), ("b2", "A")]
     assert rows[0].values["total_tpm"].value == 1320
     assert rows[4].values["requests_ok"].value == 2  # b2's run A alone, never pooled with b1's
     assert rows[0].input_target_tokens == 50 and rows[0].concurrency == 2
 
 
-def test_run_metrics_as_arrow(two_batches: Ledger) -> None:
+def test_run_metrics_as_arrow(two_batches_read: Ledger) -> None:
     from bench_ledger.queries.metrics import to_arrow
 
-    table = to_arrow(run_metrics(two_batches, ["b1", "b2"]))
+    table = to_arrow(run_metrics(two_batches_read, ["b1", "b2"]))
     assert table.num_rows == 5
     assert table.column("batch").to_pylist() == ["b1", "b1", "b1", "b1", "b2"]
     assert table.column("total_tpm").to_pylist()[0] == 1320.0
@@ -310,7 +330,8 @@ def test_kv_capacity_ratio_and_seconds_to_ready(ledger: Ledger, ledger_url: str,
 # ------------------------------------------------------------------ CLI
 
 
-def test_cli_metrics_two_batches_juxtaposed(two_batches: Ledger, ledger_url: str) -> None:
+def test_cli_metrics_two_batches_juxtaposed(_two_batches_url: str) -> None:
+    ledger_url = _two_batches_url
     res = CliRunner().invoke(main, ["metrics", "--db", ledger_url, "--batch", "b1", "--batch", "b2"])
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
