@@ -37,6 +37,8 @@ HEAD = {"tool": "t", "input_target_tokens": 100, "output_cap_tokens": 20, "concu
         "seed": 1}  # fmt: skip
 
 
+FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
+
 def _ok(res) -> None:
     assert res.exit_code == 0, res.output
 
@@ -46,8 +48,21 @@ def _write(path: Path, header: dict, records: list[dict]) -> Path:
     return path
 
 
+@pytest.fixture(scope="module")
+def small(module_ledger_url: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """The small ledger (:func:`build_small`) built once per module and backend, for the tests that read it."""
+    return build_small(module_ledger_url, FIXTURES_DIR, tmp_path_factory.mktemp("small"))
+
+
 @pytest.fixture
-def small(ledger: Ledger, ledger_url: str, fixtures: Path, tmp_path: Path) -> str:
+def small_own(ledger: Ledger, ledger_url: str, fixtures: Path, tmp_path: Path) -> str:
+    """The small ledger in the test's own database, for a test that adds to it."""
+    return build_small(ledger_url, fixtures, tmp_path)
+
+
+def build_small(ledger_url: str, fixtures: Path, tmp_path: Path) -> str:
+    """Declared deployments (tests/fixtures/manifest/system.yaml); batch b1: run A (timed) and run P
+    (untimed) on h20-1017; batch b2: run A of another tool on h20-old."""
     for f in ("system.yaml", "report.txt"):
         shutil.copy(fixtures / "manifest" / f, tmp_path / f)
     runner = CliRunner()
@@ -207,7 +222,8 @@ def test_cli_a_context_contradicting_the_ledger_is_an_error(small: str, tmp_path
 # --------------------------------------------------------------------------- 6. typos are errors, not verdicts
 
 
-def test_cli_unknown_names_list_the_valid_ones_and_exit_2(small: str, tmp_path: Path) -> None:
+def test_cli_unknown_names_list_the_valid_ones_and_exit_2(small_own: str, tmp_path: Path) -> None:
+    small = small_own
     (tmp_path / "dmon.txt").write_text(DMON)
     _ok(CliRunner().invoke(main, ["import", "--db", small, str(tmp_path / "dmon.txt"), "--batch", "hw", "--node", "n0",
                                   "-q"]))  # fmt: skip
