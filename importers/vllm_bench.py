@@ -456,10 +456,11 @@ def _runs(path: Path, fast: bool | None = None) -> Iterator[ParsedRun]:
 # ---------------------------------------------------------------- the DuckDB-parsed path (issue 7)
 #
 # An in-memory DuckDB (not the ledger) is the JSON parser: read_json with typed columns reads the
-# per-request arrays of every line at C speed into typed lists (one row per line, kept in memory:
-# ~100 MB for the 1M-request benchmark file); Arrow kernels then flatten them, a batch of runs at a
-# time, into request rows and a list of gaps per request (ledger.records.ArrowRequests) that the
-# store bulk-inserts (the gaps as they are, one array per request: ledger.gaps).
+# per-request arrays of every line at C speed into typed lists, straight into an Arrow table (one row
+# per line, kept in memory: ~100 MB for the 1M-request benchmark file); Arrow kernels then flatten them,
+# a batch of runs at a time, into request rows and a list of gaps per request
+# (ledger.records.ArrowRequests) that the store bulk-inserts (the gaps as they are, one array per
+# request: ledger.gaps).
 # Python reads each line once as bytes (_cut_arrays): it checks the arrays' bytes with
 # bytes.translate / one regex and decodes only the rest of the line (the small header) with json, so
 # labels, metadata and printed aggregates come from the same _header code as the Python path.
@@ -573,13 +574,15 @@ def _fast_runs(path: Path) -> Iterator[ParsedRun] | None:
     con = duckdb.connect()
     try:
         with _literal_path(path) as plain:
-            meta = _fast_load(con, plain, heads, longest)
+            loaded = _fast_load(con, plain, heads, longest)
     except (duckdb.Error, OSError):
-        meta = None
-    if meta is None:
-        con.close()
+        loaded = None
+    finally:
+        con.close()  # the lines are an Arrow table now
+    if loaded is None:
         return None
-    return _fast_iter(con, path, meta, len(heads))
+    tab, meta = loaded
+    return _fast_iter(tab, path, meta, len(heads))
 
 
 @contextmanager
@@ -589,30 +592,45 @@ def _literal_path(path: Path) -> Iterator[Path]:
         yield plain[0]
 
 
-def _fast_load(con, path: Path, heads: list, longest: int) -> list[tuple] | None:
-    """Read the arrays as typed lists (table ``t``, one row per line); (rid, header, arrays, n) per
-    line, or None where lengths differ, an integer is beyond int32 or a time outside the exact range."""
+def _fast_load(con, path: Path, heads: list, longest: int) -> tuple[Any, list[tuple]] | None:
+    """Read the arrays as typed lists, one row per line in the file's order, straight into an Arrow
+    table (a DuckDB table in between, scanned back to Arrow, cost ~0.5 s more of the 1M-request file);
+    (the table, (row, header, arrays, n) per line), or None where lengths differ, an integer is
+    beyond int32 or a time outside the exact range.
+
+    Order: a scan of one table function keeps its rows' order with preserve_insertion_order (DuckDB's
+    "order preservation" rules: FROM with a single table), as the in-memory table's rowids did; the
+    arrays present in each row are checked against the line's own all the same."""
+    import numpy as np
+    import pyarrow.compute as pc
+
     cols = ", ".join(f"{name}: {sql_text(typ)}" for name, typ in _TYPES.items())
     con.execute("SET preserve_insertion_order = true")
     con.execute("SET enable_progress_bar = false")
-    con.execute(f"CREATE TABLE t AS SELECT * FROM read_json({sql_text(str(path))}, "
-                f"format='newline_delimited', columns={{{cols}}}, maximum_object_size={max(2 * longest, 1 << 20)})")  # fmt: skip
-    lens = ", ".join(f"len({name})" for name in _TYPES)
-    rows = con.execute(f"SELECT rowid, {lens} FROM t ORDER BY rowid").fetchall()
-    if len(rows) != len(heads):
+    tab = con.execute(f"SELECT * FROM read_json({sql_text(str(path))}, format='newline_delimited', columns={{{cols}}}, "
+                      f"maximum_object_size={max(2 * longest, 1 << 20)})").to_arrow_table()  # fmt: skip
+    if tab.num_rows != len(heads):
         return None
     names = list(_TYPES)
+    lens = [pc.list_value_length(tab.column(name)).to_pylist() for name in names]
     meta = []
-    for (rid, *ns), (head, present) in zip(rows, heads, strict=True):
+    for rid, (ns, (head, present)) in enumerate(zip(zip(*lens, strict=True), heads, strict=True)):
         got = {name for name, n in zip(names, ns, strict=True) if n is not None}
         if got != set(present) or len({n for n in ns if n is not None}) > 1:
             return None
         meta.append((rid, head, present, next((n for n in ns if n is not None), 0)))
-    conds = [f"coalesce(list_max(list_transform({c}, v -> abs(v))) >= 2147483648, false)" for c in _INT]
-    conds += [f"coalesce(list_bool_or(list_transform({c}, v -> abs(v) >= 1e9 OR (v <> 0 AND abs(v) < {EXACT_MIN}))), false)"
-              for c in ("ttfts", "latencies", "start_times")]  # fmt: skip
-    bad = con.execute(f"SELECT count(*) FROM t WHERE {' OR '.join(conds)}").fetchone()[0]
-    return None if bad else meta
+    for name in _INT:  # integers beyond int32 (the request columns), as the Python path refuses them
+        flat = pc.list_flatten(tab.column(name).combine_chunks())
+        if len(flat):
+            lo_hi = pc.min_max(flat).as_py()
+            if lo_hi["max"] >= 2147483648 or lo_hi["min"] <= -2147483648:
+                return None
+    for name in ("ttfts", "latencies", "start_times"):  # times outside the range where exact ns are proven
+        x = pc.list_flatten(tab.column(name).combine_chunks()).to_numpy(zero_copy_only=False)
+        mag = np.abs(x)
+        if ((mag >= 1e9) | ((x != 0) & (mag < EXACT_MIN))).any():
+            return None
+    return tab, meta
 
 
 def _arrow_rows(tab, present: tuple[str, ...], idx0: int, lines: list[int]):
@@ -659,49 +677,38 @@ def _arrow_rows(tab, present: tuple[str, ...], idx0: int, lines: list[int]):
     return pa.table(cols), gaps
 
 
-def _fast_iter(con, path: Path, meta: list[tuple], lines: int) -> Iterator[ParsedRun]:
-    import pyarrow as pa
-
-    try:
-        single = lines == 1
-        idx0 = lo = 0
-        # a plain scan keeps insertion (= line) order (preserve_insertion_order); an ORDER BY would
-        # sort the list rows (~6x slower); the rowids are checked against the lines all the same
-        reader = con.execute("SELECT rowid AS rid, * FROM t").to_arrow_reader(FAST_RUNS_PER_QUERY)
-        for batch in reader:
-            part = meta[lo: lo + batch.num_rows]
-            if batch.column(0).to_pylist() != [r[0] for r in part]:
-                raise RuntimeError(f"{path}: DuckDB returned the lines out of order")
-            lo += batch.num_rows
-            tab = pa.Table.from_batches([batch])
-            # groups of consecutive runs with the same arrays (all of them in a regular file)
-            start = 0
-            while start < len(part):
-                stop = start + 1
-                while stop < len(part) and part[stop][2] == part[start][2]:
-                    stop += 1
-                group = part[start:stop]
-                present = group[0][2]
-                req = gaps = None
-                if any(r[3] for r in group):
-                    req, gaps = _arrow_rows(tab.slice(start, stop - start), present, idx0,
-                                            [rid + 1 for rid, *_ in group])  # fmt: skip
-                at = 0
-                for rid, obj, present, n in group:
-                    prefix = "" if single else f"line {rid + 1}"
-                    info, capture, pubs = _header(obj, set(present), n, prefix, path)
-                    requests = None
-                    if n:
-                        assert req is not None  # read above for every group with a request
-                        table = req.slice(at, n)
-                        g = gaps.slice(at, n) if gaps is not None else None  # a row per request, as the table
-                        at += n
-                        requests = ArrowRequests(table=table, gaps=g)
-                    idx0 += n
-                    yield ParsedRun(info=info, capture=capture, requests=requests, published=pubs)
-                start = stop
-    finally:
-        con.close()
+def _fast_iter(tab, path: Path, meta: list[tuple], lines: int) -> Iterator[ParsedRun]:
+    single = lines == 1
+    idx0 = 0
+    for lo in range(0, len(meta), FAST_RUNS_PER_QUERY):
+        part = meta[lo: lo + FAST_RUNS_PER_QUERY]
+        batch = tab.slice(lo, len(part))
+        # groups of consecutive runs with the same arrays (all of them in a regular file)
+        start = 0
+        while start < len(part):
+            stop = start + 1
+            while stop < len(part) and part[stop][2] == part[start][2]:
+                stop += 1
+            group = part[start:stop]
+            present = group[0][2]
+            req = gaps = None
+            if any(r[3] for r in group):
+                req, gaps = _arrow_rows(batch.slice(start, stop - start), present, idx0,
+                                        [rid + 1 for rid, *_ in group])  # fmt: skip
+            at = 0
+            for rid, obj, present, n in group:
+                prefix = "" if single else f"line {rid + 1}"
+                info, capture, pubs = _header(obj, set(present), n, prefix, path)
+                requests = None
+                if n:
+                    assert req is not None  # read above for every group with a request
+                    table = req.slice(at, n)
+                    g = gaps.slice(at, n) if gaps is not None else None  # a row per request, as the table
+                    at += n
+                    requests = ArrowRequests(table=table, gaps=g)
+                idx0 += n
+                yield ParsedRun(info=info, capture=capture, requests=requests, published=pubs)
+            start = stop
 
 
 IMPORTER = VllmBenchImporter()
