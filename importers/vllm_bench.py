@@ -36,6 +36,7 @@ translated back to the JSON path it came from.
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
@@ -487,6 +488,23 @@ _FLOAT_BYTES = b"0123456789-+.eE, \t"
 _STRINGS = re.compile(rb'\[\s*(?:"(?:[^"\\]++|\\.)*+"\s*(?:,\s*"(?:[^"\\]++|\\.)*+"\s*)*+)?\]')
 
 
+_KEYS = {name: b'"' + name.encode() + b'"' for name in ARRAYS}
+
+
+def _find_outside(line: bytes, key: bytes, spans: list[tuple[int, int]]) -> int:
+    """``line.find(key)`` without reading the numeric arrays already checked (``spans``: their
+    brackets included): such an array holds no quote and no bracket of a key, so no match can start in
+    it or cross it, and the first match is the same (a search for each array key read the whole
+    line, ~0.1 s of the 1M-request file)."""
+    pos = 0
+    for j, end in spans:
+        i = line.find(key, pos, j)
+        if i >= 0:
+            return i
+        pos = end
+    return line.find(key, pos)
+
+
 def _cut_arrays(line: bytes) -> tuple[bytes, tuple[str, ...]] | None:
     """The line without its per-request arrays (the small header for Python's json) and the arrays
     it has, or None where an array is not plainly what the fast path expects: a numeric array with
@@ -494,9 +512,10 @@ def _cut_arrays(line: bytes) -> tuple[bytes, tuple[str, ...]] | None:
     strings, a nested level too many. (A key found twice is caught by the caller: its second value
     stays in the header.)"""
     cuts, present = [], []
+    spans: list[tuple[int, int]] = []  # numeric arrays checked so far, in line order
     for name in ARRAYS:
-        key = b'"' + name.encode() + b'"'
-        i = line.find(key)
+        key = _KEYS[name]
+        i = _find_outside(line, key, spans)
         if i < 0:
             continue
         j = i + len(key)
@@ -530,6 +549,8 @@ def _cut_arrays(line: bytes) -> tuple[bytes, tuple[str, ...]] | None:
                 return None
         cuts.append((j, end))
         present.append(name)
+        if name not in ("errors", "generated_texts"):
+            bisect.insort(spans, (j, end))
     if not cuts:
         return line, ()
     cuts.sort()

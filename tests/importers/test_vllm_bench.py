@@ -340,3 +340,34 @@ def test_start_plus_ttft_is_summed_exactly_beyond_decimals_28_digits(tmp_path: P
         req, _ = request_tables(7, 9, run.capture.clock, run.requests)
         assert req.column("first_token_ns").to_pylist() == [1751880000999999999], fast
         assert req.column("send_ns").to_pylist() == [1751880000999999800], fast
+
+
+def test_array_keys_are_found_where_a_whole_line_search_finds_them(fixtures: Path, tmp_path: Path, monkeypatch) -> None:
+    """The prescan skips the numeric arrays it has checked when it looks for the next array key
+    (issue 17); the first match must be the one a search of the whole line finds, also where a key's
+    name is a value, sits inside an error text, or comes twice."""
+    import random
+
+    real = vb._find_outside
+    calls = []
+
+    def checked(line: bytes, key: bytes, spans: list) -> int:
+        got = real(line, key, spans)
+        assert got == line.find(key), (key, spans)
+        calls.append(bool(spans))
+        return got
+
+    monkeypatch.setattr(vb, "_find_outside", checked)
+    rng = random.Random(5)
+    obj = _result(0, 30, rng)
+    lines = [_json.dumps(obj), _json.dumps({"label": "ttfts", **obj}),
+             _json.dumps({**obj, "errors": ['"start_times": [1]', "ttfts", "start_times", *obj["errors"][3:]]}),
+             _json.dumps({**obj, "note": {"itls": [1.5]}}), _json.dumps(obj).replace('"latencies"', '"latencies" :  '),
+             _json.dumps(obj)[:-1] + ', "ttfts": [0.5]}']  # fmt: skip
+    path = tmp_path / "keys.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    for line in lines:
+        vb._cut_arrays(line.encode())
+    for p in [path, *sorted((fixtures / "vllm_bench").iterdir())]:
+        vb._prescan(p)
+    assert any(calls)  # spans were skipped
