@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import tempfile
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -502,6 +503,8 @@ def write_artefacts(
             )
         runs.flush()
         rows.flush()
+        rows.wait()
+        rows.close()
         s.flush()  # each artefact's digest over its rows as stored, in this same transaction (seal scheme 3)
         seal3.store_artefact_digests(s.connection(), ledger.backend, held, pooled)
     if analyze and sum(r.rows for r in results) >= ANALYZE_AFTER_ROWS:
@@ -892,19 +895,29 @@ class _Pending:
 
     A profile of a 1000-run vLLM file showed the per-statement cost of two bulk inserts per run
     (register, INSERT ... SELECT with key checks, unregister) dominating the write; runs are now
-    pooled, each table up to its own limit (rows), and a table is written when it reaches it: requests
-    up to :data:`REQUEST_LIMIT` (a 1M-request file in one statement: on DuckDB ten inserts of 100k
-    rows cost ~2.5x one of 1M in one transaction, measured on the benchmark's rows; ~100 bytes a row
-    held), the others up to :data:`LIMIT`. No key ties the tables together (migration 0008), so the
-    order of their statements is free; the rows of each table keep their order."""
+    pooled, each table up to its own limit (rows), and a table is written when it reaches it. DuckDB:
+    requests up to :data:`REQUEST_LIMIT` (a 1M-request file in one statement: ten inserts of 100k rows
+    cost ~2.5x one of 1M in one transaction, measured on the benchmark's rows; ~100 bytes a row held),
+    the others up to :data:`LIMIT`. No key ties the tables together (migration 0008), so the order of
+    their statements is free; the rows of each table keep their order.
+
+    PostgreSQL: a COPY runs in a writer thread of the import while the import parses the next runs
+    (the server parses and indexes the rows meanwhile; psycopg's connection lock keeps every other
+    statement of the transaction after it), so requests are pooled up to :data:`PG_REQUEST_LIMIT`
+    only, to start early. Before any other statement on the connection (a SQLAlchemy event) and
+    before the artefact's digest, the import waits for the COPY and raises its error, if any."""
 
     LIMIT = 500_000
     REQUEST_LIMIT = 1 << 20
+    PG_REQUEST_LIMIT = 1 << 17
 
     def __init__(self, conn: sa.Connection, backend: str, pooled: seal3.PooledRows | None = None) -> None:
         self.conn, self.backend, self.pooled = conn, backend, pooled
         self.tables: dict[str, list[tuple[pa.Table, _Art]]] = {"request": [], "request_gaps": [], "request_value": []}
         self.rows = dict.fromkeys(self.tables, 0)
+        self.request_limit = self.REQUEST_LIMIT if backend == "duckdb" else self.PG_REQUEST_LIMIT
+        self._writer: Any = None  # PostgreSQL: one thread, so the COPYs keep their order
+        self._writing: list[Any] = []
 
     def add(self, table: str, data: pa.Table, art: _Art) -> None:
         """Buffer rows of artefact ``art`` (for its digest: in its held rows, or pooled at the flush)."""
@@ -912,7 +925,7 @@ class _Pending:
         if self.pooled is None:
             art.held.add(table, data)
         self.rows[table] += data.num_rows
-        if self.rows[table] >= (self.REQUEST_LIMIT if table == "request" else self.LIMIT):
+        if self.rows[table] >= (self.request_limit if table == "request" else self.LIMIT):
             self.flush(table)
 
     def flush(self, only: str | None = None) -> None:
@@ -920,9 +933,12 @@ class _Pending:
         domains = {"request": rec.REQUEST_DOMAINS, "request_value": rec.VALUE_DOMAINS}
         for name, parts in self.tables.items():
             if parts and only in (None, name):
-                # one contiguous chunk per column: DuckDB's INSERT ... SELECT scans it ~1.5x faster
-                # than the per-run slices (measured on 200 runs of the benchmark file)
-                data = pa.concat_tables([t for t, _ in parts]).combine_chunks()
+                data = pa.concat_tables([t for t, _ in parts])
+                if self.backend == "duckdb":
+                    # one contiguous chunk per column: DuckDB's INSERT ... SELECT scans it ~1.5x faster
+                    # than the per-run slices (measured on 200 runs of the benchmark file); the CSV
+                    # writer of the COPY reads the chunks as they are
+                    data = data.combine_chunks()
                 ends = list(itertools.accumulate(t.num_rows for t, _ in parts))
 
                 def path_of(row: int, parts=parts, ends=ends) -> Path:  # the file a pooled row came from
@@ -934,9 +950,44 @@ class _Pending:
                     refuse_outside_domain(path_of, data, domains[name], "record" if name == "request" else "request")
                 parts.clear()
                 self.rows[name] = 0
-                bulk_insert(self.conn, self.backend, name, data)
+                self._insert(name, data)
                 if self.pooled is not None:
                     self.pooled.add(name, data)
+
+    def _insert(self, name: str, data: pa.Table) -> None:
+        if self.backend == "duckdb":
+            bulk_insert(self.conn, self.backend, name, data)
+            return
+        if self._writer is None:
+            from concurrent.futures import ThreadPoolExecutor
+
+            self._writer = ThreadPoolExecutor(1, thread_name_prefix="ledger-copy")
+            # an import that fails drops its pool: its writer thread ends with it
+            weakref.finalize(self, self._writer.shutdown, wait=False, cancel_futures=True)
+            sa.event.listen(self.conn, "before_cursor_execute", self._before_statement)
+        self._raise_failed()
+        self._writing.append(self._writer.submit(bulk_insert, self.conn, self.backend, name, data))
+
+    def _raise_failed(self) -> None:
+        for done in [f for f in self._writing if f.done()]:
+            self._writing.remove(done)
+            done.result()  # raises the COPY's error
+
+    def _before_statement(self, *_: Any) -> None:
+        self.wait()
+
+    def wait(self) -> None:
+        """Wait for the COPYs in flight; raise the first one's error (the transaction is then lost)."""
+        writing, self._writing = self._writing, []
+        for f in writing:
+            f.result()
+
+    def close(self) -> None:
+        """Stop the writer thread (after :meth:`wait`, or when the import failed)."""
+        if self._writer is not None:
+            sa.event.remove(self.conn, "before_cursor_execute", self._before_statement)
+            self._writer.shutdown(wait=True)
+            self._writer = None
 
 
 def _write_requests(conn: sa.Connection, backend: str, artefact_id: int, run_id: int, clock: str | None,

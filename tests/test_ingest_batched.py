@@ -107,6 +107,7 @@ def test_each_table_pooled_to_its_own_limit(ledger: Ledger, tmp_path: Path, monk
 
     monkeypatch.setattr(ingest, "bulk_insert", counted)
     monkeypatch.setattr(ingest._Pending, "REQUEST_LIMIT", 100)
+    monkeypatch.setattr(ingest._Pending, "PG_REQUEST_LIMIT", 100)
     monkeypatch.setattr(ingest._Pending, "LIMIT", 30)
     pooled = _import(ledger, _file(tmp_path / "b.jsonl", 6, 40, tail=" "), "pooled", fast=True, monkeypatch=monkeypatch)
     requests = [n for t, n in written if t == "request"]
@@ -124,3 +125,33 @@ def test_statistics_refreshed_for_the_tables_the_import_wrote(ledger: Ledger, tm
     monkeypatch.setattr(Ledger, "refresh_statistics", lambda self, tables: analyzed.append(tables))
     _import(ledger, _file(tmp_path / "a.jsonl", 2, 30), "stats", fast=True, monkeypatch=monkeypatch)
     assert analyzed == [("request", "request_gaps")]  # chunk_gap is a view of request_gaps (migration 0014)
+
+
+def test_rows_written_while_the_next_runs_are_parsed(ledger: Ledger, tmp_path: Path, monkeypatch) -> None:
+    """PostgreSQL: the pooled COPYs run in a writer thread while the import parses on (issue 17); the
+    rows are those of a synchronous write, and a COPY's own error is what the import raises."""
+    from bench_ledger.errors import StoreError
+
+    monkeypatch.setattr(ingest._RunWriter, "RUNS", 2)
+    whole = _import(ledger, _file(tmp_path / "a.jsonl", 6, 40), "whole", fast=True, monkeypatch=monkeypatch)
+    monkeypatch.setattr(ingest._Pending, "PG_REQUEST_LIMIT", 50)
+    monkeypatch.setattr(ingest._Pending, "REQUEST_LIMIT", 50)
+    monkeypatch.setattr(ingest._Pending, "LIMIT", 30)
+    pooled = _import(ledger, _file(tmp_path / "b.jsonl", 6, 40, tail=" "), "pooled", fast=True, monkeypatch=monkeypatch)
+    assert _rows(ledger, whole.artefact_id) == _rows(ledger, pooled.artefact_id)
+    if ledger.backend != "postgresql":
+        return
+    import psycopg
+
+    real = ingest.bulk_insert
+
+    def failing(conn, backend, table, data, held=None):
+        if table == "request":
+            raise psycopg.errors.DiskFull("could not extend file: No space left on device")
+        return real(conn, backend, table, data, held)
+
+    monkeypatch.setattr(ingest, "bulk_insert", failing)
+    with pytest.raises(StoreError, match="No space left on device"):
+        _import(ledger, _file(tmp_path / "c.jsonl", 6, 40, seed=4), "failed", fast=True, monkeypatch=monkeypatch)
+    with ledger.session() as s:
+        assert s.scalar(sa.select(sa.func.count()).select_from(m.Artefact)) == 2
