@@ -526,6 +526,7 @@ class _Art:
     path: Path
     result: ImportResult
     held: seal3.HeldRows
+    requests: int = 0  # written so far (the sum of result.runs' counts)
 
 
 def _launch(s: Session, deployment_id: int, label: str) -> str:
@@ -865,8 +866,9 @@ class _RunWriter:
                                                   f"record {exc.idx}" if exc.idx is not None else None) if x)  # fmt: skip
                     raise ParseError(art.path, where or None, exc.field, exc.problem) from None
             art.result.runs.append((run_id, label, n))
-            if self.progress is not None:
-                self.progress(art.result.rows)
+            art.requests += n
+            if self.progress is not None:  # result.rows, without a sum over the runs so far after each run
+                self.progress(art.requests + art.result.samples)
 
 
 def _published_row(p: rec.Published, artefact_id: int, batch_id: int | None, run_id: int | None,

@@ -246,6 +246,8 @@ def name_violation(what: str, name: str) -> str | None:
 
 def text_violation(what: str, text: str) -> str | None:
     """Why a text value cannot be stored (too long, NUL or a lone surrogate: refused on both backends)."""
+    if text.isascii() and len(text) <= MAX_TEXT_CHARS and "\x00" not in text:
+        return None  # the usual case, at C speed (9,000 printed values of one vLLM file: 4 texts each)
     if len(text) > MAX_TEXT_CHARS:
         return f"{what} is {len(text):,} characters long; at most {MAX_TEXT_CHARS:,} are stored"
     if "\x00" in text:
