@@ -201,15 +201,19 @@ def import_files(ledger: Ledger, files: Iterable[tuple[Path, Callable[[], Parser
 
     def written_files(prepared: list) -> Iterator[tuple[Path, K, Outcome]]:
         ready: list[tuple[Parsed, Parser, K]] = []
+        rows = 0  # requests of the files in ready (a sum over ready per file was 121k calls for 1,000 files)
         for kind, item in prepared:
             if kind == "alone":
                 yield from write(ready)
+                rows = 0
                 path, imp, key = item
                 yield path, key, alone(path, _given(imp))
             else:
                 ready.append(item)
-                if sum(f.rows for f, _, _ in ready) >= GROUP_ROWS:
+                rows += item[0].rows
+                if rows >= GROUP_ROWS:
                     yield from write(ready)
+                    rows = 0
         yield from write(ready)
 
     def write(ready: list[tuple[Parsed, Parser, K]]) -> Iterator[tuple[Path, K, Outcome]]:
