@@ -325,7 +325,7 @@ def _prepared(ledger: Ledger, items: list[tuple[Path, Parser, K]], target: Impor
                     labels |= own
         if sha is not None:
             seen.add(sha)
-        if sha in stored:  # in the ledger before this command: what import_file would raise, without its hash and query
+        if sha is not None and sha in stored:  # in the ledger before this command: what import_file would raise, without its hash and query
             art = stored[sha]
             yield "known", (path, already_imported(path, sha, art.id, art.file_name, art.format), key)
         elif parsed is None or sha is None:
