@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -26,8 +27,23 @@ from bench_ledger.store import Ledger, now
 from tests.test_books import bench_json, cli
 
 
+@pytest.fixture(scope="module")
+def _corrected_ids(module_ledger_url: str, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """The corrected ledger built once per module and backend (every test here only reads it)."""
+    with Ledger(module_ledger_url) as led:
+        built = build_corrected(led, tmp_path_factory.mktemp("corrected"))
+    del built["ledger"]
+    return built
+
+
 @pytest.fixture
-def corrected(ledger: Ledger, tmp_path: Path) -> dict:
+def corrected(_corrected_ids: dict, module_ledger_url: str) -> Iterator[dict]:
+    """:func:`build_corrected`'s ids, with a ledger of the test's own open on it."""
+    with Ledger(module_ledger_url) as led:
+        yield {**_corrected_ids, "ledger": led}
+
+
+def build_corrected(ledger: Ledger, tmp_path: Path) -> dict:
     """Batch fx with one vLLM run of 5 requests, corrected once (concurrency 4 -> 8), and its
     tool-reported `duration` corrected once; ``before`` is a whole second between import and correction."""
     cli("import", bench_json(tmp_path / "a.json"), "--batch", "fx", "--db", ledger.url)
