@@ -159,13 +159,14 @@ def read_pg_columns(conn: sa.Connection, sql: str, names: list[str], tags: list[
     import psycopg
 
     try:
-        data = _pg_copy(raw, query)
+        data = pg_copy(raw, query)
     except psycopg.errors.ProgramLimitExceeded:
         return read_rows(conn, "postgresql", sql, names, tags)
     return _pg_aggregated_table(memoryview(data), names, tags, nullable, np.dtype(fields))
 
 
-def _pg_copy(raw, query: str) -> bytes:
+def pg_copy(raw, query: str) -> bytes:
+    """The binary COPY of ``query``'s rows (one aggregated row here), read in a plain scan in stored order."""
     with raw.transaction(), raw.cursor() as cur:  # a savepoint: a value over 1 GB fails alone
         # one plain scan from the first page: the rows in stored order (= key order after an import),
         # no parallel workers interleaving them (each would then need a sort on the client)
@@ -175,24 +176,30 @@ def _pg_copy(raw, query: str) -> bytes:
             return b"".join(bytes(part) for part in copy)
 
 
-def _pg_aggregated_table(buf: memoryview, names: list[str], tags: list[str], nullable: list[bool], record) -> pa.Table:
-    """Arrow columns from the binary COPY of :func:`read_pg_columns`' one row of aggregates."""
-    import numpy as np
-
+def pg_aggregated_fields(buf: memoryview, k: int) -> tuple[int, list[memoryview]]:
+    """The row count and the ``k`` fields (count first; a NULL aggregate as no bytes) of the one row of
+    ``SELECT count(*), string_agg(...), ...`` in a binary COPY stream (:func:`pg_copy`)."""
     if bytes(buf[: len(_PGCOPY)]) != _PGCOPY:
         raise ValueError("not a PostgreSQL binary COPY stream")
     pos = len(_PGCOPY) + 8 + struct.unpack_from(">i", buf, len(_PGCOPY) + 4)[0]
     fields: list[memoryview] = []
-    (k,) = struct.unpack_from(">h", buf, pos)
+    (got,) = struct.unpack_from(">h", buf, pos)
     pos += 2
-    for _ in range(k):
+    for _ in range(got):
         (ln,) = struct.unpack_from(">i", buf, pos)
         pos += 4
         fields.append(buf[pos : pos + max(ln, 0)])  # -1: NULL (no rows)
         pos += max(ln, 0)
-    if k != 2 + sum(t == "s" for t in tags) or struct.unpack_from(">h", buf, pos)[0] != -1 or len(fields[0]) != 8:
+    if got != k or struct.unpack_from(">h", buf, pos)[0] != -1 or len(fields[0]) != 8:
         raise ValueError("the aggregated COPY row does not have the expected fields")
-    n = struct.unpack_from(">q", fields[0])[0]
+    return struct.unpack_from(">q", fields[0])[0], fields
+
+
+def _pg_aggregated_table(buf: memoryview, names: list[str], tags: list[str], nullable: list[bool], record) -> pa.Table:
+    """Arrow columns from the binary COPY of :func:`read_pg_columns`' one row of aggregates."""
+    import numpy as np
+
+    n, fields = pg_aggregated_fields(buf, 2 + sum(t == "s" for t in tags))
     if len(fields[1]) != n * record.itemsize:
         raise ValueError(f"{len(fields[1])} bytes of row records for {n} rows of {record.itemsize} bytes")
     rec = np.frombuffer(fields[1], record)

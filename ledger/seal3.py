@@ -131,16 +131,17 @@ def _read(conn: sa.Connection, backend: str, table: str, sql: str, with_art: boo
     return dg.sorted_by_key(data, _sort_keys(table, with_art))
 
 
-def _read_gap_arrays(conn: sa.Connection, artefact_ids: str) -> pa.Table:
+def _read_gap_arrays(conn: sa.Connection, backend: str, artefact_ids: str) -> pa.Table:
     """The ``chunk_gap`` rows of the artefacts (a SQL list), as :func:`_read` gives them, made from the
-    ``request_gaps`` arrays in Arrow (:func:`ledger.gaps.rows_of`: the view's rows). Why on DuckDB:
-    its view computes ``seq`` with a second unnest, which made reading 4M gaps through it 3-4x slower
-    than the table it replaced, while the arrays come back as one Arrow list column. (PostgreSQL reads
-    the view: its plain scan with ``unnest WITH ORDINALITY`` costs what the table did.)"""
-    raw = conn.connection.driver_connection
-    assert raw is not None  # a checked-out connection always has its driver connection
-    arrays = raw.execute(f"SELECT artefact_id, request_idx, gaps FROM request_gaps WHERE artefact_id IN ({artefact_ids})"
-                         ).to_arrow_table()  # fmt: skip
+    ``request_gaps`` arrays in Arrow (:func:`ledger.gaps.read`, then :func:`ledger.gaps.rows_of`: the
+    view's rows). Why: through the view, the rows' ``seq`` cost more than reading them (DuckDB: a
+    second unnest, 3-4x slower than the table it replaced; PostgreSQL: a lateral unnest, one row per
+    gap on the server). Arrays not in the plain form (written behind the ledger) are read through the
+    view, which gives their rows as they are."""
+    arrays = gp.read(conn, backend, "SELECT artefact_id, request_idx, gaps FROM request_gaps "
+                     f"WHERE artefact_id IN ({artefact_ids})", ["artefact_id", "request_idx"])  # fmt: skip
+    if arrays is None:
+        return _read(conn, backend, "chunk_gap", _select_sql("chunk_gap", artefact_ids=artefact_ids), True)
     rows = gp.rows_of(arrays)
     data = rows.add_column(0, "_art", rows.column("artefact_id"))
     return dg.sorted_by_key(data, _sort_keys("chunk_gap", True))
@@ -160,8 +161,8 @@ def artefact_parts(conn: sa.Connection, backend: str, artefact_ids: list[int] | 
     listed = ", ".join(map(str, known)) or "NULL"  # a literal list: a plain filtered scan keeps the stored order
     out: dict[int, list[Part]] = {a: [] for a in known}
     for table in tables:
-        if table == "chunk_gap" and backend == "duckdb":
-            data = _read_gap_arrays(conn, listed)
+        if table == "chunk_gap":
+            data = _read_gap_arrays(conn, backend, listed)
         else:
             data = _read(conn, backend, table, _select_sql(table, artefact_ids=listed), True)
         body = data.drop_columns(["_art"])

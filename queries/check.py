@@ -34,6 +34,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import sqlalchemy as sa
 from bench_ledger import digest as dg
+from bench_ledger import gaps as gp
 from bench_ledger import models as m
 from bench_ledger.books import current
 from bench_ledger.kinds import INTEGER_KINDS
@@ -131,22 +132,20 @@ class _RunRows:
         return StatusCounts({st: int(n) for st, n in counts})
 
     def gaps(self) -> ExactColumn:
-        """The chunk gaps of the ok records, each record's in order (the flattened series): the view
-        chunk_gap's rows in key order, on DuckDB its arrays (request_gaps) flattened in key order, the
-        same values (the view computes seq with a second unnest, which cost DuckDB more than the read)."""
-        if self.backend == "duckdb":
-            raw = self.conn.connection.driver_connection
-            assert raw is not None  # a checked-out connection always has its driver connection
-            arrays = raw.execute(
-                f"SELECT {_key('g', 'request_idx')} AS k, g.gaps FROM request_gaps g JOIN request q ON "
-                f"q.artefact_id = g.artefact_id AND q.idx = g.request_idx WHERE q.run_id = {self.run_id} "
-                "AND q.status = 'ok' ORDER BY k").to_arrow_table()  # fmt: skip
+        """The chunk gaps of the ok records, each record's in order (the flattened series): the
+        ``request_gaps`` arrays of the ok records (:func:`ledger.gaps.read`) flattened in key order,
+        the view chunk_gap's values; the view's rows in key order where the arrays are not in the
+        plain form (written behind the ledger)."""
+        def of_ok(table: str, columns: str) -> str:
+            return (f"SELECT {_key('g', 'request_idx')} AS k, {columns} FROM {table} g JOIN request q "
+                    f"ON q.artefact_id = g.artefact_id AND q.idx = g.request_idx "
+                    f"WHERE q.run_id = {self.run_id} AND q.status = 'ok'")  # fmt: skip
+
+        arrays = gp.read(self.conn, self.backend, of_ok("request_gaps", "g.gaps"), ["k"])
+        if arrays is not None:
+            arrays = dg.sorted_by_key(arrays, ["k"])
             return ExactColumn(pc.list_flatten(arrays.column("gaps").combine_chunks()).to_numpy(zero_copy_only=False))
-        table = self.read(
-            f"SELECT {_key('g', 'request_idx')} AS k, g.seq, g.gap_s FROM chunk_gap g JOIN request q ON "
-            f"q.artefact_id = g.artefact_id AND q.idx = g.request_idx WHERE q.run_id = {self.run_id} AND q.status = 'ok'",
-            ["k", "seq", "gap_s"], ["i", "i", "f"], ["k", "seq"],
-        )  # fmt: skip
+        table = self.read(of_ok("chunk_gap", "g.seq, g.gap_s"), ["k", "seq", "gap_s"], ["i", "i", "f"], ["k", "seq"])
         return ExactColumn(table.column("gap_s").to_numpy())
 
     def rows(self) -> tuple[list[dict], dict[str, list[float | None]]]:

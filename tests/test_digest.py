@@ -105,7 +105,7 @@ def test_postgresql_aggregated_read_gives_the_same_rows_and_digest(ledger: Ledge
         def too_big(*_a):
             raise psycopg.errors.ProgramLimitExceeded("out of memory")
 
-        monkeypatch.setattr(dg, "_pg_copy", too_big)
+        monkeypatch.setattr(dg, "pg_copy", too_big)
         fallback = dg.sorted_by_key(dg.read_pg_columns(conn, many_sql, cols, ts, [False] * 4 + [True]), ["k", "a"])
         assert fallback.equals(many)
 
