@@ -224,6 +224,18 @@ def _tally(counts: dict, seconds: np.ndarray) -> None:
     counts["n"] += np.bincount(seconds - counts["base"], minlength=len(counts["n"]))
 
 
+def peak_inputs(key: str, rec: Records) -> None:
+    """NotDerivable unless the records carry what vLLM's peak second ``key`` reads (statuses, starts,
+    ttfts; latencies for max_concurrent_requests)."""
+    rec.need_status()
+    if key == "max_concurrent_requests" and "latency_s" not in rec.fields:
+        raise NotDerivable("vLLM counts a request in each second from its start to start + latency; the "
+                           "records carry no latencies")  # fmt: skip
+    for f in ("send_time", "ttft_s"):
+        if f not in rec.fields:
+            raise NotDerivable(f"needed field {f} not captured (token times are start + ttft + the itls)")
+
+
 def _peak_second(key: str, rec: Records) -> tuple[Fraction, str]:
     """vLLM ``calculate_metrics`` (benchmarks/serve.py): each successful request's token times start +
     ttft, then + each itl, counted per whole second since the earliest start; max_output_tokens_per_s
@@ -236,13 +248,7 @@ def _peak_second(key: str, rec: Records) -> tuple[Fraction, str]:
     with a bound on the rounding; only a time whose float lies within BOUNDARY + that bound of a
     boundary is placed from its exact rational (tests/test_check_peak.py: equal to the row-by-row
     rational replay)."""
-    rec.need_status()
-    if key == "max_concurrent_requests" and "latency_s" not in rec.fields:
-        raise NotDerivable("vLLM counts a request in each second from its start to start + latency; the "
-                           "records carry no latencies")  # fmt: skip
-    for f in ("send_time", "ttft_s"):
-        if f not in rec.fields:
-            raise NotDerivable(f"needed field {f} not captured (token times are start + ttft + the itls)")
+    peak_inputs(key, rec)
     send = rec.column("send_ns", "send_time").array
     if not len(send):
         return Fraction(0), "no successful request"

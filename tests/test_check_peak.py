@@ -20,7 +20,7 @@ from bench_ledger import models as m
 from bench_ledger.cli import main
 from bench_ledger.queries.check import RECORDS, Records, StatusCounts, _records, check
 from bench_ledger.queries.check_stats import NotDerivable
-from bench_ledger.queries.check_tools import BOUNDARY, _peak_second
+from bench_ledger.queries.check_tools import BOUNDARY, _peak_second, peak_inputs
 from bench_ledger.queries.exact_column import ExactColumn
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
@@ -29,14 +29,9 @@ KEYS = ("max_output_tokens_per_s", "max_concurrent_requests")
 
 
 def _row_walk(key: str, rec: Records) -> tuple[Fraction, str]:
-    """The replay as main had it before the columns (one Fraction per token, over the row dicts)."""
-    rec.need_status()
-    if key == "max_concurrent_requests" and "latency_s" not in rec.fields:
-        raise NotDerivable("vLLM counts a request in each second from its start to start + latency; the "
-                           "records carry no latencies")  # fmt: skip
-    for f in ("send_time", "ttft_s"):
-        if f not in rec.fields:
-            raise NotDerivable(f"needed field {f} not captured (token times are start + ttft + the itls)")
+    """The replay as main had it before the columns (one Fraction per token, over the row dicts),
+    after the same preconditions."""
+    peak_inputs(key, rec)
     if not rec.ok:
         return Fraction(0), "no successful request"
     starts = [Fraction(r["send_ns"], 10**9) for r in rec.ok]
