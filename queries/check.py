@@ -135,7 +135,11 @@ class _RunRows:
         return self._ok_columns([name]).column(name)
 
     def _ok_columns(self, names: list[str]) -> pa.Table:
-        cols = [Q.columns[n] for n in names]  # columns of request (KeyError otherwise)
+        cols: list[sa.Column] = []
+        for n in names:
+            col = Q.columns[n]  # a column of request (KeyError otherwise)
+            assert isinstance(col, sa.Column)
+            cols.append(col)
         return self.read(f"SELECT {_key('q', 'idx')} AS k, {', '.join(f'q.{c.name}' for c in cols)} FROM request q "
                          f"WHERE q.run_id = {self.run_id} AND q.status = 'ok'",
                          ["k", *names], ["i", *(dg.tag_of(c) for c in cols)], ["k"])  # fmt: skip
