@@ -1,0 +1,32 @@
+"""benchmarks/lower_bound.py (issue 17): the least SQL that stores a vLLM file's request and gap rows
+writes every request and one array per request with gaps, into a ledger of the real schema."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_lower_bound_quick_writes_every_request(tmp_path: Path) -> None:
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "lower_bound.py"), "--quick", "--repeat", "1"],
+                         capture_output=True, text=True, timeout=300, check=True).stdout  # fmt: skip
+    line = out.splitlines()[0]
+    got = re.search(r"floor [\d.]+ s, least import [\d.]+ s \([\d.]+x; ([\d,]+) request rows, ([\d,]+) gap arrays\)", line)
+    assert got, out
+    requests, arrays = (int(g.replace(",", "")) for g in got.groups())
+    assert requests == 10 * 200
+    # the generator gives failed requests no gaps; every other request has its 4
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gen
+
+    path = tmp_path / "v.jsonl"  # the same file: the generator's seed is fixed
+    gen.vllm_and_ledger(path, 10, 200, 4, None)
+    with_gaps = sum(len(g) > 0 for line in path.read_text().splitlines() for g in json.loads(line)["itls"])
+    assert arrays == with_gaps
+    assert re.fullmatch(r"least import / floor: min [\d.]+x, median [\d.]+x over 1 pairs; load [\d.]+ at the end",
+                        out.splitlines()[1])  # fmt: skip
