@@ -13,7 +13,9 @@ here it is in Arrow, for what an import or a loaded export holds in memory:
   (``seal3.HeldRows``, scheme 3's encoding of gap rows unchanged);
 * :func:`arrays_of` goes back from rows (``ledger import-export``: an export keeps the rows' shape);
 * :func:`read` reads the arrays back from the database as such a table (the seal's close and
-  verify, ``ledger check``'s gap series), where the view's ``seq`` would cost more than the read.
+  verify, ``ledger check``'s gap series), where the view's ``seq`` would cost more than the read;
+* :func:`pg_doubles` reads one PostgreSQL ``double precision[]`` in binary form (the element format
+  :func:`read` cuts), for the metrics' per-run value arrays (``queries.metrics_batch``).
 """
 
 from __future__ import annotations
@@ -103,6 +105,27 @@ def arrays_of(rows: pa.Table) -> pa.Table:
 # length (int32, 8) and the big-endian double.
 _PG_ARRAY_HEADER = 20
 _PG_ELEMENT = np.dtype([("len", ">i4"), ("value", ">f8")])
+
+
+_PG_FLOAT8 = 701  # the element type's oid
+
+
+def pg_doubles(data: bytes | memoryview) -> np.ndarray:
+    """The values of one PostgreSQL ``double precision[]`` in its binary form (a result column read in
+    binary), exactly: a float64 array, the elements in order. A form other than one dimension of
+    double precision without NULLs (an empty array has no dimension) is refused with ValueError."""
+    buf = memoryview(data)
+    ndim, has_null, oid = np.frombuffer(buf, ">i4", 3)
+    if ndim == 0 and len(buf) == 12:
+        return np.zeros(0, np.float64)
+    n = int(np.frombuffer(buf, ">i4", 1, 12)[0]) if ndim == 1 else -1
+    if ndim != 1 or has_null or oid != _PG_FLOAT8 or len(buf) != _PG_ARRAY_HEADER + n * _PG_ELEMENT.itemsize:
+        raise ValueError(f"not a one-dimensional double precision[] without NULLs ({ndim} dimensions, "
+                         f"NULLs {bool(has_null)}, element type {oid})")  # fmt: skip
+    elements = np.frombuffer(buf, _PG_ELEMENT, n, _PG_ARRAY_HEADER)
+    if not (elements["len"] == 8).all():
+        raise ValueError("an element of the double precision[] is not 8 bytes")
+    return elements["value"].astype(np.float64)
 
 
 def read(conn: sa.Connection, backend: str, sql: str, keys: list[str]) -> pa.Table | None:

@@ -24,8 +24,9 @@ The statements (SQLAlchemy Core; DuckDB 1.5 and PostgreSQL 15):
 How (:func:`read_runs`): on DuckDB, 2 is one GROUP BY run_id and 3 one statement for every distribution
 over the request table, whose (run, value) columns come back as Arrow; numpy picks each run's order
 statistics (``np.partition``). On PostgreSQL, 2 and 3 are one statement that goes run by run (LATERAL:
-the run's requests by its index, then the aggregates and ``(array_agg(v ORDER BY v))[k]``), so no sort
-of all runs' rows spills to disk. The chunk gaps (ITL) are one more statement on either backend.
+the run's requests by its index, then the aggregates and each distribution's non-NULL values as one
+unsorted ``array_agg``, read in binary as numpy arrays), so no sort of all runs' rows spills to disk;
+numpy picks the order statistics there too. The chunk gaps (ITL) are one more statement on either backend.
 
 Means (which need every value for an exact Fraction sum) and hardware / log metrics are not done
 here: :func:`run_metrics` computes them per run as before.
@@ -190,9 +191,9 @@ def read_runs(conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregates: 
 
     DuckDB: the aggregates by one GROUP BY; the values of all distributions over the request table by
     one statement, handed over as Arrow, each run's order statistics picked by ``np.partition``.
-    PostgreSQL: one statement, run by run (LATERAL: an index scan and small in-memory sorts instead of
-    one sort of every run's rows): the aggregates and, per distribution, ``(array_agg(v ORDER BY v))[k]``
-    for the ranks needed. Either way a value is a stored double, converted to a Fraction only where a
+    PostgreSQL: one statement, run by run (LATERAL: an index scan instead of one sort of every run's
+    rows): the aggregates and, per distribution, its count and its non-NULL values as one unsorted array
+    (read in binary: numpy arrays of the stored doubles), the ranks picked by ``np.partition``. Either way a value is a stored double, converted to a Fraction only where a
     percentile reads it: equal to evaluate()'s, exactly. A distribution over another source (the chunk
     gaps) is one more statement; one whose rows are ``pending`` is read again from its ``full()`` rows."""
     pg = conn.dialect.name != "duckdb"
@@ -276,42 +277,68 @@ def _stats_arrow(conn: sa.Connection, runs: sa.Select, wanted: Wanted) -> tuple[
 
 
 def _stat_columns(x: Any, wanted: Wanted) -> list[sa.ColumnElement]:
-    """Per distribution i over the columns m{i}, v{i} (and p{i}) of ``x``: count(*), count(v), how many
-    pending, and ``(array_agg(v ORDER BY v))[k]`` for the two ranks each percentile may read, 1-based
-    floor(h)+1 and floor(h)+2, h = (n-1)·p/100 in integer arithmetic (out of range is NULL)."""
+    """Per distribution i over the columns m{i}, v{i} (and p{i}) of ``x``: count(*), how many pending,
+    and the array of its values that are not NULL, unsorted (``array_agg``; sorting ~1,000 values per
+    run and distribution was a fifth of the server's time): the order statistics are picked from it
+    on the client (:func:`_parse_stats`), and count(*) - cardinality is how many are NULL."""
     cols: list[sa.ColumnElement] = []
-    for i, (rows, ps) in enumerate(wanted):
+    for i, (rows, _) in enumerate(wanted):
         m, v = x.c[f"m{i}"], x.c[f"v{i}"]
-        n = sa.func.count().filter(m)
-        arr = sa.func.array_agg(v).aggregate_order_by(v).filter(m)
-        cols += [n.label(f"n{i}"), sa.func.count(v).filter(m).label(f"nv{i}")]
+        cols += [sa.func.count().filter(m).label(f"n{i}"),
+                 sa.func.array_agg(v).filter(sa.and_(m, v.is_not(None))).label(f"a{i}")]  # fmt: skip
         if rows.pending is not None:
             cols.append(sa.func.count().filter(x.c[f"p{i}"]).label(f"p{i}"))
-        for p in sorted(ps):
-            lo = (n - 1) * sa.literal_column(str(int(p)), sa.Integer) // sa.literal_column("100", sa.Integer)
-            cols += [arr[lo + 1].label(f"a{i}_{p}"), arr[lo + 2].label(f"b{i}_{p}")]
     return cols
 
 
 def _parse_stats(row: Any, wanted: Wanted, out: list[OrderStats], pending: list[int], rid: int) -> None:
+    """One run's order statistics from its value arrays (numpy, from PostgreSQL's binary form: the
+    stored doubles): the ranks :func:`ranks_read` names, by ``np.partition`` as on DuckDB."""
+    import numpy as np
+
     for i, (rows, ps) in enumerate(wanted):
-        n, nv = int(row[f"n{i}"]), int(row[f"nv{i}"])
+        n = int(row[f"n{i}"])
+        vals = row[f"a{i}"]
+        nv = 0 if vals is None else len(vals)
         if rows.pending is not None:
             pending[i] += int(row[f"p{i}"])
         known: dict[int, Fraction] = {}
         if n and n == nv:
-            for p in ps:
-                lo = (n - 1) * p // 100
-                for rank, key in ((lo, f"a{i}_{p}"), (lo + 1, f"b{i}_{p}")):
-                    if rank < n:
-                        known[rank] = exact(row[key])
+            ranks = ranks_read(n, ps)
+            known = dict(zip(ranks, map(exact, np.partition(vals, ranks)[ranks].tolist()), strict=True))
         out[i][rid] = (n, n - nv, known)
+
+
+FLOAT8_ARRAY_OID = 1022  # PostgreSQL's double precision[] (pg_type)
+
+
+def _pg_rows(conn: sa.Connection, stmt: sa.Select) -> list[dict[str, Any]]:
+    """PostgreSQL: the rows of ``stmt`` (as mappings) read in binary on this connection's transaction,
+    each ``double precision[]`` as a numpy array (:func:`bench_ledger.gaps.pg_doubles`), not ~1,000
+    Python floats per array."""
+    import psycopg
+    from bench_ledger.gaps import pg_doubles
+
+    class Doubles(psycopg.adapt.Loader):
+        format = psycopg.pq.Format.BINARY
+
+        def load(self, data):
+            return pg_doubles(data)
+
+    compiled = stmt.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
+    raw = conn.connection.driver_connection
+    assert raw is not None  # a checked-out connection always has its driver connection
+    with raw.cursor(binary=True) as cur:
+        cur.adapters.register_loader(FLOAT8_ARRAY_OID, Doubles)
+        cur.execute(str(compiled), compiled.params)
+        names = [d.name for d in cur.description or []]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
 def _read_lateral(conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregates: bool
                   ) -> tuple[dict[int, SimpleNamespace], list[OrderStats], list[int]]:  # fmt: skip
     """PostgreSQL, distributions over the request table alone: one statement, one run at a time
-    (LATERAL), the aggregates (if asked) and every distribution's order statistics from one index scan
+    (LATERAL), the aggregates (if asked) and every distribution's value array from one index scan
     of the run's requests, whose values are computed once per row (OFFSET 0 keeps PostgreSQL from
     inlining them into every aggregate)."""
     r = runs.subquery("r")
@@ -324,8 +351,7 @@ def _read_lateral(conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregat
     aggs: dict[int, SimpleNamespace] = {}
     out: list[OrderStats] = [{} for _ in wanted]
     pending = [0] * len(wanted)
-    for row in conn.execute(stmt):
-        mp = row._mapping
+    for mp in _pg_rows(conn, stmt):
         if aggregates and mp["n"]:  # a run without request rows is absent from the GROUP BY's aggregates too
             aggs[mp["run_id"]] = _aggregate(mp)
         _parse_stats(mp, wanted, out, pending, mp["run_id"])
@@ -339,8 +365,8 @@ def _stats_grouped(conn: sa.Connection, runs: sa.Select, wanted: Wanted) -> tupl
          .where(Q.c.run_id.in_(runs), rows.member).subquery("x"))  # fmt: skip
     out: list[OrderStats] = [{}]
     pending = [0]
-    for row in conn.execute(sa.select(x.c.run_id, *_stat_columns(x, wanted)).group_by(x.c.run_id)):
-        _parse_stats(row._mapping, wanted, out, pending, row.run_id)
+    for mp in _pg_rows(conn, sa.select(x.c.run_id, *_stat_columns(x, wanted)).group_by(x.c.run_id)):
+        _parse_stats(mp, wanted, out, pending, mp["run_id"])
     return out, pending
 
 

@@ -225,3 +225,27 @@ def test_arrays_of_another_form_are_read_through_the_view(ledger: Ledger, tmp_pa
             assert _read_rows(ledger) == _view_rows(ledger)
         res = cli("verify", "fx", "--db", ledger.url, code=1)
         assert "batch fx: MISMATCH" in res.output and "table chunk_gap" in res.output
+
+
+def test_pg_doubles_reads_the_binary_array_exactly(ledger: Ledger) -> None:
+    """One double precision[] read in binary: every value bit for bit (signed zero, subnormal, extremes,
+    infinities); the empty array; any other form refused (a NULL element, two dimensions, integers)."""
+    if ledger.backend != "postgresql":
+        pytest.skip("PostgreSQL's binary array form")
+    values = [0.1, -0.0, 5e-324, 1.7976931348623157e308, -2.5, float("inf"), float("-inf"), 0.30000000000000004]
+    with ledger.connection() as conn:
+        raw = conn.connection.driver_connection
+        with raw.cursor(binary=True) as cur:
+            def got(sql: str, *params: object) -> bytes:
+                cur.execute(sql, params)
+                assert cur.pgresult is not None
+                return cur.pgresult.get_value(0, 0)
+
+            a = gp.pg_doubles(got("SELECT %s::double precision[]", values))
+            assert a.dtype == "float64" and [struct.pack("<d", v) for v in a.tolist()] == [struct.pack("<d", v) for v in values]
+            assert gp.pg_doubles(got("SELECT CAST(ARRAY[] AS double precision[])")).tolist() == []
+            for sql, what in (("SELECT ARRAY[1.0, NULL]::double precision[]", "NULLs True"),
+                              ("SELECT ARRAY[[1.0], [2.0]]::double precision[]", "2 dimensions"),
+                              ("SELECT ARRAY[1, 2]::bigint[]", "element type 20")):  # fmt: skip
+                with pytest.raises(ValueError, match=what):
+                    gp.pg_doubles(got(sql))

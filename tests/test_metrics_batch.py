@@ -145,3 +145,30 @@ def test_batch_equals_evaluate_on_generated_ledger(ledger: Ledger, ledger_url: s
                  "reported for"):
         assert part in reasons, part
     assert sum(1 for v in values if v.flag == "derived" and v.metric.endswith(("_p50", "_p99", "_median"))) > 20
+
+
+def test_batch_equals_evaluate_with_ties_nulls_and_sizes(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
+    """Order statistics where they are easy to get wrong: values drawn from a few (so ties at the ranks
+    read), runs of the same size (one matrix, one partition), of one request, of two (p50 between them),
+    runs with failed requests only, with a NULL value (n/a, the run's other distributions still read)."""
+    rng = random.Random(11)
+    few = [0.1, 0.2, 0.25, 0.30000000000000004, 1.5]
+    sizes = [1, 2, 2, 3, 5, 5, 5, 8, 40, 40, 101]
+    for i, n in enumerate(sizes):
+        recs = []
+        for j in range(n):
+            ttft = rng.choice(few)
+            rec = {"status": "ok" if (i != 3 or j) else "failed", "input_tokens": 7, "output_tokens": rng.choice([1, 2, 9]),
+                   "ttft_s": ttft, "latency_s": ttft + rng.choice(few)}  # fmt: skip
+            if i == 6 and j == 2:
+                rec["latency_s"] = None  # a missing value: e2e n/a for this run, TTFT still derived
+            recs.append(rec)
+        imp(ledger_url, str(write_requests(tmp_path / f"t{i}.jsonl", {"run": f"t{i}", "tool": "t"}, recs)), "--batch", "ties")
+    failed = [{"status": "failed", "input_tokens": 3, "output_tokens": 0, "ttft_s": 0.0, "latency_s": 0.0}] * 4
+    imp(ledger_url, str(write_requests(tmp_path / "f.jsonl", {"run": "f", "tool": "t"}, failed)), "--batch", "ties")
+    assert assert_same(ledger, ["ties"]) == len(sizes) + 1
+    rows = {r.label: r.values for r in run_metrics(ledger, ["ties"], metrics=ALL)}
+    assert rows["t6"]["e2e_latency_p50"].na_reason == "value missing for 1 of 5 ok requests"
+    assert rows["t6"]["ttft_p50"].flag == "derived"
+    assert rows["f"]["ttft_p50"].na_reason == "no ok requests with output"
+    assert rows["t0"]["ttft_p99"].value == rows["t0"]["ttft_max"].value  # one value: every percentile is it
