@@ -17,6 +17,7 @@ when it was derived from such values, else ``measured``); a literal is ``measure
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 LEVELS: tuple[str, ...] = ("refused", "n/a", "not-derivable", "mismatch", "estimated", "reported", "rounded", "measured")
@@ -107,6 +108,11 @@ _LEVEL_FLAG = {"measured": "derived", "reported": "reported", "estimated": "esti
 def derived_flag(flags: list[str]) -> str:
     """The flag of a value computed from inputs with these flags: the weakest input decides (a TPM
     over the tool's reported duration is ``reported``, never ``derived`` as if measured here)."""
+    return _derived_flag(tuple(flags))
+
+
+@functools.cache
+def _derived_flag(flags: tuple[str, ...]) -> str:  # a few flags, asked for three rates of every run
     w = weakest([Evidence(_FLAG_LEVEL[f], f) for f in flags])
     return "derived" if w is None else _LEVEL_FLAG[w.level]
 

@@ -406,7 +406,9 @@ def rate_value(metric: Metric, ctx: Ctx, parts: list[MetricValue], clock: Metric
     inputs: dict[str, Any] = {p.metric: str(p.value) for p in parts} | {
         "wall_clock_s": float(wall), "basis": clock.inputs.get("basis"), "requests_ok": parts[0].inputs.get("requests_ok")}
     flag = derived_flag([*(p.flag for p in parts), clock.flag])  # the weakest input decides (lattice)
-    return derived(metric, ctx, per * total / wall, flag=flag, runs=ctx.run_ids, **inputs)
+    # per·total/wall as one fraction (one normalisation instead of two): the same rational
+    rate = Fraction(per * total.numerator * wall.denominator, total.denominator * wall.numerator)
+    return derived(metric, ctx, rate, flag=flag, runs=ctx.run_ids, **inputs)
 
 
 # --------------------------------------------------------------------------- distributions over ok requests
