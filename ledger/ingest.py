@@ -874,23 +874,48 @@ class _RunWriter:
             bulk_insert(conn, self.backend, "published_value", _arrow_of(m.PublishedValue.__table__, pub_rows, dialect))
 
     def _write_request_rows(self, chunk: list[tuple[str, rec.ParsedRun, _Art]], ids: dict[str, tuple[int, int]]) -> None:
-        """Each run's request and request-gaps rows; a record outside its domain names file, line and field."""
-        for label, pr, art in chunk:
-            run_id, key = ids[label]
-            n = 0
-            if pr.requests is not None and len(pr.requests):
-                def sink(table: str, data: pa.Table, art: _Art = art) -> None:
-                    self.rows.add(table, data, art)
-                try:
-                    n = _write_requests(self.conn, self.backend, art.id, key, pr.capture.clock, pr.requests, sink)
-                    if pr.request_values and isinstance(pr.requests, rec.RequestColumns):
-                        values = request_value_table(art.id, pr.requests.idx, pr.request_values)
-                        if values.num_rows:
-                            sink("request_value", values)
-                except rec.RecordError as exc:
-                    where = ", ".join(x for x in (f"line {exc.line}" if exc.line is not None else None,
-                                                  f"record {exc.idx}" if exc.idx is not None else None) if x)  # fmt: skip
-                    raise ParseError(art.path, where or None, exc.field, exc.problem) from None
+        """Each run's request and request-gaps rows; a record outside its domain names file, line and field.
+
+        Consecutive runs of one artefact become one pair of tables (:func:`runs_request_tables`): built
+        per run, the 1000-run vLLM file made 1000 of each (~1 s of Arrow calls, 0.6 s of them the gap
+        arrays) and the pool then copied their 1000 slices into one chunk per column."""
+        start = 0
+        while start < len(chunk):
+            art = chunk[start][2]
+            stop = start + 1
+            while stop < len(chunk) and chunk[stop][2] is art:
+                stop += 1
+            self._write_artefact_requests(chunk[start:stop], ids, art)
+            start = stop
+
+    def _write_artefact_requests(self, runs: list[tuple[str, rec.ParsedRun, _Art]], ids: dict[str, tuple[int, int]],
+                                 art: _Art) -> None:  # fmt: skip
+        carried: list[tuple[int, str | None, rec.ArrowRequests]] = []
+        counts: list[tuple[int, str, int]] = []
+        try:
+            for label, pr, _ in runs:
+                run_id, key = ids[label]
+                n = 0
+                if pr.requests is not None and len(pr.requests):
+                    req = pr.requests if isinstance(pr.requests, rec.ArrowRequests) else arrow_requests(pr.requests)
+                    carried.append((key, pr.capture.clock, req))
+                    n = req.table.num_rows
+                counts.append((run_id, label, n))
+            if carried:
+                requests, gaps = runs_request_tables(art.id, carried)
+                self.rows.add("request", requests, art)
+                if gaps is not None:
+                    self.rows.add("request_gaps", gaps, art)
+            for label, pr, _ in runs:  # after the run's requests, as request_value_table's callers did
+                if pr.request_values and isinstance(pr.requests, rec.RequestColumns) and len(pr.requests):
+                    values = request_value_table(art.id, pr.requests.idx, pr.request_values)
+                    if values.num_rows:
+                        self.rows.add("request_value", values, art)
+        except rec.RecordError as exc:
+            where = ", ".join(x for x in (f"line {exc.line}" if exc.line is not None else None,
+                                          f"record {exc.idx}" if exc.idx is not None else None) if x)  # fmt: skip
+            raise ParseError(art.path, where or None, exc.field, exc.problem) from None
+        for run_id, label, n in counts:
             art.result.runs.append((run_id, label, n))
             art.requests += n
             if self.progress is not None:  # result.rows, without a sum over the runs so far after each run
@@ -938,6 +963,7 @@ class _Pending:
     LIMIT = 500_000
     REQUEST_LIMIT = 1 << 20
     PG_REQUEST_LIMIT = 1 << 17
+    SMALL_PART = 1 << 15  # DuckDB: pooled parts of fewer rows on average are combined into one chunk
 
     def __init__(self, conn: sa.Connection, backend: str, pooled: seal3.PooledRows | None = None) -> None:
         self.conn, self.backend, self.pooled = conn, backend, pooled
@@ -962,10 +988,11 @@ class _Pending:
         for name, parts in self.tables.items():
             if parts and only in (None, name):
                 data = pa.concat_tables([t for t, _ in parts])
-                if self.backend == "duckdb":
+                if self.backend == "duckdb" and len(parts) > 1 and data.num_rows < len(parts) * self.SMALL_PART:
                     # one contiguous chunk per column: DuckDB's INSERT ... SELECT scans it ~1.5x faster
-                    # than the per-run slices (measured on 200 runs of the benchmark file); the CSV
-                    # writer of the COPY reads the chunks as they are
+                    # than the per-run slices (measured on 200 runs of the benchmark file); parts of many
+                    # runs each (runs_request_tables) are already large chunks, scanned as they are; the
+                    # CSV writer of the COPY reads the chunks as they are
                     data = data.combine_chunks()
                 ends = list(itertools.accumulate(t.num_rows for t, _ in parts))
 
@@ -1018,16 +1045,6 @@ class _Pending:
             self._writer = None
 
 
-def _write_requests(conn: sa.Connection, backend: str, artefact_id: int, run_id: int, clock: str | None,
-                    cols: rec.RequestColumns | rec.ArrowRequests, sink) -> int:  # fmt: skip
-    """Hand one run's requests and chunk gaps to ``sink`` (the pooled write, :class:`_Pending`)."""
-    requests, gaps = request_tables(artefact_id, run_id, clock, cols)
-    sink("request", requests)
-    if gaps is not None and gaps.num_rows:
-        sink("request_gaps", gaps)
-    return requests.num_rows
-
-
 _VALUE_SCHEMA = pa.schema([("artefact_id", pa.int32()), ("request_idx", pa.int32()), ("key", pa.string()),
                            ("value", pa.float64()), ("flag", pa.string())])  # fmt: skip
 
@@ -1051,25 +1068,56 @@ def request_value_table(artefact_id: int, idx: list[int], values: dict[str, rec.
 
 def request_tables(artefact_id: int, run_id: int, clock: str | None,
                    cols: rec.RequestColumns | rec.ArrowRequests) -> tuple[pa.Table, pa.Table | None]:  # fmt: skip
-    """The ``request`` and ``request_gaps`` rows of one run, as Arrow tables in the tables' column order.
+    """The ``request`` and ``request_gaps`` rows of one run (:func:`runs_request_tables` of that run)."""
+    req = cols if isinstance(cols, rec.ArrowRequests) else arrow_requests(cols)
+    return runs_request_tables(artefact_id, [(run_id, clock, req)])
+
+
+def runs_request_tables(artefact_id: int,
+                        runs: list[tuple[int, str | None, rec.ArrowRequests]]) -> tuple[pa.Table, pa.Table | None]:  # fmt: skip
+    """The ``request`` and ``request_gaps`` rows of consecutive runs ``(run id, clock, requests)`` of
+    one artefact, as Arrow tables in the tables' column order, one contiguous chunk per column.
 
     Columns from a Python importer are first turned into the one Arrow carrier (:func:`arrow_requests`),
     so both kinds of importer reach the database through the same conversion; every importer's gaps
     become ``request_gaps`` rows here (:func:`ledger.gaps.arrays`: one array per request that has gaps)."""
-    req = cols if isinstance(cols, rec.ArrowRequests) else arrow_requests(cols)
-    t, n = req.table, req.table.num_rows
+    import numpy as np
+
+    tables = [req.table for _, _, req in runs]
+    counts = np.array([t.num_rows for t in tables], dtype=np.int64)
+    n = int(counts.sum())
+
+    def joined(name: str, typ: pa.DataType) -> pa.Array:
+        parts = [c for t in tables for c in _as(t.column(name), typ).chunks]
+        return pa.chunked_array(parts, typ).combine_chunks() if len(parts) != 1 else parts[0]
+
+    carried = {f.name: joined(f.name, f.type) for f in _REQUEST_SCHEMA if f.name not in ("artefact_id", "run_id", "clock")}
+    clocks = {clock for _, clock, _ in runs}
+    if clocks == {None}:
+        clock_col = pa.nulls(n, pa.string())
+    else:
+        if len(clocks) == 1:
+            named: pa.Array | pa.Scalar = pa.scalar(next(iter(clocks)), pa.string())
+        else:  # runs of one artefact on different clocks: each run's own
+            names = sorted(c for c in clocks if c is not None)
+            codes = np.repeat([names.index(c) if c is not None else -1 for _, c, _ in runs], counts)
+            named = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32(), mask=codes < 0),
+                                                   pa.array(names, pa.string())).cast(pa.string())  # fmt: skip
+        clock_col = pc.if_else(pc.is_valid(carried["send_ns"]), named, pa.scalar(None, pa.string()))
     fixed = {
         "artefact_id": pa.repeat(pa.scalar(artefact_id, pa.int32()), n),
-        "run_id": pa.repeat(pa.scalar(run_id, pa.int32()), n),
-        "clock": (pc.if_else(pc.is_valid(t.column("send_ns")), pa.scalar(clock, pa.string()), pa.scalar(None, pa.string()))
-                  if clock else pa.nulls(n, pa.string())),
-    }  # fmt: skip
-    columns = [fixed[f.name] if f.name in fixed else _as(t.column(f.name), f.type) for f in _REQUEST_SCHEMA]
-    requests = pa.Table.from_arrays(columns, schema=_REQUEST_SCHEMA)
-    g = req.gaps
-    if g is None or g.num_rows == 0:
+        "run_id": pa.array(np.repeat(np.array([r for r, _, _ in runs], dtype=np.int32), counts)),
+        "clock": clock_col,
+    }
+    requests = pa.Table.from_arrays([fixed[f.name] if f.name in fixed else carried[f.name] for f in _REQUEST_SCHEMA],
+                                    schema=_REQUEST_SCHEMA)  # fmt: skip
+    with_gaps = [req.gaps for _, _, req in runs if req.gaps is not None and req.gaps.num_rows]
+    if not with_gaps:
         return requests, None
-    gaps = gp.arrays(artefact_id, g.column("request_idx"), g.column("gaps"))
+    idx = pa.chunked_array([c for g in with_gaps for c in _as(g.column("request_idx"), pa.int32()).chunks], pa.int32())
+    lists = pa.chunked_array([c for g in with_gaps for c in _as(g.column("gaps"), pa.list_(pa.float64())).chunks],
+                             pa.list_(pa.float64()))  # fmt: skip
+    gaps = gp.arrays(artefact_id, idx, lists)
     return requests, gaps if gaps.num_rows else None
 
 

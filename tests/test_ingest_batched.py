@@ -112,7 +112,7 @@ def test_each_table_pooled_to_its_own_limit(ledger: Ledger, tmp_path: Path, monk
     pooled = _import(ledger, _file(tmp_path / "b.jsonl", 6, 40, tail=" "), "pooled", fast=True, monkeypatch=monkeypatch)
     requests = [n for t, n in written if t == "request"]
     gaps = [n for t, n in written if t == "request_gaps"]
-    assert requests == [120, 120]  # 2 runs of 40 a chunk: written once 100 are pooled, and the rest at the end
+    assert requests == [160, 80]  # 2 runs of 40 a chunk, one part of 80: written once 100 are pooled, the rest at the end
     assert len(gaps) > 2 and all(n >= 30 for n in gaps[:-1])  # the gaps' own, smaller pool (request_gaps rows: one per request)
     assert _rows(ledger, whole.artefact_id) == _rows(ledger, pooled.artefact_id)
 
