@@ -906,7 +906,7 @@ class _RunWriter:
                 self.rows.add("request", requests, art)
                 if gaps is not None:
                     self.rows.add("request_gaps", gaps, art)
-            for label, pr, _ in runs:  # after the run's requests, as request_value_table's callers did
+            for _, pr, _ in runs:  # after the run's requests, as request_value_table's callers did
                 if pr.request_values and isinstance(pr.requests, rec.RequestColumns) and len(pr.requests):
                     values = request_value_table(art.id, pr.requests.idx, pr.request_values)
                     if values.num_rows:
