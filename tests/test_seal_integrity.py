@@ -358,9 +358,12 @@ def test_digests_do_not_depend_on_the_stored_order(ledger: Ledger, tmp_path: Pat
     order on the client: rows stored in reverse order give the same digests, seal and verify."""
     cli("import", bench_json(tmp_path / "a.json", 30), "--batch", "fx", "--db", ledger.url)
     bypass = "SET LOCAL session_replication_role = replica; " if ledger.backend == "postgresql" else ""
+    # PostgreSQL: TRUNCATE gives the table new, empty storage, so the rows are stored in the order inserted
+    # (after a DELETE an INSERT may fill free space that vacuum found in earlier pages: not a fixed order)
+    empty = "TRUNCATE" if ledger.backend == "postgresql" else "DELETE FROM"
     for table, order in (("request_gaps", "request_idx DESC"), ("request", "idx DESC")):  # chunk_gap: a view of request_gaps
         raw(ledger, f"{bypass}CREATE TEMP TABLE t_{table} AS SELECT * FROM {table} ORDER BY {order}; "
-                    f"DELETE FROM {table}; INSERT INTO {table} SELECT * FROM t_{table}")  # fmt: skip
+                    f"{empty} {table}; INSERT INTO {table} SELECT * FROM t_{table}")  # fmt: skip
     with ledger.engine.connect() as conn:
         first = conn.exec_driver_sql("SELECT idx FROM request LIMIT 1").scalar()
         gap = conn.exec_driver_sql("SELECT request_idx FROM chunk_gap LIMIT 1").scalar()
