@@ -20,6 +20,7 @@ here it is in Arrow, for what an import or a loaded export holds in memory:
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -76,6 +77,22 @@ def rows_of(table: pa.Table) -> pa.Table:
         pa.array(seq),
         values.cast(pa.float64()),
     ], schema=ROW_SCHEMA)  # fmt: skip
+
+
+def rows_in_slices(table: pa.Table, gaps: int = 1 << 20) -> Iterator[pa.Table]:
+    """:func:`rows_of` of ``table`` in order, a slice of its arrays of at most ``gaps`` gaps (or one
+    array) at a time: the rows of a whole import chunk at once (12.8M gaps of the 128-gap benchmark
+    file: four columns of 8 bytes) had cost ~0.6 GB of peak memory."""
+    if table.num_rows == 0:
+        return
+    lens = pc.fill_null(pc.list_value_length(table.column("gaps")), 0).to_numpy(zero_copy_only=False)
+    ends = np.cumsum(lens)
+    start = 0
+    while start < table.num_rows:
+        before = int(ends[start - 1]) if start else 0
+        stop = max(int(np.searchsorted(ends, before + gaps, side="right")), start + 1)
+        yield rows_of(table.slice(start, stop - start))
+        start = stop
 
 
 def arrays_of(rows: pa.Table) -> pa.Table:

@@ -239,6 +239,13 @@ def batch_root(declared: list[Part], artefacts: dict[int, list[Part]]) -> str:
 # tables handed to the database (:class:`HeldRows`) instead of being selected back. chunk_gap is a
 # view (migration 0014): its rows are those of the request_gaps arrays handed over (ledger.gaps.rows_of).
 HELD_TABLES = ("request", "chunk_gap", "hardware_sample", "request_value")
+
+
+def _feed_gap_rows(feed, arrays: pa.Table) -> None:
+    """Hand the ``chunk_gap`` rows of ``request_gaps`` arrays to ``feed`` in order, a slice at a time
+    (:func:`ledger.gaps.rows_in_slices`: memory)."""
+    for rows in gp.rows_in_slices(arrays):
+        feed(rows)
 # Of those, the tables an import hands over in key order (records numbered across the runs of a file,
 # gaps and values in their request's order): hashed as they arrive (:class:`_Stream`).
 STREAMED_TABLES = ("request", "chunk_gap", "request_value")
@@ -346,7 +353,7 @@ class HeldRows:
             if data.num_rows:
                 self.rows["chunk_gap"] += gp.count(data)
                 self.rows["request_gaps"] = self.rows.get("request_gaps", 0) + data.num_rows  # the table written
-                self._work.append(self._pool.submit(lambda: self.streams["chunk_gap"].feed(gp.rows_of(data))))
+                self._work.append(self._pool.submit(_feed_gap_rows, self.streams["chunk_gap"].feed, data))
             return
         if table not in self.rows or not data.num_rows:
             return
@@ -407,7 +414,7 @@ class PooledRows:
         if not data.num_rows:
             return
         if table == "request_gaps":  # hashed as the chunk_gap rows its arrays are (ledger.gaps.rows_of), in the thread
-            self._work.append(self._pool.submit(lambda: self._feed("chunk_gap", gp.rows_of(data))))
+            self._work.append(self._pool.submit(_feed_gap_rows, lambda rows: self._feed("chunk_gap", rows), data))
         else:
             self._work.append(self._pool.submit(self._feed, table, data))
 

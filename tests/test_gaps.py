@@ -249,3 +249,18 @@ def test_pg_doubles_reads_the_binary_array_exactly(ledger: Ledger) -> None:
                               ("SELECT ARRAY[1, 2]::bigint[]", "element type 20")):  # fmt: skip
                 with pytest.raises(ValueError, match=what):
                     gp.pg_doubles(got(sql))
+
+
+def test_rows_in_slices_are_rows_of_in_order() -> None:
+    """The import hashes the gap rows a slice of arrays at a time (memory): the same rows, in order,
+    for any bound, an array longer than the bound coming alone."""
+    lists = pa.array([[0.5, 0.25], [1e-7], [3.0, 2.0, 1.0, 0.5, 0.25], [7.0], [8.0, 9.0]], pa.list_(pa.float64()))
+    arrays = gp.arrays(3, pa.array([0, 2, 5, 6, 9], pa.int32()), lists)
+    whole = gp.rows_of(arrays)
+    for bound in (1, 2, 3, 4, 100):
+        slices = list(gp.rows_in_slices(arrays, bound))
+        assert pa.concat_tables(slices).equals(whole)
+        assert all(s.num_rows <= bound or s.column("request_idx").unique().to_pylist() == [s["request_idx"][0].as_py()]
+                   for s in slices)  # fmt: skip
+    assert [s.num_rows for s in gp.rows_in_slices(arrays, 3)] == [3, 5, 3]
+    assert list(gp.rows_in_slices(arrays.slice(0, 0))) == []
