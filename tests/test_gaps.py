@@ -227,11 +227,10 @@ def test_arrays_of_another_form_are_read_through_the_view(ledger: Ledger, tmp_pa
         assert "batch fx: MISMATCH" in res.output and "table chunk_gap" in res.output
 
 
+@pytest.mark.parametrize("ledger_url", ["postgresql"], indirect=True)  # PostgreSQL's binary array form only
 def test_pg_doubles_reads_the_binary_array_exactly(ledger: Ledger) -> None:
     """One double precision[] read in binary: every value bit for bit (signed zero, subnormal, extremes,
     infinities); the empty array; any other form refused (a NULL element, two dimensions, integers)."""
-    if ledger.backend != "postgresql":
-        pytest.skip("PostgreSQL's binary array form")
     values = [0.1, -0.0, 5e-324, 1.7976931348623157e308, -2.5, float("inf"), float("-inf"), 0.30000000000000004]
     with ledger.connection() as conn:
         raw = conn.connection.driver_connection
