@@ -122,8 +122,6 @@ def arrays_of(rows: pa.Table) -> pa.Table:
 # length (int32, 8) and the big-endian double.
 _PG_ARRAY_HEADER = 20
 _PG_ELEMENT = np.dtype([("len", ">i4"), ("value", ">f8")])
-
-
 _PG_FLOAT8 = 701  # the element type's oid
 
 

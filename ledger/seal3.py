@@ -240,15 +240,16 @@ def batch_root(declared: list[Part], artefacts: dict[int, list[Part]]) -> str:
 # view (migration 0014): its rows are those of the request_gaps arrays handed over (ledger.gaps.rows_of).
 HELD_TABLES = ("request", "chunk_gap", "hardware_sample", "request_value")
 
+# Of those, the tables an import hands over in key order (records numbered across the runs of a file,
+# gaps and values in their request's order): hashed as they arrive (:class:`_Stream`).
+STREAMED_TABLES = ("request", "chunk_gap", "request_value")
+
 
 def _feed_gap_rows(feed, arrays: pa.Table) -> None:
     """Hand the ``chunk_gap`` rows of ``request_gaps`` arrays to ``feed`` in order, a slice at a time
     (:func:`ledger.gaps.rows_in_slices`: memory)."""
     for rows in gp.rows_in_slices(arrays):
         feed(rows)
-# Of those, the tables an import hands over in key order (records numbered across the runs of a file,
-# gaps and values in their request's order): hashed as they arrive (:class:`_Stream`).
-STREAMED_TABLES = ("request", "chunk_gap", "request_value")
 
 
 @dataclass
