@@ -307,16 +307,14 @@ def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | 
         # all from the batch path (the default columns): nothing left to evaluate, and a collection pass
         # here would walk every value just made; else per-run evaluations run with the collector on
         with gc_paused() if len(fast) == len(metrics) else contextlib.nullcontext():
+            named = [(name, METRICS[name]) for name in metrics]
             for r in rows:
                 rm = RunMetrics(r.id, r.batch, r.label, r.tool, r.input_target_tokens, r.output_cap_tokens,
                                 r.concurrency, r.request_count)  # fmt: skip
-                scope = Scope(batch=r.batch, run=f"#{r.id}")
-                for name in metrics:
-                    mt = METRICS[name]
-                    if name in values[r.id]:
-                        rm.values[name] = values[r.id][name]
-                    else:
-                        rm.values[name] = mt.value(conn, _resolve(conn, scope, mt))
+                got, mine = values[r.id], rm.values
+                for name, mt in named:
+                    v = got.get(name)
+                    mine[name] = v if v is not None else mt.value(conn, _resolve(conn, Scope(batch=r.batch, run=f"#{r.id}"), mt))
                 out.append(rm)
         fill_reported(conn, out)
     return out

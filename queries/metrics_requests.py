@@ -49,9 +49,9 @@ def percentile_linear(sorted_values: Sequence[Fraction], p: Fraction | int) -> F
     if n == 0:
         raise ValueError("percentile of no values")
     # h = (n-1)·p/100 = lo + frac, in integers: p = a/b, so (n-1)·a = lo·100b + rem, frac = rem / 100b
-    q = Fraction(p)
-    den = 100 * q.denominator
-    lo, rem = divmod((n - 1) * q.numerator, den)
+    pn, pd = (p, 1) if type(p) is int else (Fraction(p).numerator, Fraction(p).denominator)
+    den = 100 * pd
+    lo, rem = divmod((n - 1) * pn, den)
     if lo + 1 >= n:
         return sorted_values[-1]
     a = sorted_values[lo]
@@ -226,14 +226,15 @@ class Metric:
 
 
 def na(metric: Metric, ctx: Ctx, reason: str, **inputs: object) -> MetricValue:
+    # ``inputs`` is a new dict at every call (keyword arguments): the value owns it
     return MetricValue(metric.name, ctx.scope, None, metric.unit, metric.quantity_kind, "n/a", reason,
-                       dict(inputs), list(ctx.run_ids))  # fmt: skip
+                       inputs, list(ctx.run_ids))  # fmt: skip
 
 
 def derived(metric: Metric, ctx: Ctx, value: Fraction, unit: str | None = None, flag: str = "derived",
             **inputs: object) -> MetricValue:  # fmt: skip
     return MetricValue(metric.name, ctx.scope, value, unit or metric.unit, metric.quantity_kind, flag,  # type: ignore[arg-type]
-                       None, dict(inputs), list(ctx.run_ids))  # fmt: skip
+                       None, inputs, list(ctx.run_ids))  # fmt: skip
 
 
 # --------------------------------------------------------------------------- captures and fields
@@ -301,7 +302,7 @@ def _option_sets(needs: tuple[tuple[str, ...], ...]) -> tuple[frozenset[str], ..
     return tuple(frozenset(o) for o in needs)
 
 
-def _fields_used(caps: list[CaptureInfo], metric: Metric) -> list[str]:
+def fields_used(caps: list[CaptureInfo], metric: Metric) -> list[str]:
     """The fields used: per capture, its first acceptable set of needed fields."""
     used: set[str] = set()
     sets = _option_sets(metric.needs)
@@ -329,9 +330,12 @@ def status_counts_sql(run_ids: list[int]) -> sa.Select:
     ).where(Q.c.run_id.in_(run_ids))
 
 
-def count_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], n: int, count: int | None) -> MetricValue:
+def count_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], n: int, count: int | None,
+                fields: list[str] | None = None) -> MetricValue:  # fmt: skip
+    """``fields``: :func:`fields_used` of ``caps`` and the metric, where the caller has it already (the
+    batch path: once per captures' shape and needs); likewise in the other decision functions."""
     return derived(metric, ctx, Fraction(int(count or 0)), runs=ctx.run_ids, requests=int(n),
-                   fields=_fields_used(caps, metric))  # fmt: skip
+                   fields=fields_used(caps, metric) if fields is None else fields)  # fmt: skip
 
 
 def record_groups(metric: Metric, ctx: Ctx) -> MetricValue:
@@ -348,14 +352,14 @@ def totals_sql(run_ids: list[int], column: sa.ColumnElement[Any]) -> sa.Select:
 
 
 def total_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], column: str, total: int | None, ok: int,
-                missing: int | None) -> MetricValue:  # fmt: skip
+                missing: int | None, fields: list[str] | None = None) -> MetricValue:  # fmt: skip
     if ok == 0:
         return na(metric, ctx, "no ok requests", requests_ok=0)
     if missing:
         return na(metric, ctx, f"{column} reported for {ok - missing} of {ok} ok requests",
                   coverage=f"{ok - missing} of {ok} ok requests")  # fmt: skip
     return derived(metric, ctx, Fraction(int(total)), runs=ctx.run_ids, requests_ok=int(ok),  # type: ignore[arg-type]
-                   fields=_fields_used(caps, metric))  # fmt: skip
+                   fields=fields_used(caps, metric) if fields is None else fields)  # fmt: skip
 
 
 def wall_clock_sql(run_ids: list[int]) -> sa.Select:
@@ -397,14 +401,16 @@ def rate_value(metric: Metric, ctx: Ctx, parts: list[MetricValue], clock: Metric
     for v in [*parts, clock]:
         if v.value is None:
             return na(metric, ctx, f"{v.metric}: {v.na_reason}", **{v.metric: None})
-    if clock.value == 0:
+    if not clock.value:  # a Fraction: zero
         return na(metric, ctx, "wall clock is zero")
     known = [p.value for p in parts if p.value is not None]
     wall = clock.value
     assert wall is not None and len(known) == len(parts)  # each n/a returned above
-    total = sum(known, Fraction(0))
+    # token totals are integers: their sum as one (the same rational as a sum of Fractions)
+    total = Fraction(sum(k.numerator for k in known)) if all(k.denominator == 1 for k in known) else sum(known, Fraction(0))
     inputs: dict[str, Any] = {p.metric: str(p.value) for p in parts} | {
-        "wall_clock_s": float(wall), "basis": clock.inputs.get("basis"), "requests_ok": parts[0].inputs.get("requests_ok")}
+        "wall_clock_s": wall.numerator / wall.denominator,  # float(wall): the correctly rounded quotient
+        "basis": clock.inputs.get("basis"), "requests_ok": parts[0].inputs.get("requests_ok")}
     flag = derived_flag([*(p.flag for p in parts), clock.flag])  # the weakest input decides (lattice)
     # per·total/wall as one fraction (one normalisation instead of two): the same rational
     rate = Fraction(per * total.numerator * wall.denominator, total.denominator * wall.numerator)
@@ -506,7 +512,8 @@ def apply_stat(stat: str, values: Sequence[Fraction]) -> Fraction:
 
 
 def dist_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], stat: str, population: str, n: int,
-               missing: int, values: Callable[[], Sequence[Fraction]]) -> MetricValue:  # fmt: skip
+               missing: int, values: Callable[[], Sequence[Fraction]], fields: list[str] | None = None
+               ) -> MetricValue:  # fmt: skip
     """The decision of a :class:`Dist` plan: n values of which ``missing`` are NULL; ``values()`` sorted."""
     if missing:
         return na(metric, ctx, f"value missing for {missing} of {n} {population}",
@@ -515,7 +522,7 @@ def dist_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], stat: str, pop
         return na(metric, ctx, f"no {population}")
     vals = values()
     return derived(metric, ctx, apply_stat(stat, vals), runs=ctx.run_ids, values=len(vals),
-                   population=population, fields=_fields_used(caps, metric),
+                   population=population, fields=fields_used(caps, metric) if fields is None else fields,
                    method="numpy linear (type 7)" if stat.startswith("p") else stat)  # fmt: skip
 
 
