@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from bench_ledger.cli import main
+from bench_ledger.cli import main, share
 from click.testing import CliRunner
 
 
@@ -28,5 +28,10 @@ def test_demo_shows_every_verdict_kind_and_says_synthetic(demo_built: Path, demo
     assert (demo_built / "report.html").read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
     shutil.copytree(demo_built, tmp_path / demo_built.name)  # a folder the demo made, with its marker
     monkeypatch.chdir(tmp_path)
+    # the rebuild writes its report as the first run did (read above): that half of the run is stubbed
+    written: list[Path] = []
+    monkeypatch.setattr(share, "write_report", lambda *args, **kw: written.append(args[4]) or args[4])
     again = CliRunner().invoke(main, ["demo"])  # rebuilds from scratch: same result
     assert again.exit_code == 0 and again.output.count("imported as artefact") == out.count("imported as artefact")
+    assert again.output.split("== audit")[1] == out.split("== audit")[1]  # the same verdicts, the same report path
+    assert written == [Path("bench-ledger-demo") / "report.html"]
