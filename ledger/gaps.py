@@ -36,9 +36,12 @@ ROW_SCHEMA = pa.schema([("artefact_id", pa.int64()), ("request_idx", pa.int64())
                         ("gap_s", pa.float64())])  # fmt: skip
 
 
-def arrays(artefact_id: int, request_idx: pa.Array, lists: pa.Array) -> pa.Table:
+def arrays(artefact_id: int | pa.Array, request_idx: pa.Array, lists: pa.Array) -> pa.Table:
     """The ``request_gaps`` rows of requests ``request_idx`` whose gaps are ``lists`` (a list array,
-    null where a record had none): one row per request with at least one gap, in the given order."""
+    null where a record had none): one row per request with at least one gap, in the given order.
+    ``artefact_id``: one artefact's id, or each request's (an int32 array: the files of a group)."""
+    if isinstance(artefact_id, pa.ChunkedArray):
+        artefact_id = artefact_id.combine_chunks()
     if isinstance(request_idx, pa.ChunkedArray):
         request_idx = request_idx.combine_chunks()
     if isinstance(lists, pa.ChunkedArray):
@@ -49,9 +52,11 @@ def arrays(artefact_id: int, request_idx: pa.Array, lists: pa.Array) -> pa.Table
     keep = pc.fill_null(pc.greater(lens, 0), False)
     if not pc.all(keep).as_py():
         request_idx, lists = request_idx.filter(keep), lists.filter(keep)
+        if isinstance(artefact_id, pa.Array):
+            artefact_id = artefact_id.filter(keep)
     n = len(lists)
-    return pa.Table.from_arrays([pa.repeat(pa.scalar(artefact_id, pa.int32()), n), request_idx.cast(pa.int32()), lists],
-                                schema=SCHEMA)  # fmt: skip
+    arts = artefact_id.cast(pa.int32()) if isinstance(artefact_id, pa.Array) else pa.repeat(pa.scalar(artefact_id, pa.int32()), n)
+    return pa.Table.from_arrays([arts, request_idx.cast(pa.int32()), lists], schema=SCHEMA)
 
 
 def count(table: pa.Table) -> int:

@@ -8,6 +8,7 @@ bulk path (:mod:`ledger.bulk`), never one ORM object per row.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import functools
 import hashlib
 import itertools
@@ -876,50 +877,52 @@ class _RunWriter:
     def _write_request_rows(self, chunk: list[tuple[str, rec.ParsedRun, _Art]], ids: dict[str, tuple[int, int]]) -> None:
         """Each run's request and request-gaps rows; a record outside its domain names file, line and field.
 
-        Consecutive runs of one artefact become one pair of tables (:func:`runs_request_tables`): built
-        per run, the 1000-run vLLM file made 1000 of each (~1 s of Arrow calls, 0.6 s of them the gap
-        arrays) and the pool then copied their 1000 slices into one chunk per column."""
-        start = 0
-        while start < len(chunk):
-            art = chunk[start][2]
-            stop = start + 1
-            while stop < len(chunk) and chunk[stop][2] is art:
-                stop += 1
-            self._write_artefact_requests(chunk[start:stop], ids, art)
-            start = stop
-
-    def _write_artefact_requests(self, runs: list[tuple[str, rec.ParsedRun, _Art]], ids: dict[str, tuple[int, int]],
-                                 art: _Art) -> None:  # fmt: skip
-        carried: list[tuple[int, str | None, rec.ArrowRequests]] = []
-        counts: list[tuple[int, str, int]] = []
-        try:
-            for label, pr, _ in runs:
-                run_id, key = ids[label]
-                n = 0
-                if pr.requests is not None and len(pr.requests):
+        The runs of the chunk (consecutive runs of one artefact, or a group's files of a run each)
+        become one pair of tables (:func:`artefacts_request_tables`): built per run, the 1000-run vLLM
+        file made 1000 of each (~1 s of Arrow calls, 0.6 s of them the gap arrays) and the pool then
+        copied their 1000 slices into one chunk per column; built per file, the 1,000 files of the
+        ledger's format cost 0.6-0.9 s of the import's main thread (profile note 27)."""
+        carried: list[tuple[int, int, str | None, rec.ArrowRequests]] = []
+        arts: dict[int, _Art] = {}
+        counts: list[tuple[_Art, int, str, int]] = []
+        for label, pr, art in chunk:
+            run_id, key = ids[label]
+            n = 0
+            if pr.requests is not None and len(pr.requests):
+                with _named_records(art.path):
                     req = pr.requests if isinstance(pr.requests, rec.ArrowRequests) else arrow_requests(pr.requests)
-                    carried.append((key, pr.capture.clock, req))
-                    n = req.table.num_rows
-                counts.append((run_id, label, n))
-            if carried:
-                requests, gaps = runs_request_tables(art.id, carried)
-                self.rows.add("request", requests, art)
-                if gaps is not None:
-                    self.rows.add("request_gaps", gaps, art)
-            for _, pr, _ in runs:  # after the run's requests, as request_value_table's callers did
-                if pr.request_values and isinstance(pr.requests, rec.RequestColumns) and len(pr.requests):
+                carried.append((art.id, key, pr.capture.clock, req))
+                arts[art.id] = art
+                n = req.table.num_rows
+            counts.append((art, run_id, label, n))
+        if carried:
+            requests, gaps = artefacts_request_tables(carried)
+            self.rows.add("request", requests, arts)
+            if gaps is not None:
+                self.rows.add("request_gaps", gaps, arts)
+        for _, pr, art in chunk:  # after the runs' requests, as request_value_table's callers did
+            if pr.request_values and isinstance(pr.requests, rec.RequestColumns) and len(pr.requests):
+                with _named_records(art.path):
                     values = request_value_table(art.id, pr.requests.idx, pr.request_values)
-                    if values.num_rows:
-                        self.rows.add("request_value", values, art)
-        except rec.RecordError as exc:
-            where = ", ".join(x for x in (f"line {exc.line}" if exc.line is not None else None,
-                                          f"record {exc.idx}" if exc.idx is not None else None) if x)  # fmt: skip
-            raise ParseError(art.path, where or None, exc.field, exc.problem) from None
-        for run_id, label, n in counts:
+                if values.num_rows:
+                    self.rows.add("request_value", values, {art.id: art})
+        for art, run_id, label, n in counts:
             art.result.runs.append((run_id, label, n))
             art.requests += n
             if self.progress is not None:  # result.rows, without a sum over the runs so far after each run
                 self.progress(art.requests + art.result.samples)
+
+
+@contextlib.contextmanager
+def _named_records(path: Path) -> Iterator[None]:
+    """A record a Python importer's columns cannot carry (:class:`records.RecordError`) as a
+    ParseError naming the file, the line or record and the field."""
+    try:
+        yield
+    except rec.RecordError as exc:
+        where = ", ".join(x for x in (f"line {exc.line}" if exc.line is not None else None,
+                                      f"record {exc.idx}" if exc.idx is not None else None) if x)  # fmt: skip
+        raise ParseError(path, where or None, exc.field, exc.problem) from None
 
 
 def _published_row(p: rec.Published, artefact_id: int, batch_id: int | None, run_id: int | None,
@@ -967,17 +970,22 @@ class _Pending:
 
     def __init__(self, conn: sa.Connection, backend: str, pooled: seal3.PooledRows | None = None) -> None:
         self.conn, self.backend, self.pooled = conn, backend, pooled
-        self.tables: dict[str, list[tuple[pa.Table, _Art]]] = {"request": [], "request_gaps": [], "request_value": []}
+        self.tables: dict[str, list[tuple[pa.Table, dict[int, _Art]]]] = {"request": [], "request_gaps": [], "request_value": []}
         self.rows = dict.fromkeys(self.tables, 0)
         self.request_limit = self.REQUEST_LIMIT if backend == "duckdb" else self.PG_REQUEST_LIMIT
         self._writer: Any = None  # PostgreSQL: one thread, so the COPYs keep their order
         self._writing: list[Any] = []
 
-    def add(self, table: str, data: pa.Table, art: _Art) -> None:
-        """Buffer rows of artefact ``art`` (for its digest: in its held rows, or pooled at the flush)."""
-        self.tables[table].append((data, art))
+    def add(self, table: str, data: pa.Table, arts: dict[int, _Art]) -> None:
+        """Buffer rows of the artefacts ``arts`` (by id: the rows' ``artefact_id``, in artefact order),
+        for their digests: in each one's held rows, or pooled at the flush."""
+        self.tables[table].append((data, arts))
         if self.pooled is None:
-            art.held.add(table, data)
+            if len(arts) == 1:
+                next(iter(arts.values())).held.add(table, data)
+            else:
+                for a, (lo, n) in seal3.spans_of(data.column("artefact_id")).items():
+                    arts[a].held.add(table, data.slice(lo, n))
         self.rows[table] += data.num_rows
         if self.rows[table] >= (self.request_limit if table == "request" else self.LIMIT):
             self.flush(table)
@@ -997,7 +1005,11 @@ class _Pending:
                 ends = list(itertools.accumulate(t.num_rows for t, _ in parts))
 
                 def path_of(row: int, parts=parts, ends=ends) -> Path:  # the file a pooled row came from
-                    return parts[bisect.bisect_right(ends, row)][1].path
+                    k = bisect.bisect_right(ends, row)
+                    data, arts = parts[k]
+                    if len(arts) == 1:
+                        return next(iter(arts.values())).path
+                    return arts[data.column("artefact_id")[row - (ends[k - 1] if k else 0)].as_py()].path
 
                 if name == "request_gaps":
                     refuse_gap_outside_domain(path_of, data)
@@ -1005,9 +1017,9 @@ class _Pending:
                     refuse_outside_domain(path_of, data, domains[name], "record" if name == "request" else "request")
                 parts.clear()
                 self.rows[name] = 0
+                if self.pooled is not None:  # hashed in the import's hashing thread while the database writes
+                    self.pooled.add(name, data)  # them (after the insert, the group's commit waited for it)
                 self._insert(name, data)
-                if self.pooled is not None:
-                    self.pooled.add(name, data)
 
     def _insert(self, name: str, data: pa.Table) -> None:
         if self.backend == "duckdb":
@@ -1081,43 +1093,55 @@ def runs_request_tables(artefact_id: int,
     Columns from a Python importer are first turned into the one Arrow carrier (:func:`arrow_requests`),
     so both kinds of importer reach the database through the same conversion; every importer's gaps
     become ``request_gaps`` rows here (:func:`ledger.gaps.arrays`: one array per request that has gaps)."""
+    return artefacts_request_tables([(artefact_id, run_id, clock, req) for run_id, clock, req in runs])
+
+
+def artefacts_request_tables(runs: list[tuple[int, int, str | None, rec.ArrowRequests]]) -> tuple[pa.Table, pa.Table | None]:
+    """:func:`runs_request_tables` of consecutive runs ``(artefact id, run id, clock, requests)`` of
+    one or more artefacts (in artefact order: a group's files, one run each, profile note 27): the
+    same rows as one call per artefact, concatenated, built with one Arrow call per column."""
     import numpy as np
 
-    tables = [req.table for _, _, req in runs]
+    tables = [req.table for _, _, _, req in runs]
     counts = np.array([t.num_rows for t in tables], dtype=np.int64)
     n = int(counts.sum())
+    art_ids = np.array([a for a, _, _, _ in runs], dtype=np.int32)
 
     def joined(name: str, typ: pa.DataType) -> pa.Array:
         parts = [c for t in tables for c in _as(t.column(name), typ).chunks]
         return pa.chunked_array(parts, typ).combine_chunks() if len(parts) != 1 else parts[0]
 
     carried = {f.name: joined(f.name, f.type) for f in _REQUEST_SCHEMA if f.name not in ("artefact_id", "run_id", "clock")}
-    clocks = {clock for _, clock, _ in runs}
+    clocks = {clock for _, _, clock, _ in runs}
     if clocks == {None}:
         clock_col = pa.nulls(n, pa.string())
     else:
         if len(clocks) == 1:
             named: pa.Array | pa.Scalar = pa.scalar(next(iter(clocks)), pa.string())
-        else:  # runs of one artefact on different clocks: each run's own
+        else:  # runs on different clocks: each run's own
             names = sorted(c for c in clocks if c is not None)
-            codes = np.repeat([names.index(c) if c is not None else -1 for _, c, _ in runs], counts)
+            codes = np.repeat([names.index(c) if c is not None else -1 for _, _, c, _ in runs], counts)
             named = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32(), mask=codes < 0),
                                                    pa.array(names, pa.string())).cast(pa.string())  # fmt: skip
         clock_col = pc.if_else(pc.is_valid(carried["send_ns"]), named, pa.scalar(None, pa.string()))
+    one_artefact = bool((art_ids == art_ids[0]).all())
     fixed = {
-        "artefact_id": pa.repeat(pa.scalar(artefact_id, pa.int32()), n),
-        "run_id": pa.array(np.repeat(np.array([r for r, _, _ in runs], dtype=np.int32), counts)),
+        "artefact_id": (pa.repeat(pa.scalar(int(art_ids[0]), pa.int32()), n) if one_artefact
+                        else pa.array(np.repeat(art_ids, counts))),
+        "run_id": pa.array(np.repeat(np.array([r for _, r, _, _ in runs], dtype=np.int32), counts)),
         "clock": clock_col,
-    }
+    }  # fmt: skip
     requests = pa.Table.from_arrays([fixed[f.name] if f.name in fixed else carried[f.name] for f in _REQUEST_SCHEMA],
                                     schema=_REQUEST_SCHEMA)  # fmt: skip
-    with_gaps = [req.gaps for _, _, req in runs if req.gaps is not None and req.gaps.num_rows]
+    with_gaps = [(a, req.gaps) for a, _, _, req in runs if req.gaps is not None and req.gaps.num_rows]
     if not with_gaps:
         return requests, None
-    idx = pa.chunked_array([c for g in with_gaps for c in _as(g.column("request_idx"), pa.int32()).chunks], pa.int32())
-    lists = pa.chunked_array([c for g in with_gaps for c in _as(g.column("gaps"), pa.list_(pa.float64())).chunks],
+    idx = pa.chunked_array([c for _, g in with_gaps for c in _as(g.column("request_idx"), pa.int32()).chunks], pa.int32())
+    lists = pa.chunked_array([c for _, g in with_gaps for c in _as(g.column("gaps"), pa.list_(pa.float64())).chunks],
                              pa.list_(pa.float64()))  # fmt: skip
-    gaps = gp.arrays(artefact_id, idx, lists)
+    arts: int | pa.Array = int(art_ids[0]) if one_artefact else pa.array(
+        np.repeat(np.array([a for a, _ in with_gaps], dtype=np.int32), [g.num_rows for _, g in with_gaps]))  # fmt: skip
+    gaps = gp.arrays(arts, idx, lists)
     return requests, gaps if gaps.num_rows else None
 
 

@@ -180,7 +180,7 @@ def artefact_parts(conn: sa.Connection, backend: str, artefact_ids: list[int] | 
     return out
 
 
-def _spans(art: pa.ChunkedArray | pa.Array) -> dict[int, tuple[int, int]]:
+def spans_of(art: pa.ChunkedArray | pa.Array) -> dict[int, tuple[int, int]]:
     """(first row, rows) of each artefact id in a column of ids sorted by artefact."""
     spans: dict[int, tuple[int, int]] = {}
     if len(art):
@@ -213,7 +213,7 @@ def artefact_part_digests(conn: sa.Connection, backend: str, artefact_ids: list[
     out: dict[int, list[HeldPart]] = {a: [] for a in known}
     for table in tables:
         data = _read(conn, backend, table, _select_sql(table, artefact_ids=listed), True)
-        spans = _spans(data.column("_art"))
+        spans = spans_of(data.column("_art"))
         with_rows = [a for a in known if a in spans or table not in OPTIONAL_TABLES]
         for a, part in _span_parts(table, data.drop_columns(["_art"]), spans, with_rows).items():
             out[a].append(part)
@@ -436,7 +436,7 @@ class PooledRows:
             self.broken.add(table)
             self.carry[table], self.done[table] = None, {}
             return
-        spans = _spans(data.column("artefact_id"))
+        spans = spans_of(data.column("artefact_id"))
         last = data.column("artefact_id")[-1].as_py()  # may go on in the next pooled table
         self.carry[table] = data.slice(spans[last][0])
         self.done[table].update(_span_parts(table, data, spans, [a for a in spans if a != last]))
@@ -456,7 +456,7 @@ class PooledRows:
                 out[table] = None
                 continue
             if (carry := self.carry[table]) is not None:
-                self.done[table].update(_span_parts(table, carry, _spans(carry.column("artefact_id")),
+                self.done[table].update(_span_parts(table, carry, spans_of(carry.column("artefact_id")),
                                                     [carry.column("artefact_id")[0].as_py()]))  # fmt: skip
                 self.carry[table] = None
             out[table] = {a: self.done[table].get(a) or HeldPart(table, a, 0, []) for a in ids}

@@ -155,3 +155,41 @@ def test_rows_written_while_the_next_runs_are_parsed(ledger: Ledger, tmp_path: P
         _import(ledger, _file(tmp_path / "c.jsonl", 6, 40, seed=4), "failed", fast=True, monkeypatch=monkeypatch)
     with ledger.session() as s:
         assert s.scalar(sa.select(sa.func.count()).select_from(m.Artefact)) == 2
+
+
+def test_request_tables_of_several_artefacts_are_those_of_each_artefact_concatenated() -> None:
+    """A group's files go to the database as one pair of tables (ingest.artefacts_request_tables,
+    profile note 27): the very rows one call per artefact gives, in the same order, for runs with and
+    without gaps, with an empty gaps list, on two clocks and without one."""
+    import pyarrow as pa
+    from bench_ledger import records as rec
+
+    def run(n: int, gaps: list | None, seed: int) -> rec.ArrowRequests:
+        rng = random.Random(seed)
+        table = pa.table({
+            "idx": pa.array(range(n), pa.int32()), "line": pa.array(range(2, n + 2), pa.int32()),
+            "status": ["ok"] * n, "error": pa.nulls(n, pa.string()), "retries": pa.nulls(n, pa.int32()),
+            "input_tokens": pa.array([rng.randint(1, 99) for _ in range(n)], pa.int32()),
+            "output_tokens": pa.array([rng.randint(1, 99) for _ in range(n)], pa.int32()),
+            "send_ns": pa.array([rng.randint(1, 10**12) for _ in range(n)], pa.int64()),
+            "first_token_ns": pa.nulls(n, pa.int64()), "end_ns": pa.nulls(n, pa.int64()),
+            "ttft_s": pa.array([rng.random() for _ in range(n)]), "latency_s": pa.nulls(n, pa.float64()),
+            "queue_s": pa.nulls(n, pa.float64()), "itl_mean_s": pa.nulls(n, pa.float64()),
+            "chunk_count": pa.array([None if g is None else len(g) + 1 for g in (gaps or [None] * n)], pa.int32()),
+            "cached_tokens": pa.nulls(n, pa.int32()),
+        })  # fmt: skip
+        if gaps is None:
+            return rec.ArrowRequests(table=table)
+        return rec.ArrowRequests(table=table, gaps=pa.table({"request_idx": table.column("idx"),
+                                                             "gaps": pa.array(gaps, pa.list_(pa.float64()))}))  # fmt: skip
+
+    runs = [(4, 10, "monotonic_s", run(3, [[0.1, 0.2], [], None], 1)), (4, 11, "monotonic_s", run(2, None, 2)),
+            (5, 12, "epoch_s", run(2, [[0.3], [0.4, 0.5, 0.6]], 3)), (7, 13, None, run(1, None, 4)),
+            (9, 14, "monotonic_s", run(2, [None, [0.7]], 5))]  # fmt: skip
+    requests, gaps = ingest.artefacts_request_tables(runs)
+    one = [ingest.runs_request_tables(a, [(r, c, q) for a2, r, c, q in runs if a2 == a]) for a in (4, 5, 7, 9)]
+    assert requests.schema == one[0][0].schema
+    assert requests.to_pylist() == [row for t, _ in one for row in t.to_pylist()]
+    assert gaps is not None and gaps.to_pylist() == [row for _, g in one if g is not None for row in g.to_pylist()]
+    assert [r["artefact_id"] for r in gaps.to_pylist()] == [4, 5, 5, 9]
+    assert ingest.artefacts_request_tables([runs[1], runs[3]])[1] is None  # no run with a gap: no gaps table
