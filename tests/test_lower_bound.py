@@ -30,3 +30,25 @@ def test_lower_bound_quick_writes_every_request(tmp_path: Path) -> None:
     assert arrays == with_gaps
     assert re.fullmatch(r"least import / floor: min [\d.]+x, median [\d.]+x over 1 pairs; load [\d.]+ at the end",
                         out.splitlines()[1])  # fmt: skip
+
+
+def test_lower_bound_ledger_format_writes_every_request_of_every_file(tmp_path: Path) -> None:
+    """--ledger: the least store of the ledger's own JSON Lines files (one run per file) writes each
+    file's requests (not its header line) and one array per request with gaps, and times what any import
+    must do besides (the files' sha256, the rows' scheme-3 digest, the module imports)."""
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "lower_bound.py"), "--ledger", "--quick", "--repeat", "1"],
+                         capture_output=True, text=True, timeout=300, check=True).stdout  # fmt: skip
+    line = out.splitlines()[0]
+    got = re.search(r"floor [\d.]+ s, least import [\d.]+ s \([\d.]+x; CPU [\d.]+ s; ([\d,]+) request rows, ([\d,]+) gap "
+                    r"arrays\); besides it: sha256 [\d.]+ s CPU, scheme-3 digest [\d.]+ s CPU, module imports [\d.]+ s", line)  # fmt: skip
+    assert got, out
+    requests, arrays = (int(g.replace(",", "")) for g in got.groups())
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gen
+
+    ldir = tmp_path / "ledger_requests"
+    ldir.mkdir()
+    gen.vllm_and_ledger(tmp_path / "v.jsonl", 10, 200, 4, ldir)  # the same files: the generator's seed is fixed
+    records = [json.loads(x) for p in sorted(ldir.iterdir()) for x in p.read_text().splitlines()[1:]]
+    assert requests == len(records) == 10 * 200
+    assert arrays == sum(bool(r.get("chunk_gaps")) for r in records)
