@@ -164,3 +164,29 @@ def test_request_run_index_is_postgresqls_only(ledger: Ledger) -> None:
     assert names() == {"ix_request_run_id"}
     migrate("upgrade", "head")
     assert names() == ({"ix_request_run_id"} if ledger.backend == "postgresql" else set())
+
+
+def test_a_command_keeps_one_connection(ledger_url: str, tmp_path) -> None:
+    """Each `ledger` command opens the database once and runs its operations on that connection (the
+    pool); on PostgreSQL every new connection is a new server process."""
+    from sqlalchemy.pool import Pool
+
+    from tests.clirun import run
+    from tests.test_metrics import write_requests
+
+    path = write_requests(tmp_path / "r.jsonl", {"run": "r", "tool": "t"},
+                          [{"status": "ok", "input_tokens": 3, "output_tokens": 2, "ttft_s": 0.1, "latency_s": 0.2}])  # fmt: skip
+    opened: list[object] = []
+
+    def connected(dbapi: object, record: object) -> None:
+        opened.append(dbapi)
+
+    sa.event.listen(Pool, "connect", connected)
+    try:
+        for args in (["import", str(path), "--batch", "b"], ["metrics", "--batch", "b"], ["status"], ["batches"],
+                     ["verify"], ["close", "b"]):  # fmt: skip
+            opened.clear()
+            run(args[0], "--db", ledger_url, *args[1:])
+            assert len(opened) == 1, (args, len(opened))
+    finally:
+        sa.event.remove(Pool, "connect", connected)
