@@ -218,3 +218,26 @@ def test_files_already_in_the_ledger_are_answered_from_the_groups_query(
     out = run("import", "--db", ledger_url, "--batch", "b", *files)
     assert out.stdout == "".join(alone_lines) and out.exit_code == 0
     assert "already imported as artefact 1 (r0.jsonl, ledger-requests, sha256" in out.stdout
+
+
+def test_a_batch_of_files_beyond_the_row_limit_is_split_into_groups_of_about_equal_size(
+        ledger_url: str, tmp_path: Path, groups: list[int], monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Files prepared together whose requests pass GROUP_ROWS are the fewest groups within it, of about
+    equal size: cut where a group reached the limit, 7 files of 3 requests under a limit of 18 were a
+    group of 6 and a group of 1 (256 files of 1,000 requests: 250 and 6, a transaction each, profile
+    note 28). Files without requests are one group; every file's rows and output as before."""
+    monkeypatch.setattr(ingest, "GROUP_ROWS", 18)
+    files = [request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i) for i in range(7)]
+    out = run("import", "--db", ledger_url, "--batch", "b", *files)
+    assert groups == [4, 3]  # 21 requests: two groups (12 + 9), not 18 + 3
+    assert [x.split(":")[0] for x in out.stdout.splitlines() if not x.startswith("  run")] == list(map(str, files))
+    assert (counts(ledger_url)["artefact"], counts(ledger_url)["request"]) == (7, 21)
+    groups.clear()
+    monkeypatch.setattr(ingest, "GROUP_ROWS", 9)
+    more = [request_file(tmp_path / f"s{i}.jsonl", f"more {i}", 10 + i) for i in range(7)]
+    assert run("import", "--db", ledger_url, "--batch", "b", *more).exit_code == 0
+    assert groups == [3, 2, 2]  # 21 requests within 9 each: three groups of 9, 6 and 6
+    groups.clear()
+    empty = [request_file(tmp_path / f"e{i}.jsonl", f"empty {i}", i, n=0) for i in range(3)]
+    assert run("import", "--db", ledger_url, "--batch", "b", *empty).exit_code == 0
+    assert groups == [3]
