@@ -172,3 +172,42 @@ def test_batch_equals_evaluate_with_ties_nulls_and_sizes(ledger: Ledger, ledger_
     assert rows["t6"]["ttft_p50"].flag == "derived"
     assert rows["f"]["ttft_p50"].na_reason == "no ok requests with output"
     assert rows["t0"]["ttft_p99"].value == rows["t0"]["ttft_max"].value  # one value: every percentile is it
+
+
+def test_run_filter_between_only_for_a_range_of_ids() -> None:
+    """run_filter reads a range of ids by BETWEEN (zone maps, stored order) and anything else by the semi-join."""
+    import sqlalchemy as sa
+    from bench_ledger.queries.metrics_batch import run_filter
+
+    sel = sa.select(sa.literal(1))
+    assert str(run_filter(sel, [3, 1, 2, 2]).compile(compile_kwargs={"literal_binds": True})) == "request.run_id BETWEEN 1 AND 3"
+    for ids in ([1, 3], [], None):
+        assert " IN " in str(run_filter(sel, ids).compile()), ids
+
+
+def test_order_stats_equal_a_partition_per_run() -> None:
+    """_order_stats (runs of one size as one matrix, one np.sort) reads the same order statistics as
+    np.partition per run: sizes 1, 2 and repeated, ties, -0.0 beside 0.0, runs with a NULL value."""
+    import numpy as np
+    from bench_ledger.queries.metrics_batch import _order_stats, ranks_read
+
+    rng = np.random.default_rng(5)
+    sizes = [1, 2, 2, 3, 7, 7, 7, 50, 50, 101, 1000, 1000]
+    few = np.array([-0.0, 0.0, 0.1, 0.2, 0.30000000000000004, 1.5])
+    run = np.repeat(np.arange(10, 10 + len(sizes)), sizes)
+    vals = np.where(rng.random(len(run)) < 0.5, rng.choice(few, len(run)), rng.random(len(run)))
+    null = np.zeros(len(run), bool)
+    null[np.flatnonzero(run == 14)[3]] = True  # one NULL in a run of 7
+    starts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
+    ps = {50, 90, 99, 100}
+    for nulls in (null, None):
+        got = _order_stats(run, starts, nulls, vals, ps)
+        for rid, s, n in zip(run[starts].tolist(), starts.tolist(), sizes, strict=True):
+            nn = 0 if nulls is None else int(nulls[s:s + n].sum())
+            if nn:
+                assert got[rid] == (n, nn, {}), rid
+                continue
+            ranks = ranks_read(n, ps)
+            want = dict(zip(ranks, np.partition(vals[s:s + n], ranks)[ranks].tolist(), strict=True))
+            assert got[rid][:2] == (n, 0) and got[rid][2] == want, rid
+            assert all(type(v) is float for v in got[rid][2].values())
