@@ -162,7 +162,7 @@ def run_filter(runs: sa.Select, ids: Iterable[int] | None = None) -> sa.ColumnEl
     ``run_id BETWEEN first AND last``, the same rows: DuckDB then scans the row groups whose run_id
     zone maps meet the range and keeps the stored order, where the semi-join hashed the selection,
     returned the rows out of run order (sorted again on the client) and cost ~0.02-0.03 s more per
-    statement over 1M requests (profile note 27)."""
+    statement over 1M requests (profile note 29)."""
     got = sorted(set(ids)) if ids is not None else []
     if got and got[-1] - got[0] + 1 == len(got):
         return Q.c.run_id.between(got[0], got[-1])
@@ -256,7 +256,7 @@ def _stats_arrow(conn: sa.Connection, runs: sa.Select, wanted: Wanted, where: sa
     import; otherwise a stable sort by run) and each run's ranks from :func:`_order_stats`. One statement
     per distribution rather than one for all (member flags and NULL values of every distribution beside
     each other): the run and value columns come back without NULLs, read by numpy in place, with no
-    filter or fill per distribution (profile note 27: ~14k page faults and 0.07 s of numpy per call)."""
+    filter or fill per distribution (profile note 29: ~14k page faults and 0.07 s of numpy per call)."""
     import numpy as np
     import pyarrow.compute as pc
 
