@@ -26,3 +26,22 @@ def test_gc_paused_restores_the_collector() -> None:
         assert not gc.isenabled()  # off before: stays off
     finally:
         gc.enable()
+
+
+def test_gc_paused_leaves_the_block_s_objects_old() -> None:
+    """The objects made in the block go to the oldest generation when it ends, so the collector does not
+    walk them all at the next allocation; a freeze made by the program itself is kept."""
+    assert gc.isenabled() and gc.get_freeze_count() == 0
+    with gc_paused():
+        kept = [[i] for i in range(20_000)]
+        assert gc.get_count()[0] >= 20_000
+    assert gc.get_count()[0] < 1_000 and gc.get_freeze_count() == 0
+    assert any(x is kept[0] for x in gc.get_objects(generation=2))
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        with gc_paused():
+            more = [[i] for i in range(100)]
+        assert gc.get_freeze_count() == frozen and more
+    finally:
+        gc.unfreeze()
