@@ -6,7 +6,7 @@ The one home of the mapping between the two shapes (migration 0014, ``models.Req
 here it is in Arrow, for what an import or a loaded export holds in memory:
 
 * :func:`arrays` builds the ``request_gaps`` rows every importer's gaps go through (the one write
-  path: ``ingest.runs_request_tables``), straight from a per-request list column (the vLLM and ledger
+  path: ``ingest.artefacts_request_tables``), straight from a per-request list column (the vLLM and ledger
   format fast paths' Arrow lists, or a Python importer's lists); a request without gaps (no list, or
   an empty one) gets no row, as it got no ``chunk_gap`` row before;
 * :func:`rows_of` gives the ``chunk_gap`` rows of such a table in key order: the seal hashes them

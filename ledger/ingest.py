@@ -1011,7 +1011,7 @@ class _Pending:
                 if self.backend == "duckdb" and len(parts) > 1 and data.num_rows < len(parts) * self.SMALL_PART:
                     # one contiguous chunk per column: DuckDB's INSERT ... SELECT scans it ~1.5x faster
                     # than the per-run slices (measured on 200 runs of the benchmark file); parts of many
-                    # runs each (runs_request_tables) are already large chunks, scanned as they are; the
+                    # runs each (artefacts_request_tables) are already large chunks, scanned as they are; the
                     # CSV writer of the COPY reads the chunks as they are
                     data = data.combine_chunks()
                 ends = list(itertools.accumulate(t.num_rows for t, _ in parts))
@@ -1092,26 +1092,20 @@ def request_value_table(artefact_id: int, idx: list[int], values: dict[str, rec.
 
 def request_tables(artefact_id: int, run_id: int, clock: str | None,
                    cols: rec.RequestColumns | rec.ArrowRequests) -> tuple[pa.Table, pa.Table | None]:  # fmt: skip
-    """The ``request`` and ``request_gaps`` rows of one run (:func:`runs_request_tables` of that run)."""
+    """The ``request`` and ``request_gaps`` rows of one run (:func:`artefacts_request_tables` of that run)."""
     req = cols if isinstance(cols, rec.ArrowRequests) else arrow_requests(cols)
-    return runs_request_tables(artefact_id, [(run_id, clock, req)])
+    return artefacts_request_tables([(artefact_id, run_id, clock, req)])
 
 
-def runs_request_tables(artefact_id: int,
-                        runs: list[tuple[int, str | None, rec.ArrowRequests]]) -> tuple[pa.Table, pa.Table | None]:  # fmt: skip
-    """The ``request`` and ``request_gaps`` rows of consecutive runs ``(run id, clock, requests)`` of
-    one artefact, as Arrow tables in the tables' column order, one contiguous chunk per column.
+def artefacts_request_tables(runs: list[tuple[int, int, str | None, rec.ArrowRequests]]) -> tuple[pa.Table, pa.Table | None]:
+    """The ``request`` and ``request_gaps`` rows of consecutive runs ``(artefact id, run id, clock,
+    requests)``, of one artefact or of several in artefact order (a group's files, one run each,
+    profile note 27), as Arrow tables in the tables' column order, one contiguous chunk per column,
+    built with one Arrow call per column: the same rows as one call per artefact, concatenated.
 
     Columns from a Python importer are first turned into the one Arrow carrier (:func:`arrow_requests`),
     so both kinds of importer reach the database through the same conversion; every importer's gaps
     become ``request_gaps`` rows here (:func:`ledger.gaps.arrays`: one array per request that has gaps)."""
-    return artefacts_request_tables([(artefact_id, run_id, clock, req) for run_id, clock, req in runs])
-
-
-def artefacts_request_tables(runs: list[tuple[int, int, str | None, rec.ArrowRequests]]) -> tuple[pa.Table, pa.Table | None]:
-    """:func:`runs_request_tables` of consecutive runs ``(artefact id, run id, clock, requests)`` of
-    one or more artefacts (in artefact order: a group's files, one run each, profile note 27): the
-    same rows as one call per artefact, concatenated, built with one Arrow call per column."""
     import numpy as np
 
     tables = [req.table for _, _, _, req in runs]

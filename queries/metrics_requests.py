@@ -49,7 +49,7 @@ def percentile_linear(sorted_values: Sequence[Fraction], p: Fraction | int) -> F
     if n == 0:
         raise ValueError("percentile of no values")
     # h = (n-1)·p/100 = lo + frac, in integers: p = a/b, so (n-1)·a = lo·100b + rem, frac = rem / 100b
-    pn, pd = (p, 1) if type(p) is int else (Fraction(p).numerator, Fraction(p).denominator)
+    pn, pd = (p, 1) if type(p) is int else Fraction(p).as_integer_ratio()
     den = 100 * pd
     lo, rem = divmod((n - 1) * pn, den)
     if lo + 1 >= n:

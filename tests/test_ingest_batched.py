@@ -187,7 +187,7 @@ def test_request_tables_of_several_artefacts_are_those_of_each_artefact_concaten
             (5, 12, "epoch_s", run(2, [[0.3], [0.4, 0.5, 0.6]], 3)), (7, 13, None, run(1, None, 4)),
             (9, 14, "monotonic_s", run(2, [None, [0.7]], 5))]  # fmt: skip
     requests, gaps = ingest.artefacts_request_tables(runs)
-    one = [ingest.runs_request_tables(a, [(r, c, q) for a2, r, c, q in runs if a2 == a]) for a in (4, 5, 7, 9)]
+    one = [ingest.artefacts_request_tables([x for x in runs if x[0] == a]) for a in (4, 5, 7, 9)]  # one artefact each
     assert requests.schema == one[0][0].schema
     assert requests.to_pylist() == [row for t, _ in one for row in t.to_pylist()]
     assert gaps is not None and gaps.to_pylist() == [row for _, g in one if g is not None for row in g.to_pylist()]
