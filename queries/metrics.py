@@ -20,7 +20,7 @@ Percentiles are numpy's default linear method (type 7) = vLLM's ``np.percentile`
 table of `ledger metrics`) computes the request metrics of *all* its runs with a few grouped
 statements (:mod:`queries.metrics_batch`) that feed the same decision functions, so every value,
 flag, n/a reason and input equals :func:`evaluate`'s (tests/test_metrics_batch.py checks it on both
-backends); :func:`run_metrics_per_run` is the old one-run-at-a-time path, kept as the test's reference.
+backends); :func:`run_metrics_per_run` is :func:`evaluate` called per run and metric, the test's reference.
 """
 
 from __future__ import annotations
@@ -322,15 +322,15 @@ def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | 
 
 def run_metrics_per_run(ledger: Ledger, batches: list[str] | None = None, run_id: int | None = None,
                         metrics: tuple[str, ...] = ROW_METRICS) -> list[RunMetrics]:  # fmt: skip
-    """The reference for :func:`run_metrics`: every metric of every run through :func:`evaluate`'s path
-    (resolve the run's scope, then the metric's own statements), one run at a time. Slow; for tests."""
+    """The reference for :func:`run_metrics`: every metric of every run by :func:`evaluate` itself (its own
+    connection, scope resolution and statements), one metric and run at a time, then the tool's reported
+    figures filled in as :func:`run_metrics` fills them. Slow; for tests."""
     out = run_metrics(ledger, batches, run_id, metrics=())
+    for rm in out:
+        scope = Scope(batch=rm.batch, run=f"#{rm.run_id}")
+        for name in metrics:
+            rm.values[name] = evaluate(ledger, name, scope)
     with ledger.connection() as conn:
-        for rm in out:
-            scope = Scope(batch=rm.batch, run=f"#{rm.run_id}")
-            for name in metrics:
-                mt = METRICS[name]
-                rm.values[name] = mt.value(conn, _resolve(conn, scope, mt))
         fill_reported(conn, out)
     return out
 

@@ -4,8 +4,10 @@ On both backends (the `ledger` fixture): the hand-computed fixtures of test_metr
 reach the remaining branches: one output token, failed only, legacy chunk gaps only, mixed clocks,
 unknown status, a corrected run) and a generated multi-run ledger with fields missing at random.
 Equality is exact: value (Fraction), flag, n/a reason, inputs (in order: the CLI prints them as JSON),
-run ids and scope. Percentiles are exact too: the batch path reads the two order statistics
-numpy's linear method needs and interpolates with Fractions, as evaluate does.
+run ids and scope. The reference (`run_metrics_per_run`: evaluate() per run and metric) is computed once
+per ledger and sliced by batch for a table of some batches. Percentiles are exact too: the batch path
+reads the two order statistics numpy's linear method needs and interpolates with Fractions, as evaluate
+does.
 """
 
 from __future__ import annotations
@@ -14,9 +16,8 @@ import random
 from pathlib import Path
 
 from bench_ledger.books import correct_run
-from bench_ledger.queries.metrics import METRICS, ROW_METRICS, evaluate, run_metrics, run_metrics_per_run
+from bench_ledger.queries.metrics import METRICS, ROW_METRICS, RunMetrics, run_metrics, run_metrics_per_run
 from bench_ledger.queries.metrics_batch import supported
-from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger
 
 from tests.test_metrics import imp, two_batches, write_requests  # noqa: F401  (fixture)
@@ -26,9 +27,16 @@ BATCH = tuple(n for n, mt in METRICS.items() if supported(mt))
 ALL = tuple(dict.fromkeys([*ROW_METRICS, *BATCH, "ttft_mean", "record_groups"]))
 
 
-def assert_same(led: Ledger, batches: list[str] | None = None) -> int:
+def reference(led: Ledger) -> list[RunMetrics]:
+    """Every run's values of ALL by evaluate() itself, one metric and run at a time: the slow side, computed
+    once per ledger state (a run's values do not depend on which batches a table lists)."""
+    return run_metrics_per_run(led, None, metrics=ALL)
+
+
+def assert_same(led: Ledger, ref: list[RunMetrics], batches: list[str] | None = None) -> int:
+    """run_metrics (the batch path) of ``batches`` equals the reference's runs of those batches, in order."""
     fast = run_metrics(led, batches, metrics=ALL)
-    slow = run_metrics_per_run(led, batches, metrics=ALL)
+    slow = [r for r in ref if batches is None or r.batch in batches]
     assert [(r.run_id, r.batch, r.label) for r in fast] == [(r.run_id, r.batch, r.label) for r in slow]
     for f, s in zip(fast, slow, strict=True):
         assert list(f.values) == list(s.values) == list(ALL)
@@ -40,10 +48,6 @@ def assert_same(led: Ledger, batches: list[str] | None = None) -> int:
             assert a == b, where
             assert type(a.value) is type(b.value), where
         assert f.as_dict() == s.as_dict()
-    # and evaluate() itself, as the audit and `ledger metrics --json` see it
-    for f in fast:
-        for name in ROW_METRICS:
-            assert f.values[name] == evaluate(led, name, Scope(batch=f.batch, run=f"#{f.run_id}")), (f.run_id, name)
     return len(fast)
 
 
@@ -78,8 +82,9 @@ def test_batch_equals_evaluate_on_hand_fixtures(two_batches: Ledger, ledger_url:
     # a corrected run: the current revision is shown, captured rows stay on the first one
     rid = run_metrics(led, ["b2"], metrics=())[0].run_id
     correct_run(led, rid, "typo in the duration", duration_s=99.0)
-    assert assert_same(led) == 9
-    assert assert_same(led, ["b2"]) == 4
+    ref = reference(led)
+    assert assert_same(led, ref) == 9
+    assert assert_same(led, ref, ["b2"]) == 4
     rows = run_metrics(led, ["b2"])
     corrected = next(r for r in rows if r.values["requests_ok"].run_ids == [rid])
     assert corrected.run_id != rid and corrected.values["requests_ok"].value == 2
@@ -135,10 +140,11 @@ def test_batch_equals_evaluate_on_generated_ledger(ledger: Ledger, ledger_url: s
             more = write_requests(tmp_path / "r8b.jsonl", {"run": "r8", "tool": "gen", "clock": "epoch_s"},
                                   _run_records(rng, 9, {"cached_tokens", "chunk_gaps"}, 8000.0))
             imp(ledger_url, str(more), "--batch", "g0", "--run", "r8")
-    assert assert_same(ledger) == 14
-    assert assert_same(ledger, ["g1"]) == 7
+    ref = reference(ledger)
+    assert assert_same(ledger, ref) == 14
+    assert assert_same(ledger, ref, ["g1"]) == 7
     # the generated runs reach the branches: derived, reported, and n/a for each kind of reason
-    values = [v for r in run_metrics(ledger, None, metrics=ALL) for v in r.values.values()]
+    values = [v for r in ref for v in r.values.values()]
     assert {v.flag for v in values} == {"derived", "reported", "n/a"}
     reasons = " | ".join(v.na_reason for v in values if v.na_reason)
     for part in ("not captured", "captured for", "value missing for", "records are a sample", "no per-request records",
@@ -166,8 +172,9 @@ def test_batch_equals_evaluate_with_ties_nulls_and_sizes(ledger: Ledger, ledger_
         imp(ledger_url, str(write_requests(tmp_path / f"t{i}.jsonl", {"run": f"t{i}", "tool": "t"}, recs)), "--batch", "ties")
     failed = [{"status": "failed", "input_tokens": 3, "output_tokens": 0, "ttft_s": 0.0, "latency_s": 0.0}] * 4
     imp(ledger_url, str(write_requests(tmp_path / "f.jsonl", {"run": "f", "tool": "t"}, failed)), "--batch", "ties")
-    assert assert_same(ledger, ["ties"]) == len(sizes) + 1
-    rows = {r.label: r.values for r in run_metrics(ledger, ["ties"], metrics=ALL)}
+    ref = reference(ledger)
+    assert assert_same(ledger, ref, ["ties"]) == len(sizes) + 1
+    rows = {r.label: r.values for r in ref}
     assert rows["t6"]["e2e_latency_p50"].na_reason == "value missing for 1 of 5 ok requests"
     assert rows["t6"]["ttft_p50"].flag == "derived"
     assert rows["f"]["ttft_p50"].na_reason == "no ok requests with output"
