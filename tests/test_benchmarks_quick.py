@@ -17,15 +17,40 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "dmon"
 
 
+def _backends() -> list[str]:
+    """The backends the benchmark smoke tests run on: DuckDB, and PostgreSQL when it answers (required
+    with LEDGER_REQUIRE_PG=1)."""
+    from tests.conftest import REQUIRE_PG, pg_problem
+
+    if pg_problem() is not None and REQUIRE_PG:
+        pytest.fail(f"PostgreSQL is required (LEDGER_REQUIRE_PG=1): {pg_problem()}")
+    return ["duckdb"] + (["postgresql"] if pg_problem() is None else [])
+
+
 def test_quick_benchmark_completes_and_writes_its_report(tmp_path: Path) -> None:
+    """`run.py --quick` runs every part of the script once: every input on the first backend, the vLLM
+    import with its metrics and audit on the other."""
+    import os
+
+    from tests.conftest import PG_URL
+
+    backends = _backends()
     out = tmp_path / "BENCHMARKS.quick.md"
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--out", str(out)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300)  # fmt: skip
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--out", str(out),
+                           "--backends", ",".join(backends)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "LEDGER_BENCH_PG_URL": PG_URL})  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     text = out.read_text()
     assert "## Import" in text and "## Machine" in text and "## Baselines" in text
     assert "exit " not in text, text  # every `ledger import` of the benchmark succeeded
-    assert "audit of 100 claims:" in text, text  # the audit timing ran (quick: 100 claims) on every backend
+    imported = [tuple(c.strip() for c in line.split("|")[1:3]) for line in text.split("## Import")[1].split("\n## ")[0].splitlines()
+                if line.startswith(("| duckdb |", "| postgresql |"))]  # fmt: skip
+    assert imported == [("duckdb", "vLLM detailed JSON Lines"), ("duckdb", "ledger JSON Lines (one file per run)"),
+                        ("duckdb", "nvidia-smi dmon -o DT (long rows)")] + [(b, "vLLM detailed JSON Lines") for b in backends[1:]]
+    for b in backends:  # the metrics and audit timings ran (quick: 100 claims) on every backend
+        assert f"- {b}: every run's metrics for 10 runs:" in text and f"- {b}: audit of 100 claims:" in text, text
+    assert "- duckdb: ledger check of one run of 5,000 requests:" in text, text
 
 
 def test_generated_claims_file_is_valid_and_counts_its_claims(tmp_path: Path) -> None:
@@ -144,11 +169,9 @@ def test_quick_seal_benchmark_reports_ratios_of_its_own_run() -> None:
     code again (its loop and tables: the next test), at ~1 s of CPU per command. No timing is asserted."""
     import os
 
-    from tests.conftest import PG_URL, REQUIRE_PG, pg_problem
+    from tests.conftest import PG_URL
 
-    if pg_problem() is not None and REQUIRE_PG:
-        pytest.fail(f"PostgreSQL is required (LEDGER_REQUIRE_PG=1): {pg_problem()}")
-    backends = ["duckdb"] + (["postgresql"] if pg_problem() is None else [])
+    backends = _backends()
     env = {**os.environ, "LEDGER_BENCH_PG_URL": PG_URL}
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "seal_bench.py"), "--quick", "--repeat", "1",
                            *(a for b in backends for a in ("--backend", b))],
