@@ -25,6 +25,7 @@ import contextlib
 import json
 import os
 import shutil
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -32,8 +33,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import sqlalchemy as sa
-from bench_ledger.store import Ledger
+
+# An editable install writes no bytecode and these machines set PYTHONDONTWRITEBYTECODE=1, so every
+# process of a test run would compile the package from source, and pytest would rewrite every test
+# module again (~2 s of CPU per xdist worker). A test run caches its bytecode whatever the variable says
+# (__pycache__ is ignored by git); pytest_configure writes the package's before the workers start, for the
+# processes the tests start, which read bytecode but do not write it.
+sys.dont_write_bytecode = False
+
+import sqlalchemy as sa  # noqa: E402
+from bench_ledger.store import Ledger  # noqa: E402
 
 PG_URL = os.environ.get("LEDGER_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 REQUIRE_PG = os.environ.get("LEDGER_REQUIRE_PG") == "1"
@@ -372,10 +381,7 @@ SOURCES = ("ledger", "importers", "queries", "migrations")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if not hasattr(config, "workerinput"):
-        # An editable install writes no bytecode, and these machines set PYTHONDONTWRITEBYTECODE=1, so
-        # every process would compile the package from source (~0.15 s each: the xdist workers, and the
-        # `ledger` commands the benchmark smoke tests start); Python reads bytecode written here anyway.
+    if not hasattr(config, "workerinput"):  # the package's bytecode (see sys.dont_write_bytecode above)
         for folder in SOURCES:
             compileall.compile_dir(ROOT / folder, quiet=1)
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
