@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/lower_bound.py [--inputs DIR] [--repeat 3]
     .venv/bin/python benchmarks/lower_bound.py --quick     # 10 runs x 200 requests (seconds; for the tests)
     .venv/bin/python benchmarks/lower_bound.py --ledger [--inputs DIR] [--quick]   # the 1,000 ledger-format files
+    .venv/bin/python benchmarks/lower_bound.py --postgresql [--inputs DIR] [--quick]   # the server's share on PostgreSQL
 
 The floor of benchmarks/run.py reads the file with DuckDB's ``read_json`` into one flat table of 7
 columns per request. An import must keep what the file captured (R9): the ledger's ``request`` rows
@@ -12,6 +13,10 @@ freshly initialised ledger (the real schema, its indexes included), committed; n
 exact nanoseconds (a double multiply), no runs, captures, published values or digests, no Python
 start-up. It and the floor run alternately in this process, ``--repeat`` times each; the ratio of
 the two, paired by repeat, bounds from below what a whole ``ledger import`` can reach.
+
+``--postgresql`` bounds the PostgreSQL import the same way (:func:`pg_main`): the server's share alone,
+a binary COPY of the ``request`` and ``request_gaps`` rows a ``ledger import`` of the file made, against
+run.py's COPY floor.
 
 ``--ledger`` does the same for the ledger's own JSON Lines format (run.py's 1,000 files of one run
 each, ``LEDGER_FLAT`` its floor): one ``read_json`` of all files (``filename=true``) into a temporary
@@ -192,12 +197,66 @@ def ledger_main(ns: argparse.Namespace, tmp: Path) -> int:
     return 0
 
 
+# the tables an artefact's requests hang on, in the order their keys need (copied before the timed COPYs)
+PG_PARENTS = ("source_report", "deployment", "batch", "launch", "artefact", "run")
+
+
+def pg_main(path: Path, ns: argparse.Namespace, tmp: Path) -> int:
+    """--postgresql: the server's share of the least store of the vLLM file. The ledger imports the file
+    once (not timed) and its ``request`` and ``request_gaps`` rows are copied out in COPY's binary form;
+    then, alternating with run.py's floor (COPY of a CSV of the flat rows), a freshly initialised ledger
+    gets the artefact's parent rows and, timed, the binary COPY of both tables and the commit: no parsing,
+    no Python, the schema as it is (the ``run_id`` btree, the no-backfill trigger)."""
+    from bench_ledger.cli import main as ledger
+
+    pg = run.Pg()
+    try:
+        source = pg.fresh("lbsrc")
+        run.init_schema(source)
+        ledger(["import", "--db", source, "--quiet", "--batch", "lb", str(path)], standalone_mode=False)
+        src = pg.schemas[-1]
+        rows: dict[str, bytes] = {}
+        with pg.raw() as c, c.cursor() as cur:
+            for table in ("request", "request_gaps"):
+                with cur.copy(f"COPY {src}.{table} TO STDOUT (FORMAT binary)") as cp:
+                    rows[table] = b"".join(bytes(b) for b in cp)
+            counts = [cur.execute(f"SELECT count(*) FROM {src}.{t}").fetchone()[0] for t in rows]
+        csv = tmp / "floor_vllm.csv"
+        run.duck_floor(run.VLLM_FLAT.format(path=path), tmp, "vllm", csv)  # its CSV, for the floor's COPY
+        floors, stores = [], []
+        for _ in range(ns.repeat):
+            load = os.getloadavg()[0]
+            floors.append(run.pg_floor(pg, csv))
+            target = pg.fresh("lb")
+            run.init_schema(target)
+            schema = pg.schemas[-1]
+            with pg.psycopg.connect(pg.conninfo, options=f"-csearch_path={schema}") as c, c.cursor() as cur:
+                for table in PG_PARENTS:
+                    cur.execute(f"INSERT INTO {table} SELECT * FROM {src}.{table}")
+                t0 = time.perf_counter()
+                for table, data in rows.items():
+                    with cur.copy(f"COPY {table} FROM STDIN (FORMAT binary)") as cp:
+                        cp.write(data)
+                c.commit()
+                stores.append(time.perf_counter() - t0)
+            print(f"load {load:.2f}: floor {floors[-1]:.2f} s, least store {stores[-1]:.2f} s ({stores[-1] / floors[-1]:.2f}x; "
+                  f"{counts[0]:,} request rows, {counts[1]:,} gap arrays)", flush=True)  # fmt: skip
+    finally:
+        pg.cleanup()
+    ratios = [s / f for s, f in zip(stores, floors, strict=True)]
+    print(f"least store / floor (PostgreSQL): min {min(ratios):.2f}x, median {statistics.median(ratios):.2f}x "
+          f"over {len(ratios)} pairs; load {os.getloadavg()[0]:.2f} at the end")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--inputs", type=Path, help="a folder holding vllm_detailed.jsonl (benchmarks/run.py --inputs)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="a generated file of 10 runs x 200 requests")
     ap.add_argument("--ledger", action="store_true", help="the ledger's own JSON Lines (one file per run) instead")
+    ap.add_argument("--postgresql", action="store_true",
+                    help="the server's share on PostgreSQL: binary COPY of the rows an import made, against COPY's floor")
     ns = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -206,6 +265,8 @@ def main(argv: list[str] | None = None) -> int:
         path = ns.inputs / "vllm_detailed.jsonl" if ns.inputs and not ns.quick else tmp / "vllm_detailed.jsonl"
         if not path.exists():
             gen.vllm_and_ledger(path, *((10, 200) if ns.quick else (1000, 1000)), 4, None)
+        if ns.postgresql:
+            return pg_main(path, ns, tmp)
         floors, stores = [], []
         for _ in range(ns.repeat):
             load = os.getloadavg()[0]

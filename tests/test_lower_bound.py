@@ -9,10 +9,22 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_lower_bound_quick_writes_every_request(tmp_path: Path) -> None:
+def gen_lines(gen) -> list[str]:  # noqa: ANN001 - benchmarks/gen.py
+    """The lines of the file `--quick` generates (the generator's seed is fixed: the same file)."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "v.jsonl"
+        gen.vllm_and_ledger(path, 10, 200, 4, None)
+        return path.read_text().splitlines()
+
+
+def test_lower_bound_quick_writes_every_request() -> None:
     out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "lower_bound.py"), "--quick", "--repeat", "1"],
                          capture_output=True, text=True, timeout=300, check=True).stdout  # fmt: skip
     line = out.splitlines()[0]
@@ -24,9 +36,7 @@ def test_lower_bound_quick_writes_every_request(tmp_path: Path) -> None:
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import gen
 
-    path = tmp_path / "v.jsonl"  # the same file: the generator's seed is fixed
-    gen.vllm_and_ledger(path, 10, 200, 4, None)
-    with_gaps = sum(len(g) > 0 for line in path.read_text().splitlines() for g in json.loads(line)["itls"])
+    with_gaps = sum(len(g) > 0 for line in gen_lines(gen) for g in json.loads(line)["itls"])
     assert arrays == with_gaps
     assert re.fullmatch(r"least import / floor: min [\d.]+x, median [\d.]+x over 1 pairs; load [\d.]+ at the end",
                         out.splitlines()[1])  # fmt: skip
@@ -52,3 +62,30 @@ def test_lower_bound_ledger_format_writes_every_request_of_every_file(tmp_path: 
     records = [json.loads(x) for p in sorted(ldir.iterdir()) for x in p.read_text().splitlines()[1:]]
     assert requests == len(records) == 10 * 200
     assert arrays == sum(bool(r.get("chunk_gaps")) for r in records)
+
+
+def test_lower_bound_postgresql_copies_every_row_an_import_made() -> None:
+    """--postgresql: the server's share of the least store is the binary COPY of every request row and
+    gap array that `ledger import` of the file made, into a fresh ledger of the real schema."""
+    import os
+
+    from tests.conftest import PG_URL, REQUIRE_PG, pg_problem
+
+    if pg_problem() is not None:
+        if REQUIRE_PG:
+            pytest.fail(f"PostgreSQL is required (LEDGER_REQUIRE_PG=1): {pg_problem()}")
+        pytest.skip(f"PostgreSQL not reachable: {pg_problem()}")
+    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "lower_bound.py"), "--postgresql", "--quick", "--repeat", "1"],
+                         capture_output=True, text=True, timeout=300, check=True,
+                         env={**os.environ, "LEDGER_BENCH_PG_URL": PG_URL}).stdout  # fmt: skip
+    pairs = [ln for ln in out.splitlines() if ln.startswith("load ")]
+    got = [re.fullmatch(r"load [\d.]+: floor [\d.]+ s, least store [\d.]+ s \([\d.]+x; ([\d,]+) request rows, ([\d,]+) "
+                        r"gap arrays\)", ln) for ln in pairs]  # fmt: skip
+    assert len(got) == 1 and got[0], out
+    requests, arrays = (int(g.replace(",", "")) for g in got[0].groups())
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import gen
+
+    with_gaps = sum(len(g) > 0 for line in gen_lines(gen) for g in json.loads(line)["itls"])
+    assert (requests, arrays) == (10 * 200, with_gaps)
+    assert re.search(r"^least store / floor \(PostgreSQL\): min [\d.]+x, median [\d.]+x over 1 pairs", out, re.M), out
