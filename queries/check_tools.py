@@ -302,21 +302,32 @@ def _peak_second(key: str, rec: Records) -> tuple[Fraction, str]:
         order = np.argsort(-ngap, kind="stable")  # requests with more itls first: position j's are a prefix
         # have[j]: how many requests have a j-th itl (the first have[j] of order)
         have = np.searchsorted(-ngap[order], -np.arange(int(ngap.max(initial=0)) + 1), side="right")
-        near_at: list[tuple[np.ndarray, int]] = []  # (requests, position) of times the float cannot place
+        near_at: list[tuple[np.ndarray, Any]] = []  # (requests, positions) of times the float cannot place
 
-        def place(who: np.ndarray, tj: np.ndarray, j: int) -> None:
+        def place(who: np.ndarray, tj: np.ndarray, j: Any) -> None:
             near = _near(tj, err[who])
             _tally(counts, np.floor(tj[~near]).astype(np.int64))
             if near.any():
-                near_at.append((who[near], j))
+                near_at.append((who[near], j if np.isscalar(j) else j[near]))
 
         place(np.arange(len(t)), t, 0)
-        for j in range(1, len(have)):
+        # one step per itl position while at least as many requests have it as positions are left ...
+        j, npos = 1, len(have)
+        while j < npos and have[j] >= npos - j:
             who = order[: have[j]]
             t[who] += gaps[offs[who] + j - 1]
             place(who, t[who], j)
+            j += 1
+        if j < npos:  # ... then the few requests with more: each one's remaining itls in one accumulate
+            who = order[: have[j]]  # (np.add.accumulate adds in order, t += itl after itl: the same floats)
+            times = [np.add.accumulate(np.concatenate((t[r: r + 1], gaps[offs[r] + j - 1: offs[r] + ngap[r]])))[1:]
+                     for r in who.tolist()]  # fmt: skip
+            n_each = ngap[who] - j + 1
+            place(np.repeat(who, n_each), np.concatenate(times),
+                  np.arange(int(n_each.sum())) - np.repeat(np.cumsum(n_each) - n_each, n_each) + j)
         if near_at:  # the exact times of the few near a boundary, in record order then token order
-            pairs = sorted((int(r), k) for who, k in near_at for r in who)
+            pairs = sorted((int(r), int(k)) for who, ks in near_at
+                           for r, k in zip(who.tolist(), np.broadcast_to(ks, who.shape).tolist(), strict=True))
             exact: dict[int, list[Fraction]] = {}
             seconds = []
             for r, k in pairs:
