@@ -71,9 +71,26 @@ def test_read_only_connection_does_not_lock_the_cli_out(demo_copy: str) -> None:
         bl.close(ledger, "fx")
 
 
-def test_writing_workflows_through_the_facade(tmp_path: Path) -> None:
+def test_demo_builds_into_the_ledger_whose_url_it_returns(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bl.demo runs `ledger demo`'s build (api.build_demo, the one home of it: the session's `ledger demo`
+    runs it end to end and the demo group's tests read what it built) into OUT/ledger.duckdb, OUT/data."""
+    built: list[tuple[str, Path]] = []
+
+    def build(ledger, data: Path, import_one=None) -> bool:  # noqa: ANN001
+        ledger.init()  # a write through the ledger it was given: the file must be released after
+        built.append((ledger.url, data))
+        return True
+
+    monkeypatch.setattr(api, "build_demo", build)
     url = bl.demo(tmp_path / "nb")
-    ledger = bl.connect(url, read_only=False)
+    assert url == f"duckdb:///{tmp_path / 'nb' / 'ledger.duckdb'}"
+    assert built == [(url, tmp_path / "nb" / "data")]
+    ledger = bl.connect(url, read_only=False)  # migrated, and not held by bl.demo any more
+    assert bl.runs(ledger).num_rows == 0
+
+
+def test_writing_workflows_through_the_facade(demo_copy: str, tmp_path: Path) -> None:
+    ledger = bl.connect(demo_copy, read_only=False)  # what bl.demo builds (the test above): the demo's ledger
     assert bl.runs(ledger).num_rows == 20
     sealed = bl.close(ledger, "fx")
     assert bl.verify(ledger, "fx").ok and sealed.batch == "fx"
