@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from bench_ledger import guards
 from bench_ledger import models as m
 from bench_ledger.errors import BadURL, LedgerLocked, NotFound, SchemaOutOfDate, StoreError, WriteConflict
+from sqlalchemy.dialects import registry
 from sqlalchemy.orm import Session
 
 # DuckDB's Python client tries `import pandas` on every execute() with parameters. Where pandas is
@@ -50,6 +51,11 @@ if "pandas" not in sys.modules and importlib.util.find_spec("pandas") is None:
     if not any(isinstance(f, _NoPandas) for f in sys.meta_path):
         sys.meta_path.insert(0, _NoPandas())
 
+
+# The DuckDB dialect named directly: SQLAlchemy otherwise finds `duckdb://` by scanning every installed
+# distribution's entry points (importlib.metadata), ~18 ms of every command that opens a ledger. The
+# same class the driver's entry point names (duckdb-sqlalchemy's `duckdb = duckdb_sqlalchemy:Dialect`).
+registry.register("duckdb", "duckdb_sqlalchemy", "Dialect")
 
 DEFAULT_URL = "duckdb:///ledger.duckdb"
 ENV_VAR = "LEDGER_DB"

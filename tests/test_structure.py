@@ -9,6 +9,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Repository folder -> the part of bench_ledger it installs as.
@@ -132,22 +134,52 @@ def test_wheel_installs_one_import_package(tmp_path: Path) -> None:
         assert needed in names, needed
 
 
-def test_help_loads_no_database_stack() -> None:
-    """`ledger --help` starts fast: the store (SQLAlchemy, DuckDB, Alembic, Arrow) loads when a command runs."""
+# What a command loads, in a fresh interpreter (issue 17: start-up is a second or so of every command
+# that opens a ledger, and of every `ledger` subprocess of the suite). `--help` loads none of the database
+# stack; `status` (any command that opens a ledger) not Alembic (only `init` migrates), nor Arrow or pydantic
+# (the import pipeline); an import of a vLLM result JSON (the first format detection asks) no other format's
+# module (each is imported when detection reaches it) and so no PyYAML, nor the read side.
+HEAVY = ("sqlalchemy", "duckdb", "alembic", "duckdb_sqlalchemy", "pyarrow", "psycopg", "pydantic", "numpy", "yaml")
+VLLM_RESULT = ROOT / "tests" / "fixtures" / "vllm_bench" / "detailed_start_times.json"
+LOADS = {
+    "help": (["--help"], HEAVY, None),
+    "status": (["status", "--db", "{url}"], ("alembic", "pyarrow", "pydantic", "numpy", "yaml", "psycopg"), None),
+    "import": (["import", "--db", "{url}", "--quiet", "--batch", "b", str(VLLM_RESULT)], ("alembic", "yaml", "psycopg"),
+               {"bench_ledger.importers", "bench_ledger.importers.base", "bench_ledger.importers._toolfiles",
+                "bench_ledger.importers.vllm_bench", "bench_ledger.importers.vllm_sweep"}),
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("command", sorted(LOADS))
+def test_a_command_loads_only_what_it_uses(command: str, tmp_path: Path) -> None:
+    """A deferred import stays deferred: the heavy packages a command does not need are not in
+    ``sys.modules`` after it ran (`ledger --help`: none of the database stack), nor any importer
+    module beyond the ones the command named."""
+    import json
     import subprocess
     import sys
 
+    from bench_ledger.store import Ledger
+
+    url = f"duckdb:///{tmp_path / 'ledger.duckdb'}"
+    with Ledger(url) as ledger:
+        ledger.init()
+    args, absent, importers = LOADS[command]
     code = (
-        "import sys\n"
+        "import json, sys\n"
         "from click.testing import CliRunner\n"
         "from bench_ledger.cli import main\n"
-        "assert CliRunner().invoke(main, ['--help']).exit_code == 0\n"
-        "heavy = ('sqlalchemy', 'duckdb', 'alembic', 'duckdb_sqlalchemy', 'pyarrow', 'psycopg')\n"
-        "print(sorted({m.split('.')[0] for m in sys.modules} & set(heavy)))\n"
+        f"r = CliRunner().invoke(main, {[a.format(url=url) for a in args]!r})\n"
+        "assert r.exit_code == 0, r.output\n"
+        "print(json.dumps(sorted(sys.modules)))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.strip() == "[]"
+    loaded = set(json.loads(out.stdout.splitlines()[-1]))
+    assert sorted({m.split(".")[0] for m in loaded} & set(absent)) == []
+    if importers is not None:
+        assert {m for m in loaded if m.startswith("bench_ledger.importers")} == importers
+    assert not {m for m in loaded if m.startswith("bench_ledger.queries")}
 
 
 def test_mypy_is_clean_on_the_package(tmp_path: Path, request) -> None:

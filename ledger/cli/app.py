@@ -71,9 +71,12 @@ json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON i
 
 def open_ledger(db: str | None, *, migrated: bool = True, create: bool = False) -> Ledger:
     """Open the ledger; only ``create=True`` (``ledger init``, the demo) may create a DuckDB file."""
-    from bench_ledger.store import Ledger
+    from bench_ledger.gcpause import gc_paused
 
-    ledger = Ledger(db, create=create)
+    with gc_paused():  # start-up: the collector's passes over the modules loading here (kept for the process)
+        from bench_ledger.store import Ledger
+
+        ledger = Ledger(db, create=create)
     if migrated:
         try:
             ledger.require_schema()

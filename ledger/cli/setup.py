@@ -237,7 +237,11 @@ def import_(db, paths, batch, run, deployment, fmt, force_format, node, time_zon
       ledger import llmperf-results/ --batch lp
       ledger import dmon-node0.txt --batch fx --node node0
     """
-    from bench_ledger.ingest import ImportTarget
+    from bench_ledger.gcpause import gc_paused
+
+    with gc_paused():  # start-up: the import pipeline's modules (Arrow, pydantic, the models), see open_ledger
+        from bench_ledger import importers
+        from bench_ledger.ingest import ImportTarget, import_files
 
     if force_format and not fmt:
         raise click.UsageError("--force-format needs --format F (the format to force)")
@@ -250,9 +254,6 @@ def import_(db, paths, batch, run, deployment, fmt, force_format, node, time_zon
             ZoneInfo(time_zone)
         except (ZoneInfoNotFoundError, ValueError):
             raise click.UsageError(f"--time-zone {time_zone!r} is not an IANA time zone (e.g. Europe/Berlin, UTC)") from None
-    from bench_ledger import importers
-    from bench_ledger.ingest import import_files
-
     with open_ledger(db) as ledger:
         store = ledger.artefact_folder() if copy else None
         target = ImportTarget(batch=batch, run=run, deployment=deployment, node=node, store_copy=store,
