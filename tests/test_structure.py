@@ -182,6 +182,29 @@ def test_a_command_loads_only_what_it_uses(command: str, tmp_path: Path) -> None
     assert not {m for m in loaded if m.startswith("bench_ledger.queries")}
 
 
+def test_the_console_script_freezes_the_heap_before_exit() -> None:
+    """`ledger` runs ``cli.run``: the command's exit code unchanged, and every object frozen before the
+    interpreter exits (its collections at exit walked them all: ~0.1 s of every command). In a process of
+    its own: a freeze here would change the collector for the rest of the suite."""
+    import subprocess
+    import sys
+    from importlib.metadata import entry_points
+
+    (script,) = [e for e in entry_points(group="console_scripts") if e.name == "ledger"]
+    assert script.value == "bench_ledger.cli:run"
+    code = (
+        "import gc, sys\n"
+        "from bench_ledger.cli import run\n"
+        "sys.argv = ['ledger', 'status', '--db', 'duckdb:///no/such/ledger.duckdb']\n"
+        "try:\n"
+        "    run()\n"
+        "except SystemExit as exc:\n"
+        "    print(exc.code, gc.get_freeze_count() > 10_000)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.stdout.split() == ["1", "True"], out.stdout + out.stderr
+
+
 def test_mypy_is_clean_on_the_package(tmp_path: Path, request) -> None:
     """mypy over ``bench_ledger`` as it installs (config: [tool.mypy] in pyproject.toml).
 
