@@ -160,6 +160,7 @@ def test_batch_equals_evaluate_with_ties_nulls_and_sizes(ledger: Ledger, ledger_
     rng = random.Random(11)
     few = [0.1, 0.2, 0.25, 0.30000000000000004, 1.5]
     sizes = [1, 2, 2, 3, 5, 5, 5, 8, 40, 40, 101]
+    files = []
     for i, n in enumerate(sizes):
         recs = []
         for j in range(n):
@@ -169,10 +170,12 @@ def test_batch_equals_evaluate_with_ties_nulls_and_sizes(ledger: Ledger, ledger_
             if i == 6 and j == 2:
                 rec["latency_s"] = None  # a missing value: e2e n/a for this run, TTFT still derived
             recs.append(rec)
-        imp(ledger_url, str(write_requests(tmp_path / f"t{i}.jsonl", {"run": f"t{i}", "tool": "t"}, recs)), "--batch", "ties")
+        files.append(str(write_requests(tmp_path / f"t{i}.jsonl", {"run": f"t{i}", "tool": "t"}, recs)))
     failed = [{"status": "failed", "input_tokens": 3, "output_tokens": 0, "ttft_s": 0.0, "latency_s": 0.0}] * 4
-    imp(ledger_url, str(write_requests(tmp_path / "f.jsonl", {"run": "f", "tool": "t"}, failed)), "--batch", "ties")
+    files.append(str(write_requests(tmp_path / "f.jsonl", {"run": "f", "tool": "t"}, failed)))
+    imp(ledger_url, *files, "--batch", "ties")  # one command: the runs in file order, as one at a time
     ref = reference(ledger)
+    assert [r.label for r in ref] == [f"t{i}" for i in range(len(sizes))] + ["f"]
     assert assert_same(ledger, ref, ["ties"]) == len(sizes) + 1
     rows = {r.label: r.values for r in ref}
     assert rows["t6"]["e2e_latency_p50"].na_reason == "value missing for 1 of 5 ok requests"
