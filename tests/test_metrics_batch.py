@@ -120,6 +120,7 @@ def _run_records(rng: random.Random, n: int, drop: set[str], clock_s: float) -> 
 
 def test_batch_equals_evaluate_on_generated_ledger(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
     rng = random.Random(7)
+    files = []
     for i in range(14):
         drop: set[str] = set()
         if i % 3 == 1:
@@ -134,15 +135,21 @@ def test_batch_equals_evaluate_on_generated_ledger(ledger: Ledger, ledger_url: s
         if i == 5:
             head |= {"sampled": True, "sample_note": "every 10th request"}
         recs = _run_records(rng, rng.choice([0, 1, 2, 7, 60]) if i != 3 else 0, drop, 1000.0 * i)
-        path = write_requests(tmp_path / f"r{i}.jsonl", head, recs)
-        imp(ledger_url, str(path), "--batch", f"g{i % 2}")
+        files.append(str(write_requests(tmp_path / f"r{i}.jsonl", head, recs)))
         if i == 8:  # a second capture of run r8 lacking some fields: coverage reasons
             more = write_requests(tmp_path / "r8b.jsonl", {"run": "r8", "tool": "gen", "clock": "epoch_s"},
                                   _run_records(rng, 9, {"cached_tokens", "chunk_gaps"}, 8000.0))
-            imp(ledger_url, str(more), "--batch", "g0", "--run", "r8")
+    # runs r0..r13 get ids 1..14 in file order; g0 = r0-r4 and r12-r13 (ids 1-5, 13, 14: not a range, the
+    # batch-filtered statements take run_filter's IN path), g1 = r5-r11 (ids 6-12: BETWEEN)
+    imp(ledger_url, *files[:5], "--batch", "g0")
+    imp(ledger_url, *files[5:12], "--batch", "g1")
+    imp(ledger_url, *files[12:], "--batch", "g0")
+    imp(ledger_url, str(more), "--batch", "g1", "--run", "r8")
     ref = reference(ledger)
+    assert {r.label: (r.batch, r.run_id) for r in ref} == {f"r{i}": ("g1" if 5 <= i < 12 else "g0", i + 1) for i in range(14)}
     assert assert_same(ledger, ref) == 14
     assert assert_same(ledger, ref, ["g1"]) == 7
+    assert assert_same(ledger, ref, ["g0"]) == 7
     # the generated runs reach the branches: derived, reported, and n/a for each kind of reason
     values = [v for r in ref for v in r.values.values()]
     assert {v.flag for v in values} == {"derived", "reported", "n/a"}
