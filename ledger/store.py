@@ -371,9 +371,11 @@ class Ledger:
         counts: dict[str, int] = {}
         problems: list[str] = []
         if rev is not None:
-            with self.connection() as conn:
-                for table in m.Base.metadata.sorted_tables:
-                    counts[table.name] = conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one()
+            tables = m.Base.metadata.sorted_tables
+            with self.connection() as conn:  # one statement (a count per table was 19 of them: 16 -> 6 ms on DuckDB)
+                row = conn.execute(sa.select(*(sa.select(sa.func.count()).select_from(t).scalar_subquery().label(t.name)
+                                               for t in tables))).one()  # fmt: skip
+                counts = dict(zip([t.name for t in tables], row, strict=True))
                 if rev == self.head_revision():
                     problems = guards.trigger_problems(conn, self.backend)
         return Status(self.display_url, self.backend, rev, self.head_revision(), counts, problems)
