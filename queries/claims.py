@@ -509,13 +509,22 @@ def problem_at(node: Any, raw: Any, loc: tuple, message: str) -> Problem:
 
 def _compose_and_load(text: str) -> tuple[Any, Any]:
     """The YAML's node tree (for line numbers) and its data, parsed once: what ``yaml.compose`` and
-    ``yaml.safe_load`` give, the data constructed from the same nodes (the file was parsed twice)."""
-    loader = yaml.SafeLoader(text)
-    try:
-        node = loader.get_single_node()
-        return node, (loader.construct_document(node) if node is not None else None)
-    finally:
-        loader.dispose()
+    ``yaml.safe_load`` give, the data constructed from the same nodes (the file was parsed twice).
+
+    Parsed by libyaml where PyYAML has it (``CSafeLoader``: the same nodes and marks, the same safe
+    constructor; the case study's claims file 0.11 -> 0.02 s); a file it refuses is parsed again by
+    the pure-Python loader, whose error message (or data) is the one reported."""
+    for loader_class in dict.fromkeys((getattr(yaml, "CSafeLoader", yaml.SafeLoader), yaml.SafeLoader)):
+        loader = loader_class(text)
+        try:
+            node = loader.get_single_node()
+            return node, (loader.construct_document(node) if node is not None else None)
+        except yaml.YAMLError:
+            if loader_class is yaml.SafeLoader:
+                raise
+        finally:
+            loader.dispose()
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def load_claims(path: str | Path) -> ClaimsFile:
