@@ -94,8 +94,7 @@ def _smi_power(samples: Path) -> list[Fraction]:
 
 
 def test_hardware_view_dmon_nvidia_smi_dcgmi(ledger_url: str, samples: Path) -> None:
-    for name in (DMON, SMI, DCGM):
-        run("import", str(samples / name), "--batch", "hw", "--db", ledger_url)
+    run("import", *(str(samples / name) for name in (DMON, SMI, DCGM)), "--batch", "hw", "--db", ledger_url)
     got = json.loads(run("hardware", "--batch", "hw", "--json", "--db", ledger_url).output)
     assert [(a["id"], a["format"]) for a in got["artefacts"]] == [(1, "nvidia-smi-dmon"), (2, "nvidia-smi-csv"), (3, "dcgmi-dmon")]
     card = {(c["card"], c["counter"]): c for c in got["cards"]}
