@@ -26,7 +26,7 @@ from bench_ledger import models as m
 from bench_ledger.books import current
 from bench_ledger.counters import POWER_COUNTERS, kind_of, meaning_of
 from bench_ledger.errors import NotFound, UsageError
-from bench_ledger.queries.metrics_hardware import HS, LF, POWER_STATS, across_cards, card_name, power_metric
+from bench_ledger.queries.metrics_hardware import HS, LF, POWER_STATS, across_cards, power_metric, read_cards
 from bench_ledger.queries.metrics_requests import mean
 from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger
@@ -190,28 +190,21 @@ def hardware_view(ledger: Ledger, batch: str) -> HardwareView:
         cards: list[CardCounter] = []
         units_of: dict[str, set[str]] = {}
         cards_of: dict[str, set[str]] = {}
-        for art in arts:
-            rows = conn.execute(
-                sa.select(HS.c.artefact_id, HS.c.node, HS.c.gpu, HS.c.counter, HS.c.unit, HS.c.value, HS.c.line,
-                          HS.c.ts).where(HS.c.artefact_id == art.id)
-                .order_by(HS.c.counter, HS.c.node, HS.c.gpu, HS.c.line)
-            ).all()  # fmt: skip
-            groups: dict[tuple[str, str, str], list] = {}
-            for r in rows:
-                groups.setdefault((r.counter, card_name(r), r.unit), []).append(r)
-            for (counter, card, unit), rs in groups.items():
-                vals = [Fraction(r.value) for r in rs if r.value is not None]
-                mu = mean(vals) if vals else None
-                cards.append(CardCounter(
-                    card=card, counter=counter, unit=unit, quantity_kind=kind_of(counter),
-                    samples=len(rs), values=len(vals), mean=None if mu is None else float(mu),
-                    min=float(min(vals)) if vals else None, max=float(max(vals)) if vals else None,
-                    exact_mean=None if mu is None else str(mu), artefact=art.id, format=art.format,
-                    lines=f"{min(r.line for r in rs)}-{max(r.line for r in rs)}",
-                    timed=all(r.ts is not None for r in rs),
-                ))  # fmt: skip
-                units_of.setdefault(counter, set()).add(unit)
-                cards_of.setdefault(counter, set()).add(card)
+        fmt = {a.id: a.format for a in arts}
+        for g in read_cards(conn, [HS.c.artefact_id.in_(list(fmt))]) if arts else []:
+            vals = g.values  # exact: each printed value is one binary rational (ExactColumn)
+            mu = mean(vals) if len(vals) else None
+            counter, card, unit = g.counter, g.card, g.unit
+            cards.append(CardCounter(
+                card=card, counter=counter, unit=unit, quantity_kind=kind_of(counter),
+                samples=g.samples, values=len(vals), mean=None if mu is None else float(mu),
+                min=float(vals.array.min()) + 0.0 if len(vals) else None,  # + 0.0: -0.0 is the rational 0
+                max=float(vals.array.max()) + 0.0 if len(vals) else None,
+                exact_mean=None if mu is None else str(mu), artefact=g.artefact_id, format=fmt[g.artefact_id],
+                lines=f"{g.first_line}-{g.last_line}", timed=g.timed,
+            ))  # fmt: skip
+            units_of.setdefault(counter, set()).add(unit)
+            cards_of.setdefault(counter, set()).add(card)
     cards.sort(key=lambda c: (_card_order(c.card), c.counter))
     across: list[AcrossCards] = []
     for counter in sorted(cards_of, key=lambda c: (c not in POWER_COUNTERS, c)):

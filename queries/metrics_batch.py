@@ -375,6 +375,33 @@ def _pg_rows(conn: sa.Connection, stmt: sa.Select) -> list[dict[str, Any]]:
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
+def array_rows(conn: sa.Connection, stmt: sa.Select) -> list[dict[str, Any]]:
+    """The rows of ``stmt`` as mappings, each column of double arrays (``array_agg`` of a DOUBLE) as a
+    numpy float64 array (None where the array is NULL), on either backend: PostgreSQL in binary
+    (:func:`_pg_rows`), DuckDB as one Arrow table, each array a view of its list column's values."""
+    if conn.dialect.name == "postgresql":
+        return _pg_rows(conn, stmt)
+    import pyarrow as pa
+
+    result = conn.execute(stmt)
+    try:
+        table = result.cursor.to_arrow_table()  # the DuckDB cursor behind the result: columns, not rows
+    finally:
+        result.close()
+    cols: dict[str, list[Any]] = {}
+    for name, col in zip(table.column_names, table.columns, strict=True):
+        if pa.types.is_list(col.type):
+            lists = col.combine_chunks()
+            offsets, values = lists.offsets.to_numpy(), lists.flatten().to_numpy(zero_copy_only=False)
+            start = offsets[0]  # flatten() begins at the first list's values
+            valid = lists.is_valid().to_numpy(zero_copy_only=False)
+            cols[name] = [values[a - start:b - start] if ok else None
+                          for a, b, ok in zip(offsets[:-1], offsets[1:], valid, strict=True)]  # fmt: skip
+        else:
+            cols[name] = col.to_pylist()
+    return [dict(zip(cols, r, strict=True)) for r in zip(*cols.values(), strict=True)] if cols else []
+
+
 def _read_lateral(conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregates: bool
                   ) -> tuple[dict[int, SimpleNamespace], list[OrderStats], list[int]]:  # fmt: skip
     """PostgreSQL, distributions over the request table alone: one statement, one run at a time

@@ -363,9 +363,10 @@ def test_named_card_reads_only_its_rows_and_checks_every_card(
     (tmp_path / "c.txt").write_text(DMON.replace("   80 ", "   20 "))  # no node: cards named by artefact
     for f, *node in (("a.txt", "--node", "n0"), ("b.txt", "--node", "n0"), ("c.txt",)):
         imp(ledger_url, str(tmp_path / f), "--batch", "hw", *node)
-    seen: list[int] = []
-    per_card = mh._per_card
-    monkeypatch.setattr(mh, "_per_card", lambda rows: seen.append(len(rows)) or per_card(rows))
+    seen: list[int] = []  # the samples each read brings back
+    read_cards = mh.read_cards
+    monkeypatch.setattr(mh, "read_cards", lambda conn, where: (got := read_cards(conn, where),
+                                                                seen.append(sum(g.samples for g in got)))[0])
     all_cards = evaluate(ledger, "gpu_activity_time_pct_mean", Scope(batch="hw"))
     art = sorted(c for c in all_cards.inputs["per_card"] if c.startswith("artefact"))
     assert all_cards.inputs["per_card"] == {"n0:gpu0": 65.0, "n0:gpu1": 70.0, art[0]: 80.0, art[1]: 40.0}
