@@ -669,7 +669,7 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
                 ("vllm", "vLLM detailed JSON Lines", [str(vllm)], n_vllm, ["--batch", "bench"]),
                 ("gaps", f"vLLM detailed, {sz['gap_gaps']} chunk gaps each", [str(gapf)], n_gap, ["--batch", "gaps"]),
                 ("ledger", "ledger JSON Lines (one file per run)", ledger_files, n_vllm, ["--batch", "lr"]),
-                ("dmon", "nvidia-smi dmon -o DT (long rows)", [str(dmon_txt)], n_dmon_rows, ["--node", "n0"]),
+                ("dmon", "nvidia-smi dmon -o DT (long rows)", [str(dmon_txt)], n_dmon_rows, ["--node", "n0", "--batch", "hw"]),
             ]
             for tag, label, paths, nrows, extra in imports:
                 if tag not in tags:
@@ -685,6 +685,12 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
                                     "lines": n_dmon_lines if tag == "dmon" else None})
                 res["figures"].append(fig)
                 log(f"{bname} import {tag}: {nrows} rows in {wall:.1f} s, peak {peak:.0f} MB, rc {rc}")
+                if tag == "dmon" and rc == 0:  # the read side of those samples: per-card statistics, power (R14)
+                    wall, peak, rc2, out = run_child(ledger_cmd("hardware", "--db", url, "--batch", "hw", "--json"), sz["timeout"])
+                    res["figures"].append(Figure("ledger hardware of the dmon batch", bname, rows=nrows, seconds=wall,
+                                                 peak_mb=peak, extra={"floor": floors.get((bname, "dmon"))},
+                                                 note="" if rc2 == 0 else f"exit {rc2}: {out.strip()[-400:]}"))  # fmt: skip
+                    log(f"{bname} hardware: {wall:.1f} s, peak {peak:.0f} MB, rc {rc2}")
                 if tag == "vllm" and rc == 0 and not sz.get("no_metrics"):
                     sizes_runs[0] = sz["runs"]
                     m = measure_metrics(url, "bench", sz["metrics_timeout"])
@@ -782,6 +788,11 @@ def report(res: dict, mach: dict, command: str, quick: bool, elapsed: float) -> 
                        f"peak {f.peak_mb:,.0f} MB); {f.note}")
         elif f.what.startswith("ledger check"):
             out.append(f"- {f.backend}: {f.what}: {fmt_s(f.seconds)} (target < 1 s); {f.note}")
+        elif f.what.startswith("ledger hardware"):
+            floor = f.extra.get("floor")
+            out.append(f"- {f.backend}: {f.what} ({f.rows:,} samples): {fmt_s(f.seconds)}, peak {f.peak_mb:,.0f} MB (whole "
+                       f"command, no target; the dmon floor of the same run: {fmt_s(floor)}"
+                       + (f", {f.seconds / floor:.1f}x" if floor else "") + ")" + (f"; {f.note}" if f.note else ""))
         elif f.what == "start-up: ledger --help":
             out.append(f"- {f.what}: {fmt_s(f.seconds)} (target < 0.3 s); {f.note}")
         elif f.what.startswith("start-up"):
