@@ -91,10 +91,10 @@ def one_backend(backend: str, data: Path, tmp: Path) -> dict:
         run(["init", "--db", url])
         imp = run(["import", str(data), "--batch", "b", "--db", url], TIMED_IMPORT)
         dig = float(re.search(r"digest seconds: ([\d.]+)", imp[2]).group(1))
-        rows = int(re.search(r"over ([\d,]+) rows", run(["verify", "b", "--db", url])[2]).group(1).replace(",", ""))
         close = run(["close", "b", "--db", url])
         verify = run(["verify", "b", "--db", url])
         assert ": ok, seal " in verify[2], verify[2]
+        rows = int(re.search(r"over ([\d,]+) rows", verify[2]).group(1).replace(",", ""))  # the sealed parts' rows
     finally:
         if drop:
             drop()
@@ -122,7 +122,7 @@ def table(runs: list[dict], sizes: dict) -> str:
     """Markdown: one table per run (start time, then a row per backend), each ratio against that run's import."""
     lines = [
         f"Batch: {sizes['runs']} vLLM runs x {sizes['per_run']} requests x {sizes['gaps']} chunk gaps each, one file "
-        f"({runs[0]['results'][0]['rows']:,} rows in the batch's parts). Each figure is one subprocess, start to exit, "
+        f"({runs[0]['results'][0]['rows']:,} rows under the batch's seal). Each figure is one subprocess, start to exit, "
         "measured one after the other; every ratio is against the import of the same run and backend.",
     ]  # fmt: skip
     for n, one in enumerate(runs, 1):
