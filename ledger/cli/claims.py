@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
 
 import click
@@ -19,6 +18,8 @@ def claims() -> None:
 
 def _write(path: Path, text: str) -> None:
     """Write all or nothing: a temporary file in the same folder, renamed over the target."""
+    import tempfile  # here, not at the top: ~3 ms of every command's start-up, `ledger --help` included
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
