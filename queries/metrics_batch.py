@@ -375,6 +375,19 @@ def _pg_rows(conn: sa.Connection, stmt: sa.Select) -> list[dict[str, Any]]:
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
+def tuples(conn: sa.Connection, stmt: sa.Select) -> Iterable[tuple]:
+    """The rows of ``stmt`` as tuples; on DuckDB read as Arrow columns (a million rows in a fraction of a
+    second, where a fetch per row through the driver took ~2 us each)."""
+    result = conn.execute(stmt)
+    if conn.dialect.name != "duckdb":
+        return [tuple(r) for r in result]
+    try:
+        table = result.cursor.to_arrow_table()  # the DuckDB cursor behind the result: columns, not rows
+    finally:
+        result.close()
+    return zip(*(c.to_pylist() for c in table.columns), strict=True)
+
+
 def array_rows(conn: sa.Connection, stmt: sa.Select) -> list[dict[str, Any]]:
     """The rows of ``stmt`` as mappings, each column of double arrays (``array_agg`` of a DOUBLE) as a
     numpy float64 array (None where the array is NULL), on either backend: PostgreSQL in binary

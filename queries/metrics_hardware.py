@@ -35,7 +35,7 @@ import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.counters import DMON, POWER_COUNTERS
 from bench_ledger.queries.exact_column import ExactColumn
-from bench_ledger.queries.metrics_batch import array_rows
+from bench_ledger.queries.metrics_batch import array_rows, tuples
 from bench_ledger.queries.metrics_requests import Ctx, Metric, derived, mean, na
 
 HS = m.HardwareSample.__table__
@@ -248,7 +248,7 @@ def power(stat: str, counter: str | None = None) -> Callable:
         stmt = (sa.select(HS.c.ts if timed else HS.c.tick, HS.c.artefact_id, HS.c.node, HS.c.gpu, HS.c.value)
                 .where(*_where(ctx.hw_artefact_ids, chosen, ctx.window), HS.c.value.is_not(None))
                 .order_by(HS.c.artefact_id, HS.c.tick, HS.c.gpu))  # fmt: skip
-        for key, art, node, gpu, value in conn.execute(stmt):
+        for key, art, node, gpu, value in tuples(conn, stmt):
             card = names.get((art, node, gpu))
             if card is None:
                 card = names[(art, node, gpu)] = f"{node}:gpu{gpu}" if node else f"artefact{art}:gpu{gpu}"
