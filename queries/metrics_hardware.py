@@ -64,9 +64,14 @@ def across_cards(kind: str) -> tuple[str, str, str]:
     return ACROSS_CARDS.get(kind, NOT_ACROSS)
 
 
-def card_name(row) -> str:
+def card_of(artefact_id: int, node: str | None, gpu: int) -> str:
     """A card as scopes name it: 'node0:gpu3' (or 'artefact7:gpu3' for a file without a node)."""
-    return f"{row.node}:gpu{row.gpu}" if row.node else f"artefact{row.artefact_id}:gpu{row.gpu}"
+    return f"{node}:gpu{gpu}" if node else f"artefact{artefact_id}:gpu{gpu}"
+
+
+def card_name(row) -> str:
+    """:func:`card_of` a sample row (or anything with its ``artefact_id``, ``node`` and ``gpu``)."""
+    return card_of(row.artefact_id, row.node, row.gpu)
 
 
 def _where(artefact_ids: list[int], counter: str, window: tuple[object, object] | None) -> list:
@@ -251,7 +256,7 @@ def power(stat: str, counter: str | None = None) -> Callable:
         for key, art, node, gpu, value in tuples(conn, stmt):
             card = names.get((art, node, gpu))
             if card is None:
-                card = names[(art, node, gpu)] = f"{node}:gpu{gpu}" if node else f"artefact{art}:gpu{gpu}"
+                card = names[(art, node, gpu)] = card_of(art, node, gpu)
             ticks[key][card] = value
         full = {k: math.fsum(v.values()) for k, v in ticks.items() if len(v) == len(cards)}
         if not full:
