@@ -241,8 +241,9 @@ def batch_root(declared: list[Part], artefacts: dict[int, list[Part]]) -> str:
 HELD_TABLES = ("request", "chunk_gap", "hardware_sample", "request_value")
 
 # Of those, the tables an import hands over in key order (records numbered across the runs of a file,
-# gaps and values in their request's order): hashed as they arrive (:class:`_Stream`).
-STREAMED_TABLES = ("request", "chunk_gap", "request_value")
+# gaps and values in their request's order, samples line by line with each line's counters in byte
+# order): hashed as they arrive (:class:`_Stream`).
+STREAMED_TABLES = ("request", "chunk_gap", "request_value", "hardware_sample")
 
 
 def _feed_gap_rows(feed, arrays: pa.Table) -> None:
