@@ -564,10 +564,14 @@ def machine() -> dict:
 def byte_compile() -> str:
     """Write the package's bytecode before anything is timed, as installing a wheel does: an editable
     install writes none, and with PYTHONDONTWRITEBYTECODE=1 (set on these machines) every timed command
-    would compile its modules from source. Returns the note the report prints."""
+    would compile its modules from source. Returns the note the report prints. (The test run calls it
+    too, tests/conftest.py, for the processes its tests start.)"""
     import compileall
+    import tomllib
 
-    for folder in ("ledger", "importers", "queries", "migrations"):  # pyproject.toml's package-dir
+    with open(ROOT / "pyproject.toml", "rb") as fh:  # the package's source folders: its package-dir
+        folders = tomllib.load(fh)["tool"]["setuptools"]["package-dir"].values()
+    for folder in folders:
         compileall.compile_dir(ROOT / folder, quiet=1)
     flag = "set" if os.environ.get("PYTHONDONTWRITEBYTECODE") else "not set"
     return f"the package's bytecode was written before the timings (PYTHONDONTWRITEBYTECODE is {flag} here)"

@@ -1108,8 +1108,6 @@ def artefacts_request_tables(runs: list[tuple[int, int, str | None, rec.ArrowReq
     Columns from a Python importer are first turned into the one Arrow carrier (:func:`arrow_requests`),
     so both kinds of importer reach the database through the same conversion; every importer's gaps
     become ``request_gaps`` rows here (:func:`ledger.gaps.arrays`: one array per request that has gaps)."""
-    import numpy as np
-
     tables = [req.table for _, _, _, req in runs]
     counts = np.array([t.num_rows for t in tables], dtype=np.int64)
     n = int(counts.sum())

@@ -267,11 +267,7 @@ def _stats_arrow(conn: sa.Connection, runs: sa.Select, wanted: Wanted, where: sa
         cols = [Q.c.run_id.label("run_id"), rows.v.label("v")]
         if rows.pending is not None:
             cols.append(sa.and_(rows.member, rows.pending).label("p"))
-        result = conn.execute(sa.select(*cols).select_from(rows.source).where(where, rows.member))
-        try:
-            table = result.cursor.to_arrow_table()  # the DuckDB cursor behind the result: columns, not rows
-        finally:
-            result.close()
+        table = duck_arrow(conn, sa.select(*cols).select_from(rows.source).where(where, rows.member))
         pending.append((pc.sum(table.column("p")).as_py() or 0) if rows.pending is not None else 0)
         if not table.num_rows:  # no run has a value here
             out.append({})
@@ -375,16 +371,22 @@ def _pg_rows(conn: sa.Connection, stmt: sa.Select) -> list[dict[str, Any]]:
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
+def duck_arrow(conn: sa.Connection, stmt: sa.Select) -> Any:
+    """DuckDB: the result of ``stmt`` as one Arrow table, read from the DuckDB cursor behind SQLAlchemy's
+    result (columns, not rows)."""
+    result = conn.execute(stmt)
+    try:
+        return result.cursor.to_arrow_table()
+    finally:
+        result.close()
+
+
 def tuples(conn: sa.Connection, stmt: sa.Select) -> Iterable[tuple]:
     """The rows of ``stmt`` as tuples; on DuckDB read as Arrow columns (a million rows in a fraction of a
     second, where a fetch per row through the driver took ~2 us each)."""
-    result = conn.execute(stmt)
     if conn.dialect.name != "duckdb":
-        return [tuple(r) for r in result]
-    try:
-        table = result.cursor.to_arrow_table()  # the DuckDB cursor behind the result: columns, not rows
-    finally:
-        result.close()
+        return [tuple(r) for r in conn.execute(stmt)]
+    table = duck_arrow(conn, stmt)
     return zip(*(c.to_pylist() for c in table.columns), strict=True)
 
 
@@ -396,11 +398,7 @@ def array_rows(conn: sa.Connection, stmt: sa.Select) -> list[dict[str, Any]]:
         return _pg_rows(conn, stmt)
     import pyarrow as pa
 
-    result = conn.execute(stmt)
-    try:
-        table = result.cursor.to_arrow_table()  # the DuckDB cursor behind the result: columns, not rows
-    finally:
-        result.close()
+    table = duck_arrow(conn, stmt)
     cols: dict[str, list[Any]] = {}
     for name, col in zip(table.column_names, table.columns, strict=True):
         if pa.types.is_list(col.type):

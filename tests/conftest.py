@@ -20,7 +20,6 @@ fixture is built once, on one worker; the slowest tests are handed out first.
 
 from __future__ import annotations
 
-import compileall
 import contextlib
 import json
 import os
@@ -376,14 +375,12 @@ def _group(item: pytest.Item) -> str | None:
     return None
 
 
-# The package's source folders (pyproject.toml's package-dir), byte-compiled once per test run.
-SOURCES = ("ledger", "importers", "queries", "migrations")
-
-
 def pytest_configure(config: pytest.Config) -> None:
-    if not hasattr(config, "workerinput"):  # the package's bytecode (see sys.dont_write_bytecode above)
-        for folder in SOURCES:
-            compileall.compile_dir(ROOT / folder, quiet=1)
+    if not hasattr(config, "workerinput"):  # the package's bytecode, once (see sys.dont_write_bytecode above)
+        sys.path.insert(0, str(ROOT / "benchmarks"))
+        from run import byte_compile  # benchmarks/run.py: the one home of it
+
+        byte_compile()
     if config.pluginmanager.hasplugin("xdist") and not hasattr(config, "workerinput"):
         config.stash[_GROUPS] = Path(tempfile.mkdtemp(prefix="ledger-xdist-groups-"))
 
