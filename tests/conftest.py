@@ -302,6 +302,14 @@ def ledger(ledger_url: str) -> Iterator[Ledger]:
         yield led
 
 
+@pytest.fixture
+def pg_ledger(request: pytest.FixtureRequest) -> Iterator[Ledger]:
+    """A migrated, empty PostgreSQL ledger, for a path only PostgreSQL has (its binary COPY)."""
+    _require_pg()
+    with Ledger(request.getfixturevalue("_pg_worker_schema").url()) as led:
+        yield led
+
+
 def shared_folder(path: Path) -> Path:
     """``path`` inside ../shared, or skip the test (fail with LEDGER_REQUIRE_SAMPLES=1) when absent."""
     if not path.exists():
