@@ -127,6 +127,21 @@ def test_statistics_refreshed_for_the_tables_the_import_wrote(ledger: Ledger, tm
     assert analyzed == [("request", "request_gaps")]  # chunk_gap is a view of request_gaps (migration 0014)
 
 
+def test_statistics_after_an_import_sample_at_the_ledgers_own_target(pg_ledger: Ledger, tmp_path: Path, monkeypatch) -> None:
+    """PostgreSQL's ANALYZE after a bulk load samples 300 x STATISTICS_TARGET rows, not the server's 300 x
+    100: a histogram of at most STATISTICS_TARGET buckets (160 requests of ~150 distinct input lengths)."""
+    from bench_ledger.store import STATISTICS_TARGET
+
+    monkeypatch.setattr(ingest, "ANALYZE_AFTER_ROWS", 1)
+    _import(pg_ledger, _file(tmp_path / "a.jsonl", 2, 80), "stats", fast=True, monkeypatch=monkeypatch)
+    with pg_ledger.engine.connect() as conn:
+        bounds = conn.exec_driver_sql("SELECT array_length(histogram_bounds::text::int[], 1) FROM pg_stats "
+                                      "WHERE schemaname = current_schema() AND tablename = 'request' "
+                                      "AND attname = 'input_tokens'").scalar()  # fmt: skip
+        target = conn.exec_driver_sql("SHOW default_statistics_target").scalar()
+    assert target == "100" and bounds == STATISTICS_TARGET + 1
+
+
 def test_rows_written_while_the_next_runs_are_parsed(ledger: Ledger, tmp_path: Path, monkeypatch) -> None:
     """PostgreSQL: the pooled COPYs run in a writer thread while the import parses on (issue 17); the
     rows are those of a synchronous write, and a COPY's own error is what the import raises."""
