@@ -91,20 +91,14 @@ def pg_binary_encodable(table: str, schema: pa.Schema) -> bool:
 
 
 def _pg_binary_type(ctype: sa.types.TypeEngine) -> pa.DataType | None:
-    """The Arrow type whose binary encoding is the column type's binary form (None: no such)."""
-    if isinstance(ctype, sa.ARRAY):
-        return pa.list_(pa.float64()) if isinstance(ctype.item_type, sa.Float) else None
-    if isinstance(ctype, sa.BigInteger):
-        return pa.int64()
-    if isinstance(ctype, sa.Integer) and not isinstance(ctype, sa.SmallInteger):
-        return pa.int32()
-    if isinstance(ctype, sa.Float):
-        return pa.float64()
-    if isinstance(ctype, sa.DateTime) and not ctype.timezone:
-        return pa.timestamp("us")
-    if type(ctype) in (sa.String, sa.Text):
-        return pa.string()
-    return None
+    """The Arrow type whose binary encoding is the column type's binary form (None: no such). Exact
+    types only (a ``Float(precision=10)`` is a ``real``, a subclass may map to anything): CSV otherwise."""
+    if type(ctype) is sa.ARRAY:
+        item = ctype.item_type
+        return pa.list_(pa.float64()) if type(item) is sa.Float and item.precision is None else None
+    return {sa.Integer: pa.int32(), sa.BigInteger: pa.int64(), sa.String: pa.string(), sa.Text: pa.string(),
+            sa.Float: pa.float64() if getattr(ctype, "precision", None) is None else None,
+            sa.DateTime: None if getattr(ctype, "timezone", False) else pa.timestamp("us")}.get(type(ctype))  # fmt: skip
 
 
 def _encoder(t: pa.DataType):
