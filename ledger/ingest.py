@@ -1019,8 +1019,8 @@ class _Pending:
                 if self.backend == "duckdb" and len(parts) > 1 and data.num_rows < len(parts) * self.SMALL_PART:
                     # one contiguous chunk per column: DuckDB's INSERT ... SELECT scans it ~1.5x faster
                     # than the per-run slices (measured on 200 runs of the benchmark file); parts of many
-                    # runs each (artefacts_request_tables) are already large chunks, scanned as they are; the
-                    # CSV writer of the COPY reads the chunks as they are
+                    # runs each (artefacts_request_tables) are already large chunks, scanned as they are;
+                    # PostgreSQL's COPY encodes each slice's chunks as they are
                     data = data.combine_chunks()
                 ends = list(itertools.accumulate(t.num_rows for t, _ in parts))
 

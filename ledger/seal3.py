@@ -336,7 +336,8 @@ class HeldRows:
     then. Other tables (hardware samples, unpivoted out of key order) are kept and sorted at the end.
 
     The digest must be of the rows as stored: every value goes in unchanged (same column types;
-    DuckDB scans these Arrow columns, PostgreSQL receives Arrow's CSV, whose floats round-trip), and
+    DuckDB scans these Arrow columns, PostgreSQL receives their binary COPY, a float's own 8 bytes, or
+    Arrow's CSV, whose floats round-trip), and
     ``ledger verify`` recomputes the digest from the database, so a difference would show there."""
 
     def __init__(self) -> None:
