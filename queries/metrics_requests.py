@@ -314,6 +314,12 @@ def fields_used(caps: list[CaptureInfo], metric: Metric) -> list[str]:
     return sorted(used)
 
 
+def _fields(caps: list[CaptureInfo], metric: Metric, given: list[str] | None) -> list[str]:
+    """The decision functions' fields: ``given`` where the caller has them (the batch path decides them
+    once per captures' shape and needs), else :func:`fields_used`."""
+    return fields_used(caps, metric) if given is None else given
+
+
 OK = Q.c.status == "ok"
 
 
@@ -332,10 +338,10 @@ def status_counts_sql(run_ids: list[int]) -> sa.Select:
 
 def count_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], n: int, count: int | None,
                 fields: list[str] | None = None) -> MetricValue:  # fmt: skip
-    """``fields``: :func:`fields_used` of ``caps`` and the metric, where the caller has it already (the
-    batch path: once per captures' shape and needs); likewise in the other decision functions."""
+    """``fields``: the fields used, where the caller has them (:func:`_fields`); likewise in the other
+    decision functions."""
     return derived(metric, ctx, Fraction(int(count or 0)), runs=ctx.run_ids, requests=int(n),
-                   fields=fields_used(caps, metric) if fields is None else fields)  # fmt: skip
+                   fields=_fields(caps, metric, fields))  # fmt: skip
 
 
 def record_groups(metric: Metric, ctx: Ctx) -> MetricValue:
@@ -359,7 +365,7 @@ def total_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], column: str, 
         return na(metric, ctx, f"{column} reported for {ok - missing} of {ok} ok requests",
                   coverage=f"{ok - missing} of {ok} ok requests")  # fmt: skip
     return derived(metric, ctx, Fraction(int(total)), runs=ctx.run_ids, requests_ok=int(ok),  # type: ignore[arg-type]
-                   fields=fields_used(caps, metric) if fields is None else fields)  # fmt: skip
+                   fields=_fields(caps, metric, fields))  # fmt: skip
 
 
 def wall_clock_sql(run_ids: list[int]) -> sa.Select:
@@ -522,7 +528,7 @@ def dist_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], stat: str, pop
         return na(metric, ctx, f"no {population}")
     vals = values()
     return derived(metric, ctx, apply_stat(stat, vals), runs=ctx.run_ids, values=len(vals),
-                   population=population, fields=fields_used(caps, metric) if fields is None else fields,
+                   population=population, fields=_fields(caps, metric, fields),
                    method="numpy linear (type 7)" if stat.startswith("p") else stat)  # fmt: skip
 
 
