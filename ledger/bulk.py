@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import sqlalchemy as sa
+from bench_ledger import models as m
 
 _names = itertools.count()
 DUCKDB_BATCH_ROWS = 122_880  # DuckDB's row-group size
@@ -51,20 +52,21 @@ def bulk_insert(conn: sa.Connection, backend: str, table: str, data: pa.Table, h
         # a slice at a time, handed to a writer thread (psycopg's queued writer): the server reads one
         # slice while Arrow encodes the next, and the rows of a million requests are never encoded whole
         binary = pg_binary_encodable(table, data.schema)
+        encode = pg_binary_rows if binary else _csv_rows
         with raw.cursor() as cur, cur.copy(f"COPY {table} ({cols}) FROM STDIN (FORMAT {'binary' if binary else 'csv'})",
                                            writer=QueuedLibpqWriter(cur)) as copy:  # fmt: skip
             if binary:
                 copy.write(PG_BINARY_HEADER)
             for start in range(0, data.num_rows, PG_COPY_ROWS):
-                part = data.slice(start, PG_COPY_ROWS)
-                if binary:
-                    copy.write(pg_binary_rows(part))
-                else:
-                    buf = io.BytesIO()
-                    pacsv.write_csv(part, buf, _CSV)
-                    copy.write(buf.getbuffer())
+                copy.write(encode(data.slice(start, PG_COPY_ROWS)))
             if binary:
                 copy.write(PG_BINARY_TRAILER)
+
+
+def _csv_rows(data: pa.Table) -> memoryview:
+    buf = io.BytesIO()
+    pacsv.write_csv(data, buf, _CSV)
+    return buf.getbuffer()
 
 
 # PostgreSQL's binary COPY (the COPY page of its manual): a header, then per row an int16 field count
@@ -72,7 +74,7 @@ def bulk_insert(conn: sa.Connection, backend: str, table: str, data: pa.Table, h
 PG_BINARY_HEADER = b"PGCOPY\n\xff\r\n\x00" + bytes(8)  # signature, flags 0, no header extension
 PG_BINARY_TRAILER = b"\xff\xff"
 _PG_FLOAT8_OID = 701
-_FIXED = {pa.int32(): ">i4", pa.int64(): ">i8", pa.float64(): ">f8"}  # int4, int8, float8: big-endian
+_BIG_ENDIAN = {pa.int32(): ">i4", pa.int64(): ">i8", pa.float64(): ">f8"}  # int4, int8, float8
 _EMPTY = pa.scalar(b"", pa.large_binary())
 _NULL = pa.scalar(b"\xff\xff\xff\xff", pa.large_binary())
 _PG_EPOCH_US = 946_684_800_000_000  # 2000-01-01, where PostgreSQL's timestamps count from, in Unix microseconds
@@ -84,8 +86,6 @@ def pg_binary_encodable(table: str, schema: pa.Schema) -> bool:
     precision``, text to a ``varchar``, a timestamp without zone to the microsecond at most to a
     ``timestamp``, a list of float64 to a ``double precision[]``); a table or column the model does not
     know, or any other pairing, goes as CSV (the server converts it)."""
-    from bench_ledger import models as m
-
     known = m.Base.metadata.tables.get(table)
     return known is not None and all(f.name in known.c and _pg_binary_type(known.c[f.name].type) == f.type for f in schema)
 
@@ -101,22 +101,10 @@ def _pg_binary_type(ctype: sa.types.TypeEngine) -> pa.DataType | None:
             sa.DateTime: None if getattr(ctype, "timezone", False) else pa.timestamp("us")}.get(type(ctype))  # fmt: skip
 
 
-def _encoder(t: pa.DataType):
-    if t in _FIXED:
-        return _fixed_field
-    if t == pa.string():
-        return _text_field
-    if t == pa.timestamp("us"):
-        return _timestamp_field
-    if t == pa.list_(pa.float64()):
-        return _float8_array_field
-    return None
-
-
 def pg_binary_rows(data: pa.Table) -> memoryview:
     """The rows of ``data`` in PostgreSQL's binary COPY form (without header and trailer), built with
     numpy and Arrow's kernels, no Python loop per row: each column becomes one length-prefixed field per
-    row (:func:`_encoder`), and the fields of a row are joined. Why binary: the server reads a double's
+    row (:data:`_ENCODERS`), and the fields of a row are joined. Why binary: the server reads a double's
     8 bytes instead of parsing its text (exact by construction), and an array without parsing it (the
     gaps as CSV array literals cost more than the 4M gap rows' CSV they replaced); a request's COPY took
     ~25% less server time than as CSV (profile note 35)."""
@@ -124,7 +112,7 @@ def pg_binary_rows(data: pa.Table) -> memoryview:
     fields = []
     for col, f in zip(data.columns, data.schema, strict=True):
         arr = col.combine_chunks()
-        enc = _encoder(f.type)(arr)
+        enc = _ENCODERS[f.type](arr)
         fields.append(pc.if_else(arr.is_valid(), enc, _NULL) if arr.null_count else enc)
     count = pa.scalar(len(fields).to_bytes(2, "big"), pa.large_binary())
     rows = pc.binary_join_element_wise(count, *fields, _EMPTY)
@@ -138,23 +126,22 @@ def _binary(width: int, n: int, data: np.ndarray) -> pa.Array:
                                                         pa.py_buffer(data)])  # fmt: skip
 
 
-def _prefixed(words: np.ndarray, n: int) -> pa.Array:
-    """Fixed-width values (``words``: an (n, w) big-endian array) each behind its int32 length."""
-    width = words.dtype.itemsize * words.shape[1]
+def _prefixed(values: np.ndarray) -> pa.Array:
+    """Fixed-width values (a big-endian numpy array) each behind its int32 length."""
+    n, width = len(values), values.dtype.itemsize
     out = np.empty((n, 4 + width), np.uint8)
     out[:, :4] = np.array([width], ">i4").view(np.uint8)
-    out[:, 4:] = words.view(np.uint8).reshape(n, width)
+    out[:, 4:] = values.view(np.uint8).reshape(n, width)
     return _binary(4 + width, n, out)
 
 
 def _fixed_field(arr: pa.Array) -> pa.Array:
-    values = pc.fill_null(arr, 0).to_numpy(zero_copy_only=False).astype(_FIXED[arr.type])
-    return _prefixed(values.reshape(-1, 1), len(arr))
+    return _prefixed(pc.fill_null(arr, 0).to_numpy(zero_copy_only=False).astype(_BIG_ENDIAN[arr.type]))
 
 
 def _timestamp_field(arr: pa.Array) -> pa.Array:
     us = pc.fill_null(arr.cast(pa.int64()), 0).to_numpy(zero_copy_only=False) - _PG_EPOCH_US
-    return _prefixed(us.astype(">i8").reshape(-1, 1), len(arr))
+    return _prefixed(us.astype(">i8"))
 
 
 def _text_field(arr: pa.Array) -> pa.Array:
@@ -183,3 +170,9 @@ def _float8_array_field(arr: pa.Array) -> pa.Array:
     np.cumsum(lens * 12, out=offsets[1:])
     bodies = pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(offsets), pa.py_buffer(elems)])
     return pc.binary_join_element_wise(_binary(24, n, head), bodies, _EMPTY)
+
+
+# the encoder of each Arrow type _pg_binary_type gives (a field per row, NULLs still to be marked)
+_ENCODERS = {pa.int32(): _fixed_field, pa.int64(): _fixed_field, pa.float64(): _fixed_field,
+             pa.string(): _text_field, pa.timestamp("us"): _timestamp_field,
+             pa.list_(pa.float64()): _float8_array_field}  # fmt: skip

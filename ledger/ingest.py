@@ -182,7 +182,7 @@ def import_files(ledger: Ledger, files: Iterable[tuple[Path, Callable[[], Parser
     # PostgreSQL waits for the first group's parse: there groups start small and double, so its writes
     # start early (1,000 files: 3.07-3.49x the floor against 3.52-3.77x, four pairs; profile note 35);
     # on DuckDB each commit costs more than the wait (3.9-4.0 s against 3.4 s)
-    group_files = [min(FIRST_GROUP_FILES, GROUP_FILES) if ledger.backend == "postgresql" else GROUP_FILES]
+    group_files = min(FIRST_GROUP_FILES, GROUP_FILES) if ledger.backend == "postgresql" else GROUP_FILES
     written = [0]
     # the next group's files are hashed and parsed in a thread while the group before is written
     # (both drivers, DuckDB's reader, hashlib and Arrow's kernels release the GIL): at most one ahead
@@ -270,8 +270,8 @@ def import_files(ledger: Ledger, files: Iterable[tuple[Path, Callable[[], Parser
                     small = False
                 if small:
                     pending.append((path, imp, key))
-                    if len(pending) >= group_files[0]:
-                        group_files[0] = min(2 * group_files[0], GROUP_FILES)
+                    if len(pending) >= group_files:
+                        group_files = min(2 * group_files, GROUP_FILES)
                         yield from flush(drain=False)
                     continue
                 yield from flush()
