@@ -3,6 +3,7 @@ exactly the rows of the line-by-line reader. No timing is asserted anywhere."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -43,6 +44,7 @@ def test_quick_benchmark_completes_and_writes_its_report(tmp_path: Path) -> None
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     text = out.read_text()
     assert "## Import" in text and "## Machine" in text and "## Baselines" in text
+    assert re.search(r"^- python speed: \d+\.\d{3} s for 2,000,000 integer additions in a loop \(best of 5\)$", text, re.M), text
     assert "exit " not in text, text  # every `ledger import` of the benchmark succeeded
     imported = [tuple(c.strip() for c in line.split("|")[1:3]) for line in text.split("## Import")[1].split("\n## ")[0].splitlines()
                 if line.startswith(("| duckdb |", "| postgresql |"))]  # fmt: skip
