@@ -539,7 +539,7 @@ CALIBRATION_LOOP = 2_000_000
 def python_speed(repeat: int = 5) -> float:
     """Seconds for a fixed pure-Python loop (CALIBRATION_LOOP integer additions), the best of
     ``repeat``: how fast this machine runs the interpreter, printed beside the absolute targets (the
-    suite's 120 s, the metrics' and audit's seconds) so that reports from different machines compare."""
+    suite's 120 s, the seconds of the metrics, the audit, `ledger check` and `--help`) so that reports from different machines compare."""
     best = float("inf")
     for _ in range(repeat):
         t0 = time.perf_counter()
