@@ -27,6 +27,8 @@ of one size as one matrix, one ``np.sort``). The runs' rows are selected by ``ru
 their ids are a range (:func:`run_filter`), which keeps the stored order. On PostgreSQL, 2 and 3 are one statement that goes run by run (LATERAL:
 the run's requests by its index, then the aggregates and each distribution's non-NULL values as one
 unsorted ``array_agg``, read in binary as numpy arrays), so no sort of all runs' rows spills to disk;
+the runs shared out over as many connections at once as the server lets one parallel query use, all on
+one exported snapshot (:func:`pg_shares`);
 numpy picks the order statistics there too. The chunk gaps (ITL) are one more statement on either backend.
 
 Means (which need every value for an exact Fraction sum) and hardware / log metrics are not done
@@ -36,7 +38,7 @@ here: :func:`run_metrics` computes them per run as before.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -214,7 +216,8 @@ def read_runs(conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregates: 
     (read in binary: numpy arrays of the stored doubles), the ranks picked by ``np.partition``. Either way a value is a stored double, converted to a Fraction only where a
     percentile reads it: equal to evaluate()'s, exactly. A distribution over another source (the chunk
     gaps) is one more statement; one whose rows are ``pending`` is read again from its ``full()`` rows.
-    ``ids``: the run ids ``runs`` selects, if the caller knows them (:func:`run_filter`, DuckDB)."""
+    ``ids``: the run ids ``runs`` selects, if the caller knows them (DuckDB: :func:`run_filter`;
+    PostgreSQL: how many, for :func:`pg_shares`)."""
     pg = conn.dialect.name != "duckdb"
     where = None if pg else run_filter(runs, ids)
     out: list[OrderStats] = [{} for _ in wanted]
@@ -222,7 +225,7 @@ def read_runs(conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregates: 
     on_q = [i for i, (rows, _) in enumerate(wanted) if rows.source is Q]
     aggs: dict[int, SimpleNamespace] = {}
     if pg and (aggregates or on_q):
-        aggs, got, pend = _read_lateral(conn, runs, [wanted[i] for i in on_q], aggregates)
+        aggs, got, pend = _read_lateral(conn, runs, [wanted[i] for i in on_q], aggregates, len(set(ids or ())))
     else:
         aggs = read_aggregates(conn, runs, where) if aggregates else {}
         got, pend = _stats_arrow(conn, runs, [wanted[i] for i in on_q], where) if on_q else ([], [])
@@ -371,6 +374,45 @@ def _pg_rows(conn: sa.Connection, stmt: sa.Select) -> list[dict[str, Any]]:
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
 
+def pg_shares(conn: sa.Connection, runs_count: int) -> int:
+    """How many connections read a run-by-run statement over ``runs_count`` runs on PostgreSQL: as many
+    processes as the server lets one parallel query use (its leader and ``max_parallel_workers_per_gather``
+    workers), at most one per run. PostgreSQL 15 plans no parallel LATERAL over ``array_agg`` itself
+    (profile note 37)."""
+    if runs_count < 2:
+        return 1
+    workers = conn.exec_driver_sql("SHOW max_parallel_workers_per_gather").scalar_one()
+    return max(1, min(runs_count, 1 + int(workers)))
+
+
+def _pg_rows_shared(conn: sa.Connection, runs: sa.Select, statement: Callable[[sa.Select], sa.Select],
+                    runs_count: int) -> list[dict[str, Any]]:  # fmt: skip
+    """PostgreSQL: the rows of ``statement(runs)`` (:func:`_pg_rows`), read by :func:`pg_shares`
+    connections at once, share k over the runs whose id is k modulo the shares, each share on its own
+    connection of the engine's pool in a REPEATABLE READ transaction on the snapshot this connection
+    exports (``pg_export_snapshot``, as ``pg_dump --jobs`` does): every share sees the same rows, those
+    one statement here would see. The rows come share by share (the callers key them by run id)."""
+    shares = pg_shares(conn, runs_count)
+    if shares == 1:
+        return _pg_rows(conn, statement(runs))
+    from concurrent.futures import ThreadPoolExecutor
+
+    snapshot = conn.exec_driver_sql("SELECT pg_export_snapshot()").scalar_one()
+    key = runs.selected_columns[0]
+
+    def share(k: int) -> list[dict[str, Any]]:
+        with conn.engine.connect() as other:
+            other = other.execution_options(isolation_level="REPEATABLE READ")
+            other.exec_driver_sql(f"SET TRANSACTION SNAPSHOT '{snapshot}'")
+            try:
+                return _pg_rows(other, statement(runs.where(key % shares == k)))
+            finally:
+                other.rollback()  # read only: nothing to keep
+
+    with ThreadPoolExecutor(shares) as pool:
+        return [row for part in pool.map(share, range(shares)) for row in part]
+
+
 def duck_arrow(conn: sa.Connection, stmt: sa.Select) -> Any:
     """DuckDB: the result of ``stmt`` as one Arrow table, read from the DuckDB cursor behind SQLAlchemy's
     result (columns, not rows)."""
@@ -413,23 +455,26 @@ def array_rows(conn: sa.Connection, stmt: sa.Select) -> list[dict[str, Any]]:
     return [dict(zip(cols, r, strict=True)) for r in zip(*cols.values(), strict=True)] if cols else []
 
 
-def _read_lateral(conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregates: bool
+def _read_lateral(conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregates: bool, runs_count: int
                   ) -> tuple[dict[int, SimpleNamespace], list[OrderStats], list[int]]:  # fmt: skip
     """PostgreSQL, distributions over the request table alone: one statement, one run at a time
     (LATERAL), the aggregates (if asked) and every distribution's value array from one index scan
     of the run's requests, whose values are computed once per row (OFFSET 0 keeps PostgreSQL from
-    inlining them into every aggregate)."""
-    r = runs.subquery("r")
-    rid = r.c[0]
-    cols = [*(Q.c[n] for n in AGGREGATE_INPUTS if aggregates), *_value_columns(wanted)]
-    where = [Q.c.run_id == rid] if aggregates else [Q.c.run_id == rid, sa.or_(*(w.member for w, _ in wanted))]
-    x = sa.select(*cols).where(*where).offset(0).correlate(r).lateral("x")
-    inner = sa.select(*(_aggregate_columns(x.c) if aggregates else []), *_stat_columns(x, wanted)).lateral("s")
-    stmt = sa.select(rid.label("run_id"), inner).select_from(r.join(inner, sa.true()))
+    inlining them into every aggregate); the runs shared out over connections by :func:`_pg_rows_shared`."""
+
+    def statement(share: sa.Select) -> sa.Select:
+        r = share.subquery("r")
+        rid = r.c[0]
+        cols = [*(Q.c[n] for n in AGGREGATE_INPUTS if aggregates), *_value_columns(wanted)]
+        where = [Q.c.run_id == rid] if aggregates else [Q.c.run_id == rid, sa.or_(*(w.member for w, _ in wanted))]
+        x = sa.select(*cols).where(*where).offset(0).correlate(r).lateral("x")
+        inner = sa.select(*(_aggregate_columns(x.c) if aggregates else []), *_stat_columns(x, wanted)).lateral("s")
+        return sa.select(rid.label("run_id"), inner).select_from(r.join(inner, sa.true()))
+
     aggs: dict[int, SimpleNamespace] = {}
     out: list[OrderStats] = [{} for _ in wanted]
     pending = [0] * len(wanted)
-    for mp in _pg_rows(conn, stmt):
+    for mp in _pg_rows_shared(conn, runs, statement, runs_count):
         if aggregates and mp["n"]:  # a run without request rows is absent from the GROUP BY's aggregates too
             aggs[mp["run_id"]] = _aggregate(mp)
         _parse_stats(mp, wanted, out, pending, mp["run_id"])

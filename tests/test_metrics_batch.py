@@ -228,3 +228,40 @@ def test_order_stats_equal_a_partition_per_run() -> None:
             want = dict(zip(ranks, np.partition(vals[s:s + n], ranks)[ranks].tolist(), strict=True))
             assert got[rid][:2] == (n, 0) and got[rid][2] == want, rid
             assert all(type(v) is float for v in got[rid][2].values())
+
+
+def test_pg_shares_read_the_runs_on_one_snapshot(pg_ledger: Ledger, tmp_path: Path) -> None:
+    """PostgreSQL reads the run-by-run statement over 1 + max_parallel_workers_per_gather connections at
+    once, every run in exactly one share, all on the snapshot the caller's connection exported: a run
+    committed after the export, before the shares read, is in none of them (and in the next read)."""
+    import sqlalchemy as sa
+    from bench_ledger import models as m
+    from bench_ledger.queries import metrics_batch as mb
+
+    url = pg_ledger.url
+    rec = {"status": "ok", "input_tokens": 1, "output_tokens": 2, "ttft_s": 0.1, "latency_s": 0.3}
+    imp(url, *(str(write_requests(tmp_path / f"s{i}.jsonl", {"run": f"s{i}", "tool": "t"}, [rec])) for i in range(7)),
+        "--batch", "s")  # fmt: skip
+    late = write_requests(tmp_path / "late.jsonl", {"run": "late", "tool": "t"}, [rec])
+    runs = sa.select(m.Run.__table__.c.id)
+    calls: list[int] = []
+
+    def statement(share: sa.Select) -> sa.Select:
+        if not calls:  # the first share's connection has imported the snapshot: a commit now is after it
+            imp(url, str(late), "--batch", "s")
+        calls.append(1)
+        s = share.subquery()
+        return sa.select(s.c[0].label("run_id"))
+
+    with pg_ledger.connection() as conn:
+        workers = int(conn.exec_driver_sql("SHOW max_parallel_workers_per_gather").scalar_one())
+        assert mb.pg_shares(conn, 7) == min(7, 1 + workers) > 1
+        assert mb.pg_shares(conn, 1) == 1
+        got = [r["run_id"] for r in mb._pg_rows_shared(conn, runs, statement, 7)]
+        assert len(calls) == mb.pg_shares(conn, 7)
+        assert sorted(got) == list(range(1, 8))
+    with pg_ledger.connection() as conn:
+        assert sorted(r["run_id"] for r in mb._pg_rows_shared(conn, runs, statement, 8)) == list(range(1, 9))
+    with pg_ledger.connection() as conn:
+        conn.exec_driver_sql("SET max_parallel_workers_per_gather = 0")
+        assert mb.pg_shares(conn, 8) == 1
