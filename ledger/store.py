@@ -15,12 +15,13 @@ import importlib.util
 import os
 import re
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from importlib import resources
 from pathlib import Path
+from typing import TypeVar
 
 import sqlalchemy as sa
 from bench_ledger import guards
@@ -28,6 +29,8 @@ from bench_ledger import models as m
 from bench_ledger.errors import BadURL, LedgerLocked, NotFound, SchemaOutOfDate, StoreError, WriteConflict
 from sqlalchemy.dialects import registry
 from sqlalchemy.orm import Session
+
+T = TypeVar("T")
 
 # DuckDB's Python client tries `import pandas` on every execute() with parameters. Where pandas is
 # not installed that import fails, is not cached, and re-scans sys.path each time: profiles showed it
@@ -231,6 +234,37 @@ def stored_revision(conn: sa.Connection) -> str | None:
         raise StoreError(f"the ledger's alembic_version holds {len(rows)} revisions ({', '.join(sorted(rows))}); "
                          "it should hold one")
     return rows[0] if rows else None
+
+
+def pg_parallel_workers(conn: sa.Connection) -> int:
+    """How many connections one read may use at once on PostgreSQL: as many processes as the server lets
+    one parallel query use, its leader and ``max_parallel_workers_per_gather`` workers (1 where that is 0)."""
+    return 1 + int(conn.exec_driver_sql("SHOW max_parallel_workers_per_gather").scalar_one())
+
+
+def on_one_snapshot(conn: sa.Connection, tasks: list[Callable[[sa.Connection], T]]) -> list[T]:
+    """PostgreSQL: each task's result, the tasks run at once (threads), each on its own connection of
+    ``conn``'s engine in a REPEATABLE READ transaction on the snapshot ``conn`` exports
+    (``pg_export_snapshot``, as ``pg_dump --jobs`` does), rolled back after: every task sees the same
+    rows, those one statement on ``conn`` would have seen at the export. For reads that PostgreSQL
+    cannot run in parallel itself (one statement per task). One task runs on ``conn`` itself."""
+    if len(tasks) == 1:
+        return [tasks[0](conn)]
+    from concurrent.futures import ThreadPoolExecutor
+
+    snapshot = conn.exec_driver_sql("SELECT pg_export_snapshot()").scalar_one()
+
+    def run(task: Callable[[sa.Connection], T]) -> T:
+        with conn.engine.connect() as other:
+            other = other.execution_options(isolation_level="REPEATABLE READ")
+            other.exec_driver_sql(f"SET TRANSACTION SNAPSHOT '{snapshot}'")
+            try:
+                return task(other)
+            finally:
+                other.rollback()  # read only: nothing to keep
+
+    with ThreadPoolExecutor(len(tasks)) as pool:
+        return list(pool.map(run, tasks))
 
 
 class Ledger:

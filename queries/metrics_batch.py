@@ -73,6 +73,7 @@ from bench_ledger.queries.metrics_requests import (
     wall_value,
 )
 from bench_ledger.queries.values import MetricValue, Scope
+from bench_ledger.store import on_one_snapshot, pg_parallel_workers
 
 
 @dataclass
@@ -376,41 +377,22 @@ def _pg_rows(conn: sa.Connection, stmt: sa.Select) -> list[dict[str, Any]]:
 
 def pg_shares(conn: sa.Connection, runs_count: int) -> int:
     """How many connections read a run-by-run statement over ``runs_count`` runs on PostgreSQL: as many
-    processes as the server lets one parallel query use (its leader and ``max_parallel_workers_per_gather``
-    workers), at most one per run. PostgreSQL 15 plans no parallel LATERAL over ``array_agg`` itself
-    (profile note 37)."""
-    if runs_count < 2:
-        return 1
-    workers = conn.exec_driver_sql("SHOW max_parallel_workers_per_gather").scalar_one()
-    return max(1, min(runs_count, 1 + int(workers)))
+    as one parallel query may use (:func:`bench_ledger.store.pg_parallel_workers`), at most one per run.
+    PostgreSQL 15 plans no parallel LATERAL over ``array_agg`` itself (profile note 37)."""
+    return 1 if runs_count < 2 else max(1, min(runs_count, pg_parallel_workers(conn)))
 
 
 def _pg_rows_shared(conn: sa.Connection, runs: sa.Select, statement: Callable[[sa.Select], sa.Select],
                     runs_count: int) -> list[dict[str, Any]]:  # fmt: skip
-    """PostgreSQL: the rows of ``statement(runs)`` (:func:`_pg_rows`), read by :func:`pg_shares`
-    connections at once, share k over the runs whose id is k modulo the shares, each share on its own
-    connection of the engine's pool in a REPEATABLE READ transaction on the snapshot this connection
-    exports (``pg_export_snapshot``, as ``pg_dump --jobs`` does): every share sees the same rows, those
-    one statement here would see. The rows come share by share (the callers key them by run id)."""
+    """PostgreSQL: the rows of ``statement(runs)`` (:func:`_pg_rows`), read in :func:`pg_shares` shares
+    at once, share k over the runs whose id is k modulo the shares, all on one snapshot
+    (:func:`bench_ledger.store.on_one_snapshot`): the rows one statement here would read, share by
+    share (the callers key them by run id)."""
     shares = pg_shares(conn, runs_count)
-    if shares == 1:
-        return _pg_rows(conn, statement(runs))
-    from concurrent.futures import ThreadPoolExecutor
-
-    snapshot = conn.exec_driver_sql("SELECT pg_export_snapshot()").scalar_one()
     key = runs.selected_columns[0]
-
-    def share(k: int) -> list[dict[str, Any]]:
-        with conn.engine.connect() as other:
-            other = other.execution_options(isolation_level="REPEATABLE READ")
-            other.exec_driver_sql(f"SET TRANSACTION SNAPSHOT '{snapshot}'")
-            try:
-                return _pg_rows(other, statement(runs.where(key % shares == k)))
-            finally:
-                other.rollback()  # read only: nothing to keep
-
-    with ThreadPoolExecutor(shares) as pool:
-        return [row for part in pool.map(share, range(shares)) for row in part]
+    parts = [runs] if shares == 1 else [runs.where(key % shares == k) for k in range(shares)]
+    got = on_one_snapshot(conn, [lambda c, part=part: _pg_rows(c, statement(part)) for part in parts])
+    return [row for part in got for row in part]
 
 
 def duck_arrow(conn: sa.Connection, stmt: sa.Select) -> Any:

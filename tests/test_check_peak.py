@@ -190,3 +190,31 @@ def test_the_benchmark_check_input_reports_vllms_peaks(ledger: Ledger, ledger_ur
     assert res.exit_code == 0, res.output
     by = {r.key: r for r in check(ledger, batch="c") if r.section == RECORDS}
     assert [(by[k].recomputed, by[k].status) for k in KEYS] == [(420.0, "agree"), (104.0, "agree")]
+
+
+def test_postgresql_reads_the_columns_and_gaps_at_once_with_the_same_rows(pg_ledger: Ledger, tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """On PostgreSQL a vLLM run's check reads the ok records' columns and their chunk gaps at once, on two
+    connections of one snapshot (_RunRows.read_ahead); its rows are those of the one-read-at-a-time path
+    (the server allowing no parallel read)."""
+    import bench_ledger.queries.check as qc
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    import gen
+
+    f = tmp_path / "check.jsonl"
+    gen.vllm_and_ledger(f, 1, 2000, 4, None, seed=gen.SEED + 2, peaks=True)
+    res = CliRunner().invoke(main, ["import", "--db", pg_ledger.url, "-q", "--batch", "c", str(f)])
+    assert res.exit_code == 0, res.output
+    reads: list[int] = []
+    real = qc.on_one_snapshot
+    monkeypatch.setattr(qc, "on_one_snapshot", lambda conn, tasks: reads.append(len(tasks)) or real(conn, tasks))
+    together = check(pg_ledger, batch="c")
+    assert reads == [2]
+    monkeypatch.setattr(qc, "pg_parallel_workers", lambda conn: 1)
+    alone = check(pg_ledger, batch="c")
+    assert reads == [2]
+    assert together == alone
+    by = {r.key: r for r in together if r.section == RECORDS}
+    assert [(by[k].recomputed, by[k].status) for k in KEYS] == [(420.0, "agree"), (104.0, "agree")]
+    assert sum(r.status == "agree" for r in together) == 7
