@@ -37,6 +37,7 @@ here: :func:`run_metrics` computes them per run as before.
 
 from __future__ import annotations
 
+import functools
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -391,7 +392,7 @@ def _pg_rows_shared(conn: sa.Connection, runs: sa.Select, statement: Callable[[s
     shares = pg_shares(conn, runs_count)
     key = runs.selected_columns[0]
     parts = [runs] if shares == 1 else [runs.where(key % shares == k) for k in range(shares)]
-    got = on_one_snapshot(conn, [lambda c, part=part: _pg_rows(c, statement(part)) for part in parts])
+    got = on_one_snapshot(conn, [functools.partial(_pg_rows, stmt=statement(part)) for part in parts])
     return [row for part in got for row in part]
 
 

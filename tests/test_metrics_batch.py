@@ -230,7 +230,7 @@ def test_order_stats_equal_a_partition_per_run() -> None:
             assert all(type(v) is float for v in got[rid][2].values())
 
 
-def test_pg_shares_read_the_runs_on_one_snapshot(pg_ledger: Ledger, tmp_path: Path) -> None:
+def test_pg_shares_read_the_runs_on_one_snapshot(pg_ledger: Ledger, tmp_path: Path, monkeypatch) -> None:
     """PostgreSQL reads the run-by-run statement over 1 + max_parallel_workers_per_gather connections at
     once, every run in exactly one share, all on the snapshot the caller's connection exported: a run
     committed after the export, before the shares read, is in none of them (and in the next read)."""
@@ -245,13 +245,18 @@ def test_pg_shares_read_the_runs_on_one_snapshot(pg_ledger: Ledger, tmp_path: Pa
     late = write_requests(tmp_path / "late.jsonl", {"run": "late", "tool": "t"}, [rec])
     runs = sa.select(m.Run.__table__.c.id)
     calls: list[int] = []
+    real = mb._pg_rows
 
-    def statement(share: sa.Select) -> sa.Select:
-        if not calls:  # the first share's connection has imported the snapshot: a commit now is after it
+    def rows(conn: sa.Connection, stmt: sa.Select) -> list:
+        if not calls:  # this share's connection has imported the snapshot: a commit now is after it
             imp(url, str(late), "--batch", "s")
         calls.append(1)
-        s = share.subquery()
-        return sa.select(s.c[0].label("run_id"))
+        return real(conn, stmt)
+
+    monkeypatch.setattr(mb, "_pg_rows", rows)
+
+    def statement(share: sa.Select) -> sa.Select:
+        return sa.select(share.subquery().c[0].label("run_id"))
 
     with pg_ledger.connection() as conn:
         workers = int(conn.exec_driver_sql("SHOW max_parallel_workers_per_gather").scalar_one())
