@@ -53,6 +53,9 @@ def test_quick_benchmark_completes_and_writes_its_report(tmp_path: Path) -> None
     for b in backends:  # the metrics and audit timings ran (quick: 100 claims) on every backend
         assert f"- {b}: every run's metrics for 10 runs:" in text and f"- {b}: audit of 100 claims:" in text, text
     assert "- duckdb: ledger check of one run of 5,000 requests:" in text, text
+    if "postgresql" in backends:  # each PostgreSQL figure timed on a server done vacuuming the earlier ones
+        assert re.search(r"^- postgresql: before its figures the benchmark waited \d+\.\d s in all for autovacuum "
+                         r"workers to finish \(`Pg\.settle`\)$", text, re.M), text
     assert "- duckdb: ledger hardware of the dmon batch (57,600 samples): " in text, text
     # the fixed cost of a command that opens a ledger, next to the interpreter's own start-up
     for what in ("start-up: ledger --help", "start-up: ledger status", "start-up: ledger import of one vLLM result"):
