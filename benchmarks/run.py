@@ -125,6 +125,7 @@ class Backend:
 
     def fresh(self, tag: str) -> str: ...
     def cleanup(self) -> None: ...
+    def settle(self) -> None: ...
 
 
 class Duck(Backend):
@@ -155,10 +156,10 @@ class Pg(Backend):
         return self.psycopg.connect(self.conninfo, autocommit=True)
 
     def settle(self, limit: float = 120.0) -> None:
-        """Before a figure: drop the schemas of the figures done, then wait (at most ``limit`` s) until no
-        autovacuum worker runs, so that no figure is timed while the server vacuums an earlier one's
-        millions of rows (profile note 37: `ledger check` 1.04 s right after the dmon import, 0.70 s on
-        a quiet server)."""
+        """Before a figure of :func:`bench`: drop the schemas of the figures done, then wait (at most
+        ``limit`` s) until no autovacuum worker runs, so that no figure is timed while the server vacuums
+        an earlier one's millions of rows (profile note 37: `ledger check` 1.04 s right after the dmon
+        import, 0.70 s on a quiet server)."""
         self.cleanup()
         t0 = time.perf_counter()
         with self.raw() as c:
@@ -168,7 +169,6 @@ class Pg(Backend):
         self.waited += time.perf_counter() - t0
 
     def fresh(self, tag: str) -> str:
-        self.settle()
         schema = f"bench_{tag}_{uuid.uuid4().hex[:8]}"
         with self.raw() as c:
             c.execute(f"CREATE SCHEMA {schema}")
@@ -275,7 +275,6 @@ PG_TYPES = {"VARCHAR": "text", "BIGINT": "bigint", "DOUBLE": "double precision",
 def pg_floor(pg: Pg, csv_path: Path) -> float:
     """COPY the floor's CSVs into flat tables in a fresh schema, in one transaction (create tables +
     copy + commit timed)."""
-    pg.settle()
     schema = f"bench_floor_{uuid.uuid4().hex[:8]}"
     pg.schemas.append(schema)
     with pg.raw() as c:
@@ -686,6 +685,7 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
         try:
             if bname == "postgresql":
                 for tag in (t for t in csvs if t in tags):
+                    be.settle()
                     secs = pg_floor(be, csvs[tag])
                     floors[("postgresql", tag)] = secs
                     res["baselines"].append(Figure(f"floor {tag}", "postgresql", rows=specs[tag][1], seconds=secs,
@@ -693,6 +693,7 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
                                                         + (" and one of the gap rows (one transaction)" if tag == "gaps" else "")))
                     log(f"floor postgresql {tag}: {secs:.2f} s")
             # the usual way: one ORM object per row
+            be.settle()
             url = be.fresh("orm")
             secs = orm_rate(url, orm_sample)
             per_row = secs / len(orm_sample)
@@ -712,6 +713,7 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
             for tag, label, paths, nrows, extra in imports:
                 if tag not in tags:
                     continue
+                be.settle()
                 url = be.fresh(tag)
                 init_schema(url)  # not timed: `ledger init` of an empty ledger, in-process
                 cmd = ledger_cmd("import", "--db", url, "--quiet", *extra, *paths)
@@ -752,6 +754,7 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
                         res["notes"].append(f"{bname} audit of {sz['claims']:,} claims: {a}")
                         log(f"{bname} audit: {a}")
             if "check" in tags:
+                be.settle()
                 url = be.fresh("check")
                 init_schema(url)
                 _, _, rc, out = run_child(ledger_cmd("import", "--db", url, "--quiet", "--batch", "check", str(checkf)),
