@@ -247,7 +247,7 @@ def on_one_snapshot(conn: sa.Connection, tasks: list[Callable[[sa.Connection], T
     ``conn``'s engine in a REPEATABLE READ transaction on the snapshot ``conn`` exports
     (``pg_export_snapshot``, as ``pg_dump --jobs`` does), rolled back after: every task sees the same
     rows, those one statement on ``conn`` would have seen at the export. For reads that PostgreSQL
-    cannot run in parallel itself (one statement per task). One task runs on ``conn`` itself."""
+    cannot run in parallel itself (one statement per task). A single task runs on ``conn`` itself."""
     if len(tasks) == 1:
         return [tasks[0](conn)]
     from concurrent.futures import ThreadPoolExecutor

@@ -380,7 +380,7 @@ def pg_shares(conn: sa.Connection, runs_count: int) -> int:
     """How many connections read a run-by-run statement over ``runs_count`` runs on PostgreSQL: as many
     as one parallel query may use (:func:`bench_ledger.store.pg_parallel_workers`), at most one per run.
     PostgreSQL 15 plans no parallel LATERAL over ``array_agg`` itself (profile note 37)."""
-    return 1 if runs_count < 2 else max(1, min(runs_count, pg_parallel_workers(conn)))
+    return 1 if runs_count < 2 else min(runs_count, pg_parallel_workers(conn))
 
 
 def _pg_rows_shared(conn: sa.Connection, runs: sa.Select, statement: Callable[[sa.Select], sa.Select],
