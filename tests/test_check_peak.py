@@ -209,6 +209,7 @@ def test_postgresql_reads_the_columns_and_gaps_at_once_with_the_same_rows(pg_led
     reads: list[int] = []
     real = qc.on_one_snapshot
     monkeypatch.setattr(qc, "on_one_snapshot", lambda conn, tasks: reads.append(len(tasks)) or real(conn, tasks))
+    monkeypatch.setattr(qc, "pg_parallel_workers", lambda conn: 3)  # the server's default, whatever it is set to
     together = check(pg_ledger, batch="c")
     assert reads == [2]
     monkeypatch.setattr(qc, "pg_parallel_workers", lambda conn: 1)
