@@ -176,14 +176,20 @@ def test_columns_equal_the_row_walk_on_the_real_vllm_samples(ledger: Ledger, led
     assert placed == 3  # the serve sample's peak, twice, and its concurrency with latencies: 26, 26, 2
 
 
-def test_the_benchmark_check_input_reports_vllms_peaks(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
-    """benchmarks/gen.py writes max_output_tokens_per_s and max_concurrent_requests by vLLM's float
-    definition for the check input, so the benchmark's `ledger check` figure covers the replays."""
+def _benchmark_check_input(tmp_path: Path) -> Path:
+    """benchmarks/gen.py's check input (one vLLM run reporting its peaks), at 2,000 requests."""
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
     import gen
 
     f = tmp_path / "check.jsonl"
     gen.vllm_and_ledger(f, 1, 2000, 4, None, seed=gen.SEED + 2, peaks=True)
+    return f
+
+
+def test_the_benchmark_check_input_reports_vllms_peaks(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
+    """benchmarks/gen.py writes max_output_tokens_per_s and max_concurrent_requests by vLLM's float
+    definition for the check input, so the benchmark's `ledger check` figure covers the replays."""
+    f = _benchmark_check_input(tmp_path)
     obj = json.loads(f.read_text())
     assert (obj["max_output_tokens_per_s"], obj["max_concurrent_requests"]) == (420.0, 104)
     res = CliRunner().invoke(main, ["import", "--db", ledger_url, "-q", "--batch", "c", str(f)])
@@ -199,11 +205,7 @@ def test_postgresql_reads_the_columns_and_gaps_at_once_with_the_same_rows(pg_led
     (the server allowing no parallel read)."""
     import bench_ledger.queries.check as qc
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-    import gen
-
-    f = tmp_path / "check.jsonl"
-    gen.vllm_and_ledger(f, 1, 2000, 4, None, seed=gen.SEED + 2, peaks=True)
+    f = _benchmark_check_input(tmp_path)
     res = CliRunner().invoke(main, ["import", "--db", pg_ledger.url, "-q", "--batch", "c", str(f)])
     assert res.exit_code == 0, res.output
     reads: list[int] = []
