@@ -24,10 +24,11 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from operator import itemgetter
+from typing import NamedTuple
 
 from bench_ledger.queries.exact_column import ExactColumn
 from bench_ledger.queries.metrics_requests import exact_sum, mean, percentile_linear, sum_of_squares_about_mean
@@ -62,23 +63,62 @@ def _pdf(s: Sequence[Fraction]) -> tuple[Sequence[Fraction], list[float]]:
     if isinstance(s, ExactColumn):  # weighted_pdf of weights 1: each distinct value's weight is its count
         values_, counts = s.distinct()
         return values_, (counts.astype(float) / float(len(s))).tolist()  # float(w) / float(total), as numpy
-    values, probs, _ = weighted_pdf([(v, Fraction(1)) for v in s])
-    return values, probs
+    pdf = weighted_pdf([(v, Fraction(1)) for v in s])
+    return pdf.values, pdf.probs
 
 
-def weighted_pdf(pairs: Sequence[tuple[Fraction, Fraction]]) -> tuple[list[Fraction], list[float], list[Fraction]]:
+def _ratio_sum(terms: Iterable[tuple[int, int]]) -> Fraction:
+    """The exact sum of the rationals n/d of ``terms`` ((n, d) pairs, d > 0): numerators added as
+    integers per denominator, as :func:`exact_sum` adds Fractions (no Fraction made per term)."""
+    by_den: dict[int, int] = {}
+    for n, d in terms:
+        by_den[d] = by_den.get(d, 0) + n
+    return sum((Fraction(n, d) for d, n in by_den.items()), Fraction(0))
+
+
+class Pdf(NamedTuple):
+    """guidellm's PDF: the distinct values in order, each one's probability as numpy computes it
+    (float(weight) / float(total)), its exact weight, and the exact total of the weights."""
+
+    values: list[Fraction]
+    probs: list[float]
+    weights: list[Fraction]
+    total: Fraction
+
+
+def weighted_pdf(pairs: Sequence[tuple[Fraction, Fraction]]) -> Pdf:
     """guidellm ``DistributionSummary.from_values`` over (value, weight) pairs: values sorted, equal
     values merged with their weights summed, zero weights dropped, probability = weight / total
-    (as numpy's float division, and exactly); all weights zero: uniform."""
-    merged: dict[Fraction, Fraction] = {}
+    (as numpy's float division; exactly, weight / total); all weights zero: uniform.
+
+    Equal values are found by their (numerator, denominator), which is a Fraction's identity (it is
+    kept in lowest terms); the values are sorted by their floats and any run of equal floats as
+    Fractions (:func:`exact_sorted`'s way): the same order as sorting the Fractions."""
+    merged: dict[tuple[int, int], list[Fraction]] = {}  # value's key -> [value, weight, weight, ...]
     for v, w in pairs:
-        merged[v] = merged.get(v, Fraction(0)) + w
-    values = [v for v in sorted(merged) if merged[v] > 0]
-    weights = [merged[v] for v in values]
-    if sum(weights, Fraction(0)) <= Fraction(1, 10**6):
+        got = merged.get((v.numerator, v.denominator))
+        if got is None:
+            merged[(v.numerator, v.denominator)] = [v, w]
+        else:
+            got.append(w)
+    kept: list[tuple[float, Fraction, Fraction]] = []
+    for (n, d), (v, *ws) in merged.items():
+        w = ws[0] if len(ws) == 1 else _ratio_sum((x.numerator, x.denominator) for x in ws)
+        if w.numerator > 0:
+            kept.append((n / d, v, w if type(w) is Fraction else Fraction(w)))
+    kept.sort(key=itemgetter(0))
+    for i in range(len(kept) - 1):
+        if kept[i][0] == kept[i + 1][0]:  # distinct Fractions of one float (never for values read from floats)
+            kept.sort(key=itemgetter(1))
+            break
+    values = [v for _, v, _ in kept]
+    weights = [w for _, _, w in kept]
+    total = _ratio_sum((w.numerator, w.denominator) for w in weights)
+    if total <= Fraction(1, 10**6):
         weights = [Fraction(1)] * len(values)
-    total = sum(weights, Fraction(0))
-    return values, [float(w) / float(total) for w in weights], [w / total for w in weights]
+        total = Fraction(len(values))
+    ft = float(total)
+    return Pdf(values, [w.numerator / w.denominator / ft for w in weights], weights, total)
 
 
 class GuidellmDist:
@@ -86,7 +126,7 @@ class GuidellmDist:
 
     def __init__(self, pairs: Sequence[tuple[Fraction, Fraction]], count: int | None = None) -> None:
         self.pairs, self.count = pairs, count
-        self._pdf: tuple[list[Fraction], list[float], list[Fraction]] | None = None
+        self._pdf: Pdf | None = None
         self._stats: dict[str, Fraction] = {}
         self._memo: dict[str, Fraction] = {}  # count and mean, shared by the statistics that read them
 
@@ -99,7 +139,7 @@ class GuidellmDist:
 
 
 def guidellm_stat(pairs: Sequence[tuple[Fraction, Fraction]], stat: str, count: int | None = None,
-                  pdf: tuple[list[Fraction], list[float], list[Fraction]] | None = None,
+                  pdf: Pdf | None = None,
                   memo: dict[str, Fraction] | None = None) -> Fraction:  # fmt: skip
     """``stat`` of guidellm's ``DistributionSummary.from_values(pairs)`` (schemas/statistics.py):
     probability-weighted mean and population variance, percentiles by the inverted CDF, mode the
@@ -112,7 +152,7 @@ def guidellm_stat(pairs: Sequence[tuple[Fraction, Fraction]], stat: str, count: 
         if stat.startswith("p") or stat in GUIDELLM_STATS:
             return Fraction(0)
         raise NotDerivable(f"statistic {stat!r} unknown")
-    values, probs, exact = weighted_pdf(pairs) if pdf is None else pdf
+    values, probs, weights, total = weighted_pdf(pairs) if pdf is None else pdf
     memo = {} if memo is None else memo
 
     def n() -> Fraction:
@@ -122,11 +162,15 @@ def guidellm_stat(pairs: Sequence[tuple[Fraction, Fraction]], stat: str, count: 
 
     def mean_() -> Fraction:
         if "mu" not in memo:
-            memo["mu"] = exact_sum(v * q for v, q in zip(values, exact, strict=True))
+            # Σ v·w / Σ w: the probability-weighted mean, exactly (q = w / total)
+            memo["mu"] = _ratio_sum((v.numerator * w.numerator, v.denominator * w.denominator)
+                                    for v, w in zip(values, weights, strict=True)) / total  # fmt: skip
         return memo["mu"]
 
     if stat == "count":
         return n()
+    if not values:  # every weight 0: the PDF keeps no value (before, a mean of 0 and no min at all)
+        raise NotDerivable("every value's weight is 0: guidellm's PDF of these values is empty")
     if stat == "mean":
         return mean_()
     if stat == "total_sum":
@@ -139,7 +183,9 @@ def guidellm_stat(pairs: Sequence[tuple[Fraction, Fraction]], stat: str, count: 
         return values[probs.index(max(probs))]
     if stat in ("variance", "std_dev"):
         mu = mean_()
-        var = exact_sum((v - mu) ** 2 * q for v, q in zip(values, exact, strict=True))
+        # Σ q·(v - mu)² = Σ q·v² - mu² (Σ q = 1, Σ q·v = mu): the same rational, one product per value
+        var = _ratio_sum((v.numerator * v.numerator * w.numerator, v.denominator * v.denominator * w.denominator)
+                         for v, w in zip(values, weights, strict=True)) / total - mu * mu  # fmt: skip
         return var if stat == "variance" else Fraction(math.sqrt(var))
     if stat == "median":
         return values[_searchsorted_left(probs, Fraction(50))]

@@ -197,3 +197,52 @@ def test_a_vllm_check_reads_columns_never_rows(ledger, ledger_url: str, tmp_path
     assert (by["median_itl_ms"]["recomputed"], by["p99_itl_ms"]["recomputed"]) == (20.0, pytest.approx(462.4))
     assert by["p99_itl_ms"]["status"] == "agree"
     assert by["mean_tpot_ms"]["recomputed"] == pytest.approx(1000 * (1.46 / 3 + 0.2 / 2 + 0.625 + 0.26 / 3) / 4)
+
+
+def _textbook_pdf(pairs: list[tuple[Fraction, Fraction]]) -> tuple[list[Fraction], list[float], list[Fraction]]:
+    """guidellm's weighted PDF the plain way (the code before issue 17's rewrite): a dict of Fractions,
+    sorted Fractions, one Fraction division per value."""
+    merged: dict[Fraction, Fraction] = {}
+    for v, w in pairs:
+        merged[v] = merged.get(v, Fraction(0)) + w
+    values = [v for v in sorted(merged) if merged[v] > 0]
+    weights = [merged[v] for v in values]
+    if sum(weights, Fraction(0)) <= Fraction(1, 10**6):
+        weights = [Fraction(1)] * len(values)
+    total = sum(weights, Fraction(0))
+    return values, [float(w) / float(total) for w in weights], [w / total for w in weights]
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_guidellm_pdf_and_statistics_are_the_textbook_fractions(seed: int) -> None:
+    """weighted_pdf and guidellm_stat (merging by a Fraction's (numerator, denominator), sorting by
+    floats, mean and variance as Σ v·w / Σ w and Σ w·v² / Σ w - mean²) give exactly the rationals and
+    floats of the textbook forms: repeated values, zero and all-zero weights, ints beside Fractions,
+    and distinct Fractions that round to the same float (their order is decided as Fractions)."""
+    from bench_ledger.queries.check_stats import GUIDELLM_STATS, guidellm_stat, weighted_pdf
+
+    rng = random.Random(seed)
+    vals = [Fraction(x) for x in floats(seed, 60) if abs(x) < 1e150]  # a variance within a float
+    vals += [Fraction(1, 3), Fraction(1, 3) + Fraction(1, 10**30)]  # distinct, one float
+    pairs: list[tuple[Fraction, Fraction]] = []
+    for _ in range(300):
+        v = rng.choice(vals) * rng.choice((1, 1000))
+        w = rng.choice((Fraction(1), Fraction(0), Fraction(rng.uniform(0, 3)), Fraction(rng.randint(0, 5), 7), 2))
+        pairs.append((v, w))
+    one = [p for p in pairs if p[1] != 0][:1]
+    for case in (pairs, one, one * 3):
+        values, probs, exact = _textbook_pdf(case)
+        pdf = weighted_pdf(case)
+        assert (pdf.values, pdf.probs) == (values, probs)
+        assert [w / pdf.total for w in pdf.weights] == exact
+        mu = sum((v * q for v, q in zip(values, exact, strict=True)), Fraction(0))
+        var = sum(((v - mu) ** 2 * q for v, q in zip(values, exact, strict=True)), Fraction(0))
+        assert guidellm_stat(case, "mean") == mu
+        assert guidellm_stat(case, "variance") == var
+        assert guidellm_stat(case, "std_dev") == Fraction(math.sqrt(var))
+        for stat in (*GUIDELLM_STATS, "p1", "p50", "p99.9"):
+            assert type(guidellm_stat(case, stat)) is Fraction, stat
+    zero = [(v, Fraction(0)) for v, _ in pairs[:20]]  # every weight 0: no value kept, refused
+    assert weighted_pdf(zero).values == [] and guidellm_stat(zero, "count") == 0
+    with pytest.raises(NotDerivable, match="^every value's weight is 0: guidellm's PDF of these values is empty$"):
+        guidellm_stat(zero, "min")
