@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -129,7 +130,7 @@ def close_batch(ledger: Ledger, name: str, seal_file: Path | None = None) -> Sea
             conn = s.connection()
             declared, arts = _batch_parts(conn, ledger.backend, batch.id)
             unchecked: list[str] = []
-            changed = _import_digest_problems(s, arts, unchecked)
+            changed = _import_digest_problems(s, arts, lambda p: p, unchecked)  # close holds every part's rows
             if changed:
                 raise Refused("R10", f"close batch {name!r}", "rows changed behind the ledger since their import: "
                               + "; ".join(changed[:5]), "find them with `ledger verify`; import the data again into a new batch")  # fmt: skip
@@ -163,7 +164,7 @@ def _batch_parts(conn: sa.Connection, backend: str, batch_id: int):
     return declared, arts
 
 
-def _part_key(p: s3.Part) -> str:
+def _part_key(p: s3.Part | s3.HeldPart) -> str:
     return p.table if p.artefact_id is None else f"{p.table}@{p.artefact_id}"
 
 
@@ -178,9 +179,10 @@ def _import_digests(s: Session, artefact_ids: list[int]) -> dict[tuple[int, str]
     return {(r.artefact_id, r.table_name): r for r in rows}
 
 
-def _import_digest_problems(s: Session, arts: dict[int, list[s3.Part]],
-                            unchecked: list[str] | None = None) -> list[str]:  # fmt: skip
-    """Each artefact part against the digest its import stored: what differs (table, rows).
+def _import_digest_problems(s: Session, arts: Mapping[int, Sequence[s3.Part | s3.HeldPart]],
+                            full: Callable[[Any], s3.Part], unchecked: list[str] | None = None) -> list[str]:  # fmt: skip
+    """Each artefact part against the digest its import stored: what differs (table, rows; ``full`` gives a
+    part that differs with its rows).
 
     An artefact with no stored digest at all cannot be compared: it goes to ``unchecked`` (with
     why) when given, else it is a problem too -- never skipped in silence (fail closed)."""
@@ -195,7 +197,7 @@ def _import_digest_problems(s: Session, arts: dict[int, list[s3.Part]],
             if st is None:
                 out.append(f"artefact {a}: no import digest for table {p.table}")
             elif (st.row_count, st.root) != (p.count, p.root):
-                out.append(f"artefact {a}, table {p.table}: " + _chunk_ranges(p, st))
+                out.append(f"artefact {a}, table {p.table}: " + _chunk_ranges(full(p), st))  # its rows, to name them
     return out
 
 
@@ -313,6 +315,8 @@ def verify(ledger: Ledger, batch: str | None = None, seal_file: Path | None = No
     filed = read_seal_file(seal_file) if seal_file is not None else None
     checks: list[BatchCheck] = []
     with ledger.session() as s:
+        if ledger.backend == "postgresql":  # one snapshot for every read of the check (the parts are read in slices)
+            s.connection(execution_options={"isolation_level": "REPEATABLE READ"})
         open_only: m.Batch | None = None
         if batch is not None:
             one = Ledger.get_batch(s, batch)
@@ -353,10 +357,11 @@ def verify(ledger: Ledger, batch: str | None = None, seal_file: Path | None = No
 
 def _open_check(conn: sa.Connection, backend: str, s: Session, name: str, artefact_ids: str) -> BatchCheck:
     """The artefacts of ``artefact_ids`` (a SQL subquery) against the digests their imports stored."""
-    arts = s3.artefact_parts(conn, backend, artefact_ids)
+    arts = s3.artefact_digest_parts(conn, backend, artefact_ids)
     unchecked: list[str] = []
     check = BatchCheck(name, None, sum(p.count for ps in arts.values() for p in ps),
-                       _import_digest_problems(s, arts, unchecked), is_open=True, unchecked=unchecked)  # fmt: skip
+                       _import_digest_problems(s, arts, lambda p: s3.full_part(conn, backend, p), unchecked),
+                       is_open=True, unchecked=unchecked)  # fmt: skip
     check.artefacts = len({a for a, _ in _import_digests(s, list(arts))})
     return check
 
@@ -379,7 +384,8 @@ def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Se
         check.problems.append(f"seal scheme {scheme!r} is unknown to this version")
         return check
     if scheme == s3.SCHEME:
-        declared, arts = _batch_parts(conn, backend, b.id)
+        declared = s3.declared_parts(conn, backend, b.id)
+        arts = s3.artefact_digest_parts(conn, backend, f"SELECT id FROM artefact WHERE batch_id = {int(b.id)}")
         parts = [*declared, *(p for ps in arts.values() for p in ps)]
         root, count = s3.batch_root(declared, arts), sum(p.count for p in parts)
     elif (tables := sl.TABLES_OF_SCHEME.get(scheme)) is not None:
@@ -423,7 +429,7 @@ def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Se
             if line.get("digest") != seal.digest or line.get("merkle_root") != seal.merkle_root:
                 check.problems.append("the seal file's line differs from the ledger's seal row (digest or merkle_root)")
     if scheme == s3.SCHEME:
-        _check_parts(s, seal, parts, check)
+        _check_parts(s, seal, parts, check, lambda p: s3.full_part(conn, backend, p))
         return check
     check.problems.extend(_stored_leaf_problems(s, seal))
     stored_roots = json.loads(seal.table_roots)
@@ -438,8 +444,10 @@ def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Se
     return check
 
 
-def _check_parts(s: Session, seal: m.Seal, parts: list[s3.Part], check: BatchCheck) -> None:
-    """Scheme 3: the stored parts must rebuild the seal row, and each part must match its stored root."""
+def _check_parts(s: Session, seal: m.Seal, parts: list[s3.Part | s3.HeldPart], check: BatchCheck,
+                 full: Callable[[s3.Part | s3.HeldPart], s3.Part]) -> None:  # fmt: skip
+    """Scheme 3: the stored parts must rebuild the seal row, and each part must match its stored root
+    (a part that does not is read back whole by ``full``, to name its rows)."""
     from bench_ledger.digest import root_of
 
     stored_roots: dict[str, list] = json.loads(seal.table_roots)
@@ -473,7 +481,7 @@ def _check_parts(s: Session, seal: m.Seal, parts: list[s3.Part], check: BatchChe
     for key, p in current.items():
         if stored_roots.get(key) == [p.count, p.root]:
             continue
-        d = s3.diff_part(p, rows.get(key, []))
+        d = s3.diff_part(full(p), rows.get(key, []))
         if d.changed or d.missing or d.added:
             check.diffs.append(TableDiff(p.table, [list(k) for k in d.changed], [list(k) for k in d.missing],
                                          [list(k) for k in d.added]))  # fmt: skip

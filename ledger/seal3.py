@@ -27,6 +27,7 @@ import hashlib
 import json
 import weakref
 import zlib
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -220,12 +221,167 @@ def artefact_part_digests(conn: sa.Connection, backend: str, artefact_ids: list[
     return out
 
 
-def artefact_digest(parts: list[Part] | list[Part | HeldPart]) -> str:
+# Rows of a table a streamed read holds at a time (:func:`artefact_digest_parts`): on PostgreSQL a range
+# of heap pages of about that many rows, on DuckDB its record batches.
+SLICE_ROWS = 1 << 20
+
+
+def _pg_page_ranges(conn: sa.Connection, table: str, rows_per_page: int = 64) -> Iterator[str]:
+    """PostgreSQL: conditions on ``x.ctid`` that cut ``table``'s heap into ranges of pages of about
+    :data:`SLICE_ROWS` rows, in page order (each a TID range scan of its pages only), the last one open-ended."""
+    pages = conn.exec_driver_sql(f"SELECT pg_relation_size('{table}') / current_setting('block_size')::int").scalar() or 0
+    step, lo = max(1, SLICE_ROWS // rows_per_page), 0
+    while lo + step < pages:
+        yield f"x.ctid >= '({lo},0)'::tid AND x.ctid < '({lo + step},0)'::tid"
+        lo += step
+    yield f"x.ctid >= '({lo},0)'::tid"
+
+
+def _duck_batches(conn: sa.Connection, sql: str, rows: int) -> Iterator[pa.Table]:
+    raw = conn.connection.driver_connection
+    assert raw is not None  # a checked-out connection always has its driver connection
+    for batch in raw.execute(sql).to_arrow_reader(rows):  # this connection: it sees the open transaction
+        yield pa.Table.from_batches([batch])
+
+
+def _slices(conn: sa.Connection, backend: str, table: str, sql: str) -> Iterator[pa.Table]:
+    """The rows of ``sql`` (over ``table`` as ``x``, ``{range}`` where a slice's condition goes), canonical,
+    in scan order, a slice at a time: DuckDB's record batches of its one result; PostgreSQL's by ranges
+    of heap pages (:func:`_pg_page_ranges`), each read as :func:`dg.read_pg_columns` reads, all in the
+    caller's transaction (verify's is REPEATABLE READ: every slice sees the same rows)."""
+    cols = _cols(table)
+    names, tags, nullable = [c.name for c in cols], [dg.tag_of(c) for c in cols], [bool(c.nullable) for c in cols]
+    if backend == "duckdb":
+        for data in _duck_batches(conn, sql.format(range="TRUE"), SLICE_ROWS):
+            yield dg.canonical(data, names, tags)
+        return
+    for cond in _pg_page_ranges(conn, table):
+        data = dg.read_pg_columns(conn, sql.format(range=cond), names, tags, nullable)
+        if data.num_rows:
+            yield data
+
+
+class _NotPlain(Exception):
+    """The gap arrays are not all in the plain form :func:`ledger.gaps.read` reads."""
+
+
+def _gap_slices(conn: sa.Connection, backend: str, sql: str) -> Iterator[pa.Table]:
+    """The ``request_gaps`` rows of ``sql`` as :func:`ledger.gaps.read` gives them, a slice at a time."""
+    keys = ["artefact_id", "request_idx"]
+    if backend == "duckdb":
+        for t in _duck_batches(conn, sql.format(range="TRUE"), max(1, SLICE_ROWS // 8)):
+            yield pa.Table.from_arrays([*(t.column(k).cast(pa.int64()) for k in keys),
+                                        t.column("gaps").cast(pa.list_(pa.float64()))], names=[*keys, "gaps"])  # fmt: skip
+        return
+    for cond in _pg_page_ranges(conn, "request_gaps", rows_per_page=16):
+        data = gp.read(conn, backend, sql.format(range=cond), keys)
+        if data is None:
+            raise _NotPlain
+        if data.num_rows:
+            yield data
+
+
+def artefact_digest_parts(conn: sa.Connection, backend: str, artefact_ids: list[int] | str) -> dict[int, list[Part | HeldPart]]:
+    """What :func:`artefact_parts` gives the artefacts' digests (every part's count and chunk digests,
+    of the same rows read back), without holding a large table's rows: the :data:`STREAMED_TABLES` are
+    read a slice at a time (:func:`_slices`) and hashed as they come (:class:`PooledRows`, which checks
+    that they come in key order, artefact by artefact); where they do not, that table is read whole and
+    sorted, as :func:`artefact_parts` reads it. Why: ``ledger verify`` of one day of ``nvidia-smi dmon``
+    on 16 GPUs (16.6M hardware samples, one artefact) held every row at once: 4.5 GB (DuckDB). A part
+    here has no rows; :func:`full_part` reads one back where a difference is to be shown."""
+    ids = artefact_ids if isinstance(artefact_ids, str) else ", ".join(str(int(i)) for i in artefact_ids) or "NULL"
+    known = [int(i) for (i,) in conn.exec_driver_sql(f"SELECT id FROM artefact WHERE id IN ({ids}) ORDER BY id")]
+    listed = ", ".join(map(str, known)) or "NULL"
+    small = artefact_parts(conn, backend, known, tuple(t for t in ARTEFACT_TABLES if t not in STREAMED_TABLES))
+    streams = {t: _ArtefactStreams(t) for t in STREAMED_TABLES}
+    for table, st in streams.items():
+        if table == "chunk_gap":
+            sql = f"SELECT x.artefact_id, x.request_idx, x.gaps FROM request_gaps x WHERE x.artefact_id IN ({listed}) AND {{range}}"
+            try:
+                for arrays in _gap_slices(conn, backend, sql):
+                    for rows in gp.rows_in_slices(arrays):
+                        st.feed(rows)
+            except _NotPlain:  # read through the view, whole (artefact_parts' way)
+                st.broken = True
+            continue
+        sql = _select_sql(table, artefact_ids=listed).replace("CAST(x.artefact_id AS BIGINT) AS _art, ", "", 1)
+        for data in _slices(conn, backend, table, sql + " AND {range}"):
+            st.feed(data)
+    whole = {t: artefact_parts(conn, backend, known, (t,)) for t, st in streams.items() if st.broken}
+    out: dict[int, list[Part | HeldPart]] = {a: [] for a in known}
+    for table in ARTEFACT_TABLES:
+        for a in known:
+            if table not in STREAMED_TABLES:
+                out[a] += [q for q in small[a] if q.table == table]
+            elif table in whole:
+                out[a] += whole[table][a]
+            elif (got := streams[table].part(a)).count or table not in OPTIONAL_TABLES:
+                out[a].append(got)
+    return out
+
+
+class _ArtefactStreams:
+    """One table's rows of several artefacts, read in scan order, hashed as they come: a :class:`_Stream`
+    per artefact (it holds less than a chunk of rows between two slices). *Broken* where the rows are not
+    in key order (an artefact's rows apart, or artefacts out of ascending order): that table is then read
+    whole and sorted."""
+
+    def __init__(self, table: str) -> None:
+        cols = _cols(table)
+        self.table, self.names, self.tags = table, [c.name for c in cols], [dg.tag_of(c) for c in cols]
+        self.done: dict[int, HeldPart] = {}
+        self.current: tuple[int, _Stream] | None = None
+        self.broken = False
+
+    def feed(self, data: pa.Table) -> None:
+        if self.broken or not data.num_rows:
+            return
+        data = dg.canonical(data, self.names, self.tags)
+        runs = pc.run_end_encode(data.column("artefact_id").combine_chunks())
+        ids, ends = runs.values.to_pylist(), runs.run_ends.to_pylist()
+        start = 0
+        for a, end in zip(ids, ends, strict=True):
+            if self.current is not None and self.current[0] != a:
+                if a < self.current[0]:
+                    self.broken = True
+                    return
+                self._finish()
+            if self.current is None:
+                self.current = (a, _Stream(self.table))
+            self.current[1].feed(data.slice(start, end - start))
+            if self.current[1].broken:
+                self.broken = True
+                return
+            start = end
+
+    def _finish(self) -> None:
+        assert self.current is not None
+        a, stream = self.current
+        part = stream.finish(a)
+        assert part is not None  # not broken: checked after each feed
+        self.done[a] = part
+        self.current = None
+
+    def part(self, artefact_id: int) -> HeldPart:
+        if self.current is not None:
+            self._finish()
+        return self.done.get(artefact_id) or HeldPart(self.table, artefact_id, 0, [])
+
+
+def full_part(conn: sa.Connection, backend: str, part: Part | HeldPart) -> Part:
+    """``part`` with its rows: read back whole (to name the rows that differ)."""
+    if isinstance(part, Part):
+        return part
+    assert part.artefact_id is not None
+    return artefact_parts(conn, backend, [part.artefact_id], (part.table,))[part.artefact_id][0]
+
+
+def artefact_digest(parts: Sequence[Part | HeldPart]) -> str:
     items: list[Any] = [[p.table, p.count, p.root] for p in parts]
     return hashlib.sha256(rfc8785.dumps(items)).hexdigest()
 
 
-def batch_root(declared: list[Part], artefacts: dict[int, list[Part]]) -> str:
+def batch_root(declared: list[Part], artefacts: Mapping[int, Sequence[Part | HeldPart]]) -> str:
     items: list[Any] = [[p.table, p.count, p.root] for p in declared]
     items += [["artefact", a, artefact_digest(ps)] for a, ps in sorted(artefacts.items())]
     return hashlib.sha256(rfc8785.dumps(items)).hexdigest()
