@@ -128,9 +128,9 @@ def close_batch(ledger: Ledger, name: str, seal_file: Path | None = None) -> Sea
             previous = last.digest if last else sl.ZERO_DIGEST
             closed_at = now()
             conn = s.connection()
-            declared, arts = _batch_parts(conn, ledger.backend, batch.id)
+            declared, arts = _batch_parts(conn, ledger.backend, batch.id, chunks=True)  # chunks' seal_part fields, not rows
             unchecked: list[str] = []
-            changed = _import_digest_problems(s, arts, lambda p: p, unchecked)  # close holds every part's rows
+            changed = _import_digest_problems(s, arts, lambda p: s3.full_part(conn, ledger.backend, p), unchecked)
             if changed:
                 raise Refused("R10", f"close batch {name!r}", "rows changed behind the ledger since their import: "
                               + "; ".join(changed[:5]), "find them with `ledger verify`; import the data again into a new batch")  # fmt: skip
@@ -158,9 +158,11 @@ def close_batch(ledger: Ledger, name: str, seal_file: Path | None = None) -> Sea
     return result
 
 
-def _batch_parts(conn: sa.Connection, backend: str, batch_id: int):
+def _batch_parts(conn: sa.Connection, backend: str, batch_id: int, chunks: bool = False):
+    """The batch's declared parts and its artefacts' parts, the large tables streamed
+    (:func:`seal3.artefact_digest_parts`; with ``chunks`` each chunk's seal_part fields kept, for close)."""
     declared = s3.declared_parts(conn, backend, batch_id)
-    arts = s3.artefact_parts(conn, backend, f"SELECT id FROM artefact WHERE batch_id = {int(batch_id)}")
+    arts = s3.artefact_digest_parts(conn, backend, f"SELECT id FROM artefact WHERE batch_id = {int(batch_id)}", chunks)
     return declared, arts
 
 
@@ -168,7 +170,7 @@ def _part_key(p: s3.Part | s3.HeldPart) -> str:
     return p.table if p.artefact_id is None else f"{p.table}@{p.artefact_id}"
 
 
-def _part_roots_json(parts: list[s3.Part]) -> str:
+def _part_roots_json(parts: list[s3.Part | s3.HeldPart]) -> str:
     return json.dumps({_part_key(p): [p.count, p.root] for p in parts}, sort_keys=True)
 
 
@@ -384,8 +386,7 @@ def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Se
         check.problems.append(f"seal scheme {scheme!r} is unknown to this version")
         return check
     if scheme == s3.SCHEME:
-        declared = s3.declared_parts(conn, backend, b.id)
-        arts = s3.artefact_digest_parts(conn, backend, f"SELECT id FROM artefact WHERE batch_id = {int(b.id)}")
+        declared, arts = _batch_parts(conn, backend, b.id)
         parts = [*declared, *(p for ps in arts.values() for p in ps)]
         root, count = s3.batch_root(declared, arts), sum(p.count for p in parts)
     elif (tables := sl.TABLES_OF_SCHEME.get(scheme)) is not None:

@@ -281,19 +281,21 @@ def _gap_slices(conn: sa.Connection, backend: str, sql: str) -> Iterator[pa.Tabl
             yield data
 
 
-def artefact_digest_parts(conn: sa.Connection, backend: str, artefact_ids: list[int] | str) -> dict[int, list[Part | HeldPart]]:
+def artefact_digest_parts(conn: sa.Connection, backend: str, artefact_ids: list[int] | str,
+                          chunks: bool = False) -> dict[int, list[Part | HeldPart]]:  # fmt: skip
     """What :func:`artefact_parts` gives the artefacts' digests (every part's count and chunk digests,
     of the same rows read back), without holding a large table's rows: the :data:`STREAMED_TABLES` are
     read a slice at a time (:func:`_slices`) and hashed as they come (:class:`PooledRows`, which checks
     that they come in key order, artefact by artefact); where they do not, that table is read whole and
     sorted, as :func:`artefact_parts` reads it. Why: ``ledger verify`` of one day of ``nvidia-smi dmon``
     on 16 GPUs (16.6M hardware samples, one artefact) held every row at once: 4.5 GB (DuckDB). A part
-    here has no rows; :func:`full_part` reads one back where a difference is to be shown."""
+    here has no rows; :func:`full_part` reads one back where a difference is to be shown. With
+    ``chunks`` each streamed part also keeps its chunks' seal_part fields (what close stores)."""
     ids = artefact_ids if isinstance(artefact_ids, str) else ", ".join(str(int(i)) for i in artefact_ids) or "NULL"
     known = [int(i) for (i,) in conn.exec_driver_sql(f"SELECT id FROM artefact WHERE id IN ({ids}) ORDER BY id")]
     listed = ", ".join(map(str, known)) or "NULL"
     small = artefact_parts(conn, backend, known, tuple(t for t in ARTEFACT_TABLES if t not in STREAMED_TABLES))
-    streams = {t: _ArtefactStreams(t) for t in STREAMED_TABLES}
+    streams = {t: _ArtefactStreams(t, chunks) for t in STREAMED_TABLES}
     for table, st in streams.items():
         if table == "chunk_gap":
             sql = f"SELECT x.artefact_id, x.request_idx, x.gaps FROM request_gaps x WHERE x.artefact_id IN ({listed}) AND {{range}}"
@@ -326,9 +328,10 @@ class _ArtefactStreams:
     in key order (an artefact's rows apart, or artefacts out of ascending order): that table is then read
     whole and sorted."""
 
-    def __init__(self, table: str) -> None:
+    def __init__(self, table: str, chunks: bool = False) -> None:
         cols = _cols(table)
         self.table, self.names, self.tags = table, [c.name for c in cols], [dg.tag_of(c) for c in cols]
+        self.chunks = chunks
         self.done: dict[int, HeldPart] = {}
         self.current: tuple[int, _Stream] | None = None
         self.broken = False
@@ -347,7 +350,7 @@ class _ArtefactStreams:
                     return
                 self._finish()
             if self.current is None:
-                self.current = (a, _Stream(self.table))
+                self.current = (a, _Stream(self.table, self.chunks))
             self.current[1].feed(data.slice(start, end - start))
             if self.current[1].broken:
                 self.broken = True
@@ -365,7 +368,7 @@ class _ArtefactStreams:
     def part(self, artefact_id: int) -> HeldPart:
         if self.current is not None:
             self._finish()
-        return self.done.get(artefact_id) or HeldPart(self.table, artefact_id, 0, [])
+        return self.done.get(artefact_id) or HeldPart(self.table, artefact_id, 0, [], [] if self.chunks else None)
 
 
 def full_part(conn: sa.Connection, backend: str, part: Part | HeldPart) -> Part:
@@ -417,6 +420,8 @@ class HeldPart:
     artefact_id: int
     count: int
     digests: list[bytes]
+    # per chunk its seal_part fields but the seal's id (:func:`seal_part_rows`), when the stream kept them
+    chunks: list[dict] | None = None
 
     @property
     def root(self) -> str:
@@ -428,11 +433,12 @@ class _Stream:
     import's hashing thread; a table that is not in key order across the pieces is *broken* and its
     part is read back from the database instead (:func:`store_artefact_digest`)."""
 
-    def __init__(self, table: str) -> None:
+    def __init__(self, table: str, chunks: bool = False) -> None:
         cols = _cols(table)
         self.table, self.names, self.tags = table, [c.name for c in cols], [dg.tag_of(c) for c in cols]
         self.keys = key_columns(table)
         self.digests: list[bytes] = []
+        self.chunks: list[dict] | None = [] if chunks else None  # seal_part fields per chunk (close)
         self.count = 0
         self.carry: pa.Table | None = None  # the rows after the last whole chunk (< dg.CHUNK)
         self.last: tuple | None = None  # the key of the last row seen
@@ -467,7 +473,11 @@ class _Stream:
             self.carry = data.slice(whole)
 
     def _hash(self, data: pa.Table) -> None:
-        self.digests += dg.chunk_digests(self.table, dg.columns(data, self.tags), data.num_rows)
+        cols, n = dg.columns(data, self.tags), data.num_rows
+        digests = dg.chunk_digests(self.table, cols, n)
+        if self.chunks is not None:
+            self.chunks += _chunk_fields(self.table, cols, n, digests, len(self.digests))
+        self.digests += digests
 
     def finish(self, artefact_id: int) -> HeldPart | None:
         if self.broken:
@@ -477,7 +487,7 @@ class _Stream:
             self.carry = None
         if self.artefacts - {artefact_id}:
             raise ValueError(f"held {self.table} rows name artefacts {sorted(self.artefacts)}, not only {artefact_id}")
-        return HeldPart(self.table, artefact_id, self.count, self.digests)
+        return HeldPart(self.table, artefact_id, self.count, self.digests, self.chunks)
 
 
 class HeldRows:
@@ -682,16 +692,28 @@ def _insert_digest_rows(conn: sa.Connection, parts: dict[int, list[Part | HeldPa
     conn.execute(sa.insert(m.ArtefactDigest), rows)
 
 
-def _keys_blob(part: Part, lo: int, hi: int) -> bytes:
+def _keys_blob(table: str, cols: list, lo: int, hi: int) -> bytes:
     """The chunk's primary keys: per key column its canonical values (digest encoding), zlib'd."""
     chunks = []
-    for k in key_columns(part.table):
-        c = next(c for c in part.cols if c.name.split(b"\x00")[0] == k.encode())
+    for k in key_columns(table):
+        c = next(c for c in cols if c.name.split(b"\x00")[0] == k.encode())
         if c.tag == "s":
             chunks.append(bytes(c.lengths[4 * lo : 4 * hi]) + bytes(c.data[c.offsets[lo] : c.offsets[hi]]))
         else:
             chunks.append(bytes(c.values[8 * lo : 8 * hi]))
     return zlib.compress(b"".join(chunks), 1)
+
+
+def _chunk_fields(table: str, cols: list, n: int, digests: list[bytes], first: int = 0) -> list[dict]:
+    """The seal_part fields (all but the seal and the part's names) of the chunks of ``n`` rows of
+    ``cols``, numbered from ``first``: rows, digest, keys and 64-bit row fingerprints."""
+    fps = memoryview(dg.fingerprints(cols, n).buffers()[1]) if n else memoryview(b"")
+    out = []
+    for i, d in enumerate(digests):
+        lo, hi = i * dg.CHUNK, min((i + 1) * dg.CHUNK, n)
+        out.append({"chunk_no": first + i, "row_count": hi - lo, "digest": d.hex(), "keys": _keys_blob(table, cols, lo, hi),
+                    "fingerprints": bytes(fps[8 * lo : 8 * hi])})  # fmt: skip
+    return out
 
 
 def decode_keys(table: str, blob: bytes, n: int) -> list[tuple]:
@@ -726,17 +748,19 @@ class PartRow:
     fingerprints: bytes
 
 
-def seal_part_rows(seal_id: int, part: Part) -> list[dict]:
-    fps = memoryview(dg.fingerprints(part.cols, part.count).buffers()[1]) if part.count else memoryview(b"")
-    rows = []
-    for i, d in enumerate(part.digests):
-        lo, hi = i * dg.CHUNK, min((i + 1) * dg.CHUNK, part.count)
-        rows.append({"seal_id": seal_id, "table_name": part.table, "artefact_id": part.artefact_id or 0, "chunk_no": i,
-                     "row_count": hi - lo, "digest": d.hex(), "keys": _keys_blob(part, lo, hi),
-                     "fingerprints": bytes(fps[8 * lo : 8 * hi])})  # fmt: skip
+def seal_part_rows(seal_id: int, part: Part | HeldPart) -> list[dict]:
+    """The ``seal_part`` rows of ``part``: one per chunk (a part streamed by close keeps its chunks'
+    fields, :func:`artefact_digest_parts`), or one row of no chunk for an empty part."""
+    if isinstance(part, Part):
+        chunks = _chunk_fields(part.table, part.cols, part.count, part.digests)
+    elif part.chunks is not None:
+        chunks = part.chunks
+    else:
+        raise ValueError(f"the {part.table} part of artefact {part.artefact_id} was hashed without its seal_part rows")
+    names = {"seal_id": seal_id, "table_name": part.table, "artefact_id": part.artefact_id or 0}
+    rows = [{**names, **c} for c in chunks]
     if not part.digests:
-        rows.append({"seal_id": seal_id, "table_name": part.table, "artefact_id": part.artefact_id or 0, "chunk_no": -1,
-                     "row_count": 0, "digest": dg.EMPTY_ROOT, "keys": b"", "fingerprints": b""})  # fmt: skip
+        rows.append({**names, "chunk_no": -1, "row_count": 0, "digest": dg.EMPTY_ROOT, "keys": b"", "fingerprints": b""})
     return rows
 
 
@@ -770,7 +794,7 @@ def diff_part(part: Part, stored: list[PartRow]) -> PartDiff:
     return d
 
 
-def counts_json(declared: list[Part], artefacts: dict[int, list[Part]]) -> str:
+def counts_json(declared: list[Part], artefacts: Mapping[int, Sequence[Part | HeldPart]]) -> str:
     counts: dict[str, int] = {t: 0 for t in (*DECLARED_TABLES, *ARTEFACT_TABLES) if t not in OPTIONAL_TABLES}
     for p in [*declared, *(p for ps in artefacts.values() for p in ps)]:
         counts[p.table] = counts.get(p.table, 0) + p.count

@@ -411,10 +411,11 @@ def _part_triples(parts: dict) -> dict[int, list[tuple[str, int, str]]]:
 
 def test_verify_hashes_the_large_tables_a_slice_at_a_time(ledger: Ledger, samples: Path, tmp_path: Path,
                                                           monkeypatch) -> None:  # noqa: ANN001
-    """`ledger verify` reads requests, chunk gaps, request values and hardware samples a slice at a time
-    (DuckDB's record batches; PostgreSQL's ranges of heap pages) and hashes them as they come: the same
-    counts and roots as reading every row at once, with slices that cut artefacts anywhere (5 rows; one
-    page on PostgreSQL), and no streamed table read whole (one day of dmon on 16 GPUs: 4.5 GB -> 0.53 GB)."""
+    """`ledger verify` and `close` read requests, chunk gaps, request values and hardware samples a slice at
+    a time (DuckDB's record batches; PostgreSQL's ranges of heap pages) and hash them as they come: the same
+    counts, roots and seal_part rows as reading every row at once, with slices that cut artefacts and chunks
+    anywhere (5 rows, one page on PostgreSQL; chunks of 3), and no streamed table read whole (one day of dmon
+    on 16 GPUs: verify 4.5 GB -> 0.53 GB, close 4.5 GB -> 1.0 GB on DuckDB)."""
     from bench_ledger import seal3 as s3
 
     cli("import", bench_json(tmp_path / "a.json", 12), bench_json(tmp_path / "b.json", 9, date="20260707-110000"),
@@ -439,6 +440,20 @@ def test_verify_hashes_the_large_tables_a_slice_at_a_time(ledger: Ledger, sample
     counts = {t: sum(c for ps in whole.values() for tt, c, _ in ps if tt == t) for t in s3.STREAMED_TABLES}
     assert all(n > 5 for n in counts.values()), counts  # every streamed table spans several slices
     assert "batch s (open): ok, 4 artefact(s) match their import digests over" in cli("verify", "--db", ledger.url).output
+    # close keeps each streamed chunk's seal_part fields: the rows a whole part gives, chunks cut by slices
+    from bench_ledger import digest as dg
+
+    def rows(parts: dict) -> list[dict]:
+        return [r for ps in parts.values() for p in ps for r in s3.seal_part_rows(7, p)]
+
+    with monkeypatch.context() as mp, ledger.connection() as conn:
+        mp.setattr(dg, "CHUNK", 3)  # chunks of 3 rows: many per part, cut anywhere by the 5-row slices
+        streamed_rows = rows(s3.artefact_digest_parts(conn, ledger.backend, ids, chunks=True))
+        assert streamed_rows == rows(real(conn, ledger.backend, ids))
+    assert len(streamed_rows) > 40
+    cli("close", "s", "--db", ledger.url)  # in 5-row slices too
+    assert {t for ts in read_whole for t in ts} & set(s3.STREAMED_TABLES) == set()
+    assert "batch s: ok, seal" in cli("verify", "--db", ledger.url).output
 
 
 def test_verify_reads_a_table_out_of_key_order_whole(ledger: Ledger, tmp_path: Path) -> None:
