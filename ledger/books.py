@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -130,7 +130,7 @@ def close_batch(ledger: Ledger, name: str, seal_file: Path | None = None) -> Sea
             conn = s.connection()
             declared, arts = _batch_parts(conn, ledger.backend, batch.id, chunks=True)  # chunks' seal_part fields, not rows
             unchecked: list[str] = []
-            changed = _import_digest_problems(s, arts, lambda p: s3.full_part(conn, ledger.backend, p), unchecked)
+            changed = _import_digest_problems(s, conn, ledger.backend, arts, unchecked)
             if changed:
                 raise Refused("R10", f"close batch {name!r}", "rows changed behind the ledger since their import: "
                               + "; ".join(changed[:5]), "find them with `ledger verify`; import the data again into a new batch")  # fmt: skip
@@ -181,10 +181,10 @@ def _import_digests(s: Session, artefact_ids: list[int]) -> dict[tuple[int, str]
     return {(r.artefact_id, r.table_name): r for r in rows}
 
 
-def _import_digest_problems(s: Session, arts: Mapping[int, Sequence[s3.Part | s3.HeldPart]],
-                            full: Callable[[Any], s3.Part], unchecked: list[str] | None = None) -> list[str]:  # fmt: skip
-    """Each artefact part against the digest its import stored: what differs (table, rows; ``full`` gives a
-    part that differs with its rows).
+def _import_digest_problems(s: Session, conn: sa.Connection, backend: str, arts: Mapping[int, Sequence[s3.Part | s3.HeldPart]],
+                            unchecked: list[str] | None = None) -> list[str]:  # fmt: skip
+    """Each artefact part against the digest its import stored: what differs (table, rows: a part that
+    differs is read back whole to name them, :func:`seal3.full_part`).
 
     An artefact with no stored digest at all cannot be compared: it goes to ``unchecked`` (with
     why) when given, else it is a problem too -- never skipped in silence (fail closed)."""
@@ -199,7 +199,7 @@ def _import_digest_problems(s: Session, arts: Mapping[int, Sequence[s3.Part | s3
             if st is None:
                 out.append(f"artefact {a}: no import digest for table {p.table}")
             elif (st.row_count, st.root) != (p.count, p.root):
-                out.append(f"artefact {a}, table {p.table}: " + _chunk_ranges(full(p), st))  # its rows, to name them
+                out.append(f"artefact {a}, table {p.table}: " + _chunk_ranges(s3.full_part(conn, backend, p), st))
     return out
 
 
@@ -362,7 +362,7 @@ def _open_check(conn: sa.Connection, backend: str, s: Session, name: str, artefa
     arts = s3.artefact_digest_parts(conn, backend, artefact_ids)
     unchecked: list[str] = []
     check = BatchCheck(name, None, sum(p.count for ps in arts.values() for p in ps),
-                       _import_digest_problems(s, arts, lambda p: s3.full_part(conn, backend, p), unchecked),
+                       _import_digest_problems(s, conn, backend, arts, unchecked),
                        is_open=True, unchecked=unchecked)  # fmt: skip
     check.artefacts = len({a for a, _ in _import_digests(s, list(arts))})
     return check
@@ -430,7 +430,7 @@ def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Se
             if line.get("digest") != seal.digest or line.get("merkle_root") != seal.merkle_root:
                 check.problems.append("the seal file's line differs from the ledger's seal row (digest or merkle_root)")
     if scheme == s3.SCHEME:
-        _check_parts(s, seal, parts, check, lambda p: s3.full_part(conn, backend, p))
+        _check_parts(s, conn, backend, seal, parts, check)
         return check
     check.problems.extend(_stored_leaf_problems(s, seal))
     stored_roots = json.loads(seal.table_roots)
@@ -445,10 +445,10 @@ def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Se
     return check
 
 
-def _check_parts(s: Session, seal: m.Seal, parts: list[s3.Part | s3.HeldPart], check: BatchCheck,
-                 full: Callable[[s3.Part | s3.HeldPart], s3.Part]) -> None:  # fmt: skip
+def _check_parts(s: Session, conn: sa.Connection, backend: str, seal: m.Seal, parts: list[s3.Part | s3.HeldPart],
+                 check: BatchCheck) -> None:  # fmt: skip
     """Scheme 3: the stored parts must rebuild the seal row, and each part must match its stored root
-    (a part that does not is read back whole by ``full``, to name its rows)."""
+    (a part that does not is read back whole, :func:`seal3.full_part`, to name its rows)."""
     from bench_ledger.digest import root_of
 
     stored_roots: dict[str, list] = json.loads(seal.table_roots)
@@ -482,7 +482,7 @@ def _check_parts(s: Session, seal: m.Seal, parts: list[s3.Part | s3.HeldPart], c
     for key, p in current.items():
         if stored_roots.get(key) == [p.count, p.root]:
             continue
-        d = s3.diff_part(full(p), rows.get(key, []))
+        d = s3.diff_part(s3.full_part(conn, backend, p), rows.get(key, []))
         if d.changed or d.missing or d.added:
             check.diffs.append(TableDiff(p.table, [list(k) for k in d.changed], [list(k) for k in d.missing],
                                          [list(k) for k in d.added]))  # fmt: skip

@@ -285,9 +285,9 @@ def artefact_digest_parts(conn: sa.Connection, backend: str, artefact_ids: list[
                           chunks: bool = False) -> dict[int, list[Part | HeldPart]]:  # fmt: skip
     """What :func:`artefact_parts` gives the artefacts' digests (every part's count and chunk digests,
     of the same rows read back), without holding a large table's rows: the :data:`STREAMED_TABLES` are
-    read a slice at a time (:func:`_slices`) and hashed as they come (:class:`PooledRows`, which checks
-    that they come in key order, artefact by artefact); where they do not, that table is read whole and
-    sorted, as :func:`artefact_parts` reads it. Why: ``ledger verify`` of one day of ``nvidia-smi dmon``
+    read a slice at a time (:func:`_slices`, :func:`_gap_slices`) and hashed as they come
+    (:class:`_ArtefactStreams`, which checks that they come in key order, artefact by artefact); where
+    they do not, that table is read whole and sorted, as :func:`artefact_parts` reads it. Why: ``ledger verify`` of one day of ``nvidia-smi dmon``
     on 16 GPUs (16.6M hardware samples, one artefact) held every row at once: 4.5 GB (DuckDB). A part
     here has no rows; :func:`full_part` reads one back where a difference is to be shown. With
     ``chunks`` each streamed part also keeps its chunks' seal_part fields (what close stores)."""
