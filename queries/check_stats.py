@@ -24,14 +24,20 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from operator import itemgetter
 from typing import NamedTuple
 
 from bench_ledger.queries.exact_column import ExactColumn
-from bench_ledger.queries.metrics_requests import exact_sum, mean, percentile_linear, sum_of_squares_about_mean
+from bench_ledger.queries.metrics_requests import (
+    exact_sum,
+    mean,
+    percentile_linear,
+    ratio_sum,
+    sum_of_squares_about_mean,
+)
 
 
 class NotDerivable(Exception):
@@ -67,15 +73,6 @@ def _pdf(s: Sequence[Fraction]) -> tuple[Sequence[Fraction], list[float]]:
     return pdf.values, pdf.probs
 
 
-def _ratio_sum(terms: Iterable[tuple[int, int]]) -> Fraction:
-    """The exact sum of the rationals n/d of ``terms`` ((n, d) pairs, d > 0): numerators added as
-    integers per denominator, as :func:`exact_sum` adds Fractions (no Fraction made per term)."""
-    by_den: dict[int, int] = {}
-    for n, d in terms:
-        by_den[d] = by_den.get(d, 0) + n
-    return sum((Fraction(n, d) for d, n in by_den.items()), Fraction(0))
-
-
 class Pdf(NamedTuple):
     """guidellm's PDF: the distinct values in order, each one's probability as numpy computes it
     (float(weight) / float(total)), its exact weight, and the exact total of the weights."""
@@ -103,7 +100,7 @@ def weighted_pdf(pairs: Sequence[tuple[Fraction, Fraction]]) -> Pdf:
             got.append(w)
     kept: list[tuple[float, Fraction, Fraction]] = []
     for (n, d), (v, *ws) in merged.items():
-        w = ws[0] if len(ws) == 1 else _ratio_sum((x.numerator, x.denominator) for x in ws)
+        w = ws[0] if len(ws) == 1 else ratio_sum((x.numerator, x.denominator) for x in ws)
         if w.numerator > 0:
             kept.append((n / d, v, w if type(w) is Fraction else Fraction(w)))
     kept.sort(key=itemgetter(0))
@@ -113,7 +110,7 @@ def weighted_pdf(pairs: Sequence[tuple[Fraction, Fraction]]) -> Pdf:
             break
     values = [v for _, v, _ in kept]
     weights = [w for _, _, w in kept]
-    total = _ratio_sum((w.numerator, w.denominator) for w in weights)
+    total = ratio_sum((w.numerator, w.denominator) for w in weights)
     if total <= Fraction(1, 10**6):
         weights = [Fraction(1)] * len(values)
         total = Fraction(len(values))
@@ -163,7 +160,7 @@ def guidellm_stat(pairs: Sequence[tuple[Fraction, Fraction]], stat: str, count: 
     def mean_() -> Fraction:
         if "mu" not in memo:
             # Σ v·w / Σ w: the probability-weighted mean, exactly (q = w / total)
-            memo["mu"] = _ratio_sum((v.numerator * w.numerator, v.denominator * w.denominator)
+            memo["mu"] = ratio_sum((v.numerator * w.numerator, v.denominator * w.denominator)
                                     for v, w in zip(values, weights, strict=True)) / total  # fmt: skip
         return memo["mu"]
 
@@ -184,7 +181,7 @@ def guidellm_stat(pairs: Sequence[tuple[Fraction, Fraction]], stat: str, count: 
     if stat in ("variance", "std_dev"):
         mu = mean_()
         # Σ q·(v - mu)² = Σ q·v² - mu² (Σ q = 1, Σ q·v = mu): the same rational, one product per value
-        var = _ratio_sum((v.numerator * v.numerator * w.numerator, v.denominator * v.denominator * w.denominator)
+        var = ratio_sum((v.numerator * v.numerator * w.numerator, v.denominator * v.denominator * w.denominator)
                          for v, w in zip(values, weights, strict=True)) / total - mu * mu  # fmt: skip
         return var if stat == "variance" else Fraction(math.sqrt(var))
     if stat == "median":

@@ -69,10 +69,15 @@ def exact_sum(values: Iterable[Fraction | int]) -> Fraction:
     an :class:`ExactColumn` adds its integer mantissas per exponent."""
     if isinstance(values, ExactColumn):
         return values.exact_sum()
+    return ratio_sum((v.numerator, v.denominator) for v in values)
+
+
+def ratio_sum(terms: Iterable[tuple[int, int]]) -> Fraction:
+    """The exact sum of the rationals n/d of ``terms`` ((n, d) pairs, d > 0), no Fraction made per
+    term: numerators added as integers per denominator (values from floats share a few powers of two)."""
     by_den: dict[int, int] = {}
-    for v in values:
-        d = v.denominator
-        by_den[d] = by_den.get(d, 0) + v.numerator
+    for n, d in terms:
+        by_den[d] = by_den.get(d, 0) + n
     return sum((Fraction(n, d) for d, n in by_den.items()), Fraction(0))
 
 
@@ -81,11 +86,7 @@ def sum_of_squares_about_mean(values: Sequence[Fraction]) -> Fraction:
     if isinstance(values, ExactColumn):
         total = values.exact_sum_of_squares()
     else:
-        by_den: dict[int, int] = {}
-        for v in values:
-            d = v.denominator
-            by_den[d * d] = by_den.get(d * d, 0) + v.numerator * v.numerator
-        total = sum((Fraction(n, d) for d, n in by_den.items()), Fraction(0))
+        total = ratio_sum((v.numerator * v.numerator, v.denominator * v.denominator) for v in values)
     mu = mean(values)
     return total - len(values) * mu * mu
 
