@@ -294,7 +294,10 @@ def artefact_digest_parts(conn: sa.Connection, backend: str, artefact_ids: list[
     ids = artefact_ids if isinstance(artefact_ids, str) else ", ".join(str(int(i)) for i in artefact_ids) or "NULL"
     known = [int(i) for (i,) in conn.exec_driver_sql(f"SELECT id FROM artefact WHERE id IN ({ids}) ORDER BY id")]
     listed = ", ".join(map(str, known)) or "NULL"
-    small = artefact_parts(conn, backend, known, tuple(t for t in ARTEFACT_TABLES if t not in STREAMED_TABLES))
+    others = tuple(t for t in ARTEFACT_TABLES if t not in STREAMED_TABLES)
+    # the other tables as artefact_parts reads them; without chunks as digests only, each table's columns
+    # encoded once for all the artefacts (artefact_part_digests) rather than a Part per artefact and table
+    small = artefact_parts(conn, backend, known, others) if chunks else artefact_part_digests(conn, backend, known, others)
     streams = {t: _ArtefactStreams(t, chunks) for t in STREAMED_TABLES}
     for table, st in streams.items():
         if table == "chunk_gap":
