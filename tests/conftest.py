@@ -39,6 +39,10 @@ import pytest
 # (__pycache__ is ignored by git); pytest_configure writes the package's before the workers start, for the
 # processes the tests start, which read bytecode but do not write it.
 sys.dont_write_bytecode = False
+# A bug (an exception none of the ledger's own) reaches a user as one line and exit 70; in the tests it
+# propagates with its traceback instead (into CliRunner's result.exception, or a child's stderr), so a
+# crash reads as a crash. tests/test_cli_core.py unsets it to test what a user sees.
+os.environ["LEDGER_DEBUG"] = "1"
 
 import sqlalchemy as sa  # noqa: E402
 from bench_ledger.store import Ledger  # noqa: E402

@@ -122,3 +122,30 @@ def test_manifest_schema_is_published_and_documents_every_field() -> None:
     for name, node in [("Manifest", schema), *schema["$defs"].items()]:
         for field, spec in node.get("properties", {}).items():
             assert "description" in spec, f"{name}.{field} has no description"
+
+
+def test_a_bug_reaches_the_user_as_one_line_and_exit_70(ledger_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No traceback reaches a user: an exception that is none of the ledger's own (a bug) prints one line
+    naming it, and exit 70; LEDGER_DEBUG=1 (which the suite sets) lets it propagate with its traceback."""
+
+    def boom(self) -> None:
+        raise ZeroDivisionError("division by zero\nsecond line")
+
+    monkeypatch.setattr(Ledger, "require_schema", boom)
+    monkeypatch.delenv("LEDGER_DEBUG")
+    res = CliRunner().invoke(main, ["batches", "--db", ledger_url])
+    assert res.exit_code == 70
+    assert isinstance(res.exception, SystemExit)
+    assert res.output == (
+        "internal error: ZeroDivisionError: division by zero\n"
+        "  this is a bug in bench-ledger, not a verdict on your input; run the command again with\n"
+        "  LEDGER_DEBUG=1 to print the traceback, and report it\n"
+    )
+    monkeypatch.setenv("LEDGER_DEBUG", "1")
+    res = CliRunner().invoke(main, ["batches", "--db", ledger_url])
+    assert isinstance(res.exception, ZeroDivisionError)
+
+
+def test_click_usage_errors_keep_their_own_exit_code(ledger_url: str) -> None:
+    res = CliRunner().invoke(main, ["metrics", "--db", ledger_url, "--no-such-option"])
+    assert res.exit_code == 2 and "Error: No such option '--no-such-option'." in res.output

@@ -4,12 +4,15 @@ Each command parses its options, opens the ledger, calls one function of ``ledge
 ``importers`` or ``queries`` and renders the result. This module is the only part of the
 ``ledger`` package that imports ``importers`` and ``queries`` (it is the shell, not the core).
 
-Exit codes: 0 ok, 1 failure, 2 usage error, 3 refused by a rule of the rulebook, 130 interrupted (Ctrl-C).
+Exit codes: 0 ok, 1 failure, 2 usage error, 3 refused by a rule of the rulebook, 70 internal error (a
+bug in bench-ledger: one line names the exception; LEDGER_DEBUG=1 lets it propagate with its traceback),
+130 interrupted (Ctrl-C).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
@@ -18,7 +21,9 @@ import click
 from bench_ledger.errors import LedgerError, Refused, UsageError
 
 EXIT_FAILURE, EXIT_USAGE, EXIT_REFUSED = 1, 2, 3
+EXIT_INTERNAL = 70  # EX_SOFTWARE of sysexits.h: the exception was none of the ledger's own
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+INTERRUPTED = "interrupted (Ctrl-C): nothing of the unfinished command was written"
 MAX_CELL = 80  # characters of one table cell; longer ones end in '…' (--json prints them whole)
 
 
@@ -29,7 +34,7 @@ class LedgerGroup(click.Group):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt:
-            click.echo("interrupted (Ctrl-C): nothing of the unfinished command was written", err=True)
+            click.echo(INTERRUPTED, err=True)
             ctx.exit(EXIT_INTERRUPTED)
         except Refused as exc:
             click.echo(f"refused ({exc.rule}): {exc.asked}\n  why: {exc.why}\n  instead: {exc.instead}", err=True)
@@ -39,15 +44,26 @@ class LedgerGroup(click.Group):
             ctx.exit(EXIT_USAGE)
         except LedgerError as exc:
             if exc.__cause__ is not None and _interrupt(exc.__cause__):
-                click.echo("interrupted (Ctrl-C): nothing of the unfinished command was written", err=True)
+                click.echo(INTERRUPTED, err=True)
                 ctx.exit(EXIT_INTERRUPTED)
             click.echo(f"error: {exc}", err=True)
             ctx.exit(EXIT_FAILURE)
+        except (click.exceptions.Exit, click.ClickException, click.Abort):
+            raise  # click's own: exit codes and usage errors it prints itself
         except Exception as exc:
-            if not _interrupt(exc):
+            if _interrupt(exc):
+                click.echo(INTERRUPTED, err=True)
+                ctx.exit(EXIT_INTERRUPTED)
+            if os.environ.get("LEDGER_DEBUG") == "1":
                 raise
-            click.echo("interrupted (Ctrl-C): nothing of the unfinished command was written", err=True)
-            ctx.exit(EXIT_INTERRUPTED)
+            first = (str(exc).splitlines() or ["(no message)"])[0]
+            click.echo(
+                f"internal error: {type(exc).__name__}: {first}\n"
+                "  this is a bug in bench-ledger, not a verdict on your input; run the command again with\n"
+                "  LEDGER_DEBUG=1 to print the traceback, and report it",
+                err=True,
+            )
+            ctx.exit(EXIT_INTERNAL)
 
 
 def _interrupt(exc: BaseException) -> bool:
