@@ -26,7 +26,7 @@ from bench_ledger import models as m
 from bench_ledger.books import current
 from bench_ledger.counters import POWER_COUNTERS, kind_of, meaning_of
 from bench_ledger.errors import NotFound, UsageError
-from bench_ledger.queries.metrics_hardware import HS, LF, POWER_STATS, across_cards, power_metric, read_cards
+from bench_ledger.queries.metrics_hardware import HS, LF, across_cards, read_cards
 from bench_ledger.queries.metrics_requests import mean
 from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger
@@ -183,15 +183,16 @@ def hardware_view(ledger: Ledger, batch: str) -> HardwareView:
         bid = conn.execute(sa.select(B.c.id).where(B.c.name == batch)).scalar()
         if bid is None:
             raise NotFound(f"no batch named {batch!r}; `ledger batches` lists them")
-        arts = conn.execute(
+        groups = read_cards(conn, [HS.c.artefact_id.in_(sa.select(A.c.id).where(A.c.batch_id == bid))])
+        arts = conn.execute(  # the batch's files that hold samples: those the samples' groups name
             sa.select(A.c.id, A.c.file_name, A.c.format, A.c.node, A.c.note)
-            .where(A.c.batch_id == bid, sa.exists().where(HS.c.artefact_id == A.c.id)).order_by(A.c.id)
+            .where(A.c.id.in_(sorted({g.artefact_id for g in groups}))).order_by(A.c.id)
         ).all()  # fmt: skip
         cards: list[CardCounter] = []
         units_of: dict[str, set[str]] = {}
         cards_of: dict[str, set[str]] = {}
         fmt = {a.id: a.format for a in arts}
-        for g in read_cards(conn, [HS.c.artefact_id.in_(list(fmt))]) if arts else []:
+        for g in groups:
             vals = g.values  # exact: each printed value is one binary rational (ExactColumn)
             mu = mean(vals) if len(vals) else None
             counter, card, unit = g.counter, g.card, g.unit
@@ -214,11 +215,10 @@ def hardware_view(ledger: Ledger, batch: str) -> HardwareView:
         ac = AcrossCards(counter=counter, unit=", ".join(units), quantity_kind=kind, meaning=meaning_of(counter), cards=len(cards_of[counter]),
                          allowed=allowed, rule=rule, why=why)  # fmt: skip
         if counter in POWER_COUNTERS:
-            from bench_ledger.queries.metrics import evaluate_metric
+            from bench_ledger.queries.metrics import evaluate_power
 
-            for name, _ in POWER_STATS:
-                v = evaluate_metric(ledger, power_metric(name, counter), Scope(batch=batch))
-                ac.values.append({"metric": name, "value": None if v.value is None else float(v.value),
+            for v in evaluate_power(ledger, counter, Scope(batch=batch)):
+                ac.values.append({"metric": v.metric, "value": None if v.value is None else float(v.value),
                                   "exact": None if v.value is None else str(v.value), "unit": v.unit,
                                   "flag": v.flag, "na_reason": v.na_reason,
                                   "inputs": {k: v.inputs[k] for k in ("aligned_by", "ticks", "at") if k in v.inputs}})  # fmt: skip

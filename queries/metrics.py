@@ -36,7 +36,13 @@ from bench_ledger.books import current, require_current
 from bench_ledger.errors import LedgerError, NotFound, Refused
 from bench_ledger.gcpause import gc_paused
 from bench_ledger.queries.metrics_batch import RunRef, batch_values, supported
-from bench_ledger.queries.metrics_hardware import hardware_metrics, parse_window
+from bench_ledger.queries.metrics_hardware import (
+    POWER_STATS,
+    hardware_metrics,
+    parse_window,
+    power_metric,
+    power_values,
+)
 from bench_ledger.queries.metrics_reported import fill_reported
 from bench_ledger.queries.metrics_requests import Ctx, Dist, Metric, percentile_linear, request_metrics
 from bench_ledger.queries.values import MetricValue, Scope
@@ -180,6 +186,14 @@ def evaluate_metric(ledger: Ledger, mt: Metric, scope: Scope) -> MetricValue:
     with ledger.connection() as conn:
         ctx = _resolve(conn, scope, mt)
         return mt.value(conn, ctx)
+
+
+def evaluate_power(ledger: Ledger, counter: str, scope: Scope) -> list[MetricValue]:
+    """The three power metrics (:data:`metrics_hardware.POWER_STATS`, R14) of one power counter on one scope,
+    as :func:`evaluate_metric` gives each, from one resolution of the scope and one read of the samples."""
+    metrics = [power_metric(name, counter) for name, _ in POWER_STATS]
+    with ledger.connection() as conn:
+        return power_values(conn, _resolve(conn, scope, metrics[0]), metrics, counter)
 
 
 class Evaluator:

@@ -22,11 +22,10 @@ Why it is built this way:
 
 from __future__ import annotations
 
-import math
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
 from typing import Any
@@ -35,8 +34,8 @@ import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.counters import DMON, POWER_COUNTERS
 from bench_ledger.queries.exact_column import ExactColumn
-from bench_ledger.queries.metrics_batch import array_rows, tuples
-from bench_ledger.queries.metrics_requests import Ctx, Metric, derived, mean, na
+from bench_ledger.queries.metrics_batch import array_rows
+from bench_ledger.queries.metrics_requests import Ctx, Metric, MetricValue, derived, mean, na
 
 HS = m.HardwareSample.__table__
 LF = m.LogFact.__table__
@@ -215,59 +214,108 @@ def power(stat: str, counter: str | None = None) -> Callable:
     ``counter`` names the power counter; None takes the scope's only one (several: n/a, R14)."""
 
     def compute(conn: sa.Connection, ctx: Ctx, metric: Metric):
-        chosen = counter
-        if chosen is None:
-            present = power_counters_in(conn, ctx.hw_artefact_ids)
-            if len(present) > 1:
-                return na(metric, ctx, f"several power counters in this scope ({', '.join(present)}): average and "
-                          "instantaneous power are different counters, never combined (R14); `ledger hardware` "
-                          "shows each", counters=present)  # fmt: skip
-            chosen = present[0] if present else "pwr"
-        bad, groups, unit = _load(conn, ctx, metric, chosen)
-        if bad:
-            return bad
-        cards = _per_card(groups)
-        empty = [c for c, v in cards.items() if not len(v)]
-        if empty:
-            return na(metric, ctx, f"cards with no power value: {empty}")
-        base: dict[str, Any] = dict(cards=len(cards), artefacts=ctx.hw_artefact_ids, counter=chosen)
-        if stat == "sum_of_means":
-            return derived(metric, ctx, sum((mean(v) for v in cards.values()), Fraction(0)), unit=unit,
-                           per_card_mean={c: float(mean(v)) for c, v in cards.items()}, **base)  # fmt: skip
-        if stat == "sum_of_peaks":
-            peaks = {c: _max(v) for c, v in cards.items()}
-            return derived(metric, ctx, sum(peaks.values(), Fraction(0)), unit=unit,
-                           per_card_peak={c: float(v) for c, v in peaks.items()}, **base)  # fmt: skip
-        every = [g for gs in groups.values() for g in gs]
-        timed = all(g.timed for g in every)
-        nodes = {g.node or f"artefact{g.artefact_id}" for g in every}
-        files = {g.artefact_id for g in every}  # the files that hold this counter, not every sampled file
-        if not timed and (len(nodes) > 1 or len(files) > 1):
-            return na(metric, ctx, "samples of several nodes/files without timestamps: ticks align across "
-                      "nodes only by time (-o DT)", **base)  # fmt: skip
-        # each aligned tick's printed values per card (a card's later row at a tick replaces its earlier one),
-        # the ticks in the order they first occur; summed exactly only where the correctly rounded sum is the
-        # largest: an exact sum's rounding never reverses the order of two sums (fsum rounds correctly)
-        ticks: dict[object, dict[str, float]] = defaultdict(dict)
-        names: dict[tuple, str] = {}
-        stmt = (sa.select(HS.c.ts if timed else HS.c.tick, HS.c.artefact_id, HS.c.node, HS.c.gpu, HS.c.value)
-                .where(*_where(ctx.hw_artefact_ids, chosen, ctx.window), HS.c.value.is_not(None))
-                .order_by(HS.c.artefact_id, HS.c.tick, HS.c.gpu))  # fmt: skip
-        for key, art, node, gpu, value in tuples(conn, stmt):
-            card = names.get((art, node, gpu))
-            if card is None:
-                card = names[(art, node, gpu)] = card_of(art, node, gpu)
-            ticks[key][card] = value
-        full = {k: math.fsum(v.values()) for k, v in ticks.items() if len(v) == len(cards)}
-        if not full:
-            return na(metric, ctx, "no tick at which every card printed its power", **base)
-        top = max(full.values())
-        exact = {k: sum((Fraction(x) for x in ticks[k].values()), Fraction(0)) for k, v in full.items() if v == top}
-        key = max(exact, key=lambda k: exact[k])
-        return derived(metric, ctx, exact[key], unit=unit, aligned_by="timestamp" if timed else "tick index",
-                       ticks=len(full), ticks_incomplete=len(ticks) - len(full), at=str(key), **base)  # fmt: skip
+        return power_values(conn, ctx, [metric], counter)[0]
 
     return compute
+
+
+def power_values(conn: sa.Connection, ctx: Ctx, metrics: list[Metric], counter: str | None) -> list[MetricValue]:
+    """The power ``metrics`` (each one of :data:`POWER_STATS`) on one resolved scope, from one read of the
+    counter's samples: what :func:`power` computes for each, metric by metric."""
+    chosen = counter
+    if chosen is None:
+        present = power_counters_in(conn, ctx.hw_artefact_ids)
+        if len(present) > 1:
+            return [na(mt, ctx, f"several power counters in this scope ({', '.join(present)}): average and "
+                       "instantaneous power are different counters, never combined (R14); `ledger hardware` "
+                       "shows each", counters=present) for mt in metrics]  # fmt: skip
+        chosen = present[0] if present else "pwr"
+    bad, groups, unit = _load(conn, ctx, metrics[0], chosen)
+    if bad:
+        return [na(mt, ctx, bad.na_reason or "", **bad.inputs) for mt in metrics]
+    cards = _per_card(groups)
+    empty = [c for c, v in cards.items() if not len(v)]
+    if empty:
+        return [na(mt, ctx, f"cards with no power value: {empty}") for mt in metrics]
+    out = []
+    for mt in metrics:
+        base: dict[str, Any] = dict(cards=len(cards), artefacts=ctx.hw_artefact_ids, counter=chosen)
+        stat = dict(POWER_STATS)[mt.name]
+        if stat == "sum_of_means":
+            out.append(derived(mt, ctx, sum((mean(v) for v in cards.values()), Fraction(0)), unit=unit,
+                               per_card_mean={c: float(mean(v)) for c, v in cards.items()}, **base))  # fmt: skip
+        elif stat == "sum_of_peaks":
+            peaks = {c: _max(v) for c, v in cards.items()}
+            out.append(derived(mt, ctx, sum(peaks.values(), Fraction(0)), unit=unit,
+                               per_card_peak={c: float(v) for c, v in peaks.items()}, **base))  # fmt: skip
+        else:
+            out.append(_peak_of_sum(conn, ctx, mt, chosen, groups, unit, base))
+    return out
+
+
+def _epoch_us(conn: sa.Connection, ts: sa.ColumnElement) -> sa.ColumnElement:
+    """A timestamp as microseconds since 1970 in a DOUBLE: exact (an integer below 2^53), and one array
+    type for both backends' readers (:func:`array_rows`)."""
+    if conn.dialect.name == "duckdb":
+        return sa.cast(sa.func.epoch_us(ts), sa.Float)
+    return sa.cast(sa.extract("epoch", ts) * 1_000_000, sa.Float)  # PostgreSQL: EXTRACT is numeric (exact)
+
+
+def _peak_of_sum(conn: sa.Connection, ctx: Ctx, metric: Metric, counter: str,
+                 groups: dict[str, list[CardSamples]], unit: str, base: dict[str, Any]) -> MetricValue:  # fmt: skip
+    """The peak over aligned ticks of the sum over cards (R14). A tick is a timestamp (every row has one,
+    ``-o DT``) or else a tick index within one file; a card's later row at a tick (by tick, then line)
+    replaces its earlier one; only ticks at which every card printed count; of equal sums the tick that
+    occurs first (rows in file, tick, card and line order) is named. Read as one array per file and card,
+    the sums taken in numpy: the sums within the float sum's error bound of the largest are then summed
+    exactly, and the largest exact sum is the value (the rounded sums only choose which to sum exactly)."""
+    import numpy as np
+    from sqlalchemy.dialects.postgresql import aggregate_order_by
+
+    every = [g for gs in groups.values() for g in gs]
+    timed = all(g.timed for g in every)
+    nodes = {g.node or f"artefact{g.artefact_id}" for g in every}
+    files = {g.artefact_id for g in every}  # the files that hold this counter, not every sampled file
+    if not timed and (len(nodes) > 1 or len(files) > 1):
+        return na(metric, ctx, "samples of several nodes/files without timestamps: ticks align across "
+                  "nodes only by time (-o DT)", **base)  # fmt: skip
+    names = list(groups)
+    index = {name: i for i, name in enumerate(names)}
+
+    def agg(col: sa.ColumnElement) -> sa.ColumnElement:
+        return sa.func.array_agg(aggregate_order_by(sa.cast(col, sa.Float), HS.c.tick, HS.c.line))
+
+    key = _epoch_us(conn, HS.c.ts) if timed else HS.c.tick
+    stmt = (sa.select(HS.c.artefact_id, HS.c.node, HS.c.gpu, agg(key).label("k"), agg(HS.c.tick).label("t"),
+                      agg(HS.c.line).label("l"), agg(HS.c.value).label("v"))
+            .where(*_where(ctx.hw_artefact_ids, counter, ctx.window), HS.c.value.is_not(None))
+            .group_by(HS.c.artefact_id, HS.c.node, HS.c.gpu))  # fmt: skip
+    rows = array_rows(conn, stmt)
+    if not rows:
+        return na(metric, ctx, "no tick at which every card printed its power", **base)
+    col = {c: np.concatenate([r[c] for r in rows]) for c in ("k", "t", "l", "v")}
+    art = np.concatenate([np.full(len(r["v"]), r["artefact_id"], np.int64) for r in rows])
+    gpu = np.concatenate([np.full(len(r["v"]), r["gpu"], np.int64) for r in rows])
+    card = np.concatenate([np.full(len(r["v"]), index[card_of(r["artefact_id"], r["node"], r["gpu"])], np.int64)
+                           for r in rows])  # fmt: skip
+    order = np.lexsort((col["l"], gpu, col["t"], art))  # rows in file, tick, card and line order
+    k, v, card = col["k"][order], col["v"][order], card[order]
+    keys, first, kid = np.unique(k, return_index=True, return_inverse=True)
+    pair = kid * len(names) + card
+    _, rev = np.unique(pair[::-1], return_index=True)
+    last = len(pair) - 1 - rev  # each (tick, card)'s last row
+    kl, vl = kid[last], v[last]
+    full = np.bincount(kl, minlength=len(keys)) == len(names)
+    if not full.any():
+        return na(metric, ctx, "no tick at which every card printed its power", **base)
+    rounded = np.bincount(kl, weights=vl, minlength=len(keys))
+    error = len(names) * 2.0**-52 * float(np.bincount(kl, weights=np.abs(vl), minlength=len(keys))[full].max())
+    near = np.flatnonzero(full & (rounded >= rounded[full].max() - 2 * error))
+    exact = {int(i): sum((Fraction(float(x)) for x in vl[kl == i]), Fraction(0)) for i in near[np.argsort(first[near])]}
+    best = max(exact, key=lambda i: exact[i])  # of equal sums the first to occur
+    at = datetime(1970, 1, 1) + timedelta(microseconds=int(keys[best])) if timed else int(keys[best])
+    return derived(metric, ctx, exact[best], unit=unit, aligned_by="timestamp" if timed else "tick index",
+                   ticks=int(full.sum()), ticks_incomplete=int(len(keys) - full.sum()), at=str(at), **base)  # fmt: skip
 
 
 POWER_STATS = (("power_sum_of_card_means_w", "sum_of_means"), ("power_peak_of_sum_w", "peak_of_sum"),

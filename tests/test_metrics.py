@@ -381,3 +381,53 @@ def test_named_card_reads_only_its_rows_and_checks_every_card(
     gone = evaluate(ledger, "gpu_activity_time_pct_mean", Scope(batch="hw", gpu="n1:gpu0"))
     assert gone.na_reason == f"card 'n1:gpu0' not found; cards: {sorted(all_cards.inputs['per_card'])}"
     assert seen == [12, 4, 2]
+
+
+def _random_dmon(rng: random.Random, timed: bool) -> str:
+    """dmon text of 3 cards whose ticks miss cards, repeat a card (a second line of one card at one time)
+    and tie: powers of 2 or 3 W, the last two ticks all 3 W (the largest sum, so at least two ticks have it)."""
+    head = ("#Date       Time        gpu    pwr     sm\n#YYYYMMDD   HH:MM:SS    Idx      W      %\n" if timed
+            else "# gpu    pwr     sm\n# Idx      W      %\n")  # fmt: skip
+    lines = [head]
+    n = rng.randint(5, 40)
+    for t in range(n + 2):
+        stamp = f" 20240105   00:{t // 60:02d}:{t % 60:02d}   " if timed else ""
+        gpus = sorted(rng.sample(range(3), rng.choice((1, 2, 3, 3, 3)))) if t < n else [0, 1, 2]
+        if timed and t < n and rng.random() < 0.3:
+            gpus.append(gpus[-1])  # the card printed again at the same time: its later line counts
+        for g in gpus:  # the last two ticks: every card at 3 W, the largest sum (a tie at least)
+            lines.append(f"{stamp} {g:>3} {rng.choice((2, 3)) if t < n else 3:>6} {rng.randint(0, 100):>6}\n")
+    return "".join(lines)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_peak_of_sum_equals_its_definition_over_the_rows(ledger: Ledger, ledger_url: str, tmp_path: Path, seed: int) -> None:
+    """power_peak_of_sum_w (read as one array per card, summed in numpy, the near-largest sums exactly)
+    equals the definition over the raw rows: per aligned tick (the timestamp, else the tick index) each
+    card's last row, the ticks where every card printed, the largest exact sum, and of equal sums the
+    tick that occurs first; timed with two files of one node, untimed with one file."""
+    import sqlalchemy as sa
+
+    rng = random.Random(seed)
+    timed = seed % 2 == 0
+    files = 2 if timed else 1
+    for i in range(files):
+        (tmp_path / f"d{i}.txt").write_text(_random_dmon(rng, timed))
+        imp(ledger_url, str(tmp_path / f"d{i}.txt"), "--batch", "hw", "--node", "n0")
+    HS = m.HardwareSample.__table__
+    with ledger.connection() as conn:
+        rows = conn.execute(sa.select(HS.c.artefact_id, HS.c.line, HS.c.gpu, HS.c.tick, HS.c.ts, HS.c.value)
+                            .where(HS.c.counter == "pwr", HS.c.value.is_not(None))
+                            .order_by(HS.c.artefact_id, HS.c.line)).all()  # fmt: skip
+    cards = {r.gpu for r in rows}
+    ticks: dict[object, dict[int, Fraction]] = {}
+    for r in rows:
+        ticks.setdefault(r.ts if timed else r.tick, {})[r.gpu] = Fraction(r.value)
+    full = {k: sum(v.values(), Fraction(0)) for k, v in ticks.items() if len(v) == len(cards)}
+    got = evaluate(ledger, "power_peak_of_sum_w", Scope(batch="hw"))
+    top = max(full.values())
+    first = next(k for k, v in full.items() if v == top)
+    assert (got.value, got.inputs["at"], got.inputs["ticks"], got.inputs["ticks_incomplete"]) == (
+        top, str(first), len(full), len(ticks) - len(full))
+    assert got.inputs["aligned_by"] == ("timestamp" if timed else "tick index")
+    assert sum(v == top for v in full.values()) > 1  # a tie (the file ends in two): the first tick is named
