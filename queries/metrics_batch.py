@@ -282,7 +282,8 @@ def _stats_arrow(conn: sa.Connection, runs: sa.Select, wanted: Wanted, where: sa
         null = col.is_null().to_numpy(zero_copy_only=False) if col.null_count else None
         vals = (pc.fill_null(col, 0.0) if col.null_count else col).to_numpy()
         starts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
-        if len(np.unique(run[starts])) < len(starts):  # a run's rows are not together: put them together
+        heads = np.sort(run[starts])  # not np.unique: its first call imports numpy.ma (~20 ms of a cold call)
+        if (heads[1:] == heads[:-1]).any():  # a run's rows are not together: put them together
             order = np.argsort(run, kind="stable")
             run, vals = run[order], vals[order]
             null = None if null is None else null[order]
@@ -307,7 +308,7 @@ def _order_stats(run: Any, starts: Any, null: Any | None, vals: Any, ps: set[int
     for rid, n, nn in zip(rids, sizes.tolist(), nulls.tolist(), strict=True):
         st[rid] = (n, nn, {})
     clean = nulls == 0
-    for n in np.unique(sizes[clean]).tolist():
+    for n in sorted(set(sizes[clean].tolist())):  # one size per sweep point, a few
         which = np.flatnonzero(clean & (sizes == n))
         ranks = ranks_read(n, ps)
         rows = vals[starts[which, None] + np.arange(n)]  # one run per row

@@ -431,3 +431,19 @@ def test_peak_of_sum_equals_its_definition_over_the_rows(ledger: Ledger, ledger_
         top, str(first), len(full), len(ticks) - len(full))
     assert got.inputs["aligned_by"] == ("timestamp" if timed else "tick index")
     assert sum(v == top for v in full.values()) > 1  # a tie (the file ends in two): the first tick is named
+
+
+def test_the_first_run_metrics_of_a_process_imports_nothing(tmp_path: Path, fixtures: Path) -> None:
+    """A cold `ledger metrics` pays for every module its first call imports: numpy's np.unique imported
+    numpy.ma there (~20 ms of a 0.5 s target, issue 17). Run in a fresh process, as the benchmark does."""
+    import subprocess
+    import sys
+
+    ledger_url = f"duckdb:///{tmp_path / 'm.duckdb'}"  # the DuckDB read path (Arrow, numpy) is the one timed
+    assert CliRunner().invoke(main, ["init", "--db", ledger_url]).exit_code == 0
+    imp(ledger_url, str(fixtures / "vllm_bench" / "detailed_start_times.json"), "--batch", "b")
+    code = ("import sys\nfrom bench_ledger.store import Ledger\nfrom bench_ledger.queries.metrics import run_metrics\n"
+            f"ledger = Ledger({ledger_url!r})\nbefore = set(sys.modules)\nrows = run_metrics(ledger, ['b'])\n"
+            "assert rows and rows[0].values['requests_ok'].value\nprint(sorted(set(sys.modules) - before))\n")  # fmt: skip
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out == "[]\n"
