@@ -23,13 +23,14 @@ rows in it). docs/seals.md gives the whole construction.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import weakref
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -39,6 +40,7 @@ from bench_ledger import digest as dg
 from bench_ledger import gaps as gp
 from bench_ledger import models as m
 
+T = TypeVar("T")
 SCHEME = "bench-ledger-seal/3"
 DECLARED_TABLES = ("batch", "deployment", "run", "published_value")
 ARTEFACT_TABLES = ("artefact", "capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact",
@@ -281,6 +283,36 @@ def _gap_slices(conn: sa.Connection, backend: str, sql: str) -> Iterator[pa.Tabl
             yield data
 
 
+def _streamed_slices(conn: sa.Connection, backend: str, listed: str) -> Iterator[tuple[str, pa.Table | None]]:
+    """Each of the :data:`STREAMED_TABLES` of the artefacts ``listed`` in turn, a slice at a time: (table,
+    slice); (``chunk_gap``, None) where the gap arrays are not all in their plain form."""
+    for table in STREAMED_TABLES:
+        if table == "chunk_gap":
+            sql = f"SELECT x.artefact_id, x.request_idx, x.gaps FROM request_gaps x WHERE x.artefact_id IN ({listed}) AND {{range}}"
+            try:
+                for arrays in _gap_slices(conn, backend, sql):
+                    yield table, arrays
+            except _NotPlain:
+                yield table, None
+            continue
+        sql = _select_sql(table, artefact_ids=listed).replace("CAST(x.artefact_id AS BIGINT) AS _art, ", "", 1)
+        for data in _slices(conn, backend, table, sql + " AND {range}"):
+            yield table, data
+
+
+def _read_ahead(items: Iterator[T]) -> Generator[T, None, None]:
+    """``items`` in order, the next one made in a thread while the caller works on this one (at most one
+    ahead). Closed (or exhausted), it returns only once that thread has stopped."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    end = object()
+    with ThreadPoolExecutor(1, thread_name_prefix="ledger-read") as pool:
+        ahead = pool.submit(next, items, end)
+        while (item := ahead.result()) is not end:
+            ahead = pool.submit(next, items, end)
+            yield item  # type: ignore[misc]
+
+
 def artefact_digest_parts(conn: sa.Connection, backend: str, artefact_ids: list[int] | str,
                           chunks: bool = False) -> dict[int, list[Part | HeldPart]]:  # fmt: skip
     """What :func:`artefact_parts` gives the artefacts' digests (every part's count and chunk digests,
@@ -299,19 +331,18 @@ def artefact_digest_parts(conn: sa.Connection, backend: str, artefact_ids: list[
     # encoded once for all the artefacts (artefact_part_digests) rather than a Part per artefact and table
     small = artefact_parts(conn, backend, known, others) if chunks else artefact_part_digests(conn, backend, known, others)
     streams = {t: _ArtefactStreams(t, chunks) for t in STREAMED_TABLES}
-    for table, st in streams.items():
-        if table == "chunk_gap":
-            sql = f"SELECT x.artefact_id, x.request_idx, x.gaps FROM request_gaps x WHERE x.artefact_id IN ({listed}) AND {{range}}"
-            try:
-                for arrays in _gap_slices(conn, backend, sql):
-                    for rows in gp.rows_in_slices(arrays):
-                        st.feed(rows)
-            except _NotPlain:  # read through the view, whole (artefact_parts' way)
+    # the next slice is read in a thread while this one is hashed (the drivers, hashlib and zlib release
+    # the GIL); only that thread uses the connection until the reads end
+    with contextlib.closing(_read_ahead(_streamed_slices(conn, backend, listed))) as slices:
+        for table, data in slices:
+            st = streams[table]
+            if data is None:  # gap arrays not in the plain form: read through the view, whole (artefact_parts' way)
                 st.broken = True
-            continue
-        sql = _select_sql(table, artefact_ids=listed).replace("CAST(x.artefact_id AS BIGINT) AS _art, ", "", 1)
-        for data in _slices(conn, backend, table, sql + " AND {range}"):
-            st.feed(data)
+            elif table == "chunk_gap":
+                for rows in gp.rows_in_slices(data):
+                    st.feed(rows)
+            else:
+                st.feed(data)
     whole = {t: artefact_parts(conn, backend, known, (t,)) for t, st in streams.items() if st.broken}
     out: dict[int, list[Part | HeldPart]] = {a: [] for a in known}
     for table in ARTEFACT_TABLES:

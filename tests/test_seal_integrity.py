@@ -477,3 +477,32 @@ def test_verify_reads_a_table_out_of_key_order_whole(ledger: Ledger, tmp_path: P
         assert _part_triples(s3.artefact_digest_parts(conn, ledger.backend, [art])) == \
             _part_triples(s3.artefact_parts(conn, ledger.backend, [art]))  # fmt: skip
     assert "batch fx (open): ok, 1 artefact(s) match their import digests over" in cli("verify", "--db", ledger.url).output
+
+
+def test_read_ahead_gives_every_slice_in_order_and_stops_its_thread_when_closed() -> None:
+    """verify and close read the next slice in a thread while one is hashed (`seal3._read_ahead`): every
+    item in order, an error of the reads raised to the caller, and once the caller stops (closes it), no
+    read is left running on the connection: at most one item was made ahead."""
+    import contextlib
+    import threading
+
+    from bench_ledger import seal3 as s3
+
+    made: list[tuple[int, str]] = []
+
+    def items(n: int, fail_at: int | None = None):
+        for i in range(n):
+            if i == fail_at:
+                raise ValueError(f"read {i} failed")
+            made.append((i, threading.current_thread().name))
+            yield i
+
+    assert list(s3._read_ahead(items(5))) == [0, 1, 2, 3, 4]
+    assert {name for _, name in made} != {threading.current_thread().name}  # made in the reading thread
+    with pytest.raises(ValueError, match="read 2 failed"):
+        list(s3._read_ahead(items(5, fail_at=2)))
+    made.clear()
+    with contextlib.closing(s3._read_ahead(items(100))) as got:
+        assert next(got) == 0
+    assert [i for i, _ in made] == [0, 1]  # the one ahead, then nothing more
+    assert not any(t.name.startswith("ledger-read") for t in threading.enumerate())
