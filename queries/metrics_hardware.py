@@ -237,10 +237,11 @@ def power_values(conn: sa.Connection, ctx: Ctx, metrics: list[Metric], counter: 
     empty = [c for c, v in cards.items() if not len(v)]
     if empty:
         return [na(mt, ctx, f"cards with no power value: {empty}") for mt in metrics]
+    base: dict[str, Any] = dict(cards=len(cards), artefacts=ctx.hw_artefact_ids, counter=chosen)  # copied per value
+    stats = dict(POWER_STATS)
     out = []
     for mt in metrics:
-        base: dict[str, Any] = dict(cards=len(cards), artefacts=ctx.hw_artefact_ids, counter=chosen)
-        stat = dict(POWER_STATS)[mt.name]
+        stat = stats[mt.name]
         if stat == "sum_of_means":
             out.append(derived(mt, ctx, sum((mean(v) for v in cards.values()), Fraction(0)), unit=unit,
                                per_card_mean={c: float(mean(v)) for c, v in cards.items()}, **base))  # fmt: skip
@@ -294,10 +295,10 @@ def _peak_of_sum(conn: sa.Connection, ctx: Ctx, metric: Metric, counter: str,
     if not rows:
         return na(metric, ctx, "no tick at which every card printed its power", **base)
     col = {c: np.concatenate([r[c] for r in rows]) for c in ("k", "t", "l", "v")}
-    art = np.concatenate([np.full(len(r["v"]), r["artefact_id"], np.int64) for r in rows])
-    gpu = np.concatenate([np.full(len(r["v"]), r["gpu"], np.int64) for r in rows])
-    card = np.concatenate([np.full(len(r["v"]), index[card_of(r["artefact_id"], r["node"], r["gpu"])], np.int64)
-                           for r in rows])  # fmt: skip
+    sizes = [len(r["v"]) for r in rows]  # each group's file, card and gpu, once per row
+    art = np.repeat(np.array([r["artefact_id"] for r in rows], np.int64), sizes)
+    gpu = np.repeat(np.array([r["gpu"] for r in rows], np.int64), sizes)
+    card = np.repeat(np.array([index[card_of(r["artefact_id"], r["node"], r["gpu"])] for r in rows], np.int64), sizes)
     order = np.lexsort((col["l"], gpu, col["t"], art))  # rows in file, tick, card and line order
     k, v, card = col["k"][order], col["v"][order], card[order]
     keys, first, kid = np.unique(k, return_index=True, return_inverse=True)
