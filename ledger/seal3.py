@@ -169,13 +169,7 @@ def artefact_parts(conn: sa.Connection, backend: str, artefact_ids: list[int] | 
         else:
             data = _read(conn, backend, table, _select_sql(table, artefact_ids=listed), True)
         body = data.drop_columns(["_art"])
-        spans: dict[int, tuple[int, int]] = {}
-        if data.num_rows:
-            runs = pc.run_end_encode(data.column("_art").combine_chunks())
-            start = 0
-            for a, end in zip(runs.values.to_pylist(), runs.run_ends.to_pylist(), strict=True):
-                spans[a] = (start, end - start)
-                start = end
+        spans = spans_of(data.column("_art"))
         for a in known:
             lo, n = spans.get(a, (0, 0))
             if n or table not in OPTIONAL_TABLES:
