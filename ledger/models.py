@@ -94,6 +94,11 @@ class Base(DeclarativeBase):
     metadata = sa.MetaData(naming_convention=NAMING_CONVENTION)
 
 
+def key_columns(table: str) -> list[str]:
+    """The primary key of ``table``, in order: the order of its rows in a digest and a seal."""
+    return [c.name for c in Base.metadata.tables[table].primary_key.columns]
+
+
 # --------------------------------------------------------------------------- declared tables
 
 

@@ -60,6 +60,7 @@ import rfc8785
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.errors import IntegrityError
+from bench_ledger.models import key_columns
 
 SCHEME = "bench-ledger-seal/2"
 ZERO_DIGEST = "0" * 64
@@ -181,10 +182,6 @@ def canonical_checked(table: str, row: dict[str, Any]) -> bytes:
 
 
 # --------------------------------------------------------------------------- which rows
-
-
-def key_columns(table: str) -> list[str]:
-    return [c.name for c in m.Base.metadata.tables[table].primary_key.columns]
 
 
 def batch_rows(table: str, batch_id: int, backend: str, *, all_columns: bool = False) -> tuple[sa.Select, list[str]]:

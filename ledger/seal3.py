@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import itertools
 import json
 import weakref
 import zlib
@@ -39,6 +40,7 @@ import sqlalchemy as sa
 from bench_ledger import digest as dg
 from bench_ledger import gaps as gp
 from bench_ledger import models as m
+from bench_ledger.models import key_columns
 
 T = TypeVar("T")
 SCHEME = "bench-ledger-seal/3"
@@ -50,10 +52,6 @@ ARTEFACT_TABLES = ("artefact", "capture", "capture_field", "request", "chunk_gap
 # digest and seal made before the table existed verifies unchanged.
 OPTIONAL_TABLES = ("request_value",)
 BATCH_IDENTITY = ("id", "name", "description", "deployment_id", "created_at")
-
-
-def key_columns(table: str) -> list[str]:
-    return [c.name for c in m.Base.metadata.tables[table].primary_key.columns]
 
 
 def _cols(table: str) -> list[sa.Column]:
@@ -240,18 +238,19 @@ def _duck_batches(conn: sa.Connection, sql: str, rows: int) -> Iterator[pa.Table
         yield pa.Table.from_batches([batch])
 
 
-def _slices(conn: sa.Connection, backend: str, table: str, sql: str) -> Iterator[pa.Table]:
-    """The rows of ``sql`` (over ``table`` as ``x``, ``{range}`` where a slice's condition goes), canonical,
-    in scan order, a slice at a time: DuckDB's record batches of its one result; PostgreSQL's by ranges
-    of heap pages (:func:`_pg_page_ranges`), each read as :func:`dg.read_pg_columns` reads, all in the
-    caller's transaction (verify's is REPEATABLE READ: every slice sees the same rows)."""
+def _slices(conn: sa.Connection, backend: str, table: str, sql: str, heap: str | None = None) -> Iterator[pa.Table]:
+    """The rows of ``sql`` (``table``'s columns, from ``heap`` (default ``table``) as ``x``, ``{range}`` where a
+    slice's condition goes), canonical, in scan order, a slice at a time: DuckDB's record batches of its one
+    result; PostgreSQL's by ranges of heap pages (:func:`_pg_page_ranges`), each read as
+    :func:`dg.read_pg_columns` reads, all in the caller's transaction (verify's is REPEATABLE READ: every
+    slice sees the same rows)."""
     cols = _cols(table)
     names, tags, nullable = [c.name for c in cols], [dg.tag_of(c) for c in cols], [bool(c.nullable) for c in cols]
     if backend == "duckdb":
         for data in _duck_batches(conn, sql.format(range="TRUE"), SLICE_ROWS):
             yield dg.canonical(data, names, tags)
         return
-    for cond in _pg_page_ranges(conn, table):
+    for cond in _pg_page_ranges(conn, heap or table):
         data = dg.read_pg_columns(conn, sql.format(range=cond), names, tags, nullable)
         if data.num_rows:
             yield data
@@ -261,15 +260,16 @@ class _NotPlain(Exception):
     """The gap arrays are not all in the plain form :func:`ledger.gaps.read` reads."""
 
 
-def _gap_slices(conn: sa.Connection, backend: str, sql: str) -> Iterator[pa.Table]:
-    """The ``request_gaps`` rows of ``sql`` as :func:`ledger.gaps.read` gives them, a slice at a time."""
+def _gap_slices(conn: sa.Connection, backend: str, sql: str, heap: str = "request_gaps") -> Iterator[pa.Table]:
+    """The ``request_gaps`` rows of ``sql`` (from ``heap`` as ``x``) as :func:`ledger.gaps.read` gives them, a
+    slice at a time."""
     keys = ["artefact_id", "request_idx"]
     if backend == "duckdb":
         for t in _duck_batches(conn, sql.format(range="TRUE"), max(1, SLICE_ROWS // 8)):
             yield pa.Table.from_arrays([*(t.column(k).cast(pa.int64()) for k in keys),
                                         t.column("gaps").cast(pa.list_(pa.float64()))], names=[*keys, "gaps"])  # fmt: skip
         return
-    for cond in _pg_page_ranges(conn, "request_gaps", rows_per_page=16):
+    for cond in _pg_page_ranges(conn, heap, rows_per_page=16):
         data = gp.read(conn, backend, sql.format(range=cond), keys)
         if data is None:
             raise _NotPlain
@@ -277,21 +277,62 @@ def _gap_slices(conn: sa.Connection, backend: str, sql: str) -> Iterator[pa.Tabl
             yield data
 
 
-def _streamed_slices(conn: sa.Connection, backend: str, listed: str) -> Iterator[tuple[str, pa.Table | None]]:
-    """Each of the :data:`STREAMED_TABLES` of the artefacts ``listed`` in turn, a slice at a time: (table,
-    slice); (``chunk_gap``, None) where the gap arrays are not all in their plain form."""
-    for table in STREAMED_TABLES:
+def _streamed_slices(conn: sa.Connection, backend: str, listed: str, tables: Sequence[str],
+                     ordered: bool = False) -> Iterator[tuple[str, pa.Table | None]]:  # fmt: skip
+    """Each of ``tables`` (of the :data:`STREAMED_TABLES`) of the artefacts ``listed`` in turn, a slice at a
+    time: (table, slice), in stored order, or with ``ordered`` in key order (:func:`_in_key_order`); (table,
+    None) where the rows cannot be read so (gap arrays not all in their plain form; no key-ordered copy)."""
+    for table in tables:
         if table == "chunk_gap":
-            sql = f"SELECT x.artefact_id, x.request_idx, x.gaps FROM request_gaps x WHERE x.artefact_id IN ({listed}) AND {{range}}"
-            try:
-                for arrays in _gap_slices(conn, backend, sql):
-                    yield table, arrays
-            except _NotPlain:
+            source, sql = "request_gaps", f"SELECT x.artefact_id, x.request_idx, x.gaps FROM request_gaps x WHERE x.artefact_id IN ({listed})"
+        else:
+            source = table
+            sql = _select_sql(table, artefact_ids=listed).replace("CAST(x.artefact_id AS BIGINT) AS _art, ", "", 1)
+        with _in_key_order(conn, backend, source, sql) if ordered else contextlib.nullcontext((source, sql + " AND {range}")) as read:
+            if read is None:
                 yield table, None
-            continue
-        sql = _select_sql(table, artefact_ids=listed).replace("CAST(x.artefact_id AS BIGINT) AS _art, ", "", 1)
-        for data in _slices(conn, backend, table, sql + " AND {range}"):
-            yield table, data
+            elif table == "chunk_gap":
+                try:
+                    for arrays in _gap_slices(conn, backend, read[1], read[0]):
+                        yield table, arrays
+                except _NotPlain:
+                    yield table, None
+            else:
+                for data in _slices(conn, backend, table, read[1], read[0]):
+                    yield table, data
+
+
+@contextlib.contextmanager
+def _in_key_order(conn: sa.Connection, backend: str, source: str, sql: str) -> Iterator[tuple[str, str] | None]:
+    """The rows of ``sql`` (over ``source`` as ``x``) sorted by the database into ``source``'s key order, to
+    be read a slice at a time: (the heap to cut into page ranges, the SQL with ``{range}``). For a table
+    whose stored order is not key order (rows moved behind the ledger; on PostgreSQL an import's rows
+    put into space that vacuum freed ahead of earlier artefacts' rows, after a rolled-back import), so it
+    is still hashed a slice at a time rather than read whole (a day of dmon: ~4 GB). DuckDB streams its
+    sorted result; PostgreSQL writes it sorted into a temporary table (a new heap holds the rows in the
+    order written), read by ranges of its pages and dropped after. None where PostgreSQL refuses that
+    table (no TEMPORARY privilege): the caller reads the table whole."""
+    order = ", ".join(f'x."{k}"' + (' COLLATE "C"' if backend == "postgresql" and dg.tag_of(m.Base.metadata.tables[source].c[k]) == "s" else "")
+                      for k in key_columns(source))  # fmt: skip
+    if backend == "duckdb":
+        yield source, f"{sql} AND {{range}} ORDER BY {order}"
+        return
+    heap = f"_ledger_key_order_{next(_temp_names)}"
+    conn.exec_driver_sql(f"SAVEPOINT {heap}")
+    try:
+        conn.exec_driver_sql(f"CREATE TEMPORARY TABLE {heap} AS {sql} ORDER BY {order}")
+    except sa.exc.DBAPIError:
+        conn.exec_driver_sql(f"ROLLBACK TO SAVEPOINT {heap}")
+        yield None
+        return
+    try:
+        yield heap, f"SELECT * FROM {heap} x WHERE {{range}}"
+    finally:
+        conn.exec_driver_sql(f"DROP TABLE {heap}")
+        conn.exec_driver_sql(f"RELEASE SAVEPOINT {heap}")
+
+
+_temp_names = itertools.count()
 
 
 def _read_ahead(items: Iterator[T]) -> Generator[T, None, None]:
@@ -327,16 +368,23 @@ def artefact_digest_parts(conn: sa.Connection, backend: str, artefact_ids: list[
     streams = {t: _ArtefactStreams(t, chunks) for t in STREAMED_TABLES}
     # the next slice is read in a thread while this one is hashed (the drivers, hashlib and zlib release
     # the GIL); only that thread uses the connection until the reads end
-    with contextlib.closing(_read_ahead(_streamed_slices(conn, backend, listed))) as slices:
-        for table, data in slices:
-            st = streams[table]
-            if data is None:  # gap arrays not in the plain form: read through the view, whole (artefact_parts' way)
-                st.broken = True
-            elif table == "chunk_gap":
-                for rows in gp.rows_in_slices(data):
-                    st.feed(rows)
-            else:
-                st.feed(data)
+    def hash_slices(tables: Sequence[str], ordered: bool) -> None:
+        with contextlib.closing(_read_ahead(_streamed_slices(conn, backend, listed, tables, ordered))) as slices:
+            for table, data in slices:
+                st = streams[table]
+                if data is None:  # not readable a slice at a time: read whole (artefact_parts' way), below
+                    st.broken = True
+                elif table == "chunk_gap":
+                    for rows in gp.rows_in_slices(data):
+                        st.feed(rows)
+                else:
+                    st.feed(data)
+
+    hash_slices(STREAMED_TABLES, ordered=False)
+    # a table not stored in key order: hashed again from the start, its rows sorted by the database
+    if unordered := [t for t, st in streams.items() if st.broken]:
+        streams.update({t: _ArtefactStreams(t, chunks) for t in unordered})
+        hash_slices(unordered, ordered=True)
     whole = {t: artefact_parts(conn, backend, known, (t,)) for t, st in streams.items() if st.broken}
     out: dict[int, list[Part | HeldPart]] = {a: [] for a in known}
     for table in ARTEFACT_TABLES:
