@@ -310,8 +310,9 @@ def _in_key_order(conn: sa.Connection, backend: str, source: str, sql: str) -> I
     put into space that vacuum freed ahead of earlier artefacts' rows, after a rolled-back import), so it
     is still hashed a slice at a time rather than read whole (a day of dmon: ~4 GB). DuckDB streams its
     sorted result; PostgreSQL writes it sorted into a temporary table (a new heap holds the rows in the
-    order written), read by ranges of its pages and dropped after. None where PostgreSQL refuses that
-    table (no TEMPORARY privilege): the caller reads the table whole."""
+    order written), read by ranges of its pages and dropped after (with its savepoint where the reads stop
+    early). None where PostgreSQL refuses that table (a read-only transaction, no TEMPORARY privilege): the
+    caller reads the table whole."""
     order = ", ".join(f'x."{k}"' + (' COLLATE "C"' if backend == "postgresql" and dg.tag_of(m.Base.metadata.tables[source].c[k]) == "s" else "")
                       for k in key_columns(source))  # fmt: skip
     if backend == "duckdb":
@@ -327,9 +328,12 @@ def _in_key_order(conn: sa.Connection, backend: str, source: str, sql: str) -> I
         return
     try:
         yield heap, f"SELECT * FROM {heap} x WHERE {{range}}"
-    finally:
-        conn.exec_driver_sql(f"DROP TABLE {heap}")
-        conn.exec_driver_sql(f"RELEASE SAVEPOINT {heap}")
+    except BaseException:  # the reads stopped (an error, or the caller closed them): the table goes with its savepoint
+        with contextlib.suppress(sa.exc.DBAPIError):  # in a failed transaction: its rollback drops the table
+            conn.exec_driver_sql(f"ROLLBACK TO SAVEPOINT {heap}")
+        raise
+    conn.exec_driver_sql(f"DROP TABLE {heap}")
+    conn.exec_driver_sql(f"RELEASE SAVEPOINT {heap}")
 
 
 _temp_names = itertools.count()

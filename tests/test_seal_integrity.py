@@ -513,8 +513,20 @@ def test_a_table_out_of_key_order_is_hashed_again_sorted_by_the_database(unwritt
         assert whole == []
         monkeypatch.undo()
         assert streamed == _part_triples(s3.artefact_parts(conn, ledger.backend, arts))
-        if ledger.backend == "postgresql":  # the sorted copies are dropped
-            assert conn.exec_driver_sql("SELECT count(*) FROM pg_class WHERE starts_with(relname, '_ledger_key_order')").scalar() == 0
+        if ledger.backend == "postgresql":  # the sorted copies are dropped, also where the reads stop early
+            sorted_copies = "SELECT count(*) FROM pg_class WHERE starts_with(relname, '_ledger_key_order')"
+            assert conn.exec_driver_sql(sorted_copies).scalar() == 0
+            slices = s3._streamed_slices(conn, ledger.backend, ", ".join(map(str, arts)), ["request"], ordered=True)
+            next(slices)
+            assert conn.exec_driver_sql(sorted_copies).scalar() == 1
+            slices.close()
+            assert conn.exec_driver_sql(sorted_copies).scalar() == 0
+            slices = s3._streamed_slices(conn, ledger.backend, ", ".join(map(str, arts)), ["request"], ordered=True)
+            next(slices)
+            with pytest.raises(sa.exc.DBAPIError, match="division by zero"):
+                conn.exec_driver_sql("SELECT 1 / 0")  # the transaction fails while the reads are open
+            slices.close()  # no second error: the rollback drops the copy
+            conn.rollback()
     out = cli("verify", "fx", "--db", ledger.url).output
     assert f"batch fx (open): ok, {len(arts)} artefact(s) match their import digests over" in out, out
     if ledger.backend == "postgresql":  # read-only (a standby, say): no temporary table, so that table is read whole
