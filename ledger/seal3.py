@@ -372,12 +372,15 @@ def artefact_digest_parts(conn: sa.Connection, backend: str, artefact_ids: list[
     streams = {t: _ArtefactStreams(t, chunks) for t in STREAMED_TABLES}
     # the next slice is read in a thread while this one is hashed (the drivers, hashlib and zlib release
     # the GIL); only that thread uses the connection until the reads end
+    unreadable: set[str] = set()  # tables that cannot be read a slice at a time: read whole, below
+
     def hash_slices(tables: Sequence[str], ordered: bool) -> None:
         with contextlib.closing(_read_ahead(_streamed_slices(conn, backend, listed, tables, ordered))) as slices:
             for table, data in slices:
                 st = streams[table]
-                if data is None:  # not readable a slice at a time: read whole (artefact_parts' way), below
+                if data is None:
                     st.broken = True
+                    unreadable.add(table)
                 elif table == "chunk_gap":
                     for rows in gp.rows_in_slices(data):
                         st.feed(rows)
@@ -386,7 +389,7 @@ def artefact_digest_parts(conn: sa.Connection, backend: str, artefact_ids: list[
 
     hash_slices(STREAMED_TABLES, ordered=False)
     # a table not stored in key order: hashed again from the start, its rows sorted by the database
-    if unordered := [t for t, st in streams.items() if st.broken]:
+    if unordered := [t for t, st in streams.items() if st.broken and t not in unreadable]:
         streams.update({t: _ArtefactStreams(t, chunks) for t in unordered})
         hash_slices(unordered, ordered=True)
     whole = {t: artefact_parts(conn, backend, known, (t,)) for t, st in streams.items() if st.broken}

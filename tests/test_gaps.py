@@ -208,10 +208,18 @@ def test_read_gives_the_view_s_rows(ledger: Ledger, tmp_path: Path) -> None:
     assert _read_rows(ledger) == view
 
 
-def test_arrays_of_another_form_are_read_through_the_view(ledger: Ledger, tmp_path: Path) -> None:
+def test_arrays_of_another_form_are_read_through_the_view(ledger: Ledger, tmp_path: Path,
+                                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
     """Fail closed: an array that is not a plain list of doubles (a NULL element; on PostgreSQL also
     a two-dimensional one), written behind the ledger, is read as the view gives it, so verify names
-    the change (PostgreSQL: gaps.read gives None and the seal reads the view)."""
+    the change (PostgreSQL: gaps.read gives None and the seal reads the view, without first sorting a copy
+    of arrays it cannot read in that copy either)."""
+    from bench_ledger import seal3
+
+    sorted_copies: list[str] = []
+    real = seal3._in_key_order
+    monkeypatch.setattr(seal3, "_in_key_order", lambda conn, backend, source, sql: (sorted_copies.append(source),
+                                                                                      real(conn, backend, source, sql))[1])
     cli("import", gap_file(tmp_path / "gaps.json"), "--batch", "fx", "--db", ledger.url)
     cli("close", "fx", "--db", ledger.url)
     forms = ["UPDATE request_gaps SET gaps = ARRAY[0.5, NULL, 0.25] WHERE request_idx = 0"]  # 3 gaps, one NULL
@@ -225,6 +233,9 @@ def test_arrays_of_another_form_are_read_through_the_view(ledger: Ledger, tmp_pa
             assert _read_rows(ledger) == _view_rows(ledger)
         res = cli("verify", "fx", "--db", ledger.url, code=1)
         assert "batch fx: MISMATCH" in res.output and "table chunk_gap" in res.output
+    # DuckDB stores the updated row last (out of key order: the table is sorted by the database and read
+    # again); PostgreSQL's arrays it cannot read are not sorted first
+    assert sorted_copies == (["request_gaps"] if ledger.backend == "duckdb" else [])
 
 
 @pytest.mark.parametrize("ledger_url", ["postgresql"], indirect=True)  # PostgreSQL's binary array form only
