@@ -1,5 +1,5 @@
-"""ledger.bulk on PostgreSQL: the binary COPY stores exactly what the CSV COPY stores, and is used only
-where every column's Arrow type is its column's binary form."""
+"""ledger.bulk: on PostgreSQL the binary COPY stores exactly what the CSV COPY stores, and is used only
+where every column's Arrow type is its column's binary form; on DuckDB an insert holds no rows after it."""
 
 from __future__ import annotations
 
@@ -121,3 +121,27 @@ def test_an_int64_column_for_an_integer_column_goes_as_csv_and_lands(pg_ledger: 
         bulk.bulk_insert(conn, "postgresql", "request", _requests(4))
         assert _stored(conn, "request", 3) == _stored(conn, "request", 4)
         conn.rollback()
+
+
+def test_duckdb_holds_no_rows_of_a_bulk_insert_before_the_commit(tmp_path) -> None:  # noqa: ANN001
+    """An import is one transaction of many bulk inserts (a day of dmon: 16.6M samples in ~100 chunks): each
+    insert's Arrow table is freed once the INSERT has read it, not held by DuckDB until the commit (a view
+    of it registered and dropped inside the transaction kept it: 1.1 GB of Arrow at the end of that import,
+    peak RSS 1.64 -> 0.89 GB)."""
+    import gc
+
+    with Ledger(f"duckdb:///{tmp_path / 'l.duckdb'}") as led:
+        led.init()
+        with led.engine.begin() as conn:
+            conn.exec_driver_sql("CREATE TABLE t (a BIGINT, s VARCHAR, v DOUBLE)")
+            gc.collect()
+            before = pa.total_allocated_bytes()
+            for _ in range(3):
+                n = 500_000
+                rows = pa.table({"a": pa.array(range(n), pa.int64()), "s": pa.array(["util"] * n), "v": pa.array([1.5] * n)})
+                size = rows.nbytes
+                bulk.bulk_insert(conn, "duckdb", "t", rows)
+                del rows
+                gc.collect()
+                assert pa.total_allocated_bytes() - before < size / 10  # nothing of it left (12 MB a table)
+            assert conn.exec_driver_sql("SELECT count(*), count(DISTINCT s) FROM t").one() == (1_500_000, 1)
