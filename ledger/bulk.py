@@ -20,9 +20,9 @@ import pyarrow.csv as pacsv
 import sqlalchemy as sa
 from bench_ledger import models as m
 
+_names = itertools.count()
 DUCKDB_BATCH_ROWS = 122_880  # DuckDB's row-group size
 PG_COPY_ROWS = 65_536  # rows per slice of a COPY
-_names = itertools.count()
 _CSV = pacsv.WriteOptions(include_header=False, quoting_style="all_valid", batch_size=65536)
 
 

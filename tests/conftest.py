@@ -295,12 +295,17 @@ def ledger_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """A URL of a database migrated to head, holding nothing, on each backend: DuckDB, a copy of the
     session's template file; PostgreSQL, this test process's schema emptied (:class:`_PgWorkerSchema`)."""
     if request.param == "duckdb":
-        path = tmp_path / "ledger.duckdb"
-        shutil.copyfile(request.getfixturevalue("_duckdb_template"), path)
-        yield f"duckdb:///{path}"
+        yield _duckdb_copy(request, tmp_path)
         return
     _require_pg()
     yield request.getfixturevalue("_pg_worker_schema").url()
+
+
+def _duckdb_copy(request: pytest.FixtureRequest, folder: Path) -> str:
+    """The URL of a copy of the session's migrated DuckDB template in ``folder``."""
+    path = folder / "ledger.duckdb"
+    shutil.copyfile(request.getfixturevalue("_duckdb_template"), path)
+    return f"duckdb:///{path}"
 
 
 @pytest.fixture(scope="module", params=["duckdb", "postgresql"])
@@ -309,9 +314,7 @@ def module_ledger_url(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
     (built once per module and backend instead of once per test): a copy of the DuckDB template, or a
     PostgreSQL schema of its own, dropped when the module is done."""
     if request.param == "duckdb":
-        path = tmp_path_factory.mktemp("module-ledger") / "ledger.duckdb"
-        shutil.copyfile(request.getfixturevalue("_duckdb_template"), path)
-        yield f"duckdb:///{path}"
+        yield _duckdb_copy(request, tmp_path_factory.mktemp("module-ledger"))
         return
     with _own_pg_schema(request) as url:
         yield url
@@ -337,12 +340,7 @@ def unwritten_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator
     worker's schema the rows an earlier test left were deleted, and once autovacuum has marked their
     space free, later inserts fill it from wherever the free-space map starts, out of insertion order."""
     with contextlib.ExitStack() as stack:
-        if request.param == "duckdb":  # a copy of the template: never written
-            path = tmp_path / "ledger.duckdb"
-            shutil.copyfile(request.getfixturevalue("_duckdb_template"), path)
-            url = f"duckdb:///{path}"
-        else:
-            url = stack.enter_context(_own_pg_schema(request))
+        url = _duckdb_copy(request, tmp_path) if request.param == "duckdb" else stack.enter_context(_own_pg_schema(request))
         yield stack.enter_context(Ledger(url))
 
 
