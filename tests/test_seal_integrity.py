@@ -445,18 +445,12 @@ def test_verify_hashes_the_large_tables_a_slice_at_a_time(unwritten_ledger: Ledg
     with ledger.connection() as conn:
         ids = [a for (a,) in conn.exec_driver_sql("SELECT id FROM artefact ORDER BY id")]
         whole = _part_triples(s3.artefact_parts(conn, ledger.backend, ids))
-        read_whole: list[tuple[str, ...]] = []
         real = s3.artefact_parts
-
-        def spy(conn, backend, artefact_ids, tables=s3.ARTEFACT_TABLES):  # noqa: ANN001, ANN202
-            read_whole.append(tuple(tables))
-            return real(conn, backend, artefact_ids, tables)
-
-        monkeypatch.setattr(s3, "artefact_parts", spy)
+        read_whole = _reads_whole(monkeypatch)
         monkeypatch.setattr(s3, "SLICE_ROWS", 5)
         streamed = _part_triples(s3.artefact_digest_parts(conn, ledger.backend, ids))
     assert streamed == whole
-    assert {t for ts in read_whole for t in ts} & set(s3.STREAMED_TABLES) == set()
+    assert set(read_whole) & set(s3.STREAMED_TABLES) == set()
     counts = {t: sum(c for ps in whole.values() for tt, c, _ in ps if tt == t) for t in s3.STREAMED_TABLES}
     assert all(n > 5 for n in counts.values()), counts  # every streamed table spans several slices
     assert "batch s (open): ok, 4 artefact(s) match their import digests over" in cli("verify", "--db", ledger.url).output
@@ -472,7 +466,7 @@ def test_verify_hashes_the_large_tables_a_slice_at_a_time(unwritten_ledger: Ledg
         assert streamed_rows == rows(real(conn, ledger.backend, ids))
     assert len(streamed_rows) > 40
     cli("close", "s", "--db", ledger.url)  # in 5-row slices too
-    assert {t for ts in read_whole for t in ts} & set(s3.STREAMED_TABLES) == set()
+    assert set(read_whole) & set(s3.STREAMED_TABLES) == set()
     assert "batch s: ok, seal" in cli("verify", "--db", ledger.url).output
 
 
