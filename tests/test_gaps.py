@@ -218,8 +218,11 @@ def test_arrays_of_another_form_are_read_through_the_view(ledger: Ledger, tmp_pa
 
     sorted_copies: list[str] = []
     real = seal3._in_key_order
-    monkeypatch.setattr(seal3, "_in_key_order", lambda conn, backend, source, sql: (sorted_copies.append(source),
-                                                                                      real(conn, backend, source, sql))[1])
+    def spy(conn, backend, source, sql):  # noqa: ANN001, ANN202
+        sorted_copies.append(source)
+        return real(conn, backend, source, sql)
+
+    monkeypatch.setattr(seal3, "_in_key_order", spy)
     cli("import", gap_file(tmp_path / "gaps.json"), "--batch", "fx", "--db", ledger.url)
     cli("close", "fx", "--db", ledger.url)
     forms = ["UPDATE request_gaps SET gaps = ARRAY[0.5, NULL, 0.25] WHERE request_idx = 0"]  # 3 gaps, one NULL
