@@ -347,14 +347,29 @@ def unwritten_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator
     space free, later inserts fill it from wherever the free-space map starts, out of insertion order."""
     with contextlib.ExitStack() as stack:
         url = _duckdb_copy(request, tmp_path) if request.param == "duckdb" else stack.enter_context(_own_pg_schema(request))
-        yield stack.enter_context(Ledger(url))
+        yield stack.enter_context(_thrown_away(Ledger(url)))
 
 
 @pytest.fixture
 def ledger(ledger_url: str) -> Iterator[Ledger]:
     """A migrated, empty ledger on each backend."""
-    with Ledger(ledger_url) as led:
+    with _thrown_away(Ledger(ledger_url)) as led:
         yield led
+
+
+@contextlib.contextmanager
+def _thrown_away(led: Ledger) -> Iterator[Ledger]:
+    """``led`` for one test, closed after it without saving what the test wrote: a test's DuckDB file is
+    never opened again, and DuckDB's checkpoint at the close (writing the log into the file) took ~7 s of
+    a suite run. While the fixture holds the file, the test's own commands share its database instance,
+    so they neither start one nor checkpoint at their close (as separate processes would)."""
+    try:
+        yield led
+    finally:
+        if led.backend == "duckdb":
+            with led.engine.connect() as conn:
+                conn.exec_driver_sql("PRAGMA disable_checkpoint_on_shutdown")
+        led.close()
 
 
 @pytest.fixture
