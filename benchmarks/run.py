@@ -944,6 +944,9 @@ def main(argv: list[str] | None = None) -> int:
             old = out.read_text()
             if MARK_BEGIN in old and MARK_END in old:
                 text = text.rstrip("\n") + "\n\n" + old[old.index(MARK_BEGIN) : old.index(MARK_END) + len(MARK_END)] + "\n"
+        for path in (out, a.json):  # a folder named for the report or the JSON is made, not refused after the run
+            if path is not None:
+                path.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text)
         if a.json:
             a.json.write_text(json.dumps({**res, "figures": [f.__dict__ for f in res["figures"]],

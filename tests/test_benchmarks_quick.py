@@ -3,6 +3,7 @@ exactly the rows of the line-by-line reader. No timing is asserted anywhere."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -37,12 +38,14 @@ def test_quick_benchmark_completes_and_writes_its_report(tmp_path: Path) -> None
 
     backends = _backends()
     out = tmp_path / "BENCHMARKS.quick.md"
+    raw = tmp_path / "not-yet" / "figures.json"  # its folder made by the script
     proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--out", str(out),
-                           "--backends", ",".join(backends)],
+                           "--json", str(raw), "--backends", ",".join(backends)],
                           cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "LEDGER_BENCH_PG_URL": PG_URL})  # fmt: skip
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     text = out.read_text()
+    assert {"figures", "baselines"} <= set(json.loads(raw.read_text()))
     assert "## Import" in text and "## Machine" in text and "## Baselines" in text
     assert re.search(r"^- python speed: \d+\.\d{3} s for 2,000,000 integer additions in a loop \(best of 5\)$", text, re.M), text
     assert "exit " not in text, text  # every `ledger import` of the benchmark succeeded
