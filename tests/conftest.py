@@ -1,8 +1,8 @@
 """Shared fixtures: every store test runs on DuckDB and on PostgreSQL.
 
-PostgreSQL comes from $LEDGER_TEST_PG_URL (default: the local server of DEVELOPERS.md). Each test
-gets its own schema, dropped afterwards. When no server answers the PostgreSQL half is skipped
-with a message, or fails when LEDGER_REQUIRE_PG=1 (as CI sets it).
+PostgreSQL comes from $LEDGER_TEST_PG_URL (default: the local server the README names). When no
+server answers the PostgreSQL half is skipped with a message, or fails when LEDGER_REQUIRE_PG=1 (as
+CI sets it).
 
 The Alembic revisions run once per test session and backend, into a template: `ledger_url` and
 `ledger` hand each test an empty migrated database (DuckDB: the template file copied; PostgreSQL: the
@@ -15,7 +15,9 @@ The suite runs on pytest-xdist workers (`-n auto --dist loadgroup` in pyproject.
 in one process). Session fixtures exist once per worker; every test's database is its own (a copy of
 the template in its tmp_path; on PostgreSQL its worker's schema, emptied for it). Tests that share an expensive fixture of module
 or session scope (the demo run, a module's generated data set) are put in one xdist group, so that
-fixture is built once, on one worker; the slowest tests are handed out first.
+fixture is built once, on one worker; the slowest tests are handed out first. A test process runs
+the cyclic collector's full pass a tenth as often, and a test's own `ledger` is closed without
+DuckDB's checkpoint (see `_thrown_away`).
 """
 
 from __future__ import annotations
