@@ -15,6 +15,8 @@ import importlib.util
 import os
 import re
 import sys
+import threading
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -267,6 +269,46 @@ def on_one_snapshot(conn: sa.Connection, tasks: list[Callable[[sa.Connection], T
         return list(pool.map(run, tasks))
 
 
+# One engine per URL and way of opening, shared by the ledgers open on it in this process and kept
+# after the last of them closes (its pool disposed then: no connection stays open, no DuckDB file
+# stays held). A new engine costs its creation, the dialect's first-connect queries and the compiling of
+# every statement again (SQLAlchemy caches compiled SQL per engine): in-process callers that open a
+# ledger again (the Python API's facade calls: a metrics and runs call 118 -> 98-104 ms of CPU on the
+# demo ledger) skip those. A CLI command opens one ledger and exits.
+_EngineKey = tuple[str, bool, bool]  # url, DuckDB read-only mode, pooled
+_ENGINES: dict[_EngineKey, list] = {}  # key -> [engine, ledgers using it]; the most recently used last
+_ENGINES_KEPT = 8  # engines kept in all: beyond it unused ones go, the least recently used first
+_ENGINES_LOCK = threading.Lock()
+
+
+def _acquire_engine(key: _EngineKey) -> sa.Engine:
+    url, read_only, pooled = key
+    with _ENGINES_LOCK:
+        entry = _ENGINES.pop(key, None)
+        if entry is None:
+            kwargs: dict = {"connect_args": {"read_only": True}} if read_only else {}
+            if not pooled:
+                kwargs["poolclass"] = sa.pool.NullPool
+            entry = [sa.create_engine(url, **kwargs), 0]
+        entry[1] += 1
+        _ENGINES[key] = entry
+        unused = [k for k, (_, users) in _ENGINES.items() if users == 0]
+        for k in unused[: max(0, len(_ENGINES) - _ENGINES_KEPT)]:
+            del _ENGINES[k]
+        return entry[0]
+
+
+def _release_engine(key: _EngineKey) -> None:
+    """One ledger less on the engine; the last one out closes its pooled connections."""
+    with _ENGINES_LOCK:
+        entry = _ENGINES.get(key)
+        if entry is None or entry[1] == 0:
+            return
+        entry[1] -= 1
+        if entry[1] == 0:
+            entry[0].dispose()
+
+
 class Ledger:
     """An open ledger. Use as a context manager, or call :meth:`close`.
 
@@ -284,16 +326,19 @@ class Ledger:
         if not create and file and file != ":memory:" and not Path(file).exists():
             raise NotFound(f"no ledger at {file} (no such file): `ledger init --db {self.url}` creates one")
         try:
-            if read_only and self.backend == "duckdb":
-                self.engine = sa.create_engine(self.url, poolclass=sa.pool.NullPool, connect_args={"read_only": True})
-            else:
-                # pooled on both backends: a command's operations share one connection; on PostgreSQL each
-                # new one is a server process started and its catalog caches filled again (~10 ms of wall
-                # each, 3-5 per command when every operation connected: `ledger status` 0.09 -> 0.03 s)
-                self.engine = sa.create_engine(self.url)
+            # pooled on both backends but a read-only DuckDB one: a command's operations share one
+            # connection; on PostgreSQL each new one is a server process started and its catalog caches
+            # filled again (~10 ms of wall each, 3-5 per command when every operation connected:
+            # `ledger status` 0.09 -> 0.03 s)
+            per_operation = read_only and self.backend == "duckdb"
+            key: _EngineKey = (self.url, per_operation, not per_operation)
+            self.engine = _acquire_engine(key)
+            # released once: by close(), or when a ledger never closed is collected
+            self._release = weakref.finalize(self, _release_engine, key)
             with self.engine.connect():
                 pass
         except _driver_errors(self.backend) as exc:  # DuckDB raises its own errors before SQLAlchemy wraps them
+            self.close()
             raise translate(exc, self.url) from None
         self._holding = False
 
@@ -308,17 +353,19 @@ class Ledger:
         if not self.read_only or self.backend != "duckdb" or self._holding:
             yield
             return
-        per_operation = self.engine
-        self.engine = sa.create_engine(self.url, connect_args={"read_only": True})
+        per_operation, key = self.engine, (self.url, True, True)
+        self.engine = _acquire_engine(key)
         self._holding = True
         try:
             yield
         finally:
-            self.engine.dispose()
+            _release_engine(key)
             self.engine, self._holding = per_operation, False
 
     def close(self) -> None:
-        self.engine.dispose()
+        """Release the database: the last ledger open on its URL in this process closes the connections."""
+        if hasattr(self, "_release"):
+            self._release()
 
     def __enter__(self) -> Ledger:
         return self

@@ -176,7 +176,10 @@ def _pg_template() -> str:
                 statements.append((statement, parameters))
 
             sa.event.listen(led.engine, "before_cursor_execute", record)
-            led.init()
+            try:
+                led.init()
+            finally:  # the engine outlives this ledger (ledger.store keeps it for the URL)
+                sa.event.remove(led.engine, "before_cursor_execute", record)
     finally:
         with admin.begin() as conn:
             conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")

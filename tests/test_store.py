@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import gc
 import subprocess
 import sys
 
@@ -126,6 +127,47 @@ def test_duckdb_file_held_by_another_process(tmp_path) -> None:
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_ledgers_open_on_one_url_share_an_engine_and_the_last_close_releases_the_database(ledger_url: str) -> None:
+    """A ledger opened again in one process reuses the engine (its dialect set up, its statements
+    compiled); the connections close with the last ledger open on the URL, not with the first."""
+    from bench_ledger import store
+
+    first = Ledger(ledger_url)
+    second = Ledger(ledger_url)
+    assert second.engine is first.engine
+    first.status()
+    second.close()
+    assert first.engine.pool.checkedin() == 1  # still first's: its next operation needs no new connection
+    first.close()
+    first.close()  # closing twice releases once
+    assert first.engine.pool.checkedin() == 0 and first.engine.pool.checkedout() == 0
+    if first.backend == "duckdb":  # the file is free for another process's writer
+        path = ledger_url.removeprefix("duckdb:///")
+        code = f"import duckdb; duckdb.connect({path!r}).execute('CHECKPOINT')"
+        assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60).returncode == 0
+    third = Ledger(ledger_url)
+    assert third.engine is first.engine and third.status().revision == first.status().revision
+    third.close()
+    # eight engines are kept in all: one in use whatever its age, then the most recently used
+    gc.collect()  # ledgers earlier tests of this process left open are released
+    held = Ledger(ledger_url)
+    others = [f"duckdb:///{i}.duckdb" for i in range(store._ENGINES_KEPT + 2)]
+    for url in others:  # an engine made and released (none of them connects)
+        store._acquire_engine((url, False, True))
+        store._release_engine((url, False, True))
+    in_use = sum(users > 0 for _, users in store._ENGINES.values())  # held's, and other open ledgers'
+    kept = [k[0] for k in store._ENGINES if k[0] in others]
+    assert (ledger_url, False, True) in store._ENGINES and len(store._ENGINES) == store._ENGINES_KEPT
+    assert kept == others[len(others) - (store._ENGINES_KEPT - in_use):], (kept, in_use)
+    held.close()
+    forgotten = Ledger(ledger_url)  # never closed: released when collected
+    forgotten.status()
+    engine = forgotten.engine
+    del forgotten
+    gc.collect()
+    assert engine.pool.checkedin() == 0 and store._ENGINES[(ledger_url, False, True)][1] == 0
 
 
 def test_fingerprint_index_exists(ledger: Ledger) -> None:
