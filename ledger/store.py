@@ -276,7 +276,15 @@ def on_one_snapshot(conn: sa.Connection, tasks: list[Callable[[sa.Connection], T
 # ledger again (the Python API's facade calls: a metrics and runs call 118 -> 98-104 ms of CPU on the
 # demo ledger) skip those. A CLI command opens one ledger and exits.
 _EngineKey = tuple[str, bool, bool]  # url, DuckDB read-only mode, pooled
-_ENGINES: dict[_EngineKey, list] = {}  # key -> [engine, ledgers using it]; the most recently used last
+
+
+@dataclass
+class _Shared:
+    engine: sa.Engine
+    users: int = 0  # the ledgers open on it
+
+
+_ENGINES: dict[_EngineKey, _Shared] = {}  # the most recently used last
 _ENGINES_KEPT = 8  # engines kept in all: beyond it unused ones go, the least recently used first
 _ENGINES_LOCK = threading.Lock()
 
@@ -289,24 +297,24 @@ def _acquire_engine(key: _EngineKey) -> sa.Engine:
             kwargs: dict = {"connect_args": {"read_only": True}} if read_only else {}
             if not pooled:
                 kwargs["poolclass"] = sa.pool.NullPool
-            entry = [sa.create_engine(url, **kwargs), 0]
-        entry[1] += 1
+            entry = _Shared(sa.create_engine(url, **kwargs))
+        entry.users += 1
         _ENGINES[key] = entry
-        unused = [k for k, (_, users) in _ENGINES.items() if users == 0]
+        unused = [k for k, e in _ENGINES.items() if e.users == 0]
         for k in unused[: max(0, len(_ENGINES) - _ENGINES_KEPT)]:
             del _ENGINES[k]
-        return entry[0]
+        return entry.engine
 
 
 def _release_engine(key: _EngineKey) -> None:
     """One ledger less on the engine; the last one out closes its pooled connections."""
     with _ENGINES_LOCK:
         entry = _ENGINES.get(key)
-        if entry is None or entry[1] == 0:
+        if entry is None or entry.users == 0:
             return
-        entry[1] -= 1
-        if entry[1] == 0:
-            entry[0].dispose()
+        entry.users -= 1
+        if entry.users == 0:
+            entry.engine.dispose()
 
 
 class Ledger:

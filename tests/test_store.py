@@ -161,7 +161,7 @@ def test_eight_engines_are_kept_and_a_ledger_never_closed_is_released_when_colle
     for url in others:  # an engine made and released (none of them connects)
         store._acquire_engine((url, False, True))
         store._release_engine((url, False, True))
-    in_use = sum(users > 0 for _, users in store._ENGINES.values())  # held's, and other open ledgers'
+    in_use = sum(e.users > 0 for e in store._ENGINES.values())  # held's, and other open ledgers'
     kept = [k[0] for k in store._ENGINES if k[0] in others]
     assert (ledger_url, False, True) in store._ENGINES and len(store._ENGINES) == store._ENGINES_KEPT
     assert kept == others[len(others) - (store._ENGINES_KEPT - in_use):], (kept, in_use)
@@ -171,7 +171,7 @@ def test_eight_engines_are_kept_and_a_ledger_never_closed_is_released_when_colle
     engine = forgotten.engine
     del forgotten
     gc.collect()
-    assert engine.pool.checkedin() == 0 and store._ENGINES[(ledger_url, False, True)][1] == 0
+    assert engine.pool.checkedin() == 0 and store._ENGINES[(ledger_url, False, True)].users == 0
 
 
 def test_fingerprint_index_exists(ledger: Ledger) -> None:
