@@ -406,9 +406,12 @@ class LedgerRequestsImporter:
         return _artefact(header, capture, requests)
 
     def parse_many(self, paths: list[Path], options: ParseOptions) -> list[ParsedArtefact | None]:
-        """The artefacts of several JSON Lines files read in one DuckDB call (:func:`_fast_parse`);
-        None for a file the fast path does not take (the caller parses it with :meth:`parse`)."""
-        return _fast_parse([Path(p) for p in paths]) if FAST_PATH else [None] * len(paths)
+        """The artefacts of several JSON Lines files read in one DuckDB call (:func:`_fast_parse`) on one
+        thread; None for a file the fast path does not take (the caller parses it with :meth:`parse`).
+        One thread: the import reads a group of files while it writes the one before (ledger.ingest.
+        import_files), and DuckDB's parallel read of a group cost ~0.7 s more CPU per 1,000 files than
+        one thread's, CPU the writer then lacked (profile note 44)."""
+        return _fast_parse([Path(p) for p in paths], threads=1) if FAST_PATH else [None] * len(paths)
 
 
 def _artefact(header: dict[str, Any], capture: Capture, requests: RequestColumns | ArrowRequests | None) -> ParsedArtefact:
@@ -566,10 +569,10 @@ def _fast_header(path: Path) -> dict[str, Any] | None:
         return None
 
 
-def _fast_parse(paths: list[Path]) -> list[ParsedArtefact | None]:
-    """The artefacts of ``paths`` (JSON Lines files of this format) parsed by DuckDB, None for each
-    file that must take the Python path (see above); files with the same kind of clock are read in
-    one call."""
+def _fast_parse(paths: list[Path], threads: int | None = None) -> list[ParsedArtefact | None]:
+    """The artefacts of ``paths`` (JSON Lines files of this format) parsed by DuckDB (on ``threads``
+    threads; None: DuckDB's default), None for each file that must take the Python path (see above);
+    files with the same kind of clock are read in one call."""
     out: list[ParsedArtefact | None] = [None] * len(paths)
     heads = [_fast_header(p) for p in paths]
     kinds: dict[bool, list[int]] = {}
@@ -577,12 +580,12 @@ def _fast_parse(paths: list[Path]) -> list[ParsedArtefact | None]:
         if h is not None:
             kinds.setdefault(h.get("clock") == "epoch_ns", []).append(i)
     for ns, idx in kinds.items():
-        for i, art in zip(idx, _fast_read([paths[i] for i in idx], [heads[i] for i in idx], ns), strict=True):  # type: ignore[misc]
+        for i, art in zip(idx, _fast_read([paths[i] for i in idx], [heads[i] for i in idx], ns, threads), strict=True):  # type: ignore[misc]
             out[i] = art
     return out
 
 
-def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool) -> list[ParsedArtefact | None]:
+def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool, threads: int | None = None) -> list[ParsedArtefact | None]:
     """Read ``paths`` (their clocks all epoch_ns, or none) in one DuckDB call: the typed rows of all
     of them, then the text proof per file (:func:`_proofs`), converted with Arrow kernels over the
     whole call and sliced per file."""
@@ -596,6 +599,8 @@ def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool) -> list
     try:
         con.execute("SET preserve_insertion_order = true")
         con.execute("SET enable_progress_bar = false")
+        if threads is not None:
+            con.execute(f"SET threads = {int(threads)}")
         with literal_paths(paths) as plain:
             types = dict(_TYPES, **({f: "BIGINT" for f in TIME_FIELDS} if ns else {}))
             typed = ", ".join(f"{name}: {sql_text(t)}" for name, t in types.items())
@@ -609,7 +614,7 @@ def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool) -> list
                 if len(paths) == 1:
                     return [None]
                 half = len(paths) // 2
-                return [*_fast_read(paths[:half], heads[:half], ns), *_fast_read(paths[half:], heads[half:], ns)]
+                return [*_fast_read(paths[:half], heads[:half], ns, threads), *_fast_read(paths[half:], heads[half:], ns, threads)]
             # one span of rows per file, in the order given (its header line first); DuckDB skips blank
             # lines and refuses two objects on a line, so with blank lines refused a row is a line.
             # file_index (the file's place in the list) rather than filename=true: a string per row
@@ -630,7 +635,7 @@ def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool) -> list
         if len(paths) == 1:
             return [None]
         half = len(paths) // 2
-        return [*_fast_read(paths[:half], heads[:half], ns), *_fast_read(paths[half:], heads[half:], ns)]
+        return [*_fast_read(paths[:half], heads[:half], ns, threads), *_fast_read(paths[half:], heads[half:], ns, threads)]
     finally:
         con.close()
     if not fields:

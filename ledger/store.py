@@ -448,7 +448,8 @@ class Ledger:
             raise SchemaOutOfDate(f"the ledger at {self.display_url} {where}: run `ledger init`")
 
     def refresh_statistics(self, tables: tuple[str, ...]) -> None:
-        """Refresh the planner's statistics after a bulk load (PostgreSQL; DuckDB keeps its own)."""
+        """Refresh the planner's statistics after a bulk load (PostgreSQL; DuckDB keeps its own), and
+        summarise the block ranges of ``request``'s run index the load filled (migration 0017)."""
         if self.backend != "postgresql" or not tables:
             return
         with self.engine.begin() as conn:
@@ -458,6 +459,11 @@ class Ledger:
             # server's own target
             conn.exec_driver_sql(f"SET LOCAL default_statistics_target = {STATISTICS_TARGET}")
             conn.exec_driver_sql(f"ANALYZE {', '.join(tables)}")
+            if "request" in tables:
+                # until summarised, a new range is read by every query of a run (a BRIN index matches it
+                # whatever it holds); autovacuum would summarise it later (autosummarize), a reader now.
+                # After the commit, like ANALYZE: both lock the table against a concurrent import's same step only
+                conn.exec_driver_sql("SELECT brin_summarize_new_values('ix_request_run_id')")
 
     def require_empty(self) -> None:
         """Refuse to build something (the demo) into a ledger that already holds data."""

@@ -385,6 +385,13 @@ def pg_ledger(request: pytest.FixtureRequest) -> Iterator[Ledger]:
         yield led
 
 
+@pytest.fixture
+def unwritten_pg_ledger(request: pytest.FixtureRequest) -> Iterator[Ledger]:
+    """As :func:`pg_ledger`, in a schema of its own that no test wrote before (see :func:`unwritten_ledger`)."""
+    with _own_pg_schema(request) as url, Ledger(url) as led:
+        yield led
+
+
 def shared_folder(path: Path) -> Path:
     """``path`` inside ../shared, or skip the test (fail with LEDGER_REQUIRE_SAMPLES=1) when absent."""
     if not path.exists():

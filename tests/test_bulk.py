@@ -92,6 +92,40 @@ def test_binary_copy_of_the_gap_arrays_stores_each_float_as_it_is(pg_ledger: Led
     assert [len(g) for _, g in stored] == [0, len(FLOATS), 1000, 1]
 
 
+def _reference_rows(data: pa.Table) -> bytes:
+    """The binary COPY rows of ``data`` field by field in Python, from the COPY page of PostgreSQL's manual
+    (fixed-width and text columns only): the oracle of pg_binary_rows."""
+    packs = {pa.int32(): ">i", pa.int64(): ">q", pa.float64(): ">d"}
+    out = bytearray()
+    for row in data.to_pylist():
+        out += struct.pack(">h", data.num_columns)
+        for f in data.schema:
+            v = row[f.name]
+            if v is None:
+                out += struct.pack(">i", -1)
+            elif f.type == pa.string():
+                out += struct.pack(">i", len(v.encode())) + v.encode()
+            else:
+                out += struct.pack(">i", struct.calcsize(packs[f.type])) + struct.pack(packs[f.type], v)
+    return bytes(out)
+
+
+@pytest.mark.parametrize("order", ["as given", "same layout first"])
+def test_binary_rows_are_the_manuals_rows_whatever_leads(order: str) -> None:
+    """The columns of one layout on every row (no NULL, or only NULLs) are written as one block of
+    records; the others field by field: both the manual's form, in the order given (the block may be
+    empty, or every column)."""
+    table = _requests(1).drop_columns(["chunk_count"]).append_column("chunk_count", pa.array([None] * 7, pa.int32()))
+    fixed = pa.table({"a": pa.array(range(7), pa.int32()), "b": pa.array([None] * 7, pa.int64()),
+                      "c": pa.array(FLOATS, pa.float64()), "d": pa.array(ints(I64, 1), pa.int64()).fill_null(5)})  # fmt: skip
+    for data in (table, fixed, fixed.select(["a", "c"]), table.select(["status", "artefact_id"])):
+        if order == "same layout first":
+            data = data.select(bulk._same_layout_first(data))
+        assert bytes(bulk.pg_binary_rows(data)) == _reference_rows(data)
+    same = ["artefact_id", "idx", "run_id", "output_tokens", "ttft_s", "queue_s", "itl_mean_s", "chunk_count"]
+    assert bulk._same_layout_first(table) == same + [c for c in table.column_names if c not in same]
+
+
 def test_binary_copy_only_where_each_arrow_type_is_the_columns_binary_form() -> None:
     schema = _requests(1).schema
     assert bulk.pg_binary_encodable("request", schema)

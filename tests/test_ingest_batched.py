@@ -142,6 +142,29 @@ def test_statistics_after_an_import_sample_at_the_ledgers_own_target(pg_ledger: 
     assert target == "100" and bounds == STATISTICS_TARGET + 1
 
 
+def test_a_large_import_leaves_the_run_index_summarised(unwritten_pg_ledger: Ledger, tmp_path: Path, monkeypatch) -> None:
+    """PostgreSQL's request.run_id index is a block-range index (migration 0017): a range no summary covers
+    matches every run, so a reader right after an import would read all its rows. The large import
+    summarises what it filled (nothing is left for brin_summarize_new_values); a small one leaves it to
+    autovacuum (autosummarize), as below the ANALYZE threshold."""
+    pg_ledger = unwritten_pg_ledger
+
+    def unsummarised() -> int:  # summarises them, and says how many ranges it found
+        with pg_ledger.engine.begin() as conn:
+            return conn.exec_driver_sql("SELECT brin_summarize_new_values('ix_request_run_id')").scalar()
+
+    with pg_ledger.engine.connect() as conn:
+        method = conn.exec_driver_sql("SELECT am.amname FROM pg_class c JOIN pg_am am ON am.oid = c.relam "
+                                      "WHERE c.oid = 'ix_request_run_id'::regclass").scalar()  # fmt: skip
+    assert method == "brin"
+    monkeypatch.setattr(ingest, "ANALYZE_AFTER_ROWS", 5_000)
+    # past the first range of 32 pages (~2,000 rows; the empty table's index summarised that one when built)
+    _import(pg_ledger, _file(tmp_path / "small.jsonl", 2, 2_000), "small", fast=True, monkeypatch=monkeypatch)
+    assert unsummarised() >= 1
+    _import(pg_ledger, _file(tmp_path / "large.jsonl", 4, 2_000), "large", fast=True, monkeypatch=monkeypatch)
+    assert unsummarised() == 0
+
+
 def test_rows_written_while_the_next_runs_are_parsed(ledger: Ledger, tmp_path: Path, monkeypatch) -> None:
     """PostgreSQL: the pooled COPYs run in a writer thread while the import parses on (issue 17); the
     rows are those of a synchronous write, and a COPY's own error is what the import raises."""
