@@ -585,7 +585,8 @@ def _fast_parse(paths: list[Path], threads: int | None = None) -> list[ParsedArt
     return out
 
 
-def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool, threads: int | None = None) -> list[ParsedArtefact | None]:
+def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool,
+               threads: int | None = None) -> list[ParsedArtefact | None]:
     """Read ``paths`` (their clocks all epoch_ns, or none) in one DuckDB call: the typed rows of all
     of them, then the text proof per file (:func:`_proofs`), converted with Arrow kernels over the
     whole call and sliced per file."""

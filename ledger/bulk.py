@@ -122,9 +122,10 @@ def pg_binary_rows(data: pa.Table) -> memoryview:
     while lead < data.num_columns and _same_layout(data.column(lead)):
         lead += 1
     block = _record_block(data, lead)
+    records = block.view(np.uint8).reshape(-1)
     if lead == data.num_columns:
-        return block.view(np.uint8).reshape(-1).data
-    fields = [_binary(block.dtype.itemsize, n, block.view(np.uint8).reshape(-1))]
+        return records.data
+    fields = [_binary(block.dtype.itemsize, n, records)]
     for col, f in zip(data.columns[lead:], list(data.schema)[lead:], strict=True):
         arr = col.combine_chunks()
         enc = _ENCODERS[f.type](arr)

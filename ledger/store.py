@@ -462,7 +462,8 @@ class Ledger:
             if "request" in tables:
                 # until summarised, a new range is read by every query of a run (a BRIN index matches it
                 # whatever it holds); autovacuum would summarise it later (autosummarize), a reader now.
-                # After the commit, like ANALYZE: both lock the table against a concurrent import's same step only
+                # Outside the import's transaction, like ANALYZE: its lock (SHARE UPDATE EXCLUSIVE) waits for
+                # another import's same step or a vacuum of the table, never for a COPY
                 conn.exec_driver_sql("SELECT brin_summarize_new_values('ix_request_run_id')")
 
     def require_empty(self) -> None:

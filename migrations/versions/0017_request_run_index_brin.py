@@ -2,8 +2,8 @@
 
 A btree entry per request row was the largest share of the server's work in a request import after
 the heap itself: a binary COPY of 256,000 ledger-format requests into a fresh ledger took 0.43 s with
-the btree, 0.27 s without any index and 0.31 s with this BRIN index (two rounds of the three, the same
-rows; benchmarks/profile_notes.md, note 44). An import writes a run's rows together and in order, so
+the btree, 0.27 s without any index and 0.31 s with a BRIN index (two rounds each, the same rows;
+benchmarks/profile_notes.md, note 44). An import writes a run's rows together and in order, so
 the request heap is ordered by ``run_id`` in long stretches, and a block-range summary (min/max of
 ``run_id`` per 32 pages, ~2,000 rows) finds a run's rows as the btree did, reading a range or two
 per run instead of its index entries. Ranges filled since the last summary are read by every

@@ -232,19 +232,19 @@ def test_a_group_is_read_on_one_thread_a_file_alone_on_duckdbs_default(fixtures:
     alone (parse) has nothing beside it and keeps DuckDB's default."""
     import duckdb
 
-    settings: list[str] = []
+    settings: list[int] = []
     real = duckdb.connect
 
     class Spy:  # the connection, with the threads DuckDB runs each read_json on noted
-        def __init__(self, con) -> None:  # noqa: ANN001
+        def __init__(self, con) -> None:
             self.con = con
 
-        def execute(self, sql: str, *args):  # noqa: ANN202
+        def execute(self, sql: str, *args):
             if "read_json(" in sql:
                 settings.append(self.con.execute("SELECT current_setting('threads')").fetchone()[0])
             return self.con.execute(sql, *args)
 
-        def __getattr__(self, name: str):  # noqa: ANN204
+        def __getattr__(self, name: str):
             return getattr(self.con, name)
 
     monkeypatch.setattr(duckdb, "connect", lambda *a, **k: Spy(real(*a, **k)))
