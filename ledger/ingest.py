@@ -28,8 +28,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import sqlalchemy as sa
 from bench_ledger import digest as dg
+from bench_ledger import factors, guards, pairing, seal3
 from bench_ledger import gaps as gp
-from bench_ledger import guards, pairing, seal3
 from bench_ledger import models as m
 from bench_ledger import records as rec
 from bench_ledger.bulk import bulk_insert
@@ -511,6 +511,9 @@ def write_artefacts(
                     raise GroupSplit(f"{path}: run {label!r} also gets a capture from {landed[label]} of this group")
                 if name := pr.info.metadata.get("launch"):
                     named_launches.add(name)
+                stated, notes = factors.merged(pr.info.factors, factors.from_path(path), shown_name(path))
+                pr.info.metadata.update(factors.to_metadata(stated))
+                result.notes.extend(notes)
                 runs.add(label, pr, one)
             if len(files) == 1:  # one file: its rows before anything else it holds, as they stream in
                 runs.flush()
@@ -727,6 +730,16 @@ def _described(info: rec.RunInfo, artefact_id: int) -> dict:
     )  # fmt: skip
 
 
+def _learned_metadata(kept: str | None, brought: str | None) -> str | None:
+    """A run's metadata with the entries another file of it brings that it did not have (never replaced)."""
+    if brought is None or kept is None:
+        return kept if brought is None else brought
+    old, new = json.loads(kept), json.loads(brought)
+    if not isinstance(old, dict) or set(new) <= set(old):
+        return kept
+    return json.dumps({**new, **old}, sort_keys=True, ensure_ascii=False)
+
+
 def next_ids(conn: sa.Connection, backend: str, table: str, n: int) -> list[int]:
     """``n`` fresh ids from the sequence behind ``table.id`` (DuckDB: ``<table>_id_seq``; PostgreSQL:
     the SERIAL's sequence), in one statement, so rows can be bulk-inserted with their ids."""
@@ -825,12 +838,17 @@ class _RunWriter:
             target = found.get(label)
             if target is not None:
                 for key, value in described.items():
-                    if value is not None and getattr(target, key) is None:
+                    if key == "metadata_json":
+                        if (joined := _learned_metadata(target.metadata_json, value)) != target.metadata_json:
+                            target.metadata_json = joined
+                    elif value is not None and getattr(target, key) is None:
                         setattr(target, key, value)
             elif label in new_rows:
                 row = new_rows[label]
                 for key, value in described.items():
-                    if value is not None and row[key] is None:
+                    if key == "metadata_json":
+                        row[key] = _learned_metadata(row[key], value)
+                    elif value is not None and row[key] is None:
                         row[key] = value
             else:
                 new_rows[label] = dict(

@@ -24,7 +24,6 @@ moved to another run by a correction (:func:`bench_ledger.books.attach`).
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
@@ -34,6 +33,7 @@ from bench_ledger import models as m
 from bench_ledger import records as rec
 from bench_ledger.books import current
 from bench_ledger.errors import Ambiguous
+from bench_ledger.factors import run_metadata
 from sqlalchemy.orm import Session
 
 # run.metadata keys the first file of a run leaves for the others
@@ -124,9 +124,8 @@ class Matcher:
         cols = [R.c.id, R.c.origin_id, R.c.label, R.c.artefact_id, R.c.tool, R.c.metadata_json, *(R.c[k] for k in SETTINGS)]
         self.runs: list[_Run] = []
         for row in self.s.execute(sa.select(*cols).where(R.c.batch_id == self.batch_id, current(R)).order_by(R.c.id)):
-            meta = json.loads(row.metadata_json) if row.metadata_json else {}
             self.runs.append(_Run(row.id, row.origin_id or row.id, row.label, row.artefact_id is None, row.tool,
-                                  {k: getattr(row, k) for k in SETTINGS}, meta if isinstance(meta, dict) else {}))  # fmt: skip
+                                  {k: getattr(row, k) for k in SETTINGS}, run_metadata(row.metadata_json)))  # fmt: skip
         self.labels = {r.label for r in self.runs}
 
     def _held(self, run: _Run) -> set[str]:

@@ -19,7 +19,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Annotated, Any, Literal
 
-from bench_ledger.vocab import Clock, Provenance, RequestStatus, RequestValueFlag
+from bench_ledger.vocab import Clock, Provenance, RequestStatus, RequestValueFlag, RunFactor
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 # Where token counts came from (formats.md): what the server reported in `usage`, what the client
@@ -453,6 +453,24 @@ class Published(Record):
         return self
 
 
+class Stated(Record):
+    """A factor of the system under test as a file states it (``RunInfo.factors``): its value as written
+    and where: a JSON path or line in the file (``$.model_id``, ``line 12``), or, weakest, the file's
+    name or folder (``folder 'tp4_dp2_c64'``), for outputs organised by configuration."""
+
+    value: str
+    at: str
+
+    @model_validator(mode="after")
+    def _in_domain(self) -> Stated:
+        for what, text in (("a factor's value", self.value), ("where a factor is stated", self.at)):
+            if why := text_violation(what, text):
+                raise ValueError(why)
+        if not self.value.strip():
+            raise ValueError("a stated factor is empty")
+        return self
+
+
 class Pairing(Record):
     """How the files a tool writes separately for one run find each other (``ledger.pairing``).
 
@@ -506,6 +524,9 @@ class RunInfo(Record):
     locator: str | None = Field(None, description="where the run's header sits in the artefact")
     metadata: dict[str, str] = Field(default_factory=dict, description="free labels from the file")
     pairing: Pairing | None = Field(None, description="what pairs this run with the tool's other files of it")
+    factors: dict[RunFactor, Stated] = Field(
+        default_factory=dict, description="what the file states of the system under test (ledger.factors)"
+    )
 
     @model_validator(mode="after")
     def _in_domain(self) -> RunInfo:

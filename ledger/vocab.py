@@ -27,3 +27,26 @@ STATUS: tuple[str, ...] = get_args(RequestStatus)
 # The clock that request times are on. Monotonic seconds are never shown as wall-clock times.
 Clock = Literal["monotonic_s", "epoch_s", "epoch_ns"]
 CLOCKS: tuple[str, ...] = get_args(Clock)
+
+# What a result file states about the system under test and its load, kept per run with where it was
+# read (``ledger.factors``): the model and the name it was served under, the engine, the hardware and
+# the parallel layout, and the load as the file (or its name) states it, beside the run's workload columns.
+RunFactor = Literal[
+    "model",
+    "served_model",
+    "engine",
+    "engine_version",
+    "hardware",
+    "gpu_count",
+    "tp",
+    "dp",
+    "pp",
+    "ep",
+    "dataset",
+    "input_len",
+    "output_len",
+    "concurrency",
+    "request_rate",
+    "prompt_count",
+]
+RUN_FACTORS: tuple[str, ...] = get_args(RunFactor)

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 import sqlalchemy as sa
+from bench_ledger import factors
 from bench_ledger import models as m
 from bench_ledger.books import current, require_current
 from bench_ledger.records import REQUEST_FIELDS
@@ -91,6 +92,7 @@ class RunDetail:
     launch_reason: str = ""  # how it was found, or why there is none
     warm_compile_measured: str | None = None  # the compile-cache state the launch's server log measured
     warm_compile_basis: str = ""  # its lines, or why it is n/a
+    factors: dict[str, dict[str, str]] = field(default_factory=dict)  # what its files state (ledger.factors): value, at
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -170,6 +172,7 @@ def run_detail(ledger: Ledger, run_id: int) -> RunDetail:
             warm={"prefix_cache": run.warm_prefix_cache, "process": run.warm_process,
                   "compile": run.warm_compile, "file_cache": run.warm_file_cache},
             status_counts={k: statuses.get(k, 0) for k in ("ok", "failed", "unknown")},
+            factors={k: v.model_dump() for k, v in factors.of_metadata(factors.run_metadata(run.metadata_json)).items()},
         )  # fmt: skip
         from bench_ledger.queries.captured import run_launch, warm_compile_of_log
 

@@ -90,6 +90,10 @@ def show_run(ledger: Ledger, run_id: int, as_json: bool) -> None:
     click.echo(f"  workload: input target {r.input_target_tokens or 'n/a'} tokens, output cap {r.output_cap_tokens or 'n/a'}"
                f" tokens, C {r.concurrency or 'n/a'}, N {r.request_count or 'n/a'}, rate {d.request_rate or 'n/a'}")  # fmt: skip
     click.echo("  warm state: " + ", ".join(f"{k} {v}" for k, v in d.warm.items()))
+    if d.factors:
+        click.echo("  stated by its files:")
+        for k, f in d.factors.items():
+            click.echo(f"    {k:<14} {f['value']}  ({f['at']})")
     la = d.launch
     click.echo(f"  launch: {la['deployment']}#{la['attempt']} ({la['label']})" if la else f"  launch: n/a ({d.launch_reason})")
     click.echo(f"  compile cache (measured): {d.warm_compile_measured or 'unknown'} ({d.warm_compile_basis})")
