@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from datetime import UTC, datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -121,11 +120,9 @@ class AiperfRecordsImporter:
         columns = build_columns(rows)
         fields = present_fields(columns, always=["status", "error"])
         skipped_text = ", ".join(f"{phase}: {n}" for phase, n in sorted(skipped.items()))
-        starts = [r["send_ns"] for r in rows if r.get("send_ns") is not None]
-        first = datetime.fromtimestamp(min(starts) // 10**9, tz=UTC).strftime("%Y-%m-%dT%H:%M:%SZ") if starts else "?"
         run = ParsedRun(
             info=RunInfo(
-                label=f"aiperf records from {first} ({len(rows)} requests)",
+                label=f"aiperf {run_name(path, 'profile_export.jsonl')} ({len(rows)} requests)",
                 tool=Tool.AIPERF,
                 request_count=len(rows),
                 locator=f"line {rows[0]['line']}" if rows else None,
@@ -208,8 +205,14 @@ def pairing(path: Path, suffix: str, requests: int | None) -> Pairing:
     """AIPerf writes ``profile_export.jsonl`` and ``profile_export_aiperf.json`` into one artifact
     folder per run: the name's prefix before ``suffix`` (copies are often renamed ``<run>__...``),
     else the folder's name, is the pairing key."""
-    prefix = path.name.removesuffix(suffix) if path.name.endswith(suffix) else None
-    return Pairing(key=f"aiperf {prefix or path.resolve().parent.name}", requests=requests)
+    return Pairing(key=f"aiperf {run_name(path, suffix)}", requests=requests)
+
+
+def run_name(path: Path, suffix: str) -> str:
+    """What names an AIPerf run's files: the prefix of the file name before ``suffix`` (a renamed
+    copy), else the artifact folder's name (AIPerf names it after the model and the load)."""
+    prefix = path.name.removesuffix(suffix).rstrip("_-") if path.name.endswith(suffix) else None
+    return prefix or path.resolve().parent.name
 
 
 def _ns(path: Path, where: str, metrics: dict, name: str) -> int | None:

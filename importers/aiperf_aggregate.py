@@ -138,7 +138,7 @@ def _info(path: Path, data: dict) -> RunInfo:
     if isinstance(duration, dict) and duration.get("unit") in TIME_UNITS and is_number(duration.get("avg")):
         duration_s = to_seconds(duration["avg"], TIME_UNITS[duration["unit"]])
     parts = ["aiperf", model, f"c{concurrency}" if concurrency is not None else None,
-             f"rate {rate}" if rate is not None else None, data.get("start_time")]
+             f"rate {rate}" if rate is not None else None]
     metadata = {
         k: str(v)
         for k, v in {

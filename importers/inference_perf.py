@@ -52,7 +52,7 @@ from bench_ledger.importers._toolfiles import (
     to_ns,
 )
 from bench_ledger.importers.base import ParseOptions, load_json
-from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
 
 TOOL = Tool.INFERENCE_PERF
@@ -190,7 +190,7 @@ class InferencePerfImporter:
                 request_rate=metadata.get("requested_rate"),
                 concurrency=integer(path, jpath("load_summary", "concurrency"), "concurrency", load.get("concurrency")),
                 duration_s=float(send) if send is not None else None,
-                locator="$", metadata=metadata,
+                locator="$", metadata=metadata, pairing=_pairing(label, count),
             ),
             capture=Capture(fields=[], record_count=0, token_source="unknown", success_rule=SUCCESS_RULE),
             published=out,
@@ -225,13 +225,19 @@ class InferencePerfPrometheusImporter:
         if stage is not None:
             metadata["stage"] = str(stage)
         run = ParsedRun(
-            info=RunInfo(label=label, tool=TOOL, locator="$", metadata=metadata),
+            info=RunInfo(label=label, tool=TOOL, locator="$", metadata=metadata, pairing=_pairing(label, None)),
             capture=Capture(fields=[], record_count=0, token_source="unknown",
                             success_rule="aggregates only: server-side counters, no client records"),  # fmt: skip
             published=out,
         )
         return ParsedArtefact(format=self.name, format_version=None, runs=[run],
                               note="Prometheus-scraped summaries: kept apart from client lifecycle metrics (R6)")  # fmt: skip
+
+
+def _pairing(label: str, requests: int | None) -> Pairing:
+    """One stage's lifecycle, Prometheus and per-request files: inference-perf names them by its report
+    prefix and the stage, side by side in one folder; a count both state must agree."""
+    return Pairing(key=label, requests=requests, named_by_tool=True)
 
 
 def _prometheus_unit(key: str) -> tuple[str | None, str]:
@@ -284,7 +290,8 @@ class InferencePerfPerRequestImporter:
             fields = present_fields(columns, always=("status", "error", "send_time", "end_time", "latency_s"))
             runs.append(ParsedRun(
                 info=RunInfo(label=f"{TOOL} {launch} {where}", tool=TOOL, request_count=len(rows), locator="$",
-                             metadata={"launch": launch, **({"stage": str(stage)} if stage is not None else {})}),
+                             metadata={"launch": launch, **({"stage": str(stage)} if stage is not None else {})},
+                             pairing=_pairing(f"{TOOL} {launch} {where}", len(rows))),
                 capture=Capture(fields=fields, record_count=len(rows), clock="monotonic_s", token_source="unknown",
                                 success_rule=PER_REQUEST_RULE),
                 requests=columns,

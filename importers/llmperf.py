@@ -19,7 +19,6 @@ The paired ``*_summary.json`` is a separate artefact (importer ``llmperf-summary
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
@@ -61,16 +60,15 @@ class LlmperfIndividualImporter:
         fields = ["status", "error", "input_tokens", "output_tokens", "ttft_s", "latency_s", "itl_mean_s"]
         # A field no record carried at all is n/a for the whole capture, never zero (R9).
         fields = [f for f in fields if f in ("status", "error") or any(r.get(f) is not None for r in rows)]
-        digest = hashlib.sha256(path.read_bytes()).hexdigest()[:12]
         failed = sum(1 for r in rows if r["status"] == "failed")
         run = ParsedRun(
             info=RunInfo(
-                label=f"llmperf individual {len(rows)} requests sha256:{digest}",
+                label=f"llmperf {pairing_key(path, INDIVIDUAL) or path.stem}",
                 tool=Tool.LLMPERF,
                 request_count=len(rows),
                 locator="$",
                 metadata={"failed_records": str(failed)},
-                pairing=pairing(path, ("_individual_responses", "individual_"), len(rows)),
+                pairing=pairing(path, INDIVIDUAL, len(rows)),
             ),
             capture=Capture(
                 fields=fields,
@@ -83,6 +81,9 @@ class LlmperfIndividualImporter:
             request_values={k: v for k, v in kept.items() if any(x is not None for x in v.values)},
         )
         return ParsedArtefact(format=self.name, format_version=None, runs=[run])
+
+
+INDIVIDUAL = ("_individual_responses", "individual_")  # the records file's (suffix, prefix): pairing_key
 
 
 def pairing_key(path: Path, affixes: tuple[str, str]) -> str | None:

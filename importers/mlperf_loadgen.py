@@ -29,7 +29,7 @@ from pathlib import Path
 
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import as_dict, head_text, is_number, published
-from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
 
 TOOL = Tool.MLPERF_LOADGEN
@@ -47,6 +47,19 @@ def run_label(path: Path) -> str:
     if m and m["prefix"]:
         parts.append(m["prefix"])
     return f"{TOOL} {'/'.join(parts)}"
+
+
+# what a summary and a detail log of one run both state (summary line -> detail key): the pair's facts
+_FACTS = {"Scenario": "effective_scenario", "Min latency (ns)": "result_min_latency_ns",
+          "Max latency (ns)": "result_max_latency_ns", "qsl_rng_seed": "effective_qsl_rng_seed",
+          "schedule_rng_seed": "effective_schedule_rng_seed"}  # fmt: skip
+
+
+def pairing(path: Path, facts: dict[str, str]) -> Pairing:
+    """The pair key of a summary or detail log: loadgen's file names with the prefix a copy kept
+    before ``mlperf_log_`` (the folder is compared by the store); the facts both logs state."""
+    m = _PREFIX.match(path.name)
+    return Pairing(key=f"mlperf {m['prefix'] + '_' if m and m['prefix'] else ''}mlperf_log", facts=facts)
 
 
 def unit_kind(key: str) -> tuple[str | None, str]:
@@ -115,8 +128,11 @@ class MlperfSummaryImporter:
             out.append(_value(key, value, f"line {lineno}", block))
         if "Scenario" not in metadata:
             raise ParseError(path, "line 1", "Scenario", "no 'Scenario :' line in the MLPerf summary")
+        stated = {p.key: p.text for p in out if p.key in _FACTS and p.note in ("MLPerf Results Summary", "Additional Stats",
+                                                                               "Test Parameters Used")}  # fmt: skip
         run = ParsedRun(
-            info=RunInfo(label=run_label(path), tool=TOOL, locator="line 1", metadata=metadata),
+            info=RunInfo(label=run_label(path), tool=TOOL, locator="line 1", metadata=metadata,
+                         pairing=pairing(path, {k: stated[k] for k in _FACTS if k in stated})),
             capture=Capture(fields=[], record_count=0, token_source="unknown", success_rule=SUCCESS_RULE),
             published=out,
         )
@@ -180,9 +196,10 @@ class MlperfDetailImporter:
         if not out:
             raise ParseError(path, "line 1", None, "no :::MLLOG events")
         metadata["error_events"], metadata["warning_events"] = str(errors), str(warnings)
+        stated = {p.key.removeprefix("detail."): p.text for p in out}
         run = ParsedRun(
             info=RunInfo(label=run_label(path), tool=TOOL, tool_version=version, started_at=started, locator="line 1",
-                         metadata=metadata),  # fmt: skip
+                         metadata=metadata, pairing=pairing(path, {k: stated[d] for k, d in _FACTS.items() if d in stated})),  # fmt: skip
             capture=Capture(fields=[], record_count=0, token_source="unknown", success_rule=SUCCESS_RULE),
             published=out,
         )

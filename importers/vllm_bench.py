@@ -47,6 +47,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_ledger.errors import ParseError
+from bench_ledger.factors import model_name
 from bench_ledger.importers._toolfiles import published as tool_published
 from bench_ledger.importers.base import (
     EXACT_MIN,
@@ -300,12 +301,9 @@ def float_or_none(obj: dict[str, Any], key: str) -> float | None:
 def _label(obj: dict[str, Any]) -> str:
     if isinstance(obj.get("label"), str) and obj["label"]:
         return obj["label"]
-    model = str(obj.get("model_id") or obj.get("backend") or "vllm").rstrip("/").rsplit("/", 1)[-1]
+    model = model_name(str(obj.get("model_id") or obj.get("backend") or "vllm"))
     conc = obj.get("max_concurrency")
-    parts = [model, f"rate={rate_text(obj.get('request_rate'))}", f"c={'inf' if conc is None else conc}"]
-    if obj.get("date"):
-        parts.append(str(obj["date"]))
-    return " ".join(parts)
+    return " ".join([model, f"rate={rate_text(obj.get('request_rate'))}", f"c={'inf' if conc is None else conc}"])
 
 
 def _times_ns(arrays: dict[str, list], ttft: list, latency: list, n: int) -> tuple[list, list, list]:

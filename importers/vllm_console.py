@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 from bench_ledger.errors import ParseError
+from bench_ledger.factors import model_name
 from bench_ledger.importers._toolfiles import head_text, published
 from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo
 from bench_ledger.tools import Tool
@@ -105,7 +106,7 @@ class VllmConsoleImporter:
         if args.get("model"):
             facts["model"] = args["model"]
         run = ParsedRun(
-            info=RunInfo(label=f"vllm-bench console {path.stem}", tool=Tool.VLLM_BENCH, locator=f"line {start + 1}",
+            info=RunInfo(label=_label(path, args), tool=Tool.VLLM_BENCH, locator=f"line {start + 1}",
                          metadata=metadata, request_count=prompts, concurrency=_int(args.get("max_concurrency")),
                          request_rate=args.get("request_rate") or None, seed=_int(args.get("seed")),
                          dataset=args.get("dataset_name") or None,
@@ -116,6 +117,14 @@ class VllmConsoleImporter:
         )
         return ParsedArtefact(format=self.name, format_version=None, runs=[run],
                               note="vLLM's console table: rounded as printed (R11)")  # fmt: skip
+
+
+def _label(path: Path, args: dict[str, str]) -> str:
+    """The run's label as the result JSON's (``vllm_bench``): model, rate and concurrency from the
+    ``Namespace`` line; the file's name where it printed none."""
+    if not args.get("model"):
+        return f"vllm-bench console {path.stem}"
+    return f"{model_name(args['model'])} rate={args.get('request_rate') or 'inf'} c={args.get('max_concurrency') or 'inf'}"
 
 
 def _namespace(lines: list[str]) -> dict[str, str]:

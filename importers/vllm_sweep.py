@@ -21,7 +21,7 @@ from pathlib import Path
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import head_text, integer
 from bench_ledger.importers.base import ParseOptions, load_json
-from bench_ledger.records import ParsedArtefact, ParsedRun
+from bench_ledger.records import Pairing, ParsedArtefact, ParsedRun
 
 _COMBO = re.compile(r"^SERVE--(?P<serve>.*?)-?BENCH--(?P<bench>.*)$")
 _RUN_FILE = re.compile(r"^run=(?P<n>\d+)\.json$")
@@ -77,8 +77,14 @@ def sweep_run(run: ParsedRun, folder: Path, run_number: int | None, path: Path, 
     meta.update({f"bench.{k}": v for k, v in bench.items()})
     meta["launch"] = f"{folder.parent.name}/SERVE--{'-'.join(f'{k}={v}' for k, v in serve.items())}"
     meta["run_number"] = str(number)
+    # the repetition's run=N.json and its entry in summary.json: one payload, the same facts
+    facts = dict(run.info.pairing.facts) if run.info.pairing is not None else {}
+    if run.info.duration_s is not None:
+        facts["duration"] = repr(run.info.duration_s)
+    pairing = Pairing(key=f"vllm-sweep run={number}", requests=run.info.pairing.requests if run.info.pairing else None,
+                      facts=facts)  # fmt: skip
     info = run.info.model_copy(update={"label": f"vllm-sweep {folder.parent.name}/{folder.name} run={number}",
-                                       "metadata": meta})  # fmt: skip
+                                       "metadata": meta, "pairing": pairing})  # fmt: skip
     return run.model_copy(update={"info": info, "published": kept})
 
 

@@ -275,10 +275,11 @@ class BatchCheck:
 class VerifyResult:
     checks: list[BatchCheck]
     guard_problems: list[str] = field(default_factory=list)  # missing or disabled PostgreSQL triggers
+    merged_runs: list[str] = field(default_factory=list)  # runs holding two results of one format (merged_runs)
 
     @property
     def ok(self) -> bool:
-        return all(c.ok for c in self.checks) and not self.guard_problems
+        return all(c.ok for c in self.checks) and not self.guard_problems and not self.merged_runs
 
 
 def read_seal_file(path: Path) -> dict[str, dict]:
@@ -354,7 +355,28 @@ def verify(ledger: Ledger, batch: str | None = None, seal_file: Path | None = No
                 for name in sorted(set(filed) - known):
                     checks.append(BatchCheck(name, None, 0, ["in the seal file but not a batch of the ledger"]))
         guard_problems = trigger_problems(conn, ledger.backend)
-    return VerifyResult(checks, guard_problems)
+        merged = merged_runs(conn, None if batch is None else Ledger.get_batch(s, batch).id)
+    return VerifyResult(checks, guard_problems, merged)
+
+
+def merged_runs(conn: sa.Connection, batch_id: int | None = None) -> list[str]:
+    """Runs (current revision) holding two or more artefacts of one format: two results of one kind,
+    which are two runs whatever their labels say. Earlier versions found a file's run by its label
+    and merged such results; each is named with its files, to be re-imported into a new batch."""
+    C, A, R, B = m.Capture.__table__, m.Artefact.__table__, m.Run.__table__, m.Batch.__table__
+    stmt = (sa.select(R.c.id, R.c.label, B.c.name, A.c.format, A.c.id.label("artefact"), A.c.file_name)
+            .select_from(C.join(A, A.c.id == C.c.artefact_id)
+                         .join(R, sa.and_(sa.func.coalesce(R.c.origin_id, R.c.id) == C.c.run_id, current(R)))
+                         .join(B, B.c.id == R.c.batch_id))
+            .order_by(R.c.id, A.c.id))  # fmt: skip
+    if batch_id is not None:
+        stmt = stmt.where(R.c.batch_id == batch_id)
+    held: dict[tuple, list[str]] = {}
+    for row in conn.execute(stmt):
+        held.setdefault((row.id, row.label, row.name, row.format), []).append(f"artefact {row.artefact} {row.file_name}")
+    return [f"run {rid} {label!r} of batch {bname!r} holds {len(files)} results of format {fmt}: {', '.join(files)}; "
+            "two results are two runs (re-import the files into a new batch; this version keeps them apart)"
+            for (rid, label, bname, fmt), files in held.items() if len(files) > 1]  # fmt: skip
 
 
 def _open_check(conn: sa.Connection, backend: str, s: Session, name: str, artefact_ids: str) -> BatchCheck:
@@ -602,6 +624,7 @@ class Attached:
     from_run_id: int  # the run the artefact's values were on (its current revision)
     moved: int  # reported values, each a new revision on the target run
     learned: dict[str, Any] = field(default_factory=dict)
+    not_learned: str | None = None  # why no setting was taken from the artefact's run
 
 
 def attach(ledger: Ledger, artefact_id: int, run_id: int, reason: str) -> Attached:
@@ -610,7 +633,7 @@ def attach(ledger: Ledger, artefact_id: int, run_id: int, reason: str) -> Attach
     Each current published value of the artefact becomes a new revision on ``run_id`` (the old one
     superseded, ``ledger history published_value ID``), and the run gets a new revision recording the
     attachment (``ledger history run ID``) that learns the settings it did not state from the run the
-    artefact was on. Captured rows never move (R9): an artefact holding per-request records is
+    artefact was on, when that run holds no other artefact (values come from the attached file only). Captured rows never move (R9): an artefact holding per-request records is
     refused, naming the aggregate artefacts of the target run that can be attached the other way.
     One transaction; a closed batch refuses it (R10)."""
     if not reason or not reason.strip():
@@ -669,9 +692,15 @@ def attach(ledger: Ledger, artefact_id: int, run_id: int, reason: str) -> Attach
             raise InputError(f"artefact {artefact_id} ({art.file_name}) has no reported values on run {source.id}: nothing to attach")
         for pv_id in values:
             _correct_in(s, m.PublishedValue, pv_id, why, {"run_id": dst_key})
-        learned = {k: getattr(source, k) for k in _LEARNED if getattr(target, k) is None and getattr(source, k) is not None}
+        # the settings the artefact states: its run's, where that run holds this artefact alone (else
+        # another file's values could be among them, and none is taken)
+        alone = {a for (a,) in s.execute(sa.select(C.c.artefact_id).where(C.c.run_id == src_key))} == {artefact_id}
+        learned = {k: getattr(source, k) for k in _LEARNED
+                   if alone and getattr(target, k) is None and getattr(source, k) is not None}  # fmt: skip
         new_run = _correct_in(s, m.Run, run_id, why, learned)
-        return Attached(artefact_id, new_run, run_id, source.id, len(values), learned)
+        not_learned = None if alone else (f"run {source.id} holds other artefacts too: its settings are not this file's "
+                                          "alone, so none was taken")  # fmt: skip
+        return Attached(artefact_id, new_run, run_id, source.id, len(values), learned, not_learned)
 
 
 def parse_changes(table: str, assignments: list[str]) -> dict[str, Any]:

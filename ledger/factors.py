@@ -20,7 +20,7 @@ from pathlib import PurePath
 from bench_ledger.records import Stated
 from bench_ledger.vocab import RUN_FACTORS
 
-__all__ = ["PREFIX", "from_path", "merged", "of_metadata", "run_metadata", "to_metadata"]
+__all__ = ["PREFIX", "from_path", "merged", "model_name", "of_metadata", "run_metadata", "same_model", "to_metadata"]
 
 PREFIX = "factor "
 _AT = " at"
@@ -33,8 +33,8 @@ _TOKENS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (re.compile(r"dp(?P<v>\d+)"), ("dp",)),
     (re.compile(r"pp(?P<v>\d+)"), ("pp",)),
     (re.compile(r"ep(?P<v>\d+)"), ("ep",)),
-    (re.compile(r"(?:in|isl|input)(?P<v>\d+)"), ("input_len",)),
-    (re.compile(r"(?:out|osl|output)(?P<v>\d+)"), ("output_len",)),
+    (re.compile(r"(?:in|isl|input|i)(?P<v>\d+)"), ("input_len",)),
+    (re.compile(r"(?:out|osl|output|o)(?P<v>\d+)"), ("output_len",)),
     (re.compile(r"(?:c|conc|concurrency)(?P<v>\d+)"), ("concurrency",)),
     (re.compile(r"(?:qps|rate|rps)(?P<v>\d+(?:\.\d+)?)"), ("request_rate",)),
     (re.compile(_GPU + r"(?:x(?P<n>\d+))?"), ("hardware", "gpu_count")),
@@ -43,7 +43,7 @@ _TOKENS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
 _SPLIT = re.compile(r"[_\-/\s]+")
 
 
-def from_path(path: PurePath, parts: int = 3) -> dict[str, Stated]:
+def from_path(path: PurePath, parts: int = 6) -> dict[str, Stated]:
     """The factors the last ``parts`` components of ``path`` (its folders and its file name without
     the extension) name by the token conventions above; a factor two components name differently is
     left out (it is not known which one holds)."""
@@ -118,3 +118,25 @@ def run_metadata(text: str | None) -> dict[str, str]:
     except ValueError:
         return {}
     return meta if isinstance(meta, dict) else {}
+
+
+_SNAPSHOT = re.compile(r"(?:^|/)models--(?:[^/]*--)?(?P<name>[^/]+)/snapshots/[0-9a-f]{7,64}$")
+
+
+def model_name(model: str) -> str:
+    """A model as compared and shown in a label: the last part of its path or hub id
+    (``/models/Qwen/Qwen3-32B`` and ``Qwen/Qwen3-32B`` name one model; a Hugging Face cache path
+    ``…/models--Qwen--Qwen3-32B/snapshots/<hash>`` names it before the snapshot); the text otherwise
+    as written."""
+    path = model.replace("\\", "/").rstrip("/")
+    if hit := _SNAPSHOT.search(path):
+        return hit["name"]
+    return path.rsplit("/", 1)[-1] or model
+
+
+def same_model(declared: str, stated: str) -> bool:
+    """Whether a file's model can be the declared one: their names (:func:`model_name`) agree once
+    case and punctuation are set aside, or one extends the other (``Llama-3.3-70B`` declared,
+    ``Llama-3.3-70B-Instruct`` served)."""
+    a, b = (re.sub(r"[^0-9a-z]", "", model_name(x).casefold()) for x in (declared, stated))
+    return bool(a and b) and (a.startswith(b) or b.startswith(a))

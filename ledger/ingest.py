@@ -483,7 +483,6 @@ def write_artefacts(
             results.append(result)
             one = _Art(art_id, path, result, held.setdefault(art_id, seal3.HeldRows()))
             seen = 0
-            where_of: dict[str, str | None] = {}
             used: dict[str, str] = {}  # run label written -> the file's own label of that run
             named_launches: set[str] = set()
             for pr in translated(path, parsed.iter_runs()):
@@ -492,14 +491,15 @@ def write_artefacts(
                 if target.run and seen:
                     raise InputError(f"{path}: holds several runs; --run can name only one (omit it to label runs from the file)")
                 seen += 1
-                if pr.info.label in where_of:  # a capture per run and artefact: the same label twice cannot both be kept
-                    raise ParseError(path, pr.info.locator, "run label",
-                                     f"{pr.info.label!r} again (first at {where_of[pr.info.label] or 'an earlier run'}): two "
-                                     "results of one run label in one file cannot both be kept; give each run its own label")  # fmt: skip
-                where_of[pr.info.label] = pr.info.locator
+                if (model := pr.info.factors.get("model")) is not None and deployment_id is not None:
+                    _refuse_other_model(s, path, deployment_id, model)
+                stated, notes = factors.merged(pr.info.factors, factors.from_path(path), shown_name(path))
+                pr.info.metadata.update(factors.to_metadata(stated))
+                pr.info.metadata[pairing.FOLDER] = pairing.folder_of(path)
+                result.notes.extend(notes)
                 if target.run:
                     label = target.run
-                else:  # the run this file's run belongs to: its own label, a paired or a declared run (ledger.pairing)
+                else:  # the run this file's run belongs to: a paired or a declared run, else a new one (ledger.pairing)
                     matcher = matcher or pairing.Matcher(s, batch.id, batch.name, result.notes, ledger.backend)
                     matcher.notes = result.notes
                     label = matcher.resolve(path, pr, parsed.format)
@@ -511,9 +511,6 @@ def write_artefacts(
                     raise GroupSplit(f"{path}: run {label!r} also gets a capture from {landed[label]} of this group")
                 if name := pr.info.metadata.get("launch"):
                     named_launches.add(name)
-                stated, notes = factors.merged(pr.info.factors, factors.from_path(path), shown_name(path))
-                pr.info.metadata.update(factors.to_metadata(stated))
-                result.notes.extend(notes)
                 runs.add(label, pr, one)
             if len(files) == 1:  # one file: its rows before anything else it holds, as they stream in
                 runs.flush()
@@ -579,6 +576,17 @@ class _Art:
     requests: int = 0  # written so far (the sum of result.runs' counts)
 
 
+def _refuse_other_model(s: Session, path: Path, deployment_id: int, model: rec.Stated) -> None:
+    """A file whose model is not its deployment's is refused, naming both (compared as
+    ``factors.same_model``: a local path or hub id names the model by its last part)."""
+    dep = s.get_one(m.Deployment, deployment_id)
+    if dep.model is not None and not factors.same_model(dep.model, model.value):
+        raise Refused("R6", f"import {path.name} into deployment {dep.name!r}",
+                      f"the file states model {model.value!r} ({model.at}); deployment {dep.name!r} declares "
+                      f"model {dep.model!r}", "import it with the deployment that served that model (--deployment), "
+                      "or correct the declaration")  # fmt: skip
+
+
 def _launch(s: Session, deployment_id: int, label: str) -> str:
     """The launch of a deployment that a tool's output names ``label`` (an inference-perf report
     folder, a vLLM sweep SERVE setting): the existing one, else a new row with the next attempt
@@ -634,13 +642,18 @@ def retry_conflicts(attempt: Callable[[], T], attempts: int = CONFLICT_ATTEMPTS)
 
     Each attempt is one transaction that rolled back whole, so running it again sees what the other
     process committed: the same bytes are then "already imported", a run label created meanwhile is
-    attached to, as if the imports had run one after the other."""
+    taken (the run gets a distinct one) or paired with, as if the imports had run one after the other.
+    An attempt after a lost race resolves its runs under the batch's pairing lock
+    (``pairing.serialised``), so imports racing for one label take turns instead of losing again."""
     for n in range(1, attempts + 1):
+        token = pairing.serialised.set(n > 1)
         try:
             return attempt()
         except WriteConflict as exc:
             if n == attempts:
                 raise WriteConflict(f"{exc}; gave up after {attempts} attempts") from None
+        finally:
+            pairing.serialised.reset(token)
     raise AssertionError("unreachable")  # pragma: no cover
 
 

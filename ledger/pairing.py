@@ -24,15 +24,17 @@ moved to another run by a correction (:func:`bench_ledger.books.attach`).
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 
 import sqlalchemy as sa
+from bench_ledger import factors
 from bench_ledger import models as m
 from bench_ledger import records as rec
 from bench_ledger.books import current
-from bench_ledger.errors import Ambiguous
+from bench_ledger.errors import Ambiguous, InputError
 from bench_ledger.factors import run_metadata
 from sqlalchemy.orm import Session
 
@@ -42,6 +44,14 @@ FACT = "pairing {}"  # a fact both files state (``records.Pairing.facts``): "pai
 # the workload settings a declared run and a file's run are compared on (R3: settings, not actuals)
 SETTINGS = ("input_target_tokens", "output_cap_tokens", "concurrency", "request_count", "request_rate", "seed", "dataset")
 RECORDS, AGGREGATES = "per-request records", "the tool's aggregates"
+FOLDER = "file folder"  # where the run's first file sat (folder_of)
+# a factor a file states, and the workload column of a declared run it is compared with (None: factors only)
+FACTOR_SETTING = {"input_len": "input_target_tokens", "output_len": "output_cap_tokens", "concurrency": "concurrency",
+                  "request_rate": "request_rate", "prompt_count": "request_count", "dataset": "dataset", "model": None,
+                  "tp": None, "dp": None, "pp": None, "ep": None, "hardware": None, "gpu_count": None}  # fmt: skip
+# how a distinct run label names a factor
+SHORT = {"input_len": "in", "output_len": "out", "concurrency": "c", "request_rate": "rate", "prompt_count": "n",
+         "gpu_count": "gpus", "engine_version": "version", "served_model": "served"}  # fmt: skip
 
 
 def metadata_of(info: rec.RunInfo) -> dict[str, str]:
@@ -89,6 +99,8 @@ class _Run:
 
 # PostgreSQL advisory lock class ("pair") of the imports that pair runs in one batch (key: batch id)
 PAIRING_LOCK = 0x70616972
+# set by an import attempt that runs again after losing a race (ingest.retry_conflicts): it takes the lock
+serialised: ContextVar[bool] = ContextVar("serialised", default=False)
 
 
 @dataclass
@@ -113,7 +125,7 @@ class Matcher:
             return
         self.loaded = True
         R = m.Run.__table__
-        if self.backend == "postgresql" and (info.pairing is not None or self.s.execute(
+        if self.backend == "postgresql" and (serialised.get() or info.pairing is not None or self.s.execute(
                 sa.select(sa.func.count()).select_from(R).where(R.c.batch_id == self.batch_id, R.c.artefact_id.is_(None),
                                                                 current(R))).scalar()):  # fmt: skip
             self.s.execute(sa.text("SELECT pg_advisory_xact_lock(:k, :b)"), {"k": PAIRING_LOCK, "b": self.batch_id})
@@ -139,14 +151,14 @@ class Matcher:
         return run.held
 
     def resolve(self, path: Path, pr: rec.ParsedRun, fmt: str) -> str:
-        """The label ``pr`` (of a file of format ``fmt``) is written under: its own, or the one existing
-        run it belongs to."""
+        """The label ``pr`` (of a file of format ``fmt``) is written under: the one existing run it
+        belongs to (the tool's other file of it, or a declared run), else a new run under its own
+        label, or under a distinct one where a run of the batch holds that label already."""
         info = pr.info
         self._prepare(info)
-        if info.label in self.labels:  # the same label: the same run, as before (inference-perf stages, MLPerf)
-            return info.label
         new = brings(pr, fmt)
         what = f"run {info.label!r} ({' and '.join(sorted(new)) or 'no values'})"
+        folder = info.metadata.get(FOLDER) or folder_of(path)
         def free(r: _Run) -> bool:  # held only for candidates: two queries each, cached
             return r.id not in self.claimed and not (self._held(r) & new)
 
@@ -154,36 +166,71 @@ class Matcher:
             found, why = [], ""
             for r, how in self._paired(info.pairing):
                 theirs, ours = r.meta.get(REQUESTS), info.pairing.requests
-                if not free(r):
+                both = [(k, r.meta[FACT.format(k)], v) for k, v in sorted(info.pairing.facts.items()) if FACT.format(k) in r.meta]
+                if info.pairing.key is not None and r.meta.get(FOLDER, folder) != folder:
+                    self.notes.append(f"{path.name}: not paired with {r.shown()} ({how}): its file is in another "
+                                      f"folder ({r.meta[FOLDER]!r}, this one {folder!r})")  # fmt: skip
+                elif not free(r):
                     self.notes.append(f"{path.name}: not paired with {r.shown()} ({how}): "
                                       f"it already holds {' and '.join(sorted(self._held(r) & new)) or 'this run'}")  # fmt: skip
-                elif theirs is None or ours is None or theirs != str(ours):
+                elif (theirs is not None and ours is not None and theirs != str(ours)) or (
+                        not info.pairing.named_by_tool and ((theirs is None) != (ours is None) or (theirs is None and not both))):  # fmt: skip
                     self.notes.append(f"{path.name}: not paired with {r.shown()} ({how}): "
                                       f"request counts {theirs or 'not stated'} there and {ours if ours is not None else 'not stated'} "
-                                      "in this file differ or are unknown")  # fmt: skip
-                elif differ := [(k, r.meta[FACT.format(k)], v) for k, v in sorted(info.pairing.facts.items())
-                                if FACT.format(k) in r.meta and r.meta[FACT.format(k)] != v]:  # fmt: skip
+                                      "in this file differ or are unknown" + ("" if both else ", and no other fact both state"))  # fmt: skip
+                elif differ := [(k, a, b) for k, a, b in both if a != b]:
                     self.notes.append(f"{path.name}: not paired with {r.shown()} ({how}): " + ", ".join(
                         f"{k} {a!r} there and {b!r} in this file differ" for k, a, b in differ))  # fmt: skip
                 else:
                     found.append(r)
-                    agreed = [f"{k} {v!r}" for k, v in sorted(info.pairing.facts.items()) if r.meta.get(FACT.format(k)) == v]
-                    why = f"{how} and {info.pairing.requests} requests" if info.pairing.key is not None else \
-                        f"{how}; both state {info.pairing.requests} requests" + "".join(f", {a}" for a in agreed)
+                    agreed = [f"{k} {b!r}" for k, _, b in both]
+                    counted = f"{info.pairing.requests} requests" if ours is not None else "no request count"
+                    why = f"{how} and {counted}" + "".join(f", {a}" for a in agreed) if info.pairing.key is not None else \
+                        f"{how}; both state {counted}" + "".join(f", {a}" for a in agreed)
             if found:
                 return self._one(path, what, found, why if len(found) == 1 else
                                  _candidates_why(info.pairing))  # fmt: skip
         declared = [r for r in self.runs if r.declared and free(r)]
+        if named := [r for r in declared if r.label == info.label]:  # the manifest declared this run by its label
+            if contradicted := _differing(named[0], info):
+                raise InputError(f"{path}: {what} has the label of declared {named[0].shown()}, but "
+                                 + ", ".join(f"{k} {a!r} declared and {b!r} in this file differ" for k, a, b in contradicted)
+                                 + "; not attached: name the run with --run, or correct the declaration")  # fmt: skip
+            return self._one(path, what, named, "its label, declared in a manifest")
         matched = [r for r in declared if _agrees(r, info)]
         if matched:
-            agreed = sorted({k for r in matched for k in SETTINGS if _same(r.settings[k], getattr(info, k)) is True})
+            agreed = sorted({k for r in matched for k, (a, b) in _stated(r, info).items() if _same(a, b) is True})
             return self._one(path, what, matched, "declared workload (" + ", ".join(
-                f"{k} {getattr(info, k)}" for k in agreed) + ")")  # fmt: skip
+                f"{k} {_stated(matched[0], info)[k][1]}" for k in agreed) + ")")  # fmt: skip
         if declared:
             self.notes.append(f"{path.name}: {what} matches none of the {len(declared)} declared run(s) of batch "
                               f"{self.batch_name!r} still free for it by workload; imported as a new run")  # fmt: skip
-        self.labels.add(info.label)
-        return info.label
+        label = info.label
+        if label in self.labels:
+            label = self._distinct(path, info)
+        self.labels.add(label)
+        self.runs.append(_Run(0, 0, label, False, info.tool, {k: getattr(info, k) for k in SETTINGS},
+                              metadata_of(info), held=new))  # a run of this import: what it brings, it holds
+        return label
+
+    def _distinct(self, path: Path, info: rec.RunInfo) -> str:
+        """A label for a new run whose file's label a run of the batch holds already: two results are
+        two runs, whatever their labels say. The label gets what tells this run apart from that one:
+        the factors the files state differently, else its folder, else a number."""
+        taken = next(r for r in reversed(self.runs) if r.label == info.label)
+        ours, theirs = factors.of_metadata(info.metadata), factors.of_metadata(taken.meta)
+        apart = [f"{SHORT.get(k, k)}={v.value}" for k, v in ours.items() if k in theirs and theirs[k].value != v.value]
+        apart += [f"{SHORT.get(k, k)}={v.value}" for k, v in ours.items() if k not in theirs]
+        tries = [" ".join(apart)] if apart else []
+        if (there := taken.meta.get(FOLDER)) not in (None, folder := folder_of(path)):
+            tries.append(f"({_apart(Path(folder), Path(there))})")
+        label = next((f"{info.label} {t}" for t in tries if t and f"{info.label} {t}" not in self.labels), None)
+        n = 2
+        while label is None or label in self.labels:
+            label, n = f"{info.label} #{n}", n + 1
+        self.notes.append(f"{path.name}: run label {info.label!r} is taken by {taken.shown() if taken.id else 'a run of this import'};"
+                          f" this file's result is another run: labelled {label!r}")  # fmt: skip
+        return label
 
     def _paired(self, p: rec.Pairing) -> list[tuple[_Run, str]]:
         """The runs of the batch ``p`` points at, each with how: the same key, or a file name one of the
@@ -216,6 +263,40 @@ def _candidates_why(p: rec.Pairing) -> str:
         f", {p.requests} requests" + "".join(f", {k} {v!r}" for k, v in sorted(p.facts.items()))
 
 
+def folder_of(path: Path) -> str:
+    """The folder a file sits in, as kept with its run (``file folder``): a tool writes the files of
+    one run side by side, so files of two folders are never paired by a shared key."""
+    return str(path.resolve().parent)
+
+
+def _apart(folder: Path, other: Path) -> str:
+    """The end of ``folder``'s path from the last part where it differs from ``other``'s: ``b/perf``
+    for ``/x/b/perf`` beside ``/x/a/perf``."""
+    ours, theirs = folder.parts, other.parts
+    same = 0
+    while same < min(len(ours), len(theirs)) and ours[-1 - same] == theirs[-1 - same]:
+        same += 1
+    return "/".join(ours[max(len(ours) - same - 1, 0):]) or folder.name
+
+
+def _stated(run: _Run, info: rec.RunInfo) -> dict[str, tuple[object, object]]:
+    """Every setting the declared run and the file's run may state, as (declared, file): the workload
+    columns, and the factors the file states against the column or factor they mean
+    (trtllm-bench's average input length is an input length)."""
+    ours = factors.of_metadata(info.metadata)
+    theirs = factors.of_metadata(run.meta)
+    out: dict[str, tuple[object, object]] = {k: (run.settings[k], getattr(info, k)) for k in SETTINGS}
+    for key, column in FACTOR_SETTING.items():
+        if key in ours:
+            declared = theirs[key].value if key in theirs else run.settings[column] if column else None
+            out[key] = (declared, ours[key].value)
+    return out
+
+
+def _differing(run: _Run, info: rec.RunInfo) -> list[tuple[str, object, object]]:
+    return [(k, a, b) for k, (a, b) in _stated(run, info).items() if _same(a, b) is False]
+
+
 def _same(a: object, b: object) -> bool | None:
     """Two stated settings agree (True), differ (False), or one is not stated (None)."""
     if a is None or b is None:
@@ -230,7 +311,9 @@ def _same(a: object, b: object) -> bool | None:
 
 
 def _agrees(run: _Run, info: rec.RunInfo) -> bool:
+    """A declared run agrees with a file's run: the tool does not differ, no setting either states
+    (factors included) differs, and at least one agrees."""
     if run.tool is not None and info.tool is not None and _same(run.tool, info.tool) is False:
         return False
-    verdicts = [_same(run.settings[k], getattr(info, k)) for k in SETTINGS]
+    verdicts = [_same(a, b) for a, b in _stated(run, info).values()]
     return False not in verdicts and True in verdicts

@@ -490,6 +490,10 @@ class Pairing(Record):
     file: str | None = None
     names: str | None = None
     facts: dict[str, str] = Field(default_factory=dict)
+    # the key is the tool's own name for the files one invocation writes of one run, side by side
+    # (inference-perf's report prefix and stage): it pairs in its folder without a count or fact both
+    # state (files that both state a count must still agree)
+    named_by_tool: bool = False
 
     @model_validator(mode="after")
     def _in_domain(self) -> Pairing:

@@ -36,7 +36,7 @@ import sqlalchemy as sa
 from bench_ledger import digest as dg
 from bench_ledger import gaps as gp
 from bench_ledger import models as m
-from bench_ledger.books import current
+from bench_ledger.books import current, require_current
 from bench_ledger.kinds import INTEGER_KINDS
 from bench_ledger.queries.check_stats import NotDerivable
 from bench_ledger.queries.exact_column import ExactColumn
@@ -443,6 +443,7 @@ def check(ledger: Ledger, batch: str | None = None, run_id: int | None = None) -
     if run_id is not None:
         with ledger.session() as s:
             Ledger.get_run(s, run_id)
+            require_current(s.connection(), "run", run_id)
         stmt = stmt.where(R.c.id == run_id)
     out: list[CheckRow] = []
     with ledger.connection() as conn:

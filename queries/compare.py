@@ -25,6 +25,7 @@ from fractions import Fraction
 from typing import Any
 
 import sqlalchemy as sa
+from bench_ledger import factors
 from bench_ledger import models as m
 from bench_ledger.books import current, require_current
 from bench_ledger.errors import NotFound, Refused, UsageError
@@ -70,8 +71,19 @@ def _dep_factors(d) -> dict[str, str]:
                                        "chunked_prefill_tokens", "speculative_method", "speculative_tokens",
                                        "kernel_backend")}  # fmt: skip
     options = None if all(v is None for v in opts.values()) else " ".join(f"{k}={_t(v)}" for k, v in opts.items())
-    return {"hardware": _t(hw), "gpu_count": _t(count), "engine": _t(d.engine), "engine_version": _t(d.engine_version),
-            "weights_version": _t(d.weights_version), "layout": _t(layout), "engine_options": _t(options)}  # fmt: skip
+    return {"model": _t(d.model and factors.model_name(d.model)), "hardware": _t(hw), "gpu_count": _t(count), "engine": _t(d.engine),
+            "engine_version": _t(d.engine_version), "weights_version": _t(d.weights_version), "layout": _t(layout),
+            "engine_options": _t(options)}  # fmt: skip
+
+
+def _stated_factors(r) -> dict[str, str]:
+    """The identity factors a run's files state (ledger.factors), as compared: used where the run has
+    no deployment, or its deployment does not record the factor."""
+    f = {k: v.value for k, v in factors.of_metadata(factors.run_metadata(r.metadata_json)).items()}
+    layout = None if not {"tp", "dp", "ep", "pp"} & set(f) else " ".join(f"{k}{_t(f.get(k))}" for k in ("tp", "dp", "ep", "pp"))
+    return {k: v for k, v in (("model", f.get("model") and factors.model_name(f["model"])), ("hardware", f.get("hardware")),
+                              ("gpu_count", f.get("gpu_count")), ("engine", f.get("engine")),
+                              ("engine_version", f.get("engine_version")), ("layout", layout)) if v is not None}  # fmt: skip
 
 
 def _run_factors(r) -> dict[str, str]:
@@ -140,10 +152,14 @@ def _side(spec: str, scope: Scope, deps: Sequence[Any], runs: Sequence[Any]) -> 
     """A side's factors from its deployment rows and run rows (as :func:`side` selects them)."""
     per_dep = [_dep_factors(d) for d in deps] or [_dep_factors(None)]
     per_run = [_run_factors(r) for r in runs]
-    factors = {f: _join([p[f] for p in per_dep]) for f in per_dep[0]}
+    out = {f: _join([p[f] for p in per_dep]) for f in per_dep[0]}
+    by_run = [_stated_factors(r) for r in runs]
+    for f, value in out.items():  # what the runs' files state, where no deployment records it
+        if value == UNKNOWN and (stated := [st[f] for st in by_run if f in st]):
+            out[f] = _join(stated) if len(stated) == len(runs) else _join([*stated, UNKNOWN])
     for f in ("workload", "seed", *WARM_DIMS, "batch"):
-        factors[f] = _join([p[f] for p in per_run]) if per_run else UNKNOWN
-    return Side(spec, scope, factors, [r.id for r in runs], [s for r in runs if (s := _shortfall(r))])
+        out[f] = _join([p[f] for p in per_run]) if per_run else UNKNOWN
+    return Side(spec, scope, out, [r.id for r in runs], [s for r in runs if (s := _shortfall(r))])
 
 
 class Sides:

@@ -310,6 +310,7 @@ def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | 
                     raise NotFound(f"no batch named {b!r}; `ledger batches` lists them")
             stmt = stmt.where(B.c.name.in_(batches))
         if run_id is not None:
+            require_current(conn, "run", run_id)
             stmt = stmt.where(R.c.id == run_id)
         rows = conn.execute(stmt).all()
         if run_id is not None and not rows:

@@ -15,7 +15,7 @@ Flag = Provenance  # a value's flag on the read side: the one provenance vocabul
 
 # The one list of factors two scopes can differ in (R6, R8): `ledger compare` resolves them from
 # the ledger, a claims file's `context` and `attributes_to` name them (docs/claims.md).
-IDENTITY_FACTORS = ("hardware", "gpu_count", "engine", "engine_version", "weights_version", "layout")
+IDENTITY_FACTORS = ("model", "hardware", "gpu_count", "engine", "engine_version", "weights_version", "layout")
 WARM_FACTORS = ("warm_prefix_cache", "warm_process", "warm_compile", "warm_file_cache")
 FACTORS: tuple[str, ...] = (*IDENTITY_FACTORS, "engine_options", "workload", "seed", *WARM_FACTORS, "batch")
 UNKNOWN = "?"  # a factor the ledger did not record

@@ -18,7 +18,7 @@ def test_import_into_a_new_batch_says_it_created_it(ledger_url: str) -> None:
     first = run("import", "--db", ledger_url, "--batch", "fx", str(NATIVE))
     assert first.stderr == (f"note: batch 'fx' did not exist: created it (open) for {NATIVE.name}; "
                             "`ledger batches` lists them\n")  # fmt: skip
-    again = run("import", "--db", ledger_url, "--batch", "fx", str(CSV))  # an existing batch: no note
+    again = run("import", "--db", ledger_url, "--batch", "fx", "--run", "csv", str(CSV))  # an existing batch: no note
     assert again.stderr == ""
     typo = run("import", "--db", ledger_url, "--batch", "fxx", "--run", "other", str(CSV.with_name("epoch_ns.csv")))
     assert "note: batch 'fxx' did not exist: created it (open)" in typo.stderr
@@ -83,7 +83,7 @@ def test_usage_mistakes_exit_2(ledger_url: str) -> None:
     assert res.output == "error: '7': write run:ID, batch:NAME or deployment:NAME\n"
     run("import", "--db", ledger_url, "--batch", "b", str(NATIVE))
     res = run("compare", "run:1", "run:1", "--attribute-to", "bogus", "--db", ledger_url, code=2)
-    assert res.output.startswith("error: no factor named 'bogus'; factors: hardware, gpu_count,")
+    assert res.output.startswith("error: no factor named 'bogus'; factors: model, hardware, gpu_count,")
     res = run("import", "--db", ledger_url, "--format", "bogus", "--batch", "b", str(CSV), code=2)
     assert res.output.startswith("error: unknown format 'bogus'; known formats: ")
     res = run("import", "--db", ledger_url, str(CSV), code=2)  # runs, but no --batch

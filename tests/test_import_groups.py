@@ -103,14 +103,16 @@ def test_a_group_that_fails_while_written_is_rolled_back_and_imported_file_by_fi
 
 
 def test_two_files_of_a_group_on_one_run_are_imported_one_after_the_other(
-        ledger_url: str, tmp_path: Path, groups: list[int]) -> None:  # fmt: skip
-    first = request_file(tmp_path / "a.jsonl", "same", 1)
-    other = request_file(tmp_path / "b.jsonl", "other", 2)
-    more = request_file(tmp_path / "c.jsonl", "same", 3, extra={"retries": 0})  # the same 3 records, one more field
-    out = run("import", "--db", ledger_url, "--batch", "b", first, other, more, code=3)
-    assert groups == [2, 1]
-    assert "retries was not captured by artefact 1 for run same; later captures are not backfilled" in out.output
-    assert (counts(ledger_url)["artefact"], counts(ledger_url)["run"]) == (2, 2)
+        ledger_url: str, samples: Path, tmp_path: Path, groups: list[int]) -> None:  # fmt: skip
+    """llmperf's two files of one run given in one command: each is imported alone, and
+    the second pairs with the first's run."""
+    files = [samples / "llmperf" / f for f in ("individual_groq_70b.json", "summary_groq_70b.json")]
+    same = request_file(tmp_path / "c.jsonl", "llmperf groq_70b", 3)  # the run's label, another result: another run
+    out = run("import", "--db", ledger_url, "--batch", "b", *files, same)
+    assert groups == [1, 1, 1]  # files with a pairing key go alone; the third after them
+    assert "note: summary_groq_70b.json: attached to run 1 'llmperf groq_70b' by same pairing key" in out.output
+    assert "note: c.jsonl: run label 'llmperf groq_70b' is taken by run 1 'llmperf groq_70b'" in out.output
+    assert (counts(ledger_url)["artefact"], counts(ledger_url)["run"]) == (3, 2)
 
 
 def digest_roots(url: str) -> list[tuple]:

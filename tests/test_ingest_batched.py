@@ -11,10 +11,11 @@ import pytest
 import sqlalchemy as sa
 from bench_ledger import ingest
 from bench_ledger import models as m
-from bench_ledger.errors import Refused
 from bench_ledger.importers import vllm_bench as vb
 from bench_ledger.importers.base import ParseOptions
 from bench_ledger.store import Ledger
+
+from tests.clirun import run as cli
 
 
 def _file(path: Path, runs: int, n: int, *, starts: bool = True, seed: int = 1, tail: str = "") -> Path:
@@ -74,22 +75,25 @@ def test_fast_and_python_paths_write_identical_rows(ledger: Ledger, tmp_path: Pa
     assert a == b
 
 
-def test_runs_found_again_and_backfill_still_refused(ledger: Ledger, tmp_path: Path, monkeypatch) -> None:
+def test_declared_runs_are_found_a_chunk_at_a_time_and_same_labels_again_are_new_runs(
+    ledger: Ledger, tmp_path: Path, monkeypatch
+) -> None:
+    """A manifest's runs are found by label, chunk by chunk, and learn the file's settings; a second file
+    of the same labels is five more results: five new runs, never a second capture of the first five."""
     monkeypatch.setattr(ingest._RunWriter, "RUNS", 2)
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("version: 1\nbatches:\n  - {name: b}\nruns:\n" + "".join(f"  - {{batch: b, label: r{i}, tool: vllm-bench}}\n" for i in range(5)))
+    cli("declare", manifest, "--db", ledger.url)
     first = _import(ledger, _file(tmp_path / "a.jsonl", 5, 10, starts=False), "b", fast=True, monkeypatch=monkeypatch)
-    # same labels, other record counts: the same runs get a second capture
+    assert [r[1] for r in first.runs] == [f"r{i}" for i in range(5)]
     again = _import(ledger, _file(tmp_path / "c.jsonl", 5, 12, starts=False, seed=2), "b", fast=True,
                     monkeypatch=monkeypatch)  # fmt: skip
-    assert [r[0] for r in again.runs] == [r[0] for r in first.runs]
+    assert [r[1] for r in again.runs] == [f"r{i} #2" for i in range(5)]
     with ledger.session() as s:
-        assert s.scalar(sa.select(sa.func.count()).select_from(m.Run)) == 5
+        assert s.scalar(sa.select(sa.func.count()).select_from(m.Run)) == 10
         assert s.scalar(sa.select(sa.func.count()).select_from(m.Capture)) == 10
-    # same counts with more fields (start times): a backfill (R9), refused; nothing written
-    with pytest.raises(Refused, match=r"R9.*end_time, first_token_time, send_time for the 10 requests of run 'r0'"):
-        _import(ledger, _file(tmp_path / "d.jsonl", 5, 10, seed=3), "b", fast=True, monkeypatch=monkeypatch)
-    with ledger.session() as s:
-        assert s.scalar(sa.select(sa.func.count()).select_from(m.Capture)) == 10
-        assert s.scalar(sa.select(sa.func.count()).select_from(m.Artefact)) == 2
+        learned = s.scalars(sa.select(m.Run.concurrency).where(m.Run.label.in_([f"r{i}" for i in range(5)]))).all()
+    assert learned == [4] * 5
 
 
 def test_each_table_pooled_to_its_own_limit(ledger: Ledger, tmp_path: Path, monkeypatch) -> None:

@@ -25,7 +25,7 @@ def counts(url: str) -> dict[str, int]:
     return json.loads(run("status", "--db", url, "--json").output)["counts"]
 
 
-GROQ = "llmperf individual 150 requests sha256:948a9414793e"  # the individual file's own label
+GROQ = "llmperf groq_70b"  # the individual file's own label
 GROQ_SUMMARY = "llmperf llama2-70b-4096_550_150_summary"
 TOGETHER_SUMMARY = "llmperf together_ai-togethercomputer-llama-2-70b-chat_550_150_summary"
 
@@ -49,10 +49,10 @@ def test_llmperf_folder_pairs_summary_and_records(ledger_url: str, samples: Path
     run("init", "--db", ledger_url)
     out = run("import", "--db", ledger_url, "--batch", "lp", str(samples / "llmperf")).output
     assert "4 imported, 0 already imported, 0 skipped (format not recognised), 0 failed" in out
-    assert ("note: summary_groq_70b.json: attached to run 1 'llmperf individual 150 requests sha256:948a9414793e' "
+    assert ("note: summary_groq_70b.json: attached to run 1 'llmperf groq_70b' "
             "by same pairing key 'llmperf groq_70b' and 150 requests") in out  # fmt: skip
     got = [(r["label"], r["requests"], r["artefacts"], r["input_target_tokens"], r["concurrency"]) for r in runs(ledger_url, "lp")]
-    assert got == [(GROQ, 150, 2, 550, 5), ("llmperf individual 150 requests sha256:268b037552ef", 150, 2, 550, 5)]
+    assert got == [(GROQ, 150, 2, 550, 5), ("llmperf together_70b", 150, 2, 550, 5)]
     _llmperf_checked(ledger_url)
 
 
@@ -79,7 +79,7 @@ def test_llmperf_native_names_pair_and_a_count_mismatch_does_not(ledger_url: str
     shutil.copy(d / "summary_together_70b.json", tmp_path / "other_summary.json")
     out = run("import", "--db", ledger_url, "--batch", "lp", str(tmp_path)).output
     assert "by same pairing key 'llmperf llama2-70b-4096_550_150' and 150 requests" in out
-    assert ("note: other_summary.json: not paired with run 2 'llmperf individual 149 requests sha256:") in out
+    assert ("note: other_summary.json: not paired with run 2 'llmperf other'") in out
     assert "(same pairing key 'llmperf other'): request counts 149 there and 150 in this file differ or are unknown" in out
     assert [(r["requests"], r["artefacts"]) for r in runs(ledger_url, "lp")] == [(150, 2), (149, 1), (0, 1)]
 
@@ -87,18 +87,19 @@ def test_llmperf_native_names_pair_and_a_count_mismatch_does_not(ledger_url: str
 def test_an_ambiguous_pair_is_refused_naming_the_candidates(ledger_url: str, samples: Path, tmp_path: Path) -> None:
     run("init", "--db", ledger_url)
     d = samples / "llmperf"
-    for sub, name in (("a", "llama2-70b-4096_550_150_summary"), ("b", "again_summary")):
-        (tmp_path / sub).mkdir()
+    for file, name in (("summary_groq_70b.json", "llama2-70b-4096_550_150_summary"), ("groq_70b_summary.json", "again_summary")):
         text = (d / "summary_groq_70b.json").read_text().replace('"llama2-70b-4096_550_150_summary"', json.dumps(name))
-        (tmp_path / sub / "summary_groq_70b.json").write_text(text)
-    run("import", "--db", ledger_url, "--batch", "lp", str(tmp_path / "a"), str(tmp_path / "b"))
+        (tmp_path / file).write_text(text)  # two summaries of one key in one folder
+    run("import", "--db", ledger_url, "--batch", "lp", str(tmp_path / "summary_groq_70b.json"), str(tmp_path / "groq_70b_summary.json"))
     before = counts(ledger_url)
-    out = run("import", "--db", ledger_url, "--batch", "lp", str(d / "individual_groq_70b.json"), code=1).output
-    assert (f"error: {d / 'individual_groq_70b.json'}: run '{GROQ}' (per-request records) could belong to 2 runs of "
+    records = tmp_path / "individual_groq_70b.json"
+    shutil.copy(d / "individual_groq_70b.json", records)
+    out = run("import", "--db", ledger_url, "--batch", "lp", str(records), code=1).output
+    assert (f"error: {records}: run '{GROQ}' (per-request records) could belong to 2 runs of "
             f"batch 'lp' by same pairing key 'llmperf groq_70b' and 150 requests: run 1 '{GROQ_SUMMARY}', run 2 "
             "'llmperf again_summary'; none was chosen: name one with --run LABEL") in out  # fmt: skip
     assert counts(ledger_url) == before
-    run("import", "--db", ledger_url, "--batch", "lp", "--run", "llmperf again_summary", str(d / "individual_groq_70b.json"))
+    run("import", "--db", ledger_url, "--batch", "lp", "--run", "llmperf again_summary", str(records))
     assert [(r["label"], r["requests"]) for r in runs(ledger_url, "lp")] == [(GROQ_SUMMARY, 0), ("llmperf again_summary", 150)]
 
 
@@ -138,7 +139,7 @@ def test_two_declared_runs_of_one_workload_are_refused_with_the_candidates(ledge
                                    '  - {batch: fx, label: b, request_rate: "1.0", seed: 2}\n')  # fmt: skip
     f = samples / "vllm" / "openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json"
     out = run("import", "--db", ledger_url, str(f), "--batch", "fx", code=1).output
-    assert (f"error: {f}: run 'Qwen2.5-Coder-7B-Instruct rate=1.0 c=inf 20260707-093920' (the tool's aggregates (vllm-bench)) could "
+    assert (f"error: {f}: run 'Qwen2.5-Coder-7B-Instruct rate=1.0 c=inf' (the tool's aggregates (vllm-bench)) could "
             "belong to 2 runs of batch 'fx' by declared workload (request_rate 1.0): run 1 'a', run 2 'b'; none was "
             "chosen: name one with --run LABEL") in out  # fmt: skip
     assert counts(ledger_url)["artefact"] == 0
@@ -166,13 +167,13 @@ def test_attach_moves_a_summary_onto_the_records_run_as_a_correction(ledger_url:
     # records never move: the message names the command that pairs them the other way
     out = run("attach", "--db", ledger_url, "2", "--run", "1", "--reason", "pair", code=3).output
     assert ("refused (R9): attach artefact 2 (i.json) to run 1\n  why: it holds 150 per-request records captured for run 2 "
-            f"'{GROQ}'; captured rows never move\n  instead: attach the aggregate artefact(s) of run 1 to run 2 "
+            "'llmperf i'; captured rows never move\n  instead: attach the aggregate artefact(s) of run 1 to run 2 "
             "instead: `ledger attach 1 --run 2 --reason ...`") in out  # fmt: skip
     out = run("attach", "--db", ledger_url, "1", "--run", "2", "--reason", "s.json summarises i.json").output
     assert out.startswith("artefact 1: 67 reported value(s) moved from run 1 to run 2, now revision run 3: learned "
                           "input_target_tokens=550, output_cap_tokens=150, concurrency=5")  # fmt: skip
     got = [(r["id"], r["label"], r["requests"], r["concurrency"]) for r in runs(ledger_url, "lp")]
-    assert got == [(1, GROQ_SUMMARY, 0, 5), (3, GROQ, 150, 5)]
+    assert got == [(1, GROQ_SUMMARY, 0, 5), (3, "llmperf i", 150, 5)]
     rows = check(ledger_url, "lp")
     assert {r["run_id"] for r in rows} == {3} and len(rows) == 70  # the 67 values on run 3 only (current revisions)
     assert not [r for r in rows if "no per-request records" in (r["reason"] or "")]
@@ -213,18 +214,19 @@ def test_text_naming_a_console_banner_is_not_console_output(samples: Path, name:
 
 
 @pytest.mark.parametrize("fmt", [None, "sglang-bench"])
-def test_the_same_label_twice_in_json_lines_names_file_line_and_field(ledger_url: str, samples: Path, tmp_path: Path,
-                                                                       fmt: str | None) -> None:  # fmt: skip
+def test_the_same_label_twice_in_json_lines_is_two_runs(ledger_url: str, samples: Path, tmp_path: Path,
+                                                        fmt: str | None) -> None:  # fmt: skip
+    """Two results of one label in one file are two runs (issue 37), the second labelled apart, with a note."""
     run("init", "--db", ledger_url)
     one = json.dumps(json.loads((samples / "vllm" / "openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json").read_text()))
     f = tmp_path / "twice.jsonl"
     f.write_text(one + "\n" + one + "\n")
     args = ["--format", fmt, "--force-format"] if fmt else []
-    out = run("import", "--db", ledger_url, "--batch", "d", *args, str(f), code=1).output
-    label = "openai rate=1.0 c=inf base_r1_burstgpt" if fmt else "Qwen2.5-Coder-7B-Instruct rate=1.0 c=inf 20260707-093920"
-    assert (f"error: {f}, line 2 $: field 'run label': '{label}' again (first at line 1 $): two results of one run "
-            "label in one file cannot both be kept; give each run its own label") in out  # fmt: skip
-    assert "Exception" not in out and counts(ledger_url)["artefact"] == 0
+    out = run("import", "--db", ledger_url, "--batch", "d", *args, str(f)).output
+    label = "openai rate=1.0 c=inf base_r1_burstgpt" if fmt else "Qwen2.5-Coder-7B-Instruct rate=1.0 c=inf"
+    assert (f"note: twice.jsonl: run label '{label}' is taken by a run of this import; this file's result is another "
+            f"run: labelled '{label} #2'") in out  # fmt: skip
+    assert [(r["label"], r["artefacts"]) for r in runs(ledger_url, "d")] == [(label, 1), (f"{label} #2", 1)]
 
 
 def test_aiperf_records_of_the_old_schema_pair_with_the_aggregate(ledger_url: str, samples: Path) -> None:
@@ -234,8 +236,8 @@ def test_aiperf_records_of_the_old_schema_pair_with_the_aggregate(ledger_url: st
     d = samples / "aiperf"
     out = run("import", "--db", ledger_url, "--batch", "ai", str(d / "aiperf-repo-examples-run1__profile_export_aiperf.json"),
               str(d / "aiperf-repo-examples-run1__profile_export.jsonl")).output  # fmt: skip
-    assert ("note: aiperf-repo-examples-run1__profile_export.jsonl: attached to run 1 'aiperf openai/gpt-oss-20b c100 "
-            "2025-10-03T13:13:39.146443' by same pairing key 'aiperf aiperf-repo-examples-run1__' and 100 requests") in out
+    assert ("note: aiperf-repo-examples-run1__profile_export.jsonl: attached to run 1 'aiperf openai/gpt-oss-20b c100' "
+            "by same pairing key 'aiperf aiperf-repo-examples-run1' and 100 requests") in out
     assert [(r["requests"], r["artefacts"]) for r in runs(ledger_url, "ai")] == [(100, 2)]
     rows = check(ledger_url, "ai")
     by = {r["key"]: r for r in rows if r["section"] == "records"}
@@ -299,8 +301,8 @@ def test_aiperf_csv_sniff_and_bad_rows(tmp_path: Path) -> None:
 
 SERVE = "benchmaq_tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d"  # the vLLM result JSON, renamed with a prefix
 NAMED = "tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.json"  # the result_filename its console prints
-SERVE_RUN = "Qwen3.6-27B rate=inf c=1 20260428-081917"
-CONSOLE_RUN = f"vllm-bench console {SERVE}.stdout"
+SERVE_RUN = "Qwen3.6-27B rate=inf c=1"
+CONSOLE_RUN = SERVE_RUN  # the console's label is the result JSON's: model, rate and concurrency of its Namespace
 
 
 @pytest.mark.parametrize("order", ["json first", "console first"])
@@ -354,7 +356,7 @@ def test_vllm_console_naming_two_result_files_is_refused_with_the_candidates(led
     out = run("import", "--db", ledger_url, "--batch", "v", str(console), code=1).output
     assert (f"error: {console}: run '{CONSOLE_RUN}' (the tool's aggregates (vllm-bench-console)) could belong to 2 runs "
             f"of batch 'v' by the file name '{NAMED}' this file names, 50 requests, completed '50', model "
-            f"'Qwen/Qwen3.6-27B': run 1 '{SERVE_RUN}', run 2 'Qwen3.6-27B rate=inf c=1 20260428-091917'; none was "
+            f"'Qwen/Qwen3.6-27B': run 1 '{SERVE_RUN}', run 2 'Qwen3.6-27B rate=inf c=1 #2'; none was "
             "chosen: name one with --run LABEL") in out  # fmt: skip
     assert counts(ledger_url) == before
 
@@ -371,7 +373,7 @@ def test_vllm_console_and_a_result_file_of_other_counts_are_not_paired(ledger_ur
               str(samples / "vllm-bench-serve" / f"{SERVE}.stdout.txt")).output  # fmt: skip
     assert (f"note: {SERVE}.stdout.txt: not paired with run 1 '{SERVE_RUN}' (file name: 'benchmaq_{NAMED}' there is the "
             f"'{NAMED}' this file names): completed '49' there and '50' in this file differ") in out  # fmt: skip
-    assert (f"note: {SERVE}.stdout.txt: not paired with run 2 'Qwen3-8B rate=inf c=1 20260428-091917' (file name: "
+    assert (f"note: {SERVE}.stdout.txt: not paired with run 2 'Qwen3-8B rate=inf c=1' (file name: "
             f"'other_{NAMED}' there is the '{NAMED}' this file names): model 'Qwen/Qwen3-8B' there and "
             "'Qwen/Qwen3.6-27B' in this file differ") in out  # fmt: skip
-    assert [(r["label"], r["artefacts"]) for r in runs(ledger_url, "v")][-1] == (CONSOLE_RUN, 1)
+    assert [(r["label"], r["artefacts"]) for r in runs(ledger_url, "v")][-1] == (f"{CONSOLE_RUN} (vllm-bench-serve)", 1)

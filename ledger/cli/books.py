@@ -67,6 +67,8 @@ def verify(ledger: Ledger, batch: str | None, seal_file: Path | None) -> None:
         click.echo("no closed batches and no seals to verify")
     for p in res.guard_problems:
         click.echo(f"database guards: {p}", err=True)
+    for p in res.merged_runs:
+        click.echo(f"merged: {p}", err=True)
     for c in res.checks:
         name = "artefacts without a batch" if c.unbatched else f"batch {c.batch} (open)" if c.is_open else f"batch {c.batch}"
         if c.ok and c.is_open:
@@ -137,6 +139,8 @@ def attach(ledger: Ledger, artefact_id: int, run_id: int, reason: str) -> None:
     click.echo(f"artefact {done.artefact_id}: {done.moved} reported value(s) moved from run {done.from_run_id} to run "
                f"{done.superseded_run_id}, now revision run {done.run_id}"
                + (": learned " + ", ".join(f"{k}={v}" for k, v in done.learned.items()) if done.learned else ""))  # fmt: skip
+    if done.not_learned:
+        click.echo(f"  settings: {done.not_learned}")
     click.echo(f"  reason: {reason.strip()}")
 
 

@@ -78,7 +78,6 @@ TRACEBACKS = [
     ("lone surrogate in an error", *_replace(I.vllm_file(), "HTTP 500", "HTTP \\ud800")),
     ("lone surrogate in the label", *_replace(I.vllm_file(), '"label": "r1"', '"label": "r\\udc00"')),
     ("lone surrogate in a key", *_replace(I.vllm_file(zz=1), '"zz"', '"z\\udc00"')),
-    ("the same run twice in one file", *I.vllm_lines(I.vllm(), I.vllm())),
     ("NUL in an error", *_replace(I.vllm_file(), "HTTP 500", "HTTP \\u0000")),
     ("NUL in the label", *_replace(I.vllm_file(), '"label": "r1"', '"label": "r\\u0000"')),
     ("NUL byte in a log", "server.log", I.VLLM_LOG.replace("version 0.10.1.1", "version 0.10\x00").encode()),

@@ -58,7 +58,6 @@ EXPECTED = {
     "lone surrogate in an error": ", $.errors[1]: field 'errors': input should be a valid string, unable to parse raw data as a unicode string, got str 'HTTP \\ud800'",
     "lone surrogate in the label": ": the run label contains a lone surrogate (U+DC00), which is not text",
     "lone surrogate in a key": ": $.z\\udc00: key contains a lone surrogate (U+DC00), which is not text",
-    "the same run twice in one file": ", line 2 $: field 'run label': 'r1' again (first at line 1 $): two results of one run label in one file cannot both be kept; give each run its own label",
     "NUL in an error": ", line 1, record 1: field 'error': the error contains a NUL character (U+0000), which the ledger does not store",
     "NUL in the label": ": the run label contains a NUL character (U+0000), which the ledger does not store",
     "NUL byte in a log": ": line 2: text contains a NUL character (U+0000), which the ledger does not store",

@@ -44,7 +44,7 @@ def test_groq_individual_sample(samples: Path) -> None:
     assert cap.fields == sorted(["status", "error", "input_tokens", "output_tokens", "ttft_s", "latency_s", "itl_mean_s"])
     assert cap.token_source == "client_tokenizer" and cap.clock is None and not cap.sampled
     assert "error_code is null" in cap.success_rule
-    assert run.info.label.startswith("llmperf individual 150 requests sha256:948a9414793e")
+    assert run.info.label == "llmperf groq_70b"  # the pairing key: the name both files of the run share
     # llmperf's own per-request throughput (its 10 summary statistics are over it) and total tokens
     vals = run.request_values
     assert (vals["request_output_throughput_token_per_s"].flag, vals["number_total_tokens"].flag) == ("reported", "measured")
