@@ -35,7 +35,6 @@ from bench_ledger import models as m
 from bench_ledger import records as rec
 from bench_ledger.books import current
 from bench_ledger.errors import Ambiguous, InputError
-from bench_ledger.factors import run_metadata
 from sqlalchemy.orm import Session
 
 # run.metadata keys the first file of a run leaves for the others
@@ -137,7 +136,7 @@ class Matcher:
         self.runs: list[_Run] = []
         for row in self.s.execute(sa.select(*cols).where(R.c.batch_id == self.batch_id, current(R)).order_by(R.c.id)):
             self.runs.append(_Run(row.id, row.origin_id or row.id, row.label, row.artefact_id is None, row.tool,
-                                  {k: getattr(row, k) for k in SETTINGS}, run_metadata(row.metadata_json)))  # fmt: skip
+                                  {k: getattr(row, k) for k in SETTINGS}, factors.run_metadata(row.metadata_json)))  # fmt: skip
         self.labels = {r.label for r in self.runs}
 
     def _held(self, run: _Run) -> set[str]:
@@ -173,8 +172,7 @@ class Matcher:
                 elif not free(r):
                     self.notes.append(f"{path.name}: not paired with {r.shown()} ({how}): "
                                       f"it already holds {' and '.join(sorted(self._held(r) & new)) or 'this run'}")  # fmt: skip
-                elif (theirs is not None and ours is not None and theirs != str(ours)) or (
-                        not info.pairing.named_by_tool and ((theirs is None) != (ours is None) or (theirs is None and not both))):  # fmt: skip
+                elif not _counts_agree(theirs, ours, bool(both), info.pairing.named_by_tool):
                     self.notes.append(f"{path.name}: not paired with {r.shown()} ({how}): "
                                       f"request counts {theirs or 'not stated'} there and {ours if ours is not None else 'not stated'} "
                                       "in this file differ or are unknown" + ("" if both else ", and no other fact both state"))  # fmt: skip
@@ -254,6 +252,15 @@ class Matcher:
         self.claimed.add(run.id)
         self.notes.append(f"{path.name}: attached to {run.shown()} by {why}")
         return run.label
+
+
+def _counts_agree(theirs: str | None, ours: int | None, facts: bool, named_by_tool: bool) -> bool:
+    """The request counts two files of one run state: equal where both state one; where neither does,
+    another fact both state (``facts``, compared after) must; a key the tool names its files by
+    (``Pairing.named_by_tool``) pairs with a count one of them does not state."""
+    if theirs is not None and ours is not None:
+        return theirs == str(ours)
+    return named_by_tool or (theirs is None and ours is None and facts)
 
 
 def _candidates_why(p: rec.Pairing) -> str:
