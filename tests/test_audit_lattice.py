@@ -273,14 +273,14 @@ def q(cid: str, text: str, context: dict | None = None) -> dict:
 def test_attribution_without_any_context_is_refused_listing_the_unknown_factors() -> None:
     r = run([q("a", "6,660"), q("b", "3,761"), d("hw", "1.77x", "ratio", "ratio", ["a", "b"], "x", attributes_to="hardware")])
     assert r["hw"].verdict == "refused" and r["hw"].rule == "R6"
-    assert r["hw"].why.startswith("the other factors are not known to be equal (unknown: hardware, gpu_count, engine")
+    assert r["hw"].why.startswith("the other factors are not known to be equal (unknown: model, hardware, gpu_count, engine")
 
 
 def test_attribution_with_a_partial_context_is_refused() -> None:
     r = run([q("a", "6,660", {"hardware": "RTX 6000D", "gpu_count": "8"}), q("b", "3,761", {"hardware": "H20", "gpu_count": "8"}),
              d("hw", "1.77x", "ratio", "ratio", ["a", "b"], "x", attributes_to="hardware")])  # fmt: skip
     assert r["hw"].verdict == "refused" and r["hw"].rule == "R6"
-    assert "unknown: engine, engine_version, weights_version, layout" in r["hw"].why
+    assert "unknown: model, engine, engine_version, weights_version, layout" in r["hw"].why
 
 
 def test_equal_resources_and_pairing_need_known_factors() -> None:
@@ -296,10 +296,10 @@ def test_equal_resources_and_pairing_need_known_factors() -> None:
 def test_misspelt_context_key_and_attribution_factor_are_errors() -> None:
     with pytest.raises(ValidationError) as exc:
         run([q("a", "1", {"hardwre": "H20"})])
-    assert "unknown factor(s) 'hardwre' in the context; factors: hardware, gpu_count" in str(exc.value)
+    assert "unknown factor(s) 'hardwre' in the context; factors: model, hardware, gpu_count" in str(exc.value)
     with pytest.raises(ValidationError) as exc:
         run([q("a", "1"), q("b", "1"), d("x", "1x", "ratio", "ratio", ["a", "b"], "x", attributes_to="hardwar")])
-    assert "unknown factor 'hardwar'; factors: hardware" in str(exc.value)
+    assert "unknown factor 'hardwar'; factors: model, hardware" in str(exc.value)
 
 
 def test_a_series_of_quoted_points_without_stage_is_refused() -> None:

@@ -195,7 +195,7 @@ def test_a_ledger_scope_against_a_partial_context_is_not_attributable(small: str
          "derived": {"op": "percent_change", "operands": ["old", "new"], "attributes_to": "weights_version"}},
     ])  # fmt: skip
     assert r["w"].verdict == "refused" and r["w"].rule == "R6"
-    assert r["w"].why.startswith("the other factors are not known to be equal (unknown: hardware, gpu_count, engine, "
+    assert r["w"].why.startswith("the other factors are not known to be equal (unknown: model, hardware, gpu_count, engine, "
                                  "engine_version, layout, engine_options, workload, seed")  # fmt: skip
     assert "differences: weights_version (old vs 1017)" in r["w"].why
 
@@ -290,11 +290,11 @@ claims:
         "kind, unless it is an exact constant (`exact: true`)",
         "  line 14: claim out, field kind: unknown quantity kind 'token_cont' (did you mean token_count, token_setting?); known: "
         + ", ".join(sorted(__import__("bench_ledger.kinds", fromlist=["KINDS"]).KINDS)),
-        "  line 19: claim hw, field context: unknown factor(s) 'hardwre' in the context; factors: hardware, "
+        "  line 19: claim hw, field context: unknown factor(s) 'hardwre' in the context; factors: model, hardware, "
         "gpu_count, engine, engine_version, weights_version, layout, engine_options, workload, seed, "
         "warm_prefix_cache, warm_process, warm_compile, warm_file_cache, batch",
         "  line 20: claim hw, field derived.operands: refers to unknown claim 'outt' (did you mean out?)",
-        "  line 20: claim hw, field derived.attributes_to: unknown factor 'hardwar'; factors: hardware, gpu_count, "
+        "  line 20: claim hw, field derived.attributes_to: unknown factor 'hardwar'; factors: model, hardware, gpu_count, "
         "engine, engine_version, weights_version, layout, engine_options, workload, seed, warm_prefix_cache, "
         "warm_process, warm_compile, warm_file_cache, batch",
     ]  # fmt: skip

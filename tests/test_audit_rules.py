@@ -263,7 +263,7 @@ def test_rule_r6_stack_ratio_is_not_a_hardware_ratio():
     assert r["hw"].verdict == "refused" and r["hw"].rule == "R6" and "stack ratio" in r["hw"].why
 
 
-FULL = {"hardware": "H20", "gpu_count": "16", "engine": "vllm", "engine_version": "v0.31.0", "layout": "tp8 dp2 ep16",
+FULL = {"model": "DeepSeek-V4.1-Flash", "hardware": "H20", "gpu_count": "16", "engine": "vllm", "engine_version": "v0.31.0", "layout": "tp8 dp2 ep16",
         "engine_options": "ms32", "workload": "32/512 C64", "seed": "1", "warm_prefix_cache": "warm",
         "warm_process": "warm", "warm_compile": "warm", "warm_file_cache": "warm", "batch": "weights A/B"}
 
@@ -284,10 +284,10 @@ def test_rule_r6_attribution_blocked_by_unknown_factors():
              derived("w", "+18.5%", "percent_change", "percent_change", ["a", "b"], "%",
                      attributes_to="weights_version")])
     assert r["w"].verdict == "refused" and r["w"].rule == "R6"
-    assert r["w"].why == ("the other factors are not known to be equal (unknown: hardware, gpu_count, engine_version, "
+    assert r["w"].why == ("the other factors are not known to be equal (unknown: model, hardware, gpu_count, engine_version, "
                           "layout, engine_options, workload, seed, warm_prefix_cache, warm_process, warm_compile, "
                           "warm_file_cache, batch); differences: weights_version (old vs 1017); not known on both "
-                          "sides: hardware, gpu_count, engine_version, layout, engine_options, workload, seed, "
+                          "sides: model, hardware, gpu_count, engine_version, layout, engine_options, workload, seed, "
                           "warm_prefix_cache, warm_process, warm_compile, warm_file_cache, batch")
 
 

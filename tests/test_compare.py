@@ -49,7 +49,7 @@ def test_refusals(declared: Ledger) -> None:
     with pytest.raises(Refused) as exc:
         compare(declared, a, b, "hardware")
     assert exc.value.rule == "R6" and exc.value.asked == f"attribute {a} vs {b} to hardware"
-    assert exc.value.why.startswith("hardware is not the only difference: gpu_count, engine, engine_version")
+    assert exc.value.why.startswith("hardware is not the only difference: model, gpu_count, engine, engine_version")
     with pytest.raises(Refused) as exc:
         compare(declared, a, b, equal_resources=True)
     assert (exc.value.rule, exc.value.why) == ("R6", "GPU counts differ (16 vs 8 GPUs)")
