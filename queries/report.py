@@ -22,6 +22,7 @@ Rules kept here:
 from __future__ import annotations
 
 import json
+import re
 from collections import defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -251,8 +252,19 @@ def _run_evidence(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> N
                                                                  f"{name}, run {r.run_id} {r.label}", lines)  # fmt: skip
 
 
+def anchor(*parts: object) -> str:
+    """An id of the page (an evidence entry, a plot and the ids inside its inline SVG) built from
+    ``parts``: ASCII letters, digits, ``_`` and ``-`` are kept, every other character is written as
+    ``.<hex code point>.``, and the parts are joined by ``-``. Batch names, run labels, claim ids and
+    the like are user text: an id never carries them raw (they would land inside attributes)."""
+    return "-".join(_ANCHOR_UNSAFE.sub(lambda mo: f".{ord(mo.group()):x}.", str(p)) for p in parts)
+
+
+_ANCHOR_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+
+
 def evidence_id(run_id: int | str, metric: str) -> str:
-    return f"ev-run-{run_id}-{metric}".replace("/", "-")
+    return anchor("ev-run", run_id, metric)
 
 
 def _jsonable(x: Any) -> str:
@@ -284,7 +296,7 @@ def _launches(ledger: Ledger, data: ReportData) -> None:
         data.launches.append(LaunchRow(x.dep, x.attempt, x.outcome, x.cause, mv,
                                        f"{x.file_name} sha256 {x.sha256}" if x.file_name else None,
                                        at[0] if at else None, at[-1] if at else None, ready,
-                                       f"ev-launch-{x.id}"))  # fmt: skip
+                                       anchor("ev-launch", x.id)))  # fmt: skip
         lines = [f"launch {x.attempt} of {x.dep}: outcome {x.outcome} (declared)" + (f"; {x.cause}" if x.cause else ""),
                  "metric seconds_to_ready = " + (f"{float(mv.value):g} s ({mv.flag})" if mv.value is not None
                                                   else f"n/a ({mv.na_reason})"),
@@ -296,7 +308,8 @@ def _launches(ledger: Ledger, data: ReportData) -> None:
                          + (f", timestamped lines {facts[0][2]}-{facts[-1][2]}" if facts else ""))  # fmt: skip
         else:
             lines.append("  no server log linked to this launch")
-        data.evidence[f"ev-launch-{x.id}"] = Evidence(f"ev-launch-{x.id}", f"launch {x.attempt} of {x.dep}", lines)
+        eid = anchor("ev-launch", x.id)
+        data.evidence[eid] = Evidence(eid, f"launch {x.attempt} of {x.dep}", lines)
 
 
 def _hw_artefacts(conn: sa.Connection, batch: str) -> list[int]:
@@ -313,13 +326,14 @@ def _hardware(ledger: Ledger, data: ReportData) -> None:
         scope = Scope(batch=b)
         data.power[b] = {s: evaluate(ledger, s, scope) for s in POWER_STATS}
         for s, mv in data.power[b].items():
-            data.evidence[f"ev-hw-{b}-{s}"] = Evidence(f"ev-hw-{b}-{s}", f"{s}, batch {b}", _hw_lines(ledger, mv, s, b))
+            eid = anchor("ev-hw", b, s)
+            data.evidence[eid] = Evidence(eid, f"{s}, batch {b}", _hw_lines(ledger, mv, s, b))
         per: dict[str, dict[str, float | None]] = defaultdict(dict)
         for name, _ in CARD_STATS:
             # a per-card statistic over several cards is n/a and lists each card's own figure
             mv = evaluate(ledger, name, scope)
             cards: dict[Any, Any] | None = mv.inputs.get("per_card") if mv.value is None else {mv.inputs.get("card"): float(mv.value)}
-            eid = f"ev-hw-{b}-{name}"
+            eid = anchor("ev-hw", b, name)
             data.evidence[eid] = Evidence(eid, f"{name} per card, batch {b}", _hw_lines(ledger, mv, name, b))
             for card, value in (cards or {}).items():
                 per[card][name] = value
@@ -354,7 +368,7 @@ def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
             mine = [r for r in rows if r.batch == b]
             if not mine:
                 continue
-            plot = Plot(f"cdf-{metric.split('_p50')[0]}-{b}", f"{what.capitalize()} per run, batch {b} (CDF)",
+            plot = Plot(anchor("cdf", metric.split("_p50")[0], b), f"{what.capitalize()} per run, batch {b} (CDF)",
                         f"cumulative share of the ok requests of each run whose {what} is at most x; one line per run",
                         "s", "derived here from the per-request records (the same population as "
                         f"{metric}: {METRICS[metric].interval})", b in syn, "cdf",
@@ -370,7 +384,7 @@ def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
                                           group=_tier(r.input_target_tokens)))  # fmt: skip
             data.plots.append(plot)
     for metric, what in (("total_tpm", "total TPM"), ("output_tpm", "output TPM")):
-        plot = Plot(f"tpm-{metric}", f"{what} against concurrency, per input tier",
+        plot = Plot(anchor("tpm", metric), f"{what} against concurrency, per input tier",
                     f"{what} of each run (60 x tokens / the run's common wall clock, R3) against its concurrency; "
                     "one panel per input target, one series per batch and output cap (batches never pooled, R2)",
                     "tokens/min", "derived here from the per-request records of each run",
@@ -415,7 +429,7 @@ def _hardware_plots(ledger: Ledger, data: ReportData) -> None:
                                     .where(HS.c.artefact_id.in_(arts), HS.c.counter == counter)
                                     .order_by(HS.c.node, HS.c.gpu, HS.c.ts, HS.c.tick)).all()  # fmt: skip
                 units = sorted({r.unit for r in rows})
-                plot = Plot(f"hw-{counter}-{b}", f"{'Power' if counter == 'pwr' else 'GPU activity time'} per card over time, batch {b}",
+                plot = Plot(anchor("hw", counter, b), f"{'Power' if counter == 'pwr' else 'GPU activity time'} per card over time, batch {b}",
                             f"{what} of each card as sampled by nvidia-smi dmon, one line per card",
                             "/".join(units) or unit, f"measured: dmon samples of artefacts {arts} (column {counter!r}, unit as printed)",
                             b in data.synthetic_batches, "timeseries", x_label="time (UTC, s from the first sample)",
@@ -511,9 +525,9 @@ def _audit(ledger: Ledger, data: ReportData, claims_file: Path, auditor: Any = N
         if rows:
             data.audit[verdict] = [AuditRow(r.claim_id, r.text, r.unit, r.verdict, r.rule, r.recomputed,
                                             r.why or r.missing or r.margin or "; ".join(r.notes) or None,
-                                            f"ev-claim-{r.claim_id}") for r in rows]  # fmt: skip
+                                            anchor("ev-claim", r.claim_id)) for r in rows]  # fmt: skip
     source = source_step(claims, ledger, claims_file)
     for r in report.results:
         steps = [*claim_steps(auditor, r.claim_id), source]
-        data.evidence[f"ev-claim-{r.claim_id}"] = Evidence(f"ev-claim-{r.claim_id}", f"claim {r.claim_id}",
+        data.evidence[anchor("ev-claim", r.claim_id)] = Evidence(anchor("ev-claim", r.claim_id), f"claim {r.claim_id}",
                                                            [s.text for s in steps])  # fmt: skip

@@ -9,6 +9,7 @@ comes from the report data, which the Markdown tables share.
 
 from __future__ import annotations
 
+import html
 import io
 import re
 from importlib import resources
@@ -21,6 +22,7 @@ from bench_ledger.queries.report import (
     RUN_COLUMNS,
     Plot,
     ReportData,
+    anchor,
     evidence_id,
     figure,
 )
@@ -58,11 +60,11 @@ def hardware_rows(data: ReportData) -> tuple[list[dict], list[dict], dict[str, i
     notes: dict[str, int] = {}
     power = []
     for b, stats in data.power.items():
-        power.append({"batch": b, "cells": [{"text": figure(stats[s], ",.1f", notes), "ev": f"ev-hw-{b}-{s}"}
+        power.append({"batch": b, "cells": [{"text": figure(stats[s], ",.1f", notes), "ev": anchor("ev-hw", b, s)}
                                             for s in POWER_STATS]})  # fmt: skip
     cards = [{"batch": c.batch, "card": c.card,
               "cells": [{"text": _num(c.values.get(name)) + ("" if c.values.get(name) is None else " d"),
-                         "ev": f"ev-hw-{c.batch}-{name}"} for name, _ in CARD_STATS]} for c in data.cards]  # fmt: skip
+                         "ev": anchor("ev-hw", c.batch, name)} for name, _ in CARD_STATS]} for c in data.cards]  # fmt: skip
     return power, cards, notes
 
 
@@ -92,6 +94,7 @@ def _figure(nrows: int, ncols: int, width: float, height: float, left_in: float 
 
 
 def _svg(fig, salt: str) -> str:
+    """``salt`` is the plot's id (:func:`queries.report.anchor`: no character that needs escaping)."""
     import matplotlib
 
     with matplotlib.rc_context({"svg.hashsalt": salt, "svg.fonttype": "path"}):
@@ -99,7 +102,7 @@ def _svg(fig, salt: str) -> str:
         fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
     text = text[text.index("<svg"):]  # drop the XML declaration and DOCTYPE: the SVG is inline
-    # ids unique per plot (several SVGs share one HTML document)
+    # ids unique per plot (several SVGs share one HTML document); matplotlib escapes the text it writes
     return re.sub(r'id="([^"]+)"', lambda mo: f'id="{salt}-{mo.group(1)}"',
                   re.sub(r'(href="#|url\(#)([^")]+)', lambda mo: f"{mo.group(1)}{salt}-{mo.group(2)}", text))
 
@@ -113,9 +116,17 @@ def _groups(plot: Plot) -> list[str]:
 
 
 def render_plot(plot: Plot) -> str | None:
-    """The plot as inline SVG; None when it has no series (the caption says why)."""
+    """The plot as inline SVG; None when it has no series (the caption says why). Labels are user text
+    drawn as written: matplotlib's mathtext (``$...$``) is off, so a ``$`` neither typesets nor fails."""
+    import matplotlib
+
     if not plot.series:
         return None
+    with matplotlib.rc_context({"text.parse_math": False}):
+        return _draw(plot)
+
+
+def _draw(plot: Plot) -> str:
     groups = _groups(plot)
     if plot.kind == "timeline":
         return _timeline(plot)
@@ -208,30 +219,56 @@ def render_html(data: ReportData) -> str:
 # --------------------------------------------------------------------------- Markdown
 
 
-def _md_table(heads: list[str], rows: list[list[str]]) -> list[str]:
-    def esc(x: object) -> str:
-        return str(x).replace("|", "\\|").replace("\n", " ")
+class _Md(str):
+    """Markdown this module wrote (a footnote reference): put in a table as it is."""
 
-    out = ["| " + " | ".join(esc(h) for h in heads) + " |", "|" + "---|" * len(heads)]
-    out += ["| " + " | ".join(esc(c) for c in row) + " |" for row in rows]
+
+_MD_ACTIVE = re.compile(r"[\\`*_\[\]#!|~$]")
+
+
+def md_text(x: object) -> str:
+    """User text (a batch, run label, file or card name, claim text) as Markdown that shows it as
+    written: ``&``, ``<``, ``>`` as character references (no raw HTML passes), the characters Markdown
+    acts on backslash-escaped, line breaks as spaces (a table row is one line)."""
+    text = html.escape(" ".join(str(x).splitlines()), quote=False)
+    return _MD_ACTIVE.sub(lambda mo: "\\" + mo.group(), text)
+
+
+def md_code(x: object) -> str:
+    """Text as one Markdown code span (nothing inside one is markup): fenced by more backticks than
+    any run of them in the text, and padded with a space, which CommonMark strips, when it has some."""
+    text = " ".join(str(x).splitlines())
+    runs = re.findall(r"`+", text)
+    fence = "`" * (max(map(len, runs), default=0) + 1)
+    return f"{fence} {text} {fence}" if runs else f"{fence}{text}{fence}"
+
+
+def _md_table(heads: list[str], rows: list[list[object]]) -> list[str]:
+    def cell(x: object) -> str:
+        return x if isinstance(x, _Md) else md_text(x)
+
+    out = ["| " + " | ".join(cell(h) for h in heads) + " |", "|" + "---|" * len(heads)]
+    out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
     return out
 
 
-def _md_notes(text: str, notes: dict[str, int], prefix: str) -> str:
-    """'n/a[3]' -> 'n/a[^prefix3]': a Markdown footnote per n/a reason."""
-    return re.sub(r"n/a\[(\d+)\]", lambda mo: f"n/a[^{prefix}{mo.group(1)}]", text)
+def _md_notes(text: str, notes: dict[str, int], prefix: str) -> _Md:
+    """A figure of :func:`queries.report.figure` ('1,840,234 d', 'n/a[3]'; no user text) with 'n/a[3]' as
+    'n/a[^prefix3]': a Markdown footnote per n/a reason."""
+    return _Md(re.sub(r"n/a\[(\d+)\]", lambda mo: f"n/a[^{prefix}{mo.group(1)}]", text))
 
 
 def render_markdown(data: ReportData) -> str:
-    out = [f"# {data.title}", ""]
+    out = [f"# {md_text(data.title)}", ""]
     if data.synthetic:
-        out += [f"**{SYNTHETIC_NOTE}** (batches: {', '.join(data.synthetic_batches) or 'the audited ledger'}).", ""]
-    out += [f"Ledger `{data.ledger_url}`, generated {data.generated_at:%Y-%m-%d %H:%M:%S} UTC. {MARKER_LEGEND}. "
+        batches = md_text(", ".join(data.synthetic_batches)) or "the audited ledger"
+        out += [f"**{SYNTHETIC_NOTE}** (batches: {batches}).", ""]
+    out += [f"Ledger {md_code(data.ledger_url)}, generated {data.generated_at:%Y-%m-%d %H:%M:%S} UTC. {MARKER_LEGEND}. "
             "Batches are shown side by side, never pooled (R2).", ""]  # fmt: skip
     runs, notes = run_tables(data)
     out += ["## Runs", ""]
     for b, rows in runs.items():
-        out += [f"### batch {b}", ""]
+        out += [f"### batch {md_text(b)}", ""]
         out += _md_table(["run", "in/out", "C/N", *[h for _, h, _ in RUN_COLUMNS]],
                          [[r["run"], r["inout"], r["cn"], *[_md_notes(c["text"], notes, "r") for c in r["cells"]]]
                           for r in rows])  # fmt: skip
@@ -255,7 +292,7 @@ def render_markdown(data: ReportData) -> str:
         out.append("")
     if data.audit:
         src = data.audit_source or {}
-        out += ["## Audit", "", f"Source report `{src.get('slug')}`: {src.get('title')}", ""]
+        out += ["## Audit", "", f"Source report {md_code(src.get('slug'))}: {md_text(src.get('title'))}", ""]
         for verdict in [v for v in VERDICTS if v in data.audit]:
             arows = data.audit[verdict]
             out += [f"### {verdict} ({len(arows)})", ""]
@@ -266,6 +303,6 @@ def render_markdown(data: ReportData) -> str:
     foot = [(f"r{k}", t) for t, k in notes.items()] + [(f"l{k}", t) for t, k in lnotes.items()]
     foot += [(f"h{k}", t) for t, k in hnotes.items()]
     if foot:
-        out += [f"[^{k}]: n/a: {t}" for k, t in foot]
+        out += [f"[^{k}]: n/a: {md_text(t)}" for k, t in foot]
         out.append("")
     return "\n".join(out)

@@ -30,6 +30,18 @@ def find() -> tuple[str, str] | None:
     return (browser, driver) if browser and driver else None
 
 
+def require() -> tuple[str, str]:
+    """(chromium, chromedriver), or skip the test (fail it in CI, where both are installed)."""
+    import pytest
+
+    found = find()
+    if found is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("Chromium and chromedriver are required in CI (.ci/run installs Debian's chromium, chromium-driver)")
+        pytest.skip("browser test skipped: Chromium/chromedriver not installed (apt-get install chromium chromium-driver)")
+    return found
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
