@@ -15,7 +15,6 @@ by ``request_count`` + ``error_request_count`` (0 when absent), the number of pr
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -35,7 +34,7 @@ from bench_ledger.importers._toolfiles import (
     whole,
 )
 from bench_ledger.importers.aiperf import error_text, pairing
-from bench_ledger.importers.base import ParseOptions, first_json_value, load_json
+from bench_ledger.importers.base import ParseOptions, first_json_value, load_json, setting_text
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
 
@@ -132,7 +131,7 @@ def _info(path: Path, data: dict) -> RunInfo:
     models = _get(config, "endpoint", "model_names")
     model = models[0] if isinstance(models, list) and models else None
     concurrency = whole(_get(config, "loadgen", "concurrency"))
-    rate = _get(config, "loadgen", "request_rate")
+    rate = setting_text(_get(config, "loadgen", "request_rate"), path, "$.input_config.loadgen", "request_rate")
     duration = data.get("benchmark_duration")
     duration_s = None
     if isinstance(duration, dict) and duration.get("unit") in TIME_UNITS and is_number(duration.get("avg")):
@@ -159,7 +158,7 @@ def _info(path: Path, data: dict) -> RunInfo:
         output_cap_tokens=whole(_get(config, "input", "prompt", "output_tokens", "mean")),
         concurrency=concurrency,
         request_count=whole(_get(config, "loadgen", "request_count")),
-        request_rate=None if rate is None else json.dumps(rate) if not isinstance(rate, str) else rate,
+        request_rate=rate,
         seed=whole(_get(config, "input", "random_seed")),
         dataset=_get(config, "input", "file") if isinstance(_get(config, "input", "file"), str) else None,
         started_at=_when(path, data, "start_time"),

@@ -58,6 +58,27 @@ def first_json_value(head: bytes) -> tuple[str, str]:
     return "other", first_line
 
 
+def setting_text(value: object, path: Path, where: str, field: str) -> str | None:
+    """A setting a tool wrote as a JSON number or text (a request rate, vLLM's burstiness), as text as
+    written: a float's ``repr`` (the token Python's json wrote), an integer's digits, a string as it is.
+    ``inf`` only for the ``Infinity`` Python's json writes for an infinite float (SGLang's default rate):
+    Python's json reads that literal as the one object ``json.decoder.PosInf``, while a number too large
+    for a double (``1e309``) reads as another infinite float, which is refused rather than recorded as
+    the tool's Infinity (the file does not say it); so is NaN (never a setting)."""
+    if value is None:
+        return None
+    if type(value) is float:
+        if value is json.decoder.PosInf:  # type: ignore[attr-defined]  # json's module constant, not in typeshed
+            return "inf"
+        if value != value or value is json.decoder.NegInf:  # type: ignore[attr-defined]  # (as above)
+            raise ParseError(path, where, field, f"{'NaN' if value != value else '-Infinity'} is not a setting")
+        if value in (float("inf"), float("-inf")):
+            raise ParseError(path, where, field, "a number beyond the range of a double (it reads as infinity, and "
+                                                 "the file does not write Infinity): not a setting")  # fmt: skip
+        return repr(value)
+    return str(value)
+
+
 class DuplicateKey(ValueError):
     def __init__(self, key: str) -> None:
         super().__init__(key)

@@ -39,7 +39,7 @@ from bench_ledger.importers._toolfiles import (
     present_fields,
     sequence,
 )
-from bench_ledger.importers.base import ParseOptions, load_json
+from bench_ledger.importers.base import ParseOptions, load_json, setting_text
 from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo, file_name_text
 from bench_ledger.tools import Tool
 
@@ -100,7 +100,7 @@ def _runs(path: Path, experiments: list, version: str | None, header: dict[str, 
                 tool_version=str(version) if version else None,
                 output_cap_tokens=cap if isinstance(cap, int) and not isinstance(cap, bool) else None,
                 concurrency=value if mode == "concurrency" and isinstance(value, int) else None,
-                request_rate=str(value) if mode == "request_rate" and value is not None else None,
+                request_rate=setting_text(value, path, where, "experiment.value") if mode == "request_rate" else None,
                 request_count=len(rows),
                 locator=where,
                 metadata=metadata,

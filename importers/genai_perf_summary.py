@@ -18,7 +18,7 @@ from typing import Any
 
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import AIPERF_MARKERS, has_key, head_text, walk_metric_objects, whole
-from bench_ledger.importers.base import ParseOptions, first_json_value, load_json
+from bench_ledger.importers.base import ParseOptions, first_json_value, load_json, setting_text
 from bench_ledger.importers.genai_perf import pairing
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
@@ -56,7 +56,7 @@ class GenaiPerfSummaryImporter:
         for key, value in data.items():
             if key != "input_config" and isinstance(value, dict):
                 found.extend(walk_metric_objects(path, value, [key]))
-        info = _info(data.get("input_config"))
+        info = _info(path, data.get("input_config"))
         load = f"concurrency={info.concurrency}" if info.concurrency is not None else \
             f"request_rate={info.request_rate}" if info.request_rate is not None else None  # fmt: skip
         if path.name.endswith("_genai_perf.json"):
@@ -80,12 +80,13 @@ def _first(config: dict, *paths: tuple[str, ...]) -> Any:
     return None
 
 
-def _info(config: Any) -> RunInfo:
+def _info(path: Path, config: Any) -> RunInfo:
     config = config if isinstance(config, dict) else {}
     models = _first(config, ("model",), ("model_names",), ("endpoint", "model_names"))
     model = models[0] if isinstance(models, list) and models else models if isinstance(models, str) else None
     concurrency = whole(_first(config, ("concurrency",), ("perf_analyzer", "stimulus", "concurrency")))
-    rate = _first(config, ("request_rate",), ("perf_analyzer", "stimulus", "request_rate"))
+    rate = setting_text(_first(config, ("request_rate",), ("perf_analyzer", "stimulus", "request_rate")), path,
+                        "$.input_config", "request_rate")
     parts = ["genai-perf", model, f"concurrency={concurrency}" if concurrency is not None else None,
              f"request_rate={rate}" if rate is not None else None]
     metadata = {
@@ -105,7 +106,7 @@ def _info(config: Any) -> RunInfo:
         ),
         output_cap_tokens=whole(_first(config, ("output_tokens_mean",), ("input", "output_tokens", "mean"))),
         concurrency=concurrency,
-        request_rate=None if rate is None else str(rate),
+        request_rate=rate,
         request_count=whole(_first(config, ("request_count",), ("perf_analyzer", "stimulus", "request_count"))),
         seed=whole(_first(config, ("random_seed",), ("input", "random_seed"))),
         locator="$",

@@ -47,7 +47,7 @@ from bench_ledger.importers._toolfiles import (
     to_ns,
     to_seconds,
 )
-from bench_ledger.importers.base import ParseOptions, load_json
+from bench_ledger.importers.base import ParseOptions, load_json, setting_text
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RequestValues, RunInfo
 from bench_ledger.tools import Tool
 
@@ -131,7 +131,7 @@ def _runs(path: Path, benchmarks: list, top_config: dict, tool_version: str | No
         config = _merged(top_config, _dict(bench.get("args")), _dict(bench.get("config")))
         sampled, note = _sampling(bench, groups, config)
         yield ParsedRun(
-            info=_info(bench, b, config, tool_version, sum(_counts(bench).values()) or len(rows)),
+            info=_info(path, bench, b, config, tool_version, sum(_counts(bench).values()) or len(rows)),
             capture=Capture(
                 fields=present_fields(columns, ["status"]),
                 record_count=len(rows),
@@ -284,10 +284,11 @@ def _epoch(value: Any) -> datetime | None:
     return datetime.fromtimestamp(float(value), tz=UTC) if is_number(value) else None
 
 
-def _info(bench: dict, b: int, config: dict, tool_version: str | None, n: int | float) -> RunInfo:
+def _info(path: Path, bench: dict, b: int, config: dict, tool_version: str | None, n: int | float) -> RunInfo:
     strategy = _strategy(bench, config)
     kind = strategy.get("type_") or strategy.get("type")
-    streams, rate = strategy.get("streams"), strategy.get("rate")
+    streams = strategy.get("streams")
+    rate = setting_text(strategy.get("rate"), path, jpath("benchmarks", b) + " strategy", "rate")
     desc = " ".join(
         str(x) for x in (kind, f"streams={streams}" if streams is not None else None,
                          f"rate={rate}" if rate is not None else None) if x is not None
@@ -295,7 +296,7 @@ def _info(bench: dict, b: int, config: dict, tool_version: str | None, n: int | 
     sched = _dict(bench.get("scheduler_metrics"))
     start = sched.get("start_time", bench.get("start_time"))
     end = sched.get("end_time", bench.get("end_time"))
-    concurrency = streams if isinstance(streams, int) else 1 if kind == "synchronous" else None
+    concurrency = streams if type(streams) is int else 1 if kind == "synchronous" else None
     metadata = {k: str(v) for k, v in (("id", bench.get("id_")), ("run_id", bench.get("run_id"))) if v is not None}
     for key in ("measure_start_time", "measure_end_time"):  # guidellm's measurement window (its metrics' range)
         if is_number(sched.get(key)):
@@ -311,7 +312,7 @@ def _info(bench: dict, b: int, config: dict, tool_version: str | None, n: int | 
         tool_version=tool_version,
         concurrency=concurrency,
         request_count=n,
-        request_rate=str(rate) if rate is not None else "inf" if kind == "throughput" else None,
+        request_rate=rate if rate is not None else "inf" if kind == "throughput" else None,
         input_target_tokens=tokens.get("prompt_tokens"),
         output_cap_tokens=tokens.get("output_tokens"),
         dataset=None if tokens or len(specs) != 1 else specs[0],

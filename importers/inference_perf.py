@@ -51,7 +51,7 @@ from bench_ledger.importers._toolfiles import (
     sequence,
     to_ns,
 )
-from bench_ledger.importers.base import ParseOptions, load_json
+from bench_ledger.importers.base import ParseOptions, load_json, setting_text
 from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
 
@@ -173,7 +173,8 @@ class InferencePerfImporter:
         if stage is not None:
             metadata["stage"] = str(stage)
         if is_number(requested) and is_number(achieved):
-            metadata["requested_rate"] = repr(requested) if isinstance(requested, float) else str(requested)
+            metadata["requested_rate"] = setting_text(requested, path, jpath("load_summary", "requested_rate"),
+                                                      "requested_rate") or ""  # fmt: skip
             metadata["achieved_rate"] = repr(achieved) if isinstance(achieved, float) else str(achieved)
             req, ach = Decimal(repr(requested)), Decimal(repr(achieved))
             if req > 0 and ach < SHORTFALL * req:

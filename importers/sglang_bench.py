@@ -34,13 +34,12 @@ from pathlib import Path
 from typing import Any
 
 from bench_ledger.errors import ParseError
-from bench_ledger.importers.base import ParseOptions, first_json_value, iter_json_lines, prefetched
+from bench_ledger.importers.base import ParseOptions, first_json_value, iter_json_lines, prefetched, setting_text
 from bench_ledger.importers.vllm_bench import (
     NUMBER,
     float_or_none,
     int_or_none,
     published,
-    rate_text,
     read_arrays,
     success_rule_lists,
     top_keys,
@@ -89,7 +88,7 @@ SAMPLE_NOTE = ("output_lens are usage.completion_tokens when the server sent usa
                "length; the file does not say which, so token counts are recorded as 'requested'")
 
 
-def _label(obj: dict[str, Any], dataset: str | None) -> str:
+def _label(obj: dict[str, Any], dataset: str | None, rate: str | None) -> str:
     parts = [str(obj.get("backend") or "sglang")]
     if dataset:
         parts.append(dataset)
@@ -105,7 +104,7 @@ def _label(obj: dict[str, Any], dataset: str | None) -> str:
     elif dataset == "sharegpt" and obj.get("sharegpt_output_len") is not None:
         parts.append(f"out={obj['sharegpt_output_len']}")
     conc = obj.get("max_concurrency")
-    parts += [f"rate={rate_text(obj.get('request_rate'))}", f"c={'inf' if conc is None else conc}"]
+    parts += [f"rate={rate}", f"c={'inf' if conc is None else conc}"]
     if isinstance(obj.get("tag"), str) and obj["tag"]:
         parts.append(obj["tag"])
     return " ".join(parts)
@@ -159,6 +158,7 @@ def parse_run(obj: object, line: int, path: Path) -> ParsedRun:
     if not isinstance(obj, dict):
         raise ParseError(path, where(prefix), None, f"expected a JSON object, got {type_name(obj)}")
     arrays, n = read_arrays(obj, ARRAYS, path, prefix)
+    rate = setting_text(obj.get("request_rate"), path, where(prefix, ".request_rate"), "request_rate")
     dataset = obj.get("dataset_name") if isinstance(obj.get("dataset_name"), str) else None
     pubs: list[Published] = []
     metadata: dict[str, str] = {}
@@ -175,7 +175,7 @@ def parse_run(obj: object, line: int, path: Path) -> ParsedRun:
             metadata[key] = value
         elif key in SETTINGS:
             if value is not None and not _unused_default(key, dataset):
-                metadata[key] = rate_text(value) or ""
+                metadata[key] = setting_text(value, path, where(prefix, f".{key}"), key) or ""
         elif type(value) in NUMBER:
             pubs.append(published(key, value, prefix, path, None, "other", "key not known to the importer"))
         elif value is not None:
@@ -184,10 +184,10 @@ def parse_run(obj: object, line: int, path: Path) -> ParsedRun:
         metadata["ignored_keys"] = ",".join(ignored)
     target, cap = _targets(obj, dataset, path, prefix)
     info = RunInfo(
-        label=_label(obj, dataset), tool=Tool.SGLANG_BENCH, input_target_tokens=target, output_cap_tokens=cap,
+        label=_label(obj, dataset, rate), tool=Tool.SGLANG_BENCH, input_target_tokens=target, output_cap_tokens=cap,
         concurrency=int_or_none(obj, "max_concurrency", path, prefix),
         request_count=int_or_none(obj, "num_prompts", path, prefix),
-        request_rate=rate_text(obj.get("request_rate")), dataset=dataset,
+        request_rate=rate, dataset=dataset,
         duration_s=float_or_none(obj, "duration"), locator=where(prefix), metadata=metadata,
     )
     capture = Capture(

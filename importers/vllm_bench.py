@@ -60,6 +60,7 @@ from bench_ledger.importers.base import (
     load_json,
     prefetched,
     seconds_ns,
+    setting_text,
     sql_text,
 )
 from bench_ledger.records import (
@@ -274,15 +275,6 @@ def top_keys(head: bytes) -> set[str]:
     return set(_KEY.findall(text if first_line.strip() == "{" else first_line))
 
 
-def rate_text(value: object) -> str | None:
-    """request_rate as written: a number, or 'inf' (vLLM writes the string, SGLang Infinity)."""
-    if value is None:
-        return None
-    if type(value) is float and math.isinf(value):
-        return "inf"
-    return value if isinstance(value, str) else repr(value) if type(value) is float else str(value)
-
-
 def int_or_none(obj: dict[str, Any], key: str, path: Path, prefix: str) -> int | None:
     value = obj.get(key)
     if value is None or type(value) is int:
@@ -298,12 +290,12 @@ def float_or_none(obj: dict[str, Any], key: str) -> float | None:
 # ---------------------------------------------------------------- vLLM
 
 
-def _label(obj: dict[str, Any]) -> str:
+def _label(obj: dict[str, Any], rate: str | None) -> str:
     if isinstance(obj.get("label"), str) and obj["label"]:
         return obj["label"]
     model = model_name(str(obj.get("model_id") or obj.get("backend") or "vllm"))
     conc = obj.get("max_concurrency")
-    return " ".join([model, f"rate={rate_text(obj.get('request_rate'))}", f"c={'inf' if conc is None else conc}"])
+    return " ".join([model, f"rate={rate}", f"c={'inf' if conc is None else conc}"])
 
 
 def _times_ns(arrays: dict[str, list], ttft: list, latency: list, n: int) -> tuple[list, list, list]:
@@ -373,6 +365,7 @@ def _header(obj: dict[str, Any], present: set[str], n: int, prefix: str, path: P
     pubs: list[Published] = []
     metadata: dict[str, str] = {}
     ignored: list[str] = []
+    rate = setting_text(obj.get("request_rate"), path, where(prefix, ".request_rate"), "request_rate")
     for key, value in obj.items():
         if key in HEADER or key in ARRAYS:
             continue
@@ -383,7 +376,7 @@ def _header(obj: dict[str, Any], present: set[str], n: int, prefix: str, path: P
         elif isinstance(value, str):
             metadata[key] = value
         elif key in SETTINGS_AS_TEXT and value is not None:
-            metadata[key] = rate_text(value) or ""
+            metadata[key] = setting_text(value, path, where(prefix, f".{key}"), key) or ""
         elif type(value) in NUMBER:
             pubs.append(published(key, value, prefix, path, None, "other", "key not known to the importer"))
         elif value is not None:
@@ -391,8 +384,8 @@ def _header(obj: dict[str, Any], present: set[str], n: int, prefix: str, path: P
     if ignored:
         metadata["ignored_keys"] = ",".join(ignored)
     info = RunInfo(
-        label=_label(obj), tool=Tool.VLLM_BENCH, concurrency=int_or_none(obj, "max_concurrency", path, prefix),
-        request_count=int_or_none(obj, "num_prompts", path, prefix), request_rate=rate_text(obj.get("request_rate")),
+        label=_label(obj, rate), tool=Tool.VLLM_BENCH, concurrency=int_or_none(obj, "max_concurrency", path, prefix),
+        request_count=int_or_none(obj, "num_prompts", path, prefix), request_rate=rate,
         duration_s=float_or_none(obj, "duration"), locator=where(prefix), metadata=metadata,
         pairing=result_pairing(path, obj),
     )

@@ -24,6 +24,7 @@ from bench_ledger import models as m
 from bench_ledger import seal as sl
 from bench_ledger import seal3 as s3
 from bench_ledger.errors import InputError, NotFound, Refused
+from bench_ledger.records import RUN_DOMAINS, request_rate_text
 from bench_ledger.store import Ledger, now
 from sqlalchemy.orm import Session
 
@@ -589,6 +590,16 @@ def _correct_in(s: Session, model: Correctable, row_id: int, reason: str, change
     bad = sorted(set(changes) - (cols - _FIXED))
     if bad:
         raise InputError(f"cannot correct {', '.join(bad)} of a {table}")
+    if model is m.Run:  # a corrected setting is held to the domain a file's or a manifest's is
+        changes = dict(changes)
+        for name in sorted(set(changes) & set(RUN_DOMAINS)):
+            if why := RUN_DOMAINS[name].violation(changes[name]):
+                raise InputError(f"run.{name}: {why}")
+        if changes.get("request_rate") is not None:
+            try:
+                changes["request_rate"] = request_rate_text(str(changes["request_rate"]))
+            except ValueError as exc:
+                raise InputError(f"run.request_rate: {exc}") from None
     batch_id = getattr(old, "batch_id", None)
     if batch_id is None and getattr(old, "run_id", None) is not None:
         run = s.get(m.Run, old.run_id)

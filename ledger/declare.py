@@ -20,10 +20,11 @@ import sqlalchemy as sa
 import yaml
 from bench_ledger import models as m
 from bench_ledger.errors import InputError, NotFound, Refused
+from bench_ledger.records import RUN_DOMAINS, request_rate_text
 from bench_ledger.store import Ledger, now
 from bench_ledger.units import parse_quantity
 from bench_ledger.vocab import WarmState
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 
 class _Item(BaseModel):
@@ -107,19 +108,39 @@ class WarmDecl(_Item):
     file_cache: WarmState = Field("unknown", description="OS page cache of the weights")
 
 
+# a declared setting's domain is the one a tool's file is held to (ledger.records.RUN_DOMAINS)
+_IN, _OUT, _CONCURRENCY, _REQUESTS, _SEED = (RUN_DOMAINS[k].pydantic() for k in (
+    "input_target_tokens", "output_cap_tokens", "concurrency", "request_count", "seed"))  # fmt: skip
+
+
 class RunDecl(_Item):
     batch: str = Field(description="batch the run belongs to")
     label: str = Field(description="run label, unique within its batch")
     deployment: str | None = Field(None, description="defaults to the batch's deployment")
-    input_target_tokens: int | None = Field(None, description="input length setting (not an actual length, R3)")
-    output_cap_tokens: int | None = Field(None, description="output cap setting (not an actual length, R3)")
-    concurrency: int | None = Field(None, description="client concurrency C")
-    request_count: int | None = Field(None, description="requests N")
-    request_rate: str | None = Field(None, description="request rate as written (a number or inf)")
-    seed: int | None = Field(None, description="workload seed (paired comparisons need the same, R6)")
+    input_target_tokens: _IN | None = Field(None, description="input length setting (not an actual length, R3)")  # type: ignore[valid-type]  # a domain's Annotated type
+    output_cap_tokens: _OUT | None = Field(None, description="output cap setting (not an actual length, R3)")  # type: ignore[valid-type]  # a domain's Annotated type
+    concurrency: _CONCURRENCY | None = Field(None, description="client concurrency C")  # type: ignore[valid-type]  # a domain's Annotated type
+    request_count: _REQUESTS | None = Field(None, description="requests N")  # type: ignore[valid-type]  # a domain's Annotated type
+    request_rate: str | float | None = Field(
+        None, description="requests per second: a number > 0 (kept as written; quote it to keep its digits, '2.50'), or inf")
+    seed: _SEED | None = Field(None, description="workload seed (paired comparisons need the same, R6)")  # type: ignore[valid-type]  # a domain's Annotated type
     dataset: str | None = Field(None, description="dataset name")
     tool: str | None = Field(None, description="benchmark tool")
     warm: WarmDecl = Field(default_factory=WarmDecl, description="warm state, four separate things (R8)")
+
+    @field_validator("request_rate", mode="before")
+    @classmethod
+    def _rate(cls, value: object) -> str | None:
+        """A number (YAML 2.0, 4, .inf) or a text (\"2.50\", inf): stored as text (records.request_rate_text)."""
+        if value is None:
+            return None
+        if type(value) is float:
+            value = "inf" if value == float("inf") else repr(value)
+        elif type(value) is int:
+            value = str(value)
+        if not isinstance(value, str):
+            raise ValueError(f"expected a number or inf, got {value!r:.40}")
+        return request_rate_text(value)
 
 
 class Manifest(_Item):
@@ -131,17 +152,51 @@ class Manifest(_Item):
     runs: list[RunDecl] = Field(default_factory=list, description="load points")
 
 
+class _Loader(yaml.SafeLoader):
+    """YAML as safe_load reads it, except a float that is not finite unless written so: ``.inf`` is an
+    infinity, but ``1.0e+309`` (beyond a double) and ``.nan`` stay their text, which the fields refuse
+    as written instead of reading the file as saying infinity."""
+
+    def construct_yaml_float(self, node: yaml.ScalarNode) -> float | str:  # type: ignore[override]
+        value = super().construct_yaml_float(node)
+        text = str(node.value).replace("_", "").lower().lstrip("+")
+        return value if value == value and (abs(value) != float("inf") or text.lstrip("-") == ".inf") else node.value
+
+
+_Loader.add_constructor("tag:yaml.org,2002:float", _Loader.construct_yaml_float)
+
+
 def load_manifest(path: Path) -> Manifest:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, yaml.YAMLError) as exc:
+        text = path.read_text(encoding="utf-8")
+        data = yaml.load(text, Loader=_Loader)  # noqa: S506  # a SafeLoader (above)
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise InputError(f"{path}: {exc}") from None
     try:
         return Manifest.model_validate(data or {})
     except ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first["loc"])
-        raise InputError(f"{path}: {where}: {first['msg']}") from None
+        line = _line_of(text, first["loc"])
+        place = f"{path}, line {line}" if line is not None else str(path)
+        raise InputError(f"{place}: {where}: {first['msg'].removeprefix('Value error, ')}") from None
+
+
+def _line_of(text: str, loc: tuple) -> int | None:
+    """The 1-based line of the YAML node at ``loc`` (keys and list indexes), or of the deepest one found."""
+    node: yaml.Node | None = yaml.compose(text, Loader=_Loader)
+    line = None
+    for part in loc:
+        if isinstance(node, yaml.MappingNode):
+            node = next((v for k, v in node.value if k.value == str(part)), None)
+        elif isinstance(node, yaml.SequenceNode) and isinstance(part, int) and part < len(node.value):
+            node = node.value[part]
+        else:
+            break
+        if node is None:
+            break
+        line = node.start_mark.line + 1
+    return line
 
 
 def _split(text: str | None) -> tuple[Decimal | None, str | None]:

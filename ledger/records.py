@@ -13,6 +13,7 @@ or JSON Lines record number) and ``line`` (1-based physical line, where the form
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -205,11 +206,33 @@ def sample_domain(counter: str) -> Domain:
     if counter in SAMPLE_DOMAINS:
         return SAMPLE_DOMAINS[counter]
     return next((d for prefix, d in _SAMPLE_PREFIXES if counter.startswith(prefix)), ANY_NUMBER)
-# RunInfo numbers (the run table's INTEGER and DOUBLE columns)
+# RunInfo numbers (the run table's INTEGER and DOUBLE columns; the manifest's and `ledger correct`'s too)
 RUN_DOMAINS: dict[str, Domain] = {
     "input_target_tokens": TOKENS, "output_cap_tokens": TOKENS, "concurrency": COUNT, "request_count": COUNT,
     "seed": Domain("a seed", lo=-INT32_MAX - 1, hi=INT32_MAX, integer=True), "duration_s": SECONDS,
 }  # fmt: skip
+
+# A request rate setting (requests/s) is kept as written, as text (R11: "2.0" stays "2.0"): a decimal
+# number > 0 (vLLM and GuideLLM divide by it) and at most one request per nanosecond, the resolution of
+# every time the ledger keeps (a faster rate cannot be told from "all at once"); or "inf": every request
+# at once, vLLM's and SGLang's default (vLLM writes the text "inf", SGLang's json writes Infinity).
+MAX_REQUEST_RATE = 10**9
+REQUEST_RATE = (f"a request rate in requests/s: a decimal number > 0 and <= {MAX_REQUEST_RATE:,} (one request "
+                "per nanosecond), or inf (every request at once)")  # fmt: skip
+_RATE_TEXT = re.compile(r"\+?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+_INFINITE_RATE = frozenset({"inf", "+inf", "infinity", "+infinity"})
+
+
+def request_rate_text(text: str) -> str:
+    """The stored form of a request rate setting written as ``text``: the text itself (without the
+    spaces around it), or ``inf`` for an infinite rate however it is spelled; ValueError otherwise."""
+    t = text.strip()
+    if t.casefold() in _INFINITE_RATE:
+        return "inf"
+    if not _RATE_TEXT.fullmatch(t) or not 0 < Decimal(t) <= MAX_REQUEST_RATE:
+        raise ValueError(f"{_shown(text)!r} is not {REQUEST_RATE}")
+    return t
+
 
 # Quantity kinds (ledger.kinds) whose values are never negative, for printed values and log facts.
 # Not here: ratios, percent changes, 'other' and 'kv_cache_memory' (vLLM prints a negative available
@@ -259,6 +282,15 @@ def text_violation(what: str, text: str) -> str | None:
     return None
 
 
+class FieldError(ValueError):
+    """A value a record refused, with its place in the file and its field: :func:`as_parse_error` makes it
+    a ParseError naming both (pydantic keeps the exception a validator raised as ``ctx['error']``)."""
+
+    def __init__(self, where: str | None, field: str, problem: str) -> None:
+        self.where, self.field, self.problem = where, field, problem
+        super().__init__(f"{field}: {problem}")
+
+
 class RecordError(ValueError):
     """A value of one record that the store cannot take (the store adds the file to the message)."""
 
@@ -280,6 +312,8 @@ def as_parse_error(path: Any, exc: Exception) -> Exception:
 
     if isinstance(exc, ValidationError):
         err = exc.errors()[0]
+        if isinstance(placed := (err.get("ctx") or {}).get("error"), FieldError):
+            return ParseError(path, placed.where, placed.field, placed.problem)
         loc = [str(x) for x in err["loc"] if not isinstance(x, int)]
         pos = [x for x in err["loc"] if isinstance(x, int)]
         where = f"record {pos[0]} of the run" if pos and loc and loc[0] in REQUEST_DOMAINS else None
@@ -547,7 +581,12 @@ class RunInfo(Record):
                 raise ValueError(why)
         for name in RUN_DOMAINS:
             if why := RUN_DOMAINS[name].violation(getattr(self, name)):
-                raise ValueError(f"{name}: {why}")
+                raise FieldError(self.locator, name, why)
+        if self.request_rate is not None:
+            try:
+                self.request_rate = request_rate_text(self.request_rate)
+            except ValueError as exc:
+                raise FieldError(self.locator, "request_rate", str(exc)) from None
         return self
 
 

@@ -89,7 +89,7 @@ def test_bad_manifest_names_the_field(tmp_path: Path, ledger_url: str) -> None:
     bad.write_text("deployments:\n  - name: x\n    tp: eight\n")
     res = run("declare", "--db", ledger_url, str(bad), ok=False)
     assert res.exit_code == 1
-    assert f"error: {bad}: deployments.0.tp: Input should be a valid integer" in res.output
+    assert res.output == f"error: {bad}, line 3: deployments.0.tp: Input should be a valid integer, unable to parse string as an integer\n"
 
 
 def test_unknown_run_and_batch(ledger_url: str) -> None:
