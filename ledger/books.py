@@ -23,6 +23,8 @@ import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger import seal as sl
 from bench_ledger import seal3 as s3
+from bench_ledger.declared import DeclaredCheck
+from bench_ledger.declared import check as check_declared
 from bench_ledger.errors import InputError, NotFound, Refused
 from bench_ledger.records import RUN_DOMAINS, request_rate_text
 from bench_ledger.store import Ledger, now
@@ -132,6 +134,10 @@ def close_batch(ledger: Ledger, name: str, seal_file: Path | None = None) -> Sea
             declared, arts = _batch_parts(conn, ledger.backend, batch.id, chunks=True)  # chunks' seal_part fields, not rows
             unchecked: list[str] = []
             changed = _import_digest_problems(s, conn, ledger.backend, arts, unchecked)
+            if ledger.backend == "duckdb":  # no triggers: the declared rows against the digests the ledger kept
+                rows = check_declared(conn, {p.table: p.data.column("id").to_pylist() for p in declared})
+                changed += rows.problems
+                unchecked += [f"declared rows: {u}" for u in rows.unchecked]
             if changed:
                 raise Refused("R10", f"close batch {name!r}", "rows changed behind the ledger since their import: "
                               + "; ".join(changed[:5]), "find them with `ledger verify`; import the data again into a new batch")  # fmt: skip
@@ -277,10 +283,12 @@ class VerifyResult:
     checks: list[BatchCheck]
     guard_problems: list[str] = field(default_factory=list)  # missing or disabled PostgreSQL triggers
     merged_runs: list[str] = field(default_factory=list)  # runs holding two results of one format (merged_runs)
+    declared: DeclaredCheck | None = None  # DuckDB: declared rows against their digests (None: triggers guard them)
 
     @property
     def ok(self) -> bool:
-        return all(c.ok for c in self.checks) and not self.guard_problems and not self.merged_runs
+        return (all(c.ok for c in self.checks) and not self.guard_problems and not self.merged_runs
+                and (self.declared is None or self.declared.ok))
 
 
 def read_seal_file(path: Path) -> dict[str, dict]:
@@ -357,7 +365,10 @@ def verify(ledger: Ledger, batch: str | None = None, seal_file: Path | None = No
                     checks.append(BatchCheck(name, None, 0, ["in the seal file but not a batch of the ledger"]))
         guard_problems = trigger_problems(conn, ledger.backend)
         merged = merged_runs(conn, None if batch is None else Ledger.get_batch(s, batch).id)
-    return VerifyResult(checks, guard_problems, merged)
+        rows = None
+        if ledger.backend == "duckdb":  # no triggers: every declared row against the digest the ledger kept
+            rows = check_declared(conn, None if batch is None else _declared_ids(conn, Ledger.get_batch(s, batch).id))
+    return VerifyResult(checks, guard_problems, merged, rows)
 
 
 def merged_runs(conn: sa.Connection, batch_id: int | None = None) -> list[str]:
@@ -378,6 +389,11 @@ def merged_runs(conn: sa.Connection, batch_id: int | None = None) -> list[str]:
     return [f"run {rid} {label!r} of batch {bname!r} holds {len(files)} results of format {fmt}: {', '.join(files)}; "
             "two results are two runs (re-import the files into a new batch; this version keeps them apart)"
             for (rid, label, bname, fmt), files in held.items() if len(files) > 1]  # fmt: skip
+
+
+def _declared_ids(conn: sa.Connection, batch_id: int) -> dict[str, list[int]]:
+    """The ids of the batch's declared rows, as its seal takes them (batch, deployments, runs, values)."""
+    return {p.table: p.data.column("id").to_pylist() for p in s3.declared_parts(conn, "duckdb", batch_id)}
 
 
 def _open_check(conn: sa.Connection, backend: str, s: Session, name: str, artefact_ids: str) -> BatchCheck:

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import sqlalchemy as sa
 from bench_ledger import models as m
+from bench_ledger.guards import DECLARED_TABLES, declared_written
 
 _names = itertools.count()
 DUCKDB_BATCH_ROWS = 122_880  # DuckDB's row-group size
@@ -33,6 +34,8 @@ def bulk_insert(conn: sa.Connection, backend: str, table: str, data: pa.Table, h
         return
     if held is not None:
         held.add(table, data)
+    if table in DECLARED_TABLES:  # their digests are written at the commit (ledger.declared)
+        declared_written(conn, table, data.column("id").to_pylist())
     cols = ", ".join(f'"{c}"' for c in data.column_names)
     raw = conn.connection.driver_connection
     assert raw is not None  # a checked-out connection always has its driver connection

@@ -22,14 +22,18 @@ The one legitimate change of a batch is closing it: status open -> closed togeth
 Bulk ``UPDATE``/``DELETE`` statements through the session (ORM-enabled or textual) on guarded
 tables are refused outright, since their rows cannot be checked one by one.
 
-The database is the last line: PostgreSQL triggers (migration 0005) refuse the same on raw SQL.
-DuckDB 1.x has no triggers (:func:`duckdb_triggers_supported` probes), so there the seal is what
-detects a change (``ledger verify``).
+The database is the last line: PostgreSQL triggers (migration 0005) refuse the same on raw SQL,
+and (migration 0018) any UPDATE or DELETE of a declared row outside a transaction of the ledger's
+own: every session marks itself as the ledger's writer (:func:`mark_ledger_write`). DuckDB 1.x has
+no triggers (:func:`duckdb_triggers_supported` probes), so there the seal is what detects a change
+of a closed batch, and the declared rows' digests (:mod:`ledger.declared`, written at every write:
+:func:`declared_written` collects what a transaction wrote) one of an open batch (``ledger verify``).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from functools import cache
 
 import sqlalchemy as sa
@@ -40,7 +44,9 @@ from sqlalchemy.orm import ORMExecuteState, Session
 
 SEAL_TABLES = ("seal", "seal_chunk", "seal_part", "artefact_digest")
 APPEND_ONLY = frozenset(m.CAPTURED_TABLES) | frozenset(m.CAPTURED_VIEWS) | frozenset(SEAL_TABLES)
-BULK_GUARDED = APPEND_ONLY | {"batch", "run", "published_value", "launch"}
+DECLARED_TABLES = ("source_report", "deployment", "launch", "batch", "run", "published_value")
+BULK_GUARDED = APPEND_ONLY | set(DECLARED_TABLES)
+WRITER_SETTING = "bench_ledger.writer"  # PostgreSQL: on in the ledger's own transactions (migration 0018)
 _RAW_WRITE = re.compile(r"^\s*(?:update|delete\s+from|truncate(?:\s+table)?)\s+\"?(\w+)\"?", re.IGNORECASE)
 
 
@@ -60,16 +66,50 @@ def install(session: Session) -> Session:
     event.listen(session, "before_flush", _before_flush)
     event.listen(session, "after_flush", _after_flush)
     event.listen(session, "do_orm_execute", _on_execute)
+    event.listen(session, "after_begin", lambda session, transaction, conn: mark_ledger_write(conn))
     return session
 
 
+def mark_ledger_write(conn: sa.Connection) -> None:
+    """Mark the transaction of ``conn`` as the ledger's own (PostgreSQL): the triggers of migration 0018
+    let it change declared rows in place (a run learning its settings, a launch its log, a close);
+    raw SQL from any other client stays refused. Transaction-local: it ends with the transaction."""
+    if conn.dialect.name == "postgresql":
+        conn.exec_driver_sql(f"SELECT set_config('{WRITER_SETTING}', 'on', true)")
+
+
+def declared_written(conn: sa.Connection, table: str, ids: Iterable[int]) -> None:
+    """Note declared rows this transaction wrote outside the ORM (the bulk path, raw INSERTs): their
+    digests are written before it commits (:func:`take_declared_written`)."""
+    if table in DECLARED_TABLES:
+        conn.info.setdefault(_WRITTEN, {}).setdefault(table, set()).update(int(i) for i in ids)
+
+
+def take_declared_written(session: Session | None, conn: sa.Connection | None) -> dict[str, set[int]]:
+    """The declared rows the transaction wrote (ORM objects flushed, and rows noted on ``conn``), and
+    forget them: called once, at its commit or rollback."""
+    out: dict[str, set[int]] = {}
+    for source in ((session.info.pop(_WRITTEN, None) if session is not None else None),
+                   (conn.info.pop(_WRITTEN, None) if conn is not None else None)):  # fmt: skip
+        for table, ids in (source or {}).items():
+            out.setdefault(table, set()).update(ids)
+    return out
+
+
+_WRITTEN = "declared_written"
+
+
 def _after_flush(session: Session, flush_context) -> None:
-    """Remember the artefacts and captures this session (one transaction) created."""
+    """Remember the artefacts and captures this session (one transaction) created, and the declared
+    rows it inserted or changed."""
     for obj in session.new:
         if isinstance(obj, m.Artefact):
             session.info.setdefault("fresh_artefacts", set()).add(obj.id)
         elif isinstance(obj, m.Capture):
             session.info.setdefault("fresh_captures", set()).add(obj.id)
+    for obj in (*session.new, *session.dirty):
+        if obj.__tablename__ in DECLARED_TABLES:
+            session.info.setdefault(_WRITTEN, {}).setdefault(obj.__tablename__, set()).add(obj.id)
 
 
 def bulk_created_artefacts(session: Session, ids: list[int]) -> None:
@@ -236,7 +276,7 @@ def _on_execute(state: ORMExecuteState) -> None:
                       "change objects through the session, or record a correction")  # fmt: skip
 
 
-# The triggers migrations 0005, 0008, 0010, 0011, 0012, 0013 and 0014 create on PostgreSQL: (table, trigger
+# The triggers migrations 0005, 0008, 0010, 0011, 0012, 0013, 0014 and 0018 create on PostgreSQL: (table, trigger
 # name). None on the view chunk_gap (migration 0014): its rows are request_gaps', which has them all.
 EXPECTED_PG_TRIGGERS: tuple[tuple[str, str], ...] = (
     *((t, n) for t in (*m.CAPTURED_TABLES, *SEAL_TABLES) for n in ("ledger_append_only", "ledger_append_only_truncate")),
@@ -244,6 +284,7 @@ EXPECTED_PG_TRIGGERS: tuple[tuple[str, str], ...] = (
     ("batch", "ledger_closed_batch_truncate"),
     ("launch", "ledger_launch"),
     ("deployment", "ledger_sealed_deployment"),
+    *((t, n) for t in DECLARED_TABLES for n in ("ledger_writer_only", "ledger_writer_only_truncate")),
     *((t, "ledger_no_backfill") for t in ("capture", "capture_field", "request", "request_gaps", "hardware_sample", "log_fact",
                                            "artefact_digest", "request_value")),
 )  # fmt: skip
@@ -265,7 +306,7 @@ def trigger_problems(conn: sa.Connection, backend: str) -> list[str]:
         state = found.get((table, name))
         if state is None:
             out.append(f"trigger {name} on {table} is missing: raw SQL can change {table} unrefused (`ledger init` does not "
-                       "re-create it; restore it from migrations 0005/0010)")  # fmt: skip
+                       "re-create it; restore it from migrations 0005/0010/0018)")  # fmt: skip
         elif state not in ("O", "A"):
             out.append(f"trigger {name} on {table} is disabled (tgenabled {state!r}): "
                        f"ALTER TABLE {table} ENABLE TRIGGER {name}")  # fmt: skip

@@ -670,6 +670,8 @@ def _batch(s: Session, name: str) -> tuple[m.Batch, bool]:
                     "ON CONFLICT (name) DO NOTHING RETURNING id"), {"name": name, "at": now()},
         ).scalar()  # fmt: skip
         created = inserted is not None
+        if inserted is not None:
+            guards.declared_written(s.connection(), "batch", [inserted])
         batch = Ledger.find_batch(s, name, lock="share")
     if batch is None:  # the row exists: this INSERT or a concurrent one made it
         raise NotFound(f"batch {name!r} vanished while it was being created")

@@ -566,6 +566,17 @@ class ArtefactDigest(Base):
     chunks: Mapped[bytes] = mapped_column(sa.LargeBinary)
 
 
+class DeclaredDigest(Base):
+    """The SHA-256 of one declared row's canonical form (``ledger.declared``), written by the ledger at
+    each write of the row on DuckDB (no triggers there): ``ledger verify`` and ``close`` compare."""
+
+    __tablename__ = "declared_digest"
+
+    table_name: Mapped[str] = mapped_column(sa.String(64), primary_key=True)
+    row_id: Mapped[int] = mapped_column(sa.BigInteger, primary_key=True, autoincrement=False)
+    sha256: Mapped[str] = mapped_column(sa.String(64))
+
+
 class SealPart(Base):
     """One chunk of one part of a scheme-3 seal: digest, primary keys and row fingerprints.
 

@@ -51,7 +51,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from datetime import date, datetime
 from typing import Any
@@ -167,6 +167,13 @@ def _converter(col: sa.Column) -> Callable[[Any], Any] | None:
 
 
 _ENCODER = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+
+
+def row_bytes(table: str, names: list[str], stored: Sequence[Any]) -> bytes:
+    """:func:`canonical` of one row of ``table`` as selected untyped (its columns ``names``, in order)."""
+    t = m.Base.metadata.tables[table]
+    vals = [v if (f := _converter(t.c[n])) is None else f(v) for n, v in zip(names, stored, strict=True)]
+    return _ENCODER.encode([table, dict(zip(names, vals, strict=True))]).encode()
 
 
 def canonical(table: str, row: dict[str, Any]) -> bytes:

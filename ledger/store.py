@@ -10,6 +10,7 @@ ingests itself: DuckDB scans the Arrow table in place, PostgreSQL receives it th
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib.util
 import os
@@ -317,6 +318,16 @@ def _release_engine(key: _EngineKey) -> None:
             entry.engine.dispose()
 
 
+def _rolled_back(session: Session) -> None:
+    """Roll back, forgetting the declared rows the transaction noted (kept on its pooled connection)."""
+    conn = None
+    if session.in_transaction():
+        with contextlib.suppress(sa.exc.SQLAlchemyError):  # a transaction a failed flush left inactive
+            conn = session.connection()
+    guards.take_declared_written(session, conn)
+    session.rollback()
+
+
 class Ledger:
     """An open ledger. Use as a context manager, or call :meth:`close`.
 
@@ -397,12 +408,18 @@ class Ledger:
         session = guards.install(Session(self.engine, expire_on_commit=False, autoflush=True))
         try:
             yield session
+            session.flush()
+            written = guards.take_declared_written(session, session.connection() if session.in_transaction() else None)
+            if written and self.backend == "duckdb":  # no triggers there: the rows' digests (ledger.declared)
+                from bench_ledger.declared import keep
+
+                keep(session.connection(), written)
             session.commit()
         except driver_errors() as exc:
-            session.rollback()
+            _rolled_back(session)
             raise translate(exc, self.url) from exc  # type: ignore[arg-type]  # driver errors are Exceptions
         except BaseException:
-            session.rollback()
+            _rolled_back(session)
             raise
         finally:
             session.close()

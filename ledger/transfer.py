@@ -29,13 +29,14 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import sqlalchemy as sa
-from bench_ledger import books
+from bench_ledger import books, declared
 from bench_ledger import gaps as gp
 from bench_ledger import models as m
 from bench_ledger import seal as sl
 from bench_ledger import seal3 as s3
 from bench_ledger.bulk import bulk_insert
 from bench_ledger.errors import InputError, IntegrityError, Refused
+from bench_ledger.guards import mark_ledger_write, take_declared_written
 from bench_ledger.store import Ledger, now
 
 FORMAT = "bench-ledger-export/1"
@@ -387,6 +388,7 @@ def import_export(ledger: Ledger, folder: Path) -> ImportExportResult:
     closed = readme["seal"] is not None
     batch_id = tables["batch"].column("id")[0].as_py()
     with ledger.engine.begin() as conn:
+        mark_ledger_write(conn)
         problems, reused = _conflicts(conn, tables)
         if problems:
             raise Refused("R10", f"import the export of batch {readme['batch']!r}",
@@ -400,6 +402,9 @@ def import_export(ledger: Ledger, folder: Path) -> ImportExportResult:
                 keep = [i for i, v in enumerate(tables[t].column("id").to_pylist()) if v not in skip[t]]
                 load[t] = tables[t].take(pa.array(keep, pa.int64()))
         _load(conn, ledger.backend, load, closed=closed)
+        written = take_declared_written(None, conn)  # the loaded rows, noted by the bulk path
+        if ledger.backend == "duckdb":
+            declared.keep(conn, written)
         _advance_sequences(conn, ledger.backend)
         again = batch_digest(conn, ledger.backend, batch_id, readme["seal_scheme"])
         if again.root != d.root or again.count != d.count:

@@ -49,7 +49,8 @@ def test_concurrent_imports_and_closes_end_with_a_verifiable_seal(ledger: Ledger
     assert sorted(x["batch"] for x in lines) == ["fx", "g1", "g2", "g3"]  # each sealed once
     assert [x["previous_digest"] for x in lines[1:]] == [x["digest"] for x in lines[:-1]]  # one chain, no fork
     out = cli("verify", "--seal-file", seals, *db).output
-    assert [line.split(":")[0] for line in out.splitlines()] == ["batch fx", "batch g1", "batch g2", "batch g3"]
+    assert [line.split(":")[0] for line in out.splitlines() if not line.startswith("declared rows: ok, ")] == [
+        "batch fx", "batch g1", "batch g2", "batch g3"]  # (DuckDB: and its declared rows, each as the ledger wrote it)
     assert out.count(": ok, seal ") == 4
     imported = [n for n in results if n.startswith("import") and results[n][0] == 0]
     runs = json.loads(cli("runs", "--batch", "fx", "--json", *db).output)

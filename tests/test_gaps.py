@@ -118,8 +118,12 @@ def test_ledger_migrated_from_0013_with_gaps_still_verifies(ledger: Ledger, tmp_
     with ledger.engine.connect() as conn:
         assert conn.exec_driver_sql("SELECT * FROM chunk_gap ORDER BY artefact_id, request_idx, seq").all() == before
         assert guards.trigger_problems(conn, ledger.backend) == []
-    out = cli("verify", "--db", ledger.url).output
+    # DuckDB: the downgrade took the declared rows' digests (migration 0018) with it: said, not passed in silence
+    out = cli("verify", "--db", ledger.url, code=0 if ledger.backend == "postgresql" else 1).output
     assert "batch fx: ok, seal " in out and "batch open (open): ok, 1 artefact(s) match their import digests" in out
+    if ledger.backend == "duckdb":
+        assert "declared rows: NOT VERIFIED\n  not checked: table batch: 2 row(s) have no digest (the ledger keeps none " \
+               "from before migration 0018" in out  # fmt: skip
 
 
 def test_migration_refuses_gap_rows_with_a_hole(ledger: Ledger, tmp_path: Path) -> None:

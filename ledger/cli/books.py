@@ -53,8 +53,8 @@ def close(ledger: Ledger, batch: str, seal_file: Path | None) -> None:
 @click.argument("batch", required=False)
 @click.option("--seal-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Compare with this seal file too.")
 def verify(ledger: Ledger, batch: str | None, seal_file: Path | None) -> None:
-    """Recompute the seals of closed batches, and the import digests of open batches' artefacts;
-    name the batch, table and rows that differ (exit 1).
+    """Recompute the seals of closed batches, the import digests of open batches' artefacts and (DuckDB)
+    the digests of declared rows; name the batch, table and rows that differ (exit 1).
 
     \b
     Example:
@@ -88,6 +88,15 @@ def verify(ledger: Ledger, batch: str | None, seal_file: Path | None) -> None:
             click.echo(f"  {d.describe()}", err=True)
         for u in c.unchecked:
             click.echo(f"  not checked: {u}", err=True)
+    if (rows := res.declared) is not None:  # DuckDB: declared rows against the digests the ledger kept
+        if rows.ok:
+            click.echo(f"declared rows: ok, {rows.rows:,} rows match the digests the ledger kept at its writes")
+        else:
+            click.echo(f"declared rows: {'MISMATCH' if rows.problems else 'NOT VERIFIED'}", err=True)
+            for p in rows.problems:
+                click.echo(f"  {p}", err=True)
+            for u in rows.unchecked:
+                click.echo(f"  not checked: {u}", err=True)
     if not res.ok:
         sys.exit(EXIT_FAILURE)
 
