@@ -50,7 +50,10 @@ def test_small_files_are_written_in_one_transaction_with_the_output_of_one_by_on
     c = counts(ledger_url)
     assert (c["artefact"], c["run"], c["capture"], c["request"], c["artefact_digest"]) == (5, 5, 5, 15, 5 * 7)
     # each artefact's digest is the one ledger verify recomputes from the database
-    assert run("verify", "--db", ledger_url).output == "batch b (open): ok, 5 artefact(s) match their import digests over 40 rows\n"
+    out = run("verify", "--db", ledger_url).output
+    assert out.startswith("batch b (open): ok, 5 artefact(s) match their import digests over 40 rows\n")
+    if ledger_url.startswith("duckdb"):  # and the declared rows the group wrote, each with its digest
+        assert out.endswith("\ndeclared rows: ok, 6 rows match the digests the ledger kept at its writes\n")
     again = run("import", "--db", ledger_url, "--batch", "b", *files).stdout
     assert again.splitlines() == [f"{f}: already imported as artefact {i} ({f.name}, ledger-requests, sha256 "
                                   f"{ingest.sha256_file(f)[0][:12]}…); nothing changed" for i, f in enumerate(files, start=1)]

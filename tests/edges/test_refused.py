@@ -52,7 +52,7 @@ EXPECTED = {
     "deep nesting": ": nested too deeply to read (beyond Python's recursion limit)",
     "deep nesting in the first line": ": format not recognised; tried:",
     "integer beyond 64 bits in a request": ", $.output_lens[2]: field 'output_lens': input should be less than or equal to 2147483647, got int 1180591620717411303424",
-    "integer beyond 64 bits in the header": ": concurrency: 1180591620717411303424 is above 2,147,483,647 (a count: an integer, >= 0, <= 2,147,483,647)",
+    "integer beyond 64 bits in the header": ", $: field 'concurrency': 1180591620717411303424 is above 2,147,483,647 (a count: an integer, >= 0, <= 2,147,483,647)",
     "5,000-digit integer": ", line 1: an integer with more than 4,300 digits",
     "invalid UTF-8 in CSV": ", line 4: not UTF-8 text",
     "lone surrogate in an error": ", $.errors[1]: field 'errors': input should be a valid string, unable to parse raw data as a unicode string, got str 'HTTP \\ud800'",
