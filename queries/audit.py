@@ -125,6 +125,15 @@ def default_factors() -> FactorsOf | None:
     return lambda ledger, spec: sides(ledger, spec).factors
 
 
+def default_reported() -> Callable[[Any, MetricValue], MetricValue | None] | None:
+    """The tool's own figure for a metric over a run (:class:`queries.metrics_reported.Reported`), for one audit."""
+    try:
+        from bench_ledger.queries.metrics_reported import Reported
+    except ImportError:
+        return None
+    return Reported()
+
+
 def _run_ids(ledger: Any, batch: str) -> dict[str, int]:
     """The current revision's id of every run label of a batch (the one no correction supersedes);
     empty when the audit has no ledger (a fake evaluator)."""
@@ -149,12 +158,15 @@ class Auditor:
     """Evaluates the claims of one file against one ledger, memoising each claim's result."""
 
     def __init__(self, claims: ClaimsFile, ledger: Any = None, *, evaluate: Evaluator | None = None,
-                 factors: FactorsOf | None = None) -> None:  # fmt: skip
+                 factors: FactorsOf | None = None,
+                 reported: Callable[[Any, MetricValue], MetricValue | None] | None = None) -> None:  # fmt: skip
         self.file = claims
         self.claims = claims.by_id()
         self.ledger = ledger
         self.evaluate = evaluate if evaluate is not None else default_evaluator()
         self.factors_of = factors if factors is not None else default_factors()
+        # the tool's own figure: only against a ledger (a fake evaluator has no published values)
+        self.reported = reported if reported is not None else (default_reported() if ledger is not None else None)
         self.results: dict[str, AuditResult] = {}
         self.metric_values: dict[str, MetricValue] = {}
         self._factors: dict[str, dict | LedgerError] = {}  # scope spec -> the factors the ledger recorded
@@ -195,7 +207,10 @@ class Auditor:
         return x
 
     def _grim(self, c: Claim, r: AuditResult) -> None:
-        if c.kind in INTEGER_KINDS and r.verdict in ("reproduced", "consistent", "quoted"):
+        mv = self.metric_values.get(c.id)
+        statistic = mv is not None and mv.value is not None and Fraction(mv.value).denominator != 1
+        # a metric whose value is not an integer (a mean of token counts) is a statistic of counts, not a count
+        if c.kind in INTEGER_KINDS and r.verdict in ("reproduced", "consistent", "quoted") and not statistic:
             try:
                 x = iv.interval_of(c.printed or "")
             except ValueError:
@@ -267,6 +282,15 @@ class Auditor:
             r.why = f"the metric {spec.name} is of kind {mv.quantity_kind}; the claim says {c.kind}"
             r.instead = f"claim it as {mv.quantity_kind}, or name the metric that measures {c.kind}"
             return
+        tool = self._tool_figure(mv) if mv.flag in ("n/a", "derived") else None
+        if (mv.flag == "n/a" or mv.value is None) and tool is not None:
+            # R15: no records to recompute from; the tool's own published figure is compared (reported)
+            r.notes.append(f"{tool.inputs['basis']} as {tool.inputs['reported_key']} = {tool.inputs['reported_text']}: "
+                           f"the ledger cannot recompute it ({mv.na_reason})")  # fmt: skip
+            r.evidence.update({"flag": "reported", "reported_key": tool.inputs["reported_key"],
+                               "reported_text": tool.inputs["reported_text"], "file": tool.inputs["file"],
+                               "recomputed_na": mv.na_reason})  # fmt: skip
+            self.metric_values[c.id] = mv = tool
         if mv.flag == "n/a" or mv.value is None:
             r.verdict, r.provenance, r.missing = "not-derivable", "n/a", mv.na_reason or "the metric is n/a"
             return
@@ -280,17 +304,31 @@ class Auditor:
         if mv.flag == "estimated":
             r.provenance = "estimated"
             if c.says == "measured":
-                r.verdict, r.rule, r.why = "refused", "provenance", "an estimate never satisfies a claim that says measured"
+                r.verdict, r.rule, r.why = (
+                    "refused",
+                    "provenance",
+                    "an estimate never satisfies a claim that says measured",
+                )
             else:
                 r.verdict = "estimated"
             return
-        r.provenance = "derived"
+        r.provenance = mv.inputs["basis"] if mv.flag == "reported" else "derived"
         printed = self.printed_interval(c)
         if printed is None:
             r.verdict = "reproduced"
             r.notes.append("the report prints no number here; the value is shown as recomputed")
             return
-        chk = iv.check(Interval.point(value), printed)
+        got = Interval.point(value)
+        if mv.flag == "reported" and mv.inputs.get("printed_rounded"):
+            # the tool printed it rounded (a console table): its rounding interval, in the claim's unit
+            shown = iv.interval_of(mv.inputs["reported_text"])
+            scale = Fraction(mv.inputs["scale"])
+            got = Interval(
+                self._to_unit(shown.lo * scale, mv.unit, c.unit), self._to_unit(shown.hi * scale, mv.unit, c.unit)
+            )
+        if mv.flag == "derived" and tool is not None:
+            self._compare_tool(c, r, tool, value, printed)
+        chk = iv.check(got, printed)
         r.margin = chk.margin
         if chk.consistent:
             r.verdict = "reproduced"
@@ -298,6 +336,25 @@ class Auditor:
             r.verdict = "mismatch"
             nominal = iv.parse(c.printed).value if not iv.is_range(c.printed or "") else printed.mid  # type: ignore[arg-type]
             r.why = f"recomputed {fmt(value)} vs printed {c.printed}: difference {fmt(value - nominal)}"
+
+    def _tool_figure(self, mv: MetricValue) -> MetricValue | None:
+        if self.reported is None or self.ledger is None:
+            return None
+        try:
+            return self.reported(self.ledger, mv)
+        except LedgerError:
+            return None
+
+    def _compare_tool(self, c: Claim, r: AuditResult, tool: MetricValue, value: Fraction, printed: Interval) -> None:
+        """R15: the records were recomputed; say whether the tool's own figure agrees with them and with the print."""
+        own = self._to_unit(Fraction(tool.value), tool.unit, c.unit)  # type: ignore[arg-type]
+        inside = iv.check(Interval.point(own), printed).consistent
+        r.evidence["tool_figure"] = {"key": tool.inputs["reported_key"], "text": tool.inputs["reported_text"],
+                                     "file": tool.inputs["file"], "value": fmt(own), "difference": fmt(own - value),
+                                     "inside_printed": inside}  # fmt: skip
+        r.notes.append(f"the tool's own figure ({tool.inputs['basis']}, {tool.inputs['reported_key']}) is {fmt(own)}: "
+                       f"{'inside' if inside else 'outside'} the printed rounding, {fmt(own - value)} from the "
+                       "value recomputed from the records")  # fmt: skip
 
     def _mean_over_cards(self, mv: MetricValue, name: str, scope: Any, r: AuditResult) -> MetricValue:
         """Mean over the scope's cards of a per-card statistic, each card evaluated on its own."""

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from bench_ledger.kinds import INTEGER_KINDS
 from bench_ledger.queries.claims import ClaimsFile
 from bench_ledger.queries.draft_basis import (
     DerivedProposal,
@@ -26,6 +27,7 @@ from bench_ledger.queries.draft_basis import (
     LedgerView,
     choose_metric,
     facets_with_row,
+    fraction_only,
     guess,
     metric_candidates,
     propose_derived,
@@ -181,6 +183,9 @@ def draft_claims(report_path: str | Path, ledger: Any = None, batches: list[str]
                     claim["value"] = der.value
                     review.append("the sign of the change comes from the arithmetic")
             elif chosen is None:
+                if claim["kind"] in INTEGER_KINDS and fraction_only(f.value or ""):
+                    # a statistic of a count printed with a fraction, quoted: not a count (no integer rule)
+                    claim["kind"] = "other"
                 phrase = (f.before.strip() or f.sentence.strip())[-80:]
                 claim["quoted"] = {"source": f"the report ({phrase})" if phrase else "the report"}
                 evidence["basis"] = {"proposed": "quoted", "confidence": "low",

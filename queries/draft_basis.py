@@ -26,6 +26,8 @@ from bench_ledger.kinds import COUNTER_KINDS, INTEGER_KINDS
 from bench_ledger.queries import intervals as iv
 from bench_ledger.queries.draft_lexicon import (
     CHANGE_WORDS,
+    CONCURRENCY_HEADER,
+    CONCURRENCY_NAME,
     CUES,
     LABEL_WORDS,
     NEGATIVE_WORDS,
@@ -67,13 +69,24 @@ def context_texts(f: Found) -> list[tuple[str, str]]:
     if f.subject is not None:
         return [("subject", f.subject)] + ([("column", f.place.column)] if f.place.column else [])
     out = [("before", _aligned(f, f.before)), ("after", f.after)]
-    if f.place.column:
+    if f.place.column and not _names_load(f.place.column) and not _GENERIC_COLUMN.match(f.place.column):
         out.append(("column", _aligned(f, f.place.column)))
     if f.place.row:
         out.append(("row", _aligned(f, f.place.row)))
     out.append(("sentence before", _aligned(f, f.lead)))
     out.append(("sentence", _aligned(f, f.sentence)))
-    return out
+    # a load point named in the text ("出现在 128 并发") says where, not what: its words are no cue
+    return [(w, CONCURRENCY_NAME.sub(lambda m: " " * len(m.group(0)), t)) for w, t in out]
+
+
+_LOAD_AFTER = re.compile(r"\s*(?:并发|concurrent\b|concurrency\b)", re.IGNORECASE)
+# the value column of a two-column "metric | value" table says nothing of what a row measures
+_GENERIC_COLUMN = re.compile(r"^\s*(?:values?|数值|值|结果|results?)(?![A-Za-z])", re.IGNORECASE)
+
+
+def _names_load(header: str) -> bool:
+    """A header that names the load point ("1 并发", "c2"), not what the column measures."""
+    return CONCURRENCY_NAME.fullmatch(header.strip()) is not None
 
 
 _WORD_PAIR = re.compile(r"([A-Za-z0-9\u4e00-\u9fff]+)\s*/\s*([A-Za-z0-9\u4e00-\u9fff]+)")
@@ -93,27 +106,56 @@ def _aligned(f: Found, text: str) -> str:
     if m is None:
         return text
     own = m.group(1) if f.member == 0 else m.group(2)
-    return text[:m.start()] + own + text[m.end():]
+    return text[: m.start()] + own + text[m.end() :]
+
+
+def _cue_words() -> list[tuple[Cue, str, re.Pattern[str] | None, str]]:
+    """Each cue word once: (cue, word, a whole-word pattern for a Latin word or None, the lowered word)."""
+    out = []
+    for cue in CUES:
+        for w in cue.words:
+            if w.strip().isascii() and w.strip().replace(" ", "").isalnum():
+                low = w.strip().lower()
+                out.append((cue, w.strip(), re.compile(rf"(?<![A-Za-z0-9]){re.escape(low)}(?![A-Za-z0-9])"), low))
+            else:
+                out.append((cue, w, None, w.lower()))
+    return out
+
+
+_CUE_WORDS = _cue_words()
 
 
 def _find_cue(text: str) -> tuple[Cue, str, int] | None:
     """The cue nearest the end of ``text`` (the number follows it)."""
     best = None
     low = text.lower()
-    for cue in CUES:
-        for w in cue.words:
-            if w.strip().isascii() and w.strip().replace(" ", "").isalnum():
-                hits = list(re.finditer(rf"(?<![A-Za-z0-9]){re.escape(w.strip().lower())}(?![A-Za-z0-9])", low))
-                i = hits[-1].start() if hits else -1
-                w = w.strip()
-            else:
-                i = low.rfind(w.lower())
-            if i >= 0:
-                end = i + len(w)
-                key = (end, len(w))
-                if best is None or key > best[0]:
-                    best = (key, cue, w)
+    for cue, w, pattern, lw in _CUE_WORDS:
+        if lw not in low:
+            continue
+        if pattern is not None:
+            hits = list(pattern.finditer(low))
+            i = hits[-1].start() if hits else -1
+        else:
+            i = low.rfind(lw)
+        if i >= 0:
+            end = i + len(w)
+            key = (end, len(w))
+            if best is None or key > best[0]:
+                best = (key, cue, w)
     return (best[1], best[2], best[0][0]) if best else None
+
+
+def _member_stat(f: Found) -> str | None:
+    """For a member of a list "a / b / c" printed against a label listing one statistic per member
+    ("TTFT avg / p50 / p90 (ms)"), that member's statistic."""
+    if f.form != "pair" or f.group is None:
+        return None
+    for text in (f.place.row, f.place.column):
+        parts = re.split(r"\s*/\s*", text or "")
+        stats = [_stat([("part", p)]) for p in parts]
+        if len(parts) > 1 and all(stats) and f.member < len(parts):
+            return stats[f.member]
+    return None
 
 
 def _stat(texts: list[tuple[str, str]]) -> str | None:
@@ -144,11 +186,18 @@ def guess(f: Found) -> Guess:
             break
     unit = f.unit
     cues = []
+    if f.unit is None and f.form == "number" and _LOAD_AFTER.match(f.after):
+        # "128 并发", "64 concurrent": the number is a load point
+        return Guess(None, "concurrency", "medium", [f"after: {f.after.strip()[:12]!r} (a load point)"])
     header_unit = _header_unit(f.place.column) if f.unit is None else None
     if header_unit is not None:
         f = _with_unit(f, header_unit)
         unit = header_unit
         cues.append(f"column unit {header_unit!r}")
+    elif f.unit is None and (row_unit := _header_unit(f.place.row)) is not None:
+        f = _with_unit(f, row_unit)  # the row label prints it: "TTFT avg / p50 (ms)"
+        unit = row_unit
+        cues.append(f"row unit {row_unit!r}")
     kind = None
     conf = "low"
     if cue is not None:
@@ -169,9 +218,13 @@ def guess(f: Found) -> Guess:
             if kind != "capacity_ratio":
                 kind = "ratio"
             conf = "high" if cue else "medium"
-        elif kind is None or (ukind in ("count", "token_count") and kind not in ("token_setting", "kv_pool_tokens",
-                                                                                    "concurrency", "token_count")):
+        elif kind is None or (
+            ukind in ("count", "token_count")
+            and kind not in ("token_setting", "kv_pool_tokens", "concurrency", "token_count")
+        ):
             kind, conf = ukind or "other", "medium"
+        elif ukind == "request_rate" and kind != "request_rate":
+            kind, conf = ukind, "medium"  # req/s printed: a rate, whatever count word stands near it
         elif ukind is not None and dimension(f.unit) is not None and dimension(_default_unit(kind) or "") not in (
                 None, dimension(f.unit)):  # fmt: skip
             kind = ukind
@@ -181,12 +234,20 @@ def guess(f: Found) -> Guess:
     if kind is None:
         kind = "count" if (f.value or "").replace(",", "").lstrip("+-−").isdigit() else "other"
         cues.append("no cue: default")
+    stat = _member_stat(f) or _stat(texts)
+    if (kind in INTEGER_KINDS and f.value is not None and f.form != "word" and _fraction_only(f.value)
+            and stat not in FRACTIONAL_STATS):  # fmt: skip
+        # 0.9, 46.67: a print that allows no integer is not a count, whatever the cue word says
+        cues.append(f"{f.value} allows no integer: not a {kind}")
+        kind = (
+            ukind_rate if (ukind_rate := _UNIT_KIND.get(f.unit or "")) and ukind_rate not in INTEGER_KINDS else "other"
+        )
+        conf = "low"
     if f.form == "word" and kind not in ("record_count", "concurrency"):
         kind = "count"  # 九次, 五次, "ten files": a count of events or things, whatever the verb after it
         unit = f.unit
     if kind == "percent_change" and unit is None:
         unit = "%"
-    stat = _stat(texts)
     sign = 0
     if kind in ("percent_change",):
         low = f.before.lower()
@@ -197,7 +258,24 @@ def guess(f: Found) -> Guess:
     return Guess(unit, kind, conf, cues, cue[0].metric if cue else None, stat, sign, f.unit)
 
 
+# statistics of a count that need not be integers (a mean of output tokens, an interpolated percentile)
+FRACTIONAL_STATS = frozenset({"mean", "std", "p25", "p50", "p75", "p90", "p95", "p99", "p99_9"})
+
+
+def fraction_only(value: str) -> bool:
+    """A printed number whose rounding interval holds no integer (0.9, 46.67): never a count."""
+    return _fraction_only(value)
+
+
 _PAREN = re.compile(r"[(（]([^)）]+)[)）]")
+
+
+def _fraction_only(value: str) -> bool:
+    try:
+        x = iv.interval_of(value)
+    except ValueError:
+        return False
+    return not iv.is_range(value) and iv.integers_in(x) is None
 
 
 def _header_unit(column: str | None) -> str | None:
@@ -319,6 +397,22 @@ def facets_with_row(f: Found, header: list[str], cells: list[str], known: set[st
         if hm and cm:
             fa.concurrency, fa.requests = int(cm.group(1)), int(cm.group(2))
             fa.stated.append(f"C/N {c.strip()}")
+        elif CONCURRENCY_HEADER.match(h) and c.strip().isdigit() and fa.concurrency is None:
+            fa.concurrency = int(c.strip())  # a column of concurrencies: the row's load point
+            fa.stated.append(f"{h.strip()} {c.strip()}")
+            if fa.launch == fa.concurrency:
+                fa.launch = None  # the row label is the concurrency, not a launch attempt
+    # the load point named by the number's column ("1 并发"), its row's cells ("c1 (repeat)"), and
+    # failing those its enclosing headings ("`agent_flat` c2 — INVALID")
+    prose = () if f.place.row is not None else (("sentence", f.sentence),)
+    for where, text in (("column", f.place.column or ""), *(("row", c) for c in cells), *prose,
+                        ("heading", f.place.heading or "")):  # fmt: skip
+        if fa.concurrency is not None:
+            break
+        names = {int(next(g for g in m.groups() if g)) for m in CONCURRENCY_NAME.finditer(text)}
+        if len(names) == 1:
+            fa.concurrency = names.pop()
+            fa.stated.append(f"{where} {text.strip()[:40]}")
     return fa
 
 
@@ -378,9 +472,28 @@ class LedgerView:
         self.ledger = ledger
         self.metrics = METRICS
         self._evaluate = Evaluator()  # each (metric, scope) once; the run scopes of a batch together
+        from bench_ledger.factors import of_metadata, run_metadata
+        from bench_ledger.queries.metrics_reported import Reported
+
+        self.reported = Reported()  # the tools' own figures, read once per run
         rows = run_metrics(ledger, batches or None, metrics=())
-        self.runs = [RunScope(r.batch, r.label, r.input_target_tokens, r.output_cap_tokens, r.concurrency,
-                              r.request_count) for r in rows]  # fmt: skip
+        with ledger.connection() as conn:
+            R = m.Run.__table__
+            ids = [r.run_id for r in rows]
+            stated = {rid: of_metadata(run_metadata(text)) for rid, text in
+                      conn.execute(sa.select(R.c.id, R.c.metadata_json).where(R.c.id.in_(ids)))} if ids else {}  # fmt: skip
+
+        def setting(value: int | None, rid: int, factor: str) -> int | None:
+            # the run's column, else what its file (or its names) state (ledger.factors)
+            if value is not None:
+                return value
+            said = stated.get(rid, {}).get(factor)
+            return int(said.value) if said is not None and said.value.isdigit() else None
+
+        self.runs = [RunScope(r.batch, r.label, setting(r.input_target_tokens, r.run_id, "input_len"),
+                              setting(r.output_cap_tokens, r.run_id, "output_len"),
+                              setting(r.concurrency, r.run_id, "concurrency"),
+                              setting(r.request_count, r.run_id, "prompt_count")) for r in rows]  # fmt: skip
         self.batches = sorted({r.batch for r in self.runs} | set(batches or []))
         with ledger.connection() as conn:
             L, D = m.Launch.__table__, m.Deployment.__table__
@@ -489,7 +602,7 @@ def metric_candidates(f: Found, g: Guess, view: LedgerView, fa: Facets, claim_te
             res = None
             shown: str | None
             try:
-                res = Auditor(cf, view.ledger, evaluate=view.evaluate).result("candidate")
+                res = Auditor(cf, view.ledger, evaluate=view.evaluate, reported=view.reported).result("candidate")
             except Exception as exc:  # noqa: BLE001 - a candidate the audit cannot run is not proposed
                 verdict, shown = "refused", str(exc)[:80]
             else:

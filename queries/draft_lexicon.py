@@ -76,6 +76,14 @@ SETTING_PREFIXES: dict[str, tuple[str, str]] = {
 # Scope labels: C = concurrency, N = number of requests (C4N8, C64, N16). They name a run; the
 # drafter reads them as context and does not list them as claims.
 SCOPE_LABEL = re.compile(r"^(?:C(?P<c>\d+))?(?:N(?P<n>\d+))?$")
+# A header cell, row cell or heading word that names the load point (a concurrency) rather than what is
+# measured: "1 并发", "c2", "c=8", "concurrency 16"; and a first column of concurrencies: "并发数", "Concurrency".
+CONCURRENCY_NAME = re.compile(
+    r"(?<![A-Za-z0-9_])(?:(?P<a>\d+)\s*(?:并发|concurrent|users)|c=?(?P<b>\d+)|"
+    r"concurrency\s*=?\s*(?P<c>\d+))(?![A-Za-z0-9_])",
+    re.IGNORECASE,
+)
+CONCURRENCY_HEADER = re.compile(r"^\s*(?:并发数?|concurrency|max[ _-]?concurrency|conc\.?|c)\s*$", re.IGNORECASE)
 
 # ----------------------------------------------------------------------------- what a number measures
 
@@ -101,12 +109,24 @@ CUES: tuple[Cue, ...] = (
     Cue(("E2E", "端到端", "end-to-end latency", "e2e latency", "request latency"), "latency", "s", "e2e_latency"),
     Cue(("单流", "per-stream", "per stream", "single-stream", "single stream", "decode speed", "生成阶段速度"),
         "per_stream_token_rate", "tokens/s", "per_stream_decode_rate_median"),
-    Cue(("聚合输出", "aggregate output", "output throughput", "输出吞吐"), "aggregate_token_rate", "tokens/s",
-        "output_tokens_per_s"),
+    Cue(("聚合输出", "aggregate output", "output throughput", "输出吞吐", "输出 token 吞吐", "输出token吞吐",
+         "output token throughput"), "aggregate_token_rate", "tokens/s", "output_tokens_per_s"),
+    Cue(("总 token 吞吐", "总token吞吐", "total token throughput", "total throughput"), "aggregate_token_rate",
+        "tokens/s", "total_tokens_per_s"),
+    Cue(("throughput", "吞吐"), "aggregate_token_rate", "tokens/s", None),
+    Cue(("请求吞吐", "request throughput", "QPS"), "request_rate", "requests/s", "request_throughput"),
+    Cue(("ISL", "input sequence length"), "token_count", "tokens", "isl"),
+    Cue(("OSL", "output sequence length"), "token_count", "tokens", "osl"),
+    Cue(("总输入",), "token_count", "tokens", "input_tokens"),
+    Cue(("总生成", "generated tokens"), "token_count", "tokens", "output_tokens"),
+    Cue(("持续时间", "benchmark duration", "duration"), "duration", "s", "wall_clock_s"),
     Cue(("输入速度", "输入速率", "input rate", "input throughput"), "aggregate_token_rate", "tokens/s", None),
     Cue(("实际输入", "input tokens", "输入共"), "token_count", "tokens", "input_tokens"),
     Cue(("输出共", "output tokens", "实际输出", "输出分别"), "token_count", "tokens", "output_tokens"),
-    Cue(("失败", "failed", "errors"), "request_count", "requests", "requests_failed"),
+    Cue(("失败", "失败请求", "failed", "errors", "rejected", "拒绝"), "request_count", "requests", "requests_failed"),
+    Cue(("峰值输出", "峰值输出 token 吞吐", "峰值输出token吞吐", "peak output", "peak output token throughput"),
+        "aggregate_token_rate", "tokens/s", "peak_output_tokens_per_s"),
+    Cue(("峰值并发", "峰值并发请求", "peak concurrent"), "concurrency", None, "peak_concurrent_requests"),
     Cue(("unknown",), "request_count", "requests", "requests_unknown"),
     Cue(("API 请求", "requests", "请求", "completed"), "request_count", "requests", "requests_ok"),
     Cue(("组记录", "record groups", "runs"), "record_count", "runs", "record_groups"),
@@ -131,8 +151,14 @@ CUES: tuple[Cue, ...] = (
 # Statistic words -> the metric suffix (ttft + p50 -> ttft_p50).
 STATS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("p50", "中位", "median"), "p50"),
+    (("p25",), "p25"),
+    (("p75",), "p75"),
     (("p90",), "p90"),
+    (("p95",), "p95"),
     (("p99",), "p99"),
+    (("p99.9",), "p99_9"),
+    (("min", "最小"), "min"),
+    (("std", "标准差", "stddev"), "std"),
     (("max", "最大", "峰值", "peak"), "max"),
     (("mean", "均值", "平均", "average", "avg"), "mean"),
 )

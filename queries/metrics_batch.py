@@ -93,7 +93,7 @@ def supported(mt: Metric) -> bool:
     plan = mt.plan
     if not isinstance(plan, Plan):
         return False
-    return not isinstance(plan, Dist) or plan.stat == "max" or plan.stat.startswith("p")
+    return not isinstance(plan, Dist) or plan.stat == "max" or plan.stat[1:].isdigit()
 
 
 class _OrderStats(Sequence):

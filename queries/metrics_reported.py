@@ -11,14 +11,18 @@ derived here, and it is never preferred to a value the records give.
 
 from __future__ import annotations
 
+import re
 from decimal import Decimal
 from fractions import Fraction
+from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.books import current
 from bench_ledger.queries.values import MetricValue
-from bench_ledger.tools import Tool
+from bench_ledger.tools import PRINTED_ROUNDED, Tool
+
+__all__ = ["EQUIVALENTS", "Reported", "fill_reported", "markdown", "tool_keys"]
 
 PV = m.PublishedValue.__table__
 
@@ -65,6 +69,134 @@ EQUIVALENTS: dict[str, dict[str, tuple[str, Fraction, str]]] = {
                      "successes.latency.time_to_first_token.median (np.median)"),
     },
 }  # fmt: skip
+
+
+_MS = Fraction(1, 1000)
+# vLLM bench serve / SGLang bench_serving: {stat}_{series}_ms (tools.SERVING_LATENCY_STAT); AIPerf: {series}.{stat}
+_SERVING_SERIES = {"ttft": ("ttft",), "tpot": ("tpot",), "itl": ("itl",), "e2e_latency": ("e2el", "e2e_latency")}
+_SERVING_TOTALS = {  # metric -> keys (vLLM's first, then SGLang's), scale
+    "requests_ok": (("completed",), Fraction(1)), "requests_failed": (("failed",), Fraction(1)),
+    "input_tokens": (("total_input_tokens",), Fraction(1)), "output_tokens": (("total_output_tokens",), Fraction(1)),
+    "wall_clock_s": (("duration",), Fraction(1)), "request_throughput": (("request_throughput",), Fraction(1)),
+    "output_tokens_per_s": (("output_throughput",), Fraction(1)),
+    "total_tokens_per_s": (("total_token_throughput", "total_throughput"), Fraction(1)),
+    "total_tpm": (("total_token_throughput", "total_throughput"), Fraction(60)),
+    "output_tpm": (("output_throughput",), Fraction(60)),
+    "peak_output_tokens_per_s": (("max_output_tokens_per_s",), Fraction(1)),
+    "peak_concurrent_requests": (("max_concurrent_requests",), Fraction(1)),
+}  # fmt: skip
+# AIPerf: its inter_token_latency is (request_latency - TTFT) / (OSL - 1) per request, the ledger's TPOT;
+# its inter_chunk_latency the gaps between chunks, the ledger's ITL (aiperf metrics/types)
+_AIPERF_SERIES = {
+    "ttft": "time_to_first_token",
+    "tpot": "inter_token_latency",
+    "itl": "inter_chunk_latency",
+    "e2e_latency": "request_latency",
+    "isl": "input_sequence_length",
+    "osl": "output_sequence_length",
+}
+_AIPERF_TOTALS = {
+    "requests_ok": ("request_count.avg", Fraction(1)), "requests_failed": ("error_request_count.avg", Fraction(1)),
+    "input_tokens": ("total_isl.avg", Fraction(1)), "output_tokens": ("total_osl.avg", Fraction(1)),
+    "wall_clock_s": ("benchmark_duration.avg", Fraction(1)), "request_throughput": ("request_throughput.avg", Fraction(1)),
+    "output_tokens_per_s": ("output_token_throughput.avg", Fraction(1)),
+    "total_tokens_per_s": ("total_token_throughput.avg", Fraction(1)),
+}  # fmt: skip
+_SERVING_TOOLS = (Tool.VLLM_BENCH, Tool.VLLM_BENCHMARK_SERVING, Tool.SGLANG_BENCH)
+
+
+def tool_keys(tool: str | None, metric: str) -> tuple[tuple[str, ...], Fraction]:
+    """The keys (in order of preference) under which ``tool`` publishes ``metric`` by the same definition,
+    and the scale to the metric's unit; ``((), 1)`` when it publishes none."""
+    if tool in EQUIVALENTS and metric in EQUIVALENTS[tool]:
+        key, scale, _ = EQUIVALENTS[tool][metric]
+        return (key,), scale
+    hit = re.fullmatch(r"(?P<base>.+?)_(?P<stat>mean|min|max|std|p\d+(?:_\d+)?)", metric)
+    base, stat = (hit["base"], hit["stat"].replace("_", ".")) if hit else (metric, "")
+    if tool in _SERVING_TOOLS:
+        if metric in _SERVING_TOTALS:
+            return _SERVING_TOTALS[metric]
+        if base in _SERVING_SERIES:
+            word = {"mean": "mean", "p50": "median", "std": "std", "max": "max"}.get(stat, stat)
+            return tuple(f"{word}_{series}_ms" for series in _SERVING_SERIES[base]), _MS
+    if tool == Tool.AIPERF:
+        if metric in _AIPERF_TOTALS:
+            key, scale = _AIPERF_TOTALS[metric]
+            return (key,), scale
+        if base in _AIPERF_SERIES:
+            word = {"mean": "avg"}.get(stat, stat)
+            return (f"{_AIPERF_SERIES[base]}.{word}",), (Fraction(1) if base in ("isl", "osl") else _MS)
+    return (), Fraction(1)
+
+
+class Reported:
+    """The tool's own published figure for a metric over one run (R15: ``reported``, never derived here):
+    each run's published values read once. A new instance per audit or draft."""
+
+    def __init__(self) -> None:
+        self._runs: dict[tuple[str | None, str | None], int | None] = {}
+        self._values: dict[int, tuple[str | None, dict[str, tuple[str, str, str, str]]]] = {}
+
+    def __call__(self, ledger: Any, metric: MetricValue) -> MetricValue | None:
+        """The figure the run's tool published for ``metric`` (a value the ledger evaluated over a run
+        scope: its name, unit and kind), or None when it published none."""
+        scope = metric.scope
+        if scope.run is None or any(getattr(scope, k, None) is not None for k in ("deployment", "launch", "gpu")):
+            return None
+        key = (scope.batch, scope.run)
+        if key not in self._runs or self._runs[key] not in self._values:  # read once per run
+            with ledger.connection() as conn:
+                rid = self._run_id(conn, scope)
+                if rid is not None:
+                    self._published(conn, rid)
+        rid = self._runs[key]
+        if rid is None:
+            return None
+        tool, values = self._values[rid]
+        keys, scale = tool_keys(tool, metric.metric)
+        for key in keys:
+            if key in values:
+                value, text, file_name, fmt = values[key]
+                return MetricValue(
+                    metric.metric, scope, Fraction(Decimal(value)) * scale, metric.unit, metric.quantity_kind,
+                    "reported", None,
+                    {"basis": f"reported by {tool} in {file_name}", "reported_key": key, "reported_text": text,
+                     "file": file_name, "scale": str(scale), "printed_rounded": fmt in PRINTED_ROUNDED},
+                    [rid],
+                )  # fmt: skip
+        return None
+
+    def _run_id(self, conn: sa.Connection, scope: Any) -> int | None:
+        key = (scope.batch, scope.run)
+        if key not in self._runs:
+            if scope.run.startswith("#"):
+                self._runs[key] = int(scope.run[1:])
+            else:
+                B = m.Batch.__table__
+                R = m.Run.__table__
+                self._runs[key] = conn.execute(
+                    sa.select(R.c.id).join(B, B.c.id == R.c.batch_id)
+                    .where(R.c.label == scope.run, B.c.name == scope.batch, current(R))
+                ).scalar()  # fmt: skip
+        return self._runs[key]
+
+    def _published(self, conn: sa.Connection, rid: int) -> tuple[str | None, dict[str, tuple[str, str, str, str]]]:
+        if rid not in self._values:
+            R, A = m.Run.__table__, m.Artefact.__table__
+            row = conn.execute(
+                sa.select(R.c.tool, sa.func.coalesce(R.c.origin_id, R.c.id)).where(R.c.id == rid)
+            ).first()
+            values: dict[str, tuple[str, str, str, str]] = {}
+            if row is not None:
+                for key, value, text, name, fmt in conn.execute(
+                    sa.select(PV.c.key, PV.c.value, PV.c.text, A.c.file_name, A.c.format)
+                    .join(A, A.c.id == PV.c.artefact_id)
+                    .where(PV.c.run_id == row[1], PV.c.flag == "reported", current(PV), PV.c.value.is_not(None))
+                    .order_by(PV.c.id)
+                ):  # fmt: skip
+                    values.setdefault(key, (str(value), text, name, fmt))
+            self._values[rid] = (row[0] if row else None, values)
+        return self._values[rid]
 
 
 def fill_reported(conn: sa.Connection, rows: list) -> None:

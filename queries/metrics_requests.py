@@ -414,10 +414,14 @@ def rate_value(metric: Metric, ctx: Ctx, parts: list[MetricValue], clock: Metric
     wall = clock.value
     assert wall is not None and len(known) == len(parts)  # each n/a returned above
     # token totals are integers: their sum as one (the same rational as a sum of Fractions)
-    total = Fraction(sum(k.numerator for k in known)) if all(k.denominator == 1 for k in known) else sum(known, Fraction(0))
+    total = (
+        Fraction(sum(k.numerator for k in known)) if all(k.denominator == 1 for k in known) else sum(known, Fraction(0))
+    )
     inputs: dict[str, Any] = {p.metric: str(p.value) for p in parts} | {
         "wall_clock_s": wall.numerator / wall.denominator,  # float(wall): the correctly rounded quotient
-        "basis": clock.inputs.get("basis"), "requests_ok": parts[0].inputs.get("requests_ok")}
+        "basis": clock.inputs.get("basis"),
+        "requests_ok": parts[0].inputs.get("requests_ok"),
+    }
     flag = derived_flag([*(p.flag for p in parts), clock.flag])  # the weakest input decides (lattice)
     # per·total/wall as one fraction (one normalisation instead of two): the same rational
     rate = Fraction(per * total.numerator * wall.denominator, total.denominator * wall.numerator)
@@ -509,12 +513,18 @@ def itl_sql(run_ids: list[int] | sa.Select, by_run: bool = False) -> Any:
 
 
 def apply_stat(stat: str, values: Sequence[Fraction]) -> Fraction:
+    """One statistic of sorted values, by numpy's definitions (vLLM, SGLang, AIPerf): ``mean``, ``min``,
+    ``max``, ``std`` (population, ddof 0: the square root is a float), ``pN`` / ``pN.N`` (linear)."""
     if stat == "mean":
         return mean(values)
     if stat == "max":
         return values[-1]
+    if stat == "min":
+        return values[0]
+    if stat == "std":
+        return Fraction(std(values, 0))
     if stat.startswith("p"):
-        return percentile_linear(values, int(stat[1:]))
+        return percentile_linear(values, Fraction(stat[1:]) if "." in stat else int(stat[1:]))
     raise ValueError(stat)
 
 
@@ -530,7 +540,8 @@ def dist_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], stat: str, pop
     vals = values()
     return derived(metric, ctx, apply_stat(stat, vals), runs=ctx.run_ids, values=len(vals),
                    population=population, fields=_fields(caps, metric, fields),
-                   method="numpy linear (type 7)" if stat.startswith("p") else stat)  # fmt: skip
+                   method="numpy linear (type 7)" if stat.startswith("p") else
+                   "population (ddof 0), as numpy" if stat == "std" else stat)  # fmt: skip
 
 
 def cache_value(metric: Metric, ctx: Ctx, bad: MetricValue | None, fetch: Callable[[], object]) -> MetricValue:
@@ -578,7 +589,16 @@ def run_plan(conn: sa.Connection, ctx: Ctx, metric: Metric, plan: Plan) -> Metri
 
 # --------------------------------------------------------------------------- the request metrics
 
+
+def _tool_only(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
+    """A figure only the tool computes (from its own per-second buckets): n/a here, the tool's reported
+    value backs a claim (queries.metrics_reported)."""
+    return na(metric, ctx, f"{metric.name} is computed by the benchmark tool, not recomputed from records here")
+
+
 _OK = "ok requests of the run"
+# the statistics the serving tools publish for each per-request quantity (vLLM, SGLang, AIPerf, llmperf)
+STATISTICS = ("mean", "min", "max", "std", "p25", "p50", "p75", "p90", "p95", "p99", "p99.9")
 TTFT_NEEDS = (("ttft_s",), ("send_time", "first_token_time"))
 LAT_NEEDS = (("latency_s",), ("send_time", "end_time"))
 
@@ -593,9 +613,11 @@ def request_metrics() -> list[Metric]:
     wall = Metric("wall_clock_s", "s", "duration", "span", "first send to last end of the run's requests, one clock",
                   (), "(MAX(end_ns) - MIN(send_ns)) / 1e9; else run.duration_s (flagged: tool's own duration)",
                   "requests", Wall())  # fmt: skip
+    requests_ok = Metric("requests_ok", "requests", "request_count", "count", "the scope's API requests",
+                         (("status",),), "COUNT(*) FROM request WHERE status = 'ok'", "requests", Count("ok"),
+                         pools=True)  # fmt: skip
     out = [
-        Metric("requests_ok", "requests", "request_count", "count", "the scope's API requests", (("status",),),
-               "COUNT(*) FROM request WHERE status = 'ok'", "requests", Count("ok"), pools=True),
+        requests_ok,
         Metric("requests_failed", "requests", "request_count", "count", "the scope's API requests", (("status",),),
                "COUNT(*) FROM request WHERE status = 'failed'", "requests", Count("failed"), pools=True),
         Metric("requests_unknown", "requests", "request_count", "count", "the scope's API requests", (),
@@ -613,6 +635,11 @@ def request_metrics() -> list[Metric]:
         Metric("output_tokens_per_s", "tokens/s", "aggregate_token_rate", "rate over common wall clock",
                "wall_clock_s", (), "output_tokens / wall_clock_s (aggregate, not per stream: R4)", "requests",
                Rate((output_tokens,), wall, 1)),
+        Metric("total_tokens_per_s", "tokens/s", "aggregate_token_rate", "rate over common wall clock",
+               "wall_clock_s", (), "(input_tokens + output_tokens) / wall_clock_s (R3)", "requests",
+               Rate((input_tokens, output_tokens), wall, 1)),
+        Metric("request_throughput", "requests/s", "request_rate", "rate over common wall clock", "wall_clock_s",
+               (), "requests_ok / wall_clock_s", "requests", Rate((requests_ok,), wall, 1)),
         Metric("per_stream_decode_rate_median", "tokens/s", "per_stream_token_rate", "per-stream rate, median",
                "first to last token of each stream", (("output_tokens", "ttft_s", "latency_s"),
                                                       ("output_tokens", "first_token_time", "end_time"),
@@ -625,28 +652,43 @@ def request_metrics() -> list[Metric]:
                "SUM(cached_tokens) WHERE status = 'ok'; n/a where not captured, never 0 (R9)", "requests",
                Cache(), pools=True),
     ]  # fmt: skip
+    for name, unit, kind, what in (
+        ("peak_output_tokens_per_s", "tokens/s", "aggregate_token_rate",
+         "the largest number of output tokens in one second of the run (vLLM's peak output throughput)"),
+        ("peak_concurrent_requests", "requests", "concurrency",
+         "the largest number of requests in flight at once (vLLM's peak concurrent requests)"),
+    ):  # fmt: skip
+        out.append(Metric(name, unit, kind, "max", "the run's seconds", (), f"{what}; not recomputed here",
+                          "requests", _tool_only))  # fmt: skip
+    every = STATISTICS
     dists = [
         ("ttft", TTFT_NEEDS, lambda ids, by_run=False: values_sql(ids, ttft_expr(), sa.or_(
             Q.c.output_tokens.is_(None), Q.c.output_tokens > 0), by_run),
-         ("mean", "p50", "p90", "p99", "max"),
+         every,
          "time to first token (ttft_s, else first_token - send); a request with 0 output tokens has no first token",
          "ok requests with output"),
         ("tpot", (("ttft_s", "latency_s", "output_tokens"),),
-         lambda ids, by_run=False: values_sql(ids, tpot_expr(), Q.c.output_tokens > 1, by_run), ("mean", "p50", "p99"),
+         lambda ids, by_run=False: values_sql(ids, tpot_expr(), Q.c.output_tokens > 1, by_run), every,
          "(latency_s - ttft_s) / (output_tokens - 1), output_tokens > 1 (vLLM's TPOT)",
          "ok requests with more than one output token"),
-        ("itl", (("chunk_gaps",),), itl_sql, ("mean", "p50", "p99"),
+        ("itl", (("chunk_gaps",),), itl_sql, every,
          "gaps between streamed chunks of ok requests, flattened (one chunk may carry several tokens)",
          "chunk gaps of ok requests"),
         ("e2e_latency", LAT_NEEDS, lambda ids, by_run=False: values_sql(ids, latency_expr(), None, by_run),
-         ("mean", "p50", "p99"),
-         "end-to-end latency (latency_s, else end - send)", "ok requests"),
+         every, "end-to-end latency (latency_s, else end - send)", "ok requests"),
+        ("isl", (("input_tokens", "status"),),
+         lambda ids, by_run=False: values_sql(ids, Q.c.input_tokens, None, by_run), every,
+         "input tokens of each request (actual, not the input target)", "ok requests"),
+        ("osl", (("output_tokens", "status"),),
+         lambda ids, by_run=False: values_sql(ids, Q.c.output_tokens, None, by_run), every,
+         "output tokens of each request (actual, not the output cap)", "ok requests"),
     ]  # fmt: skip
     for base, needs, sql, stats, formula, population in dists:
+        unit, kind_of = ("tokens", "token_count") if base in ("isl", "osl") else ("s", "latency")
         for stat in stats:
-            kind = "mean" if stat == "mean" else "max" if stat == "max" else "percentile"
+            kind = stat if stat in ("mean", "max", "min", "std") else "percentile"
             method = "" if kind != "percentile" else ", numpy linear (type 7)"
-            out.append(Metric(f"{base}_{stat}", "s", "latency", kind, population, needs,
+            out.append(Metric(f"{base}_{stat.replace('.', '_')}", unit, kind_of, kind, population, needs,
                               f"{stat.upper()}{method} of {formula}", "requests",
                               Dist(sql, stat, population)))  # fmt: skip
     return out

@@ -63,7 +63,7 @@ def test_draft_writes_a_valid_reviewable_file_and_it_audits(small: tuple[str, Pa
 
 def test_draft_without_a_ledger_prints_yaml_and_says_so(small: tuple[str, Path]) -> None:
     _, report = small
-    res = CliRunner().invoke(main, ["claims", "draft", str(report)])
+    res = CliRunner().invoke(main, ["claims", "draft", str(report), "--no-ledger"], env={"LEDGER_DB": None})
     assert res.exit_code == 0, res.output
     data = yaml.safe_load(res.stdout)
     assert [next(k for k in ("metric", "quoted", "na") if k in c) for c in data["claims"]] == ["quoted", "quoted", "na"]
@@ -104,7 +104,7 @@ def test_bad_report_and_bad_reference_are_clear_errors(tmp_path: Path, small: tu
     assert res.output == "error: no batch named 'nope'; `ledger batches` lists them\n"
     assert not (tmp_path / "x.yaml").exists()
     draft = tmp_path / "draft.yaml"
-    run("claims", "draft", str(report), "-o", str(draft))
+    run("claims", "draft", str(report), "--no-ledger", "-o", str(draft))
     ref = tmp_path / "ref.yaml"
     ref.write_text("version: 1\nsource_report: {slug: s, title: t}\nclaims: []\n", encoding="utf-8")
     res = run("claims", "coverage", str(draft), str(ref), code=1)

@@ -109,7 +109,14 @@ def audit(ledger: Ledger, claims_file: Path, fail_on: str, as_json: bool) -> Non
     from bench_ledger.queries.claims import VERDICTS
 
     wanted = parse_fail_on(fail_on, VERDICTS)
-    report = run_audit(load_checked(claims_file, ledger), ledger)
+    claims = load_checked(claims_file, ledger)
+    unreviewed = [c.id for c in claims.claims if c.draft]
+    if unreviewed:
+        shown = ", ".join(unreviewed[:5]) + (f" and {len(unreviewed) - 5} more" if len(unreviewed) > 5 else "")
+        click.echo(f"warning: {len(unreviewed)} of {len(claims.claims)} claims say `draft: true` ({shown}): "
+                   "proposals of `ledger claims draft`, not reviewed; review each and remove the flag",
+                   err=True)  # fmt: skip
+    report = run_audit(claims, ledger)
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False, default=str))
     else:

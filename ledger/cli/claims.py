@@ -34,11 +34,15 @@ def _write(path: Path, text: str) -> None:
 @claims.command("draft")
 @click.argument("report", metavar="REPORT.md|.txt", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.option("--db", "db", metavar="URL", envvar="LEDGER_DB", default=None,
-              help="Ledger to check metric proposals against [env LEDGER_DB; without it: no metric proposals].")
+              help="Ledger to check metric proposals against [default: duckdb:///ledger.duckdb; env LEDGER_DB].")
+@click.option("--no-ledger", "no_ledger", is_flag=True,
+              help="Draft without a ledger: no metric proposals (derivations, n/a and quotes only).")
 @click.option("--batch", "batches", metavar="B", multiple=True, help="Only consider runs of these batches (repeatable).")
 @click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Write the draft here [default: standard output].")
-def draft(report: Path, db: str | None, batches: tuple[str, ...], output: Path | None) -> None:
+@click.pass_context
+def draft(ctx: click.Context, report: Path, db: str | None, no_ledger: bool, batches: tuple[str, ...],
+          output: Path | None) -> None:  # fmt: skip
     """Find every number of a report and draft a claims file for a person to review.
 
     Each number gets its exact text, its locator (section, table row and column, line and span),
@@ -49,6 +53,7 @@ def draft(report: Path, db: str | None, batches: tuple[str, ...], output: Path |
     \b
     Example:
       ledger claims draft report.md --db duckdb:///ledger.duckdb --batch fx -o claims.yaml
+      ledger claims draft report.md --no-ledger
     """
     from bench_ledger.queries.draft import draft_claims
 
@@ -56,8 +61,10 @@ def draft(report: Path, db: str | None, batches: tuple[str, ...], output: Path |
         report.read_bytes().decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{report}: not UTF-8 text (byte {exc.start})") from None
-    if db is None:
-        result = draft_claims(report, None, list(batches), out_path=output)
+    if no_ledger:
+        if batches or ctx.get_parameter_source("db") == click.core.ParameterSource.COMMANDLINE:
+            raise click.UsageError("--no-ledger drafts without a ledger: it takes neither --db nor --batch")
+        result = draft_claims(report, None, [], out_path=output)
     else:
         with open_ledger(db) as ledger:
             result = draft_claims(report, ledger, list(batches), out_path=output)
@@ -66,7 +73,7 @@ def draft(report: Path, db: str | None, batches: tuple[str, ...], output: Path |
     summary = (f"{cov.get('numbers_found', 0)} numbers found, {cov.get('skipped', 0)} skipped; by basis: "
                + ", ".join(f"{k} {v}" for k, v in cov.get("by_basis", {}).items())
                + "; by confidence: " + ", ".join(f"{k} {v}" for k, v in cov.get("by_confidence", {}).items())
-               + ("" if db else " (no ledger: no metric proposals)"))  # fmt: skip
+               + (" (no ledger: no metric proposals)" if no_ledger else ""))  # fmt: skip
     if output is None:
         click.echo(text, nl=False)
         click.echo(summary, err=True)
@@ -133,7 +140,7 @@ def coverage(draft_file: Path, reference_file: Path, as_json: bool) -> None:
     ref = load_claims(reference_file)
     if not ref.source_report.file:
         raise InputError(f"{reference_file}: source_report.file is not set; the report's text is needed")
-    report = (reference_file.parent / ref.source_report.file)
+    report = reference_file.parent / ref.source_report.file
     if not report.is_file():
         raise InputError(f"{reference_file}: source_report.file {ref.source_report.file!r} not found next to it")
     cov = run_coverage(load_claims(draft_file), ref, report.read_text(encoding="utf-8"))
