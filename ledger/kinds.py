@@ -77,6 +77,9 @@ LOAD_KINDS = frozenset({"concurrency", "request_count", "request_rate"})
 # kinds whose values are integers: a printed "2" is exactly 2 (R11 with GRIM's premise)
 INTEGER_KINDS = frozenset({"count", "token_count", "request_count", "record_count", "concurrency", "token_setting",
                            "kv_pool_tokens"})
+# a sub-kind is its kind too: captured cache-hit tokens are a number of tokens (a `cache_hit_tokens`
+# metric backs a `token_count` claim; never the reverse, R9)
+SUB_KINDS: dict[str, str] = {"cache_hit_tokens": "token_count"}
 # kinds of a time span: a value of one of them divides a count into a rate (R3)
 TIME_KINDS = frozenset({"latency", "duration", "startup_time"})
 

@@ -28,7 +28,7 @@ from fractions import Fraction
 from typing import Any
 
 from bench_ledger.errors import LedgerError, Refused
-from bench_ledger.kinds import INTEGER_KINDS
+from bench_ledger.kinds import INTEGER_KINDS, SUB_KINDS
 from bench_ledger.queries import intervals as iv
 from bench_ledger.queries import kind_algebra
 from bench_ledger.queries.audit_rules import Derivation, Term, check_rules, infer_kind, sides
@@ -166,7 +166,8 @@ class Auditor:
         self.evaluate = evaluate if evaluate is not None else default_evaluator()
         self.factors_of = factors if factors is not None else default_factors()
         # the tool's own figure: only against a ledger (a fake evaluator has no published values)
-        self.reported = reported if reported is not None else (default_reported() if ledger is not None else None)
+        self.reported = reported if reported is not None else (
+            default_reported() if hasattr(ledger, "connection") else None)  # fmt: skip
         self.results: dict[str, AuditResult] = {}
         self.metric_values: dict[str, MetricValue] = {}
         self._factors: dict[str, dict | LedgerError] = {}  # scope spec -> the factors the ledger recorded
@@ -277,8 +278,10 @@ class Auditor:
         self.metric_values[c.id] = mv
         r.evidence.update({"run_ids": list(mv.run_ids), "inputs": jsonable(mv.inputs), "metric_unit": mv.unit,
                            "metric_kind": mv.quantity_kind, "flag": mv.flag})  # fmt: skip
-        if mv.quantity_kind and mv.quantity_kind != c.kind:
-            r.verdict, r.rule = "refused", kind_algebra.rule_for({mv.quantity_kind, c.kind})
+        if mv.quantity_kind and mv.quantity_kind != c.kind and SUB_KINDS.get(mv.quantity_kind) != c.kind:
+            rule = kind_algebra.rule_for({mv.quantity_kind, c.kind})
+            # R9 is about filling what a capture lacks; a claim of another kind than its metric is a kind error
+            r.verdict, r.rule = "refused", "kinds" if rule == "R9" else rule
             r.why = f"the metric {spec.name} is of kind {mv.quantity_kind}; the claim says {c.kind}"
             r.instead = f"claim it as {mv.quantity_kind}, or name the metric that measures {c.kind}"
             return

@@ -570,11 +570,11 @@ def metric_candidates(f: Found, g: Guess, view: LedgerView, fa: Facets, claim_te
     for name in names:
         mt = view.metrics[name]
         scopes: list[tuple[dict, bool, int, list[str], str | None]] = []
-        if mt.family == "requests":
+        if mt.family in ("requests", "reported"):
             for r in view.runs:
                 named, score, why = names_run(fa, r)
                 scopes.append(({"batch": r.batch, "run": r.label}, named, score, why, None))
-            for b in view.batches if mt.pools else ():
+            for b in view.batches if mt.pools and mt.family == "requests" else ():
                 scopes.append(({"batch": b}, b.lower() in fa.words, 1, [f"batch {b}"] if b.lower() in fa.words
                                else [], None))  # fmt: skip
         elif mt.family == "hardware":
@@ -602,7 +602,9 @@ def metric_candidates(f: Found, g: Guess, view: LedgerView, fa: Facets, claim_te
             res = None
             shown: str | None
             try:
-                res = Auditor(cf, view.ledger, evaluate=view.evaluate, reported=view.reported).result("candidate")
+                res = Auditor(cf, view.ledger, evaluate=view.evaluate, reported=getattr(view, "reported", None)).result(
+                    "candidate"
+                )
             except Exception as exc:  # noqa: BLE001 - a candidate the audit cannot run is not proposed
                 verdict, shown = "refused", str(exc)[:80]
             else:

@@ -659,7 +659,7 @@ def request_metrics() -> list[Metric]:
          "the largest number of requests in flight at once (vLLM's peak concurrent requests)"),
     ):  # fmt: skip
         out.append(Metric(name, unit, kind, "max", "the run's seconds", (), f"{what}; not recomputed here",
-                          "requests", _tool_only))  # fmt: skip
+                          "reported", _tool_only))  # fmt: skip
     every = STATISTICS
     dists = [
         ("ttft", TTFT_NEEDS, lambda ids, by_run=False: values_sql(ids, ttft_expr(), sa.or_(

@@ -117,7 +117,8 @@ def test_one_family_of_integer_kinds_for_the_audit_and_check() -> None:
 
 def test_request_metrics_are_typed_plans_both_evaluations_execute() -> None:
     """Request metrics were closures with a monkey-patched ``.batch`` tuple that the grouped path read;
-    now each is a typed plan, and the grouped path covers all of them but the exact means."""
+    now each is a typed plan, and the grouped path covers all of them but the statistics that read every
+    value or an order statistic between ranks (means, std, min, p99.9)."""
     from bench_ledger.queries.metrics import METRICS
     from bench_ledger.queries.metrics_batch import supported
     from bench_ledger.queries.metrics_requests import Dist, Plan, Rate
@@ -125,7 +126,7 @@ def test_request_metrics_are_typed_plans_both_evaluations_execute() -> None:
     requests = {n: mt for n, mt in METRICS.items() if mt.family == "requests"}
     assert requests and all(isinstance(mt.plan, Plan) for mt in requests.values())
     assert {n for n, mt in requests.items() if not supported(mt)} == {
-        n for n, mt in requests.items() if isinstance(mt.plan, Dist) and mt.plan.stat == "mean"}  # fmt: skip
+        n for n, mt in requests.items() if isinstance(mt.plan, Dist) and mt.plan.stat in ("mean", "std", "min", "p99.9")}  # fmt: skip
     tpm = METRICS["total_tpm"].plan
     assert isinstance(tpm, Rate) and [t.name for t in tpm.tokens] == ["input_tokens", "output_tokens"]
     assert tpm.wall is METRICS["wall_clock_s"] and tpm.per == 60
