@@ -150,21 +150,57 @@ def measure(case_dir: Path, work: Path) -> Figures:
     return fig
 
 
+def size_check(case_dir: Path, work: Path, numbers: int = 700) -> tuple[int, float, float]:
+    """`ledger claims draft` of a report of at least ``numbers`` numbers: the vLLM sweep report repeated
+    (each copy under its own heading) against that case's ledger, built by :func:`measure` in ``work``.
+    (numbers found, wall seconds, CPU seconds of this process: DuckDB's threads included)."""
+    import resource
+
+    from bench_ledger.cli import main
+    from click.testing import CliRunner
+
+    report_rel = ground_truth.CASES[case_dir.name][0]
+    text = (case_dir / report_rel).read_text(encoding="utf-8")
+    copies = []
+    while sum(c.count("|") for c in copies) < numbers * 2 or len(copies) < 2:
+        copies.append(text.replace("\n# ", f"\n## copy {len(copies) + 1}: ", 1))
+    big = work / "big-report.md"
+    big.write_text("\n\n".join(copies), encoding="utf-8")
+    db = f"duckdb:///{work / (case_dir.name.split('-')[0] + '.duckdb')}"
+    out = work / "big.draft.yaml"
+
+    def cpu() -> float:
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime
+
+    t0, c0 = time.perf_counter(), cpu()
+    res = CliRunner().invoke(main, ["claims", "draft", str(big), "--db", db, "-o", str(out)])
+    wall, used = time.perf_counter() - t0, cpu() - c0
+    if res.exit_code != 0:
+        raise SystemExit(res.output)
+    found = int(res.output.split(": ", 1)[1].split(" numbers found")[0])
+    return found, wall, used
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shared", type=Path, default=ROOT.parent / "shared")
     ap.add_argument("--keep", type=Path, help="keep the ledgers and drafts in this folder")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--list", action="store_true", help="list every miss")
+    ap.add_argument("--size", action="store_true", help="also time the draft of a report of 700+ numbers")
     args = ap.parse_args(argv)
     cases = args.shared / "real-reports"
     with tempfile.TemporaryDirectory() as tmp:
         work = args.keep or Path(tmp)
         work.mkdir(parents=True, exist_ok=True)
         figures = [measure(cases / name, work) for name in ground_truth.CASES]
+        big = size_check(cases / next(iter(ground_truth.CASES)), work) if args.size else None
     if args.json:
         print(json.dumps([asdict(f) for f in figures], indent=1, ensure_ascii=False))
         return 0
+    if big is not None:
+        print(f"draft of a {big[0]}-number report: {big[1]:.1f} s wall, {big[2]:.1f} s CPU")
     for f in figures:
         print(f.line())
         for x in f.false_verdicts:

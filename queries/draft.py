@@ -161,7 +161,7 @@ def draft_claims(report_path: str | Path, ledger: Any = None, batches: list[str]
                     "percent_change", "ratio") and f.value is not None:  # fmt: skip
                 fa = facets_with_row(f, seg.header, seg.row_cells, view.known_words)
                 cands = metric_candidates(f, g, view, fa, f.value)
-                chosen, conf, rejected = choose_metric(cands, fa, significant_digits(f.value), g.metric_stem)
+                chosen, conf, rejected = choose_metric(cands, fa, significant_digits(f.value), g.metric_stem, g.stat)
                 if chosen is not None:
                     claim["metric"] = {"name": chosen.metric, "scope": chosen.scope,
                                        **({"over_cards": chosen.over_cards} if chosen.over_cards else {})}

@@ -614,12 +614,14 @@ def metric_candidates(f: Found, g: Guess, view: LedgerView, fa: Facets, claim_te
     return out
 
 
-_STAT_ORDER = ("p50", "mean", "", "p90", "p99", "max")
+_STAT_ORDER = ("p50", "mean", "", "p90", "p95", "p99", "max", "min", "p25", "p75", "std", "p99_9")
+# what a number printed without a statistic word may be taken for: a level, a median, a mean
+_PLAIN_STATS = ("", "p50", "mean")
 
 
 def _stat_of(metric: str) -> str:
-    tail = metric.rsplit("_", 1)[-1]
-    return tail if tail in _STAT_ORDER else ""
+    hit = re.search(r"_(p\d+(?:_\d+)?|mean|max|min|std)$", metric)
+    return hit.group(1) if hit and hit.group(1) in _STAT_ORDER else ""
 
 
 def significant_digits(value: str) -> int:
@@ -628,6 +630,7 @@ def significant_digits(value: str) -> int:
 
 
 def choose_metric(cands: list[Candidate], fa: Facets, significant: int = 0, stem: str | None = None,
+                  stat: str | None = None,
                   ) -> tuple[Candidate | None, str, list[Candidate]]:  # fmt: skip
     """The proposal among the candidates: (chosen, confidence, rejected)."""
     reproduced = [c for c in cands if c.verdict == "reproduced"]
@@ -655,6 +658,10 @@ def choose_metric(cands: list[Candidate], fa: Facets, significant: int = 0, stem
     # few scopes of that shape were tried (2 batches, not 20 runs): a unique match is not a coincidence
     few = reproduced and len({str(c.scope) for c in cands if c.metric == reproduced[0].metric and
                               set(c.scope) == set(reproduced[0].scope)}) <= 3  # fmt: skip
+    if stat is None:
+        # nothing names the scope and no statistic is printed: a tail statistic (p90, max, std...) that
+        # happens to match is a coincidence among the many tried, not a basis
+        reproduced = [c for c in reproduced if _stat_of(c.metric) in _PLAIN_STATS]
     if len({str(c.scope) for c in reproduced}) == 1 and not fa.stated and (significant >= 3 or few):
         one = sorted(reproduced, key=lambda c: _STAT_ORDER.index(_stat_of(c.metric)))[0]
         return one, "low", [c for c in cands if c.named]

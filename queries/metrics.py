@@ -44,7 +44,7 @@ from bench_ledger.queries.metrics_hardware import (
     power_values,
 )
 from bench_ledger.queries.metrics_reported import fill_reported
-from bench_ledger.queries.metrics_requests import Ctx, Dist, Metric, percentile_linear, request_metrics
+from bench_ledger.queries.metrics_requests import Ctx, Dist, Metric, percentile_linear, precheck_caps, request_metrics
 from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.records import UNCONFIRMED_ZONE
 from bench_ledger.store import Ledger
@@ -209,14 +209,18 @@ class Evaluator:
         self._memo: dict[tuple[str, Scope], MetricValue | Exception] = {}
         self._runs: dict[str, dict[str, RunRef]] = {}  # batch -> label -> its current run
         self._batched: set[tuple[str, str]] = set()  # (batch, metric) computed for every run
+        self._bare: dict[str, dict[str, int]] = {}  # batch -> label -> origin id of runs without records
 
     def __call__(self, ledger: Ledger, metric: str, scope: Scope) -> MetricValue:
         key = (metric, scope)
         if key not in self._memo:
             mt = METRICS.get(metric)
-            if (mt is not None and supported(mt) and scope.batch is not None and scope.run is not None
-                    and not scope.run.startswith("#") and scope == Scope(batch=scope.batch, run=scope.run)):  # fmt: skip
-                self._whole_batch(ledger, mt, scope.batch)
+            run_scope = (mt is not None and scope.batch is not None and scope.run is not None
+                         and not scope.run.startswith("#") and scope == Scope(batch=scope.batch, run=scope.run))  # fmt: skip
+            if run_scope and supported(mt):  # type: ignore[arg-type]
+                self._whole_batch(ledger, mt, scope.batch)  # type: ignore[arg-type]
+            elif run_scope and isinstance(mt.plan, Dist):  # type: ignore[union-attr]
+                self._without_records(ledger, mt, scope)  # type: ignore[arg-type]
             if key not in self._memo:
                 try:
                     self._memo[key] = evaluate(ledger, metric, scope)
@@ -226,6 +230,27 @@ class Evaluator:
         if isinstance(v, Exception):
             raise v
         return v
+
+    def _without_records(self, ledger: Ledger, mt: Metric, scope: Scope) -> None:
+        """A distribution the batch path leaves to :func:`evaluate` (a mean, std, min) over a run of an
+        aggregate-only file: n/a by :func:`evaluate`'s own decision (``precheck_caps`` on no captures),
+        without its statements. The runs of a batch that hold records are read once."""
+        batch = scope.batch
+        assert batch is not None and scope.run is not None
+        if batch not in self._bare:
+            origin = sa.func.coalesce(R.c.origin_id, R.c.id)
+            CAP = m.Capture.__table__
+            with ledger.connection() as conn:
+                rows = conn.execute(
+                    sa.select(R.c.label, origin.label("origin"),
+                              sa.exists().where(CAP.c.run_id == origin, CAP.c.record_count > 0).label("has"))
+                    .join(B, B.c.id == R.c.batch_id).where(B.c.name == batch, _current_runs())
+                ).all()  # fmt: skip
+            self._bare[batch] = {r.label: r.origin for r in rows if not r.has}
+        origin_id = self._bare[batch].get(scope.run)
+        if origin_id is not None:
+            ctx = Ctx(scope=scope, kind="run", run_ids=[origin_id], batch_names=[batch])
+            self._memo[(mt.name, scope)] = precheck_caps(ctx, mt, [])  # type: ignore[assignment]
 
     def _whole_batch(self, ledger: Ledger, mt: Metric, batch: str) -> None:
         if (batch, mt.name) in self._batched:
