@@ -321,6 +321,7 @@ class RunScope:
     output_cap: int | None
     concurrency: int | None
     requests: int | None
+    stated: tuple[tuple[str, str], ...] = ()  # what the run's files state of the system (ledger.factors)
 
 
 @dataclass
@@ -334,6 +335,23 @@ class Facets:
     words: set[str] = field(default_factory=set)
     launch: int | None = None
     stated: list[str] = field(default_factory=list)
+    system: dict[str, set[str]] = field(default_factory=dict)  # factor -> the values the context names
+
+
+# the system under test as a report's cells and headings name it: a GPU, a parallel layout
+_GPU_NAME = re.compile(r"(?:[abhlv]\d{2,3}[a-z]?|gh?b\d{3}|gh\d{3}|mi\d{3}[a-z]?|l40s|a10g|rtx\d{4}[a-z]*)", re.I)
+_LAYOUT = re.compile(r"(tp|dp|pp|ep)(\d+)", re.I)
+
+
+def _system(texts: list[str]) -> dict[str, set[str]]:
+    out: dict[str, set[str]] = {}
+    for text in texts:
+        for tok in re.split(r"[^A-Za-z0-9]+", text):
+            if _GPU_NAME.fullmatch(tok):
+                out.setdefault("hardware", set()).add(tok.upper())
+            elif m := _LAYOUT.fullmatch(tok):
+                out.setdefault(m.group(1).lower(), set()).add(m.group(2))
+    return out
 
 
 _TIER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)([Kk]?)\s*/\s*(\d+(?:\.\d+)?)([Kk]?)(?![\w.])")
@@ -402,6 +420,9 @@ def facets_with_row(f: Found, header: list[str], cells: list[str], known: set[st
             fa.stated.append(f"{h.strip()} {c.strip()}")
             if fa.launch == fa.concurrency:
                 fa.launch = None  # the row label is the concurrency, not a launch attempt
+    # the system the row, column, headings or sentence name ("Aggregated (GH200)", "TP8"): checked
+    # against what each run's files state of it
+    fa.system = _system([*cells, f.place.column or "", f.place.heading or "", f.sentence if f.place.row is None else ""])
     # the load point named by the number's column ("1 并发"), its row's cells ("c1 (repeat)"), and
     # failing those its enclosing headings ("`agent_flat` c2 — INVALID")
     prose = () if f.place.row is not None else (("sentence", f.sentence),)
@@ -414,6 +435,13 @@ def facets_with_row(f: Found, header: list[str], cells: list[str], known: set[st
             fa.concurrency = names.pop()
             fa.stated.append(f"{where} {text.strip()[:40]}")
     return fa
+
+
+def _same_value(a: str, b: str) -> bool:
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return a.strip().casefold() == b.strip().casefold()
 
 
 def names_run(fa: Facets, r: RunScope) -> tuple[bool, int, list[str]]:
@@ -432,6 +460,14 @@ def names_run(fa: Facets, r: RunScope) -> tuple[bool, int, list[str]]:
         if actual is not None:
             score += 2
             why.append(f"{name} {stated}")
+    for factor, value in r.stated:
+        named_values = fa.system.get(factor)
+        if not named_values:
+            continue
+        if not any(_same_value(value, v) for v in named_values):
+            return False, 0, [f"{factor} {'/'.join(sorted(named_values))} != {value}"]
+        score += 1
+        why.append(f"{factor} {value}")
     parts = [p for p in re.split(r"[-_]", r.label.lower()) if p]
     label_hits = [p for p in parts if p in fa.words and not p.isdigit()]
     if r.label.lower() in fa.words:
@@ -448,7 +484,8 @@ def names_run(fa: Facets, r: RunScope) -> tuple[bool, int, list[str]]:
     if r.batch.lower() in fa.words:
         score += 1
         why.append(f"batch {r.batch}")
-    named = fa.concurrency is not None or bool(label_hits) or fa.input_target is not None
+    named = fa.concurrency is not None or bool(label_hits) or fa.input_target is not None or any(
+        w.split(" ")[0] in fa.system for w in why)  # fmt: skip
     return named and score > 0, score, why
 
 
@@ -493,7 +530,9 @@ class LedgerView:
         self.runs = [RunScope(r.batch, r.label, setting(r.input_target_tokens, r.run_id, "input_len"),
                               setting(r.output_cap_tokens, r.run_id, "output_len"),
                               setting(r.concurrency, r.run_id, "concurrency"),
-                              setting(r.request_count, r.run_id, "prompt_count")) for r in rows]  # fmt: skip
+                              setting(r.request_count, r.run_id, "prompt_count"),
+                              tuple((k, v.value) for k, v in stated.get(r.run_id, {}).items()
+                                    if k in ("hardware", "tp", "dp", "pp", "ep"))) for r in rows]  # fmt: skip
         self.batches = sorted({r.batch for r in self.runs} | set(batches or []))
         with ledger.connection() as conn:
             L, D = m.Launch.__table__, m.Deployment.__table__
@@ -662,6 +701,8 @@ def choose_metric(cands: list[Candidate], fa: Facets, significant: int = 0, stem
         # nothing names the scope and no statistic is printed: a tail statistic (p90, max, std...) that
         # happens to match is a coincidence among the many tried, not a basis
         reproduced = [c for c in reproduced if _stat_of(c.metric) in _PLAIN_STATS]
+    # a run the context contradicts (another GPU, another layout) is never the unique match
+    reproduced = [c for c in reproduced if not any("!=" in w or "not in the context" in w for w in c.why)]
     if len({str(c.scope) for c in reproduced}) == 1 and not fa.stated and (significant >= 3 or few):
         one = sorted(reproduced, key=lambda c: _STAT_ORDER.index(_stat_of(c.metric)))[0]
         return one, "low", [c for c in cands if c.named]
