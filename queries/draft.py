@@ -51,6 +51,10 @@ class Draft:
         return head + yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=120)
 
 
+# a heading that withdraws its numbers ("`agent_flat` c2 — INVALID, do not cite", "无效数据")
+_INVALID = re.compile(r"\binvalid\b|do not cite|not valid|无效|作废|勿引用", re.IGNORECASE)
+
+
 def _slug(text: str, width: int = 24) -> str:
     s = re.sub(r"[^A-Za-z0-9]+", "-", text.lower()).strip("-")
     return s[:width].strip("-") or "n"
@@ -134,6 +138,8 @@ def draft_claims(report_path: str | Path, ledger: Any = None, batches: list[str]
             "form": f.form, "unit_kind": {"confidence": g.confidence, "cues": g.cues},
         }  # fmt: skip
         review = []
+        if _INVALID.search(f.place.heading or ""):
+            review.append(f"the report marks its section invalid ({f.place.heading}): a record, not a result to cite")
         if g.confidence != "high":
             review.append(f"unit/kind guessed with {g.confidence} confidence")
         claim: dict[str, Any] = {"id": cid, "text": f.text.strip()}

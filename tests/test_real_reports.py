@@ -221,3 +221,15 @@ def test_draft_rejects_a_run_of_another_gpu_or_layout(cases: Path, ledger_url: s
     assert claims[7]["metric"]["name"] == "ttft_mean"
     assert claims[7]["evidence"]["basis"]["why"].endswith("(hardware H100; tp 2)")
     assert claims[8]["metric"]["name"] == "ttft_mean"  # nothing stated: the only run that reproduces
+
+
+def test_draft_carries_a_sections_invalid_label(tmp_path: Path) -> None:
+    report = tmp_path / "r.md"
+    report.write_text("# R\n\n## c2 — INVALID, do not cite\n\nOnly 14 of 20 requests completed.\n\n## c1\n\n"
+                      "All 20 requests completed.\n", encoding="utf-8")  # fmt: skip
+    out = tmp_path / "d.yaml"
+    run("claims", "draft", report, "--no-ledger", "-o", out)
+    claims = {(c["evidence"]["place"]["line"], c["text"]): c for c in yaml.safe_load(out.read_text())["claims"]}
+    assert claims[(5, "14")]["evidence"]["review"][0] == (
+        "the report marks its section invalid (c2 — INVALID, do not cite): a record, not a result to cite")
+    assert not any("invalid" in r for r in claims[(9, "20 requests")]["evidence"].get("review", []))
