@@ -111,7 +111,7 @@ def _aligned(f: Found, text: str) -> str:
 
 def _cue_words() -> list[tuple[Cue, str, re.Pattern[str] | None, str]]:
     """Each cue word once: (cue, word, a whole-word pattern for a Latin word or None, the lowered word)."""
-    out = []
+    out: list[tuple[Cue, str, re.Pattern[str] | None, str]] = []
     for cue in CUES:
         for w in cue.words:
             if w.strip().isascii() and w.strip().replace(" ", "").isalnum():

@@ -143,13 +143,13 @@ class Reported:
         scope = metric.scope
         if scope.run is None or any(getattr(scope, k, None) is not None for k in ("deployment", "launch", "gpu")):
             return None
-        key = (scope.batch, scope.run)
-        if key not in self._runs or self._runs[key] not in self._values:  # read once per run
+        at = (scope.batch, scope.run)
+        if at not in self._runs or self._runs[at] not in self._values:  # read once per run
             with ledger.connection() as conn:
                 rid = self._run_id(conn, scope)
                 if rid is not None:
                     self._published(conn, rid)
-        rid = self._runs[key]
+        rid = self._runs[at]
         if rid is None:
             return None
         tool, values = self._values[rid]
