@@ -27,7 +27,7 @@ _AT = " at"
 
 # name tokens a configuration folder or file name is made of: the parallel layout, the lengths, the
 # load, the GPU and its count; each a whole token between separators (``_``, ``-``, white space)
-_GPU = r"(?P<gpu>[abhlv]\d{2,3}[a-z]?|gb\d{3}|mi\d{3}[a-z]?|l40s|a10g|t4|rtx\d{4}[a-z]*)"
+_GPU = r"(?P<gpu>[abhlv]\d{2,3}[a-z]?|g[bh]\d{3}|mi\d{3}[a-z]?|l40s|a10g|t4|rtx\d{4}[a-z]*)"
 _TOKENS: tuple[tuple[re.Pattern[str], tuple[str, ...]], ...] = (
     (re.compile(r"tp(?P<v>\d+)"), ("tp",)),
     (re.compile(r"dp(?P<v>\d+)"), ("dp",)),
