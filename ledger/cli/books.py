@@ -13,6 +13,7 @@ from bench_ledger.cli.app import (
     json_option,
     main,
     table,
+    wide_option,
     with_ledger,
 )
 
@@ -158,6 +159,7 @@ def attach(ledger: Ledger, artefact_id: int, run_id: int, reason: str) -> None:
 @click.argument("table_name", metavar="TABLE", type=click.Choice(["run", "published_value", "launch"]))
 @click.argument("row_id", type=int)
 @json_option
+@wide_option
 def history(ledger: Ledger, table_name: str, row_id: int, as_json: bool) -> None:
     """Show the correction chain of a run, published value or launch, oldest first.
 

@@ -12,7 +12,9 @@ from bench_ledger.cli.app import (
     json_option,
     main,
     parse_fail_on,
+    prose,
     table,
+    wide_option,
     with_ledger,
 )
 
@@ -23,6 +25,7 @@ if TYPE_CHECKING:  # the store (SQLAlchemy, DuckDB, Alembic) loads when a comman
 @main.command()
 @with_ledger
 @json_option
+@wide_option
 def batches(ledger: Ledger, as_json: bool) -> None:
     """List batches with their status and how many runs, requests and artefacts they hold.
 
@@ -44,6 +47,7 @@ def batches(ledger: Ledger, as_json: bool) -> None:
 @click.option("--batch", "batches", metavar="B", multiple=True, help="Only runs of this batch (repeatable).")
 @click.option("--as-of", "as_of", type=click.DateTime(), help="As the ledger stood then (UTC): latest revisions recorded by then.")
 @json_option
+@wide_option
 def runs(ledger: Ledger, batches: tuple[str, ...], as_of, as_json: bool) -> None:
     """List runs (load points), optionally of some batches (each row names its batch).
 
@@ -71,6 +75,7 @@ def show() -> None:
 @with_ledger
 @click.argument("run_id", type=int)
 @json_option
+@wide_option
 def show_run(ledger: Ledger, run_id: int, as_json: bool) -> None:
     """Show a run: workload, warm state, requests and captured fields, the tool's reported aggregates.
 
@@ -122,6 +127,7 @@ def show_run(ledger: Ledger, run_id: int, as_json: bool) -> None:
 @json_option
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV (value, flag and reason per metric).")
 @click.option("--list", "as_list", is_flag=True, help="List every registered metric (name, unit, quantity kind).")
+@wide_option
 def metrics(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, as_json: bool, as_csv: bool,
             as_list: bool = False) -> None:  # fmt: skip
     """One row per run: workload settings, total and output TPM, TTFT p50, each with its provenance.
@@ -174,8 +180,8 @@ def metrics(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, as_jso
     shown = sorted({r.batch for r in rows})
     if len(shown) > 1:
         click.echo(f"{len(shown)} batches side by side ({', '.join(shown)}): nothing is pooled across batches (R2)")
-    click.echo("d = derived here from the captured records; r = the tool's own figure, or computed from one (reported: the weakest input decides); "
-               "in/out = input target / output cap (settings, not actual lengths, R3); C/N = concurrency / requests")  # fmt: skip
+    prose("d = derived here from the captured records; r = the tool's own figure, or computed from one (reported: the weakest input decides); "
+          "in/out = input target / output cap (settings, not actual lengths, R3); C/N = concurrency / requests")  # fmt: skip
     for text, k in notes.items():
         click.echo(f"[{k}] n/a: {text}")
 
@@ -195,6 +201,7 @@ def each_batch(batches: tuple[str, ...]) -> list[str | None]:
 @click.option("--fail-on", "fail_on", metavar="STATUS,...", default="",
               help="Exit 1 when one of these occurs: agree, disagree, not-re-derivable.")
 @json_option
+@wide_option
 def check(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, fail_on: str, as_json: bool) -> None:
     """Check what the tools reported, by each tool's own definitions (R15).
 
@@ -233,7 +240,7 @@ def check(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, fail_on:
         part = [r for r in show if r["section"] == section]
         if section == IDENTITY and not part:
             continue
-        table(part, cols, title=f"== {title}")
+        table(part, cols, title=f"== {title}", fold=("reason", "definition", "tolerance", "recomputed"))
         counts = {st: sum(r["status"] == st for r in part) for st in statuses}
         click.echo(f"{title}: " + ", ".join(f"{n} {st}" for st, n in counts.items()))
         click.echo("")
@@ -251,6 +258,7 @@ def check(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, fail_on:
 @click.option("--equal-resources", is_flag=True, help="Claim an equal-resource comparison (R6).")
 @click.option("--paired", is_flag=True, help="Claim a per-request paired comparison (R6).")
 @json_option
+@wide_option
 def compare(ledger: Ledger, a: str, b: str, metric: str | None, claim_factor: str | None, equal_resources: bool,
             paired: bool, as_json: bool) -> None:  # fmt: skip
     """List every factor that differs between A and B (run:ID, batch:NAME, deployment:NAME).
@@ -294,6 +302,7 @@ def compare(ledger: Ledger, a: str, b: str, metric: str | None, claim_factor: st
 @click.option("--batch", "batch", metavar="B", help="Only cards with samples in this batch.")
 @click.option("--deployment", "deployment", metavar="D", help="Only cards with samples of this deployment.")
 @json_option
+@wide_option
 def cards(ledger: Ledger, batch: str | None, deployment: str | None, as_json: bool) -> None:
     """List the GPU cards with hardware samples, named as a claim's scope `gpu` names them.
 
