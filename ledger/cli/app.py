@@ -281,9 +281,9 @@ def table(rows: list[dict], columns: list[str], title: str | None = None, whole:
                 parts.append([elide(row[i], widths[i])])
                 cut += parts[-1][0] != whole_row[i]
         emit(parts)
-        under = "; ".join(f"{columns[i]}: {row[i]}" for i in folded if row[i])
-        if under:
-            for line in textwrap.wrap(under, width or 0, initial_indent=INDENT, subsequent_indent=INDENT):
+        folded_text = "; ".join(f"{columns[i]}: {row[i]}" for i in folded if row[i])
+        if folded_text:
+            for line in textwrap.wrap(folded_text, width or 0, initial_indent=INDENT, subsequent_indent=INDENT):
                 click.echo(line)
             cut += sum(row[i] != whole_row[i] for i in folded)
     if folded or cut:

@@ -71,17 +71,30 @@ def show() -> None:
     """Show one entity in detail."""
 
 
+SHOW_RUN_SECTIONS = ("run", "artefacts", "reported")
+SHOW_LIMIT = 40  # reported values `show run` prints unless --limit says otherwise
+
+
 @show.command("run")
 @with_ledger
 @click.argument("run_id", type=int)
+@click.option("--section", "sections", type=click.Choice(SHOW_RUN_SECTIONS), multiple=True,
+              help="Only this part (repeatable): run (workload, warm state, launch), artefacts (captures and their "
+                   "fields), reported (the tool's values) [default: all].")
+@click.option("--key", "key", metavar="GLOB", help="Only reported values whose key matches (e.g. '*ttft*').")
+@click.option("--limit", "limit", type=click.IntRange(min=0), default=SHOW_LIMIT, show_default=True,
+              help="Reported values printed at most; 0 prints all (a guidellm file reports thousands).")
 @json_option
-@wide_option
-def show_run(ledger: Ledger, run_id: int, as_json: bool) -> None:
+def show_run(ledger: Ledger, run_id: int, sections: tuple[str, ...], key: str | None, limit: int, as_json: bool) -> None:
     """Show a run: workload, warm state, requests and captured fields, the tool's reported aggregates.
+
+    The reported values are listed up to --limit, and a last line says how many were left out;
+    --key and --section narrow the listing. --json prints everything.
 
     \b
     Example:
       ledger show run 3
+      ledger show run 3 --section reported --key '*ttft*' --limit 0
     """
     from bench_ledger.queries.catalog import run_detail, to_json
 
@@ -90,7 +103,18 @@ def show_run(ledger: Ledger, run_id: int, as_json: bool) -> None:
         click.echo(to_json(d.as_dict()))
         return
     r = d.run
+    wanted = set(sections or SHOW_RUN_SECTIONS)
     click.echo(f"run {r.id}  {r.label}  (batch {r.batch}, deployment {d.deployment or 'n/a'})")
+    if "run" in wanted:
+        _show_run_summary(d)
+    if "artefacts" in wanted:
+        _show_run_captures(d)
+    if "reported" in wanted:
+        _show_run_reported(d, key, limit)
+
+
+def _show_run_summary(d) -> None:
+    r = d.run
     click.echo(f"  tool: {r.tool or 'n/a'}   dataset: {d.dataset or 'n/a'}   seed: {d.seed if d.seed is not None else 'n/a'}")
     click.echo(f"  workload: input target {r.input_target_tokens or 'n/a'} tokens, output cap {r.output_cap_tokens or 'n/a'}"
                f" tokens, C {r.concurrency or 'n/a'}, N {r.request_count or 'n/a'}, rate {d.request_rate or 'n/a'}")  # fmt: skip
@@ -104,6 +128,9 @@ def show_run(ledger: Ledger, run_id: int, as_json: bool) -> None:
     click.echo(f"  compile cache (measured): {d.warm_compile_measured or 'unknown'} ({d.warm_compile_basis})")
     sc = d.status_counts
     click.echo(f"  requests: {r.requests} ({sc['ok']} ok, {sc['failed']} failed, {sc['unknown']} unknown)")
+
+
+def _show_run_captures(d) -> None:
     for c in d.captures:
         click.echo(f"  artefact {c.artefact_id} {c.file_name} [{c.format}] sha256 {c.sha256[:12]}…")
         click.echo(f"    records: {c.record_count}{'  (SAMPLED: ' + (c.sample_note or '') + ')' if c.sampled else ''}")
@@ -112,12 +139,24 @@ def show_run(ledger: Ledger, run_id: int, as_json: bool) -> None:
             click.echo(f"    not captured (n/a): {', '.join(c.missing) or 'none'}")
             click.echo(f"    clock: {c.clock or 'no times'}   tokens: {c.token_source}")
             click.echo(f"    success: {c.success_rule}")
-    if d.published:
-        click.echo("  reported by the tool (as printed, not recomputed here):")
-        width = max(len(p.key) for p in d.published)
-        for p in d.published:
-            shown = p.text if p.flag != "n/a" else f"n/a ({p.na_reason})"
-            click.echo(f"    {p.key:<{width}}  {shown} {p.unit or ''}".rstrip())
+
+
+def _show_run_reported(d, key: str | None, limit: int) -> None:
+    from fnmatch import fnmatchcase
+
+    matching = [p for p in d.published if key is None or fnmatchcase(p.key, key)]
+    if not d.published:
+        return
+    shown = matching[:limit] if limit else matching
+    what = f" matching {key!r}" if key is not None else ""
+    click.echo(f"  reported by the tool (as printed, not recomputed here): {len(matching):,}{what}")
+    width = max((len(p.key) for p in shown), default=0)
+    for p in shown:
+        text = p.text if p.flag != "n/a" else f"n/a ({p.na_reason})"
+        click.echo(f"    {p.key:<{width}}  {text} {p.unit or ''}".rstrip())
+    if len(shown) < len(matching):
+        click.echo(f"  ... {len(matching) - len(shown):,} more reported values{what} left out (--limit {limit}); "
+                   "--limit 0 prints all, --key GLOB picks some, --json prints everything")
 
 
 @main.command()
