@@ -74,3 +74,24 @@ def test_every_fuzz_input_is_imported_in_domain_or_refused_cleanly(ledger: Ledge
     assert wrong == {}
     assert _outside_domains(ledger) == {}
     assert imported >= 20 and refused >= 100, (imported, refused)  # the corpus exercises both outcomes
+
+
+def test_the_real_samples_mutated_import_in_domain_or_fail_cleanly(ledger: Ledger, samples: Path, tmp_path: Path) -> None:
+    """Issue 39: the CI sample of benchmarks/fuzz.py's corpus (the first mutated input of every real sample
+    file up to 250 kB: every sample folder): exit 0 with every stored value in its domain, or exit 1 with a message
+    naming the file and nothing written; never a traceback."""
+    inputs = fuzz.real_corpus(samples, per_seed=1, max_bytes=250_000)
+    assert {rel.split("/")[0] for _, rel, _ in inputs} == {p.name for p in samples.iterdir() if p.is_dir()}
+    codes, wrong, ids = [], {}, {}
+    for k, (cid, rel, data) in enumerate(inputs):
+        path = tmp_path / f"{k:03d}" / rel
+        path.parent.mkdir(parents=True)
+        path.write_bytes(data)
+        ids[f"f{k}"] = cid
+        outcome = fuzz.try_input(ledger, path, f"f{k}")
+        codes.append(outcome.code)
+        if outcome.problem:
+            wrong[cid] = outcome.problem
+    assert wrong == {}
+    assert {check: sorted(ids[b] for b in batches) for check, batches in fuzz.garbage(ledger).items()} == {}
+    assert set(codes) == {0, 1} and codes.count(0) >= 5  # both outcomes exercised
