@@ -69,7 +69,10 @@ class AiperfCsvImporter:
 
     def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
         refuse_cut_last_line(Path(path))
-        text = Path(path).read_text(encoding="utf-8-sig")
+        try:
+            text = Path(path).read_text(encoding="utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ParseError(path, f"byte {exc.start}", None, "not UTF-8 text") from None
         found: list[Published] = []
         header: tuple[str, ...] | None = None
         values: dict[str, str] = {}

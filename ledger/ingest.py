@@ -468,6 +468,11 @@ def write_artefacts(
         for done in s.scalars(sa.select(m.Artefact).where(m.Artefact.sha256.in_(shas))):  # imported concurrently since the check
             path = files[shas.index(done.sha256)].path
             raise AlreadyImported(f"{path}: already imported as artefact {done.id} (sha256 {done.sha256[:12]}…); nothing changed", done.id)
+        for f in files:  # the artefact row's texts (a note may quote the file's header): refused on both backends
+            for what, text in (("note", f.parsed.note), ("format_version", f.parsed.format_version)):
+                problem = rec.text_violation(f"the artefact's {what}", text) if text else None
+                if problem:
+                    raise ParseError(f.path, None, what, problem)
         batch, created = _batch(s, target.batch) if target.batch else (None, False)
         deployment_id = Ledger.get_deployment(s, target.deployment).id if target.deployment else None
         if deployment_id is None and batch is not None:
