@@ -4,7 +4,7 @@ each input imported as `ledger import` does into a batch of its own. Prints the 
 exit 1 (refused with a message), other exits, tracebacks, failures that wrote rows, inputs whose stored
 values are outside their domains (garbage), then each problem with the inputs that show it.
 
-    .venv/bin/python benchmarks/fuzz.py                      # 24 inputs per sample file, both backends
+    .venv/bin/python benchmarks/fuzz.py                      # 52 inputs per sample file, both backends
     .venv/bin/python benchmarks/fuzz.py --per-seed 4 --backend duckdb
 
 Rerunnable: the corpus is seeded (--seed), the ledgers are made afresh (a temporary DuckDB file, a
@@ -75,7 +75,7 @@ def run_backend(backend: str, inputs: list[tuple[str, str, bytes]], folder: Path
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--per-seed", type=int, default=24, help="Mutated inputs per sample file [24].")
+    ap.add_argument("--per-seed", type=int, default=52, help="Mutated inputs per sample file [52].")
     ap.add_argument("--seed", type=int, default=39, help="The corpus seed [39].")
     ap.add_argument("--backend", choices=["duckdb", "postgresql", "both"], default="both")
     ap.add_argument("--samples", type=Path, default=Path(os.environ.get("LEDGER_SHARED") or ROOT.parent / "shared") / "samples")

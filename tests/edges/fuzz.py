@@ -25,6 +25,7 @@ import random
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 
 from tests.edges import inputs as I
@@ -275,7 +276,6 @@ def garbage(ledger) -> dict[str, set[str]]:
     checks["log_fact"] = f"FROM log_fact x {by_artefact}(lower(CAST(x.value AS VARCHAR)) LIKE '%n%')"
     kinds = ", ".join(f"'{k}'" for k in sorted(NON_NEGATIVE_KINDS))
     pv = "FROM published_value x JOIN batch b ON b.id = x.batch_id WHERE "
-    checks["published.negative"] = f"{pv}x.quantity_kind IN ({kinds}) AND CAST(x.value AS VARCHAR) LIKE '-%'"
     checks["published.not finite"] = f"{pv}lower(CAST(x.value AS VARCHAR)) LIKE '%n%'"  # nan, inf(inity)
     run = "FROM run x JOIN batch b ON b.id = x.batch_id WHERE "
     checks["run.duration_s"] = run + bad_float("x.duration_s")
@@ -293,12 +293,14 @@ def garbage(ledger) -> dict[str, set[str]]:
         for b, rate in conn.execute(sa.text(f"SELECT DISTINCT b.name, x.request_rate {run}x.request_rate IS NOT NULL")):
             if not _rate_ok(rate):
                 out.setdefault("run.request_rate", set()).add(b)
+        negative = f"SELECT b.name, CAST(x.value AS VARCHAR) {pv}x.quantity_kind IN ({kinds}) AND CAST(x.value AS VARCHAR) LIKE '-%'"
+        for b, text in conn.execute(sa.text(negative)):
+            if Decimal(text) < 0:  # "-0.0" is a zero as printed, not a negative value
+                out.setdefault("published.negative", set()).add(b)
     return out
 
 
 def _rate_ok(text: str) -> bool:
-    from decimal import Decimal, InvalidOperation
-
     if text == "inf":
         return True
     try:
