@@ -169,6 +169,8 @@ def terminal_width() -> int | None:
 
 def display_width(text: str) -> int:
     """Terminal columns of ``text``: East Asian wide and fullwidth characters take two, combining marks none."""
+    if text.isascii():
+        return len(text)
     return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
 
 
@@ -283,7 +285,8 @@ def table(rows: list[dict], columns: list[str], title: str | None = None, whole:
         emit(parts)
         folded_text = "; ".join(f"{columns[i]}: {row[i]}" for i in folded if row[i])
         if folded_text:
-            for line in textwrap.wrap(folded_text, width or 0, initial_indent=INDENT, subsequent_indent=INDENT):
+            for line in textwrap.wrap(folded_text, max(width or 0, len(INDENT) + MIN_WRAP), initial_indent=INDENT,
+                                      subsequent_indent=INDENT):  # fmt: skip
                 click.echo(line)
             cut += sum(row[i] != whole_row[i] for i in folded)
     if folded or cut:
@@ -299,7 +302,7 @@ def table(rows: list[dict], columns: list[str], title: str | None = None, whole:
 def prose(text: str) -> None:
     """A sentence, wrapped to the terminal's width when there is one (as tables fit it), else one line."""
     width = terminal_width()
-    click.echo("\n".join(textwrap.wrap(text, width, break_on_hyphens=False)) if width else text)
+    click.echo("\n".join(textwrap.wrap(text, max(width, MIN_WRAP), break_on_hyphens=False)) if width else text)
 
 
 @click.group(cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})
