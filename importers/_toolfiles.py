@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from pathlib import Path
@@ -71,6 +72,8 @@ def number(path: Path, where: str, field: str | None, value: object, *, optional
     """A JSON number (or None when optional); anything else is a ParseError naming the field."""
     if value is None and optional:
         return None
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) > sys.float_info.max:
+        raise ParseError(path, where, field, f"a {value.bit_length()}-bit integer: beyond the range of a double")
     if is_number(value):
         return value
     raise ParseError(path, where, field, f"expected a number, got {value!r}")

@@ -52,6 +52,16 @@ def _tag(name: str) -> str:
     return TAGS.get(snake, snake)
 
 
+def _rows(path: Path, text: str):
+    """The CSV rows of ``text``; a row the csv module cannot read (a field over its 128 KiB limit, a NUL) is a
+    ParseError naming its line."""
+    reader = csv.reader(io.StringIO(text))
+    try:
+        yield from reader
+    except csv.Error as exc:
+        raise ParseError(path, f"line {reader.line_num}", None, f"not a CSV row: {exc}") from None
+
+
 class AiperfCsvImporter:
     name = "aiperf-csv"
     description = "NVIDIA AIPerf profile_export_aiperf.csv (aggregate statistics, two decimals)"
@@ -69,11 +79,14 @@ class AiperfCsvImporter:
 
     def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
         refuse_cut_last_line(Path(path))
-        text = Path(path).read_text(encoding="utf-8-sig")
+        try:
+            text = Path(path).read_text(encoding="utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise ParseError(path, f"byte {exc.start}", None, "not UTF-8 text") from None
         found: list[Published] = []
         header: tuple[str, ...] | None = None
         values: dict[str, str] = {}
-        for lineno, row in enumerate(csv.reader(io.StringIO(text)), start=1):
+        for lineno, row in enumerate(_rows(path, text), start=1):
             cells = tuple(c.strip() for c in row)
             if not cells or cells == ("",):
                 header = None  # a blank line ends a table

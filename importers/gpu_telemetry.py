@@ -37,7 +37,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import head_text
 from bench_ledger.importers.base import refuse_cut_last_line
-from bench_ledger.records import UNCONFIRMED_ZONE, ParsedArtefact, SampleColumns
+from bench_ledger.records import DECLARED_ZONE, UNCONFIRMED_ZONE, ParsedArtefact, SampleColumns
 
 UNCONFIRMED = "unconfirmed"
 NO_VALUE = frozenset({"[N/A]", "[Not Supported]", "N/A", "[Unknown Error]", "[GPU is lost]", "[Insufficient Permissions]"})
@@ -177,7 +177,7 @@ class NvidiaSmiCsvImporter:
                     seen_units[name].add(cell_unit)
                 out.add(lineno, gpu, tick, ts, name, float(m["num"]), unit or cell_unit or UNCONFIRMED)
         missing = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
-        when = (f"host local wall-clock time converted to UTC; time zone declared by the user: {tz}" if tz else
+        when = (f"host local wall-clock time converted to UTC; {DECLARED_ZONE}{tz}" if tz else
                 f"host local wall-clock time as printed; {UNCONFIRMED_ZONE} (local time of the host, no zone in the file)")
         note = (f"timestamps: {when}"
                 + (f"; GPU name {', '.join(sorted(gpu_names))}" if gpu_names else "")

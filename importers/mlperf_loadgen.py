@@ -29,6 +29,7 @@ from pathlib import Path
 
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import as_dict, head_text, is_number, published
+from bench_ledger.importers.base import json_problem, loads
 from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
 
@@ -163,9 +164,11 @@ class MlperfDetailImporter:
                 if not text.startswith(MLLOG):
                     raise ParseError(path, f"line {lineno}", None, "expected a ':::MLLOG {json}' line")
                 try:
-                    event = json.loads(text[len(MLLOG):])
+                    event = loads(text[len(MLLOG):])
                 except json.JSONDecodeError as exc:
                     raise ParseError(path, f"line {lineno} column {exc.colno + len(MLLOG)}", None, f"invalid JSON: {exc.msg}") from None
+                except (ValueError, RecursionError) as exc:  # a key twice, nesting or digits beyond Python's limits
+                    raise ParseError(path, f"line {lineno}", None, json_problem(exc)) from None
                 if not isinstance(event, dict) or not isinstance(event.get("key"), str) or "value" not in event:
                     raise ParseError(path, f"line {lineno}", "key", "an MLLOG event needs a string 'key' and a 'value'")
                 key, value = event["key"], event["value"]

@@ -57,6 +57,19 @@ class NotFound(StoreError):
     """A named batch, run, deployment or row does not exist."""
 
 
+def near_names(name: str, names: list[str]) -> list[str]:
+    """The (at most three) known names closest to a mistyped one (difflib), closest first."""
+    import difflib
+
+    return difflib.get_close_matches(name, [n for n in names if n != name], n=3, cutoff=0.6)
+
+
+def close_names(name: str, names: list[str]) -> str:
+    """" (did you mean a, b?)" naming the known names closest to a mistyped one, or ""."""
+    near = near_names(name, names)
+    return f" (did you mean {', '.join(near)}?)" if near else ""
+
+
 class InputError(LedgerError):
     """A file or manifest is not what it claims to be."""
 

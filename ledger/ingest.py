@@ -371,6 +371,26 @@ def runs_of_artefact(ledger: Ledger, artefact_id: int) -> list[tuple[int, str, s
             .join(B, B.c.id == R.c.batch_id).where(C.c.artefact_id == artefact_id).order_by(R.c.id))]  # fmt: skip
 
 
+def options_not_applied(ledger: Ledger, artefact_id: int, target: ImportTarget) -> tuple[str, list[str]]:
+    """Where an already imported artefact is (its batch, deployment, node, time zone) and the options of
+    ``target`` that differ from it: an import of the same bytes changes nothing, so they were not applied."""
+    with ledger.session() as s:
+        art = s.get(m.Artefact, artefact_id)
+        assert art is not None  # the caller has just found it; artefacts are never deleted
+        batch = s.scalar(sa.select(m.Batch.name).where(m.Batch.id == art.batch_id))
+        dep = s.scalar(sa.select(m.Deployment.name).where(m.Deployment.id == art.deployment_id))
+    note = art.note or ""
+    zone = note.split(rec.DECLARED_ZONE, 1)[1].split(";", 1)[0] if rec.DECLARED_ZONE in note else None
+    takes_zone = zone is not None or rec.UNCONFIRMED_ZONE in note  # a format whose sample times are host-local
+    where = [f"batch {batch!r}" if batch else "no batch", f"deployment {dep!r}" if dep else "no deployment",
+             f"node {art.node!r}" if art.node else "no node"]  # fmt: skip
+    where += [f"time zone {zone!r}" if zone else rec.UNCONFIRMED_ZONE] if takes_zone else []
+    asked = [("--batch", target.batch, batch, True), ("--deployment", target.deployment, dep, True),
+             ("--node", target.node, art.node, True), ("--time-zone", target.time_zone, zone, takes_zone)]  # fmt: skip
+    differ = [f"{opt} {given!r}" for opt, given, held, applies in asked if applies and given not in (None, held)]
+    return ", ".join(where), differ
+
+
 def check_not_imported(ledger: Ledger, path: Path) -> tuple[str, int]:
     """Hash the file; raise AlreadyImported if the same bytes are in the ledger."""
     sha, size = sha256_file(path)
@@ -448,6 +468,11 @@ def write_artefacts(
         for done in s.scalars(sa.select(m.Artefact).where(m.Artefact.sha256.in_(shas))):  # imported concurrently since the check
             path = files[shas.index(done.sha256)].path
             raise AlreadyImported(f"{path}: already imported as artefact {done.id} (sha256 {done.sha256[:12]}…); nothing changed", done.id)
+        for f in files:  # the artefact row's texts (a note may quote the file's header): refused on both backends
+            for what, text in (("note", f.parsed.note), ("format_version", f.parsed.format_version)):
+                problem = rec.text_violation(f"the artefact's {what}", text) if text else None
+                if problem:
+                    raise ParseError(f.path, None, what, problem)
         batch, created = _batch(s, target.batch) if target.batch else (None, False)
         deployment_id = Ledger.get_deployment(s, target.deployment).id if target.deployment else None
         if deployment_id is None and batch is not None:

@@ -29,7 +29,7 @@ from typing import TypeVar
 import sqlalchemy as sa
 from bench_ledger import guards
 from bench_ledger import models as m
-from bench_ledger.errors import BadURL, LedgerLocked, NotFound, SchemaOutOfDate, StoreError, WriteConflict
+from bench_ledger.errors import BadURL, LedgerLocked, NotFound, SchemaOutOfDate, StoreError, WriteConflict, close_names
 from sqlalchemy.dialects import registry
 from sqlalchemy.orm import Session
 
@@ -138,6 +138,26 @@ def translate(exc: Exception, url: str) -> StoreError:
     if isinstance(exc, sa.exc.OperationalError) and "connection" in text.lower():
         return StoreError(f"cannot connect to {sa.engine.make_url(url).render_as_string(hide_password=True)}: {text.strip()}")
     return StoreError(text.strip().splitlines()[0] if text.strip() else type(exc).__name__)
+
+
+def known_names(conn: sa.Connection | Session, what: str, batch: str | None = None) -> list[str]:
+    """The names of every ``batch`` or ``deployment``, or the run labels of ``batch`` (``run``)."""
+    if what == "run":
+        stmt = sa.select(m.Run.label).join(m.Batch, m.Batch.id == m.Run.batch_id).where(m.Batch.name == batch).distinct()
+    else:
+        stmt = sa.select(m.Batch.name if what == "batch" else m.Deployment.name)
+    return list(conn.execute(stmt).scalars())
+
+
+def unknown(conn: sa.Connection | Session, what: str, name: str, batch: str | None = None) -> NotFound:
+    """The error for a name no row has: a ``batch``, a ``deployment`` or a ``run`` label (of ``batch``), with
+    the closest names the ledger holds ("did you mean", `errors.close_names`). Every such error is made here."""
+    near = close_names(name, known_names(conn, what, batch))
+    if what == "batch":
+        return NotFound(f"no batch named {name!r}{near}; `ledger batches` lists them")
+    if what == "deployment":
+        return NotFound(f"no deployment named {name!r}{near}; declare it first (`ledger declare FILE.yaml`)")
+    return NotFound(f"no run {name!r} in batch {batch!r}{near}; `ledger runs --batch {batch}` lists them")
 
 
 @dataclass(frozen=True)
@@ -519,14 +539,14 @@ class Ledger:
     def get_batch(session: Session, name: str, lock: str | None = None) -> m.Batch:
         batch = Ledger.find_batch(session, name, lock)
         if batch is None:
-            raise NotFound(f"no batch named {name!r}; `ledger batches` lists them")
+            raise unknown(session, "batch", name)
         return batch
 
     @staticmethod
     def get_deployment(session: Session, name: str) -> m.Deployment:
         dep = session.scalar(sa.select(m.Deployment).where(m.Deployment.name == name))
         if dep is None:
-            raise NotFound(f"no deployment named {name!r}; declare it first (`ledger declare FILE.yaml`)")
+            raise unknown(session, "deployment", name)
         return dep
 
     @staticmethod

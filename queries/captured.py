@@ -29,7 +29,7 @@ from bench_ledger.errors import NotFound, UsageError
 from bench_ledger.queries.metrics_hardware import HS, LF, across_cards, read_cards
 from bench_ledger.queries.metrics_requests import mean
 from bench_ledger.queries.values import Scope
-from bench_ledger.store import Ledger
+from bench_ledger.store import Ledger, unknown
 
 A, B, D, L, R = (t.__table__ for t in (m.Artefact, m.Batch, m.Deployment, m.Launch, m.Run))
 CAP, PV, REQ, CG, DG = (t.__table__ for t in (m.Capture, m.PublishedValue, m.Request, m.ChunkGap, m.ArtefactDigest))
@@ -182,7 +182,7 @@ def hardware_view(ledger: Ledger, batch: str) -> HardwareView:
     with ledger.connection() as conn:
         bid = conn.execute(sa.select(B.c.id).where(B.c.name == batch)).scalar()
         if bid is None:
-            raise NotFound(f"no batch named {batch!r}; `ledger batches` lists them")
+            raise unknown(conn, "batch", batch)
         groups = read_cards(conn, [HS.c.artefact_id.in_(sa.select(A.c.id).where(A.c.batch_id == bid))])
         arts = conn.execute(  # the batch's files that hold samples: those the samples' groups name
             sa.select(A.c.id, A.c.file_name, A.c.format, A.c.node, A.c.note)
@@ -352,12 +352,13 @@ def log_view(ledger: Ledger, batch: str | None = None, deployment: str | None = 
         if batch is not None:
             bid = conn.execute(sa.select(B.c.id).where(B.c.name == batch)).scalar()
             if bid is None:
-                raise NotFound(f"no batch named {batch!r}; `ledger batches` lists them")
+                raise unknown(conn, "batch", batch)
             stmt, scope = stmt.where(A.c.batch_id == bid), f"batch {batch}"
         else:
+            assert deployment is not None  # one of the two, checked above
             did = conn.execute(sa.select(D.c.id).where(D.c.name == deployment)).scalar()
             if did is None:
-                raise NotFound(f"no deployment named {deployment!r}")
+                raise unknown(conn, "deployment", deployment)
             launched = sa.select(L.c.log_artefact_id).where(L.c.deployment_id == did, L.c.log_artefact_id.is_not(None))
             stmt, scope = stmt.where(sa.or_(A.c.deployment_id == did, A.c.id.in_(launched))), f"deployment {deployment}"
         arts = conn.execute(stmt.order_by(A.c.id)).all()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from bench_ledger.errors import InputError
+from bench_ledger.errors import InputError, close_names
 from bench_ledger.kinds import KINDS
 from bench_ledger.queries.values import FACTORS, Scope
 from pydantic import (
@@ -413,13 +413,6 @@ def reference_problems(raw: list[Any]) -> list[tuple[int, str, str]]:
     for cid in refs:
         visit(cid, ())
     return out
-
-
-def close_names(name: str, names: list[str]) -> str:
-    import difflib
-
-    near = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
-    return f" (did you mean {', '.join(near)}?)" if near else ""
 
 
 def line_of(node: Any, loc: tuple) -> int | None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.books import current
-from bench_ledger.errors import LedgerError
+from bench_ledger.errors import LedgerError, close_names
 from bench_ledger.queries.catalog import list_cards
 from bench_ledger.queries.claims import (
     ClaimsFile,
@@ -22,7 +22,6 @@ from bench_ledger.queries.claims import (
     MetricOperand,
     Problem,
     ScopeSpec,
-    close_names,
     field_path,
 )
 from bench_ledger.queries.values import factor_known

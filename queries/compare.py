@@ -40,7 +40,7 @@ from bench_ledger.queries.values import (
     Scope,
     factor_known,
 )
-from bench_ledger.store import Ledger
+from bench_ledger.store import Ledger, unknown
 
 R, B, D = m.Run.__table__, m.Batch.__table__, m.Deployment.__table__
 WARM_DIMS = WARM_FACTORS
@@ -131,14 +131,14 @@ def side(ledger: Ledger, spec: str) -> Side:
         elif kind == "batch":
             bid = conn.execute(sa.select(B.c.id, B.c.deployment_id).where(B.c.name == name)).first()
             if bid is None:
-                raise NotFound(f"no batch named {name!r}; `ledger batches` lists them")
+                raise unknown(conn, "batch", name)
             runs = conn.execute(q.where(B.c.name == name, current(R)).order_by(R.c.id)).all()
             scope = Scope(batch=name)
             dep_ids = {r.dep for r in runs} or {bid.deployment_id}
         elif kind == "deployment":
             did = conn.execute(sa.select(D.c.id).where(D.c.name == name)).scalar()
             if did is None:
-                raise NotFound(f"no deployment named {name!r}")
+                raise unknown(conn, "deployment", name)
             runs = [r for r in conn.execute(q.where(current(R)).order_by(R.c.id)).all() if r.dep == did]
             scope = Scope(deployment=name)
             dep_ids = {did}

@@ -47,7 +47,7 @@ from bench_ledger.queries.metrics_reported import fill_reported
 from bench_ledger.queries.metrics_requests import Ctx, Dist, Metric, percentile_linear, precheck_caps, request_metrics
 from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.records import UNCONFIRMED_ZONE
-from bench_ledger.store import Ledger
+from bench_ledger.store import Ledger, unknown
 
 __all__ = ["METRICS", "ROW_METRICS", "Evaluator", "Metric", "RunMetrics", "distribution_values", "evaluate",
            "evaluate_metric", "list_metrics",
@@ -90,11 +90,11 @@ def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
                 raise NotFound(f"run label {scope.run!r} needs its batch (labels are unique within a batch)")
             runs = conn.execute(q.where(R.c.label == scope.run, B.c.name == scope.batch, _current_runs())).all()
         if not runs:
-            raise NotFound(f"no run {scope.run!r}" + (f" in batch {scope.batch!r}" if scope.batch else ""))
+            raise NotFound(f"no run {scope.run!r}") if scope.batch is None else unknown(conn, "run", scope.run, scope.batch)
     elif scope.deployment is not None:
         dep = conn.execute(sa.select(D.c.id).where(D.c.name == scope.deployment)).scalar()
         if dep is None:
-            raise NotFound(f"no deployment named {scope.deployment!r}")
+            raise unknown(conn, "deployment", scope.deployment)
         ctx.deployment_id = dep
         if scope.launch is not None:
             ctx.kind = "launch"
@@ -113,7 +113,7 @@ def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
     elif scope.batch is not None:
         bid = conn.execute(sa.select(B.c.id).where(B.c.name == scope.batch)).scalar()
         if bid is None:
-            raise NotFound(f"no batch named {scope.batch!r}; `ledger batches` lists them")
+            raise unknown(conn, "batch", scope.batch)
         runs = conn.execute(q.where(B.c.name == scope.batch, _current_runs()).order_by(R.c.id)).all()
         ctx.batch_names = [scope.batch]
     ctx.run_ids = [r.id for r in runs]
@@ -332,7 +332,7 @@ def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | 
             known = {r[0] for r in conn.execute(sa.select(B.c.name).where(B.c.name.in_(batches)))}
             for b in batches:
                 if b not in known:
-                    raise NotFound(f"no batch named {b!r}; `ledger batches` lists them")
+                    raise unknown(conn, "batch", b)
             stmt = stmt.where(B.c.name.in_(batches))
         if run_id is not None:
             require_current(conn, "run", run_id)

@@ -32,10 +32,9 @@ from typing import Any
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.books import current
-from bench_ledger.errors import InputError
 from bench_ledger.queries.metrics import METRICS, RunMetrics, evaluate, run_metrics
 from bench_ledger.queries.values import MetricValue, Scope
-from bench_ledger.store import Ledger
+from bench_ledger.store import Ledger, unknown
 
 # the run-table columns: (metric, heading, number format)
 RUN_COLUMNS: tuple[tuple[str, str, str], ...] = (
@@ -195,7 +194,8 @@ def build_report(ledger: Ledger, batches: list[str] | None = None, claims_file: 
     names = list(batches) if batches else known
     for b in names:
         if b not in known:
-            raise InputError(f"no batch named {b!r}; `ledger batches` lists them")
+            with ledger.connection() as conn:
+                raise unknown(conn, "batch", b)
     rows = run_metrics(ledger, names) if names else []
     data = ReportData(
         title="bench-ledger report: " + (", ".join(names) or "no batches"),

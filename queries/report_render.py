@@ -9,10 +9,13 @@ comes from the report data, which the Markdown tables share.
 
 from __future__ import annotations
 
+import functools
 import html
 import io
 import re
+from dataclasses import replace
 from importlib import resources
+from pathlib import Path
 
 from bench_ledger.queries.claims import VERDICTS
 from bench_ledger.queries.report import (
@@ -115,15 +118,86 @@ def _groups(plot: Plot) -> list[str]:
     return seen
 
 
-def render_plot(plot: Plot) -> str | None:
-    """The plot as inline SVG; None when it has no series (the caption says why). Labels are user text
-    drawn as written: matplotlib's mathtext (``$...$``) is off, so a ``$`` neither typesets nor fails."""
+# --------------------------------------------------------------------------- text the default font cannot draw
+
+DEFAULT_FONT = "DejaVu Sans"  # matplotlib's own font, shipped with it: Latin, Greek, Cyrillic, no CJK
+
+
+@functools.cache
+def _charmap(path: str) -> frozenset[int]:
+    from matplotlib.ft2font import FT2Font
+
+    return frozenset(FT2Font(path).get_charmap())
+
+
+def _default_lacks(text: str) -> set[str]:
+    """The characters of ``text`` DejaVu Sans has no glyph for (matplotlib would draw each as a box)."""
+    from matplotlib import font_manager
+
+    have = _charmap(font_manager.findfont(DEFAULT_FONT, fallback_to_default=False))
+    return {ch for ch in text if ord(ch) not in have and not ch.isspace()}
+
+
+@functools.cache
+def fallback_font(chars: frozenset[str]) -> str | None:
+    """The family name of an installed font with a glyph for each of ``chars`` (CJK text: e.g. WenQuanYi
+    Micro Hei, fonts-wqy-microhei), registered with matplotlib; None when no installed font has them all.
+    The system's font folders are searched too, since matplotlib's font list is a cache made when it first
+    ran (a font installed later is not in it)."""
+    from matplotlib import font_manager
+    from matplotlib.ft2font import FT2Font
+
+    paths = list(dict.fromkeys([*(f.fname for f in font_manager.fontManager.ttflist), *font_manager.findSystemFonts()]))
+    for path in sorted(paths, key=lambda f: (Path(f).suffix.lower() not in (".ttf", ".ttc", ".otf"), f)):
+        try:
+            if all(ord(ch) in _charmap(path) for ch in chars):
+                font_manager.fontManager.addfont(path)
+                return FT2Font(path).family_name
+        except (OSError, RuntimeError, ValueError):  # a file FreeType cannot read is no candidate
+            continue
+    return None
+
+
+def _plot_texts(plot: Plot) -> list[str]:
+    return [plot.title, plot.x_label, plot.y_label, *(s.label for s in plot.series), *(s.group for s in plot.series),
+            *(w[0] for w in plot.windows)]  # fmt: skip
+
+
+def _keyed(plot: Plot, lacks) -> tuple[Plot, list[tuple[str, str]]]:
+    """The plot with each text the fonts cannot draw replaced by a key ('[1]', '[2]', ...), and the keys with
+    their texts, which the page lists under the plot (the browser's fonts draw them there)."""
+    keys: dict[str, str] = {}
+
+    def key(text: str) -> str:
+        if not lacks(text):
+            return text
+        return keys.setdefault(text, f"[{len(keys) + 1}]")
+
+    keyed = replace(plot, title=key(plot.title), x_label=key(plot.x_label), y_label=key(plot.y_label),
+                    series=[replace(s, label=key(s.label), group=key(s.group)) for s in plot.series],
+                    windows=[(key(w[0]), w[1], w[2]) for w in plot.windows])  # fmt: skip
+    return keyed, [(k, text) for text, k in keys.items()]
+
+
+def render_plot(plot: Plot) -> tuple[str | None, list[tuple[str, str]]]:
+    """The plot as inline SVG (None when it has no series: the caption says why), and the legend keys that
+    stand for texts no installed font can draw. Text DejaVu Sans lacks (Chinese run labels) is drawn with
+    an installed font that has it (:func:`fallback_font`); when there is none, it is kept out of the SVG
+    (a key instead of boxes) and the keys are listed in the page. Labels are user text drawn as written:
+    matplotlib's mathtext (``$...$``) is off, so a ``$`` neither typesets nor fails."""
     import matplotlib
 
     if not plot.series:
-        return None
-    with matplotlib.rc_context({"text.parse_math": False}):
-        return _draw(plot)
+        return None, []
+    missing = frozenset().union(*map(_default_lacks, _plot_texts(plot)))
+    family = fallback_font(missing) if missing else None
+    if missing and family is None:
+        plot, keys = _keyed(plot, _default_lacks)
+    else:
+        keys = []
+    fonts = [DEFAULT_FONT, family] if family else [DEFAULT_FONT]
+    with matplotlib.rc_context({"text.parse_math": False, "font.family": fonts}):
+        return _draw(plot), keys
 
 
 def _draw(plot: Plot) -> str:
@@ -207,7 +281,7 @@ def render_html(data: ReportData) -> str:
     runs, run_notes = run_tables(data)
     power, cards, hw_notes = hardware_rows(data)
     launches, launch_notes = launch_rows(data)
-    plots = [{"p": p, "svg": render_plot(p)} for p in data.plots]
+    plots = [dict(zip(("p", "svg", "keys"), (p, *render_plot(p)), strict=True)) for p in data.plots]
     return template.render(
         d=data, runs=runs, run_notes=run_notes, columns=[h for _, h, _ in RUN_COLUMNS], legend=MARKER_LEGEND,
         power=power, power_heads=POWER_STATS, cards=cards, card_heads=[h for _, h in CARD_STATS], hw_notes=hw_notes,

@@ -51,6 +51,9 @@ gc.set_threshold(*gc.get_threshold()[:2], 100)
 # propagates with its traceback instead (into CliRunner's result.exception, or a child's stderr), so a
 # crash reads as a crash. tests/test_cli_core.py unsets it to test what a user sees.
 os.environ["LEDGER_DEBUG"] = "1"
+# Tables fit $COLUMNS when it is set (ledger.cli.app.table); the shell running the suite must not change what
+# the tests read. tests/test_cli_width.py sets it where it tests the fitting.
+os.environ.pop("COLUMNS", None)
 
 import sqlalchemy as sa  # noqa: E402
 from bench_ledger.store import Ledger  # noqa: E402

@@ -81,7 +81,8 @@ def test_logs_errors(ledger_url: str) -> None:
     assert run("logs", "--batch", "a", "--deployment", "b", "--db", ledger_url, code=2).output.startswith("error: name the logs")
     assert run("logs", "--batch", "nope", "--db", ledger_url, code=1).output == (
         "error: no batch named 'nope'; `ledger batches` lists them\n")
-    assert run("logs", "--deployment", "nope", "--db", ledger_url, code=1).output == "error: no deployment named 'nope'\n"
+    assert run("logs", "--deployment", "nope", "--db", ledger_url, code=1).output == (
+        "error: no deployment named 'nope'; declare it first (`ledger declare FILE.yaml`)\n")
     assert run("logs", "--batch", "a", "--kind", "kv_tokens", "--db", ledger_url, code=2).output.startswith(
         "error: --kind 'kv_tokens': not a log fact kind; known: api_server_start, arg_data_parallel_size, ")
 

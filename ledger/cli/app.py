@@ -13,7 +13,10 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import sys
+import textwrap
+import unicodedata
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -24,7 +27,7 @@ EXIT_FAILURE, EXIT_USAGE, EXIT_REFUSED = 1, 2, 3
 EXIT_INTERNAL = 70  # EX_SOFTWARE of sysexits.h: the exception was none of the ledger's own
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
 INTERRUPTED = "interrupted (Ctrl-C): nothing of the unfinished command was written"
-MAX_CELL = 80  # characters of one table cell; longer ones end in '…' (--json prints them whole)
+MAX_CELL = 80  # display columns of one table cell; longer ones lose their middle to '…' (--json, --wide: whole)
 
 
 class LedgerGroup(click.Group):
@@ -136,27 +139,170 @@ def exit_on(wanted: list[str], found: dict[str, list[str]], what: str) -> None:
     sys.exit(EXIT_FAILURE)
 
 
-def _cell(value: object, whole: bool) -> str:
-    text = "" if value is None else str(value)
-    if not whole and len(text) > MAX_CELL:
-        return text[: MAX_CELL - 1] + "…"
-    return text
+WIDE = "ledger.wide"  # ctx.meta key set by --wide
+wide_option = click.option(
+    "--wide", is_flag=True, expose_value=False, is_eager=True,
+    callback=lambda ctx, _param, value: ctx.meta.__setitem__(WIDE, True) if value else None,
+    help="Show every column and every cell whole, whatever the terminal's width.",
+)  # fmt: skip
+MIN_CUT = 24  # display columns a cut cell keeps at least (a label's head and its distinguishing tail)
+MIN_WRAP = 20  # display columns a wrapped sentence column keeps at least
+GAP = 2  # spaces between columns
+INDENT = "    "  # folded columns' line under a row
+_NUMBER = re.compile(r"[-+]?[\d.,]+(?:[eE][-+]?\d+)?(?: [a-z%/]+)?")  # never cut: a cut number reads as another
+_HEADER_PIECE = re.compile(r"[^_ ]*[_ ]|[^_ ]+")  # a header wraps after '_' and ' '
 
 
-def table(rows: list[dict], columns: list[str], title: str | None = None, whole: tuple[str, ...] = ("reason", "why")) -> None:
-    """Render rows as a plain aligned table (stable for tests and for piping). Cells are cut at
-    MAX_CELL characters except in the ``whole`` columns (sentences), so one long label cannot pad
-    every row of a listing to its width (issue 13: a 1 MiB label made `ledger runs` print 25 MB)."""
+def terminal_width() -> int | None:
+    """The columns tables fit into: $COLUMNS, else the terminal's when stdout is one; None when stdout is
+    a pipe or a file (rows stay whole there, cells cut at MAX_CELL)."""
+    env = os.environ.get("COLUMNS", "").strip()
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    try:
+        if sys.stdout.isatty():
+            return os.get_terminal_size(sys.stdout.fileno()).columns
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def display_width(text: str) -> int:
+    """Terminal columns of ``text``: East Asian wide and fullwidth characters take two, combining marks none."""
+    if text.isascii():
+        return len(text)
+    return sum(0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _take(text: str, width: int, *, from_end: bool = False) -> str:
+    """The longest head (or tail) of ``text`` within ``width`` display columns."""
+    out, used = [], 0
+    for ch in reversed(text) if from_end else text:
+        used += display_width(ch)
+        if used > width:
+            break
+        out.append(ch)
+    return "".join(reversed(out) if from_end else out)
+
+
+def elide(text: str, width: int) -> str:
+    """``text`` within ``width`` display columns, its middle replaced by '…': the head and the tail, where
+    labels differ (two sweep runs' labels share a long prefix), both stay visible."""
+    if display_width(text) <= width:
+        return text
+    tail = _take(text, width // 2, from_end=True)
+    return _take(text, width - 1 - display_width(tail)) + "…" + tail
+
+
+def _pad(text: str, width: int) -> str:
+    return text + " " * (width - display_width(text))
+
+
+def _header_lines(header: str, width: int) -> list[str]:
+    """The header within ``width`` columns, wrapped after '_' or ' ' (``input_target_tokens`` over three lines)."""
+    lines = [""]
+    for piece in _HEADER_PIECE.findall(header):
+        if lines[-1] and display_width(lines[-1] + piece.rstrip()) > width:
+            lines.append("")
+        lines[-1] += piece
+    return [line.rstrip() for line in lines]
+
+
+def _fit(columns: list[str], cells: list[list[str]], wrap: list[bool], width: int, fold: tuple[str, ...]) -> list[int]:
+    """Column widths fitting ``width`` (0: the column is folded under each row). Columns are folded,
+    empty ones first, then those named in ``fold``, then from the right (the listings put the identifying
+    ones first), until the rest fits at its minimum (the header's longest piece, the numbers, which are
+    never cut, MIN_CUT / MIN_WRAP); then the widest columns are narrowed, headers before cells, until the
+    table fits."""
+    natural = [max(display_width(c), *(display_width(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    least = []
+    for i, c in enumerate(columns):
+        numbers = [display_width(row[i]) for row in cells if _NUMBER.fullmatch(row[i])]
+        words = [display_width(row[i]) for row in cells if not _NUMBER.fullmatch(row[i])]
+        head = max(display_width(p) for p in _HEADER_PIECE.findall(c))
+        least.append(max(head, *numbers, min(MIN_WRAP if wrap[i] else MIN_CUT, max(words, default=0))))
+    order = [i for i in range(1, len(columns)) if not any(row[i] for row in cells)]  # empty: nothing to fold
+    order += [columns.index(c) for c in fold if c in columns and columns.index(c) not in order]
+    order += [i for i in reversed(range(1, len(columns))) if i not in order]
+    shown = list(range(len(columns)))
+    while len(shown) > 1 and sum(least[i] for i in shown) + GAP * (len(shown) - 1) > width:
+        shown.remove(order.pop(0))
+    widths = [natural[i] if i in shown else 0 for i in range(len(columns))]
+    excess = sum(widths) + GAP * (len(shown) - 1) - width
+    content = [max(least[i], *(display_width(row[i]) for row in cells)) for i in range(len(columns))]
+    for floor in (content, least):  # wrap headers first, then cut or wrap cells
+        while excess > 0:
+            k = max(shown, key=lambda i: widths[i] - floor[i])
+            if widths[k] <= floor[k]:
+                break
+            widths[k] -= 1
+            excess -= 1
+    return widths
+
+
+def table(rows: list[dict], columns: list[str], title: str | None = None, whole: tuple[str, ...] = ("reason", "why"),
+          fold: tuple[str, ...] = ()) -> None:  # fmt: skip
+    """Render rows as a plain aligned table (display widths: CJK text aligns). In a terminal (or with
+    $COLUMNS) the table fits its width: headers wrap after '_', long cells lose their middle ('…', so
+    distinguishing suffixes stay visible), the ``whole`` columns (sentences) wrap, and columns that still
+    do not fit (``fold`` first, then from the right) are printed under each row as ``name: value``, with
+    a note; --wide shows everything on one line per row. Piped, rows stay whole but cells are cut at
+    MAX_CELL, except in the ``whole`` columns, so one long label cannot pad every row of a listing to its
+    width (issue 13: a 1 MiB label made `ledger runs` print 25 MB)."""
+    ctx = click.get_current_context(silent=True)
+    wide = bool(ctx is not None and ctx.meta.get(WIDE))
     if title:
         click.echo(title)
     if not rows:
         click.echo("(none)")
         return
-    cells = [[_cell(r.get(c), c in whole) for c in columns] for r in rows]
-    widths = [max(len(c), *(len(row[i]) for row in cells)) for i, c in enumerate(columns)]
-    click.echo("  ".join(c.ljust(w) for c, w in zip(columns, widths, strict=True)).rstrip())
-    for row in cells:
-        click.echo("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+    text = [["" if r.get(c) is None else str(r.get(c)) for c in columns] for r in rows]
+    wrap = [c in whole for c in columns]
+    width = None if wide else terminal_width()
+    cells = text if wide else [[v if wrap[i] else elide(v, MAX_CELL) for i, v in enumerate(row)] for row in text]
+    if width is None:
+        widths = [max(display_width(c), *(display_width(row[i]) for row in cells)) for i, c in enumerate(columns)]
+    else:
+        widths = _fit(columns, cells, wrap, width, fold)
+    shown = [i for i, w in enumerate(widths) if w]
+    folded = [i for i, w in enumerate(widths) if not w]
+
+    def emit(parts: list[list[str]]) -> None:
+        for k in range(max(len(p) for p in parts)):
+            line = "  ".join(_pad(p[k] if k < len(p) else "", widths[i]) for p, i in zip(parts, shown, strict=True))
+            click.echo(line.rstrip())
+
+    emit([_header_lines(columns[i], widths[i]) if width is not None else [columns[i]] for i in shown])
+    cut = 0
+    for row, whole_row in zip(cells, text, strict=True):
+        parts = []
+        for i in shown:
+            if wrap[i] and width is not None:
+                parts.append(textwrap.wrap(row[i], widths[i], break_on_hyphens=False) or [""])
+            else:
+                parts.append([elide(row[i], widths[i])])
+                cut += parts[-1][0] != whole_row[i]
+        emit(parts)
+        folded_text = "; ".join(f"{columns[i]}: {row[i]}" for i in folded if row[i])
+        if folded_text:
+            for line in textwrap.wrap(folded_text, max(width or 0, len(INDENT) + MIN_WRAP), initial_indent=INDENT,
+                                      subsequent_indent=INDENT):  # fmt: skip
+                click.echo(line)
+            cut += sum(row[i] != whole_row[i] for i in folded)
+    if folded or cut:
+        said = [f"{cut} cell(s) cut in the middle ('…')"] if cut else []
+        under = [columns[i] for i in folded if any(row[i] for row in cells)]
+        empty = [columns[i] for i in folded if not any(row[i] for row in cells)]
+        said += [f"under each row: {', '.join(under)}"] if under else []
+        said += [f"left out, empty: {', '.join(empty)}"] if empty else []
+        fitted = f"fitted to {width} columns: " if width is not None else ""
+        prose(f"({fitted}{'; '.join(said)}; --wide shows everything)")
+
+
+def prose(text: str) -> None:
+    """A sentence, wrapped to the terminal's width when there is one (as tables fit it), else one line."""
+    width = terminal_width()
+    click.echo("\n".join(textwrap.wrap(text, max(width, MIN_WRAP), break_on_hyphens=False)) if width else text)
 
 
 @click.group(cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})

@@ -15,6 +15,7 @@ from bench_ledger.cli.app import (
     main,
     open_ledger,
     parse_fail_on,
+    terminal_width,
     with_ledger,
 )
 from bench_ledger.cli.browse import metrics
@@ -58,7 +59,8 @@ def load_checked(claims_file: Path, ledger: Ledger):
 
 
 def render_table(rows: list[dict], columns: list[str], title: str) -> str:
-    """Rows as a table that fits WIDTH columns; cell widths are display widths (CJK text aligns)."""
+    """Rows as a table that fits the terminal (WIDTH columns when piped); cell widths are display widths
+    (CJK text aligns)."""
     import io
 
     from rich import box
@@ -73,7 +75,7 @@ def render_table(rows: list[dict], columns: list[str], title: str) -> str:
     for r in rows:
         t.add_row(*(Text("" if r.get(c) is None else str(r.get(c))) for c in columns))
     buf = io.StringIO()
-    Console(file=buf, width=WIDTH, color_system=None, force_terminal=False, legacy_windows=False,
+    Console(file=buf, width=terminal_width() or WIDTH, color_system=None, force_terminal=False, legacy_windows=False,
             soft_wrap=False).print(t)  # fmt: skip
     lines = [line.rstrip() for line in buf.getvalue().splitlines()]
     return title + "\n" + "\n".join(line for line in lines if line)

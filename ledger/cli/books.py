@@ -13,6 +13,7 @@ from bench_ledger.cli.app import (
     json_option,
     main,
     table,
+    wide_option,
     with_ledger,
 )
 
@@ -52,9 +53,14 @@ def close(ledger: Ledger, batch: str, seal_file: Path | None) -> None:
 @with_ledger
 @click.argument("batch", required=False)
 @click.option("--seal-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Compare with this seal file too.")
-def verify(ledger: Ledger, batch: str | None, seal_file: Path | None) -> None:
+@json_option
+def verify(ledger: Ledger, batch: str | None, seal_file: Path | None, as_json: bool) -> None:
     """Recompute the seals of closed batches, the import digests of open batches' artefacts and (DuckDB)
     the digests of declared rows; name the batch, table and rows that differ (exit 1).
+
+    With --json: {"ok", "guard_problems", "merged_runs", "checks": [one verdict per batch: "ok",
+    "mismatch" or "not verified", with its seal, rows, problems, differences and unchecked artefacts],
+    "declared_rows": the same of the declared rows (DuckDB; null on PostgreSQL)}; same exit codes.
 
     \b
     Example:
@@ -63,6 +69,21 @@ def verify(ledger: Ledger, batch: str | None, seal_file: Path | None) -> None:
     from bench_ledger.books import verify as do_verify
 
     res = do_verify(ledger, batch, seal_file)
+    if as_json:
+        checks = [{"batch": None if c.unbatched else c.batch,
+                   "books": "no batch" if c.unbatched else "open" if c.is_open else "closed",
+                   "verdict": "ok" if c.ok else "mismatch" if c.problems or c.diffs else "not verified",
+                   "seal": None if c.is_open else c.digest, "rows": c.row_count, "artefacts": c.artefacts,
+                   "problems": c.problems, "differences": [d.describe() for d in c.diffs], "unchecked": c.unchecked}
+                  for c in res.checks]  # fmt: skip
+        rows = res.declared
+        declared = None if rows is None else {"verdict": "ok" if rows.ok else "mismatch" if rows.problems else "not verified",
+                                              "rows": rows.rows, "problems": rows.problems, "unchecked": rows.unchecked}  # fmt: skip
+        click.echo(json.dumps({"ok": res.ok, "guard_problems": res.guard_problems, "merged_runs": res.merged_runs,
+                               "checks": checks, "declared_rows": declared}, indent=2))  # fmt: skip
+        if not res.ok:
+            sys.exit(EXIT_FAILURE)
+        return
     if not res.checks:
         click.echo("no closed batches and no seals to verify")
     for p in res.guard_problems:
@@ -158,6 +179,7 @@ def attach(ledger: Ledger, artefact_id: int, run_id: int, reason: str) -> None:
 @click.argument("table_name", metavar="TABLE", type=click.Choice(["run", "published_value", "launch"]))
 @click.argument("row_id", type=int)
 @json_option
+@wide_option
 def history(ledger: Ledger, table_name: str, row_id: int, as_json: bool) -> None:
     """Show the correction chain of a run, published value or launch, oldest first.
 

@@ -12,7 +12,9 @@ from bench_ledger.cli.app import (
     json_option,
     main,
     parse_fail_on,
+    prose,
     table,
+    wide_option,
     with_ledger,
 )
 
@@ -23,6 +25,7 @@ if TYPE_CHECKING:  # the store (SQLAlchemy, DuckDB, Alembic) loads when a comman
 @main.command()
 @with_ledger
 @json_option
+@wide_option
 def batches(ledger: Ledger, as_json: bool) -> None:
     """List batches with their status and how many runs, requests and artefacts they hold.
 
@@ -44,6 +47,7 @@ def batches(ledger: Ledger, as_json: bool) -> None:
 @click.option("--batch", "batches", metavar="B", multiple=True, help="Only runs of this batch (repeatable).")
 @click.option("--as-of", "as_of", type=click.DateTime(), help="As the ledger stood then (UTC): latest revisions recorded by then.")
 @json_option
+@wide_option
 def runs(ledger: Ledger, batches: tuple[str, ...], as_of, as_json: bool) -> None:
     """List runs (load points), optionally of some batches (each row names its batch).
 
@@ -67,16 +71,30 @@ def show() -> None:
     """Show one entity in detail."""
 
 
+SHOW_RUN_SECTIONS = ("run", "artefacts", "reported")
+SHOW_LIMIT = 40  # reported values `show run` prints unless --limit says otherwise
+
+
 @show.command("run")
 @with_ledger
 @click.argument("run_id", type=int)
+@click.option("--section", "sections", type=click.Choice(SHOW_RUN_SECTIONS), multiple=True,
+              help="Only this part (repeatable): run (workload, warm state, launch), artefacts (captures and their "
+                   "fields), reported (the tool's values) [default: all].")
+@click.option("--key", "key", metavar="GLOB", help="Only reported values whose key matches (e.g. '*ttft*').")
+@click.option("--limit", "limit", type=click.IntRange(min=0), default=SHOW_LIMIT, show_default=True,
+              help="Reported values printed at most; 0 prints all (a guidellm file reports thousands).")
 @json_option
-def show_run(ledger: Ledger, run_id: int, as_json: bool) -> None:
+def show_run(ledger: Ledger, run_id: int, sections: tuple[str, ...], key: str | None, limit: int, as_json: bool) -> None:
     """Show a run: workload, warm state, requests and captured fields, the tool's reported aggregates.
+
+    The reported values are listed up to --limit, and a last line says how many were left out;
+    --key and --section narrow the listing. --json prints everything.
 
     \b
     Example:
       ledger show run 3
+      ledger show run 3 --section reported --key '*ttft*' --limit 0
     """
     from bench_ledger.queries.catalog import run_detail, to_json
 
@@ -85,7 +103,18 @@ def show_run(ledger: Ledger, run_id: int, as_json: bool) -> None:
         click.echo(to_json(d.as_dict()))
         return
     r = d.run
+    wanted = set(sections or SHOW_RUN_SECTIONS)
     click.echo(f"run {r.id}  {r.label}  (batch {r.batch}, deployment {d.deployment or 'n/a'})")
+    if "run" in wanted:
+        _show_run_summary(d)
+    if "artefacts" in wanted:
+        _show_run_captures(d)
+    if "reported" in wanted:
+        _show_run_reported(d, key, limit)
+
+
+def _show_run_summary(d) -> None:
+    r = d.run
     click.echo(f"  tool: {r.tool or 'n/a'}   dataset: {d.dataset or 'n/a'}   seed: {d.seed if d.seed is not None else 'n/a'}")
     click.echo(f"  workload: input target {r.input_target_tokens or 'n/a'} tokens, output cap {r.output_cap_tokens or 'n/a'}"
                f" tokens, C {r.concurrency or 'n/a'}, N {r.request_count or 'n/a'}, rate {d.request_rate or 'n/a'}")  # fmt: skip
@@ -99,6 +128,9 @@ def show_run(ledger: Ledger, run_id: int, as_json: bool) -> None:
     click.echo(f"  compile cache (measured): {d.warm_compile_measured or 'unknown'} ({d.warm_compile_basis})")
     sc = d.status_counts
     click.echo(f"  requests: {r.requests} ({sc['ok']} ok, {sc['failed']} failed, {sc['unknown']} unknown)")
+
+
+def _show_run_captures(d) -> None:
     for c in d.captures:
         click.echo(f"  artefact {c.artefact_id} {c.file_name} [{c.format}] sha256 {c.sha256[:12]}…")
         click.echo(f"    records: {c.record_count}{'  (SAMPLED: ' + (c.sample_note or '') + ')' if c.sampled else ''}")
@@ -107,12 +139,24 @@ def show_run(ledger: Ledger, run_id: int, as_json: bool) -> None:
             click.echo(f"    not captured (n/a): {', '.join(c.missing) or 'none'}")
             click.echo(f"    clock: {c.clock or 'no times'}   tokens: {c.token_source}")
             click.echo(f"    success: {c.success_rule}")
-    if d.published:
-        click.echo("  reported by the tool (as printed, not recomputed here):")
-        width = max(len(p.key) for p in d.published)
-        for p in d.published:
-            shown = p.text if p.flag != "n/a" else f"n/a ({p.na_reason})"
-            click.echo(f"    {p.key:<{width}}  {shown} {p.unit or ''}".rstrip())
+
+
+def _show_run_reported(d, key: str | None, limit: int) -> None:
+    from fnmatch import fnmatchcase
+
+    matching = [p for p in d.published if key is None or fnmatchcase(p.key, key)]
+    if not d.published:
+        return
+    shown = matching[:limit] if limit else matching
+    what = f" matching {key!r}" if key is not None else ""
+    click.echo(f"  reported by the tool (as printed, not recomputed here): {len(matching):,}{what}")
+    width = max((len(p.key) for p in shown), default=0)
+    for p in shown:
+        text = p.text if p.flag != "n/a" else f"n/a ({p.na_reason})"
+        click.echo(f"    {p.key:<{width}}  {text} {p.unit or ''}".rstrip())
+    if len(shown) < len(matching):
+        click.echo(f"  ... {len(matching) - len(shown):,} more reported values{what} left out (--limit {limit}); "
+                   "--limit 0 prints all, --key GLOB picks some, --json prints everything")
 
 
 @main.command()
@@ -122,6 +166,7 @@ def show_run(ledger: Ledger, run_id: int, as_json: bool) -> None:
 @json_option
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV (value, flag and reason per metric).")
 @click.option("--list", "as_list", is_flag=True, help="List every registered metric (name, unit, quantity kind).")
+@wide_option
 def metrics(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, as_json: bool, as_csv: bool,
             as_list: bool = False) -> None:  # fmt: skip
     """One row per run: workload settings, total and output TPM, TTFT p50, each with its provenance.
@@ -174,8 +219,8 @@ def metrics(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, as_jso
     shown = sorted({r.batch for r in rows})
     if len(shown) > 1:
         click.echo(f"{len(shown)} batches side by side ({', '.join(shown)}): nothing is pooled across batches (R2)")
-    click.echo("d = derived here from the captured records; r = the tool's own figure, or computed from one (reported: the weakest input decides); "
-               "in/out = input target / output cap (settings, not actual lengths, R3); C/N = concurrency / requests")  # fmt: skip
+    prose("d = derived here from the captured records; r = the tool's own figure, or computed from one (reported: the weakest input decides); "
+          "in/out = input target / output cap (settings, not actual lengths, R3); C/N = concurrency / requests")  # fmt: skip
     for text, k in notes.items():
         click.echo(f"[{k}] n/a: {text}")
 
@@ -195,6 +240,7 @@ def each_batch(batches: tuple[str, ...]) -> list[str | None]:
 @click.option("--fail-on", "fail_on", metavar="STATUS,...", default="",
               help="Exit 1 when one of these occurs: agree, disagree, not-re-derivable.")
 @json_option
+@wide_option
 def check(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, fail_on: str, as_json: bool) -> None:
     """Check what the tools reported, by each tool's own definitions (R15).
 
@@ -233,7 +279,7 @@ def check(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, fail_on:
         part = [r for r in show if r["section"] == section]
         if section == IDENTITY and not part:
             continue
-        table(part, cols, title=f"== {title}")
+        table(part, cols, title=f"== {title}", fold=("reason", "definition", "tolerance", "recomputed"))
         counts = {st: sum(r["status"] == st for r in part) for st in statuses}
         click.echo(f"{title}: " + ", ".join(f"{n} {st}" for st, n in counts.items()))
         click.echo("")
@@ -251,6 +297,7 @@ def check(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, fail_on:
 @click.option("--equal-resources", is_flag=True, help="Claim an equal-resource comparison (R6).")
 @click.option("--paired", is_flag=True, help="Claim a per-request paired comparison (R6).")
 @json_option
+@wide_option
 def compare(ledger: Ledger, a: str, b: str, metric: str | None, claim_factor: str | None, equal_resources: bool,
             paired: bool, as_json: bool) -> None:  # fmt: skip
     """List every factor that differs between A and B (run:ID, batch:NAME, deployment:NAME).
@@ -294,6 +341,7 @@ def compare(ledger: Ledger, a: str, b: str, metric: str | None, claim_factor: st
 @click.option("--batch", "batch", metavar="B", help="Only cards with samples in this batch.")
 @click.option("--deployment", "deployment", metavar="D", help="Only cards with samples of this deployment.")
 @json_option
+@wide_option
 def cards(ledger: Ledger, batch: str | None, deployment: str | None, as_json: bool) -> None:
     """List the GPU cards with hardware samples, named as a claim's scope `gpu` names them.
 

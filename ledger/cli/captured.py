@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import click
-from bench_ledger.cli.app import json_option, main, table, with_ledger
+from bench_ledger.cli.app import json_option, main, table, wide_option, with_ledger
 from bench_ledger.cli.browse import show
 
 if TYPE_CHECKING:  # the store loads when a command runs, not for --help
@@ -20,6 +20,7 @@ def _num(v: float | None) -> str:
 @with_ledger
 @click.argument("artefact_id", type=int)
 @json_option
+@wide_option
 def show_artefact(ledger: Ledger, artefact_id: int, as_json: bool) -> None:
     """Show an artefact: format, sha256, path, size, the rows it produced, its runs, its import digest.
 
@@ -56,6 +57,7 @@ def show_artefact(ledger: Ledger, artefact_id: int, as_json: bool) -> None:
 @with_ledger
 @click.option("--batch", "batch", metavar="B", required=True, help="The batch whose hardware samples to summarise.")
 @json_option
+@wide_option
 def hardware(ledger: Ledger, batch: str, as_json: bool) -> None:
     """Per-card and per-batch statistics of a batch's hardware samples (dmon, nvidia-smi CSV, dcgmi).
 
@@ -103,6 +105,7 @@ def hardware(ledger: Ledger, batch: str, as_json: bool) -> None:
 @click.option("--deployment", "deployment", metavar="D", help="Server logs of this deployment (and of its launches).")
 @click.option("--kind", "kinds", metavar="K", multiple=True, help="Only facts of this kind (repeatable).")
 @json_option
+@wide_option
 def logs(ledger: Ledger, batch: str | None, deployment: str | None, kinds: tuple[str, ...], as_json: bool) -> None:
     """Server-log facts with their file and line: KV pool, engine args, compile and CUDA graph times, READY.
 

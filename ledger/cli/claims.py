@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 import click
-from bench_ledger.cli.app import json_option, main, open_ledger, table
+from bench_ledger.cli.app import json_option, main, open_ledger, table, wide_option
 from bench_ledger.errors import InputError
 
 
@@ -86,6 +86,7 @@ def draft(ctx: click.Context, report: Path, db: str | None, no_ledger: bool, bat
 @click.argument("draft_file", metavar="DRAFT.yaml", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("reviewed_file", metavar="REVIEWED.yaml", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @json_option
+@wide_option
 def diff(draft_file: Path, reviewed_file: Path, as_json: bool) -> None:
     """Show what a reviewer changed in a drafted claims file: claims removed, added, accepted as
     proposed, and each changed field (basis, metric and scope, formula, unit, kind, locator).
@@ -125,6 +126,7 @@ def _short(v: object) -> str:
 @click.argument("reference_file", metavar="REFERENCE.yaml", type=click.Path(exists=True, dir_okay=False,
                                                                           path_type=Path))  # fmt: skip
 @json_option
+@wide_option
 def coverage(draft_file: Path, reference_file: Path, as_json: bool) -> None:
     """Measure a draft against a hand-written claims file of the same report: the share of its
     claims whose printed numbers the draft finds at the same locator, and the share whose basis it

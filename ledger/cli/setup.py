@@ -126,61 +126,91 @@ def import_outcome(ledger: Ledger, path: Path, fmt: str | None, target, quiet: b
     return shown_outcome(ledger, path, target, quiet, outcome, found_in_folder)
 
 
-def shown_outcome(ledger: Ledger, path: Path, target, quiet: bool, outcome, found_in_folder: bool = False) -> str:
+def shown_outcome(ledger: Ledger, path: Path, target, quiet: bool, outcome, found_in_folder: bool = False,
+                  into: list[dict] | None = None) -> str:  # fmt: skip
     """Print what importing ``path`` did: ``outcome(progress)`` returns its ImportResult or raises what
-    the import raised (``bench_ledger.ingest.import_files``); IMPORTED, ALREADY, SKIPPED or FAILED."""
-    from bench_ledger.errors import FormatRefused, UnknownFormat
-    from bench_ledger.ingest import runs_of_artefact
+    the import raised (``bench_ledger.ingest.import_files``); IMPORTED, ALREADY, SKIPPED or FAILED.
+    With ``into`` (``--json``) nothing is printed: the file's result is appended to it as a dict."""
+    entry = file_result(ledger, path, target, quiet, outcome, found_in_folder)
+    if into is not None:
+        into.append(entry)
+        return entry["outcome"]
+    if entry["outcome"] != IMPORTED:
+        click.echo(f"error: {entry['error']}" if entry["error"] else entry["message"], err=bool(entry["error"]))
+        return entry["outcome"]
+    if entry["created_batch"]:
+        near = f" (did you mean {', '.join(entry['did_you_mean'])}?)" if entry["did_you_mean"] else ""
+        click.echo(f"note: batch {entry['created_batch']!r} did not exist: created it (open) for {path.name}{near}; "
+                   "`ledger batches` lists them", err=True)  # fmt: skip
+    for note in entry["notes"]:
+        click.echo(f"note: {note}", err=True)
+    runs = entry["runs"]
+    parts = [f"{len(runs)} run(s)", f"{sum(r['requests'] for r in runs):,} requests"] if runs else []
+    parts += [f"{entry['samples']:,} samples"] if entry["samples"] else []
+    parts += [f"{entry['log_facts']} log facts"] if entry["log_facts"] else []
+    parts += [f"{entry['reported_values']} reported values"] if entry["reported_values"] else []
+    click.echo(f"{path}: imported as artefact {entry['artefact_id']} [{entry['format']}] sha256 {entry['sha256'][:12]}…: "
+               f"{', '.join(parts) or 'nothing'}")  # fmt: skip
+    if not quiet:
+        for r in runs:
+            click.echo(f"  run {r['id']} {r['label']}: {r['requests']} requests")
+    for launch in entry["launches"]:
+        click.echo(f"  launch {launch}")
+    if entry["launch_note"]:
+        click.echo(f"note: {path.name}: {entry['launch_note']}", err=True)
+    return IMPORTED
 
+
+def file_result(ledger: Ledger, path: Path, target, quiet: bool, outcome, found_in_folder: bool) -> dict:
+    """What importing ``path`` did, as the dict `ledger import --json` prints per file: ``outcome``
+    (IMPORTED, ALREADY, SKIPPED, FAILED), ``error`` (a failure's message) or ``message`` (why it was
+    skipped or already imported), and for an imported file its artefact, runs and counts."""
+    from bench_ledger.errors import FormatRefused, UnknownFormat, near_names
+    from bench_ledger.ingest import options_not_applied, runs_of_artefact
+
+    entry: dict = {"file": str(path), "outcome": FAILED, "error": None, "message": None, "artefact_id": None,
+                   "format": None, "sha256": None, "runs": [], "samples": 0, "log_facts": 0, "reported_values": 0,
+                   "created_batch": None, "did_you_mean": [], "notes": [], "launches": [], "launch_note": None}  # fmt: skip
     try:
         with RowProgress(path, enabled=not quiet) as shown:
             res = outcome(shown)
     except UnknownFormat as exc:
         if not found_in_folder:
-            click.echo(f"error: {exc}", err=True)
-            return FAILED
-        click.echo(f"{path}: skipped: format not recognised ({len(exc.reasons)} formats tried; "
-                   f"`ledger import {path}` shows why each refused it)")  # fmt: skip
-        return SKIPPED
+            return {**entry, "error": str(exc)}
+        return {**entry, "outcome": SKIPPED, "message": f"{path}: skipped: format not recognised ({len(exc.reasons)} "
+                f"formats tried; `ledger import {path}` shows why each refused it)"}  # fmt: skip
     except AlreadyImported as exc:
+        entry["artefact_id"] = exc.artefact_id
+        if exc.artefact_id is not None:
+            where, differ = options_not_applied(ledger, exc.artefact_id, target)
+            if differ:
+                return {**entry, "error": f"{exc}: it is in {where}; {', '.join(differ)} not applied: an artefact "
+                        "keeps the batch, deployment, node and time zone it was imported with, and no correction "
+                        "changes them (captured rows never move, R9)"}  # fmt: skip
         if target.run and exc.artefact_id is not None:
             held = runs_of_artefact(ledger, exc.artefact_id)
             if target.run not in {label for _, label, _ in held}:
                 where = ", ".join(f"run {rid} {label!r} of batch {b!r}" for rid, label, b in held) or "no run"
-                click.echo(f"error: {exc}: it is in {where}; --run {target.run!r} was not applied (an import never "
-                           f"moves what was captured). To attach it to another run, as a correction: "
-                           f"`ledger attach {exc.artefact_id} --run RUN_ID --reason \"...\"` "
-                           "(`ledger runs --batch B` lists the ids)", err=True)  # fmt: skip
-                return FAILED
-        click.echo(str(exc))
-        return ALREADY
+                return {**entry, "error": f"{exc}: it is in {where}; --run {target.run!r} was not applied (an import "
+                        f"never moves what was captured). To attach it to another run, as a correction: "
+                        f"`ledger attach {exc.artefact_id} --run RUN_ID --reason \"...\"` "
+                        "(`ledger runs --batch B` lists the ids)"}  # fmt: skip
+        return {**entry, "outcome": ALREADY, "message": str(exc)}
     except (Refused, UsageError):  # the command is wrong, not the file: stop (exit 3 / exit 2)
         raise
     except LedgerError as exc:
         if found_in_folder and isinstance(exc, FormatRefused):
-            click.echo(f"{path}: skipped: {str(exc).removeprefix(f'{path}: ')}")
-            return SKIPPED
-        click.echo(f"error: {exc}", err=True)
-        return FAILED
+            return {**entry, "outcome": SKIPPED, "message": f"{path}: skipped: {str(exc).removeprefix(f'{path}: ')}"}
+        return {**entry, "error": str(exc)}
     if res.created_batch:
-        click.echo(f"note: batch {res.created_batch!r} did not exist: created it (open) for {path.name}; "
-                   "`ledger batches` lists them", err=True)  # fmt: skip
-    for note in res.notes:
-        click.echo(f"note: {note}", err=True)
-    parts = [f"{len(res.runs)} run(s)"] if res.runs else []
-    parts += [f"{sum(n for _, _, n in res.runs):,} requests"] if res.runs else []
-    parts += [f"{res.samples:,} samples"] if res.samples else []
-    parts += [f"{res.log_facts} log facts"] if res.log_facts else []
-    parts += [f"{res.published} reported values"] if res.published else []
-    click.echo(f"{path}: imported as artefact {res.artefact_id} [{res.format}] sha256 {res.sha256[:12]}…: {', '.join(parts) or 'nothing'}")
-    if not quiet:
-        for run_id, label, n in res.runs:
-            click.echo(f"  run {run_id} {label}: {n} requests")
-    for launch in res.launches:
-        click.echo(f"  launch {launch}")
-    if res.launch_note:
-        click.echo(f"note: {path.name}: {res.launch_note}", err=True)
-    return IMPORTED
+        from bench_ledger.store import known_names
+
+        with ledger.connection() as conn:
+            entry["did_you_mean"] = near_names(res.created_batch, known_names(conn, "batch"))
+    return {**entry, "outcome": IMPORTED, "artefact_id": res.artefact_id, "format": res.format, "sha256": res.sha256,
+            "runs": [{"id": i, "label": label, "requests": n} for i, label, n in res.runs], "samples": res.samples,
+            "log_facts": res.log_facts, "reported_values": res.published, "created_batch": res.created_batch,
+            "notes": list(res.notes), "launches": list(res.launches), "launch_note": res.launch_note}  # fmt: skip
 
 
 def files_to_import(paths: tuple[Path, ...]) -> list[tuple[Path, bool]]:
@@ -218,11 +248,16 @@ def files_to_import(paths: tuple[Path, ...]) -> list[tuple[Path, bool]]:
               help="Seconds between samples (dcgmi dmon -d, in seconds); with --start.")
 @click.option("--copy/--no-copy", default=False, help="Keep a content-addressed copy next to the ledger.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress, one line per file.")
-def import_(db, paths, batch, run, deployment, fmt, force_format, node, time_zone, start, interval_s, copy, quiet) -> None:
+@click.option("--json", "as_json", is_flag=True,
+              help="Print one JSON document: each file's outcome, artefact, runs and counts, and the totals.")
+def import_(db, paths, batch, run, deployment, fmt, force_format, node, time_zone, start, interval_s, copy, quiet,
+            as_json) -> None:  # fmt: skip
     """Import benchmark outputs, GPU samples or server logs; the format is detected from content.
 
     Each file is its own transaction: a bad file leaves nothing behind and the others still
-    import. Importing the same bytes again changes nothing. A folder is imported recursively:
+    import. Importing the same bytes again changes nothing; with another --batch, --deployment,
+    --node or --time-zone than it was imported with, it fails (exit 1) naming where it is.
+    --json prints each file's outcome as JSON (exit codes unchanged). A folder is imported recursively:
     files no format recognises are skipped (with the reason), and a summary line ends the output.
 
     A run is attached to an existing run of the batch when the content says it belongs there:
@@ -267,10 +302,14 @@ def import_(db, paths, batch, run, deployment, fmt, force_format, node, time_zon
             last[:] = [imp]
             return imp
 
+        quiet = quiet or as_json
+        results: list[dict] | None = [] if as_json else None
         chosen = ((p, lambda p=p: choose(p), in_folder) for p, in_folder in progress(files_to_import(paths), quiet))
         for path, in_folder, outcome in import_files(ledger, chosen, target):
-            tally[shown_outcome(ledger, path, target, quiet, outcome, in_folder)] += 1
-    if any(p.is_dir() for p in paths):
+            tally[shown_outcome(ledger, path, target, quiet, outcome, in_folder, into=results)] += 1
+    if results is not None:
+        click.echo(json.dumps({"files": results, "counts": tally}, indent=2))
+    elif any(p.is_dir() for p in paths):
         click.echo(f"{tally[IMPORTED]} imported, {tally[ALREADY]} already imported, {tally[SKIPPED]} skipped "
                    f"(format not recognised{' or refused by --format' if fmt else ''}), {tally[FAILED]} failed")  # fmt: skip
     if tally[FAILED]:

@@ -15,6 +15,7 @@ from bench_ledger.ingest import ImportTarget
 from bench_ledger.records import NON_NEGATIVE_KINDS, REQUEST_DOMAINS, SAMPLE_DOMAINS
 from bench_ledger.store import Ledger
 
+from tests.clirun import run
 from tests.edges import fuzz
 
 
@@ -74,3 +75,62 @@ def test_every_fuzz_input_is_imported_in_domain_or_refused_cleanly(ledger: Ledge
     assert wrong == {}
     assert _outside_domains(ledger) == {}
     assert imported >= 20 and refused >= 100, (imported, refused)  # the corpus exercises both outcomes
+
+
+def test_the_real_samples_mutated_import_in_domain_or_fail_cleanly(ledger: Ledger, samples: Path, tmp_path: Path) -> None:
+    """Issue 39: the CI sample of benchmarks/fuzz.py's corpus (the first mutated input of every real sample
+    file up to 250 kB: every sample folder): exit 0 with every stored value in its domain, or exit 1 with a message
+    naming the file and nothing written; never a traceback."""
+    inputs = fuzz.real_corpus(samples, per_seed=1, max_bytes=250_000)
+    assert {rel.split("/")[0] for _, rel, _ in inputs} == {p.name for p in samples.iterdir() if p.is_dir()}
+    codes, wrong, ids = [], {}, {}
+    for k, (cid, rel, data) in enumerate(inputs):
+        path = tmp_path / f"{k:03d}" / rel
+        path.parent.mkdir(parents=True)
+        path.write_bytes(data)
+        ids[f"f{k}"] = cid
+        outcome = fuzz.try_input(ledger, path, f"f{k}")
+        codes.append(outcome.code)
+        if outcome.problem:
+            wrong[cid] = outcome.problem
+    assert wrong == {}
+    assert {check: sorted(ids[b] for b in batches) for check, batches in fuzz.garbage(ledger).items()} == {}
+    assert set(codes) == {0, 1} and codes.count(0) >= 5  # both outcomes exercised
+
+
+GENAI_BENCH = "genai-bench/baseten_training_benchmark__N2000_200_200_20_text-to-text_num_concurrency_2_time_63s.json"
+AIPERF_CSV = "aiperf/aiperf-repo-examples-run1__profile_export_aiperf.csv"
+DCGMI = "dcgmi-dmon/agi-hpc_dcgm_dmon_rtx2080ti.txt"
+MLPERF = "mlperf-loadgen/NVIDIA_B200-SXM-180GBx8_TRT_llama2-70b-99_Server_mlperf_log_detail.txt"
+
+
+def test_what_the_fuzz_corpus_found_is_refused_naming_the_file(ledger_url: str, samples: Path, tmp_path: Path) -> None:
+    """Inputs of benchmarks/fuzz.py's corpus that gave a traceback (a 400-digit TTFT in genai-bench: OverflowError;
+    a Latin-1 byte in AIPerf's CSV: UnicodeDecodeError; a CSV field over the csv module's 128 KiB: csv.Error; a
+    5,000-digit integer in an MLPerf detail log: ValueError) or, on PostgreSQL, a message without the file (a NUL
+    in dcgmi's header, quoted by the artefact's note): each is refused naming the file and line, exit 1, nothing
+    written."""
+    genai = (samples / GENAI_BENCH).read_text()
+    at = genai.index('"ttft": 0.20842880569398403')
+    cases = {
+        "genai.json": genai[:at] + '"ttft": ' + "9" * 400 + genai[at + len('"ttft": 0.20842880569398403'):],
+        "aiperf.csv": (samples / AIPERF_CSV).read_bytes().replace(b"Request Latency", b"Request Lat\xe9ncy", 1),
+        "dcgmi.txt": (samples / DCGMI).read_bytes().replace(b"POWER ", b"POWER\x00", 1),
+        "aiperf-field.csv": (samples / AIPERF_CSV).read_bytes().replace(b"27.76", b"2" * 140_000, 1),
+        "mlperf.txt": (samples / MLPERF).read_bytes().replace(b'"line_no": 53', b'"line_no": ' + b"9" * 5000, 1),
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data if isinstance(data, bytes) else data.encode())
+    bits, latin1 = int("9" * 400).bit_length(), cases["aiperf.csv"].index(b"\xe9")
+    expected = {
+        "genai.json": f"$.individual_request_metrics[0]: field 'ttft': a {bits}-bit integer: beyond the range of a double",
+        "aiperf.csv": f"byte {latin1}: not UTF-8 text",
+        "dcgmi.txt": "field 'note': the artefact's note contains a NUL character (U+0000), which the ledger does not store",
+        "aiperf-field.csv": "line 3: not a CSV row: field larger than field limit (131072)",
+        "mlperf.txt": "line 1: an integer with more than 4,300 digits",
+    }
+    for name, tail in expected.items():
+        path = tmp_path / name
+        sep = ":" if tail.startswith("field") else ","
+        assert run("import", "--db", ledger_url, "--batch", "b", "-q", path, code=1).output == f"error: {path}{sep} {tail}\n"
+    assert run("batches", "--db", ledger_url).output == "(none)\n"

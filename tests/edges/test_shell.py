@@ -81,7 +81,7 @@ def test_bad_seal_files_are_clear_errors(tmp_path: Path, content: bytes, message
     assert str(err.value) == f"{path}, {message}"
 
 
-def test_a_long_label_is_cut_in_tables_and_whole_in_json(tmp_path: Path) -> None:
+def test_a_long_label_is_cut_in_the_middle_in_tables_and_whole_in_json(tmp_path: Path) -> None:
     url = f"duckdb:///{tmp_path / 'l.duckdb'}"
     assert CliRunner().invoke(main, ["init", "--db", url]).exit_code == 0
     label = "L" * 1000  # under the 1,024-byte limit of a stored name
@@ -91,7 +91,8 @@ def test_a_long_label_is_cut_in_tables_and_whole_in_json(tmp_path: Path) -> None
     assert CliRunner().invoke(main, ["import", "--db", url, "--batch", "b", "-q", *files]).exit_code == 0
     shown = CliRunner().invoke(main, ["runs", "--db", url]).output
     assert len(shown) < 5 * 300
-    assert "L" * 79 + "…" in shown and "L" * 80 not in shown
+    # cut in the middle: each label's distinguishing last character stays visible (issue 39)
+    assert [f"{'L' * 39}…{'L' * 39}{i}" in shown for i in range(5)] == [True] * 5 and "L" * 80 not in shown
     whole = json.loads(CliRunner().invoke(main, ["runs", "--db", url, "--json"]).output)
     assert sorted(r["label"] for r in whole) == sorted(f"{label}{i}" for i in range(5))
 
