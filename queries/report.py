@@ -51,6 +51,11 @@ RUN_COLUMNS: tuple[tuple[str, str, str], ...] = (
 MARKERS = {"derived": "d", "reported": "r", "estimated": "e", "measured": "m"}
 MARKER_LEGEND = ("d = derived here from the captured records; r = the tool's own figure, or computed from one (reported: the weakest input decides); "
                  "e = estimated; m = measured; n/a[k] = not available, reason in footnote k")  # fmt: skip
+# why a run's figure is in the run table but not on a distribution drawn from its per-request records
+NOT_FROM_RECORDS = (
+    "the run's figure is the tool's own ({flag}), not derived here from per-request records; "
+    "it is in the run table, marked, and has no distribution to draw"
+)
 POWER_STATS = ("power_sum_of_card_means_w", "power_peak_of_sum_w", "power_sum_of_card_peaks_w")
 CARD_STATS = (("power_w_mean", "power mean W"), ("power_w_max", "power max W"),
               ("gpu_activity_time_pct_mean", "GPU activity time mean %"),
@@ -378,6 +383,9 @@ def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
                 if mv.value is None:
                     plot.missing.append(f"run {r.run_id} {r.label}: n/a: {mv.na_reason}")
                     continue
+                if mv.flag != "derived":
+                    plot.missing.append(f"run {r.run_id} {r.label}: n/a: {NOT_FROM_RECORDS.format(flag=mv.flag)}")
+                    continue
                 xs = distribution_values(ledger, metric, mv.run_ids)
                 n = len(xs)
                 plot.series.append(Series(f"{r.label}", b, xs, [(i + 1) / n for i in range(n)],
@@ -387,7 +395,8 @@ def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
         plot = Plot(anchor("tpm", metric), f"{what} against concurrency, per input tier",
                     f"{what} of each run (60 x tokens / the run's common wall clock, R3) against its concurrency; "
                     "one panel per input target, one series per batch and output cap (batches never pooled, R2)",
-                    "tokens/min", "derived here from the per-request records of each run",
+                    "tokens/min", "derived here from the per-request records of each run; a series marked "
+                    "'reported' is computed from the tool's own figures (its duration or throughput, R15)",
                     any(b in syn for b in data.batches), "tpm", x_label="concurrency", y_label=f"{what} (tokens/min)")  # fmt: skip
         groups: dict[tuple, list[RunMetrics]] = defaultdict(list)
         for r in rows:
@@ -396,10 +405,12 @@ def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
                 why = mv.na_reason if mv.value is None else "no concurrency declared"
                 plot.missing.append(f"run {r.run_id} {r.label} (batch {r.batch}): n/a: {why}")
                 continue
-            groups[(r.input_target_tokens, r.batch, r.output_cap_tokens)].append(r)
-        for (tier, b, cap), rs in sorted(groups.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1], kv[0][2] or 0)):
+            groups[(r.input_target_tokens, r.batch, r.output_cap_tokens, mv.flag)].append(r)
+        order = sorted(groups.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1], kv[0][2] or 0, kv[0][3]))
+        for (tier, b, cap, flag), rs in order:
             rs.sort(key=lambda r: r.concurrency or 0)
-            plot.series.append(Series(f"batch {b}, out cap {cap if cap is not None else '?'}", b,
+            mark = "" if flag == "derived" else f" ({flag}: the tool's figures)"
+            plot.series.append(Series(f"batch {b}, out cap {cap if cap is not None else '?'}{mark}", b,
                                       [float(r.concurrency or 0) for r in rs], [float(r.values[metric].value or 0) for r in rs],
                                       group=_tier(tier)))  # fmt: skip
         data.plots.append(plot)

@@ -87,7 +87,7 @@ def test_plots_say_what_unit_and_provenance_and_never_pool_batches(demo_report) 
     tpm = by_id["tpm-total_tpm"]
     # one series per batch and output cap in each input tier: fx and m17 are never one line (R2)
     assert [(s.group, s.label) for s in tpm.series] == [
-        ("input 32", "batch m17, out cap 512"), ("input 3400", "batch fx, out cap 2048"),
+        ("input 32", "batch m17, out cap 512 (reported: the tool's figures)"), ("input 3400", "batch fx, out cap 2048"),
         ("input 50K", "batch fx, out cap 200"), ("input 80K", "batch fx, out cap 600"),
         ("input 160K", "batch fx, out cap 1300")]  # fmt: skip
     assert tpm.series[2].x == [1.0, 2.0, 4.0, 8.0, 32.0] and round(tpm.series[2].y[2]) == 1840234
@@ -188,3 +188,30 @@ def test_run_windows_are_marked_where_runs_have_wall_clock_times(ledger: Ledger)
     pwr = next(p for p in data.plots if p.id == "hw-pwr-hw")
     assert pwr.windows == [("a", 10.0, 40.0), ("b", 60.0, 90.0)] and pwr.missing == []
     assert pwr.notes == ["t = 0 is 2026-10-17 14:00:00 UTC", "shaded: each run's wall-clock window, labelled with the run"]
+
+
+def test_report_of_batches_whose_runs_have_no_records_renders(ledger_url: str, samples: Path, tmp_path: Path) -> None:
+    """vLLM and SGLang summaries, llmperf summaries, inference-perf and vLLM sweeps carry the tools' own
+    figures and no per-request records: the CDF and TPM plots crashed on them (exit 70, issue 39). Each
+    run is now listed under the plot with why it is not drawn; the run table keeps its marked figures."""
+    from bench_ledger.queries.report import NOT_FROM_RECORDS
+    from bench_ledger.queries.report_render import render_html
+
+    from tests.clirun import run
+
+    folders = {"vllm": [samples / "vllm"], "sglang": [samples / "sglang"], "ip": [samples / "inference-perf"],
+               "llmperf": sorted((samples / "llmperf").glob("summary_*")), "sweep": [samples / "vllm-bench-sweep"]}  # fmt: skip
+    for batch, paths in folders.items():
+        run("import", "--db", ledger_url, "-q", "--batch", batch, *paths)
+    for batch in folders:
+        out = tmp_path / f"{batch}.html"
+        run("report", "--db", ledger_url, "--batch", batch, "--out", out)
+        assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    with Ledger(ledger_url) as led:
+        data = build_report(led, ["vllm"])
+    reason = NOT_FROM_RECORDS.format(flag="reported")
+    cdf = next(p for p in data.plots if p.id == "cdf-ttft-vllm")
+    assert cdf.series == [] and len(cdf.missing) == 3
+    assert cdf.missing[0] == f"run 1 Qwen2.5-Coder-7B-Instruct rate=1.0 c=inf 20260707-093920: n/a: {reason}"
+    assert [r.values["total_tpm"].flag for r in data.runs] == ["reported"] * 3
+    assert render_html(data).count(reason.replace("'", "&#39;")) == 3
