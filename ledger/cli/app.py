@@ -6,7 +6,8 @@ Each command parses its options, opens the ledger, calls one function of ``ledge
 
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 refused by a rule of the rulebook, 70 internal error (a
 bug in bench-ledger: one line names the exception; LEDGER_DEBUG=1 lets it propagate with its traceback),
-130 interrupted (Ctrl-C).
+130 interrupted (Ctrl-C). A reader of stdout that leaves (``ledger runs | head -1``) ends the command
+quietly with exit 1, as click's main does for a broken pipe.
 """
 
 from __future__ import annotations
@@ -50,6 +51,8 @@ class LedgerGroup(click.Group):
             ctx.exit(EXIT_FAILURE)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise  # click's own: exit codes and usage errors it prints itself
+        except BrokenPipeError:
+            raise  # the reader of stdout left (`ledger runs | head -1`): click's main stops quietly, exit 1
         except Exception as exc:
             if _interrupt(exc):
                 click.echo(INTERRUPTED, err=True)
