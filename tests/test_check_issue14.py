@@ -157,6 +157,14 @@ def test_llmperf_error_codes_counted_from_the_records(ledger: Ledger, ledger_url
     imp(ledger_url, str(tmp_path / "individual_y.json"), str(tmp_path / "summary_y.json"), "--batch", "y", "--run", "y")
     (freq,) = [r for r in check(ledger, batch="y") if r.key == "results_error_code_frequency"]
     assert freq.status == "disagree"
+    # llmperf's pandas column of codes with nulls is float: the leaderboard's files print {429.0: 3, 500.0: 1}
+    # (a false "disagree" before, issue 39); the same codes compare as numbers
+    summary["results_error_code_frequency"] = "{429.0: 3, 500.0: 1}"
+    (tmp_path / "summary_z.json").write_text(json.dumps(summary))
+    (tmp_path / "individual_z.json").write_text(json.dumps(records) + "  ")
+    imp(ledger_url, str(tmp_path / "individual_z.json"), str(tmp_path / "summary_z.json"), "--batch", "z", "--run", "z")
+    (freq,) = [r for r in check(ledger, batch="z") if r.key == "results_error_code_frequency"]
+    assert (freq.status, freq.reason) == ("agree", "error codes counted over the records: 429 x3, 500 x1")
 
 
 def test_request_values_are_sealed_exported_and_never_backfilled(ledger: Ledger, ledger_url: str, samples: Path,
