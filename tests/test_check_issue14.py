@@ -343,12 +343,19 @@ def test_a_per_request_value_outside_its_domain_is_refused_naming_record_and_fie
     text = (samples / "llmperf" / "individual_groq_70b.json").read_text()
     records = json.loads(text)
     records[3]["request_output_throughput_token_per_s"] = 1e308
-    (tmp_path / "individual_inf.json").write_text(json.dumps(records).replace("1e+308", "1e400", 1))
+    (tmp_path / "individual_inf.json").write_text(json.dumps(records).replace("1e+308", "Infinity", 1))
     res = CliRunner().invoke(main, ["import", "--db", ledger_url, "-q", str(tmp_path / "individual_inf.json"),
                                     "--batch", "x"])  # fmt: skip
     assert res.exit_code == 1
     assert res.output.strip().endswith("record 3: field 'request_output_throughput_token_per_s': inf is not a "
                                        "finite number")  # fmt: skip
+    # 1e400 is no Infinity the tool wrote: a number beyond a float, refused where it is read (issue 39)
+    (tmp_path / "individual_big.json").write_text(json.dumps(records).replace("1e+308", "1e400", 1))
+    res = CliRunner().invoke(main, ["import", "--db", ledger_url, "-q", str(tmp_path / "individual_big.json"),
+                                    "--batch", "x"])  # fmt: skip
+    assert res.exit_code == 1
+    assert res.output.strip().endswith("line 1 column 1121: field 'request_output_throughput_token_per_s': the number "
+                                       "1e400 is beyond the range of a 64-bit float (about ±1.8e308); refused")  # fmt: skip
     with Ledger(ledger_url) as led, led.connection() as conn:
         assert conn.exec_driver_sql("SELECT count(*) FROM request_value").scalar() == 0
 
