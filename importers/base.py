@@ -16,19 +16,21 @@ import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from decimal import Context, Decimal, Inexact, InvalidOperation
 from fractions import Fraction
 from pathlib import Path
 from typing import Protocol
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bench_ledger.errors import ParseError, line_key
-from bench_ledger.records import ParsedArtefact, ParsedRun, ParseOptions, require_regular_file
+from bench_ledger.records import UNCONFIRMED_ZONE, ParsedArtefact, ParsedRun, ParseOptions, require_regular_file
 
 SNIFF_BYTES = 64 * 1024
 NEWLINE = b"\n"
 
 
-__all__ = ["Importer", "ParseOptions", "first_json_value", "iter_json_lines", "load_json", "prefetched", "read_head", "read_utf8"]
+__all__ = ["Importer", "ParseOptions", "first_json_value", "iter_json_lines", "load_json", "local_time_note", "local_zone", "prefetched", "read_head", "read_utf8", "to_utc"]
 
 
 class Importer(Protocol):
@@ -117,13 +119,15 @@ def _float_in_range(text: str) -> float:
 
 # a number that may be beyond a float: an exponent of 3 digits or more, or 309 digits before any point;
 # only a text holding one is read with the range check (a Python call per number, not json's C float)
-_MAYBE_OUT_OF_RANGE = {str: re.compile(r"[eE]\+?0*[1-9]\d\d|\d{309}"), bytes: re.compile(rb"[eE]\+?0*[1-9]\d\d|\d{309}")}
+_MAYBE_OUT_OF_RANGE = re.compile(r"[eE]\+?0*[1-9]\d\d|\d{309}")
+_MAYBE_OUT_OF_RANGE_BYTES = re.compile(rb"[eE]\+?0*[1-9]\d\d|\d{309}")
 
 
 def loads(text: str | bytes) -> object:
     """``json.loads`` with duplicate keys refused (raises DuplicateKey, a ValueError) and numbers
     beyond a 64-bit float refused (NumberOutOfRange, a ValueError)."""
-    if _MAYBE_OUT_OF_RANGE[type(text)].search(text):  # type: ignore[index, arg-type]
+    maybe = _MAYBE_OUT_OF_RANGE_BYTES.search(text) if isinstance(text, bytes) else _MAYBE_OUT_OF_RANGE.search(text)
+    if maybe:
         return json.loads(text, object_pairs_hook=unique_keys, parse_float=_float_in_range)
     return json.loads(text, object_pairs_hook=unique_keys)
 
@@ -213,6 +217,29 @@ def load_json(path: Path) -> object:
         if "integer string conversion" in str(exc) and (m := re.search(rb"\d{%d}" % sys.get_int_max_str_digits(), data)):
             where = f"line {data.count(NEWLINE, 0, m.start()) + 1}"
         raise ParseError(path, where, None, json_problem(exc)) from None
+
+
+def local_zone(path: Path, tz: str | None) -> ZoneInfo | None:
+    """The zone the user declared (``--time-zone``) for a sampler's host-local times, None if none."""
+    if not tz:
+        return None
+    try:
+        return ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ParseError(path, "option --time-zone", None, f"not an IANA time zone: {tz!r}") from None
+
+
+def to_utc(local: datetime, zone: ZoneInfo) -> datetime:
+    """A host-local time printed without a zone, in the zone the user declared, as naive UTC."""
+    return local.replace(tzinfo=zone).astimezone(UTC).replace(tzinfo=None)
+
+
+def local_time_note(tz: str | None) -> str:
+    """What a sampler's timestamps are, for its artefact's note (``UNCONFIRMED_ZONE`` when no zone was declared:
+    the read side then never places them in a run's UTC window)."""
+    if tz:
+        return f"host local wall-clock time converted to UTC; time zone declared by the user: {tz}"
+    return f"host local wall-clock time as printed; {UNCONFIRMED_ZONE} (local time of the host, no zone in the file)"
 
 
 def read_utf8(path: Path) -> str:
