@@ -97,7 +97,12 @@ def test_plots_say_what_unit_and_provenance_and_never_pool_batches(demo_report) 
     cdf = by_id["cdf-ttft-fx"]
     assert len(cdf.series) == 16 and all(s.y[-1] == 1.0 for s in cdf.series)
     # demo runs have no wall-clock start/end: the windows are not guessed, and the plot says so
-    assert by_id["hw-pwr-fx"].windows == [] and by_id["hw-pwr-fx"].missing[0].startswith("run windows not marked: 16 of 16 runs")
+    # and dmon's times are host-local of a zone nobody declared (issue 39: they were labelled UTC)
+    assert by_id["hw-pwr-fx"].windows == [] and by_id["hw-pwr-fx"].missing[0] == (
+        "run windows not marked: the samples' times are host-local of an unconfirmed time zone (import them with "
+        "--time-zone); and 16 of 16 runs have no wall-clock start and end (their files give none; request times on a "
+        "monotonic clock cannot be placed against dmon's wall clock, and are not guessed)")
+    assert by_id["hw-pwr-fx"].notes[0].endswith("(host local time as printed, time zone unconfirmed)")
     assert len(by_id["hw-pwr-fx"].series) == 16  # one line per card
     assert by_id["launch-timeline"].missing == ["h20-old #6 (failed): no timestamped line read from its log"]
 
@@ -215,3 +220,31 @@ def test_report_of_batches_whose_runs_have_no_records_renders(ledger_url: str, s
     assert cdf.missing[0] == f"run 1 Qwen2.5-Coder-7B-Instruct rate=1.0 c=inf 20260707-093920: n/a: {reason}"
     assert [r.values["total_tpm"].flag for r in data.runs] == ["reported"] * 3
     assert render_html(data).count(reason.replace("'", "&#39;")) == 3
+
+
+def test_every_samplers_cards_are_in_the_hardware_sections(ledger_url: str, samples: Path) -> None:
+    """The nvidia-smi CSV card was missing from the per-card table and the plots, whose captions said "dmon
+    samples" (issue 39): each sampler's cards are listed with their source, and each counter is plotted
+    with its sampler named; its times are host-local of an unconfirmed zone (no --time-zone), so said."""
+    from tests.clirun import run
+
+    run("import", "--db", ledger_url, "-q", "--batch", "hw", samples / "nvidia-smi", samples / "dmon")
+    with Ledger(ledger_url) as led:
+        data = build_report(led, ["hw"])
+    rows = [(c.card, c.source, round(c.values["power-mean"], 2), c.units["power-mean"]) for c in data.cards]
+    assert rows == [("artefact1:gpu0", "nvidia-smi-csv, artefact 1: power.draw, utilization.gpu, utilization.memory", 280.09, "W"),
+                    ("artefact2:gpu0", "nvidia-smi-dmon, artefact 2: mem, pwr, sm", 119.0, "W"),
+                    ("artefact2:gpu1", "nvidia-smi-dmon, artefact 2: mem, pwr, sm", 159.0, "W"),
+                    ("artefact2:gpu2", "nvidia-smi-dmon, artefact 2: mem, pwr, sm", 219.0, "W")]  # fmt: skip
+    by_id = {p.id: p for p in data.plots}
+    assert sorted(i for i in by_id if i.startswith("hw-")) == ["hw-power.draw-hw", "hw-pwr-hw", "hw-sm-hw", "hw-utilization.gpu-hw"]
+    smi = by_id["hw-power.draw-hw"]
+    assert smi.provenance == ("measured: nvidia-smi --query-gpu (CSV) samples of artefacts [1] (counter 'power.draw', "
+                              "unit as printed)")  # fmt: skip
+    assert [s.label for s in smi.series] == ["artefact1:gpu0"] and len(smi.series[0].x) == 2619
+    assert smi.notes == ["t = 0 is 2026-01-03 15:36:53.507000 (host local time as printed, time zone unconfirmed)"]
+    assert smi.x_label == "time (host local time as printed, time zone unconfirmed; s from the first sample)"
+    assert by_id["hw-pwr-hw"].series == [] and by_id["hw-pwr-hw"].missing[0].startswith("3 samples without a timestamp")
+    ev = data.evidence["ev-hw-hw-power-mean"].lines
+    assert ev[1] == ("  'power.draw' (nvidia-smi --query-gpu (CSV)): board power as the driver reports it (averaged over "
+                     "the driver's window on current drivers); not power.draw.instant (R14)")  # fmt: skip
