@@ -28,14 +28,23 @@ INTERRUPTED = "interrupted (Ctrl-C): nothing of the unfinished command was writt
 MAX_CELL = 80  # characters of one table cell; longer ones end in '…' (--json prints them whole)
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with what the command had kept by then (``ledger import`` commits file by file, group by group)."""
+
+
+def interrupt_of(exc: BaseException) -> bool:
+    """Ctrl-C: KeyboardInterrupt, DuckDB's InterruptException, or a ledger error it caused."""
+    return isinstance(exc, KeyboardInterrupt) or _interrupt(exc) or (exc.__cause__ is not None and _interrupt(exc.__cause__))
+
+
 class LedgerGroup(click.Group):
     """Turns the ledger's exceptions into one message and the documented exit code."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except KeyboardInterrupt:
-            click.echo(INTERRUPTED, err=True)
+        except KeyboardInterrupt as exc:
+            click.echo(str(exc) if isinstance(exc, Interrupted) else INTERRUPTED, err=True)
             ctx.exit(EXIT_INTERRUPTED)
         except Refused as exc:
             click.echo(f"refused ({exc.rule}): {exc.asked}\n  why: {exc.why}\n  instead: {exc.instead}", err=True)
