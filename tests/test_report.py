@@ -217,7 +217,7 @@ def test_report_of_batches_whose_runs_have_no_records_renders(ledger_url: str, s
     reason = NOT_FROM_RECORDS.format(flag="reported")
     cdf = next(p for p in data.plots if p.id == "cdf-ttft-vllm")
     assert cdf.series == [] and len(cdf.missing) == 3
-    assert cdf.missing[0] == f"run 1 Qwen2.5-Coder-7B-Instruct rate=1.0 c=inf 20260707-093920: n/a: {reason}"
+    assert cdf.missing[0] == f"run 1 Qwen2.5-Coder-7B-Instruct rate=1.0 c=inf: n/a: {reason}"
     assert [r.values["total_tpm"].flag for r in data.runs] == ["reported"] * 3
     assert render_html(data).count(reason.replace("'", "&#39;")) == 3
 
@@ -237,8 +237,9 @@ def test_every_samplers_cards_are_in_the_hardware_sections(ledger_url: str, samp
                     ("artefact2:gpu1", "nvidia-smi-dmon, artefact 2: mem, pwr, sm", 159.0, "W"),
                     ("artefact2:gpu2", "nvidia-smi-dmon, artefact 2: mem, pwr, sm", 219.0, "W")]  # fmt: skip
     by_id = {p.id: p for p in data.plots}
-    assert sorted(i for i in by_id if i.startswith("hw-")) == ["hw-power.draw-hw", "hw-pwr-hw", "hw-sm-hw", "hw-utilization.gpu-hw"]
-    smi = by_id["hw-power.draw-hw"]
+    assert sorted(i for i in by_id if i.startswith("hw-")) == ["hw-power.2e.draw-hw", "hw-pwr-hw", "hw-sm-hw",
+                                                               "hw-utilization.2e.gpu-hw"]  # ids: report.anchor
+    smi = by_id["hw-power.2e.draw-hw"]
     assert smi.provenance == ("measured: nvidia-smi --query-gpu (CSV) samples of artefacts [1] (counter 'power.draw', "
                               "unit as printed)")  # fmt: skip
     assert [s.label for s in smi.series] == ["artefact1:gpu0"] and len(smi.series[0].x) == 2619
