@@ -37,6 +37,12 @@ STATS_HEADER = ("Metric", "avg", "min", "max")  # then percentiles p1..p99 and s
 VALUE_HEADER = ("Metric", "Value")
 _LABEL = re.compile(r"^(?P<name>[^()]+?)\s*(?:\((?P<unit>[^()]*)\))?$")
 _STAT = re.compile(r"^(avg|min|max|std|p\d+(?:\.\d+)?)$")
+# columns of newer exporters (aiperf/common/constants.py STAT_KEYS: avg, min, max, sum, p1..p99, std; an empty
+# cell where a statistic is None), and the card columns before "Metric" of their GPU telemetry table
+NEWER_STATS = ("sum",)
+GPU_COLUMNS = (("Endpoint", "GPU_Index", "GPU_Name", "GPU_UUID"), ("Endpoint", "GPU_Index", "GPU_Name", "GPU_UUID", "Platform"))
+GPU_TRAILING = ("Hostname", "Namespace", "Pod Name")  # the telemetry table's optional columns after its statistics
+_COLUMN = re.compile(r"^[A-Za-z][A-Za-z0-9_.]{0,63}$")  # a statistic's column name a later version may add
 # AIPerf aggregate metrics whose tag is not their header in snake case (aiperf/metrics/types/*.py)
 TAGS = {
     "total_input_sequence_length": "total_isl",
@@ -85,39 +91,57 @@ class AiperfCsvImporter:
             raise ParseError(path, f"byte {exc.start}", None, "not UTF-8 text") from None
         found: list[Published] = []
         header: tuple[str, ...] | None = None
+        at = 0  # the column of "Metric": the GPU telemetry table names its card in the columns before it
         values: dict[str, str] = {}
+        unknown: dict[str, int] = {}  # statistic columns this importer does not know -> their first line
         for lineno, row in enumerate(_rows(path, text), start=1):
             cells = tuple(c.strip() for c in row)
             if not cells or cells == ("",):
                 header = None  # a blank line ends a table
                 continue
             if header is None:
-                if cells[:4] != STATS_HEADER and cells != VALUE_HEADER:
+                at = cells.index("Metric") if "Metric" in cells[:8] else -1
+                names = cells[at + 1 :]
+                if at < 0 or cells[:at] not in ((), *GPU_COLUMNS) or not names or (names != ("Value",) and names[:3] != STATS_HEADER[1:]):
                     raise ParseError(path, f"line {lineno}", "Metric",
                                      f"expected a table header 'Metric,avg,...' or 'Metric,Value', got {','.join(cells)[:60]!r}")
-                bad = [c for c in cells[1:] if c != "Value" and not _STAT.match(c)]
-                if bad:
-                    raise ParseError(path, f"line {lineno}", bad[0], f"unknown statistic column {bad[0]!r}")
+                for name in names:
+                    if name in ("Value", *NEWER_STATS) or _STAT.match(name) or (at and name in GPU_TRAILING):
+                        continue
+                    if not _COLUMN.match(name) or names.count(name) > 1:
+                        raise ParseError(path, f"line {lineno}", name or None, f"statistic column {name!r} is not a column name")
+                    unknown.setdefault(name, lineno)
                 header = cells
                 continue
             if len(cells) != len(header):
-                raise ParseError(path, f"line {lineno}", cells[0] or None,
+                raise ParseError(path, f"line {lineno}", cells[at] or None,
                                  f"{len(cells)} cells, the table header has {len(header)}")
-            label = _LABEL.match(cells[0])
+            label = _LABEL.match(cells[at])
             if label is None or not label["name"].strip():
-                raise ParseError(path, f"line {lineno}", "Metric", f"expected 'Header (unit)', got {cells[0]!r}")
+                raise ParseError(path, f"line {lineno}", "Metric", f"expected 'Header (unit)', got {cells[at]!r}")
             tag, unit = _tag(label["name"]), label["unit"]
-            for stat, cell in zip(header[1:], cells[1:], strict=True):
-                key = f"{tag}.{'avg' if stat == 'Value' else stat}"
-                where = f"line {lineno} {header[0]}={cells[0]!r} {stat}"
+            ids = [f"{h} {c}" for h, c in zip(header, cells, strict=True) if h in GPU_COLUMNS[1] + GPU_TRAILING and h != "Endpoint"]
+            card = f"gpu_telemetry[{cells[0]} {' '.join(ids)}]." if at else ""
+            for stat, cell in zip(header[at + 1 :], cells[at + 1 :], strict=True):
+                if at and stat in GPU_TRAILING:
+                    continue  # a card's host, namespace or pod: part of its key
+                key = f"{card}{tag}.{'avg' if stat == 'Value' else stat}"
+                where = f"line {lineno} {header[at]}={cells[at]!r} {stat}"
+                kind = kind_for_unit(tag, unit) if stat not in unknown else None
+                if cell == "":  # AIPerf prints an empty cell for a statistic it has no value of (None)
+                    found.append(Published(key=key, text="", unit=unit, quantity_kind=kind, locator=where, flag="n/a",
+                                           na_reason="the tool printed an empty cell (no value)"))  # fmt: skip
+                    continue
                 try:
                     Decimal(cell)
                 except InvalidOperation:
                     raise ParseError(path, f"line {lineno}", stat, f"expected a number, got {cell!r}") from None
-                p = published(key, cell, locator=where, unit=unit, kind=kind_for_unit(tag, unit))
+                note = f"statistic column {stat!r}: not known to this importer, kept as printed" if stat in unknown else None
+                p = published(key, cell, locator=where, unit=unit, kind=kind, note=note)
                 assert p is not None  # a number's text always gives a row
                 found.append(p)
-                values[key] = cell
+                if not at:
+                    values[key] = cell
         if not found:
             raise ParseError(path, None, None, "no metric rows")
         requests = _whole(values.get("request_count.avg"))
@@ -131,8 +155,14 @@ class AiperfCsvImporter:
             capture=Capture(fields=[], record_count=0, token_source="unknown", success_rule=SUCCESS_RULE),
             published=found,
         )  # fmt: skip
-        return ParsedArtefact(format=self.name, format_version=None, runs=[run],
-                              note="numbers printed with two decimals: rounded copies of the JSON export's statistics")
+        note = "numbers printed with two decimals: rounded copies of the JSON export's statistics"
+        notice = None
+        if unknown:
+            cols = ", ".join(f"{k!r} (line {v})" for k, v in unknown.items())
+            notice = (f"statistic column(s) {cols} not known to this importer (a newer AIPerf?): kept as reported "
+                      "values <metric>.<column> with the unit of their row, not checked")  # fmt: skip
+            note += f"; {notice}"
+        return ParsedArtefact(format=self.name, format_version=None, runs=[run], note=note, notice=notice)
 
 
 def _whole(text: str | None) -> int | None:

@@ -11,23 +11,33 @@ Parsing never touches the database and computes no metrics.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from decimal import Context, Decimal, Inexact, InvalidOperation
 from fractions import Fraction
 from pathlib import Path
 from typing import Protocol
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from bench_ledger.errors import ParseError
-from bench_ledger.records import ParsedArtefact, ParsedRun, ParseOptions, require_regular_file
+from bench_ledger.errors import ParseError, line_key
+from bench_ledger.records import (
+    DECLARED_ZONE,
+    UNCONFIRMED_ZONE,
+    ParsedArtefact,
+    ParsedRun,
+    ParseOptions,
+    require_regular_file,
+)
 
 SNIFF_BYTES = 64 * 1024
 NEWLINE = b"\n"
 
 
-__all__ = ["Importer", "ParseOptions", "first_json_value", "iter_json_lines", "load_json", "prefetched", "read_head"]
+__all__ = ["Importer", "ParseOptions", "first_json_value", "iter_json_lines", "load_json", "local_time_note", "local_zone", "prefetched", "read_head", "read_utf8", "to_utc"]
 
 
 class Importer(Protocol):
@@ -98,9 +108,47 @@ def unique_keys(pairs: list[tuple[str, object]]) -> dict:
     return obj
 
 
+class NumberOutOfRange(ValueError):
+    """A JSON number beyond a 64-bit float: Python's json reads ``1e400`` as infinity, which the file
+    does not say (a tool that means it writes ``Infinity``)."""
+
+    def __init__(self, literal: str) -> None:
+        super().__init__(literal)
+        self.literal = literal
+
+
+def _float_in_range(text: str) -> float:
+    value = float(text)
+    if math.isinf(value):
+        raise NumberOutOfRange(text)
+    return value
+
+
+# a number that may be beyond a float: an exponent of 3 digits or more, or 309 digits before any point;
+# only a text holding one is read with the range check (a Python call per number, not json's C float)
+_MAYBE_OUT_OF_RANGE = re.compile(r"[eE]\+?0*[1-9]\d\d|\d{309}")
+_MAYBE_OUT_OF_RANGE_BYTES = re.compile(rb"[eE]\+?0*[1-9]\d\d|\d{309}")
+
+
 def loads(text: str | bytes) -> object:
-    """``json.loads`` with duplicate keys refused (raises DuplicateKey, a ValueError)."""
+    """``json.loads`` with duplicate keys refused (raises DuplicateKey, a ValueError) and numbers
+    beyond a 64-bit float refused (NumberOutOfRange, a ValueError)."""
+    maybe = _MAYBE_OUT_OF_RANGE_BYTES.search(text) if isinstance(text, bytes) else _MAYBE_OUT_OF_RANGE.search(text)
+    if maybe:
+        return json.loads(text, object_pairs_hook=unique_keys, parse_float=_float_in_range)
     return json.loads(text, object_pairs_hook=unique_keys)
+
+
+def number_site(text: str | bytes, literal: str, first_line: int = 1) -> tuple[str, str | None]:
+    """Error path: where the first ``literal`` standing as a JSON number in ``text`` is ("line L column
+    C"), and the key it is the value of (or the key of the array holding it)."""
+    raw = text.decode("utf-8", errors="replace") if isinstance(text, bytes) else text
+    found = re.search(r"(?<![\w.+-])" + re.escape(literal) + r"(?![\w.])", raw)
+    pos = found.start() if found else 0
+    keys = list(re.finditer(r'"((?:[^"\\]|\\.)*)"\s*:', raw[max(0, pos - 65536) : pos]))
+    key = json.loads(f'"{keys[-1].group(1)}"') if keys else None
+    line = raw.count("\n", 0, pos) + first_line
+    return f"line {line} column {pos - raw.rfind(chr(10), 0, pos)}", key
 
 
 def _duplicate_line(text: str, key: str) -> int | None:
@@ -145,6 +193,8 @@ def json_problem(exc: Exception) -> str:
     """What a JSON reader's exception means, for a ParseError."""
     if isinstance(exc, DuplicateKey):
         return f"key {exc.key!r} appears twice in one object; refused (which value is meant is not known)"
+    if isinstance(exc, NumberOutOfRange):
+        return f"the number {exc.literal} is beyond the range of a 64-bit float (about ±1.8e308); refused"
     if isinstance(exc, RecursionError):
         return "nested too deeply to read (beyond Python's recursion limit)"
     if isinstance(exc, UnicodeDecodeError):
@@ -167,11 +217,49 @@ def load_json(path: Path) -> object:
     except DuplicateKey as exc:
         line = _duplicate_line(data.decode("utf-8"), exc.key)
         raise ParseError(path, f"line {line}" if line else None, exc.key, json_problem(exc)) from None
+    except NumberOutOfRange as exc:
+        raise ParseError(path, *number_site(data, exc.literal), json_problem(exc)) from None
     except (ValueError, RecursionError) as exc:
         where = None
         if "integer string conversion" in str(exc) and (m := re.search(rb"\d{%d}" % sys.get_int_max_str_digits(), data)):
             where = f"line {data.count(NEWLINE, 0, m.start()) + 1}"
         raise ParseError(path, where, None, json_problem(exc)) from None
+
+
+def local_zone(path: Path, tz: str | None) -> ZoneInfo | None:
+    """The zone the user declared (``--time-zone``) for a sampler's host-local times, None if none."""
+    if not tz:
+        return None
+    try:
+        return ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ParseError(path, "option --time-zone", None, f"not an IANA time zone: {tz!r}") from None
+
+
+def to_utc(local: datetime, zone: ZoneInfo) -> datetime:
+    """A host-local time printed without a zone, in the zone the user declared, as naive UTC."""
+    return local.replace(tzinfo=zone).astimezone(UTC).replace(tzinfo=None)
+
+
+def local_time_note(tz: str | None) -> str:
+    """What a sampler's timestamps are, for its artefact's note (``UNCONFIRMED_ZONE`` when no zone was declared:
+    the read side then never places them in a run's UTC window)."""
+    if tz:
+        return f"host local wall-clock time converted to UTC; {DECLARED_ZONE}{tz}"
+    return f"host local wall-clock time as printed; {UNCONFIRMED_ZONE} (local time of the host, no zone in the file)"
+
+
+def read_utf8(path: Path) -> str:
+    """A whole text file as UTF-8; a byte that is not names its line, column and the key of that line
+    (``key:`` of a YAML or log line), if it has one."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        start, end = data.rfind(NEWLINE, 0, exc.start) + 1, data.find(NEWLINE, exc.start)
+        line = data[start : len(data) if end < 0 else end].decode("utf-8", errors="replace")
+        where = f"line {data.count(NEWLINE, 0, exc.start) + 1} column {exc.start - start + 1}"
+        raise ParseError(path, where, line_key(line), f"not UTF-8 text (byte 0x{data[exc.start]:02x})") from None
 
 
 def iter_json_lines(path: Path):
@@ -187,6 +275,8 @@ def iter_json_lines(path: Path):
                 raise ParseError(path, f"line {lineno} column {exc.colno}", None, f"invalid JSON: {exc.msg}{cut}") from None
             except DuplicateKey as exc:
                 raise ParseError(path, f"line {lineno}", exc.key, json_problem(exc)) from None
+            except NumberOutOfRange as exc:
+                raise ParseError(path, *number_site(raw, exc.literal, lineno), json_problem(exc)) from None
             except (ValueError, RecursionError) as exc:
                 raise ParseError(path, f"line {lineno}", None, json_problem(exc)) from None
 

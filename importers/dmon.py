@@ -30,10 +30,11 @@ from datetime import datetime
 from operator import ne, or_
 from pathlib import Path
 from typing import Any, NoReturn
+from zoneinfo import ZoneInfo
 
 from bench_ledger.errors import ParseError
 from bench_ledger.gcpause import gc_paused
-from bench_ledger.importers.base import ParseOptions, refuse_cut_last_line
+from bench_ledger.importers.base import ParseOptions, local_time_note, local_zone, refuse_cut_last_line, to_utc
 from bench_ledger.records import ParsedArtefact, SampleColumns
 
 UNCONFIRMED = "unconfirmed"
@@ -97,8 +98,8 @@ class _Numbers(dict[bytes, "float | None"]):
 class _Reader:
     """Streams one file. Blocks of lines are split at C speed; only rare lines go through :meth:`_slow`."""
 
-    def __init__(self, path: Path, node: str | None) -> None:
-        self.path, self.node = path, node
+    def __init__(self, path: Path, node: str | None, zone: ZoneInfo | None = None) -> None:
+        self.path, self.node, self.zone = path, node, zone
         self.cols: _ColumnSet | None = None
         self.header_line = 0
         self.k = -1  # fields a data row must have; -1 until a names line is read
@@ -344,11 +345,13 @@ class _Reader:
         return ticks, stamps
 
     def _timestamp(self, d: bytes | None, t: bytes | None, lineno: int) -> datetime:
-        """``20240104`` + ``13:54:35`` -> naive datetime, the node's local time as printed."""
+        """``20240104`` + ``13:54:35`` -> naive datetime: the node's local time as printed, or in UTC when the
+        user declared the node's zone (dmon prints the host's local time and no zone)."""
         try:
             assert d is not None and t is not None and len(d) == 8
             hh, mm, ss = t.split(b":")
-            return datetime(int(d[:4]), int(d[4:6]), int(d[6:]), int(hh), int(mm), int(ss))
+            local = datetime(int(d[:4]), int(d[4:6]), int(d[6:]), int(hh), int(mm), int(ss))
+            return local if self.zone is None else to_utc(local, self.zone)
         except (AssertionError, ValueError, OverflowError):  # "13:54:2147483648": seconds past a C int
             text = f"{(d or b'').decode(errors='replace')} {(t or b'').decode(errors='replace')}"
             problem = f"not a YYYYMMDD HH:MM:SS time: {text!r}"
@@ -400,8 +403,8 @@ def _csv_options():  # built lazily: importing pyarrow.csv costs ~0.1 s
 
 
 class _WideReader:
-    def __init__(self, path: Path, node: str | None) -> None:
-        self.path, self.node = path, node
+    def __init__(self, path: Path, node: str | None, zone: ZoneInfo | None = None) -> None:
+        self.path, self.node, self.zone = path, node, zone
         self.names: tuple[str, ...] | None = None
         self.units: tuple[str, ...] | None = None
         self.header_line = 0
@@ -486,6 +489,10 @@ class _WideReader:
                 if pc.any(pc.not_equal(pc.utf8_length(date), 8)).as_py():
                     raise _Irregular
                 ts = pc.strptime(pc.binary_join_element_wise(date, tm, " "), format="%Y%m%d %H:%M:%S", unit="us")
+                if self.zone is not None:  # each distinct second converted once, as the line reader converts it
+                    seconds = pc.unique(ts)
+                    utc = pa.array([to_utc(t, self.zone) for t in seconds.to_pylist()], pa.timestamp("us"))
+                    ts = pc.take(utc, pc.index_in(ts, value_set=seconds))
                 values = {}
                 for nm in names:
                     if nm in _NOT_COUNTERS:
@@ -531,7 +538,7 @@ class _WideReader:
 
     def handoff(self) -> _Reader:
         """A line-by-line reader in the state this one reached."""
-        r = _Reader(self.path, self.node)
+        r = _Reader(self.path, self.node, self.zone)
         r.validated = True
         if self.names is not None:
             r._apply(list(self.names), self.header_line, list(self.units or ()))
@@ -540,9 +547,9 @@ class _WideReader:
         return r
 
 
-def _wide_chunks(path: Path, node: str | None) -> Iterator:
+def _wide_chunks(path: Path, node: str | None, zone: ZoneInfo | None = None) -> Iterator:
     """WideSamples per 16 MiB block; from the first irregular block on, the line-by-line reader."""
-    w = _WideReader(path, node)
+    w = _WideReader(path, node, zone)
     start = base = 0
     carry = b""
     with open(path, "rb") as fh:
@@ -593,13 +600,15 @@ class DmonImporter:
 
     def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
         refuse_cut_last_line(Path(path))  # dmon ends every line: a last line without one may be cut
+        zone = local_zone(Path(path), options.time_zone)
         return ParsedArtefact(
             format=self.name,
             format_version=None,
-            samples=_wide_chunks(Path(path), options.node),  # wide blocks; the line reader from an irregular one
+            samples=_wide_chunks(Path(path), options.node, zone),  # wide blocks; the line reader from an irregular one
             note=(
                 "units as printed by the units line, 'unconfirmed' where a header had none (R12); "
-                "ts only where both Date and Time columns were printed (-o DT), else None"
+                "ts only where both Date and Time columns were printed (-o DT), else None; "
+                f"Date and Time: {local_time_note(options.time_zone)}"
             ),
         )
 

@@ -30,14 +30,13 @@ dcgmi dmon (``dcgmi dmon -e 203,204,155,... -d <ms> [-c N]``):
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import head_text
-from bench_ledger.importers.base import refuse_cut_last_line
-from bench_ledger.records import DECLARED_ZONE, UNCONFIRMED_ZONE, ParsedArtefact, SampleColumns
+from bench_ledger.importers.base import local_time_note, local_zone, refuse_cut_last_line, to_utc
+from bench_ledger.records import ParsedArtefact, SampleColumns
 
 UNCONFIRMED = "unconfirmed"
 NO_VALUE = frozenset({"[N/A]", "[Not Supported]", "N/A", "[Unknown Error]", "[GPU is lost]", "[Insufficient Permissions]"})
@@ -95,12 +94,7 @@ class NvidiaSmiCsvImporter:
 
     def parse(self, path: Path, options) -> ParsedArtefact:
         tz = getattr(options, "time_zone", None)
-        zone_info = None
-        if tz:
-            try:
-                zone_info = ZoneInfo(tz)
-            except (ZoneInfoNotFoundError, ValueError):
-                raise ParseError(path, "option --time-zone", None, f"not an IANA time zone: {tz!r}") from None
+        zone_info = local_zone(path, tz)
         refuse_cut_last_line(path)  # nvidia-smi ends every CSV line: a last line without one may be cut
         try:
             lines = path.read_text(encoding="utf-8").splitlines()
@@ -142,7 +136,7 @@ class NvidiaSmiCsvImporter:
                 except ValueError:
                     raise ParseError(path, f"line {lineno}", "timestamp", f"not YYYY/MM/DD HH:MM:SS.mmm: {row['timestamp']!r}") from None
                 if zone_info is not None:
-                    ts = ts.replace(tzinfo=zone_info).astimezone(UTC).replace(tzinfo=None)
+                    ts = to_utc(ts, zone_info)
             if has_index:
                 try:
                     gpu = int(row["index"])
@@ -177,9 +171,7 @@ class NvidiaSmiCsvImporter:
                     seen_units[name].add(cell_unit)
                 out.add(lineno, gpu, tick, ts, name, float(m["num"]), unit or cell_unit or UNCONFIRMED)
         missing = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
-        when = (f"host local wall-clock time converted to UTC; {DECLARED_ZONE}{tz}" if tz else
-                f"host local wall-clock time as printed; {UNCONFIRMED_ZONE} (local time of the host, no zone in the file)")
-        note = (f"timestamps: {when}"
+        note = (f"timestamps: {local_time_note(tz)}"
                 + (f"; GPU name {', '.join(sorted(gpu_names))}" if gpu_names else "")
                 + (f"; no value: {missing}" if missing else "")
                 + ("" if has_index else "; no index column: every row is GPU 0"))  # fmt: skip

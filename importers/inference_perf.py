@@ -30,6 +30,7 @@ kept as chunk gaps only where no two tokens share a time.
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal
 from pathlib import Path
@@ -304,11 +305,19 @@ class InferencePerfPerRequestImporter:
         )  # fmt: skip
 
 
+def _time(path: Path, where: str, field: str, value: object) -> float | int:
+    """A time in seconds on the client's clock: a finite number (NaN or Infinity is no time)."""
+    t = number(path, where, field, value, optional=False)
+    if not math.isfinite(t):
+        raise ParseError(path, where, field, f"input should be a finite number, got {type(t).__name__} {t!r}")
+    return t
+
+
 def _request_row(path: Path, i: int, rec: Any) -> tuple[dict, int | None]:
     where = jpath(i)
     rec = mapping(path, where, None, rec)
-    start = number(path, where, "start_time", rec.get("start_time"), optional=False)
-    end = number(path, where, "end_time", rec.get("end_time"), optional=False)
+    start = _time(path, where, "start_time", rec.get("start_time"))
+    end = _time(path, where, "end_time", rec.get("end_time"))
     info = mapping(path, where, "info", rec.get("info"), optional=True)
     req_m = got if isinstance(got := info.get("request_metrics"), dict) else None
     resp_m = got if isinstance(got := info.get("response_metrics"), dict) else None
@@ -321,7 +330,7 @@ def _request_row(path: Path, i: int, rec: Any) -> tuple[dict, int | None]:
     loc = f"{where}.info.response_metrics" if resp_m is not None else f"{where}.info"
     out_tok = integer(path, loc, "output_tokens", src.get("output_tokens"))
     times = src.get("output_token_times")
-    times = [number(path, loc, "output_token_times", t, optional=False) for t in sequence(path, loc, "output_token_times", times, optional=True)]
+    times = [_time(path, loc, "output_token_times", t) for t in sequence(path, loc, "output_token_times", times, optional=True)]
     error = rec.get("error")
     ok = error is None
     stage = rec.get("stage_id")

@@ -14,6 +14,7 @@ from pathlib import Path
 import yaml
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import head_text
+from bench_ledger.importers.base import json_problem, read_utf8
 from bench_ledger.records import ParsedArtefact, Published
 
 _SECRET = re.compile(r"(token|api_key|apikey|password|secret|credential)", re.I)
@@ -32,11 +33,13 @@ class InferencePerfConfigImporter:
 
     def parse(self, path: Path, options) -> ParsedArtefact:
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = yaml.safe_load(read_utf8(path))
         except yaml.YAMLError as exc:
             mark = getattr(exc, "problem_mark", None)
             where = f"line {mark.line + 1}" if mark is not None else None
             raise ParseError(path, where, None, f"invalid YAML: {getattr(exc, 'problem', exc)}") from None
+        except RecursionError as exc:
+            raise ParseError(path, None, None, json_problem(exc)) from None
         if not isinstance(data, dict):
             raise ParseError(path, "line 1", None, "expected a YAML mapping")
         out: list[Published] = []

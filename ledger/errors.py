@@ -93,6 +93,14 @@ class ParseError(InputError):
         super().__init__(f"{place}: {what}{problem}")
 
 
+def line_key(line: str) -> str | None:
+    """The key a YAML (or ``key: value``) line opens, ``key:`` or ``- key:``: the field an error on that line names."""
+    import re
+
+    found = re.match(r"\s*(?:-\s+)?([^\s:#\[{][^:]*):", line)
+    return found.group(1).strip() if found else None
+
+
 class UnknownFormat(InputError):
     """No importer recognised a file."""
 

@@ -504,7 +504,8 @@ def write_artefacts(
         for f, art_id in zip(files, art_ids, strict=True):
             path, parsed = f.path, f.parsed
             result = ImportResult(artefact_id=art_id, sha256=f.sha, format=parsed.format,
-                                  created_batch=batch.name if created and batch is not None and not results else None)  # fmt: skip
+                                  created_batch=batch.name if created and batch is not None and not results else None,
+                                  notes=[f"{path.name}: {parsed.notice}"] if parsed.notice else [])  # fmt: skip
             results.append(result)
             one = _Art(art_id, path, result, held.setdefault(art_id, seal3.HeldRows()))
             seen = 0

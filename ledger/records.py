@@ -703,6 +703,7 @@ class ParsedArtefact:
     log_facts: list[LogFact] = field(default_factory=list)
     published: list[Published] = field(default_factory=list)
     note: str | None = None
+    notice: str | None = None  # what the import tells the user about the file (a `note:` line), e.g. columns kept unread
 
     def iter_runs(self) -> Iterator[ParsedRun]:
         """The runs, with ``idx`` made the record's position in the *artefact*.

@@ -170,6 +170,9 @@ class Status:
     guard_problems: list[str]  # missing or disabled PostgreSQL triggers (ledger.guards.trigger_problems)
 
 
+URL_DRIVERS = ("duckdb", "postgresql", "postgresql+psycopg")  # a URL's scheme: the drivers the package installs
+
+
 def check_url(url: str) -> sa.engine.URL:
     """Parse a ledger URL; :class:`BadURL` for another database or a DuckDB setting not allowed."""
     try:
@@ -180,6 +183,10 @@ def check_url(url: str) -> sa.engine.URL:
     if backend not in ("duckdb", "postgresql"):
         raise BadURL(f"--db / $LEDGER_DB: unsupported database {backend!r} in {parsed.render_as_string(hide_password=True)}: "
                      "use duckdb:///FILE or postgresql+psycopg://USER@HOST/DB")  # fmt: skip
+    if parsed.drivername not in URL_DRIVERS:  # the driver is imported when the engine is made: refused before
+        raise BadURL(f"--db / $LEDGER_DB: driver {parsed.drivername.partition('+')[2]!r} in "
+                     f"{parsed.render_as_string(hide_password=True)} is not supported: the ledger uses DuckDB's "
+                     "(duckdb:///FILE) and PostgreSQL's psycopg 3 (postgresql+psycopg://USER@HOST/DB, or postgresql://)")  # fmt: skip
     refused = sorted(k for k in parsed.query if k not in DUCKDB_URL_SETTINGS) if backend == "duckdb" else []
     if refused:
         raise BadURL(f"--db / $LEDGER_DB: DuckDB setting(s) {', '.join(refused)} not allowed in a ledger URL; "

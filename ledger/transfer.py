@@ -215,27 +215,51 @@ def read_export(folder: Path) -> tuple[dict[str, Any], dict[str, pa.Table]]:
         readme = json.loads(readme_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(f"{readme_path}: cannot read the export's README.json: {exc}") from None
-    if readme.get("format") != FORMAT:
-        raise InputError(f"{readme_path}: format {readme.get('format')!r} is not {FORMAT!r}")
+    if not isinstance(readme, dict) or readme.get("format") != FORMAT:
+        got = readme.get("format") if isinstance(readme, dict) else readme
+        raise InputError(f"{readme_path}: format {got!r} is not {FORMAT!r}")
+    listed = readme.get("tables") or {}
+    if not isinstance(listed, dict):
+        raise InputError(f"{readme_path}: tables: expected an object of table entries")
     tables: dict[str, pa.Table] = {}
     for name in (*ALL_TABLES, *SEAL_TABLES):
-        entry = (readme.get("tables") or {}).get(name)
+        entry = listed.get(name)
         if entry is None and name in s3.OPTIONAL_TABLES:  # an export made before the table existed has none
             tables[name] = schema_of(name).empty_table()
             continue
         if entry is None:
             raise InputError(f"{readme_path}: tables.{name}: missing")
-        path = folder / entry["parquet"]
-        if not path.is_file():
-            raise InputError(f"{path}: missing (README.json lists it)")
+        path = _listed_file(folder, readme_path, name, entry)
         if _sha256(path) != entry["sha256"]:
             raise IntegrityError(f"{path}: sha256 differs from README.json's {entry['sha256'][:16]}…: the file changed")
-        data = pq.read_table(path)
-        want = schema_of(name)
-        if data.schema.names != want.names:
-            raise InputError(f"{path}: columns {data.schema.names} are not this schema's {want.names}")
-        tables[name] = data.cast(want)
+        try:
+            data = pq.read_table(path)
+            want = schema_of(name)
+            if data.schema.names != want.names:
+                raise InputError(f"{path}: columns {data.schema.names} are not this schema's {want.names}")
+            tables[name] = data.cast(want)
+        except (pa.ArrowException, OSError) as exc:  # a file whose sha256 README.json names but is no Parquet of the table
+            first = (str(exc).splitlines() or [type(exc).__name__])[0]
+            raise InputError(f"{path}: not a Parquet file of table {name!r} ({first})") from None
     return readme, tables
+
+
+def _listed_file(folder: Path, readme_path: Path, name: str, entry: object) -> Path:
+    """The file README.json lists for a table: a plain file name in the export folder, never a path out of
+    it (``../x``, ``/etc/x``, a link to elsewhere), with its sha256."""
+    where = f"{readme_path}: tables.{name}"
+    if not isinstance(entry, dict) or not isinstance(entry.get("parquet"), str) or not isinstance(entry.get("sha256"), str):
+        raise InputError(f"{where}: expected an object with 'parquet' (a file name) and 'sha256'")
+    file = entry["parquet"]
+    if file in ("", ".", "..") or Path(file).name != file or "\\" in file or Path(file).is_absolute():
+        raise InputError(f"{where}.parquet: {file!r} is not a file name in the export folder; refused (an export "
+                         "names its own files only)")  # fmt: skip
+    path = folder / file
+    if not path.is_file():
+        raise InputError(f"{path}: missing (README.json lists it)")
+    if path.is_symlink() or path.resolve().parent != folder.resolve():
+        raise InputError(f"{where}.parquet: {path} is a link out of the export folder; refused")
+    return path
 
 
 def _load(conn: sa.Connection, backend: str, tables: dict[str, pa.Table], *, closed: bool) -> None:

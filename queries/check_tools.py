@@ -466,12 +466,26 @@ def _llmperf_text(key: str, text: str, rec: Records) -> tuple[bool, str]:
     for r in rec.failed:
         code = str(r.get("error") or "").split(":", 1)[0].strip() or "?"
         counts[code] = counts.get(code, 0) + 1
-    printed: dict[str, int] = {}
-    for m in _LLMPERF_CODES.finditer(text):  # "{429: 3}", "{'429': 3}" or numpy's "{np.int64(429): np.int64(3)}"
-        printed[m["code"].strip()] = printed.get(m["code"].strip(), 0) + int(m["n"])
+    printed: dict[Fraction | str, int] = {}
+    # "{429: 3}", "{'429': 3}", numpy's "{np.int64(429): np.int64(3)}", or "{429.0: 3}": pandas keeps the
+    # codes of a column with nulls as floats, and llmperf prints str(dict(value_counts())) of them
+    for m in _LLMPERF_CODES.finditer(text):
+        printed[_code(m["code"])] = printed.get(_code(m["code"]), 0) + int(m["n"])
     if not counts:
         return text.strip() == "{}", "no record has an error_code: llmperf prints {}"
-    return printed == counts, "error codes counted over the records: " + ", ".join(f"{k} x{v}" for k, v in counts.items())
+    numeric: dict[Fraction | str, int] = {}
+    for code, n in counts.items():
+        numeric[_code(code)] = numeric.get(_code(code), 0) + n
+    return printed == numeric, "error codes counted over the records: " + ", ".join(f"{k} x{v}" for k, v in counts.items())
+
+
+def _code(text: str) -> Fraction | str:
+    """An error code compared as a number where it is one (429, '429' and 429.0 are one code)."""
+    text = text.strip()
+    try:
+        return Fraction(text)
+    except (ValueError, ZeroDivisionError):
+        return text
 
 
 LLMPERF = ToolCheck(

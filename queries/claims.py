@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Annotated, Any, Literal, Union
 
 import yaml
-from bench_ledger.errors import InputError, close_names
+from bench_ledger.errors import InputError, ParseError, close_names, line_key
 from bench_ledger.kinds import KINDS
 from bench_ledger.queries.values import FACTORS, Scope
 from pydantic import (
@@ -500,6 +500,9 @@ def problem_at(node: Any, raw: Any, loc: tuple, message: str) -> Problem:
     return Problem(line_of(node, loc), claim, field_path(rest) or None, message)
 
 
+NESTED_TOO_DEEPLY = "nested too deeply to read (beyond Python's recursion limit)"
+
+
 def _compose_and_load(text: str) -> tuple[Any, Any]:
     """The YAML's node tree (for line numbers) and its data, parsed once: what ``yaml.compose`` and
     ``yaml.safe_load`` give, the data constructed from the same nodes (the file was parsed twice).
@@ -507,14 +510,22 @@ def _compose_and_load(text: str) -> tuple[Any, Any]:
     Parsed by libyaml where PyYAML has it (``CSafeLoader``: the same nodes and marks, the same safe
     constructor; the case study's claims file 0.11 -> 0.02 s); a file it refuses is parsed again by
     the pure-Python loader, whose error message (or data) is the one reported."""
+    refused: yaml.YAMLError | None = None
     for loader_class in dict.fromkeys((getattr(yaml, "CSafeLoader", yaml.SafeLoader), yaml.SafeLoader)):
         loader = loader_class(text)
         try:
             node = loader.get_single_node()
             return node, (loader.construct_document(node) if node is not None else None)
-        except yaml.YAMLError:
+        except yaml.YAMLError as exc:
             if loader_class is yaml.SafeLoader:
                 raise
+            refused = exc
+        except RecursionError:
+            # the pure-Python composer recurses per level; libyaml refused the file first, saying where
+            # nesting passed its limit: that is the answer
+            if refused is not None:
+                raise refused from None
+            raise yaml.MarkedYAMLError(problem=NESTED_TOO_DEEPLY, problem_mark=loader.get_mark()) from None
         finally:
             loader.dispose()
     raise AssertionError("unreachable")  # pragma: no cover
@@ -529,6 +540,13 @@ def load_claims(path: str | Path) -> ClaimsFile:
     try:
         text = path.read_text(encoding="utf-8")
         node, data = _compose_and_load(text)
+    except yaml.MarkedYAMLError as exc:
+        if exc.problem_mark is None:
+            raise InputError(f"{path}: cannot read claims file: {exc}") from None
+        line = exc.problem_mark.line
+        raise ParseError(path, f"line {line + 1} column {exc.problem_mark.column + 1}",
+                         line_key(text.split("\n", line + 1)[line]),
+                         f"{exc.problem}" + (f" ({exc.context})" if exc.context else "")) from None  # fmt: skip
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise InputError(f"{path}: cannot read claims file: {exc}") from None
     problems: list[Problem] = []

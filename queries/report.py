@@ -50,10 +50,20 @@ RUN_COLUMNS: tuple[tuple[str, str, str], ...] = (
 MARKERS = {"derived": "d", "reported": "r", "estimated": "e", "measured": "m"}
 MARKER_LEGEND = ("d = derived here from the captured records; r = the tool's own figure, or computed from one (reported: the weakest input decides); "
                  "e = estimated; m = measured; n/a[k] = not available, reason in footnote k")  # fmt: skip
+# why a run's figure is in the run table but not on a distribution drawn from its per-request records
+NOT_FROM_RECORDS = (
+    "the run's figure is the tool's own ({flag}), not derived here from per-request records; "
+    "it is in the run table, marked, and has no distribution to draw"
+)
 POWER_STATS = ("power_sum_of_card_means_w", "power_peak_of_sum_w", "power_sum_of_card_peaks_w")
-CARD_STATS = (("power_w_mean", "power mean W"), ("power_w_max", "power max W"),
-              ("gpu_activity_time_pct_mean", "GPU activity time mean %"),
-              ("memory_busy_pct_mean", "memory busy mean %"))  # fmt: skip
+# the per-card columns: (quantity kind, statistic, heading); each sampler's counter of that kind fills it
+# (dmon pwr / sm / mem, nvidia-smi power.draw / utilization.gpu / utilization.memory, dcgmi POWER / GPUTL / MCUTL)
+CARD_STATS = (("power", "mean", "power mean"), ("power", "max", "power max"),
+              ("activity_time_percent", "mean", "GPU activity time mean"),
+              ("memory_busy_percent", "mean", "memory busy mean"))  # fmt: skip
+PLOTTED_KINDS = ("power", "activity_time_percent")  # a plot over time per counter of these kinds
+SAMPLERS = {"nvidia-smi-dmon": "nvidia-smi dmon", "nvidia-smi-csv": "nvidia-smi --query-gpu (CSV)",
+            "dcgmi-dmon": "dcgmi dmon"}  # fmt: skip
 
 
 def figure(v: MetricValue, fmt: str, notes: dict[str, int]) -> str:
@@ -106,11 +116,18 @@ class LaunchRow:
 
 @dataclass
 class CardRow:
-    """One card's statistics, as the per-card metric lists them (evidence: ``ev-hw-BATCH-METRIC``)."""
+    """One card's statistics from one sampler's file (evidence: ``ev-hw-BATCH-KIND-STAT``): ``values`` and
+    ``units`` keyed by ``card_column(kind, stat)``; ``source`` names the file's format and counters."""
 
     batch: str
     card: str
     values: dict[str, float | None]
+    source: str = ""
+    units: dict[str, str] = field(default_factory=dict)
+
+
+def card_column(kind: str, stat: str) -> str:
+    return f"{kind}-{stat}"
 
 
 @dataclass
@@ -328,16 +345,50 @@ def _hardware(ledger: Ledger, data: ReportData) -> None:
         for s, mv in data.power[b].items():
             eid = anchor("ev-hw", b, s)
             data.evidence[eid] = Evidence(eid, f"{s}, batch {b}", _hw_lines(ledger, mv, s, b))
-        per: dict[str, dict[str, float | None]] = defaultdict(dict)
-        for name, _ in CARD_STATS:
-            # a per-card statistic over several cards is n/a and lists each card's own figure
-            mv = evaluate(ledger, name, scope)
-            cards: dict[Any, Any] | None = mv.inputs.get("per_card") if mv.value is None else {mv.inputs.get("card"): float(mv.value)}
-            eid = anchor("ev-hw", b, name)
-            data.evidence[eid] = Evidence(eid, f"{name} per card, batch {b}", _hw_lines(ledger, mv, name, b))
-            for card, value in (cards or {}).items():
-                per[card][name] = value
-        data.cards += [CardRow(b, card, per[card]) for card in sorted(per, key=_card_key)]
+        data.cards += _card_rows(ledger, data, b)
+
+
+def _card_rows(ledger: Ledger, data: ReportData, batch: str) -> list[CardRow]:
+    """One row per card and sampler file: each card's own statistics of every sampler's counters (never
+    pooled across cards, R13/R14); a file with two counters of one kind (power.draw, power.draw.instant)
+    gives a row per counter, since they are different quantities (R14)."""
+    from bench_ledger.counters import meaning_of
+    from bench_ledger.queries.captured import hardware_view
+
+    kinds = {k for k, _, _ in CARD_STATS}
+    by: dict[tuple[str, int], dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for c in hardware_view(ledger, batch).cards:
+        if c.quantity_kind in kinds:
+            by[(c.card, c.artefact)][c.quantity_kind].append(c)
+    rows: list[CardRow] = []
+    lines: dict[str, list[str]] = defaultdict(list)
+    meanings: dict[str, list[str]] = defaultdict(list)
+    for (card, art), counters in sorted(by.items(), key=lambda kv: (_card_key(kv[0][0]), kv[0][1])):
+        for i in range(max(len(v) for v in counters.values())):
+            chosen = {k: v[i] for k, v in counters.items() if i < len(v)}
+            fmt = next(iter(chosen.values())).format
+            row = CardRow(batch, card, {}, f"{fmt}, artefact {art}: " + ", ".join(sorted({x.counter for x in chosen.values()})))
+            for kind, stat, _ in CARD_STATS:
+                if kind not in chosen:
+                    continue
+                c = chosen[kind]
+                col = card_column(kind, stat)
+                row.values[col], row.units[col] = (c.mean if stat == "mean" else c.max), c.unit
+                exact = f" (exact mean {c.exact_mean})" if stat == "mean" and c.exact_mean else ""
+                lines[col].append(f"  card {card}: {row.values[col]} {c.unit}{exact} of counter {c.counter!r} over {c.values} "
+                                  f"values of {c.samples} samples; artefact {art} [{fmt}] lines {c.lines}")  # fmt: skip
+                meaning = f"  {c.counter!r} ({SAMPLERS.get(fmt, fmt)}): {meaning_of(c.counter) or 'no meaning recorded'}"
+                if meaning not in meanings[col]:
+                    meanings[col].append(meaning)
+            rows.append(row)
+    for kind, stat, heading in CARD_STATS:
+        eid = anchor("ev-hw", batch, card_column(kind, stat))
+        head = [f"{heading}, batch {batch}: the {stat} of each card's own samples of one counter of kind {kind!r}, in "
+                "its unit as printed; cards are never pooled (R13, R14); counters:"]  # fmt: skip
+        col = card_column(kind, stat)
+        data.evidence[eid] = Evidence(eid, f"{heading} per card, batch {batch}",
+                                      head + meanings[col] + (lines[col] or ["  none sampled"]))  # fmt: skip
+    return rows
 
 
 def _card_key(card: str) -> tuple:
@@ -378,6 +429,9 @@ def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
                 if mv.value is None:
                     plot.missing.append(f"run {r.run_id} {r.label}: n/a: {mv.na_reason}")
                     continue
+                if mv.flag != "derived":
+                    plot.missing.append(f"run {r.run_id} {r.label}: n/a: {NOT_FROM_RECORDS.format(flag=mv.flag)}")
+                    continue
                 xs = distribution_values(ledger, metric, mv.run_ids)
                 n = len(xs)
                 plot.series.append(Series(f"{r.label}", b, xs, [(i + 1) / n for i in range(n)],
@@ -387,7 +441,8 @@ def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
         plot = Plot(anchor("tpm", metric), f"{what} against concurrency, per input tier",
                     f"{what} of each run (60 x tokens / the run's common wall clock, R3) against its concurrency; "
                     "one panel per input target, one series per batch and output cap (batches never pooled, R2)",
-                    "tokens/min", "derived here from the per-request records of each run",
+                    "tokens/min", "derived here from the per-request records of each run; a series marked "
+                    "'reported' is computed from the tool's own figures (its duration or throughput, R15)",
                     any(b in syn for b in data.batches), "tpm", x_label="concurrency", y_label=f"{what} (tokens/min)")  # fmt: skip
         groups: dict[tuple, list[RunMetrics]] = defaultdict(list)
         for r in rows:
@@ -396,10 +451,12 @@ def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
                 why = mv.na_reason if mv.value is None else "no concurrency declared"
                 plot.missing.append(f"run {r.run_id} {r.label} (batch {r.batch}): n/a: {why}")
                 continue
-            groups[(r.input_target_tokens, r.batch, r.output_cap_tokens)].append(r)
-        for (tier, b, cap), rs in sorted(groups.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1], kv[0][2] or 0)):
+            groups[(r.input_target_tokens, r.batch, r.output_cap_tokens, mv.flag)].append(r)
+        order = sorted(groups.items(), key=lambda kv: (kv[0][0] or 0, kv[0][1], kv[0][2] or 0, kv[0][3]))
+        for (tier, b, cap, flag), rs in order:
             rs.sort(key=lambda r: r.concurrency or 0)
-            plot.series.append(Series(f"batch {b}, out cap {cap if cap is not None else '?'}", b,
+            mark = "" if flag == "derived" else f" ({flag}: the tool's figures)"
+            plot.series.append(Series(f"batch {b}, out cap {cap if cap is not None else '?'}{mark}", b,
                                       [float(r.concurrency or 0) for r in rs], [float(r.values[metric].value or 0) for r in rs],
                                       group=_tier(tier)))  # fmt: skip
         data.plots.append(plot)
@@ -414,7 +471,8 @@ def _tier(tokens: int | None) -> str:
 
 
 def _hardware_plots(ledger: Ledger, data: ReportData) -> None:
-    from bench_ledger.counters import DMON
+    from bench_ledger.counters import kind_of, meaning_of
+    from bench_ledger.records import UNCONFIRMED_ZONE
 
     for b in data.batches:
         with ledger.connection() as conn:
@@ -422,39 +480,61 @@ def _hardware_plots(ledger: Ledger, data: ReportData) -> None:
             if not arts:
                 continue
             windows, why = _run_windows(conn, b)
-            for counter in ("pwr", "sm"):
-                unit = DMON[counter].unit or "unit n/a"
-                what = "power draw" if counter == "pwr" else "GPU activity time (dmon sm: share of time a kernel ran; not SM occupancy or MFU, R13)"
+            files = {a.id: a for a in conn.execute(sa.select(A.c.id, A.c.format, A.c.note).where(A.c.id.in_(arts)))}
+            counters = [r[0] for r in conn.execute(sa.select(HS.c.counter).distinct().where(HS.c.artefact_id.in_(arts))
+                                                   .order_by(HS.c.counter))]  # fmt: skip
+            for counter in sorted((c for c in counters if kind_of(c) in PLOTTED_KINDS), key=lambda c: (PLOTTED_KINDS.index(kind_of(c)), c)):
+                power = kind_of(counter) == "power"
                 rows = conn.execute(sa.select(HS.c.node, HS.c.gpu, HS.c.artefact_id, HS.c.ts, HS.c.value, HS.c.unit)
                                     .where(HS.c.artefact_id.in_(arts), HS.c.counter == counter)
                                     .order_by(HS.c.node, HS.c.gpu, HS.c.ts, HS.c.tick)).all()  # fmt: skip
-                units = sorted({r.unit for r in rows})
-                plot = Plot(anchor("hw", counter, b), f"{'Power' if counter == 'pwr' else 'GPU activity time'} per card over time, batch {b}",
-                            f"{what} of each card as sampled by nvidia-smi dmon, one line per card",
-                            "/".join(units) or unit, f"measured: dmon samples of artefacts {arts} (column {counter!r}, unit as printed)",
-                            b in data.synthetic_batches, "timeseries", x_label="time (UTC, s from the first sample)",
-                            y_label=f"{counter} ({'/'.join(units) or unit})")  # fmt: skip
-                untimed = [r for r in rows if r.ts is None]
-                if untimed:
-                    plot.missing.append(f"{len(untimed)} samples without a timestamp (dmon without -o DT): not placed in time")
-                timed = [r for r in rows if r.ts is not None and r.value is not None]
-                if not timed:
-                    continue
-                t0 = min(r.ts for r in timed)
-                per: dict[str, Series] = {}
-                for r in timed:
-                    card = f"{r.node}:gpu{r.gpu}" if r.node else f"artefact{r.artefact_id}:gpu{r.gpu}"
-                    s = per.setdefault(card, Series(card, b, [], [], group=r.node or ""))
-                    s.x.append((r.ts - t0).total_seconds())
-                    s.y.append(float(r.value))
-                plot.series = [per[c] for c in sorted(per, key=_card_key)]
-                plot.notes.append(f"t = 0 is {t0.isoformat(sep=' ')} UTC")
-                plot.windows = [(label, (s - t0).total_seconds(), (e - t0).total_seconds()) for label, s, e in windows]
-                if plot.windows:
-                    plot.notes.append("shaded: each run's wall-clock window, labelled with the run")
-                if why:
-                    plot.missing.append(f"run windows not marked: {why}")
-                data.plots.append(plot)
+                mine = sorted({r.artefact_id for r in rows})
+                samplers = ", ".join(sorted({SAMPLERS.get(files[a].format, files[a].format) for a in mine}))
+                local = {a for a in mine if UNCONFIRMED_ZONE in (files[a].note or "")}
+                # host-local times of an unknown zone and UTC times are two clocks: never one axis
+                for part, zoned in ((sorted(set(mine) - local), True), (sorted(local), False)):
+                    if part:
+                        _hardware_plot(data, b, counter, power, [r for r in rows if r.artefact_id in part], part,
+                                       samplers, meaning_of(counter), zoned, windows, why,
+                                       "" if zoned or len(part) == len(mine) else "-local")  # fmt: skip
+
+
+def _hardware_plot(data: ReportData, b: str, counter: str, power: bool, rows: list, arts: list[int], samplers: str,
+                   meaning: str | None, zoned: bool, windows: list, why: str | None, suffix: str) -> None:  # fmt: skip
+    """One counter's samples per card over time; ``zoned``: their times are UTC (else host-local, zone unconfirmed)."""
+    units = sorted({r.unit for r in rows})
+    clock = "UTC" if zoned else "host local time as printed, time zone unconfirmed"
+    plot = Plot(anchor("hw", counter, b) + suffix, f"{'Power' if power else 'GPU activity time'} per card over time ({counter}), batch {b}",
+                f"{meaning or counter} of each card as sampled by {samplers}, one line per card",
+                "/".join(units) or "unit n/a", f"measured: {samplers} samples of artefacts {arts} (counter {counter!r}, unit as printed)",
+                b in data.synthetic_batches, "timeseries", x_label=f"time ({clock}; s from the first sample)",
+                y_label=f"{counter} ({'/'.join(units) or 'unit n/a'})")  # fmt: skip
+    untimed = [r for r in rows if r.ts is None]
+    if untimed:
+        plot.missing.append(f"{len(untimed)} samples without a timestamp (the sampler printed none: dmon without -o DT, "
+                            "dcgmi dmon without --start and --interval): not placed in time")  # fmt: skip
+    timed = [r for r in rows if r.ts is not None and r.value is not None]
+    data.plots.append(plot)
+    if not timed:
+        return
+    t0 = min(r.ts for r in timed)
+    per: dict[str, Series] = {}
+    for r in timed:
+        card = f"{r.node}:gpu{r.gpu}" if r.node else f"artefact{r.artefact_id}:gpu{r.gpu}"
+        s = per.setdefault(card, Series(card, b, [], [], group=r.node or ""))
+        s.x.append((r.ts - t0).total_seconds())
+        s.y.append(float(r.value))
+    plot.series = [per[c] for c in sorted(per, key=_card_key)]
+    plot.notes.append(f"t = 0 is {t0.isoformat(sep=' ')} {'UTC' if zoned else '(' + clock + ')'}")
+    if not zoned:
+        why = ("the samples' times are host-local of an unconfirmed time zone (import them with --time-zone)"
+               + (f"; and {why}" if why else ""))  # fmt: skip
+    else:
+        plot.windows = [(label, (s - t0).total_seconds(), (e - t0).total_seconds()) for label, s, e in windows]
+    if plot.windows:
+        plot.notes.append("shaded: each run's wall-clock window, labelled with the run")
+    if why:
+        plot.missing.append(f"run windows not marked: {why}")
 
 
 def _run_windows(conn: sa.Connection, batch: str) -> tuple[list[tuple[str, datetime, datetime]], str | None]:

@@ -26,10 +26,16 @@ from bench_ledger.queries.report import (
     Plot,
     ReportData,
     anchor,
+    card_column,
     evidence_id,
     figure,
 )
 
+CARD_LEGEND = ("each card's own samples of one counter of the sampler named in 'source', unit as printed; GPU "
+               "activity time is dmon `sm` / nvidia-smi `utilization.gpu` / dcgmi `GPUTL`, the share of time a kernel "
+               "ran, not SM occupancy, tensor utilisation or MFU; memory busy is dmon `mem` / `utilization.memory` / "
+               "`MCUTL`, memory-controller busy time, not bandwidth utilisation (R13); power counters are never "
+               "combined (R14)")
 SYNTHETIC_NOTE = "SYNTHETIC data: generated, not measured on real hardware"
 OUTCOME_COLOURS = {"ready": "#2a9d3f", "failed": "#c0392b", "unknown": "#7f8c8d"}
 
@@ -65,10 +71,16 @@ def hardware_rows(data: ReportData) -> tuple[list[dict], list[dict], dict[str, i
     for b, stats in data.power.items():
         power.append({"batch": b, "cells": [{"text": figure(stats[s], ",.1f", notes), "ev": anchor("ev-hw", b, s)}
                                             for s in POWER_STATS]})  # fmt: skip
-    cards = [{"batch": c.batch, "card": c.card,
-              "cells": [{"text": _num(c.values.get(name)) + ("" if c.values.get(name) is None else " d"),
-                         "ev": anchor("ev-hw", c.batch, name)} for name, _ in CARD_STATS]} for c in data.cards]  # fmt: skip
+    cards = [{"batch": c.batch, "card": c.card, "source": c.source,
+              "cells": [{"text": _card_cell(c, card_column(kind, stat)), "ev": anchor("ev-hw", c.batch, card_column(kind, stat))}
+                        for kind, stat, _ in CARD_STATS]} for c in data.cards]  # fmt: skip
     return power, cards, notes
+
+
+def _card_cell(c, col: str) -> str:
+    """A card's figure with its unit as printed and the derived marker; n/a where its file has no such counter."""
+    value = c.values.get(col)
+    return "n/a" if value is None else f"{_num(value)} {c.units[col]} d"
 
 
 def launch_rows(data: ReportData) -> tuple[list[dict], dict[str, int]]:
@@ -284,9 +296,9 @@ def render_html(data: ReportData) -> str:
     plots = [dict(zip(("p", "svg", "keys"), (p, *render_plot(p)), strict=True)) for p in data.plots]
     return template.render(
         d=data, runs=runs, run_notes=run_notes, columns=[h for _, h, _ in RUN_COLUMNS], legend=MARKER_LEGEND,
-        power=power, power_heads=POWER_STATS, cards=cards, card_heads=[h for _, h in CARD_STATS], hw_notes=hw_notes,
+        power=power, power_heads=POWER_STATS, cards=cards, card_heads=[h for _, _, h in CARD_STATS], hw_notes=hw_notes,
         launches=launches, launch_notes=launch_notes, plots=plots, verdicts=[v for v in VERDICTS if v in data.audit],
-        synthetic_note=SYNTHETIC_NOTE,
+        synthetic_note=SYNTHETIC_NOTE, card_legend=CARD_LEGEND,
     )  # fmt: skip
 
 
@@ -360,9 +372,9 @@ def render_markdown(data: ReportData) -> str:
         out += ["## Hardware statistics", "", "Three different power statistics (R14), per batch:", ""]
         out += _md_table(["batch", *POWER_STATS], [[p["batch"], *[_md_notes(c["text"], hnotes, "h") for c in p["cells"]]]
                                                    for p in power])  # fmt: skip
-        out += ["", "Per card (GPU activity time is dmon `sm`: share of time a kernel ran, not SM occupancy or MFU, R13):", ""]
-        out += _md_table(["batch", "card", *[h for _, h in CARD_STATS]],
-                         [[c["batch"], c["card"], *[x["text"] for x in c["cells"]]] for c in cards])  # fmt: skip
+        out += ["", f"Per card and sampler file ({CARD_LEGEND}):", ""]
+        out += _md_table(["batch", "card", "source", *[h for _, _, h in CARD_STATS]],
+                         [[c["batch"], c["card"], c["source"], *[x["text"] for x in c["cells"]]] for c in cards])  # fmt: skip
         out.append("")
     if data.audit:
         src = data.audit_source or {}

@@ -157,6 +157,14 @@ def test_llmperf_error_codes_counted_from_the_records(ledger: Ledger, ledger_url
     imp(ledger_url, str(tmp_path / "individual_y.json"), str(tmp_path / "summary_y.json"), "--batch", "y", "--run", "y")
     (freq,) = [r for r in check(ledger, batch="y") if r.key == "results_error_code_frequency"]
     assert freq.status == "disagree"
+    # llmperf's pandas column of codes with nulls is float: the leaderboard's files print {429.0: 3, 500.0: 1}
+    # (a false "disagree" before, issue 39); the same codes compare as numbers
+    summary["results_error_code_frequency"] = "{429.0: 3, 500.0: 1}"
+    (tmp_path / "summary_z.json").write_text(json.dumps(summary))
+    (tmp_path / "individual_z.json").write_text(json.dumps(records) + "  ")
+    imp(ledger_url, str(tmp_path / "individual_z.json"), str(tmp_path / "summary_z.json"), "--batch", "z", "--run", "z")
+    (freq,) = [r for r in check(ledger, batch="z") if r.key == "results_error_code_frequency"]
+    assert (freq.status, freq.reason) == ("agree", "error codes counted over the records: 429 x3, 500 x1")
 
 
 def test_request_values_are_sealed_exported_and_never_backfilled(ledger: Ledger, ledger_url: str, samples: Path,
@@ -335,12 +343,19 @@ def test_a_per_request_value_outside_its_domain_is_refused_naming_record_and_fie
     text = (samples / "llmperf" / "individual_groq_70b.json").read_text()
     records = json.loads(text)
     records[3]["request_output_throughput_token_per_s"] = 1e308
-    (tmp_path / "individual_inf.json").write_text(json.dumps(records).replace("1e+308", "1e400", 1))
+    (tmp_path / "individual_inf.json").write_text(json.dumps(records).replace("1e+308", "Infinity", 1))
     res = CliRunner().invoke(main, ["import", "--db", ledger_url, "-q", str(tmp_path / "individual_inf.json"),
                                     "--batch", "x"])  # fmt: skip
     assert res.exit_code == 1
     assert res.output.strip().endswith("record 3: field 'request_output_throughput_token_per_s': inf is not a "
                                        "finite number")  # fmt: skip
+    # 1e400 is no Infinity the tool wrote: a number beyond a float, refused where it is read (issue 39)
+    (tmp_path / "individual_big.json").write_text(json.dumps(records).replace("1e+308", "1e400", 1))
+    res = CliRunner().invoke(main, ["import", "--db", ledger_url, "-q", str(tmp_path / "individual_big.json"),
+                                    "--batch", "x"])  # fmt: skip
+    assert res.exit_code == 1
+    assert res.output.strip().endswith("line 1 column 1121: field 'request_output_throughput_token_per_s': the number "
+                                       "1e400 is beyond the range of a 64-bit float (about ±1.8e308); refused")  # fmt: skip
     with Ledger(ledger_url) as led, led.connection() as conn:
         assert conn.exec_driver_sql("SELECT count(*) FROM request_value").scalar() == 0
 

@@ -73,3 +73,23 @@ def test_bad_file_names_the_field(tmp_path):
                    "quoted: {source: s}}\n", encoding="utf-8")
     with pytest.raises(InputError, match="line 4: claim a, field kind: unknown quantity kind 'nope'; known: "):
         load_claims(bad)
+
+
+def test_a_claims_file_nested_50000_deep_names_its_line_and_field(tmp_path, monkeypatch):
+    """libyaml refused it and the pure-Python loader it fell back to ran out of stack: a RecursionError,
+    exit 70 (issue 39). libyaml's refusal is the answer, with its line and column; without libyaml the
+    pure-Python loader's position is."""
+    import yaml
+    from bench_ledger.errors import ParseError
+
+    path = tmp_path / "claims.yaml"
+    path.write_text("version: 1\nclaims: " + "[" * 50_000 + "]" * 50_000 + "\n")
+    with pytest.raises(ParseError) as err:
+        load_claims(path)
+    assert str(err.value) == (f"{path}, line 2 column 1008: field 'claims': exceeded maximum nesting depth "
+                              "(while increasing flow level)")  # fmt: skip
+    monkeypatch.delattr(yaml, "CSafeLoader")
+    with pytest.raises(ParseError) as err:
+        load_claims(path)
+    assert str(err.value).startswith(f"{path}, line 2 column ")
+    assert str(err.value).endswith(": field 'claims': nested too deeply to read (beyond Python's recursion limit)")

@@ -149,3 +149,21 @@ def test_a_bug_reaches_the_user_as_one_line_and_exit_70(ledger_url: str, monkeyp
 def test_click_usage_errors_keep_their_own_exit_code(ledger_url: str) -> None:
     res = CliRunner().invoke(main, ["metrics", "--db", ledger_url, "--no-such-option"])
     assert res.exit_code == 2 and "Error: No such option '--no-such-option'." in res.output
+
+
+def test_a_listing_piped_to_a_reader_that_leaves_exits_quietly(tmp_path: Path) -> None:
+    """`ledger formats | head -0`: the reader closes the pipe before the command writes. It was an
+    internal error (exit 70, or with LEDGER_DEBUG=1 a BrokenPipeError traceback); now nothing is printed
+    and the command exits 1, as click's main does for a broken pipe (issue 39)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "LEDGER_DEBUG"}
+    for debug in ({}, {"LEDGER_DEBUG": "1"}):
+        proc = subprocess.Popen([sys.executable, "-c", "from bench_ledger.cli import run; run()", "formats"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**env, **debug})  # fmt: skip
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()  # before the interpreter has started: every write of the command fails
+        err = proc.stderr.read()
+        assert (proc.wait(timeout=60), err) == (1, b"")

@@ -48,6 +48,19 @@ def test_a_bad_db_url_is_a_usage_error(tmp_path, monkeypatch) -> None:
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_db_url_naming_a_driver_not_installed_is_a_usage_error(tmp_path, monkeypatch) -> None:
+    """postgresql+psycopg2:// was an internal error (ModuleNotFoundError, exit 70, issue 39)."""
+    monkeypatch.chdir(tmp_path)
+    for driver in ("psycopg2", "asyncpg"):
+        res = run("status", "--db", f"postgresql+{driver}://u:secret@h/db", code=2)
+        assert res.output == (f"error: --db / $LEDGER_DB: driver '{driver}' in postgresql+{driver}://u:***@h/db is "
+                              "not supported: the ledger uses DuckDB's (duckdb:///FILE) and PostgreSQL's psycopg 3 "
+                              "(postgresql+psycopg://USER@HOST/DB, or postgresql://)\n")  # fmt: skip
+    res = run("status", "--db", "duckdb+other:///l.duckdb", code=2)
+    assert res.output.startswith("error: --db / $LEDGER_DB: driver 'other' in duckdb+other:///l.duckdb is not supported")
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_duckdb_url_settings_are_a_documented_few(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LEDGER_DB", "duckdb:///l.duckdb?allow_unsigned_extensions=true")

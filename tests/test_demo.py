@@ -35,3 +35,26 @@ def test_demo_shows_every_verdict_kind_and_says_synthetic(demo_built: Path, demo
     assert again.exit_code == 0 and again.output.count("imported as artefact") == out.count("imported as artefact")
     assert again.output.split("== audit")[1] == out.split("== audit")[1]  # the same verdicts, the same report path
     assert written == [Path("bench-ledger-demo") / "report.html"]
+
+
+def test_demo_refuses_a_folder_whose_data_is_a_link_elsewhere(tmp_path: Path) -> None:
+    """A demo folder whose data/ is a symbolic link: rmtree raised (exit 70) and the demo would have
+    written through the link (issue 39). Refused before anything is deleted or written."""
+    from bench_ledger.cli.audit import DEMO_MARKER
+
+    out, elsewhere = tmp_path / "d", tmp_path / "elsewhere"
+    out.mkdir()
+    elsewhere.mkdir()
+    (elsewhere / "keep.txt").write_text("not the demo's")
+    (out / DEMO_MARKER).write_text("made by `ledger demo`\n")
+    (out / "data").symlink_to(elsewhere, target_is_directory=True)
+    res = CliRunner().invoke(main, ["demo", "--out", str(out)])
+    assert (res.exit_code, res.output) == (1, f"error: {out / 'data'} is a symbolic link: `ledger demo` deletes and writes "
+                                              f"only its own files inside {out}; nothing deleted or written; remove it "
+                                              "or give another folder with --out\n")  # fmt: skip
+    assert sorted(p.name for p in elsewhere.iterdir()) == ["keep.txt"] and sorted(p.name for p in out.iterdir()) == [DEMO_MARKER, "data"]
+    (out / "data").unlink()
+    (out / "report.html").symlink_to(elsewhere / "keep.txt")
+    res = CliRunner().invoke(main, ["demo", "--out", str(out)])
+    assert res.exit_code == 1 and res.output.startswith(f"error: {out / 'report.html'} is a symbolic link")
+    assert (elsewhere / "keep.txt").read_text() == "not the demo's"

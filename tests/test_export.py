@@ -117,6 +117,37 @@ def test_a_changed_row_is_refused_before_anything_is_written(closed_fx, tmp_path
         assert target.status().counts["batch"] == 0 and target.status().counts["request"] == 0
 
 
+def test_a_listed_file_that_is_no_parquet_or_lies_outside_the_folder_is_refused(closed_fx, tmp_path: Path,
+                                                                               ledger_url: str) -> None:  # fmt: skip
+    """A table file that is not Parquet but whose sha256 README.json names crashed (ArrowInvalid, exit 70), and
+    a README.json naming ../x or an absolute path had that file read (issue 39). Both refused, nothing written."""
+    _, folder, _ = closed_fx
+    bad = _fresh_copy(folder, tmp_path / "bad")
+    readme = json.loads((bad / "README.json").read_text())
+    (bad / "run.parquet").write_text("id,label\n1,x\n")
+    readme["tables"]["run"]["sha256"] = hashlib.sha256((bad / "run.parquet").read_bytes()).hexdigest()
+    (bad / "README.json").write_text(json.dumps(readme))
+    result = CliRunner().invoke(main, ["import-export", str(bad), "--db", ledger_url])
+    assert (result.exit_code, result.output.split(" (")[0]) == (1, f"error: {bad / 'run.parquet'}: not a Parquet file of table 'run'")
+    outside = tmp_path / "outside.parquet"
+    shutil.copyfile(folder / "run.parquet", outside)
+    for name, why in (("../outside.parquet", "is not a file name in the export folder"),
+                      (str(outside), "is not a file name in the export folder")):  # fmt: skip
+        readme["tables"]["run"]["parquet"] = name
+        (bad / "README.json").write_text(json.dumps(readme))
+        result = CliRunner().invoke(main, ["import-export", str(bad), "--db", ledger_url])
+        assert (result.exit_code, result.output) == (1, f"error: {bad / 'README.json'}: tables.run.parquet: {name!r} {why}; "
+                                                        "refused (an export names its own files only)\n")  # fmt: skip
+    (bad / "link.parquet").symlink_to(outside)
+    readme["tables"]["run"]["parquet"] = "link.parquet"
+    (bad / "README.json").write_text(json.dumps(readme))
+    result = CliRunner().invoke(main, ["import-export", str(bad), "--db", ledger_url])
+    assert (result.exit_code, result.output) == (1, f"error: {bad / 'README.json'}: tables.run.parquet: {bad / 'link.parquet'} "
+                                                    "is a link out of the export folder; refused\n")  # fmt: skip
+    with Ledger(ledger_url) as target:
+        assert target.status().counts["batch"] == 0
+
+
 def test_import_into_a_ledger_that_holds_the_batch_is_refused(closed_fx) -> None:
     url, folder, _ = closed_fx
     result = CliRunner().invoke(main, ["import-export", str(folder), "--db", url])

@@ -260,3 +260,27 @@ def test_a_batch_of_files_beyond_the_row_limit_is_split_into_groups_of_about_equ
     empty = [request_file(tmp_path / f"e{i}.jsonl", f"empty {i}", i, n=0) for i in range(3)]
     assert run("import", "--db", ledger_url, "--batch", "b", *empty).exit_code == 0
     assert groups == [3]
+
+
+def test_ctrl_c_while_a_group_is_written_says_what_was_kept(ledger_url: str, tmp_path: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    """Ctrl-C in the write of the second group: the first group's files are committed and stay, the second
+    group is rolled back. The message said "nothing of the unfinished command was written" (issue 39)."""
+    monkeypatch.setattr(ingest, "GROUP_FILES", 4)
+    monkeypatch.setattr(ingest, "FIRST_GROUP_FILES", 4)
+    real, calls = ingest.write_artefacts, []
+
+    def interrupted(ledger, files, *args, **kwargs):
+        calls.append(len(files))
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+        return real(ledger, files, *args, **kwargs)
+
+    monkeypatch.setattr(ingest, "write_artefacts", interrupted)
+    files = [request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i) for i in range(10)]
+    out = run("import", "--db", ledger_url, "-q", "--batch", "b", *files, code=130)
+    assert calls == [4, 4] and out.stderr.splitlines()[-1] + "\n" == (
+        "interrupted (Ctrl-C): the 4 file(s) imported before it are kept (each committed); the file or group of files "
+        "being written was rolled back and the files after it were not read; run the same command again to import "
+        "them (files already imported are skipped)\n")  # fmt: skip
+    assert counts(ledger_url)["artefact"] == 4

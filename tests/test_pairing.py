@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from bench_ledger import importers
 from bench_ledger.errors import ParseError, UnknownFormat
+from bench_ledger.store import Ledger
 
 from tests.clirun import run
 
@@ -297,6 +298,50 @@ def test_aiperf_csv_sniff_and_bad_rows(tmp_path: Path) -> None:
     with pytest.raises(ParseError) as err:
         aiperf_csv.IMPORTER.parse(f, ParseOptions())
     assert str(err.value) == f"{f}, line 2: field 'Request Latency (ms)': 3 cells, the table header has 9"
+
+
+def newer_aiperf_csv(text: str) -> str:
+    """The sample's CSV as AIPerf's newer exporter writes it (aiperf/common/constants.py STAT_KEYS: a ``sum``
+    after ``max``, ``p10`` after ``p5``; an empty cell for a statistic that is None; a GPU telemetry table
+    whose card columns come before ``Metric`` and its host after ``std``), plus a column no version has."""
+    out = []
+    for line in text.splitlines():
+        c = line.split(",")
+        if line.startswith("Metric,avg"):
+            c = [*c[:4], "sum", *c[4:6], "p10", *c[6:], "trimmed_mean"]
+        elif len(c) == 13:
+            c = [*c[:4], "" if c[0].startswith("Output Token Count") else "1.00", *c[4:6], "2.00", *c[6:], "3.00"]
+        out.append(",".join(c))
+    return "\n".join([*out, "", "", "Endpoint,GPU_Index,GPU_Name,GPU_UUID,Metric,avg,min,max,sum,p1,p5,p10,p25,p50,"
+                       "p75,p90,p95,p99,std,Hostname", "http://node1:9401/metrics,0,NVIDIA H100,GPU-1a,GPU Power Usage (W),"
+                       "300.00,250.00,350.00,,251.00,255.00,260.00,280.00,300.00,320.00,340.00,345.00,349.00,20.00,node1", ""])
+
+
+def test_aiperf_csv_of_a_newer_aiperf_is_read_and_says_what_it_did_not_know(ledger_url: str, samples: Path,
+                                                                             tmp_path: Path) -> None:  # fmt: skip
+    """AIPerf 0.8's CSV was refused whole: "unknown statistic column 'sum'" (issue 39). Its known statistics
+    are read and checked as before; ``sum``, the empty cells and the GPU table are kept; a column no
+    version of the importer knows is kept as reported values, and the import says so."""
+    run("init", "--db", ledger_url)
+    d = samples / "aiperf"
+    name = "aiperf-repo-examples-run1__profile_export_aiperf.csv"
+    (tmp_path / name).write_text(newer_aiperf_csv((d / name).read_text()))
+    records = shutil.copyfile(d / "aiperf-repo-examples-run1__profile_export.jsonl", tmp_path / "aiperf-repo-examples-run1__profile_export.jsonl")
+    out = run("import", "--db", ledger_url, "--batch", "ai", records, tmp_path / name).output
+    assert (f"note: {name}: statistic column(s) 'trimmed_mean' (line 1) not known to this importer (a newer AIPerf?): "
+            "kept as reported values <metric>.<column> with the unit of their row, not checked") in out  # fmt: skip
+    assert f"note: {name}: attached to run 1 " in out and "[aiperf-csv]" in out
+    with Ledger(ledger_url) as led, led.connection() as conn:
+        rows = {r.key: r for r in conn.exec_driver_sql("SELECT key, text, unit, flag, na_reason, note FROM published_value")}
+    assert (rows["request_latency.sum"].text, rows["request_latency.sum"].unit) == ("1.00", "ms")
+    assert (rows["output_token_count.sum"].flag, rows["output_token_count.sum"].na_reason) == (
+        "n/a", "the tool printed an empty cell (no value)")
+    assert rows["time_to_first_token.trimmed_mean"].note == (
+        "statistic column 'trimmed_mean': not known to this importer, kept as printed")
+    card = "gpu_telemetry[http://node1:9401/metrics GPU_Index 0 GPU_Name NVIDIA H100 GPU_UUID GPU-1a Hostname node1]"
+    assert (rows[f"{card}.gpu_power_usage.p99"].text, rows[f"{card}.gpu_power_usage.p99"].unit) == ("349.00", "W")
+    checked = {r["key"]: r["status"] for r in check(ledger_url, "ai") if r["section"] == "records"}
+    assert checked["time_to_first_token.p99"] == checked["request_latency.avg"] == "agree"
 
 
 SERVE = "benchmaq_tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d"  # the vLLM result JSON, renamed with a prefix

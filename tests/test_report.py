@@ -87,7 +87,7 @@ def test_plots_say_what_unit_and_provenance_and_never_pool_batches(demo_report) 
     tpm = by_id["tpm-total_tpm"]
     # one series per batch and output cap in each input tier: fx and m17 are never one line (R2)
     assert [(s.group, s.label) for s in tpm.series] == [
-        ("input 32", "batch m17, out cap 512"), ("input 3400", "batch fx, out cap 2048"),
+        ("input 32", "batch m17, out cap 512 (reported: the tool's figures)"), ("input 3400", "batch fx, out cap 2048"),
         ("input 50K", "batch fx, out cap 200"), ("input 80K", "batch fx, out cap 600"),
         ("input 160K", "batch fx, out cap 1300")]  # fmt: skip
     assert tpm.series[2].x == [1.0, 2.0, 4.0, 8.0, 32.0] and round(tpm.series[2].y[2]) == 1840234
@@ -97,7 +97,12 @@ def test_plots_say_what_unit_and_provenance_and_never_pool_batches(demo_report) 
     cdf = by_id["cdf-ttft-fx"]
     assert len(cdf.series) == 16 and all(s.y[-1] == 1.0 for s in cdf.series)
     # demo runs have no wall-clock start/end: the windows are not guessed, and the plot says so
-    assert by_id["hw-pwr-fx"].windows == [] and by_id["hw-pwr-fx"].missing[0].startswith("run windows not marked: 16 of 16 runs")
+    # and dmon's times are host-local of a zone nobody declared (issue 39: they were labelled UTC)
+    assert by_id["hw-pwr-fx"].windows == [] and by_id["hw-pwr-fx"].missing[0] == (
+        "run windows not marked: the samples' times are host-local of an unconfirmed time zone (import them with "
+        "--time-zone); and 16 of 16 runs have no wall-clock start and end (their files give none; request times on a "
+        "monotonic clock cannot be placed against dmon's wall clock, and are not guessed)")
+    assert by_id["hw-pwr-fx"].notes[0].endswith("(host local time as printed, time zone unconfirmed)")
     assert len(by_id["hw-pwr-fx"].series) == 16  # one line per card
     assert by_id["launch-timeline"].missing == ["h20-old #6 (failed): no timestamped line read from its log"]
 
@@ -188,3 +193,59 @@ def test_run_windows_are_marked_where_runs_have_wall_clock_times(ledger: Ledger)
     pwr = next(p for p in data.plots if p.id == "hw-pwr-hw")
     assert pwr.windows == [("a", 10.0, 40.0), ("b", 60.0, 90.0)] and pwr.missing == []
     assert pwr.notes == ["t = 0 is 2026-10-17 14:00:00 UTC", "shaded: each run's wall-clock window, labelled with the run"]
+
+
+def test_report_of_batches_whose_runs_have_no_records_renders(ledger_url: str, samples: Path, tmp_path: Path) -> None:
+    """vLLM and SGLang summaries, llmperf summaries, inference-perf and vLLM sweeps carry the tools' own
+    figures and no per-request records: the CDF and TPM plots crashed on them (exit 70, issue 39). Each
+    run is now listed under the plot with why it is not drawn; the run table keeps its marked figures."""
+    from bench_ledger.queries.report import NOT_FROM_RECORDS
+    from bench_ledger.queries.report_render import render_html
+
+    from tests.clirun import run
+
+    folders = {"vllm": [samples / "vllm"], "sglang": [samples / "sglang"], "ip": [samples / "inference-perf"],
+               "llmperf": sorted((samples / "llmperf").glob("summary_*")), "sweep": [samples / "vllm-bench-sweep"]}  # fmt: skip
+    for batch, paths in folders.items():
+        run("import", "--db", ledger_url, "-q", "--batch", batch, *paths)
+    for batch in folders:
+        out = tmp_path / f"{batch}.html"
+        run("report", "--db", ledger_url, "--batch", batch, "--out", out)
+        assert out.read_text(encoding="utf-8").startswith("<!DOCTYPE html>")
+    with Ledger(ledger_url) as led:
+        data = build_report(led, ["vllm"])
+    reason = NOT_FROM_RECORDS.format(flag="reported")
+    cdf = next(p for p in data.plots if p.id == "cdf-ttft-vllm")
+    assert cdf.series == [] and len(cdf.missing) == 3
+    assert cdf.missing[0] == f"run 1 Qwen2.5-Coder-7B-Instruct rate=1.0 c=inf: n/a: {reason}"
+    assert [r.values["total_tpm"].flag for r in data.runs] == ["reported"] * 3
+    assert render_html(data).count(reason.replace("'", "&#39;")) == 3
+
+
+def test_every_samplers_cards_are_in_the_hardware_sections(ledger_url: str, samples: Path) -> None:
+    """The nvidia-smi CSV card was missing from the per-card table and the plots, whose captions said "dmon
+    samples" (issue 39): each sampler's cards are listed with their source, and each counter is plotted
+    with its sampler named; its times are host-local of an unconfirmed zone (no --time-zone), so said."""
+    from tests.clirun import run
+
+    run("import", "--db", ledger_url, "-q", "--batch", "hw", samples / "nvidia-smi", samples / "dmon")
+    with Ledger(ledger_url) as led:
+        data = build_report(led, ["hw"])
+    rows = [(c.card, c.source, round(c.values["power-mean"], 2), c.units["power-mean"]) for c in data.cards]
+    assert rows == [("artefact1:gpu0", "nvidia-smi-csv, artefact 1: power.draw, utilization.gpu, utilization.memory", 280.09, "W"),
+                    ("artefact2:gpu0", "nvidia-smi-dmon, artefact 2: mem, pwr, sm", 119.0, "W"),
+                    ("artefact2:gpu1", "nvidia-smi-dmon, artefact 2: mem, pwr, sm", 159.0, "W"),
+                    ("artefact2:gpu2", "nvidia-smi-dmon, artefact 2: mem, pwr, sm", 219.0, "W")]  # fmt: skip
+    by_id = {p.id: p for p in data.plots}
+    assert sorted(i for i in by_id if i.startswith("hw-")) == ["hw-power.2e.draw-hw", "hw-pwr-hw", "hw-sm-hw",
+                                                               "hw-utilization.2e.gpu-hw"]  # ids: report.anchor
+    smi = by_id["hw-power.2e.draw-hw"]
+    assert smi.provenance == ("measured: nvidia-smi --query-gpu (CSV) samples of artefacts [1] (counter 'power.draw', "
+                              "unit as printed)")  # fmt: skip
+    assert [s.label for s in smi.series] == ["artefact1:gpu0"] and len(smi.series[0].x) == 2619
+    assert smi.notes == ["t = 0 is 2026-01-03 15:36:53.507000 (host local time as printed, time zone unconfirmed)"]
+    assert smi.x_label == "time (host local time as printed, time zone unconfirmed; s from the first sample)"
+    assert by_id["hw-pwr-hw"].series == [] and by_id["hw-pwr-hw"].missing[0].startswith("3 samples without a timestamp")
+    ev = data.evidence["ev-hw-hw-power-mean"].lines
+    assert ev[1] == ("  'power.draw' (nvidia-smi --query-gpu (CSV)): board power as the driver reports it (averaged over "
+                     "the driver's window on current drivers); not power.draw.instant (R14)")  # fmt: skip

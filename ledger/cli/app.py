@@ -6,7 +6,8 @@ Each command parses its options, opens the ledger, calls one function of ``ledge
 
 Exit codes: 0 ok, 1 failure, 2 usage error, 3 refused by a rule of the rulebook, 70 internal error (a
 bug in bench-ledger: one line names the exception; LEDGER_DEBUG=1 lets it propagate with its traceback),
-130 interrupted (Ctrl-C).
+130 interrupted (Ctrl-C). A reader of stdout that leaves (``ledger runs | head -1``) ends the command
+quietly with exit 1, as click's main does for a broken pipe.
 """
 
 from __future__ import annotations
@@ -30,14 +31,23 @@ INTERRUPTED = "interrupted (Ctrl-C): nothing of the unfinished command was writt
 MAX_CELL = 80  # display columns of one table cell; longer ones lose their middle to '…' (--json, --wide: whole)
 
 
+class Interrupted(KeyboardInterrupt):
+    """Ctrl-C, with what the command had kept by then (``ledger import`` commits file by file, group by group)."""
+
+
+def interrupt_of(exc: BaseException) -> bool:
+    """Ctrl-C: KeyboardInterrupt, DuckDB's InterruptException, or a ledger error it caused."""
+    return isinstance(exc, KeyboardInterrupt) or _interrupt(exc) or (exc.__cause__ is not None and _interrupt(exc.__cause__))
+
+
 class LedgerGroup(click.Group):
     """Turns the ledger's exceptions into one message and the documented exit code."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
-        except KeyboardInterrupt:
-            click.echo(INTERRUPTED, err=True)
+        except KeyboardInterrupt as exc:
+            click.echo(str(exc) if isinstance(exc, Interrupted) else INTERRUPTED, err=True)
             ctx.exit(EXIT_INTERRUPTED)
         except Refused as exc:
             click.echo(f"refused ({exc.rule}): {exc.asked}\n  why: {exc.why}\n  instead: {exc.instead}", err=True)
@@ -53,6 +63,8 @@ class LedgerGroup(click.Group):
             ctx.exit(EXIT_FAILURE)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
             raise  # click's own: exit codes and usage errors it prints itself
+        except BrokenPipeError:
+            raise  # the reader of stdout left (`ledger runs | head -1`): click's main stops quietly, exit 1
         except Exception as exc:
             if _interrupt(exc):
                 click.echo(INTERRUPTED, err=True)

@@ -230,6 +230,12 @@ def demo(ctx: click.Context, db: str | None, out: Path) -> None:
     if out.is_dir() and any(out.iterdir()) and not marker.is_file():
         raise InputError(f"{out} is not empty and was not made by `ledger demo` (no {marker.name} in it): "
                          "nothing deleted; give a new or empty folder with --out")  # fmt: skip
+    for own in (data, marker, out / "ledger.duckdb", out / "ledger.duckdb.wal", out / "report.html"):
+        # what the demo deletes or writes is its own, inside OUT: a link would take it elsewhere
+        if own.is_symlink() or (own == data and own.exists() and not own.is_dir()):
+            what = "a symbolic link" if own.is_symlink() else "not a folder"
+            raise InputError(f"{own} is {what}: `ledger demo` deletes and writes only its own files inside {out}; "
+                             "nothing deleted or written; remove it or give another folder with --out")  # fmt: skip
     out.mkdir(parents=True, exist_ok=True)
     marker.write_text("made by `ledger demo`: it may delete data/ and ledger.duckdb here when run again\n")
     if data.exists():

@@ -11,7 +11,9 @@ from typing import TYPE_CHECKING
 import click
 from bench_ledger.cli.app import (
     EXIT_FAILURE,
+    Interrupted,
     db_option,
+    interrupt_of,
     json_option,
     main,
     open_ledger,
@@ -305,8 +307,18 @@ def import_(db, paths, batch, run, deployment, fmt, force_format, node, time_zon
         quiet = quiet or as_json
         results: list[dict] | None = [] if as_json else None
         chosen = ((p, lambda p=p: choose(p), in_folder) for p, in_folder in progress(files_to_import(paths), quiet))
-        for path, in_folder, outcome in import_files(ledger, chosen, target):
-            tally[shown_outcome(ledger, path, target, quiet, outcome, in_folder, into=results)] += 1
+        try:
+            for path, in_folder, outcome in import_files(ledger, chosen, target):
+                tally[shown_outcome(ledger, path, target, quiet, outcome, in_folder, into=results)] += 1
+        except BaseException as exc:
+            if not interrupt_of(exc):
+                raise
+            # each file (or group of small files) is its own transaction: those before are committed
+            raise Interrupted(
+                f"interrupted (Ctrl-C): the {tally[IMPORTED]} file(s) imported before it are kept (each committed); "
+                "the file or group of files being written was rolled back and the files after it were not read; "
+                "run the same command again to import them (files already imported are skipped)"
+            ) from None
     if results is not None:
         click.echo(json.dumps({"files": results, "counts": tally}, indent=2))
     elif any(p.is_dir() for p in paths):

@@ -23,12 +23,12 @@ EXPECTED = {
     "negative gap": ", $.itls[0][1]: field 'itls': input should be greater than or equal to 0, got float -0.02",
     "negative output tokens": ", $.output_lens[2]: field 'output_lens': input should be greater than or equal to 0, got int -6",
     "NaN latency": ", $.latencies[2]: field 'latencies': expected a number, got float nan",
-    "1e400 ttft": ", $.ttfts[2]: field 'ttfts': expected a number, got float inf",
+    "1e400 ttft": ", line 1 column 366: field 'ttfts': the number 1e400 is beyond the range of a 64-bit float (about ±1.8e308); refused",
     "negative duration": ": $.duration: 'duration': -2.5 is below 0 (a value of kind 'duration': a finite number, >= 0)",
     "negative completed": ": $.completed: 'completed': -2 is below 0 (a value of kind 'request_count': a finite number, >= 0)",
     "negative queue time": ", $.queue_times[1]: field 'queue_times': input should be greater than or equal to 0, got float -0.01",
     "NaN queue time": ", $.queue_times[1]: field 'queue_times': input should be a finite number, got float nan",
-    "1e400 gap": ", $.itls[0][1]: field 'itls': input should be a finite number, got float inf",
+    "1e400 gap": ", line 1 column 388: field 'itls': the number 1e400 is beyond the range of a 64-bit float (about ±1.8e308); refused",
     "NaN ttft without start times": ", $.ttfts[2]: field 'ttfts': input should be a finite number, got float nan",
     "llmperf negative ttft": ", record 1 of the run: field 'ttft_s': input should be greater than or equal to 0, got -0.5",
     "llmperf negative tokens": ", record 1 of the run: field 'output_tokens': input should be greater than or equal to 0, got -150",
@@ -64,6 +64,13 @@ EXPECTED = {
     "label over the index limit": ": the run label is 5,000 bytes long; at most 1,024 bytes (UTF-8) are stored",
     "error text over the size limit": ", line 1, record 1: field 'error': the error is 1,048,577 characters long; at most 1,048,576 are stored",
     "more keys than a run keeps": ", $: 10,022 keys in one result object; at most 10,000 are read",
+    "1e400 duration": ", line 1 column 182: field 'duration': the number 1e400 is beyond the range of a 64-bit float (about ±1.8e308); refused",
+    "1e400 duration, JSON Lines": ", line 2 column 182: field 'duration': the number -1e400 is beyond the range of a 64-bit float (about ±1.8e308); refused",
+    "inference-perf NaN end time": ", $[0]: field 'end_time': input should be a finite number, got float nan",
+    "inference-perf 1e309 start time": ", line 6 column 18: field 'start_time': the number 1e309 is beyond the range of a 64-bit float (about ±1.8e308); refused",
+    "inference-perf Infinity token time": ", $[0].info.response_metrics: field 'output_token_times': input should be a finite number, got float inf",
+    "Latin-1 byte in inference-perf's config": ", line 7 column 18: field 'model_name': not UTF-8 text (byte 0xe9)",
+    "inference-perf config nested 50,000 deep": ": nested too deeply to read (beyond Python's recursion limit)",
 }
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -18,11 +18,11 @@ from bench_ledger.records import SampleColumns, WideSamples
 SAMPLE = "dmon/dmon_3gpu_rtx30xx.txt"
 
 
-def rows(path: Path, node: str | None = None) -> list[dict]:
+def rows(path: Path, node: str | None = None, time_zone: str | None = None) -> list[dict]:
     """All long rows of a file as dicts (fine for small files)."""
     out = []
     names = ("line", "node", "gpu", "tick", "ts", "counter", "value", "unit")
-    for chunk in IMPORTER.parse(path, ParseOptions(node=node)).samples:
+    for chunk in IMPORTER.parse(path, ParseOptions(node=node, time_zone=time_zone)).samples:
         if isinstance(chunk, WideSamples):  # one row per card and tick: unpivot as the store does
             d = chunk.table.to_pydict()
             for counter, unit in zip(chunk.counters, chunk.units, strict=True):
@@ -94,6 +94,36 @@ def test_date_time_columns_blank_lines_dashes_and_repeated_headers(fixtures: Pat
     assert {r["unit"] for r in pick(got, "rxpci")} == {"MB/s"}
     assert [r["value"] for r in pick(got, "rxpci")] == [5.0, None, 5.0, None, 6.0, None]
     assert not {"gpu", "Date", "Time"} & {r["counter"] for r in got}
+
+
+def test_date_and_time_are_host_local_of_an_unconfirmed_zone_unless_declared(tmp_path: Path) -> None:
+    """dmon prints the host's local time and no zone; it was labelled UTC (issue 39). Without --time-zone
+    the times stay as printed and the artefact's note says the zone is unconfirmed (the read side then
+    never places them in a run's UTC window); with it they are converted to UTC, on the Arrow path (a
+    regular file) and on the line reader (a file without a units line) alike."""
+    from bench_ledger.records import UNCONFIRMED_ZONE
+
+    from tests.edges import inputs as I
+
+    regular = tmp_path / "dmon.txt"
+    regular.write_text(I.DMON_DT)
+    note = IMPORTER.parse(regular, ParseOptions()).note
+    assert note is not None and note.endswith(f"Date and Time: host local wall-clock time as printed; {UNCONFIRMED_ZONE} "
+                                              "(local time of the host, no zone in the file)")  # fmt: skip
+    note = IMPORTER.parse(regular, ParseOptions(time_zone="Asia/Shanghai")).note
+    assert note is not None and note.endswith("Date and Time: host local wall-clock time converted to UTC; time zone "
+                                              "declared by the user: Asia/Shanghai")  # fmt: skip
+    irregular = tmp_path / "dmon_no_units.txt"  # no units line: read by the line reader
+    irregular.write_text("".join(ln for ln in I.DMON_DT.splitlines(keepends=True) if not ln.startswith("#YYYY")))
+    assert {type(c).__name__ for p in (regular, irregular) for c in IMPORTER.parse(p, ParseOptions()).samples} == {
+        "WideSamples", "SampleColumns"}
+    for path in (regular, irregular):
+        local = [r["ts"] for r in pick(rows(path), "sm")]
+        utc = [r["ts"] for r in pick(rows(path, time_zone="Asia/Shanghai"), "sm")]
+        assert local[0] == datetime(2026, 3, 1, 13, 54, 35) and utc == [t - timedelta(hours=8) for t in local]
+    with pytest.raises(ParseError) as err:
+        IMPORTER.parse(regular, ParseOptions(time_zone="Mars/Olympus"))
+    assert str(err.value) == f"{regular}, option --time-zone: not an IANA time zone: 'Mars/Olympus'"
 
 
 def test_no_units_line_means_unconfirmed_units(fixtures: Path) -> None:
