@@ -54,7 +54,7 @@ def run_tests(per_metric: dict[str, tuple[Sequence[float], Sequence[float]]], co
     out: list[RunTest] = []
     for name, (a, b) in per_metric.items():
         t = RunTest(name, len(a), len(b))
-        if not a or not b:
+        if len(a) == 0 or len(b) == 0:
             t.reason = f"no value on side {'A' if not a else 'B'} (n/a)"
         elif len(a) < 2 or len(b) < 2:
             t.reason = (f"{len(a)} run(s) against {len(b)}: run-to-run variation is unknown with one run on a side, "
