@@ -182,5 +182,3 @@ def test_plan_from_a_pilot_run(stats_ledger: str) -> None:
     assert got["runs_per_side"] == 4 and 1300 < got["requests_per_run"] < 2100, got
     bad = run("plan", "--db", stats_ledger, "--detect", "five", "--run", ids["same-1"], code=2)
     assert "'five' is not a relative change such as 5% or 0.05" in bad.output
-
-
