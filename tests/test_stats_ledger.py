@@ -182,3 +182,13 @@ def test_plan_from_a_pilot_run(stats_ledger: str) -> None:
     assert got["runs_per_side"] == 4 and 1300 < got["requests_per_run"] < 2100, got
     bad = run("plan", "--db", stats_ledger, "--detect", "five", "--run", ids["same-1"], code=2)
     assert "'five' is not a relative change such as 5% or 0.05" in bad.output
+
+
+def test_report_draws_intervals_and_the_trend(stats_ledger: str, tmp_path: Path) -> None:
+    out = tmp_path / "r.html"
+    batches = [a for b in range(1, 21) for a in ("--batch", f"t{b:02d}")]
+    run("report", "--db", stats_ledger, *batches, "--out", out)
+    html = out.read_text()
+    assert 'id="plot-trend-ttft_p50"' in html and 'id="plot-cdf-ttft-t01"' in html
+    assert "error bars: each run&#39;s 95% sampling interval of its p50 and p99" in html
+    assert "1 change point(s); at point 11 (batch t11)" in html and "0 change point(s)" in html
