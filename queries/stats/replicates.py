@@ -11,7 +11,7 @@ value is below 1 - confidence.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,7 +49,7 @@ class RunTest:
         return f"{word} (p {self.p_value:.3g}, BH-adjusted {self.q_value:.3g}; {self.runs_a} vs {self.runs_b} runs)"
 
 
-def run_tests(per_metric: dict[str, tuple[Sequence[float], Sequence[float]]], confidence: float) -> list[RunTest]:
+def run_tests(per_metric: Mapping[str, tuple[Sequence[float], Sequence[float]]], confidence: float) -> list[RunTest]:
     """Each metric's per-run values on side A and side B -> its test, the p-values adjusted together."""
     out: list[RunTest] = []
     for name, (a, b) in per_metric.items():

@@ -195,8 +195,8 @@ def trend(ledger: Ledger, metric: str, key: str | None = None, batches: tuple[st
                        + " (runs without a deployment have no comparability key)")  # fmt: skip
     out = []
     for k, members in groups.items():
-        rows = {r.run_id: r for r in run_metrics(ledger, sorted({r.batch for r in members}), metrics=(metric,))}
-        chosen = [rows[r.id] for r in members]
+        by_id = {r.run_id: r for r in run_metrics(ledger, sorted({r.batch for r in members}), metrics=(metric,))}
+        chosen = [by_id[r.id] for r in members]
         if isinstance(METRICS[metric].plan, Dist):
             add_intervals(ledger, chosen, confidence)
         points = []
