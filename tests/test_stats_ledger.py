@@ -5,7 +5,7 @@ request format (docs/request-format.md) with TTFT drawn from known distributions
   requests each, all on deployment h20-1017; run old-w (the same distribution) on h20-old;
 * batches rep-a / rep-b: four repeats each of one load point (seeds differ), rep-b's TTFT x 1.10;
 * batches t01..t20, sealed: a run at C 8 whose TTFT steps up 10% from t11 on, and a run at C 16 (another
-  comparability key) that stays flat.
+  comparability key) that stays flat; t01 also holds a run with no deployment (no key).
 """
 
 from __future__ import annotations
@@ -64,6 +64,9 @@ def stats_ledger(module_ledger_url: str, tmp_path_factory: pytest.TempPathFactor
                                                         "request_count": 200},
                         scale * rng.lognormal(np.log(0.5), 0.15, 200)) for conc, scale in ((8, step), (16, 1.0))]  # fmt: skip
         run("import", "--db", url, *files, "--batch", batch, "--deployment", "h20-1017", "-q")
+        if b == 1:  # a run with no deployment recorded: comparable to nothing
+            run("import", "--db", url, _write(tmp / "nodep.jsonl", {**HEAD, "run": "nodep"}, draw(50)), "--batch", batch,
+                "-q")  # fmt: skip
         run("close", "--db", url, batch)
     return url
 
@@ -167,6 +170,8 @@ def test_trend_finds_the_step_and_keeps_keys_apart(stats_ledger: str) -> None:
     assert flat["change_points"] == [] and flat["verdict"] == "0 change point(s)"
     text = run("trend", "--db", stats_ledger, "ttft_p50", "--key", step["key"][:12]).output
     assert "change point at #11 (batch t11)" in text
+    nodep = _ids(stats_ledger, "t01")["nodep"]
+    assert f"note: left out, no deployment recorded (no comparability key): run(s) {nodep} nodep (batch t01)" in text
     short = run("trend", "--db", stats_ledger, "ttft_p50", *batches[:10], "--key", step["key"][:12]).output
     assert "insufficient data: 5 points; change points are looked for from 8 points on" in short
     res = run("trend", "--db", stats_ledger, "ttft_p50", "--batch", "pair", code=3)
@@ -192,3 +197,19 @@ def test_report_draws_intervals_and_the_trend(stats_ledger: str, tmp_path: Path)
     assert 'id="plot-trend-ttft_p50"' in html and 'id="plot-cdf-ttft-t01"' in html
     assert "error bars: each run&#39;s 95% sampling interval of its p50 and p99" in html
     assert "1 change point(s); at point 11 (batch t11)" in html and "0 change point(s)" in html
+
+
+def test_python_api_gives_the_same_statistics(stats_ledger: str) -> None:
+    import bench_ledger as bl
+
+    ids = _ids(stats_ledger, "pair")
+    cli = _stats(stats_ledger, f"run:{ids['same-1']}", f"run:{ids['shift']}", "--metric", "ttft_p50")
+    with bl.connect(stats_ledger) as led:
+        got = bl.compare_stats(led, f"run:{ids['same-1']}", f"run:{ids['shift']}", ["ttft_p50"]).as_dict()
+        rows = bl.run_metrics(led, run_id=ids["same-1"], intervals=True)
+        series = bl.trend(led, "ttft_p50", batches=[f"t{b:02d}" for b in range(1, 21)])
+        plans = bl.plan(led, ids["same-1"], 0.05, ["ttft_p50"])
+    assert got["metrics"][0] == cli["ttft_p50"]
+    assert rows[0].sampling["ttft_p50"].status == "interval"
+    assert sorted(len(t.changes or []) for t in series) == [0, 1]
+    assert plans[0].runs_per_side == 4

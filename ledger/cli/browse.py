@@ -398,6 +398,8 @@ def trend(ledger: Ledger, metric: str, key: str | None, batches: tuple[str, ...]
                 "value": "n/a" if p.value is None else f"{p.value:.4g}", f"{confidence:.0%} interval": iv(p)}
                for i, p in enumerate(t.points)], ["#", "batch", "run", "value", f"{confidence:.0%} interval"],
               title=f"== {metric} ({t.unit}), key {t.key[:12]}: {len(t.points)} points")  # fmt: skip
+        for note in t.notes:
+            click.echo(f"note: {note}")
         if t.changes is None:
             click.echo(f"insufficient data: {t.reason}")
         elif not t.changes:

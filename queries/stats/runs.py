@@ -145,9 +145,11 @@ class Trend:
     changes: list[ChangePoint] | None  # None: insufficient data
     confidence: float
     reason: str | None = None
+    notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
         return {"metric": self.metric, "unit": self.unit, "key": self.key, "confidence": self.confidence,
+                "notes": self.notes,
                 "points": [p.__dict__ for p in self.points], "min_points": MIN_POINTS,
                 "verdict": "insufficient data" if self.changes is None else f"{len(self.changes)} change point(s)",
                 "reason": self.reason,
@@ -193,6 +195,8 @@ def trend(ledger: Ledger, metric: str, key: str | None = None, batches: tuple[st
     if not groups:
         raise NotFound("no run of a sealed batch has " + (f"the key {key}" if key else "a recorded deployment")
                        + " (runs without a deployment have no comparability key)")  # fmt: skip
+    keyless = [f"{r.id} {r.label} (batch {r.batch})" for r in runs if keys.get(r.id) is None]
+    notes = [f"left out, no deployment recorded (no comparability key): run(s) {', '.join(keyless)}"] if keyless else []
     out = []
     for k, members in groups.items():
         by_id = {r.run_id: r for r in run_metrics(ledger, sorted({r.batch for r in members}), metrics=(metric,))}
@@ -214,7 +218,7 @@ def trend(ledger: Ledger, metric: str, key: str | None = None, batches: tuple[st
             changes = change_points([v for v in values if v is not None], confidence)
             if changes is None:
                 reason = f"{len(values)} points; change points are looked for from {MIN_POINTS} points on"
-        out.append(Trend(metric, METRICS[metric].unit, k, points, changes, confidence, reason))
+        out.append(Trend(metric, METRICS[metric].unit, k, points, changes, confidence, reason, list(notes)))
     return out
 
 
