@@ -38,36 +38,38 @@ def _write(path: Path, header: dict, ttft: np.ndarray) -> Path:
     return path
 
 
-def _import(url: str, path: Path, batch: str, deployment: str = "h20-1017") -> None:
-    run("import", "--db", url, path, "--batch", batch, "--deployment", deployment, "-q")
-
-
 @pytest.fixture(scope="module")
 def stats_ledger(module_ledger_url: str, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """Built through the Python API on one open ledger (`ledger import` / `ledger close` each, as the CLI does)."""
+    import bench_ledger as bl
+
     url, tmp = module_ledger_url, tmp_path_factory.mktemp("stats")
     for f in ("system.yaml", "report.txt"):
         shutil.copy(FIXTURES_DIR / "manifest" / f, tmp / f)
-    run("declare", "--db", url, tmp / "system.yaml")
     rng = np.random.default_rng(41)
     draw = lambda n: rng.lognormal(np.log(0.5), 0.4, n)  # noqa: E731
-    for label, scale in (("same-1", 1.0), ("same-2", 1.0), ("shift", 1.1)):
-        _import(url, _write(tmp / f"{label}.jsonl", {"run": label, **HEAD}, scale * draw(2000)), "pair")
-    _import(url, _write(tmp / "old-w.jsonl", {"run": "old-w", **HEAD}, draw(2000)), "pair", "h20-old")
-    for side, scale in (("rep-a", 1.0), ("rep-b", 1.1)):
-        files = [_write(tmp / f"{side}-{k}.jsonl", {**HEAD, "run": f"r{k}", "seed": 100 + k, "request_count": 300},
-                        scale * draw(300)) for k in range(4)]  # fmt: skip
-        run("import", "--db", url, *files, "--batch", side, "--deployment", "h20-1017", "-q")
-    for b in range(1, 21):
-        batch = f"t{b:02d}"
-        step = 1.1 if b >= 11 else 1.0
-        files = [_write(tmp / f"{batch}-{conc}.jsonl", {**HEAD, "run": f"c{conc}", "concurrency": conc,
-                                                        "request_count": 200},
-                        scale * rng.lognormal(np.log(0.5), 0.15, 200)) for conc, scale in ((8, step), (16, 1.0))]  # fmt: skip
-        run("import", "--db", url, *files, "--batch", batch, "--deployment", "h20-1017", "-q")
-        if b == 1:  # a run with no deployment recorded: comparable to nothing
-            run("import", "--db", url, _write(tmp / "nodep.jsonl", {**HEAD, "run": "nodep"}, draw(50)), "--batch", batch,
-                "-q")  # fmt: skip
-        run("close", "--db", url, batch)
+    with bl.connect(url, read_only=False) as led:
+        bl.declare_file(led, tmp / "system.yaml")
+
+        def put(path: Path, batch: str, deployment: str | None = "h20-1017") -> None:
+            bl.import_file(led, path, batch=batch, deployment=deployment)
+
+        for label, scale in (("same-1", 1.0), ("same-2", 1.0), ("shift", 1.1)):
+            put(_write(tmp / f"{label}.jsonl", {"run": label, **HEAD}, scale * draw(2000)), "pair")
+        put(_write(tmp / "old-w.jsonl", {"run": "old-w", **HEAD}, draw(2000)), "pair", "h20-old")
+        for side, scale in (("rep-a", 1.0), ("rep-b", 1.1)):
+            for k in range(4):
+                head = {**HEAD, "run": f"r{k}", "seed": 100 + k, "request_count": 300}
+                put(_write(tmp / f"{side}-{k}.jsonl", head, scale * draw(300)), side)
+        for b in range(1, 21):
+            batch = f"t{b:02d}"
+            step = 1.1 if b >= 11 else 1.0
+            for conc, scale in ((8, step), (16, 1.0)):
+                head = {**HEAD, "run": f"c{conc}", "concurrency": conc, "request_count": 200}
+                put(_write(tmp / f"{batch}-{conc}.jsonl", head, scale * rng.lognormal(np.log(0.5), 0.15, 200)), batch)
+            if b == 1:  # a run with no deployment recorded: comparable to nothing
+                put(_write(tmp / "nodep.jsonl", {**HEAD, "run": "nodep"}, draw(50)), batch, None)
+            bl.close(led, batch)
     return url
 
 

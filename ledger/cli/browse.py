@@ -296,7 +296,7 @@ def compare(ledger: Ledger, a: str, b: str, metric: str | None, claim_factor: st
     requests (differs / within sampling error / insufficient sample / unknown sampling error); with
     repeated runs of one comparability key per side, a Mann-Whitney test over the runs with
     Benjamini-Hochberg control across the metrics (one run against one is never significant).
-    With `--attribute-to`, a change not shown to differ is refused (R6).
+    With `--metric M --attribute-to F`, a change of M not shown to differ is refused (R6).
 
     \b
     Example:
@@ -341,11 +341,9 @@ def _compare_stats(ledger: Ledger, a: str, b: str, metric: str | None, claim_fac
     from bench_ledger.queries.compare import compare as do_compare
     from bench_ledger.queries.stats.runs import STATS_METRICS, compare_stats
 
-    metrics = (metric,) if metric else STATS_METRICS
-    cmp = do_compare(ledger, a, b, None if metric else claim_factor, equal_resources=equal_resources, paired=paired)
-    res = compare_stats(ledger, a, b, metrics, confidence, claim_factor if metric else None)
-    if claim_factor and metric:
-        do_compare(ledger, a, b, claim_factor, equal_resources=equal_resources, paired=paired)
+    # the factors first (R6, R8), then, for the one metric named, whether its change is beyond sampling error
+    cmp = do_compare(ledger, a, b, claim_factor, equal_resources=equal_resources, paired=paired)
+    res = compare_stats(ledger, a, b, (metric,) if metric else STATS_METRICS, confidence, claim_factor if metric else None)
     if as_json:
         click.echo(json.dumps({"comparison": asdict(cmp), "stats": res.as_dict()}, indent=2, default=str))
         return
