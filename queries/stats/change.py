@@ -50,17 +50,14 @@ class Change:
                 "high": self.high, "confidence": self.confidence, "reason": self.reason, "method": self.method}  # fmt: skip
 
     def text(self) -> str:
-        if self.low is None or self.high is None:
+        if self.low is None or self.high is None or self.estimate is None:
             return f"{self.verdict}: {self.reason}"
-        unit = "%" if self.op == "percent_change" else ""
-        return (
-            f"{self.verdict}: {self.estimate:+.3g}{unit}, {self.confidence:.0%} interval [{self.low:+.3g}{unit}, {self.high:+.3g}{unit}]"
-            if self.op != "ratio"
-            # noqa: E501
-            else (
-                f"{self.verdict}: {self.estimate:.4g}, {self.confidence:.0%} interval [{self.low:.4g}, {self.high:.4g}]"
-            )
-        )
+        if self.op == "ratio":
+            shown = [f"{x:.4g}" for x in (self.estimate, self.low, self.high)]
+        else:
+            unit = "%" if self.op == "percent_change" else ""
+            shown = [f"{x:+.3g}{unit}" for x in (self.estimate, self.low, self.high)]
+        return f"{self.verdict}: {shown[0]}, {self.confidence:.0%} interval [{shown[1]}, {shown[2]}]"
 
 
 def change_verdict(a: SamplingInterval | None, b: SamplingInterval | None, op: Op = "percent_change",

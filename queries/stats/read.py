@@ -73,7 +73,9 @@ def intervals_of(conn: sa.Connection, values: Iterable[MetricValue], confidence:
         assert isinstance(mt.plan, Dist)
         series = ordered_values(conn, mt, sorted({values[i].run_ids[0] for i in idx}))
         for i in idx:
-            out[i] = sampling_interval(mt.plan.stat, series[values[i].run_ids[0]], confidence)
+            si = sampling_interval(mt.plan.stat, series[values[i].run_ids[0]], confidence)
+            si.estimate = float(values[i].value)  # type: ignore[arg-type]  # the metric's own (exact) value, shown
+            out[i] = si
     return [x for x in out if x is not None]
 
 
