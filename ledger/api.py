@@ -49,8 +49,9 @@ def _one_call(fn: _F) -> _F:
 
 
 __all__ = [
-    "audit", "audit_results", "close", "connect", "declare_file", "demo", "explain", "export", "hardware_samples",
-    "import_export", "import_file", "metrics", "report", "requests", "run_metrics", "runs", "to_pandas", "verify",
+    "audit", "audit_results", "close", "compare_stats", "connect", "declare_file", "demo", "explain", "export",
+    "hardware_samples", "import_export", "import_file", "metrics", "plan", "report", "requests", "run_metrics", "runs",
+    "to_pandas", "trend", "verify",
 ]  # fmt: skip
 
 
@@ -108,11 +109,44 @@ def verify(ledger: Ledger, batch: str | None = None, seal_file: str | Path | Non
 
 
 @_one_call
-def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | None = None):
-    """`ledger metrics` as objects: one ``RunMetrics`` per run, each value a ``MetricValue``."""
+def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | None = None, *,
+                intervals: bool = False, confidence: float = 0.95):  # fmt: skip
+    """`ledger metrics` as objects: one ``RunMetrics`` per run, each value a ``MetricValue``; ``intervals``: each
+    row's ``sampling`` holds every value's ``SamplingInterval`` too (`ledger metrics --json`, docs/statistics.md)."""
     from bench_ledger.queries.metrics import run_metrics as _run_metrics
 
-    return _run_metrics(ledger, batches, run_id)
+    rows = _run_metrics(ledger, batches, run_id)
+    if intervals:
+        from bench_ledger.queries.stats.read import add_intervals
+
+        add_intervals(ledger, rows, confidence)
+    return rows
+
+
+@_one_call
+def compare_stats(ledger: Ledger, a: str, b: str, metrics: list[str] | None = None, confidence: float = 0.95):
+    """`ledger compare A B --stats`: a ``StatsComparison`` (per metric: sampling verdict, test over runs)."""
+    from bench_ledger.queries.stats.runs import STATS_METRICS
+    from bench_ledger.queries.stats.runs import compare_stats as _compare_stats
+
+    return _compare_stats(ledger, a, b, tuple(metrics or STATS_METRICS), confidence)
+
+
+@_one_call
+def trend(ledger: Ledger, metric: str, key: str | None = None, batches: list[str] | None = None,
+          confidence: float = 0.95):  # fmt: skip
+    """`ledger trend METRIC`: one ``Trend`` per comparability key (points, intervals, change points)."""
+    from bench_ledger.queries.stats.runs import trend as _trend
+
+    return _trend(ledger, metric, key, tuple(batches or ()), confidence)
+
+
+@_one_call
+def plan(ledger: Ledger, run_id: int, detect: float, metrics: list[str], confidence: float = 0.95):
+    """`ledger plan --detect`: one ``Plan`` per metric (``detect`` is relative: 0.05 for 5%)."""
+    from bench_ledger.queries.stats.runs import plan as _plan
+
+    return _plan(ledger, run_id, detect, tuple(metrics), confidence)
 
 
 @_one_call

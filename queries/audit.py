@@ -40,6 +40,9 @@ from bench_ledger.units import UNCONFIRMED, dimension
 from bench_ledger.units import convert as convert_units
 
 Evaluator = Callable[[Any, str, Any], MetricValue]
+# a metric value's sampling interval (queries.stats.read.interval_of): (ledger, MetricValue) -> SamplingInterval
+IntervalsOf = Callable[[Any, MetricValue], Any]
+SAMPLED_OPS = ("ratio", "percent_change", "difference")  # comparisons of two statistics: a sampling verdict too
 # the factors the ledger recorded for one side ("run:ID", "batch:NAME", "deployment:NAME"): queries.compare.side
 FactorsOf = Callable[[Any, str], dict[str, str]]
 
@@ -68,6 +71,7 @@ class AuditResult:
     expected_rule: str | None = None
     notes: list[str] = field(default_factory=list)
     evidence: dict = field(default_factory=dict)
+    sampling: dict | None = None  # a comparison's sampling verdict (queries.stats.change), beside the rounding one
 
     @property
     def as_expected(self) -> bool:
@@ -114,6 +118,15 @@ def default_evaluator() -> Evaluator | None:
     return MetricsEvaluator()
 
 
+def default_intervals() -> IntervalsOf | None:
+    """A metric value's sampling interval from the ledger's records (queries.stats.read.interval_of)."""
+    try:
+        from bench_ledger.queries.stats.read import interval_of
+    except ImportError:
+        return None
+    return interval_of
+
+
 def default_factors() -> FactorsOf | None:
     """The factors the ledger recorded for a scope spec (:class:`queries.compare.Sides`: each spec once,
     the runs of a batch together), for one audit."""
@@ -158,11 +171,13 @@ class Auditor:
     """Evaluates the claims of one file against one ledger, memoising each claim's result."""
 
     def __init__(self, claims: ClaimsFile, ledger: Any = None, *, evaluate: Evaluator | None = None,
-                 factors: FactorsOf | None = None,
+                 factors: FactorsOf | None = None, intervals: IntervalsOf | None = None,
                  reported: Callable[[Any, MetricValue], MetricValue | None] | None = None) -> None:  # fmt: skip
         self.file = claims
         self.claims = claims.by_id()
         self.ledger = ledger
+        # sampling intervals read the ledger's records: by default only beside the registry's own evaluator
+        self.intervals = intervals if intervals is not None else default_intervals() if evaluate is None else None
         self.evaluate = evaluate if evaluate is not None else default_evaluator()
         self.factors_of = factors if factors is not None else default_factors()
         # the tool's own figure: only against a ledger (a fake evaluator has no published values)
@@ -423,7 +438,37 @@ class Auditor:
                     self._check_range(c, r, result)  # type: ignore[arg-type]
                 else:
                     self._check_value(c, r, result)  # type: ignore[arg-type]
+        if d.op in SAMPLED_OPS and len(terms) == 2 and terms[0].kind == terms[1].kind and self._sampling(deriv, r):
+            return
         self._apply_lattice(r, inputs)
+
+    def _sampling(self, d: Derivation, r: AuditResult) -> bool:
+        """A comparison's sampling verdict (queries.stats.change) beside its rounding verdict; a change attributed
+        to a factor while it is within sampling error (or the sample cannot tell) is refused (R6): True then."""
+        from bench_ledger.queries.stats.change import change_verdict
+
+        sides = []
+        for t in d.terms:
+            mv = t.metric_value
+            si = None if mv is None or self.intervals is None else self.intervals(self.ledger, mv)
+            if si is not None and d.op == "difference" and t.unit and mv is not None and mv.unit != t.unit:
+                k = float(self._to_unit(Fraction(1), mv.unit, t.unit))
+                si.estimate, si.low, si.high = (None if x is None else x * k for x in (si.estimate, si.low, si.high))
+            sides.append(si)
+        first, second = d.terms[0].label, d.terms[1].label
+        if d.op == "percent_change":  # from the first operand to the second
+            ch = change_verdict(sides[0], sides[1], "percent_change", (first, second))
+        else:  # ratio and difference: the first against the second
+            ch = change_verdict(sides[1], sides[0], d.op, (second, first))  # type: ignore[arg-type]
+        r.sampling = ch.as_dict() | {"operands": {t.label: None if si is None else si.as_dict()
+                                                   for t, si in zip(d.terms, sides, strict=True)}}  # fmt: skip
+        r.notes.append(f"sampling: {ch.text()}")
+        if d.attributes_to and ch.verdict in ("within sampling error", "insufficient sample"):
+            r.verdict, r.rule = "refused", "R6"
+            r.why = f"the change is attributed to {d.attributes_to}, but it is {ch.verdict} ({ch.reason or ch.text()})"
+            r.instead = "report the change as not shown beyond sampling error; measure more requests or repeat the runs"
+            return True
+        return False
 
     def _apply_lattice(self, r: AuditResult, inputs: list[Evidence]) -> None:
         """A derivation is never better than its weakest input (queries.lattice.combine)."""
@@ -540,6 +585,7 @@ class Auditor:
             base.evidence = Evidence("not-derivable", label, why=base.na_reason)
             return base
         base.unit = o.unit or mv.unit
+        base.metric_value = mv
         base.interval = Interval.point(self._to_unit(Fraction(mv.value), mv.unit, base.unit))
         base.flag = "estimated" if mv.flag == "estimated" else "measured"
         base.evidence = Evidence("estimated" if base.flag == "estimated" else "measured", label)
@@ -565,7 +611,8 @@ class Auditor:
             context["batch"] = c.metric.scope.batch
         return Term(label=c.id, kind=c.kind, unit=c.unit or _unit_of(c.printed), interval=interval, flag=flag,
                     claim_id=c.id, scope_ref=scope_ref, context=context, na_reason=na_reason,
-                    evidence=self._claim_evidence(c, res, interval))  # fmt: skip
+                    evidence=self._claim_evidence(c, res, interval),
+                    metric_value=self.metric_values.get(c.id) if c.basis == "metric" else None)  # fmt: skip
 
     @staticmethod
     def _claim_evidence(c: Claim, res: AuditResult, interval: Interval | None) -> Evidence:

@@ -17,7 +17,7 @@ from bench_ledger.kinds import CACHE_KINDS, COUNT_KINDS, LOAD_KINDS, MEMORY_KIND
 from bench_ledger.queries import kind_algebra
 from bench_ledger.queries.intervals import Interval
 from bench_ledger.queries.lattice import Evidence
-from bench_ledger.queries.values import FACTORS, UNKNOWN, WARM_FACTORS, Factor, factor_known
+from bench_ledger.queries.values import FACTORS, UNKNOWN, WARM_FACTORS, Factor, MetricValue, factor_known
 from bench_ledger.units import UNCONFIRMED
 
 # --------------------------------------------------------------------------- kinds
@@ -42,6 +42,7 @@ class Term:
     evidence: Evidence | None = None  # how good the operand is (queries.lattice)
     factors: dict[str, str] | None = None  # the ledger's recorded factors of its scope (R6), context merged
     conflicts: list[str] = field(default_factory=list)  # context keys that contradict the ledger
+    metric_value: MetricValue | None = None  # the ledger's MetricValue behind a metric operand (its sampling interval)
 
     @property
     def batch(self) -> str | None:

@@ -204,6 +204,36 @@ class Sides:
             self._memo.setdefault(spec, _side(spec, Scope(batch=r.batch, run=f"#{r.id}"), [deps.get(r.dep)], [r]))
 
 
+# Factors in which replicates of one measurement may differ: the comparability key leaves them out.
+KEY_EXCLUDES = ("seed", "batch")
+
+
+def run_keys(ledger: Ledger, run_ids: Sequence[int]) -> dict[int, str | None]:
+    """Each run's comparability key: sha256 over its deployment's fingerprint, its tool and every factor of
+    :data:`values.FACTORS` but :data:`KEY_EXCLUDES` (so runs of one key are replicates: same system, workload
+    and warm state, any seed or batch). None for a run with no deployment recorded: it is comparable to
+    nothing (an unrecorded system may differ)."""
+    import hashlib
+
+    q = sa.select(R, B.c.name.label("batch"), sa.func.coalesce(R.c.deployment_id, B.c.deployment_id).label("dep")).join(
+        B, B.c.id == R.c.batch_id
+    )
+    with ledger.connection() as conn:
+        runs = conn.execute(q.where(R.c.id.in_(list(run_ids)))).all()
+        dep_ids = {r.dep for r in runs if r.dep is not None}
+        deps = {d.id: d for d in conn.execute(sa.select(D).where(D.c.id.in_(dep_ids)))} if dep_ids else {}
+    out: dict[int, str | None] = {}
+    for r in runs:
+        d = deps.get(r.dep)
+        if d is None:
+            out[r.id] = None
+            continue
+        f = _side("", Scope(), [d], [r]).factors
+        payload = {k: f[k] for k in FACTORS if k not in KEY_EXCLUDES} | {"deployment": d.fingerprint, "tool": _t(r.tool)}
+        out[r.id] = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
+    return out
+
+
 def compare(ledger: Ledger, a: str, b: str, claim_factor: str | None = None, *, equal_resources: bool = False,
             paired: bool = False) -> Comparison:  # fmt: skip
     """Every factor that differs between A and B; refuses a claimed conclusion the factors forbid."""

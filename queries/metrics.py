@@ -291,6 +291,8 @@ class RunMetrics:
     concurrency: int | None
     request_count: int | None
     values: dict[str, MetricValue] = field(default_factory=dict)
+    # metric -> its sampling interval (queries.stats.read.add_intervals); as_dict carries it where present
+    sampling: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
         out: dict = {k: getattr(self, k) for k in ("run_id", "batch", "label", "tool", "input_target_tokens",
@@ -299,6 +301,7 @@ class RunMetrics:
             name: {"value": None if v.value is None else float(v.value),
                    "exact": None if v.value is None else str(v.value),
                    "unit": v.unit, "flag": v.flag, "na_reason": v.na_reason, "inputs": v.inputs}
+            | ({"sampling": self.sampling[name].as_dict()} if name in self.sampling else {})
             for name, v in self.values.items()
         }  # fmt: skip
         return out

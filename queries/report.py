@@ -32,6 +32,7 @@ from typing import Any
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.books import current
+from bench_ledger.errors import LedgerError
 from bench_ledger.queries.metrics import METRICS, RunMetrics, evaluate, run_metrics
 from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.store import Ledger, unknown
@@ -139,6 +140,10 @@ class Series:
     x: list[float]
     y: list[float]
     group: str = ""  # the panel (input tier, card kind, ...)
+    # sampling intervals drawn as error bars: (position, low, high); a CDF's at the share y = position
+    # (horizontal), a trend's at the point x = position (vertical)
+    bars: list[tuple[float, float, float]] = field(default_factory=list)
+    marks: list[float] = field(default_factory=list)  # x of the change points of a trend
 
 
 @dataclass
@@ -149,7 +154,7 @@ class Plot:
     unit: str
     provenance: str
     synthetic: bool
-    kind: str  # cdf | tpm | timeseries | timeline
+    kind: str  # cdf | tpm | timeseries | timeline | trend
     series: list[Series] = field(default_factory=list)
     windows: list[tuple[str, float, float]] = field(default_factory=list)  # (run label, start, end) on x
     missing: list[str] = field(default_factory=list)  # series left out, each with its reason
@@ -412,8 +417,10 @@ def _hw_lines(ledger: Ledger, mv: MetricValue, name: str, batch: str) -> list[st
 
 def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
     from bench_ledger.queries.metrics import distribution_values
+    from bench_ledger.queries.stats.read import add_intervals
 
     syn = set(data.synthetic_batches)
+    add_intervals(ledger, rows)
     for metric, what in (("ttft_p50", "time to first token"), ("e2e_latency_p50", "end-to-end latency")):
         for b in data.batches:
             mine = [r for r in rows if r.batch == b]
@@ -424,6 +431,8 @@ def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
                         "s", "derived here from the per-request records (the same population as "
                         f"{metric}: {METRICS[metric].interval})", b in syn, "cdf",
                         x_label=f"{what} (s)", y_label="share of requests")  # fmt: skip
+            plot.notes.append("error bars: each run's 95% sampling interval of its p50 and p99, where its sample "
+                              "supports one (docs/statistics.md)")  # fmt: skip
             for r in mine:
                 mv = r.values[metric]
                 if mv.value is None:
@@ -434,8 +443,12 @@ def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
                     continue
                 xs = distribution_values(ledger, metric, mv.run_ids)
                 n = len(xs)
+                base = metric.removesuffix("_p50")
+                bars = [(p / 100, si.low, si.high) for p in (50, 99)
+                        if (si := r.sampling.get(f"{base}_p{p}")) is not None and si.low is not None
+                        and si.high is not None]  # fmt: skip
                 plot.series.append(Series(f"{r.label}", b, xs, [(i + 1) / n for i in range(n)],
-                                          group=_tier(r.input_target_tokens)))  # fmt: skip
+                                          group=_tier(r.input_target_tokens), bars=bars))  # fmt: skip
             data.plots.append(plot)
     for metric, what in (("total_tpm", "total TPM"), ("output_tpm", "output TPM")):
         plot = Plot(anchor("tpm", metric), f"{what} against concurrency, per input tier",
@@ -444,6 +457,8 @@ def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
                     "tokens/min", "derived here from the per-request records of each run; a series marked "
                     "'reported' is computed from the tool's own figures (its duration or throughput, R15)",
                     any(b in syn for b in data.batches), "tpm", x_label="concurrency", y_label=f"{what} (tokens/min)")  # fmt: skip
+        plot.notes.append("no error bars: a run's TPM is one run-level rate, whose variation shows only across "
+                          "repeated runs (ledger compare --stats)")  # fmt: skip
         groups: dict[tuple, list[RunMetrics]] = defaultdict(list)
         for r in rows:
             mv = r.values[metric]
@@ -460,8 +475,42 @@ def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
                                       [float(r.concurrency or 0) for r in rs], [float(r.values[metric].value or 0) for r in rs],
                                       group=_tier(tier)))  # fmt: skip
         data.plots.append(plot)
+    _trend_plot(ledger, data)
     _hardware_plots(ledger, data)
     _timeline_plot(data)
+
+
+def _trend_plot(ledger: Ledger, data: ReportData, metric: str = "ttft_p50") -> None:
+    """The metric over the report's sealed batches, one series per comparability key, with its change points."""
+    from bench_ledger.queries.stats.runs import trend
+
+    with ledger.connection() as conn:
+        sealed = [r[0] for r in conn.execute(sa.select(B.c.name).where(B.c.name.in_(data.batches), B.c.status == "closed"))]
+    if len(sealed) < 2:
+        return
+    try:
+        series = [t for t in trend(ledger, metric, batches=tuple(sealed)) if len(t.points) > 1]
+    except LedgerError:
+        return
+    if not series:
+        return
+    plot = Plot(f"trend-{metric}", f"{metric} over the sealed batches, per comparability key",
+                f"{metric} of each run of one comparability key, in the order the batches were sealed, with its 95% "
+                "sampling interval; dashed lines: change points (ruptures PELT, docs/statistics.md); keys never pooled",
+                METRICS[metric].unit, "derived here from the per-request records of each run",
+                any(b in data.synthetic_batches for b in sealed), "trend", x_label="point (batch order)",
+                y_label=f"{metric} ({METRICS[metric].unit})")  # fmt: skip
+    for t in series:
+        pts = [(i + 1, p) for i, p in enumerate(t.points) if p.value is not None]
+        plot.series.append(Series(f"key {t.key[:12]}", ", ".join(sorted({p.batch for p in t.points})),
+                                  [float(i) for i, _ in pts], [float(p.value or 0) for _, p in pts],
+                                  bars=[(float(i), p.low, p.high) for i, p in pts if p.low is not None and p.high is not None],
+                                  marks=[float(c.index + 1) for c in t.changes or []]))  # fmt: skip
+        plot.notes.append(f"key {t.key[:12]}: " + (f"insufficient data ({t.reason})" if t.changes is None else
+                          f"{len(t.changes)} change point(s)" + "".join(
+                              f"; at point {c.index + 1} (batch {t.points[c.index].batch}) {c.before:.4g} -> {c.after:.4g}"
+                              for c in t.changes)))  # fmt: skip
+    data.plots.append(plot)
 
 
 def _tier(tokens: int | None) -> str:

@@ -228,8 +228,19 @@ def _draw(plot: Plot) -> str:
                 ax.step([s.x[0], *s.x], [0.0, *s.y], where="post", color=colour, linewidth=1.2, label=s.label)
             elif plot.kind == "tpm":
                 ax.plot(s.x, s.y, marker="o", color=colour, linestyle="-" if i % 2 == 0 else "--", label=s.label)
+            elif plot.kind == "trend":
+                ax.plot(s.x, s.y, marker="o", markersize=3, color=colour, linewidth=1.0, label=s.label)
             else:
                 ax.plot(s.x, s.y, color=colour, linewidth=0.7, label=s.label)
+            for pos, low, high in s.bars:  # sampling intervals
+                if plot.kind == "cdf":
+                    ax.errorbar([(low + high) / 2], [pos], xerr=[[(high - low) / 2]], color=colour, capsize=2,
+                                linewidth=0.8, fmt="none")  # fmt: skip
+                else:
+                    ax.errorbar([pos], [(low + high) / 2], yerr=[[(high - low) / 2]], color=colour, capsize=2,
+                                linewidth=0.8, fmt="none")  # fmt: skip
+            for x in s.marks:  # change points: the first point of the new segment
+                ax.axvline(x - 0.5, color=colour, linestyle="--", linewidth=1.0)
         if plot.kind == "tpm":
             ax.set_xscale("log", base=2)
             ax.set_xticks(sorted({x for s2 in mine for x in s2.x}))
@@ -238,6 +249,8 @@ def _draw(plot: Plot) -> str:
             ax.get_yaxis().set_major_formatter(_thousands)
         if plot.kind == "cdf":
             ax.set_ylim(0, 1.02)
+        if plot.kind == "trend":
+            ax.get_xaxis().get_major_locator().set_params(integer=True)
         for label, start, end in plot.windows:
             ax.axvspan(start, end, color="#f1c40f", alpha=0.15)
             ax.text(start, ax.get_ylim()[1], label, fontsize=6, va="top")

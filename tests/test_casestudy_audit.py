@@ -48,6 +48,22 @@ def test_every_claim_gets_its_expected_verdict(audit_json: dict):
     assert not wrong, "\n".join(wrong)
 
 
+def test_c64_stream_median_change_gets_its_sampling_verdict(audit_json: dict):
+    """§4's C64 per-stream median 52.07 -> 51.03 tok/s (-2.0%): the old figure is quoted from an earlier summary
+    (no requests here), so the change's sampling error is unknown, never taken as zero; the ledger's side has
+    its interval from the run's 64 requests."""
+    r = next(x for x in audit_json["results"] if x["claim_id"] == "c64-stream-median-change")
+    s = r["sampling"]
+    assert (r["verdict"], s["verdict"]) == ("consistent", "unknown sampling error")
+    assert s["reason"] == ("old-c64-stream-median has no per-request records here (a quoted or aggregate-only "
+                           "figure): its sampling error is unknown, not zero")  # fmt: skip
+    assert s["operands"]["old-c64-stream-median"] is None
+    new = s["operands"]["c64-stream-median-1017"]
+    assert new["status"] == "interval" and new["n"] == 64 and new["low"] < 51.03 < new["high"]
+    assert "sampling: unknown sampling error: old-c64-stream-median has no per-request records here" in " ".join(
+        r["notes"])
+
+
 def test_cli_audit_groups_and_gates(demo_url: str, audit_json: dict):
     runner = CliRunner()
     ids = {v: [r["claim_id"] for r in audit_json["results"] if r["verdict"] == v] for v in ("mismatch", "refused")}
