@@ -118,6 +118,7 @@ class Matcher:
     backend: str = "duckdb"
     claimed: set[int] = field(default_factory=set)
     loaded: bool = False
+    locked: bool = False
 
     def _prepare(self, info: rec.RunInfo) -> None:
         if self.loaded:
@@ -127,8 +128,14 @@ class Matcher:
         if self.backend == "postgresql" and (serialised.get() or info.pairing is not None or self.s.execute(
                 sa.select(sa.func.count()).select_from(R).where(R.c.batch_id == self.batch_id, R.c.artefact_id.is_(None),
                                                                 current(R))).scalar()):  # fmt: skip
-            self.s.execute(sa.text("SELECT pg_advisory_xact_lock(:k, :b)"), {"k": PAIRING_LOCK, "b": self.batch_id})
+            self._lock()
         self._load()
+
+    def _lock(self) -> None:
+        """Take the batch's pairing lock (PostgreSQL; held to the end of the transaction)."""
+        if not self.locked:
+            self.s.execute(sa.text("SELECT pg_advisory_xact_lock(:k, :b)"), {"k": PAIRING_LOCK, "b": self.batch_id})
+            self.locked = True
 
     def _load(self) -> None:
         R = m.Run.__table__
@@ -215,6 +222,11 @@ class Matcher:
         """A label for a new run whose file's label a run of the batch holds already: two results are
         two runs, whatever their labels say. The label gets what tells this run apart from that one:
         the factors the files state differently, else its folder, else a number."""
+        if self.backend == "postgresql" and not self.locked:
+            # imports choosing a distinct label take turns: each sees the labels the ones before it committed
+            self._lock()
+            R = m.Run.__table__
+            self.labels.update(self.s.scalars(sa.select(R.c.label).where(R.c.batch_id == self.batch_id)))
         taken = next(r for r in reversed(self.runs) if r.label == info.label)
         ours, theirs = factors.of_metadata(info.metadata), factors.of_metadata(taken.meta)
         apart = [f"{SHORT.get(k, k)}={v.value}" for k, v in ours.items() if k in theirs and theirs[k].value != v.value]
