@@ -18,6 +18,18 @@ The records carry **no timestamps**, so the rates are kept as reported and never
 Dropped per record, because they are re-derivable from the same record by the definitions above:
 ``output_latency``, ``output_inference_speed``, ``input_throughput``, ``output_throughput``,
 ``total_tokens``. The metadata's ``cmd`` is not kept: it is the full command line, API keys included.
+
+**Streaming off: TTFT is a placeholder.** Without streaming genai-bench cannot see a first token and
+writes ``time_at_first_token = start_time + 0.001`` (basetenlabs/genai-bench
+``user/baseten_user.py``, ``hybrid_baseten_user.py``: "For non-streaming, we can't measure TTFT, so
+we use a small offset"), so every ``ttft`` is 0.001 s and ``tpot`` (``(e2e - ttft) / (n - 1)``) is
+built on it. Where the experiment's ``experiment_metadata.json`` (written beside the run files)
+says ``--disable-streaming``, neither is a measurement: ``ttft`` and ``tpot`` are not captured (n/a)
+and genai-bench's stats of them are kept as n/a with that reason.
+
+The experiment metadata beside a run file also states the system under test (``model``,
+``api_model_name``, ``server_engine``, ``server_version``, ``server_gpu_type``,
+``server_gpu_count``): the run's factors (``RunInfo.factors``), read from there.
 """
 
 from __future__ import annotations
@@ -30,6 +42,7 @@ from typing import Any
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import (
     TIME_UNITS,
+    as_dict,
     build_columns,
     has_key,
     head_text,
@@ -40,10 +53,11 @@ from bench_ledger.importers._toolfiles import (
     number,
     published,
     sequence,
+    stated,
     to_seconds,
 )
 from bench_ledger.importers.base import ParseOptions, load_json
-from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo, Stated
 from bench_ledger.tools import Tool
 
 TOOL = Tool.GENAI_BENCH
@@ -63,6 +77,15 @@ _RATES = {
     "num_requests": (None, "request_count"),
     "total_arrivals": (None, "request_count"),
 }
+METADATA = "experiment_metadata.json"
+PLACEHOLDER = ("genai-bench's placeholder, not a measurement: with streaming off (--disable-streaming in "
+               f"{METADATA}) it writes time_at_first_token = start + 0.001 s")  # fmt: skip
+# per-record values and stats built on the placeholder TTFT (genai-bench's definitions above)
+_ON_TTFT = ("ttft", "tpot", "output_latency", "output_inference_speed", "input_throughput", "output_throughput")
+# experiment metadata (ExperimentMetadata) -> the run's factors
+_FACTORS = {"model": (("model",),), "served_model": (("api_model_name",),), "engine": (("server_engine",),),
+            "engine_version": (("server_version",),), "hardware": (("server_gpu_type",),),
+            "gpu_count": (("server_gpu_count",),), "dataset": (("dataset_path",),)}  # fmt: skip
 _STAT_UNITS = {
     "ttft": "time", "tpot": "time", "e2e_latency": "time", "output_latency": "time",
     "output_inference_speed": ("tokens/s", "per_stream_token_rate"),
@@ -96,13 +119,19 @@ class GenaiBenchRunImporter:
         if not isinstance(unit_text, str) or unit_text not in TIME_UNITS:
             raise ParseError(path, jpath("_time_unit"), "_time_unit", f"unknown time unit {unit_text!r}")
         unit_s = TIME_UNITS[unit_text]
-        out = _aggregates(path, agg, unit_text)
-        rows = [_row(path, i, r, unit_s) for i, r in enumerate(records)]
+        factors, streaming_off = _experiment(path)
+        out = _aggregates(path, agg, unit_text, streaming_off)
+        rows = [_row(path, i, r, unit_s, streaming_off) for i, r in enumerate(records)]
         iteration = agg.get("iteration_type", "num_concurrency")
         level = agg.get(iteration) if iteration in ("num_concurrency", "batch_size") else agg.get("num_concurrency")
         level_n = integer(path, jpath("aggregated_metrics", str(iteration)), str(iteration), level)
         metadata = {k: str(agg[k]) for k in ("scenario", "iteration_type", "batch_size", "num_concurrency") if agg.get(k) is not None}
         metadata["time_unit"] = unit_text
+        if streaming_off:
+            metadata["ttft"] = "n/a: " + PLACEHOLDER
+        iteration_at = jpath("aggregated_metrics", str(iteration))
+        if iteration == "num_concurrency" and level_n is not None:
+            factors["concurrency"] = Stated(value=str(level_n), at=iteration_at)
         if (m := _NAME.search(path.stem)) is not None:
             metadata["name_" + m["type"]] = m["n"]
             metadata["name_time_s"] = m["secs"]
@@ -118,19 +147,32 @@ class GenaiBenchRunImporter:
                 concurrency=level_n if iteration == "num_concurrency" else None,
                 request_count=integer(path, jpath("aggregated_metrics", "num_requests"), "num_requests", agg.get("num_requests")),
                 duration_s=float(agg["run_duration"]) * float(unit_s) if is_number(agg.get("run_duration")) else None,
-                locator="$", metadata=metadata,
+                locator="$", metadata=metadata, factors=factors,
             ),
             capture=Capture(fields=fields, record_count=len(rows), clock=None, token_source="unknown", success_rule=SUCCESS_RULE),
             requests=columns, published=out,
         )  # fmt: skip
-        return ParsedArtefact(
-            format=self.name, format_version=None, runs=[run],
-            note="no request timestamps: rates are genai-bench's, never re-derived; output_latency, "
-                 "output_inference_speed, input/output_throughput and total_tokens are re-derivable per record and not kept",
-        )  # fmt: skip
+        note = ("no request timestamps: rates are genai-bench's, never re-derived; output_latency, "
+                "output_inference_speed, input/output_throughput and total_tokens are re-derivable per record and not kept")  # fmt: skip
+        if streaming_off:
+            note += f"; ttft and tpot are n/a: {PLACEHOLDER}"
+        return ParsedArtefact(format=self.name, format_version=None, runs=[run], note=note)
 
 
-def _aggregates(path: Path, agg: dict, unit_text: str) -> list[Published]:
+def _experiment(path: Path) -> tuple[dict[str, Stated], bool]:
+    """What the experiment's metadata beside ``path`` states: the run's factors, and whether streaming
+    was off (``--disable-streaming`` in its ``cmd``, or ``disable_streaming`` true). Without the
+    metadata file: no factors, and streaming is not known to be off."""
+    meta_path = path.parent / METADATA
+    if not meta_path.is_file() or meta_path.resolve() == path.resolve():
+        return {}, False
+    meta = as_dict(load_json(meta_path))  # a ParseError names the metadata file
+    cmd = meta.get("cmd")
+    off = meta.get("disable_streaming") is True or (isinstance(cmd, str) and "--disable-streaming" in cmd.split())
+    return stated(meta_path, meta, _FACTORS, lambda parts: f"{METADATA} beside it {jpath(*parts)}"), off
+
+
+def _aggregates(path: Path, agg: dict, unit_text: str, streaming_off: bool = False) -> list[Published]:
     out: list[Published] = []
     for key, value in agg.items():
         if key in _RATES:
@@ -156,12 +198,14 @@ def _aggregates(path: Path, agg: dict, unit_text: str) -> list[Published]:
             if value is not None and not is_number(value):
                 raise ParseError(path, jpath("aggregated_metrics", "stats", metric, stat), stat, f"expected a number, got {value!r}")
             p = published(f"stats.{metric}.{stat}", value, locator=jpath("aggregated_metrics", "stats", metric, stat), unit=unit, kind=kind)
+            if p is not None and streaming_off and metric in _ON_TTFT:
+                p = p.model_copy(update={"flag": "n/a", "value": None, "precision": None, "na_reason": PLACEHOLDER})
             if p is not None:
                 out.append(p)
     return out
 
 
-def _row(path: Path, i: int, rec: Any, unit_s: Decimal) -> dict[str, Any]:
+def _row(path: Path, i: int, rec: Any, unit_s: Decimal, streaming_off: bool = False) -> dict[str, Any]:
     where = jpath("individual_request_metrics", i)
     rec = mapping(path, where, None, rec)
     code = rec.get("error_code")
@@ -183,7 +227,7 @@ def _row(path: Path, i: int, rec: Any, unit_s: Decimal) -> dict[str, Any]:
         "output_tokens": integer(path, where, "num_output_tokens", rec.get("num_output_tokens")) if ok else None,
     }  # fmt: skip
     if ok:
-        row.update({k: to_seconds(v, unit_s) for k, v in values.items()})
+        row.update({k: to_seconds(v, unit_s) for k, v in values.items() if not (streaming_off and k != "latency_s")})
     return row
 
 

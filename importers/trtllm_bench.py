@@ -21,7 +21,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench_ledger.importers._toolfiles import as_dict, has_key, head_text, integer, is_number, jpath, mapping, published
+from bench_ledger.importers._toolfiles import (
+    as_dict,
+    has_key,
+    head_text,
+    integer,
+    is_number,
+    jpath,
+    mapping,
+    published,
+    stated,
+)
 from bench_ledger.importers.base import ParseOptions, load_json
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
@@ -35,6 +45,18 @@ _META = {"engine": ("model", "model_path", "engine_dir", "revision", "version", 
          "world_info": ("tp_size", "pp_size", "ep_size", "world_size", "max_batch_size", "max_num_tokens",
                         "scheduling_policy", "kv_cache_percentage"),
          "machine": ("name",)}  # fmt: skip
+
+
+# What the report states of the system under test and the load (reporting.py's sections): the GPU
+# count is the world size (one rank per GPU); the lengths are the dataset's averages as the report
+# states them in request_info.
+FACTORS = {
+    "model": (("engine", "model"),), "engine": (("engine", "backend"),), "engine_version": (("engine", "version"),),
+    "hardware": (("machine", "name"),), "gpu_count": (("world_info", "world_size"),),
+    "tp": (("world_info", "tp_size"),), "pp": (("world_info", "pp_size"),), "ep": (("world_info", "ep_size"),),
+    "dataset": (("dataset", "dataset_path"),), "input_len": (("request_info", "avg_input_length"),),
+    "output_len": (("request_info", "avg_output_length"),), "prompt_count": (("request_info", "num_requests"),),
+}  # fmt: skip
 
 
 def unit_kind(parts: list[str]) -> tuple[str | None, str]:
@@ -113,7 +135,7 @@ class TrtllmBenchImporter:
                 label=label, tool=TOOL, tool_version=str(engine["version"]) if engine.get("version") is not None else None,
                 request_count=n,
                 dataset=str(dataset["dataset_path"]) if dataset.get("dataset_path") is not None else None,
-                locator="$", metadata=metadata,
+                locator="$", metadata=metadata, factors=stated(path, data, FACTORS),
             ),
             capture=Capture(fields=[], record_count=0, token_source="unknown", success_rule=SUCCESS_RULE),
             published=out,

@@ -48,6 +48,7 @@ from typing import Any
 
 from bench_ledger.errors import ParseError
 from bench_ledger.factors import model_name
+from bench_ledger.importers._toolfiles import ENGINE_BACKENDS, stated
 from bench_ledger.importers._toolfiles import published as tool_published
 from bench_ledger.importers.base import (
     EXACT_MIN,
@@ -112,6 +113,15 @@ SOURCE_OF = {"input_tokens": "input_lens", "output_tokens": "output_lens", "ttft
              "chunk_gaps_s": "itls", "latency_s": "latencies", "queue_s": "queue_times",
              "error": "errors", "status": "errors", "send_ns": "start_times",
              "first_token_ns": "ttfts", "end_ns": "latencies"}
+# What a result object states of the system under test (save_result's keys; the parallel layout only
+# where ``--metadata tp=4`` or a sweep's serve parameter wrote it at the top level).
+FACTORS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "model": (("model_id",),), "served_model": (("served_model_name",),), "engine": (("backend",),),
+    "tp": (("tp",), ("tensor_parallel_size",)), "dp": (("dp",), ("data_parallel_size",)),
+    "pp": (("pp",), ("pipeline_parallel_size",)), "ep": (("ep",), ("expert_parallel_size",)),
+    "dataset": (("dataset_name",),), "concurrency": (("max_concurrency",),),
+    "request_rate": (("request_rate",),), "prompt_count": (("num_prompts",),),
+}  # fmt: skip
 SGLANG_MARKERS = {"dataset_name", "random_input_len", "total_output_tokens_retokenized"}
 _KEY = re.compile(r'"([^"\\]{1,80})"\s*:')
 
@@ -387,13 +397,27 @@ def _header(obj: dict[str, Any], present: set[str], n: int, prefix: str, path: P
         label=_label(obj, rate), tool=Tool.VLLM_BENCH, concurrency=int_or_none(obj, "max_concurrency", path, prefix),
         request_count=int_or_none(obj, "num_prompts", path, prefix), request_rate=rate,
         duration_s=float_or_none(obj, "duration"), locator=where(prefix), metadata=metadata,
-        pairing=result_pairing(path, obj),
+        pairing=result_pairing(path, obj), factors=factors_of(obj, prefix, path),
     )
     capture = Capture(
         fields=_fields(present), record_count=n, clock="monotonic_s" if "start_times" in present else None,
         token_source="unknown", success_rule=SUCCESS_RULE if "errors" in present else NO_ERRORS_RULE,
     )
     return info, capture, pubs
+
+
+def factors_of(obj: dict[str, Any], prefix: str, path: Path) -> dict:
+    """What a vLLM or SGLang result object states of the system under test (:data:`FACTORS`); the
+    ``backend`` is the engine only where it names one (``_toolfiles.ENGINE_BACKENDS``)."""
+    found = stated(path, obj, FACTORS, lambda parts: where(prefix, jpath_of(parts)))
+    if "engine" in found and found["engine"].value not in ENGINE_BACKENDS:
+        del found["engine"]
+    return found
+
+
+def jpath_of(parts: tuple) -> str:
+    """``.a.b[0]`` (the part of a JSON path after ``$``)."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
 
 
 def result_pairing(path: Path, obj: dict[str, Any]) -> Pairing:
