@@ -208,6 +208,12 @@ def published(
     return Published(text=text, value=Decimal(text), precision=printed_places(text), flag="reported", **common)
 
 
+def placeholder(p: Published, reason: str) -> Published:
+    """``p`` as n/a: the tool wrote a fixed value where it measured nothing (``reason`` names the tool's
+    placeholder); the text stays as printed."""
+    return p.model_copy(update={"flag": "n/a", "value": None, "precision": None, "na_reason": reason})
+
+
 def kind_for_unit(name: str, unit: str | None) -> str:
     """Quantity kind of a per-metric statistic from its name and the unit the file states.
 

@@ -42,6 +42,7 @@ from bench_ledger.importers.vllm_bench import (
     float_or_none,
     int_or_none,
     jpath_of,
+    placeholders,
     published,
     read_arrays,
     success_rule_lists,
@@ -232,7 +233,7 @@ def parse_run(obj: object, line: int, path: Path) -> ParsedRun:
         success_rule=SUCCESS_RULE if "errors" in arrays else NO_ERRORS_RULE, sample_note=SAMPLE_NOTE,
     )
     requests = _requests(arrays, n, line, path, prefix) if n else None
-    return ParsedRun(info=info, capture=capture, requests=requests, published=pubs)
+    return ParsedRun(info=info, capture=capture, requests=requests, published=placeholders(pubs))
 
 
 class SglangBenchImporter:

@@ -48,7 +48,7 @@ from typing import Any
 
 from bench_ledger.errors import ParseError
 from bench_ledger.factors import model_name
-from bench_ledger.importers._toolfiles import ENGINE_BACKENDS, stated
+from bench_ledger.importers._toolfiles import ENGINE_BACKENDS, placeholder, stated
 from bench_ledger.importers._toolfiles import published as tool_published
 from bench_ledger.importers.base import (
     EXACT_MIN,
@@ -131,6 +131,10 @@ SUCCESS_RULE = (
     "0.0 placeholders and are stored as None; output_lens are kept as written (0 for failures)."
 )
 NO_ERRORS_RULE = "no errors array in the file: every status is unknown (vLLM writes no success flag)"
+ZERO_STATS = ("the tool's placeholder, not a measurement: vLLM and SGLang write a statistic over no values as 0 "
+              "(np.mean(values or 0)): no request completed, none had 2+ output tokens (TPOT) or no chunks were "
+              "streamed (ITL)")  # fmt: skip
+NO_AUDIO = "vLLM's placeholder, not a measurement: rtfx is input audio seconds / duration, 0.0 without audio (not ASR)"
 
 
 # ---------------------------------------------------------------- helpers shared with sglang_bench
@@ -156,6 +160,18 @@ def published(key: str, value: object, prefix: str, path: Path, unit: str | None
     p = tool_published(key, value, locator=loc, unit=unit, kind=kind, note=note)
     assert p is not None  # a number or null always gives a row
     return p
+
+
+def placeholders(pubs: list[Published]) -> list[Published]:
+    """The printed aggregates with vLLM's and SGLang's placeholders as n/a: a latency series whose every
+    statistic is 0 (:data:`ZERO_STATS`), and vLLM's ``rtfx`` 0.0 (:data:`NO_AUDIO`)."""
+    series: dict[str, list[int]] = {}
+    for i, p in enumerate(pubs):
+        if (m := SERVING_LATENCY_STAT.fullmatch(p.key)) is not None and p.value is not None:
+            series.setdefault(m["series"], []).append(i)
+    zero = {i for found in series.values() if all(pubs[i].value == 0 for i in found) for i in found}
+    return [placeholder(p, ZERO_STATS) if i in zero else placeholder(p, NO_AUDIO) if p.key == "rtfx" and p.value == 0 else p
+            for i, p in enumerate(pubs)]  # fmt: skip
 
 
 def read_arrays(obj: dict[str, Any], names: Iterable[str], path: Path, prefix: str) -> tuple[dict[str, list], int]:
@@ -403,7 +419,7 @@ def _header(obj: dict[str, Any], present: set[str], n: int, prefix: str, path: P
         fields=_fields(present), record_count=n, clock="monotonic_s" if "start_times" in present else None,
         token_source="unknown", success_rule=SUCCESS_RULE if "errors" in present else NO_ERRORS_RULE,
     )
-    return info, capture, pubs
+    return info, capture, placeholders(pubs)
 
 
 def factors_of(obj: dict[str, Any], prefix: str, path: Path) -> dict:

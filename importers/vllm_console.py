@@ -22,6 +22,7 @@ from pathlib import Path
 from bench_ledger.errors import ParseError
 from bench_ledger.factors import model_name
 from bench_ledger.importers._toolfiles import ENGINE_BACKENDS, distinct_served, head_text, published
+from bench_ledger.importers.vllm_bench import placeholders
 from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo, Stated
 from bench_ledger.tools import Tool
 
@@ -113,7 +114,7 @@ class VllmConsoleImporter:
                          pairing=Pairing(names=named, requests=prompts, facts=facts) if named else None),  # fmt: skip
             capture=Capture(fields=[], record_count=0, token_source="unknown",
                             success_rule="aggregates only: the console table has no per-request records"),  # fmt: skip
-            published=out,
+            published=placeholders(out),
         )
         return ParsedArtefact(format=self.name, format_version=None, runs=[run],
                               note="vLLM's console table: rounded as printed (R11)")  # fmt: skip
