@@ -1,7 +1,6 @@
 """What each importer reads of the system under test and its load (``RunInfo.factors``, issue 37): on a
 real file of each format (../shared/samples, ../shared/real-reports; the repository's fixtures where
-``../shared`` has none of the format), every factor with the exact place the file states it; and a
-genai-bench experiment run with streaming off, whose TTFT is the tool's placeholder (n/a)."""
+``../shared`` has none of the format), every factor with the exact place the file states it."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ from pathlib import Path
 import pytest
 from bench_ledger import importers
 from bench_ledger.errors import ParseError
-from bench_ledger.importers import genai_bench, ledger_requests, vllm_bench
+from bench_ledger.importers import ledger_requests, vllm_bench
 from bench_ledger.importers.base import ParseOptions
 
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "real-reports"
@@ -21,6 +20,8 @@ AIPERF_NEW = "anud18-aiperf-ngrok-endpoint-errors/results/nvfp4/w0_agent/agent_f
 VLLM_ZH = ("wentao274-vllm-h100-concurrency-zh/reports/benchmark/nvidia_h100/MiniMax-M2.5/test_01/01/"
            "8-320-i10240-o256/bench-test_01-8-320-i10240-o256.log")  # fmt: skip
 SWEEP = "vllm-bench-sweep/vllm_sweep_v0.25.1/SERVE--max_num_seqs=4-BENCH--max_concurrency=2-num_prompts=8"
+
+
 GENAI_BENCH = "genai-bench/baseten_training_benchmark__"
 RUN_FILE = "N2000_200_200_20_text-to-text_num_concurrency_16_time_15s.json"
 
@@ -180,34 +181,6 @@ def test_genai_bench_reads_its_experiment_metadata(samples: Path, tmp_path: Path
         "hardware": ("H100", f"{beside} $.server_gpu_type"), "gpu_count": ("1", f"{beside} $.server_gpu_count"),
         "concurrency": ("16", "$.aggregated_metrics.num_concurrency"),
     }  # fmt: skip
-
-
-def streaming_off(samples: Path, folder: Path) -> Path:
-    """The sample experiment as genai-bench writes it with --disable-streaming: the flag in the
-    metadata's command line, every TTFT its start + 0.001 s placeholder (as the float subtraction
-    leaves it)."""
-    meta = json.loads((samples / f"{GENAI_BENCH}experiment_metadata.json").read_text())
-    meta["cmd"] = meta["cmd"].replace(" --batch-size 1 ", " --batch-size 1 --disable-streaming ")
-    (folder / "experiment_metadata.json").write_text(json.dumps(meta))
-    data = json.loads((samples / f"{GENAI_BENCH}{RUN_FILE}").read_text())
-    for rec in data["individual_request_metrics"]:
-        rec["ttft"] = (1000.25 + 0.001) - 1000.25
-    (folder / RUN_FILE).write_text(json.dumps(data))
-    return folder / RUN_FILE
-
-
-def test_genai_bench_streaming_off_ttft_is_the_tools_placeholder(samples: Path, tmp_path: Path) -> None:
-    path = streaming_off(samples, tmp_path)
-    art = importers.detect(path).parse(path, ParseOptions())
-    (run,) = list(art.iter_runs())
-    assert "ttft_s" not in run.capture.fields and "itl_mean_s" not in run.capture.fields
-    assert "latency_s" in run.capture.fields
-    assert set(run.requests.ttft_s) == {None} and set(run.requests.itl_mean_s) == {None}
-    assert run.info.metadata["ttft"] == "n/a: " + genai_bench.PLACEHOLDER
-    ttft = next(p for p in run.published if p.key == "stats.ttft.mean")
-    assert (ttft.flag, ttft.value, ttft.na_reason) == ("n/a", None, genai_bench.PLACEHOLDER)
-    assert next(p for p in run.published if p.key == "stats.e2e_latency.mean").flag == "reported"
-    assert art.note is not None and art.note.endswith("; ttft and tpot are n/a: " + genai_bench.PLACEHOLDER)
 
 
 def test_inference_perf(samples: Path) -> None:
