@@ -29,6 +29,7 @@ from bench_ledger.importers._toolfiles import (
     is_number,
     jpath,
     mapping,
+    placeholder,
     published,
     stated,
 )
@@ -38,6 +39,10 @@ from bench_ledger.tools import Tool
 
 TOOL = Tool.TRTLLM_BENCH
 ISSUE_RATE_NOTE = "latency mode: issue_rate is queue time / requests with no issue schedule, not a rate; ignored"
+# reporting.py's _query_gpu_info: what it writes where torch could not read the GPU's properties
+NO_GPU_NAME = "Unknown"
+NO_GPU_MEMORY = ("trtllm-bench's placeholder, not a measurement: machine.name 'Unknown' (torch could not read the "
+                 "GPU's properties), memory.total then 0.0")  # fmt: skip
 SUCCESS_RULE = "aggregates only: trtllm-bench reports no per-request success"
 _SECTIONS = ("world_info", "request_info", "performance", "streaming_metrics", "decoding_stats", "dataset", "machine")
 _META = {"engine": ("model", "model_path", "engine_dir", "revision", "version", "backend", "dtype", "kv_cache_dtype",
@@ -57,6 +62,14 @@ FACTORS = {
     "dataset": (("dataset", "dataset_path"),), "input_len": (("request_info", "avg_input_length"),),
     "output_len": (("request_info", "avg_output_length"),), "prompt_count": (("request_info", "num_requests"),),
 }  # fmt: skip
+
+
+def _factors(path: Path, data: dict) -> dict:
+    """:data:`FACTORS` as the report states them; a GPU name 'Unknown' (:data:`NO_GPU_NAME`) states none."""
+    found = stated(path, data, FACTORS)
+    if "hardware" in found and found["hardware"].value == NO_GPU_NAME:
+        del found["hardware"]
+    return found
 
 
 def unit_kind(parts: list[str]) -> tuple[str | None, str]:
@@ -135,7 +148,7 @@ class TrtllmBenchImporter:
                 label=label, tool=TOOL, tool_version=str(engine["version"]) if engine.get("version") is not None else None,
                 request_count=n,
                 dataset=str(dataset["dataset_path"]) if dataset.get("dataset_path") is not None else None,
-                locator="$", metadata=metadata, factors=stated(path, data, FACTORS),
+                locator="$", metadata=metadata, factors=_factors(path, data),
             ),
             capture=Capture(fields=[], record_count=0, token_source="unknown", success_rule=SUCCESS_RULE),
             published=out,
@@ -158,6 +171,8 @@ class TrtllmBenchImporter:
                                      locator=jpath(*here), note=ISSUE_RATE_NOTE))  # fmt: skip
                 continue
             p = published(".".join(here), value, locator=jpath(*here), unit=unit, kind=kind)
+            if p is not None and here == ["machine", "memory.total"] and p.value == 0 and obj.get("name") == NO_GPU_NAME:
+                p = placeholder(p, NO_GPU_MEMORY)
             if p is not None:
                 out.append(p)
 

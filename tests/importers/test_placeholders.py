@@ -1,6 +1,7 @@
 """A tool's placeholder is n/a with the tool's reason, never a measurement (issue 37; docs/formats.md,
 "Tool placeholders"): genai-bench's 0.001 s TTFT with streaming off and its end-time fallback, vLLM's
-and SGLang's statistics over no values (written as 0) and vLLM's rtfx 0.0 without audio."""
+and SGLang's statistics over no values (written as 0), vLLM's rtfx 0.0 without audio, trtllm-bench's
+'Unknown' GPU."""
 
 from __future__ import annotations
 
@@ -8,11 +9,12 @@ import json
 from pathlib import Path
 
 from bench_ledger import importers
-from bench_ledger.importers import genai_bench, vllm_bench
+from bench_ledger.importers import genai_bench, trtllm_bench, vllm_bench
 from bench_ledger.importers.base import ParseOptions
 
 from tests.importers.test_factors import GENAI_BENCH, RUN_FILE
 
+TRTLLM = "trtllm-bench/latency_rtx6000_qwen25-0.5b_in128_out40_bs1.json"
 SERVE = "vllm-bench-serve/benchmaq_tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d"
 # what genai-bench's subtraction leaves of its start + 0.001 s (a monotonic start of ~1000 s)
 AT_PLACEHOLDER = (1000.25 + 0.001) - 1000.25
@@ -118,3 +120,17 @@ def test_vllm_console_and_sglang_statistics_over_no_values_are_na(samples: Path,
     _, run = one_run(tmp_path / "s.jsonl")
     assert (pub(run, "median_ttft_ms").flag, pub(run, "median_ttft_ms").na_reason) == ("n/a", vllm_bench.ZERO_STATS)
     assert pub(run, "median_itl_ms").flag == "reported"
+
+
+def test_trtllm_unknown_gpu_is_no_hardware(samples: Path, tmp_path: Path) -> None:
+    """reporting.py's _query_gpu_info writes name 'Unknown' and memory 0.0 where torch cannot read the GPU."""
+    data = json.loads((samples / TRTLLM).read_text())
+    data["machine"] = {"name": "Unknown", "memory.total": 0.0, "clocks.mem": None}
+    (tmp_path / "r.json").write_text(json.dumps(data))
+    _, run = one_run(tmp_path / "r.json")
+    assert "hardware" not in run.info.factors
+    memory = pub(run, "machine.memory.total")
+    assert (memory.flag, memory.na_reason) == ("n/a", trtllm_bench.NO_GPU_MEMORY)
+    _, run = one_run(samples / TRTLLM)  # a GPU it read: its name and memory as written
+    assert run.info.factors["hardware"].value == "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+    assert pub(run, "machine.memory.total").flag == "reported"
