@@ -51,13 +51,13 @@ def test_vllm_bench_result(samples: Path) -> None:
     }  # fmt: skip
 
 
-def test_vllm_bench_fast_path_states_the_same_factors(samples: Path, tmp_path: Path, monkeypatch) -> None:
+def test_vllm_bench_fast_path_states_the_same_factors(samples: Path, tmp_path: Path) -> None:
     """Both parse paths read the factors from the same header (vllm_bench._header)."""
     line = json.loads((samples / "vllm-bench-serve/benchmaq_tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.json").read_text())
     line["tp"] = 2  # as `vllm bench serve --metadata tp=2` writes it
     path = tmp_path / "append.jsonl"
     path.write_text("\n".join(json.dumps(line) for _ in range(8)) + "\n")
-    monkeypatch.setattr(vllm_bench, "FAST_MIN_BYTES", 0)
+    assert vllm_bench._fast_runs(path) is not None, "the fast path refused a regular file"
     fast = [r.info.factors for r in vllm_bench._runs(path, fast=True)]
     slow = [r.info.factors for r in vllm_bench._runs(path, fast=False)]
     assert fast == slow
