@@ -12,14 +12,14 @@ from __future__ import annotations
 import math
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal, TypeGuard, overload
 
 from bench_ledger.errors import ParseError
 from bench_ledger.kinds import check_kind
-from bench_ledger.records import FIELD_COLUMN, Published, RequestColumns
+from bench_ledger.records import FIELD_COLUMN, Published, RequestColumns, Stated, text_violation
 from bench_ledger.units import printed_places
 
 NS_PER_S = Decimal(10) ** 9
@@ -211,6 +211,12 @@ def published(
     return Published(text=text, value=Decimal(text), precision=printed_places(text), flag="reported", **common)
 
 
+def placeholder(p: Published, reason: str) -> Published:
+    """``p`` as n/a: the tool wrote a fixed value where it measured nothing (``reason`` names the tool's
+    placeholder); the text stays as printed."""
+    return p.model_copy(update={"flag": "n/a", "value": None, "precision": None, "na_reason": reason})
+
+
 def kind_for_unit(name: str, unit: str | None) -> str:
     """Quantity kind of a per-metric statistic from its name and the unit the file states.
 
@@ -288,6 +294,68 @@ def walk_metric_objects(path: Path, obj: Mapping[str, Any], parts: list[str]) ->
         if isinstance(value, dict):
             out.extend(walk_metric_objects(path, value, [*parts, key]))
     return out
+
+
+# --- what a file states of the system under test (RunInfo.factors) ----------------------------
+
+# A benchmark client's ``--backend`` that names the engine it was pointed at (vLLM's and SGLang's
+# bench_serving: one request function per engine). Any other (``openai``, ``openai-chat``, a hosted
+# API) names the protocol only, so the engine is not stated.
+ENGINE_BACKENDS = frozenset({"vllm", "sglang", "sglang-native", "sglang-oai", "tgi", "lmdeploy", "deepspeed-mii",
+                             "tensorrt-llm", "trt", "scalellm"})  # fmt: skip
+
+
+def factor_text(value: object) -> str | None:
+    """A factor's value as the file wrote it: a text, a whole number, a float's ``repr`` (``inf`` for
+    an unbounded rate); None where the value states nothing: null, a boolean, an object, an empty
+    text, or ``None``/``null`` written as text (Python's ``str(None)``)."""
+    if isinstance(value, str):
+        return None if value.strip() in ("", "None", "null") else value
+    if isinstance(value, float):
+        return "inf" if value == math.inf else repr(value) if math.isfinite(value) else None
+    return str(value) if is_number(value) else None
+
+
+def at_path(obj: object, parts: Sequence[str | int]) -> object:
+    """The value at a key path of nested objects and lists, None where the path does not exist."""
+    for part in parts:
+        if isinstance(part, int):
+            obj = obj[part] if isinstance(obj, list) and -len(obj) <= part < len(obj) else None
+        else:
+            obj = obj.get(part) if isinstance(obj, dict) else None
+    return obj
+
+
+def stated(
+    path: Path,
+    obj: object,
+    paths: Mapping[str, Sequence[tuple[str | int, ...]]],
+    where: Callable[[tuple[str | int, ...]], str] = lambda parts: jpath(*parts),
+) -> dict[str, Stated]:
+    """The factors ``obj`` states (``RunInfo.factors``): for each factor the first of its key paths
+    holding a value (:func:`factor_text`; a list of one value is that value), with the place it was
+    read (``where``: a JSON path by default). A value that cannot be stored is a ParseError there."""
+    out: dict[str, Stated] = {}
+    for factor, candidates in paths.items():
+        for parts in candidates:
+            value = at_path(obj, parts)
+            if isinstance(value, list) and len(value) == 1:
+                value, parts = value[0], (*parts, 0)
+            if (text := factor_text(value)) is None:
+                continue
+            at = where(parts)
+            if why := text_violation(f"the {factor} stated", text):
+                raise ParseError(path, at, str(parts[-1]), why)
+            out[factor] = Stated(value=text, at=at)
+            break
+    return distinct_served(out)
+
+
+def distinct_served(factors: dict[str, Stated]) -> dict[str, Stated]:
+    """``factors`` without ``served_model`` where it is the model's own name (kept where distinct)."""
+    if "served_model" in factors and "model" in factors and factors["served_model"].value == factors["model"].value:
+        del factors["served_model"]
+    return factors
 
 
 # --- request columns --------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from bench_ledger.importers._toolfiles import (
     is_number,
     jpath,
     published,
+    stated,
     to_seconds,
     walk_metric_objects,
     whole,
@@ -126,6 +127,28 @@ def _records_count(data: dict) -> int | None:
     return None if ok is None else ok + (_count(data, "error_request_count") or 0)
 
 
+def _factors(path: Path, data: dict) -> dict:
+    """What ``input_config`` states of the system under test and the load: the older layout
+    (``endpoint.model_names``, ``loadgen``, ``input``) or the newer one (``models.items``,
+    ``datasets``, ``phases``: of these, the ``profiling`` phase)."""
+    phases = _get(data, "input_config", "phases")
+    phases = phases if isinstance(phases, list) else []
+    profiling = [i for i, p in enumerate(phases) if isinstance(p, dict) and p.get("name") == "profiling"]
+    phase: tuple = ("input_config", "phases", profiling[0]) if len(profiling) == 1 else ()
+    c = ("input_config",)
+    items = _get(data, "input_config", "models", "items")
+    one_model = ((*c, "models", "items", 0, "name"),) if isinstance(items, list) and len(items) == 1 else ()
+    return stated(path, data, {
+        "model": ((*c, "endpoint", "model_names"), *one_model),
+        "dataset": ((*c, "input", "file"), (*c, "datasets", 0, "path")),
+        "input_len": ((*c, "input", "prompt", "input_tokens", "mean"),),
+        "output_len": ((*c, "input", "prompt", "output_tokens", "mean"),),
+        "concurrency": ((*c, "loadgen", "concurrency"), *(((*phase, "concurrency"),) if phase else ())),
+        "request_rate": ((*c, "loadgen", "request_rate"),),
+        "prompt_count": ((*c, "loadgen", "request_count"), *(((*phase, "requests"),) if phase else ())),
+    })  # fmt: skip
+
+
 def _info(path: Path, data: dict) -> RunInfo:
     config = as_dict(data.get("input_config"))
     models = _get(config, "endpoint", "model_names")
@@ -167,6 +190,7 @@ def _info(path: Path, data: dict) -> RunInfo:
         locator="$",
         metadata=metadata,
         pairing=pairing(path, "profile_export_aiperf.json", _records_count(data)),
+        factors=_factors(path, data),
     )
 
 

@@ -18,6 +18,20 @@ The records carry **no timestamps**, so the rates are kept as reported and never
 Dropped per record, because they are re-derivable from the same record by the definitions above:
 ``output_latency``, ``output_inference_speed``, ``input_throughput``, ``output_throughput``,
 ``total_tokens``. The metadata's ``cmd`` is not kept: it is the full command line, API keys included.
+
+**Streaming off: TTFT is a placeholder.** Without streaming genai-bench cannot see a first token and
+writes ``time_at_first_token = start_time + 0.001`` (basetenlabs/genai-bench ``user/openai_user.py``
+``parse_non_streaming_chat_response``, ``baseten_user.py``: "For non-streaming, we can't measure
+TTFT, so we use a small offset"), so every ``ttft`` is 0.001 s and ``tpot`` (``(e2e - ttft) /
+(n - 1)``) is built on it. Where the experiment's ``experiment_metadata.json`` (written beside the
+run files) says ``--disable-streaming``, or every ok record's ttft is 0.001 s, neither is a
+measurement: ``ttft`` and ``tpot`` are not captured (n/a) and genai-bench's stats of them are kept as
+n/a with that reason. Where it saw no first token at all it writes ``time_at_first_token =
+end_time``: a record whose ttft equals its e2e_latency has neither ttft nor tpot.
+
+The experiment metadata beside a run file also states the system under test (``model``,
+``api_model_name``, ``server_engine``, ``server_version``, ``server_gpu_type``,
+``server_gpu_count``): the run's factors (``RunInfo.factors``), read from there.
 """
 
 from __future__ import annotations
@@ -30,6 +44,7 @@ from typing import Any
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import (
     TIME_UNITS,
+    as_dict,
     build_columns,
     has_key,
     head_text,
@@ -38,12 +53,14 @@ from bench_ledger.importers._toolfiles import (
     jpath,
     mapping,
     number,
+    placeholder,
     published,
     sequence,
+    stated,
     to_seconds,
 )
 from bench_ledger.importers.base import ParseOptions, load_json
-from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo, Stated
 from bench_ledger.tools import Tool
 
 TOOL = Tool.GENAI_BENCH
@@ -63,6 +80,20 @@ _RATES = {
     "num_requests": (None, "request_count"),
     "total_arrivals": (None, "request_count"),
 }
+METADATA = "experiment_metadata.json"
+PLACEHOLDER = ("genai-bench's placeholder, not a measurement: with streaming off (--disable-streaming in "
+               f"{METADATA}) it writes time_at_first_token = start + 0.001 s")  # fmt: skip
+EVERY_TTFT = ("genai-bench's placeholder, not a measurement: every ttft is 0.001 s, the time_at_first_token = "
+              "start + 0.001 s it writes with streaming off")  # fmt: skip
+FALLBACK = ("genai-bench's fallback, not a measurement: no content chunk arrived, so it took the end time as the "
+            "first token's (ttft = e2e_latency)")  # fmt: skip
+_AT_PLACEHOLDER = 1e-6  # s: (start + 0.001) - start differs from 0.001 by float rounding of start, far less
+# per-record values and stats built on the placeholder TTFT (genai-bench's definitions above)
+_ON_TTFT = ("ttft", "tpot", "output_latency", "output_inference_speed", "input_throughput", "output_throughput")
+# experiment metadata (ExperimentMetadata) -> the run's factors
+_FACTORS = {"model": (("model",),), "served_model": (("api_model_name",),), "engine": (("server_engine",),),
+            "engine_version": (("server_version",),), "hardware": (("server_gpu_type",),),
+            "gpu_count": (("server_gpu_count",),), "dataset": (("dataset_path",),)}  # fmt: skip
 _STAT_UNITS = {
     "ttft": "time", "tpot": "time", "e2e_latency": "time", "output_latency": "time",
     "output_inference_speed": ("tokens/s", "per_stream_token_rate"),
@@ -96,13 +127,30 @@ class GenaiBenchRunImporter:
         if not isinstance(unit_text, str) or unit_text not in TIME_UNITS:
             raise ParseError(path, jpath("_time_unit"), "_time_unit", f"unknown time unit {unit_text!r}")
         unit_s = TIME_UNITS[unit_text]
-        out = _aggregates(path, agg, unit_text)
+        factors, streaming_off = _experiment(path)
         rows = [_row(path, i, r, unit_s) for i, r in enumerate(records)]
+        ttfts = [r["ttft_s"] for r in rows if r["status"] == "ok"]
+        if not streaming_off and ttfts and all(t is not None and abs(t - 0.001) < _AT_PLACEHOLDER for t in ttfts):
+            streaming_off = EVERY_TTFT
+        fallbacks = 0
+        for row in rows:
+            if streaming_off or row.pop("ttft_is_end", False):
+                fallbacks += not streaming_off and row["status"] == "ok"
+                row["ttft_s"] = row["itl_mean_s"] = None
+            row.pop("ttft_is_end", None)
+        out = _aggregates(path, agg, unit_text, streaming_off)
         iteration = agg.get("iteration_type", "num_concurrency")
         level = agg.get(iteration) if iteration in ("num_concurrency", "batch_size") else agg.get("num_concurrency")
         level_n = integer(path, jpath("aggregated_metrics", str(iteration)), str(iteration), level)
         metadata = {k: str(agg[k]) for k in ("scenario", "iteration_type", "batch_size", "num_concurrency") if agg.get(k) is not None}
         metadata["time_unit"] = unit_text
+        if streaming_off:
+            metadata["ttft"] = "n/a: " + streaming_off
+        elif fallbacks:
+            metadata["ttft"] = f"n/a for {fallbacks} of {len(ttfts)} ok records: {FALLBACK}"
+        iteration_at = jpath("aggregated_metrics", str(iteration))
+        if iteration == "num_concurrency" and level_n is not None:
+            factors["concurrency"] = Stated(value=str(level_n), at=iteration_at)
         if (m := _NAME.search(path.stem)) is not None:
             metadata["name_" + m["type"]] = m["n"]
             metadata["name_time_s"] = m["secs"]
@@ -118,19 +166,34 @@ class GenaiBenchRunImporter:
                 concurrency=level_n if iteration == "num_concurrency" else None,
                 request_count=integer(path, jpath("aggregated_metrics", "num_requests"), "num_requests", agg.get("num_requests")),
                 duration_s=float(agg["run_duration"]) * float(unit_s) if is_number(agg.get("run_duration")) else None,
-                locator="$", metadata=metadata,
+                locator="$", metadata=metadata, factors=factors,
             ),
             capture=Capture(fields=fields, record_count=len(rows), clock=None, token_source="unknown", success_rule=SUCCESS_RULE),
             requests=columns, published=out,
         )  # fmt: skip
-        return ParsedArtefact(
-            format=self.name, format_version=None, runs=[run],
-            note="no request timestamps: rates are genai-bench's, never re-derived; output_latency, "
-                 "output_inference_speed, input/output_throughput and total_tokens are re-derivable per record and not kept",
-        )  # fmt: skip
+        note = ("no request timestamps: rates are genai-bench's, never re-derived; output_latency, "
+                "output_inference_speed, input/output_throughput and total_tokens are re-derivable per record and not kept")  # fmt: skip
+        if streaming_off:
+            note += f"; ttft and tpot are n/a: {streaming_off}"
+        elif fallbacks:
+            note += f"; ttft and tpot of {fallbacks} records are n/a: {FALLBACK}"
+        return ParsedArtefact(format=self.name, format_version=None, runs=[run], note=note)
 
 
-def _aggregates(path: Path, agg: dict, unit_text: str) -> list[Published]:
+def _experiment(path: Path) -> tuple[dict[str, Stated], str | None]:
+    """What the experiment's metadata beside ``path`` states: the run's factors, and whether streaming
+    was off (``--disable-streaming`` in its ``cmd``, or ``disable_streaming`` true: :data:`PLACEHOLDER`,
+    else None). Without the metadata file: no factors, and streaming is not known to be off."""
+    meta_path = path.parent / METADATA
+    if not meta_path.is_file() or meta_path.resolve() == path.resolve():
+        return {}, None
+    meta = as_dict(load_json(meta_path))  # a ParseError names the metadata file
+    cmd = meta.get("cmd")
+    off = meta.get("disable_streaming") is True or (isinstance(cmd, str) and "--disable-streaming" in cmd.split())
+    return stated(meta_path, meta, _FACTORS, lambda parts: f"{METADATA} beside it {jpath(*parts)}"), PLACEHOLDER if off else None
+
+
+def _aggregates(path: Path, agg: dict, unit_text: str, streaming_off: str | None = None) -> list[Published]:
     out: list[Published] = []
     for key, value in agg.items():
         if key in _RATES:
@@ -156,12 +219,15 @@ def _aggregates(path: Path, agg: dict, unit_text: str) -> list[Published]:
             if value is not None and not is_number(value):
                 raise ParseError(path, jpath("aggregated_metrics", "stats", metric, stat), stat, f"expected a number, got {value!r}")
             p = published(f"stats.{metric}.{stat}", value, locator=jpath("aggregated_metrics", "stats", metric, stat), unit=unit, kind=kind)
+            if p is not None and streaming_off and metric in _ON_TTFT:
+                p = placeholder(p, streaming_off)
             if p is not None:
                 out.append(p)
     return out
 
 
 def _row(path: Path, i: int, rec: Any, unit_s: Decimal) -> dict[str, Any]:
+    """One record's row; ``ttft_is_end``: its ttft is genai-bench's fallback (:data:`FALLBACK`)."""
     where = jpath("individual_request_metrics", i)
     rec = mapping(path, where, None, rec)
     code = rec.get("error_code")
@@ -184,6 +250,7 @@ def _row(path: Path, i: int, rec: Any, unit_s: Decimal) -> dict[str, Any]:
     }  # fmt: skip
     if ok:
         row.update({k: to_seconds(v, unit_s) for k, v in values.items()})
+        row["ttft_is_end"] = values["ttft_s"] is not None and values["ttft_s"] == values["latency_s"]
     return row
 
 

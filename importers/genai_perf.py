@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -38,9 +39,10 @@ from bench_ledger.importers._toolfiles import (
     ns_gap_s,
     present_fields,
     sequence,
+    stated,
 )
 from bench_ledger.importers.base import ParseOptions, load_json, setting_text
-from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo, file_name_text
+from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo, Stated, file_name_text
 from bench_ledger.tools import Tool
 
 SUCCESS_RULE = (
@@ -105,6 +107,7 @@ def _runs(path: Path, experiments: list, version: str | None, header: dict[str, 
                 locator=where,
                 metadata=metadata,
                 pairing=pairing(path, ".json", len(rows), f"{mode}={value}"),
+                factors=_factors(path, exp, e, inputs),
             ),
             capture=Capture(
                 fields=present_fields(columns, ["status"]),
@@ -115,6 +118,27 @@ def _runs(path: Path, experiments: list, version: str | None, header: dict[str, 
             ),
             requests=columns,
         )
+
+
+def _factors(path: Path, exp: dict, e: int, inputs: list[dict]) -> dict[str, Stated]:
+    """What experiment ``e`` states: its load (``experiment.mode`` and ``value``), and the model and
+    output cap every request body it sent states alike (``request_inputs.payload``, a JSON text)."""
+    mode = exp["experiment"].get("mode") if isinstance(exp.get("experiment"), dict) else None
+    found = stated(path, exp, {mode: (("experiment", "value"),)} if mode in ("concurrency", "request_rate") else {},
+                   lambda parts: jpath("experiments", e, *parts))  # fmt: skip
+    for factor, keys in (("model", ("model",)), ("output_len", ("max_tokens", "max_completion_tokens"))):
+        values = {next((p[k] for k in keys if k in p), None) for p in inputs}
+        if len(values) != 1 or (one := values.pop()) is None:
+            continue
+        i, key = next((i, k) for i, p in enumerate(inputs) for k in keys if k in p)
+        body = jpath("experiments", e, "requests", i, "request_inputs", "payload")
+        found.update(stated(path, {key: one}, {factor: ((key,),)}, partial(_in_body, body)))
+    return found
+
+
+def _in_body(body: str, parts: tuple[str | int, ...]) -> str:
+    """A key of a request body GenAI-Perf kept as JSON text: ``$.experiments[0]...payload model``."""
+    return f"{body} {parts[0]}"
 
 
 def pairing(path: Path, suffix: str, requests: int | None, load: str | None) -> Pairing:

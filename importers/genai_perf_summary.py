@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from bench_ledger.errors import ParseError
-from bench_ledger.importers._toolfiles import AIPERF_MARKERS, has_key, head_text, walk_metric_objects, whole
+from bench_ledger.importers._toolfiles import AIPERF_MARKERS, has_key, head_text, stated, walk_metric_objects, whole
 from bench_ledger.importers.base import ParseOptions, first_json_value, load_json, setting_text
 from bench_ledger.importers.genai_perf import pairing
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
@@ -57,6 +57,7 @@ class GenaiPerfSummaryImporter:
             if key != "input_config" and isinstance(value, dict):
                 found.extend(walk_metric_objects(path, value, [key]))
         info = _info(path, data.get("input_config"))
+        info = info.model_copy(update={"factors": stated(path, data, FACTORS)})
         load = f"concurrency={info.concurrency}" if info.concurrency is not None else \
             f"request_rate={info.request_rate}" if info.request_rate is not None else None  # fmt: skip
         if path.name.endswith("_genai_perf.json"):
@@ -67,6 +68,19 @@ class GenaiPerfSummaryImporter:
             published=found,
         )
         return ParsedArtefact(format=self.name, format_version=None, runs=[run])
+
+
+# What ``input_config`` states of the system under test and the load, flat (older) or nested layout
+_C = ("input_config",)
+FACTORS = {
+    "model": ((*_C, "model"), (*_C, "model_names"), (*_C, "endpoint", "model_names")),
+    "dataset": ((*_C, "input_file"), (*_C, "input", "file")),
+    "input_len": ((*_C, "synthetic_input_tokens_mean"), (*_C, "input", "synthetic_tokens", "mean")),
+    "output_len": ((*_C, "output_tokens_mean"), (*_C, "input", "output_tokens", "mean")),
+    "concurrency": ((*_C, "concurrency"), (*_C, "perf_analyzer", "stimulus", "concurrency")),
+    "request_rate": ((*_C, "request_rate"), (*_C, "perf_analyzer", "stimulus", "request_rate")),
+    "prompt_count": ((*_C, "request_count"), (*_C, "perf_analyzer", "stimulus", "request_count")),
+}
 
 
 def _first(config: dict, *paths: tuple[str, ...]) -> Any:

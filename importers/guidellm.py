@@ -44,6 +44,7 @@ from bench_ledger.importers._toolfiles import (
     present_fields,
     published,
     sequence,
+    stated,
     to_ns,
     to_seconds,
 )
@@ -96,7 +97,7 @@ class GuidellmImporter:
         top_config = _merged(_dict(data.get("args")), _dict(data.get("config")))
         version = str(meta["version"]) if meta.get("version") is not None else "0.3"
         tool_version = str(meta["guidellm_version"]) if meta.get("guidellm_version") else None
-        runs = list(_runs(path, benchmarks, top_config, tool_version))
+        runs = list(_runs(path, benchmarks, top_config, tool_version, data))
         return ParsedArtefact(format=self.name, format_version=version, runs=runs)
 
 
@@ -112,7 +113,7 @@ def _merged(*configs: dict) -> dict:
     return out
 
 
-def _runs(path: Path, benchmarks: list, top_config: dict, tool_version: str | None) -> Iterator[ParsedRun]:
+def _runs(path: Path, benchmarks: list, top_config: dict, tool_version: str | None, root: dict) -> Iterator[ParsedRun]:
     for b, bench in enumerate(benchmarks):
         where = jpath("benchmarks", b)
         bench = mapping(path, where, None, bench)
@@ -130,8 +131,9 @@ def _runs(path: Path, benchmarks: list, top_config: dict, tool_version: str | No
                           for key, vals in kept.items() if any(v is not None for v in vals)}  # fmt: skip
         config = _merged(top_config, _dict(bench.get("args")), _dict(bench.get("config")))
         sampled, note = _sampling(bench, groups, config)
+        info = _info(path, bench, b, config, tool_version, sum(_counts(bench).values()) or len(rows))
         yield ParsedRun(
-            info=_info(path, bench, b, config, tool_version, sum(_counts(bench).values()) or len(rows)),
+            info=info.model_copy(update={"factors": _factors(path, root, b)}),
             capture=Capture(
                 fields=present_fields(columns, ["status"]),
                 record_count=len(rows),
@@ -145,6 +147,32 @@ def _runs(path: Path, benchmarks: list, top_config: dict, tool_version: str | No
             published=_published(bench, b),
             request_values=request_values,
         )
+
+
+def _factors(path: Path, root: dict, b: int) -> dict:
+    """What benchmark ``b`` states of the system under test and its load, looked up where :func:`_merged`
+    would take it from (the benchmark's config, its args, the file's config, its args); a synthetic
+    data spec (:func:`_token_settings`) states the lengths, any other data is the dataset."""
+    bench = ("benchmarks", b)
+    configs = [(*bench, "config"), (*bench, "args"), ("config",), ("args",)]
+    strategies = [(*bench, "config", "strategy"), (*bench, "args", "strategy"), (*bench, "strategy"),
+                  (*bench, "scheduler", "strategy")]  # fmt: skip
+    found = stated(path, root, {
+        "model": ((*bench, "config", "backend", "model"), (*bench, "worker", "backend_model"),
+                  *((*c, "model") for c in configs)),
+        "concurrency": tuple((*s, "streams") for s in strategies),
+        "request_rate": tuple((*s, "rate") for s in strategies),
+        "prompt_count": ((*bench, "args", "max_number"), *((*c, "max_requests") for c in configs)),
+    })  # fmt: skip
+    data = stated(path, root, {"dataset": ((*bench, "request_loader", "data"), *((*c, "data") for c in configs))})
+    if (spec := data.get("dataset")) is not None:
+        tokens = _token_settings([spec.value])
+        for factor, key in (("input_len", "prompt_tokens"), ("output_len", "output_tokens")):
+            if key in tokens:
+                found[factor] = spec.model_copy(update={"value": str(tokens[key])})
+        if not tokens:
+            found.update(data)
+    return found
 
 
 def _row(path: Path, at: tuple[int, str, int], idx: int, status: str, rec: Any) -> dict[str, Any]:

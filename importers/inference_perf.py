@@ -50,6 +50,7 @@ from bench_ledger.importers._toolfiles import (
     present_fields,
     published,
     sequence,
+    stated,
     to_ns,
 )
 from bench_ledger.importers.base import ParseOptions, load_json, setting_text
@@ -193,6 +194,8 @@ class InferencePerfImporter:
                 concurrency=integer(path, jpath("load_summary", "concurrency"), "concurrency", load.get("concurrency")),
                 duration_s=float(send) if send is not None else None,
                 locator="$", metadata=metadata, pairing=_pairing(label, count),
+                factors=stated(path, data, {"request_rate": (("load_summary", "requested_rate"),),
+                                            "concurrency": (("load_summary", "concurrency"),)}),
             ),
             capture=Capture(fields=[], record_count=0, token_source="unknown", success_rule=SUCCESS_RULE),
             published=out,

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, get_args
 
 from bench_ledger.errors import ParseError
+from bench_ledger.importers._toolfiles import factor_text
 from bench_ledger.importers.base import (
     DuplicateKey,
     ParseOptions,
@@ -65,8 +66,10 @@ from bench_ledger.records import (
     ParsedRun,
     RequestColumns,
     RunInfo,
+    Stated,
     TokenSource,
 )
+from bench_ledger.vocab import RUN_FACTORS
 from pydantic import ValidationError
 
 VERSION = 1
@@ -148,11 +151,34 @@ HEADER: dict[str, Callable[[Any], Any]] = {
 }
 
 
+# header keys that state a factor of the run (ledger.factors) besides the ``factors`` object
+_FACTOR_KEYS = {"dataset": "dataset", "input_target_tokens": "input_len", "output_cap_tokens": "output_len",
+                "concurrency": "concurrency", "request_rate": "request_rate"}  # fmt: skip
+
+
+def _factor(path: Path, key: str, name: str, value: Any) -> tuple[str, Stated]:
+    """One ``factors`` entry (``factor.NAME`` in CSV): a factor of the vocabulary, a text or a number."""
+    if name not in RUN_FACTORS:
+        raise ParseError(path, "line 1", key, f"unknown factor {name!r}; known: {', '.join(RUN_FACTORS)}")
+    if (text := factor_text(value)) is None:
+        raise ParseError(path, "line 1", key, f"expected a text or a number, got {value!r:.40}")
+    try:
+        return name, Stated(value=text, at=f"line 1 {key}")
+    except ValueError as exc:
+        raise ParseError(path, "line 1", key, str(exc).splitlines()[-1]) from None
+
+
 def _header(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     """Check and convert the header keys; unknown keys are refused so that typos do not vanish."""
-    out: dict[str, Any] = {"metadata": {}}
+    out: dict[str, Any] = {"metadata": {}, "factors": {}}
     for key, value in raw.items():
-        if key == "metadata":
+        if key == "factors":
+            if not isinstance(value, dict):
+                raise ParseError(path, "line 1", key, "expected an object of factors")
+            out["factors"].update(_factor(path, f"factors.{name}", name, v) for name, v in value.items())
+        elif key.startswith("factor."):
+            out["factors"].update([_factor(path, key, key[7:], value)])
+        elif key == "metadata":
             if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
                 raise ParseError(path, "line 1", key, "expected an object of strings")
             out["metadata"].update(value)
@@ -168,6 +194,9 @@ def _header(raw: dict[str, Any], path: Path) -> dict[str, Any]:
     for key in ("run", "tool"):
         if key not in out:
             raise ParseError(path, "line 1", key, "the header must name the run and the tool")
+    for key, name in _FACTOR_KEYS.items():
+        if key in raw and out.get(key) is not None and name not in out["factors"]:
+            out["factors"][name] = Stated(value=factor_text(out[key]) or str(out[key]), at=f"line 1 {key}")
     return out
 
 

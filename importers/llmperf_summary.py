@@ -17,11 +17,16 @@ import re
 from pathlib import Path
 
 from bench_ledger.errors import ParseError
-from bench_ledger.importers._toolfiles import has_key, head_text, integer, jpath, published, whole
+from bench_ledger.importers._toolfiles import has_key, head_text, integer, jpath, published, stated, whole
 from bench_ledger.importers.base import ParseOptions, load_json
 from bench_ledger.importers.llmperf import pairing
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
+
+# What the summary states of the system under test and the load (token_benchmark_ray.py's
+# metadata): mean input and output tokens are the requested lengths, not actual ones (R3).
+FACTORS = {"model": (("model",),), "input_len": (("mean_input_tokens",),), "output_len": (("mean_output_tokens",),),
+           "concurrency": (("num_concurrent_requests",),)}  # fmt: skip
 
 # Per-request metrics llmperf summarises: name -> (unit stated by the name, quantity kind).
 _METRICS: dict[str, tuple[str | None, str]] = {
@@ -91,6 +96,7 @@ class LlmperfSummaryImporter:
                 concurrency=integer(path, jpath("num_concurrent_requests"), "num_concurrent_requests", concurrency),
                 request_count=None,
                 locator="$",
+                factors=stated(path, data, FACTORS),
                 metadata=metadata,
                 pairing=pairing(path, ("_summary", "summary_"), whole_text(data.get("results_num_requests_started"))),
             ),

@@ -30,7 +30,7 @@ from pathlib import Path
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import as_dict, head_text, is_number, published
 from bench_ledger.importers.base import json_problem, loads
-from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, Published, RunInfo
+from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, Published, RunInfo, Stated
 from bench_ledger.tools import Tool
 
 TOOL = Tool.MLPERF_LOADGEN
@@ -38,6 +38,14 @@ SUCCESS_RULE = "aggregates only: loadgen's per-sample records are not in these l
 _PREFIX = re.compile(r"^(?P<prefix>.*?)_?mlperf_log_(?:summary|detail)\.txt$")
 _RUN_DIR = re.compile(r"^run_\d+$")
 MLLOG = ":::MLLOG "
+
+
+def rate_factor(scenario: str | None, rate: Published | None) -> dict[str, Stated]:
+    """The request rate loadgen states: its target QPS in the Server scenario (Poisson arrivals at that
+    rate). In Offline it only sizes the one query, in SingleStream/MultiStream there is no rate: none."""
+    if scenario != "Server" or rate is None or rate.locator is None:
+        return {}
+    return {"request_rate": Stated(value=rate.text, at=rate.locator)}
 
 
 def run_label(path: Path) -> str:
@@ -133,7 +141,8 @@ class MlperfSummaryImporter:
                                                                                "Test Parameters Used")}  # fmt: skip
         run = ParsedRun(
             info=RunInfo(label=run_label(path), tool=TOOL, locator="line 1", metadata=metadata,
-                         pairing=pairing(path, {k: stated[k] for k in _FACTS if k in stated})),
+                         pairing=pairing(path, {k: stated[k] for k in _FACTS if k in stated}),
+                         factors=rate_factor(metadata.get("Scenario"), next((p for p in out if p.key == "target_qps"), None))),
             capture=Capture(fields=[], record_count=0, token_source="unknown", success_rule=SUCCESS_RULE),
             published=out,
         )
@@ -202,7 +211,9 @@ class MlperfDetailImporter:
         stated = {p.key.removeprefix("detail."): p.text for p in out}
         run = ParsedRun(
             info=RunInfo(label=run_label(path), tool=TOOL, tool_version=version, started_at=started, locator="line 1",
-                         metadata=metadata, pairing=pairing(path, {k: stated[d] for k, d in _FACTS.items() if d in stated})),  # fmt: skip
+                         metadata=metadata, pairing=pairing(path, {k: stated[d] for k, d in _FACTS.items() if d in stated}),
+                         factors=rate_factor(metadata.get("effective_scenario"),
+                                             next((p for p in out if p.key == "detail.effective_target_qps"), None))),  # fmt: skip
             capture=Capture(fields=[], record_count=0, token_source="unknown", success_rule=SUCCESS_RULE),
             published=out,
         )

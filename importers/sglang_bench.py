@@ -34,11 +34,15 @@ from pathlib import Path
 from typing import Any
 
 from bench_ledger.errors import ParseError
+from bench_ledger.importers._toolfiles import distinct_served, stated
 from bench_ledger.importers.base import ParseOptions, first_json_value, iter_json_lines, prefetched, setting_text
 from bench_ledger.importers.vllm_bench import (
     NUMBER,
+    factors_of,
     float_or_none,
     int_or_none,
+    jpath_of,
+    placeholders,
     published,
     read_arrays,
     success_rule_lists,
@@ -47,7 +51,7 @@ from bench_ledger.importers.vllm_bench import (
     validate_columns,
     where,
 )
-from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RequestColumns, RunInfo
+from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RequestColumns, RunInfo, Stated
 from bench_ledger.tools import SERVING_LATENCY_STAT, Tool
 
 TOKENS_NOTE = ("sum of output_lens: the server's usage.completion_tokens where the reply had it, "
@@ -129,6 +133,39 @@ def _targets(obj: dict[str, Any], dataset: str | None, path: Path, prefix: str) 
     return None, None
 
 
+# server_info (the server's own arguments, ``/get_server_info``): factor -> its key there
+_SERVER = {"model": "model_path", "served_model": "served_model_name", "engine_version": "version",
+           "tp": "tp_size", "dp": "dp_size", "pp": "pp_size", "ep": "ep_size"}  # fmt: skip
+
+
+def _factors(obj: dict[str, Any], dataset: str | None, prefix: str, path: Path) -> dict[str, Stated]:
+    """What one result line states of the system under test: the settings vLLM's results share
+    (``vllm_bench.factors_of``), the lengths of the dataset that ran (as :func:`_targets`) and the
+    server's arguments in ``server_info``; of a prefill/decode pair (``server_info.prefill``,
+    ``.decode``) a factor only where every server states the same value."""
+
+    def at(parts: tuple) -> str:
+        return where(prefix, jpath_of(parts))
+
+    found = factors_of(obj, prefix, path)
+    if dataset is not None:
+        for factor, key in (("input_len", "random_input_len"), ("output_len", "random_output_len"),
+                            ("output_len", "sharegpt_output_len")):  # fmt: skip
+            if factor not in found and not _unused_default(key, dataset):
+                found.update(stated(path, obj, {factor: ((key,),)}, at))
+    info = obj.get("server_info")
+    info = info if isinstance(info, dict) else {}
+    servers: list[tuple[str | int, ...]] = [("server_info",)] if "model_path" in info else [
+        ("server_info", role, i) for role in ("prefill", "decode") if isinstance(info.get(role), list)
+        for i in range(len(info[role]))
+    ]  # fmt: skip
+    for factor, key in _SERVER.items():
+        got = [stated(path, obj, {factor: ((*server, key),)}, at).get(factor) for server in servers]
+        if got and all(g is not None for g in got) and len({g.value for g in got if g is not None}) == 1:
+            found.setdefault(factor, got[0])
+    return distinct_served(found)
+
+
 def _requests(arrays: dict[str, list], n: int, line: int, path: Path, prefix: str) -> RequestColumns:
     none = [None] * n
     ruled = success_rule_lists(arrays, n, ("ttfts",))
@@ -189,13 +226,14 @@ def parse_run(obj: object, line: int, path: Path) -> ParsedRun:
         request_count=int_or_none(obj, "num_prompts", path, prefix),
         request_rate=rate, dataset=dataset,
         duration_s=float_or_none(obj, "duration"), locator=where(prefix), metadata=metadata,
+        factors=_factors(obj, dataset, prefix, path),
     )
     capture = Capture(
         fields=_fields(arrays), record_count=n, clock=None, token_source="requested",
         success_rule=SUCCESS_RULE if "errors" in arrays else NO_ERRORS_RULE, sample_note=SAMPLE_NOTE,
     )
     requests = _requests(arrays, n, line, path, prefix) if n else None
-    return ParsedRun(info=info, capture=capture, requests=requests, published=pubs)
+    return ParsedRun(info=info, capture=capture, requests=requests, published=placeholders(pubs))
 
 
 class SglangBenchImporter:

@@ -21,13 +21,28 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench_ledger.importers._toolfiles import as_dict, has_key, head_text, integer, is_number, jpath, mapping, published
+from bench_ledger.importers._toolfiles import (
+    as_dict,
+    has_key,
+    head_text,
+    integer,
+    is_number,
+    jpath,
+    mapping,
+    placeholder,
+    published,
+    stated,
+)
 from bench_ledger.importers.base import ParseOptions, load_json
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
 
 TOOL = Tool.TRTLLM_BENCH
 ISSUE_RATE_NOTE = "latency mode: issue_rate is queue time / requests with no issue schedule, not a rate; ignored"
+# reporting.py's _query_gpu_info: what it writes where torch could not read the GPU's properties
+NO_GPU_NAME = "Unknown"
+NO_GPU_MEMORY = ("trtllm-bench's placeholder, not a measurement: machine.name 'Unknown' (torch could not read the "
+                 "GPU's properties), memory.total then 0.0")  # fmt: skip
 SUCCESS_RULE = "aggregates only: trtllm-bench reports no per-request success"
 _SECTIONS = ("world_info", "request_info", "performance", "streaming_metrics", "decoding_stats", "dataset", "machine")
 _META = {"engine": ("model", "model_path", "engine_dir", "revision", "version", "backend", "dtype", "kv_cache_dtype",
@@ -35,6 +50,26 @@ _META = {"engine": ("model", "model_path", "engine_dir", "revision", "version", 
          "world_info": ("tp_size", "pp_size", "ep_size", "world_size", "max_batch_size", "max_num_tokens",
                         "scheduling_policy", "kv_cache_percentage"),
          "machine": ("name",)}  # fmt: skip
+
+
+# What the report states of the system under test and the load (reporting.py's sections): the GPU
+# count is the world size (one rank per GPU); the lengths are the dataset's averages as the report
+# states them in request_info.
+FACTORS = {
+    "model": (("engine", "model"),), "engine": (("engine", "backend"),), "engine_version": (("engine", "version"),),
+    "hardware": (("machine", "name"),), "gpu_count": (("world_info", "world_size"),),
+    "tp": (("world_info", "tp_size"),), "pp": (("world_info", "pp_size"),), "ep": (("world_info", "ep_size"),),
+    "dataset": (("dataset", "dataset_path"),), "input_len": (("request_info", "avg_input_length"),),
+    "output_len": (("request_info", "avg_output_length"),), "prompt_count": (("request_info", "num_requests"),),
+}  # fmt: skip
+
+
+def _factors(path: Path, data: dict) -> dict:
+    """:data:`FACTORS` as the report states them; a GPU name 'Unknown' (:data:`NO_GPU_NAME`) states none."""
+    found = stated(path, data, FACTORS)
+    if "hardware" in found and found["hardware"].value == NO_GPU_NAME:
+        del found["hardware"]
+    return found
 
 
 def unit_kind(parts: list[str]) -> tuple[str | None, str]:
@@ -113,7 +148,7 @@ class TrtllmBenchImporter:
                 label=label, tool=TOOL, tool_version=str(engine["version"]) if engine.get("version") is not None else None,
                 request_count=n,
                 dataset=str(dataset["dataset_path"]) if dataset.get("dataset_path") is not None else None,
-                locator="$", metadata=metadata,
+                locator="$", metadata=metadata, factors=_factors(path, data),
             ),
             capture=Capture(fields=[], record_count=0, token_source="unknown", success_rule=SUCCESS_RULE),
             published=out,
@@ -136,6 +171,8 @@ class TrtllmBenchImporter:
                                      locator=jpath(*here), note=ISSUE_RATE_NOTE))  # fmt: skip
                 continue
             p = published(".".join(here), value, locator=jpath(*here), unit=unit, kind=kind)
+            if p is not None and here == ["machine", "memory.total"] and p.value == 0 and obj.get("name") == NO_GPU_NAME:
+                p = placeholder(p, NO_GPU_MEMORY)
             if p is not None:
                 out.append(p)
 

@@ -48,6 +48,7 @@ from typing import Any
 
 from bench_ledger.errors import ParseError
 from bench_ledger.factors import model_name
+from bench_ledger.importers._toolfiles import ENGINE_BACKENDS, placeholder, stated
 from bench_ledger.importers._toolfiles import published as tool_published
 from bench_ledger.importers.base import (
     EXACT_MIN,
@@ -112,6 +113,15 @@ SOURCE_OF = {"input_tokens": "input_lens", "output_tokens": "output_lens", "ttft
              "chunk_gaps_s": "itls", "latency_s": "latencies", "queue_s": "queue_times",
              "error": "errors", "status": "errors", "send_ns": "start_times",
              "first_token_ns": "ttfts", "end_ns": "latencies"}
+# What a result object states of the system under test (save_result's keys; the parallel layout only
+# where ``--metadata tp=4`` or a sweep's serve parameter wrote it at the top level).
+FACTORS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "model": (("model_id",),), "served_model": (("served_model_name",),), "engine": (("backend",),),
+    "tp": (("tp",), ("tensor_parallel_size",)), "dp": (("dp",), ("data_parallel_size",)),
+    "pp": (("pp",), ("pipeline_parallel_size",)), "ep": (("ep",), ("expert_parallel_size",)),
+    "dataset": (("dataset_name",),), "concurrency": (("max_concurrency",),),
+    "request_rate": (("request_rate",),), "prompt_count": (("num_prompts",),),
+}  # fmt: skip
 SGLANG_MARKERS = {"dataset_name", "random_input_len", "total_output_tokens_retokenized"}
 _KEY = re.compile(r'"([^"\\]{1,80})"\s*:')
 
@@ -121,6 +131,10 @@ SUCCESS_RULE = (
     "0.0 placeholders and are stored as None; output_lens are kept as written (0 for failures)."
 )
 NO_ERRORS_RULE = "no errors array in the file: every status is unknown (vLLM writes no success flag)"
+ZERO_STATS = ("the tool's placeholder, not a measurement: vLLM and SGLang write a statistic over no values as 0 "
+              "(np.mean(values or 0)): no request completed, none had 2+ output tokens (TPOT) or no chunks were "
+              "streamed (ITL)")  # fmt: skip
+NO_AUDIO = "vLLM's placeholder, not a measurement: rtfx is input audio seconds / duration, 0.0 without audio (not ASR)"
 
 
 # ---------------------------------------------------------------- helpers shared with sglang_bench
@@ -146,6 +160,18 @@ def published(key: str, value: object, prefix: str, path: Path, unit: str | None
     p = tool_published(key, value, locator=loc, unit=unit, kind=kind, note=note)
     assert p is not None  # a number or null always gives a row
     return p
+
+
+def placeholders(pubs: list[Published]) -> list[Published]:
+    """The printed aggregates with vLLM's and SGLang's placeholders as n/a: a latency series whose every
+    statistic is 0 (:data:`ZERO_STATS`), and vLLM's ``rtfx`` 0.0 (:data:`NO_AUDIO`)."""
+    series: dict[str, list[int]] = {}
+    for i, p in enumerate(pubs):
+        if (m := SERVING_LATENCY_STAT.fullmatch(p.key)) is not None and p.value is not None:
+            series.setdefault(m["series"], []).append(i)
+    zero = {i for found in series.values() if all(pubs[i].value == 0 for i in found) for i in found}
+    return [placeholder(p, ZERO_STATS) if i in zero else placeholder(p, NO_AUDIO) if p.key == "rtfx" and p.value == 0 else p
+            for i, p in enumerate(pubs)]  # fmt: skip
 
 
 def read_arrays(obj: dict[str, Any], names: Iterable[str], path: Path, prefix: str) -> tuple[dict[str, list], int]:
@@ -387,13 +413,27 @@ def _header(obj: dict[str, Any], present: set[str], n: int, prefix: str, path: P
         label=_label(obj, rate), tool=Tool.VLLM_BENCH, concurrency=int_or_none(obj, "max_concurrency", path, prefix),
         request_count=int_or_none(obj, "num_prompts", path, prefix), request_rate=rate,
         duration_s=float_or_none(obj, "duration"), locator=where(prefix), metadata=metadata,
-        pairing=result_pairing(path, obj),
+        pairing=result_pairing(path, obj), factors=factors_of(obj, prefix, path),
     )
     capture = Capture(
         fields=_fields(present), record_count=n, clock="monotonic_s" if "start_times" in present else None,
         token_source="unknown", success_rule=SUCCESS_RULE if "errors" in present else NO_ERRORS_RULE,
     )
-    return info, capture, pubs
+    return info, capture, placeholders(pubs)
+
+
+def factors_of(obj: dict[str, Any], prefix: str, path: Path) -> dict:
+    """What a vLLM or SGLang result object states of the system under test (:data:`FACTORS`); the
+    ``backend`` is the engine only where it names one (``_toolfiles.ENGINE_BACKENDS``)."""
+    found = stated(path, obj, FACTORS, lambda parts: where(prefix, jpath_of(parts)))
+    if "engine" in found and found["engine"].value not in ENGINE_BACKENDS:
+        del found["engine"]
+    return found
+
+
+def jpath_of(parts: tuple) -> str:
+    """``.a.b[0]`` (the part of a JSON path after ``$``)."""
+    return "".join(f"[{p}]" if isinstance(p, int) else f".{p}" for p in parts)
 
 
 def result_pairing(path: Path, obj: dict[str, Any]) -> Pairing:

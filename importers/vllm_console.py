@@ -21,8 +21,9 @@ from pathlib import Path
 
 from bench_ledger.errors import ParseError
 from bench_ledger.factors import model_name
-from bench_ledger.importers._toolfiles import head_text, published
-from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo
+from bench_ledger.importers._toolfiles import ENGINE_BACKENDS, distinct_served, head_text, published
+from bench_ledger.importers.vllm_bench import placeholders
+from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo, Stated
 from bench_ledger.tools import Tool
 
 BANNER = "Serving Benchmark Result"
@@ -95,7 +96,7 @@ class VllmConsoleImporter:
             for setting in SETTINGS:
                 if line.startswith(setting + ":"):
                     metadata.setdefault(setting, line.split(":", 1)[1].strip())
-        args = _namespace(lines[:start])
+        args, at = _namespace(lines[:start])
         completed = next((p.value for p in out if p.key == "completed"), None)
         failed = next((p.value for p in out if p.key == "failed"), None)
         prompts = _int(args.get("num_prompts"))
@@ -109,11 +110,11 @@ class VllmConsoleImporter:
             info=RunInfo(label=_label(path, args), tool=Tool.VLLM_BENCH, locator=f"line {start + 1}",
                          metadata=metadata, request_count=prompts, concurrency=_int(args.get("max_concurrency")),
                          request_rate=args.get("request_rate") or None, seed=_int(args.get("seed")),
-                         dataset=args.get("dataset_name") or None,
+                         dataset=args.get("dataset_name") or None, factors=_factors(args, at),
                          pairing=Pairing(names=named, requests=prompts, facts=facts) if named else None),  # fmt: skip
             capture=Capture(fields=[], record_count=0, token_source="unknown",
                             success_rule="aggregates only: the console table has no per-request records"),  # fmt: skip
-            published=out,
+            published=placeholders(out),
         )
         return ParsedArtefact(format=self.name, format_version=None, runs=[run],
                               note="vLLM's console table: rounded as printed (R11)")  # fmt: skip
@@ -127,19 +128,45 @@ def _label(path: Path, args: dict[str, str]) -> str:
     return f"{model_name(args['model'])} rate={args.get('request_rate') or 'inf'} c={args.get('max_concurrency') or 'inf'}"
 
 
-def _namespace(lines: list[str]) -> dict[str, str]:
-    """The arguments of the ``Namespace(...)`` line the run printed, as texts (``None`` left out)."""
-    line = next((ln for ln in lines if _NAMESPACE_LINE.match(ln)), None)
+# factor -> the Namespace arguments stating it, first found wins: the general --input-len/--output-len
+# override the random dataset's own (vLLM's datasets.py); those apply only where dataset_name is random
+_FACTOR_ARGS = {
+    "model": ("model",), "served_model": ("served_model_name",), "engine": ("backend",),
+    "dataset": ("dataset_path", "dataset_name"), "input_len": ("input_len", "random_input_len"),
+    "output_len": ("output_len", "random_output_len"), "concurrency": ("max_concurrency",),
+    "request_rate": ("request_rate",), "prompt_count": ("num_prompts",),
+}  # fmt: skip
+_ARGS = ("num_prompts", "max_concurrency", "request_rate", "seed", "dataset_name", "model", "save_result",
+         "result_filename", "served_model_name", "backend", "dataset_path", "input_len", "output_len",
+         "random_input_len", "random_output_len")  # fmt: skip
+
+
+def _factors(args: dict[str, str], at: str) -> dict[str, Stated]:
+    """What the Namespace line (``at``) states of the system under test and the load."""
+    out: dict[str, Stated] = {}
+    for factor, names in _FACTOR_ARGS.items():
+        for name in names:
+            if name.startswith("random_") and args.get("dataset_name") != "random":
+                continue
+            if (value := args.get(name, "").strip()) and (factor != "engine" or value in ENGINE_BACKENDS):
+                out[factor] = Stated(value=value, at=f"{at} {name}")
+                break
+    return distinct_served(out)
+
+
+def _namespace(lines: list[str]) -> tuple[dict[str, str], str]:
+    """The arguments of the ``Namespace(...)`` line the run printed, as texts (``None`` left out), and
+    that line (``line N``)."""
+    n, line = next(((i, ln) for i, ln in enumerate(lines, start=1) if _NAMESPACE_LINE.match(ln)), (0, None))
     out: dict[str, str] = {}
     if line is None:
-        return out
-    for name in ("num_prompts", "max_concurrency", "request_rate", "seed", "dataset_name", "model",
-                 "save_result", "result_filename"):  # fmt: skip
+        return out, ""
+    for name in _ARGS:
         if (m := re.search(_ARG.format(name), line)) is not None:
             value = m["text"] if m["text"] is not None else m["bare"].strip()
             if value != "None":
                 out[name] = value
-    return out
+    return out, f"line {n}"
 
 
 def _int(text: str | None) -> int | None:

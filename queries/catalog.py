@@ -43,6 +43,7 @@ class RunRow:
     request_count: int | None
     requests: int
     artefacts: int
+    factors: dict[str, dict[str, str]] = field(default_factory=dict)  # what its files state (ledger.factors): value, at
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -141,7 +142,7 @@ def list_runs(ledger: Ledger, batch: str | None = None, as_of: datetime | None =
     stmt = (
         sa.select(
             r.c.id, b.c.name.label("batch"), r.c.label, r.c.tool, r.c.input_target_tokens, r.c.output_cap_tokens,
-            r.c.concurrency, r.c.request_count,
+            r.c.concurrency, r.c.request_count, r.c.metadata_json,
             sa.func.coalesce(requests.c.n, 0).label("requests"),
             _count(c, c.c.run_id == origin).label("artefacts"),
         )  # fmt: skip
@@ -150,7 +151,13 @@ def list_runs(ledger: Ledger, batch: str | None = None, as_of: datetime | None =
         .order_by(b.c.id, r.c.id)
     )
     with ledger.connection() as conn:
-        return [RunRow(**row._mapping) for row in conn.execute(stmt)]
+        return [RunRow(**{k: v for k, v in row._mapping.items() if k != "metadata_json"}, factors=_factors(row.metadata_json))
+                for row in conn.execute(stmt)]  # fmt: skip
+
+
+def _factors(metadata_json: str | None) -> dict[str, dict[str, str]]:
+    """A run's factors (``ledger.factors``) as plain dicts: value and where it was read."""
+    return {k: v.model_dump() for k, v in factors.of_metadata(factors.run_metadata(metadata_json)).items()}
 
 
 def run_detail(ledger: Ledger, run_id: int) -> RunDetail:
@@ -172,7 +179,7 @@ def run_detail(ledger: Ledger, run_id: int) -> RunDetail:
             warm={"prefix_cache": run.warm_prefix_cache, "process": run.warm_process,
                   "compile": run.warm_compile, "file_cache": run.warm_file_cache},
             status_counts={k: statuses.get(k, 0) for k in ("ok", "failed", "unknown")},
-            factors={k: v.model_dump() for k, v in factors.of_metadata(factors.run_metadata(run.metadata_json)).items()},
+            factors=row.factors,
         )  # fmt: skip
         from bench_ledger.queries.captured import run_launch, warm_compile_of_log
 

@@ -153,7 +153,7 @@ def test_genai_bench_error_rate_is_checked_against_its_error_counts(ledger: Ledg
 def test_sweep_summary_is_checked_against_each_run_file(ledger: Ledger, ledger_url: str, samples: Path) -> None:
     imp(ledger_url, "--batch", "s", *files(samples, "vllm-bench-sweep"))
     rows = [r for r in check(ledger, batch="s") if r.definition == "repeated value"]
-    assert len(rows) == 2 * 27 and {r.status for r in rows} == {"agree"}
+    assert len(rows) == 2 * 26 and {r.status for r in rows} == {"agree"}  # rtfx 0.0 is n/a (vLLM's placeholder)
     dur = next(r for r in rows if r.key == "duration" and r.run.endswith("run=0"))
     assert dur.reason == "duration in summary.json item 0 $.duration = duration in run=0.json $.duration: 1.3653671270003542"
 

@@ -88,7 +88,7 @@ def test_declared_runs_are_found_a_chunk_at_a_time_and_same_labels_again_are_new
     assert [r[1] for r in first.runs] == [f"r{i}" for i in range(5)]
     again = _import(ledger, _file(tmp_path / "c.jsonl", 5, 12, starts=False, seed=2), "b", fast=True,
                     monkeypatch=monkeypatch)  # fmt: skip
-    assert [r[1] for r in again.runs] == [f"r{i} #2" for i in range(5)]
+    assert [r[1] for r in again.runs] == [f"r{i} n=12" for i in range(5)]  # told apart by the prompt count they state
     with ledger.session() as s:
         assert s.scalar(sa.select(sa.func.count()).select_from(m.Run)) == 10
         assert s.scalar(sa.select(sa.func.count()).select_from(m.Capture)) == 10

@@ -29,12 +29,24 @@ def launches(ledger: Ledger) -> list[tuple[int, str, str, str | None]]:
             m.Launch.attempt, m.Launch.outcome, m.Launch.label, m.Launch.log_artefact_id).order_by(m.Launch.id))]
 
 
-def test_sweep_setting_is_one_launch_found_again_by_its_label(ledger: Ledger, ledger_url: str, samples: Path) -> None:
+def served_by(samples: Path, tmp_path: Path, model: str) -> Path:
+    """The sweep combination's files as the declared deployment's model would have written them: a file
+    stating another model than its deployment's is refused (issue 37)."""
+    folder = tmp_path / Path(SWEEP).relative_to("vllm-bench-sweep")
+    folder.mkdir(parents=True)
+    for f in (samples / SWEEP).iterdir():
+        (folder / f.name).write_text(f.read_text().replace('"facebook/opt-125m"', json.dumps(model)))
+    return folder
+
+
+def test_sweep_setting_is_one_launch_found_again_by_its_label(ledger: Ledger, ledger_url: str, samples: Path,
+                                                              tmp_path: Path) -> None:  # fmt: skip
     run("declare", str(Path(__file__).parent / "fixtures/manifest/system.yaml"), "--db", ledger_url)
     dep = "h20-1017"
-    first = run("import", str(samples / SWEEP / "run=0.json"), "--batch", "sw", "--deployment", dep, "--db", ledger_url)
+    sweep = served_by(samples, tmp_path, "DeepSeek-V4.1-Flash")  # the model h20-1017 declares
+    first = run("import", str(sweep / "run=0.json"), "--batch", "sw", "--deployment", dep, "--db", ledger_url)
     assert f"  launch {dep}#3 ({SERVE})\n" in first.output  # the manifest declared attempts 1 and 2
-    again = run("import", str(samples / SWEEP / "run=1.json"), str(samples / SWEEP / "summary.json"), "--batch", "sw",
+    again = run("import", str(sweep / "run=1.json"), str(sweep / "summary.json"), "--batch", "sw",
                 "--deployment", dep, "--db", ledger_url)  # fmt: skip
     assert again.output.count(f"  launch {dep}#3 ({SERVE})\n") == 2
     assert launches(ledger)[-1] == (3, "unknown", SERVE, None) and len([x for x in launches(ledger) if x[2]]) == 1

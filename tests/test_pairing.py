@@ -125,7 +125,7 @@ def test_the_readme_tour_attaches_files_to_the_declared_runs(ledger_url: str, sa
     files = sorted(str(p) for p in (samples / "vllm").glob("*.json"))
     out = run("import", "--db", ledger_url, *files, "--batch", "fx").output
     assert ("note: openai-2.0qps-Qwen2.5-Coder-7B-Instruct-20260707-094353.json: attached to run 2 'qps2' by declared "
-            "workload (request_count 150, request_rate 2.0)") in out  # fmt: skip
+            "workload (prompt_count 150, request_count 150, request_rate 2.0)") in out  # fmt: skip
     got = [(r["label"], r["artefacts"], r["tool"]) for r in runs(ledger_url, "fx")]
     assert got == [("qps1", 1, "vllm-bench"), ("qps2", 1, "vllm-bench"), ("qps4", 1, "vllm-bench")]
     rows = check(ledger_url, "fx")
@@ -421,4 +421,5 @@ def test_vllm_console_and_a_result_file_of_other_counts_are_not_paired(ledger_ur
     assert (f"note: {SERVE}.stdout.txt: not paired with run 2 'Qwen3-8B rate=inf c=1' (file name: "
             f"'other_{NAMED}' there is the '{NAMED}' this file names): model 'Qwen/Qwen3-8B' there and "
             "'Qwen/Qwen3.6-27B' in this file differ") in out  # fmt: skip
-    assert [(r["label"], r["artefacts"]) for r in runs(ledger_url, "v")][-1] == (f"{CONSOLE_RUN} (vllm-bench-serve)", 1)
+    # the console's label is taken: the factor only it states tells the two apart (its Namespace line's dataset_name)
+    assert [(r["label"], r["artefacts"]) for r in runs(ledger_url, "v")][-1] == (f"{CONSOLE_RUN} dataset=random", 1)

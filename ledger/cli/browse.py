@@ -17,6 +17,7 @@ from bench_ledger.cli.app import (
     wide_option,
     with_ledger,
 )
+from bench_ledger.vocab import RUN_FACTORS
 
 
 def _confidence(ctx: click.Context, param: click.Parameter, value: float) -> float:
@@ -52,18 +53,28 @@ def batches(ledger: Ledger, as_json: bool) -> None:
         table(rows, ["id", "name", "status", "deployment", "runs", "requests", "artefacts", "closed_at"])
 
 
+RUN_COLUMNS = ["id", "batch", "label", "tool", "input_target_tokens", "output_cap_tokens", "concurrency",
+               "request_count", "requests", "artefacts"]  # fmt: skip
+
+
 @main.command()
 @with_ledger
 @click.option("--batch", "batches", metavar="B", multiple=True, help="Only runs of this batch (repeatable).")
+@click.option("--column", "columns", metavar="NAME", multiple=True,
+              type=click.Choice(RUN_COLUMNS + [f for f in RUN_FACTORS if f not in RUN_COLUMNS]),
+              help="Also show this column: a factor the run's files state (model, tp, hardware...) or a run column (repeatable).")  # fmt: skip
 @click.option("--as-of", "as_of", type=click.DateTime(), help="As the ledger stood then (UTC): latest revisions recorded by then.")
 @json_option
 @wide_option
-def runs(ledger: Ledger, batches: tuple[str, ...], as_of, as_json: bool) -> None:
-    """List runs (load points), optionally of some batches (each row names its batch).
+def runs(ledger: Ledger, batches: tuple[str, ...], columns: tuple[str, ...], as_of, as_json: bool) -> None:
+    """List runs (load points), optionally of some batches (each row names its batch). A factor column
+    shows what the run's files state (n/a: they do not); --json carries every factor and where it
+    was read.
 
     \b
     Example:
       ledger runs --batch fx --batch m17
+      ledger runs --column model --column tp
       ledger runs --as-of 2026-07-08T12:00:00
     """
     from bench_ledger.queries.catalog import list_runs, to_json
@@ -72,8 +83,9 @@ def runs(ledger: Ledger, batches: tuple[str, ...], as_of, as_json: bool) -> None
     if as_json:
         click.echo(to_json(rows))
     else:
-        table(rows, ["id", "batch", "label", "tool", "input_target_tokens", "output_cap_tokens", "concurrency",
-                     "request_count", "requests", "artefacts"])  # fmt: skip
+        extra = [c for c in dict.fromkeys(columns) if c not in RUN_COLUMNS]
+        table([{**r, **{c: r["factors"][c]["value"] if c in r["factors"] else "n/a" for c in extra}} for r in rows],
+              RUN_COLUMNS + extra)  # fmt: skip
 
 
 @main.group()
