@@ -171,3 +171,18 @@ def test_compare_names_the_model_of_two_deployments(ledger_url: str, tmp_path: P
     out = run("compare", "--db", ledger_url, "deployment:a", "deployment:b", "--json").output
     differences = {d["name"]: (d["a"], d["b"]) for d in json.loads(out)["differences"]}
     assert differences["model"] == ("Qwen3-32B", "Qwen3-8B")
+
+
+def test_a_declared_run_is_matched_on_the_input_length_the_file_states(ledger_url: str, samples: Path,
+                                                                       tmp_path: Path) -> None:  # fmt: skip
+    """trtllm-bench states its workload as avg_input_length: the declared run of that input target is the one."""
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text("version: 1\nbatches:\n  - {name: t}\nruns:\n"
+                        "  - {batch: t, label: in2048, input_target_tokens: 2048, tool: trtllm-bench}\n"
+                        "  - {batch: t, label: in128, input_target_tokens: 128, tool: trtllm-bench}\n")  # fmt: skip
+    run("init", "--db", ledger_url)
+    run("declare", "--db", ledger_url, manifest)
+    src = next((samples / "trtllm-bench").glob("*.json"))
+    out = run("import", "--db", ledger_url, "--batch", "t", src).output
+    assert f"note: {src.name}: attached to run 2 'in128' by declared workload (input_len 128.0" in out
+    assert [(r["label"], r["artefacts"]) for r in runs(ledger_url, "t")] == [("in2048", 0), ("in128", 1)]
