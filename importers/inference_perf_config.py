@@ -38,7 +38,7 @@ class InferencePerfConfigImporter:
             mark = getattr(exc, "problem_mark", None)
             where = f"line {mark.line + 1}" if mark is not None else None
             raise ParseError(path, where, None, f"invalid YAML: {getattr(exc, 'problem', exc)}") from None
-        except RecursionError as exc:
+        except (RecursionError, ValueError) as exc:  # nesting beyond the recursion limit; an integer beyond CPython's digits
             raise ParseError(path, None, None, json_problem(exc)) from None
         if not isinstance(data, dict):
             raise ParseError(path, "line 1", None, "expected a YAML mapping")
