@@ -202,16 +202,16 @@ def test_a_sub_kind_backs_its_kind_and_a_kind_mismatch_cites_the_kind_rule() -> 
 
 
 def test_draft_rejects_a_run_of_another_gpu_or_layout(cases: Path, ledger_url: str, tmp_path: Path) -> None:
-    """The run's folders state the system (h100x8/tp2: ledger.factors); a row naming another GPU or
-    layout never binds to it, not even as the only run that reproduces the number."""
-    folder = tmp_path / "h100x8" / "tp2"
+    """The run's folder states the GPU (h100x8: ledger.factors), its file the layout (tp 1); a row naming
+    another GPU or layout never binds to it, not even as the only run that reproduces the number."""
+    folder = tmp_path / "h100x8" / "tp1"
     folder.mkdir(parents=True)
     src = cases / "tonyli15-sglang-pd-disagg" / "benchmarks" / "results" / "agg_local.jsonl"
     (folder / "agg.jsonl").write_bytes(src.read_bytes())
     run("import", "--db", ledger_url, "--batch", "sg", "-q", folder / "agg.jsonl")
     report = tmp_path / "r.md"
     report.write_text("# R\n\n| Configuration | Mean TTFT |\n|---|---|\n| Aggregated (A100) | 618 ms |\n"
-                      "| Aggregated (H100, TP4) | 618 ms |\n| Aggregated (H100, TP2) | 618 ms |\n"
+                      "| Aggregated (H100, TP4) | 618 ms |\n| Aggregated (H100, TP1) | 618 ms |\n"
                       "| Aggregated | 618 ms |\n", encoding="utf-8")  # fmt: skip
     out = tmp_path / "d.yaml"
     run("claims", "draft", report, "--db", ledger_url, "-o", out)
@@ -219,7 +219,7 @@ def test_draft_rejects_a_run_of_another_gpu_or_layout(cases: Path, ledger_url: s
     assert "quoted" in claims[5] and "quoted" in claims[6]
     assert claims[5]["evidence"]["candidates_not_proposed"][0].endswith("(hardware A100 != H100)")
     assert claims[7]["metric"]["name"] == "ttft_mean"
-    assert claims[7]["evidence"]["basis"]["why"].endswith("(hardware H100; tp 2)")
+    assert claims[7]["evidence"]["basis"]["why"].endswith("(hardware H100; tp 1)")
     assert claims[8]["metric"]["name"] == "ttft_mean"  # nothing stated: the only run that reproduces
 
 

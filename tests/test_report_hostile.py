@@ -28,6 +28,8 @@ def hostile(field: str) -> str:
 NAMES = ("batch", "run", "dep", "cause", "node", "slug", "title")
 BATCH, RUN, DEP, CAUSE, NODE, SLUG, TITLE = (hostile(f) for f in NAMES)
 LOG = hostile("logfile").replace("/", "")  # a file name: anything but '/' and NUL
+# the llmperf files' model under a hostile owner (a deployment's model the files contradict is refused)
+MODEL = hostile("model") + "/llama2-70b-4096"
 CLAIM_TEXT, CLAIM_UNIT, CLAIM_NOTE = (hostile(f) for f in ("claimtext", "claimunit", "claimnote"))
 CSP = ("default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src 'none'; font-src 'none'; "
        "connect-src 'none'; base-uri 'none'; form-action 'none'")  # fmt: skip
@@ -45,7 +47,7 @@ def hostile_reports(module_ledger_url: str, tmp_path_factory: pytest.TempPathFac
     (folder / "report.txt").write_text("a report\n", encoding="utf-8")
     manifest = {"version": 1,
                 "source_reports": [{"slug": SLUG, "title": TITLE, "file": "report.txt"}],
-                "deployments": [{"name": DEP, "model": hostile("model"), "gpu_model": hostile("gpu"),
+                "deployments": [{"name": DEP, "model": MODEL, "gpu_model": hostile("gpu"),
                                  "launches": [{"attempt": 1, "outcome": "ready", "cause": CAUSE, "log": LOG}]}],
                 "batches": [{"name": BATCH, "deployment": DEP, "description": hostile("description")}],
                 "runs": [{"batch": BATCH, "label": RUN, "concurrency": 5, "request_count": 150}]}  # fmt: skip

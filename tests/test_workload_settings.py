@@ -19,14 +19,20 @@ VLLM = "vllm/openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json"
 SGLANG = "sglang/llama_3_3_70b_online_output.jsonl"
 RATE = ("is not a request rate in requests/s: a decimal number > 0 and <= 1,000,000,000 (one request per "
         "nanosecond), or inf (every request at once)")  # fmt: skip
-OVERFLOW = ("field 'request_rate': a number beyond the range of a double (it reads as infinity, and the file does "
-            "not write Infinity): not a setting")  # fmt: skip
+# refused by the JSON reader, where the number is written (importers.base.loads)
+OVERFLOW = "field 'request_rate': the number 1e309 is beyond the range of a 64-bit float (about ±1.8e308); refused"
 
 
 def _settings(url: str) -> list[tuple]:
     with Ledger(url) as led, led.connection() as conn:
         return [tuple(r) for r in conn.execute(sa.select(m.Run.label, m.Run.request_rate, m.Run.concurrency,
                                                          m.Run.request_count).order_by(m.Run.id))]  # fmt: skip
+
+
+def _place(text: str, token: str) -> tuple[int, int]:
+    """Line and column (1-based) where ``token`` first stands in ``text``."""
+    at = text.find(token)
+    return text.count("\n", 0, at) + 1, at - text.rfind("\n", 0, at)
 
 
 def _mutated(samples: Path, rel: str, tmp_path: Path, old: str, new: str) -> Path:
@@ -51,7 +57,8 @@ def test_a_tool_file_with_an_invalid_request_rate_is_refused(ledger_url: str, sa
                                                               written: str, problem: str) -> None:  # fmt: skip
     f = _mutated(samples, VLLM, tmp_path, '"request_rate": 1.0', f'"request_rate": {written}')
     out = run("import", "--db", ledger_url, f, "--batch", "b", code=1).output
-    place = f"{f}, $.request_rate" if written in ("NaN", "1e309") else f"{f}, $"  # the key, or the run's object
+    line, column = _place(f.read_text(encoding="utf-8"), "1e309")
+    place = {"NaN": f"{f}, $.request_rate", "1e309": f"{f}, line {line} column {column}"}.get(written, f"{f}, $")
     assert out == f"error: {place}: {problem}\n"
     assert _settings(ledger_url) == []  # nothing written
 
@@ -61,7 +68,8 @@ def test_json_lines_name_the_line_of_the_run(ledger_url: str, samples: Path, tmp
     text[2] = text[2].replace('"request_rate": 4.0', '"request_rate": 1e309', 1)
     f = tmp_path / "sglang.jsonl"
     f.write_text("".join(text), encoding="utf-8")
-    assert run("import", "--db", ledger_url, f, "--batch", "b", code=1).output == f"error: {f}, line 3 $.request_rate: {OVERFLOW}\n"
+    line, column = _place("".join(text), "1e309")
+    assert run("import", "--db", ledger_url, f, "--batch", "b", code=1).output == f"error: {f}, line {line} column {column}: {OVERFLOW}\n"
     text[2] = text[2].replace('"request_rate": 1e309', '"request_rate": -4.0', 1)
     f.write_text("".join(text), encoding="utf-8")
     assert run("import", "--db", ledger_url, f, "--batch", "b", code=1).output == f"error: {f}, line 3 $: field 'request_rate': '-4.0' {RATE}\n"
