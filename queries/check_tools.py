@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal, localcontext
 from fractions import Fraction
 from typing import Any
 
@@ -45,7 +46,7 @@ Recompute = Callable[[str, Records], tuple[Fraction, str]]
 class IdentityResult:
     name: str  # the identity as a formula over the tool's keys
     key: str  # the reported value it checks
-    recomputed: float
+    recomputed: float | None  # None: beyond a double (the reason prints it)
     status: str
     tolerance: str
     reason: str
@@ -83,11 +84,30 @@ class Identity:
         widened = Interval(got.lo - slack, got.hi + slack)
         ok = widened.meets(target)
         half = (widened.width + target.width) / 2
+        mid = _double(got.mid)
         return IdentityResult(
-            self.name, self.key, float(got.mid), AGREE if ok else DISAGREE, f"±{float(half):.3g}",
-            f"{self.name}: {float(got.mid):.17g} from the reported "
+            self.name, self.key, mid, AGREE if ok else DISAGREE, f"±{_shown(half, 3)}",
+            f"{self.name}: {_shown(got.mid, 17)}{'' if mid is not None else ' (beyond a double)'} from the reported "
             + ", ".join(f"{k} {values[k].text}" for k in self.inputs),
         )  # fmt: skip
+
+
+def _double(q: Fraction) -> float | None:
+    """``q`` as a float, or None where it is beyond a double (a reported duration of 1e-320 s makes a rate
+    of about 1e323: compared exactly all the same)."""
+    try:
+        return float(q)
+    except OverflowError:
+        return None
+
+
+def _shown(q: Fraction, digits: int) -> str:
+    """``q`` with ``digits`` significant digits, also beyond a double's range."""
+    if (f := _double(q)) is not None:
+        return f"{f:.{digits}g}"
+    with localcontext() as ctx:
+        ctx.prec = digits
+        return f"{Decimal(q.numerator) / Decimal(q.denominator):.{digits - 1}E}"
 
 
 def ratio(name: str, key: str, num: str, den: str, scale: int = 1) -> Identity:

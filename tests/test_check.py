@@ -11,6 +11,8 @@ from bench_ledger.queries.check import IDENTITY, RECORDS, _RunRows, check, toler
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 
+from tests.clirun import run
+
 
 def imp(url: str, *args: str) -> None:
     res = CliRunner().invoke(main, ["import", "--db", url, *args])
@@ -143,3 +145,18 @@ def test_real_sglang_and_aiperf_identities(ledger: Ledger, ledger_url: str, samp
     }
     # AIPerf 0.1's output token throughput is its total OSL (output + reasoning) over the duration
     assert ai["records.output_token_throughput.avg"].recomputed == pytest.approx(21624 / 9.317788951, rel=1e-12)
+
+
+def test_an_identity_beyond_a_double_disagrees_instead_of_failing(ledger_url: str, samples: Path, tmp_path: Path) -> None:
+    """A reported duration of 1e-320 s makes vLLM's rates about 1e323 per second: compared exactly, the
+    identities disagree, and the table and --json say so (it was an OverflowError, exit 70)."""
+    data = json.loads((samples / "vllm" / "openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json").read_text())
+    data["duration"] = 1e-320
+    (tmp_path / "tiny.json").write_text(json.dumps(data))
+    run("init", "--db", ledger_url)
+    run("import", "--db", ledger_url, "--batch", "b", "-q", tmp_path / "tiny.json")
+    rows = json.loads(run("check", "--db", ledger_url, "--json").output)
+    rate = next(r for r in rows if r["section"] == "identity" and r["key"] == "output_throughput")
+    assert (rate["status"], rate["recomputed"]) == ("disagree", None)
+    assert "(beyond a double)" in rate["reason"]
+    assert run("check", "--db", ledger_url, "--fail-on", "disagree", code=1).exit_code == 1
