@@ -163,8 +163,11 @@ def fallback_font(chars: frozenset[str]) -> str | None:
     for path in sorted(paths, key=lambda f: (Path(f).suffix.lower() not in (".ttf", ".ttc", ".otf"), f)):
         try:
             if all(ord(ch) in _charmap(path) for ch in chars):
+                family = FT2Font(path).family_name
+                if family.startswith("LastResort") or family.startswith("Last Resort"):
+                    continue  # matplotlib's bundled Last Resort maps every code point to a box: no glyph at all
                 font_manager.fontManager.addfont(path)
-                return FT2Font(path).family_name
+                return family
         except (OSError, RuntimeError, ValueError):  # a file FreeType cannot read is no candidate
             continue
     return None

@@ -65,3 +65,18 @@ def test_the_report_lists_the_keys_under_the_plot(ledger_url: str, samples: Path
     assert f"Keys in the plot (no installed font draws these texts): [1] = {LABEL}." in html
     for svg in re.findall(r"<svg.*?</svg>", html, flags=re.S):
         assert LABEL not in svg
+
+
+def test_matplotlibs_last_resort_font_is_never_the_fallback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Matplotlib bundles Last Resort, whose every glyph is a box: a font search that meets it first (a
+    checkout whose path sorts before /usr) must not pick it."""
+    import glob
+
+    import matplotlib
+    from matplotlib import font_manager
+
+    last_resort = glob.glob(f"{matplotlib.get_data_path()}/fonts/*/LastResort*")
+    assert last_resort, "matplotlib ships its Last Resort font"
+    monkeypatch.setattr(font_manager.fontManager, "ttflist", [])
+    monkeypatch.setattr(font_manager, "findSystemFonts", lambda: last_resort)
+    assert rr.fallback_font(frozenset(LABEL)) is None
