@@ -463,7 +463,8 @@ def write_artefacts(
         if name is not None and (why := rec.name_violation(what, name)):
             raise InputError(f"{files[0].path}: {why}")
     results: list[ImportResult] = []
-    with ledger.session() as s:
+    # the writer thread's COPY ends before the transaction does: closed first (ExitStack), also on an error
+    with ledger.session() as s, contextlib.ExitStack() as cleanup:
         shas = [f.sha for f in files]
         for done in s.scalars(sa.select(m.Artefact).where(m.Artefact.sha256.in_(shas))):  # imported concurrently since the check
             path = files[shas.index(done.sha256)].path
@@ -485,6 +486,7 @@ def write_artefacts(
         # a group's streamed rows are hashed once for all its artefacts (seal3.PooledRows), one file's as they arrive
         pooled = seal3.PooledRows() if len(files) > 1 else None
         rows = _Pending(conn, ledger.backend, pooled)
+        cleanup.callback(rows.close)
         runs = _RunWriter(s, conn, ledger.backend, batch, deployment_id, rows, progress)
         held: dict[int, seal3.HeldRows] = {}  # request, request_gaps, hardware_sample as handed to the database
         matcher: pairing.Matcher | None = None
