@@ -212,13 +212,13 @@ class Matcher:
                               f"{self.batch_name!r} still free for it by workload; imported as a new run")  # fmt: skip
         label = info.label
         if label in self.labels:
-            label = self._distinct(path, info)
+            label = self._distinct(path, info, folder)
         self.labels.add(label)
         self.runs.append(_Run(0, 0, label, False, info.tool, {k: getattr(info, k) for k in SETTINGS},
                               metadata_of(info), held=new))  # a run of this import: what it brings, it holds
         return label
 
-    def _distinct(self, path: Path, info: rec.RunInfo) -> str:
+    def _distinct(self, path: Path, info: rec.RunInfo, folder: str) -> str:
         """A label for a new run whose file's label a run of the batch holds already: two results are
         two runs, whatever their labels say. The label gets what tells this run apart from that one:
         the factors the files state differently, else its folder, else a number."""
@@ -232,7 +232,7 @@ class Matcher:
         apart = [f"{SHORT.get(k, k)}={v.value}" for k, v in ours.items() if k in theirs and theirs[k].value != v.value]
         apart += [f"{SHORT.get(k, k)}={v.value}" for k, v in ours.items() if k not in theirs]
         tries = [" ".join(apart)] if apart else []
-        if (there := taken.meta.get(FOLDER)) not in (None, folder := folder_of(path)):
+        if (there := taken.meta.get(FOLDER)) not in (None, folder):
             tries.append(f"({_apart(Path(folder), Path(there))})")
         label = next((f"{info.label} {t}" for t in tries if t and f"{info.label} {t}" not in self.labels), None)
         n = 2
