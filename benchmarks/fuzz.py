@@ -66,11 +66,19 @@ def run_backend(backend: str, inputs: list[tuple[str, str, bytes]], folder: Path
             with admin.begin() as conn:
                 conn.exec_driver_sql(f"DROP SCHEMA {schema} CASCADE")
     garbage = {check: sorted(batches[b] for b in names) for check, names in found.items()}
-    return {"backend": backend, "inputs": len(inputs), "exit 0": codes[0], "exit 1": codes[1],
-            "other exits": {c: n for c, n in codes.items() if c not in (0, 1, 70)}, "tracebacks": codes[70],
-            "wrote on failure": sum(len(v) for k, v in problems.items() if k.startswith("failed")),
-            "garbage inputs": len({i for ids in garbage.values() for i in ids}),
-            "seconds": round(time.perf_counter() - started, 1), "problems": dict(problems), "garbage": garbage}  # fmt: skip
+    return {
+        "backend": backend,
+        "inputs": len(inputs),
+        "exit 0": codes[0],
+        "exit 1": codes[1],
+        "other exits": {c: n for c, n in codes.items() if c not in (0, 1, 70)},
+        "tracebacks": codes[70],
+        "wrote on failure": sum(len(v) for k, v in problems.items() if k.startswith("failed")),
+        "garbage inputs": len({i for ids in garbage.values() for i in ids}),
+        "seconds": round(time.perf_counter() - started, 1),
+        "problems": dict(problems),
+        "garbage": garbage,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,7 +86,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--per-seed", type=int, default=52, help="Mutated inputs per sample file [52].")
     ap.add_argument("--seed", type=int, default=39, help="The corpus seed [39].")
     ap.add_argument("--backend", choices=["duckdb", "postgresql", "both"], default="both")
-    ap.add_argument("--samples", type=Path, default=Path(os.environ.get("LEDGER_SHARED") or ROOT.parent / "shared") / "samples")
+    ap.add_argument(
+        "--samples", type=Path, default=Path(os.environ.get("LEDGER_SHARED") or ROOT.parent / "shared") / "samples"
+    )
     ap.add_argument("--json", action="store_true", help="Print the results as JSON.")
     args = ap.parse_args(argv)
     os.environ.pop("LEDGER_DEBUG", None)
@@ -90,11 +100,15 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(results, indent=2))
     else:
         files = len(fuzz.real_seeds(args.samples))
-        print(f"corpus: {len(inputs)} inputs ({args.per_seed} per sample file, {files} files of {args.samples}, seed {args.seed})")
+        print(
+            f"corpus: {len(inputs)} inputs ({args.per_seed} per sample file, {files} files of {args.samples}, seed {args.seed})"
+        )
         for r in results:
-            print(f"{r['backend']}: {r['inputs']} inputs, exit 0 {r['exit 0']}, exit 1 {r['exit 1']}, other exits "
-                  f"{r['other exits'] or 'none'}, tracebacks {r['tracebacks']}, wrote on failure {r['wrote on failure']}, "
-                  f"garbage {r['garbage inputs']} ({r['seconds']} s)")  # fmt: skip
+            print(
+                f"{r['backend']}: {r['inputs']} inputs, exit 0 {r['exit 0']}, exit 1 {r['exit 1']}, other exits "
+                f"{r['other exits'] or 'none'}, tracebacks {r['tracebacks']}, wrote on failure {r['wrote on failure']}, "
+                f"garbage {r['garbage inputs']} ({r['seconds']} s)"
+            )
             for problem, ids in sorted(r["problems"].items()):
                 print(f"  {len(ids)} x {problem}\n      e.g. {'; '.join(ids[:3])}")
             for check, ids in sorted(r["garbage"].items()):

@@ -20,8 +20,9 @@ UNITS = ("W", "C", "C", "%", "%", "%", "%", "%", "%", "MHz", "MHz", "MB")
 HEADER_EVERY_TICKS = 20  # dmon repeats its two header lines
 
 
-def _vllm_peaks(starts: list[float], ttfts: list[float], itls: list[list[float]], lats: list[float],
-                errors: list[str]) -> tuple[float, int]:
+def _vllm_peaks(
+    starts: list[float], ttfts: list[float], itls: list[list[float]], lats: list[float], errors: list[str]
+) -> tuple[float, int]:
     """max_output_tokens_per_s and max_concurrent_requests as vLLM's calculate_metrics computes them
     (benchmarks/serve.py): in floats, token times start + ttft then += each itl, bucketed by
     int(time - earliest start); a request counted in each second int(start - lo) .. int(start + latency - lo)."""
@@ -65,33 +66,61 @@ def _run(rng: random.Random, i: int, n: int, gaps: int, peaks: bool = False) -> 
             err = ""
         input_lens.append(inp), output_lens.append(out), ttfts.append(ttft), itls.append(itl)
         lats.append(lat), errors.append(err), starts.append(start)
-        rec: dict = {"status": "failed" if failed else "ok", "input_tokens": inp, "output_tokens": out,
-                     "send_time": start}
+        rec: dict = {
+            "status": "failed" if failed else "ok",
+            "input_tokens": inp,
+            "output_tokens": out,
+            "send_time": start,
+        }
         if failed:
             rec["error"] = err
         else:
-            rec.update(ttft_s=ttft, latency_s=lat, first_token_time=round(start + ttft, 6),
-                       end_time=round(start + lat, 6), chunk_gaps=itl)
+            rec.update(
+                ttft_s=ttft,
+                latency_s=lat,
+                first_token_time=round(start + ttft, 6),
+                end_time=round(start + lat, 6),
+                chunk_gaps=itl,
+            )
         ledger_recs.append(rec)
     ok = n - sum(1 for e in errors if e)
     dur = round(starts[-1] - starts[0] + max(lats), 6)
     obj = {
-        "date": f"20261129-{i:06d}", "endpoint_type": "openai-chat", "backend": "vllm", "label": f"run-{i:04d}",
-        "model_id": "Qwen/Qwen2.5-7B-Instruct", "tokenizer_id": "Qwen/Qwen2.5-7B-Instruct",
-        "num_prompts": n, "request_rate": "inf", "burstiness": 1.0, "max_concurrency": 64,
-        "duration": dur, "completed": ok, "total_input_tokens": sum(input_lens),
-        "total_output_tokens": sum(output_lens), "request_throughput": round(ok / dur, 6),
-        "output_throughput": round(sum(output_lens) / dur, 6), "mean_ttft_ms": 170.0, "median_ttft_ms": 169.5,
-        "p99_ttft_ms": 318.0, "input_lens": input_lens, "output_lens": output_lens, "ttfts": ttfts,
-        "itls": itls, "latencies": lats, "errors": errors, "start_times": starts,
+        "date": f"20261129-{i:06d}",
+        "endpoint_type": "openai-chat",
+        "backend": "vllm",
+        "label": f"run-{i:04d}",
+        "model_id": "Qwen/Qwen2.5-7B-Instruct",
+        "tokenizer_id": "Qwen/Qwen2.5-7B-Instruct",
+        "num_prompts": n,
+        "request_rate": "inf",
+        "burstiness": 1.0,
+        "max_concurrency": 64,
+        "duration": dur,
+        "completed": ok,
+        "total_input_tokens": sum(input_lens),
+        "total_output_tokens": sum(output_lens),
+        "request_throughput": round(ok / dur, 6),
+        "output_throughput": round(sum(output_lens) / dur, 6),
+        "mean_ttft_ms": 170.0,
+        "median_ttft_ms": 169.5,
+        "p99_ttft_ms": 318.0,
+        "input_lens": input_lens,
+        "output_lens": output_lens,
+        "ttfts": ttfts,
+        "itls": itls,
+        "latencies": lats,
+        "errors": errors,
+        "start_times": starts,
     }
     if peaks:
         obj["max_output_tokens_per_s"], obj["max_concurrent_requests"] = _vllm_peaks(starts, ttfts, itls, lats, errors)
     return obj, ledger_recs
 
 
-def vllm_and_ledger(out: Path, runs: int, per_run: int, gaps: int, ledger_dir: Path | None, seed: int = SEED,
-                    peaks: bool = False) -> int:
+def vllm_and_ledger(
+    out: Path, runs: int, per_run: int, gaps: int, ledger_dir: Path | None, seed: int = SEED, peaks: bool = False
+) -> int:
     """Write the vLLM JSON Lines file (and, if ledger_dir, one ledger-format file per run); with
     ``peaks``, each run reports vLLM's max_output_tokens_per_s and max_concurrent_requests."""
     rng = random.Random(seed)
@@ -102,8 +131,15 @@ def vllm_and_ledger(out: Path, runs: int, per_run: int, gaps: int, ledger_dir: P
             fh.write(json.dumps(obj) + "\n")
             total += per_run
             if ledger_dir is not None:
-                head = {"ledger_requests": 1, "run": f"run-{i:04d}", "tool": "vllm-bench", "clock": "monotonic_s",
-                        "token_source": "unknown", "concurrency": 64, "request_count": per_run}
+                head = {
+                    "ledger_requests": 1,
+                    "run": f"run-{i:04d}",
+                    "tool": "vllm-bench",
+                    "clock": "monotonic_s",
+                    "token_source": "unknown",
+                    "concurrency": 64,
+                    "request_count": per_run,
+                }
                 with open(ledger_dir / f"run-{i:04d}.jsonl", "w") as lf:
                     lf.write(json.dumps(head) + "\n")
                     lf.writelines(json.dumps(r) + "\n" for r in recs)
@@ -122,9 +158,22 @@ def dmon(out_txt: Path, out_csv: Path, gpus: int, ticks: int, seed: int = SEED) 
         pool = []
         for _ in range(64):
             sm = rng.randint(0, 100)
-            pool.append([rng.randint(60, 700), rng.randint(30, 85), "-" if g % 4 == 3 else rng.randint(30, 90),
-                         sm, rng.randint(0, sm), 0, 0, 0, 0, 2619, rng.choice((1980, 1755, 1410)),
-                         rng.randint(1000, 80000)])
+            pool.append(
+                [
+                    rng.randint(60, 700),
+                    rng.randint(30, 85),
+                    "-" if g % 4 == 3 else rng.randint(30, 90),
+                    sm,
+                    rng.randint(0, sm),
+                    0,
+                    0,
+                    0,
+                    0,
+                    2619,
+                    rng.choice((1980, 1755, 1410)),
+                    rng.randint(1000, 80000),
+                ]
+            )
         pools.append(pool)
     lines = 0
     with open(out_txt, "w") as fh, open(out_csv, "w") as fc:
@@ -170,9 +219,14 @@ def claims(vllm_path: Path, out: Path, n: int, batch: str = "bench") -> dict[str
     if len(runs) < 2:
         raise ValueError("claims need at least two runs")
     d = json.dumps
-    lines = ["version: 1", "synthetic: true", "source_report:",
-             f"  slug: {d('bench-' + batch)}", f"  title: {d(f'benchmark claims over batch {batch} ({n} claims)')}",
-             "claims:"]  # fmt: skip
+    lines = [
+        "version: 1",
+        "synthetic: true",
+        "source_report:",
+        f"  slug: {d('bench-' + batch)}",
+        f"  title: {d(f'benchmark claims over batch {batch} ({n} claims)')}",
+        "claims:",
+    ]
     counts = {"metric": 0, "derived": 0, "evaluate_calls": 0}
 
     def scope(label: str) -> str:
@@ -195,22 +249,34 @@ def claims(vllm_path: Path, out: Path, n: int, batch: str = "bench") -> dict[str
             (f"{b}-failed", "requests_failed", failed, "requests", "request_count"),
             (f"{b}-out", "output_tokens", out_tok, "tokens", "token_count"),
         ):
-            if add(f"{{id: {cid}, text: {d(f'{value:,}')}, unit: {unit}, kind: {kind}, "
-                   f"metric: {{name: {metric}, scope: {scope(lab)}}}}}", "metric"):  # fmt: skip
+            if add(
+                f"{{id: {cid}, text: {d(f'{value:,}')}, unit: {unit}, kind: {kind}, "
+                f"metric: {{name: {metric}, scope: {scope(lab)}}}}}",
+                "metric",
+            ):
                 counts["evaluate_calls"] += 1
-        add(f"{{id: {b}-count, text: {d(f'{ok + failed:,}')}, unit: requests, kind: request_count, "
-            f"derived: {{op: sum, operands: [{b}-ok, {b}-failed]}}}}", "derived")  # fmt: skip
+        add(
+            f"{{id: {b}-count, text: {d(f'{ok + failed:,}')}, unit: requests, kind: request_count, "
+            f"derived: {{op: sum, operands: [{b}-ok, {b}-failed]}}}}",
+            "derived",
+        )
         nxt = f"b{block + 1:05d}-out"
         ratio = d(f"{out_tok / out2:.3f}") if out2 else d("0")
         if block % 4 == 3 and out2:
-            ops = (f"{{metric: output_tokens, scope: {scope(lab)}, kind: token_count}}, "
-                   f"{{metric: output_tokens, scope: {scope(lab2)}, kind: token_count}}")  # fmt: skip
-            if add(f"{{id: {b}-ratio, text: {ratio}, unit: x, kind: ratio, derived: {{op: ratio, operands: [{ops}]}}}}",
-                   "derived"):
+            ops = (
+                f"{{metric: output_tokens, scope: {scope(lab)}, kind: token_count}}, "
+                f"{{metric: output_tokens, scope: {scope(lab2)}, kind: token_count}}"
+            )
+            if add(
+                f"{{id: {b}-ratio, text: {ratio}, unit: x, kind: ratio, derived: {{op: ratio, operands: [{ops}]}}}}",
+                "derived",
+            ):
                 counts["evaluate_calls"] += 2
         elif out2 and counts["metric"] + counts["derived"] + 3 < n:  # run i+1's claim comes in the next block
-            add(f"{{id: {b}-ratio, text: {ratio}, unit: x, kind: ratio, derived: {{op: ratio, operands: [{b}-out, {nxt}]}}}}",
-                "derived")
+            add(
+                f"{{id: {b}-ratio, text: {ratio}, unit: x, kind: ratio, derived: {{op: ratio, operands: [{b}-out, {nxt}]}}}}",
+                "derived",
+            )
         block += 1
     out.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return counts

@@ -73,8 +73,18 @@ def timed_store(path: Path, ledger_file: Path) -> tuple[float, tuple]:
     import duckdb
 
     ledger_file.unlink(missing_ok=True)
-    subprocess.run([sys.executable, "-c", "import sys; from bench_ledger.cli import main; sys.exit(main(sys.argv[1:]))",
-                    "init", "--db", f"duckdb:///{ledger_file}"], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from bench_ledger.cli import main; sys.exit(main(sys.argv[1:]))",
+            "init",
+            "--db",
+            f"duckdb:///{ledger_file}",
+        ],
+        check=True,
+        capture_output=True,
+    )
     t0 = time.perf_counter()
     con = duckdb.connect(str(ledger_file))
     con.execute(STORE.format(source=SOURCE.format(path=path)))
@@ -86,24 +96,30 @@ def timed_store(path: Path, ledger_file: Path) -> tuple[float, tuple]:
     return secs, rows
 
 
-LEDGER_TYPES = ("status: 'VARCHAR', error: 'VARCHAR', retries: 'BIGINT', input_tokens: 'BIGINT', output_tokens: 'BIGINT', "
-                "cached_tokens: 'BIGINT', send_time: 'DOUBLE', first_token_time: 'DOUBLE', end_time: 'DOUBLE', "
-                "ttft_s: 'DOUBLE', latency_s: 'DOUBLE', queue_s: 'DOUBLE', itl_mean_s: 'DOUBLE', chunk_gaps: 'DOUBLE[]'")
+LEDGER_TYPES = (
+    "status: 'VARCHAR', error: 'VARCHAR', retries: 'BIGINT', input_tokens: 'BIGINT', output_tokens: 'BIGINT', "
+    "cached_tokens: 'BIGINT', send_time: 'DOUBLE', first_token_time: 'DOUBLE', end_time: 'DOUBLE', "
+    "ttft_s: 'DOUBLE', latency_s: 'DOUBLE', queue_s: 'DOUBLE', itl_mean_s: 'DOUBLE', chunk_gaps: 'DOUBLE[]'"
+)
 # the least SQL around it: the two tables from the one Arrow table of every line of every file (a
 # file's lines are consecutive, its header first; its artefact id is its place in the list + 1, its
 # requests the lines after the header, numbered in numpy). Measured against a temporary table numbered
 # by row_number() OVER () and joined to a table of first lines: 5.5-6.3 s CPU, against 3.7-4.2 s.
 LEDGER_READ = "SELECT file_index, * FROM read_json({files}, format='newline_delimited', columns={{{types}}})"
-LEDGER_STORE = ("""INSERT INTO request (artefact_id, idx, run_id, line, status, error, retries, input_tokens, output_tokens,
+LEDGER_STORE = (
+    """INSERT INTO request (artefact_id, idx, run_id, line, status, error, retries, input_tokens, output_tokens,
                     clock, send_ns, first_token_ns, end_ns, ttft_s, latency_s, queue_s, itl_mean_s, chunk_count, cached_tokens)
 SELECT art, idx, art, idx + 2, coalesce(status, 'unknown'), error, retries, input_tokens, output_tokens, 'monotonic_s',
        CAST(send_time * 1e9 AS BIGINT), CAST(first_token_time * 1e9 AS BIGINT), CAST(end_time * 1e9 AS BIGINT), ttft_s,
        latency_s, queue_s, itl_mean_s, len(chunk_gaps) + 1, cached_tokens FROM lines""",
-                "INSERT INTO request_gaps (artefact_id, request_idx, gaps) SELECT art, idx, chunk_gaps FROM lines "
-                "WHERE len(chunk_gaps) > 0")  # fmt: skip
+    "INSERT INTO request_gaps (artefact_id, request_idx, gaps) SELECT art, idx, chunk_gaps FROM lines "
+    "WHERE len(chunk_gaps) > 0",
+)
 # the modules a `ledger import` of this format imports before it reads a file
-IMPORTS = ("import time; t = time.perf_counter(); import bench_ledger.cli.setup, bench_ledger.ingest, bench_ledger.store, "
-           "bench_ledger.importers.ledger_requests, duckdb, duckdb_sqlalchemy; print(time.perf_counter() - t)")
+IMPORTS = (
+    "import time; t = time.perf_counter(); import bench_ledger.cli.setup, bench_ledger.ingest, bench_ledger.store, "
+    "bench_ledger.importers.ledger_requests, duckdb, duckdb_sqlalchemy; print(time.perf_counter() - t)"
+)
 
 
 def _cpu() -> float:
@@ -122,8 +138,18 @@ def timed_ledger_store(files: list[Path], ledger_file: Path) -> tuple[float, flo
     from bench_ledger.importers.base import sql_text
 
     ledger_file.unlink(missing_ok=True)
-    subprocess.run([sys.executable, "-c", "import sys; from bench_ledger.cli import main; sys.exit(main(sys.argv[1:]))",
-                    "init", "--db", f"duckdb:///{ledger_file}"], check=True, capture_output=True)  # fmt: skip
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from bench_ledger.cli import main; sys.exit(main(sys.argv[1:]))",
+            "init",
+            "--db",
+            f"duckdb:///{ledger_file}",
+        ],
+        check=True,
+        capture_output=True,
+    )
     listed = "[" + ", ".join(sql_text(str(p)) for p in files) + "]"
     t0, c0 = time.perf_counter(), _cpu()
     con = duckdb.connect(str(ledger_file))
@@ -131,7 +157,9 @@ def timed_ledger_store(files: list[Path], ledger_file: Path) -> tuple[float, flo
     fi = lines.column("file_index").to_numpy()
     starts = np.flatnonzero(np.r_[True, fi[1:] != fi[:-1]])
     idx = np.arange(len(fi)) - np.repeat(starts, np.diff(np.r_[starts, len(fi)])) - 1  # the header: -1
-    lines = lines.append_column("idx", pa.array(idx.astype(np.int32))).append_column("art", pa.array((fi + 1).astype(np.int32)))
+    lines = lines.append_column("idx", pa.array(idx.astype(np.int32))).append_column(
+        "art", pa.array((fi + 1).astype(np.int32))
+    )
     lines = lines.filter(pc.greater_equal(lines.column("idx"), 0))  # scanned by name (DuckDB replacement scan)
     con.execute("BEGIN")
     for sql in LEDGER_STORE:
@@ -161,8 +189,12 @@ def timed_unavoidable(files: list[Path], ledger_file: Path) -> tuple[float, floa
         hashlib.sha256(p.read_bytes()).hexdigest()
     sha = _cpu() - c0
     con = duckdb.connect(str(ledger_file), read_only=True)
-    tables = {"request": con.execute("SELECT * FROM request").to_arrow_table(),
-              "chunk_gap": gp.rows_of(con.execute("SELECT artefact_id, request_idx, gaps FROM request_gaps").to_arrow_table())}
+    tables = {
+        "request": con.execute("SELECT * FROM request").to_arrow_table(),
+        "chunk_gap": gp.rows_of(
+            con.execute("SELECT artefact_id, request_idx, gaps FROM request_gaps").to_arrow_table()
+        ),
+    }
     con.close()
     c0 = _cpu()
     for name, data in tables.items():
@@ -188,12 +220,17 @@ def ledger_main(ns: argparse.Namespace, tmp: Path) -> int:
         secs, cpu, (requests, arrays) = timed_ledger_store(files, tmp / "ledger.duckdb")
         stores.append(secs)
         sha, digest, imports = timed_unavoidable(files, tmp / "ledger.duckdb")
-        print(f"load {load:.2f}: floor {floors[-1]:.2f} s, least import {secs:.2f} s ({secs / floors[-1]:.2f}x; CPU {cpu:.2f} s; "
-              f"{requests:,} request rows, {arrays:,} gap arrays); besides it: sha256 {sha:.2f} s CPU, scheme-3 digest "
-              f"{digest:.2f} s CPU, module imports {imports:.2f} s", flush=True)  # fmt: skip
+        print(
+            f"load {load:.2f}: floor {floors[-1]:.2f} s, least import {secs:.2f} s ({secs / floors[-1]:.2f}x; CPU {cpu:.2f} s; "
+            f"{requests:,} request rows, {arrays:,} gap arrays); besides it: sha256 {sha:.2f} s CPU, scheme-3 digest "
+            f"{digest:.2f} s CPU, module imports {imports:.2f} s",
+            flush=True,
+        )
     ratios = [s / f for s, f in zip(stores, floors, strict=True)]
-    print(f"least import / floor: min {min(ratios):.2f}x, median {statistics.median(ratios):.2f}x "
-          f"over {len(ratios)} pairs; load {os.getloadavg()[0]:.2f} at the end")
+    print(
+        f"least import / floor: min {min(ratios):.2f}x, median {statistics.median(ratios):.2f}x "
+        f"over {len(ratios)} pairs; load {os.getloadavg()[0]:.2f} at the end"
+    )
     return 0
 
 
@@ -239,13 +276,18 @@ def pg_main(path: Path, ns: argparse.Namespace, tmp: Path) -> int:
                         cp.write(data)
                 c.commit()
                 stores.append(time.perf_counter() - t0)
-            print(f"load {load:.2f}: floor {floors[-1]:.2f} s, least store {stores[-1]:.2f} s ({stores[-1] / floors[-1]:.2f}x; "
-                  f"{counts[0]:,} request rows, {counts[1]:,} gap arrays)", flush=True)  # fmt: skip
+            print(
+                f"load {load:.2f}: floor {floors[-1]:.2f} s, least store {stores[-1]:.2f} s ({stores[-1] / floors[-1]:.2f}x; "
+                f"{counts[0]:,} request rows, {counts[1]:,} gap arrays)",
+                flush=True,
+            )
     finally:
         pg.cleanup()
     ratios = [s / f for s, f in zip(stores, floors, strict=True)]
-    print(f"least store / floor (PostgreSQL): min {min(ratios):.2f}x, median {statistics.median(ratios):.2f}x "
-          f"over {len(ratios)} pairs; load {os.getloadavg()[0]:.2f} at the end")
+    print(
+        f"least store / floor (PostgreSQL): min {min(ratios):.2f}x, median {statistics.median(ratios):.2f}x "
+        f"over {len(ratios)} pairs; load {os.getloadavg()[0]:.2f} at the end"
+    )
     return 0
 
 
@@ -255,8 +297,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--quick", action="store_true", help="a generated file of 10 runs x 200 requests")
     ap.add_argument("--ledger", action="store_true", help="the ledger's own JSON Lines (one file per run) instead")
-    ap.add_argument("--postgresql", action="store_true",
-                    help="the server's share on PostgreSQL: binary COPY of the rows an import made, against COPY's floor")
+    ap.add_argument(
+        "--postgresql",
+        action="store_true",
+        help="the server's share on PostgreSQL: binary COPY of the rows an import made, against COPY's floor",
+    )
     ns = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
@@ -273,11 +318,16 @@ def main(argv: list[str] | None = None) -> int:
             floors.append(run.duck_floor(run.VLLM_FLAT.format(path=path), tmp, "vllm", None)[0])
             secs, (requests, arrays) = timed_store(path, tmp / "ledger.duckdb")
             stores.append(secs)
-            print(f"load {load:.2f}: floor {floors[-1]:.2f} s, least import {secs:.2f} s ({secs / floors[-1]:.2f}x; "
-                  f"{requests:,} request rows, {arrays:,} gap arrays)", flush=True)
+            print(
+                f"load {load:.2f}: floor {floors[-1]:.2f} s, least import {secs:.2f} s ({secs / floors[-1]:.2f}x; "
+                f"{requests:,} request rows, {arrays:,} gap arrays)",
+                flush=True,
+            )
         ratios = [s / f for s, f in zip(stores, floors, strict=True)]
-        print(f"least import / floor: min {min(ratios):.2f}x, median {statistics.median(ratios):.2f}x "
-              f"over {len(ratios)} pairs; load {os.getloadavg()[0]:.2f} at the end")
+        print(
+            f"least import / floor: min {min(ratios):.2f}x, median {statistics.median(ratios):.2f}x "
+            f"over {len(ratios)} pairs; load {os.getloadavg()[0]:.2f} at the end"
+        )
     return 0
 
 

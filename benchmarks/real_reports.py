@@ -54,10 +54,12 @@ class Figures:
         return self.right / self.checkable if self.checkable else 0.0
 
     def line(self) -> str:
-        return (f"{self.case}: numbers found {self.numbers_found}, checkable {self.checkable} "
-                f"(+{self.unsupported} unsupported), located {self.found}, bound {self.bound}, "
-                f"right {self.right}/{self.checkable} ({100 * self.right_share:.1f}%), false {self.false}, "
-                f"draft {self.draft_seconds:.1f} s")  # fmt: skip
+        return (
+            f"{self.case}: numbers found {self.numbers_found}, checkable {self.checkable} "
+            f"(+{self.unsupported} unsupported), located {self.found}, bound {self.bound}, "
+            f"right {self.right}/{self.checkable} ({100 * self.right_share:.1f}%), false {self.false}, "
+            f"draft {self.draft_seconds:.1f} s"
+        )
 
 
 def _run_files(ledger, batch: str) -> dict[str, set[str]]:
@@ -67,11 +69,13 @@ def _run_files(ledger, batch: str) -> dict[str, set[str]]:
 
     out: dict[str, set[str]] = {}
     with ledger.connection() as conn:
-        q = (sa.select(m.Run.label, m.Artefact.file_name)
-             .join(m.Batch, m.Batch.id == m.Run.batch_id)
-             .join(m.Capture, m.Capture.run_id == sa.func.coalesce(m.Run.origin_id, m.Run.id))
-             .join(m.Artefact, m.Artefact.id == m.Capture.artefact_id)
-             .where(m.Batch.name == batch))  # fmt: skip
+        q = (
+            sa.select(m.Run.label, m.Artefact.file_name)
+            .join(m.Batch, m.Batch.id == m.Run.batch_id)
+            .join(m.Capture, m.Capture.run_id == sa.func.coalesce(m.Run.origin_id, m.Run.id))
+            .join(m.Artefact, m.Artefact.id == m.Capture.artefact_id)
+            .where(m.Batch.name == batch)
+        )
         for label, name in conn.execute(q):
             out.setdefault(label, set()).add(Path(name).name)
     return out
@@ -137,8 +141,11 @@ def measure(case_dir: Path, work: Path) -> Figures:
             bound = basis == "derived"
         else:
             scope = c.metric.scope if basis == "metric" else None  # type: ignore[attr-defined]
-            bound = scope is not None and Path(t.raw or "").name in files.get(scope.run or "", set()) if t.raw \
-                else basis == "metric"  # fmt: skip
+            bound = (
+                scope is not None and Path(t.raw or "").name in files.get(scope.run or "", set())
+                if t.raw
+                else basis == "metric"
+            )
         fig.bound += bound
         if verdict == t.expect:
             fig.right += 1

@@ -39,12 +39,40 @@ PG_BASE = os.environ.get("LEDGER_BENCH_PG_URL", "postgresql+psycopg://postgres@1
 BIN = Path(sys.executable).parent
 LEDGER = str(BIN / "ledger") if (BIN / "ledger").exists() else None
 
-FULL = dict(runs=1000, per_run=1000, gaps=4, gap_runs=100, gap_per_run=1000, gap_gaps=128,
-            gpus=16, ticks=86_400, orm_rows=20_000, timeout=1800, metrics_timeout=120,
-            claims=1000, audit_timeout=600, check_requests=200_000, startup_runs=7)
-QUICK = dict(runs=10, per_run=200, gaps=4, gap_runs=2, gap_per_run=200, gap_gaps=128,
-             gpus=16, ticks=300, orm_rows=100, timeout=120, metrics_timeout=60,
-             claims=100, audit_timeout=60, check_requests=5_000, startup_runs=1)
+FULL = dict(
+    runs=1000,
+    per_run=1000,
+    gaps=4,
+    gap_runs=100,
+    gap_per_run=1000,
+    gap_gaps=128,
+    gpus=16,
+    ticks=86_400,
+    orm_rows=20_000,
+    timeout=1800,
+    metrics_timeout=120,
+    claims=1000,
+    audit_timeout=600,
+    check_requests=200_000,
+    startup_runs=7,
+)
+QUICK = dict(
+    runs=10,
+    per_run=200,
+    gaps=4,
+    gap_runs=2,
+    gap_per_run=200,
+    gap_gaps=128,
+    gpus=16,
+    ticks=300,
+    orm_rows=100,
+    timeout=120,
+    metrics_timeout=60,
+    claims=100,
+    audit_timeout=60,
+    check_requests=5_000,
+    startup_runs=1,
+)
 
 
 @dataclass
@@ -88,8 +116,14 @@ def run_child(args: list[str], timeout: float, env: dict | None = None) -> tuple
 
     t0 = time.perf_counter()
     with tempfile.TemporaryFile() as out, tempfile.NamedTemporaryFile("r", suffix=".rusage") as rusage:
-        p = subprocess.Popen([sys.executable, "-c", LAUNCHER, rusage.name, *args], stdout=out,
-                             stderr=subprocess.STDOUT, env=env, cwd=ROOT, start_new_session=True)  # fmt: skip
+        p = subprocess.Popen(
+            [sys.executable, "-c", LAUNCHER, rusage.name, *args],
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=ROOT,
+            start_new_session=True,
+        )
         try:
             p.wait(timeout=timeout)
             rc = p.returncode
@@ -163,8 +197,12 @@ class Pg(Backend):
         self.cleanup()
         t0 = time.perf_counter()
         with self.raw() as c:
-            while time.perf_counter() - t0 < limit and c.execute(
-                    "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'").fetchone()[0]:  # fmt: skip
+            while (
+                time.perf_counter() - t0 < limit
+                and c.execute(
+                    "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'"
+                ).fetchone()[0]
+            ):
                 time.sleep(0.25)
         self.waited += time.perf_counter() - t0
 
@@ -255,8 +293,9 @@ def duck_floor(sql: str, tmp: Path, tag: str, csv_out: Path | None) -> tuple[flo
             described = con.execute(f"DESCRIBE {table}").fetchall()
             types = {r[0]: r[1] for r in described}
             # lists go to PostgreSQL as arrays text; other types as they are
-            sel = ", ".join(f"'{{' || array_to_string({c}, ',') || '}}' AS {c}" if types[c].endswith("[]") else c
-                            for c in types)
+            sel = ", ".join(
+                f"'{{' || array_to_string({c}, ',') || '}}' AS {c}" if types[c].endswith("[]") else c for c in types
+            )
             con.execute(f"COPY (SELECT {sel} FROM {table}) TO '{out}' (HEADER false)")
             out.with_suffix(".types").write_text(json.dumps(types))
     con.close()
@@ -268,8 +307,16 @@ def floor_csvs(csv_out: Path) -> tuple[Path, Path]:
     return csv_out, csv_out.with_suffix(".gaps.csv")
 
 
-PG_TYPES = {"VARCHAR": "text", "BIGINT": "bigint", "DOUBLE": "double precision", "INTEGER": "integer",
-            "DOUBLE[]": "double precision[]", "TIME": "time", "BIGINT[]": "bigint[]", "TIMESTAMP": "timestamp"}
+PG_TYPES = {
+    "VARCHAR": "text",
+    "BIGINT": "bigint",
+    "DOUBLE": "double precision",
+    "INTEGER": "integer",
+    "DOUBLE[]": "double precision[]",
+    "TIME": "time",
+    "BIGINT[]": "bigint[]",
+    "TIMESTAMP": "timestamp",
+}
 
 
 def pg_floor(pg: Pg, csv_path: Path) -> float:
@@ -321,8 +368,19 @@ def orm_rate(url: str, rows: list[tuple]) -> float:
     Base.metadata.create_all(engine)
     t0 = time.perf_counter()
     with Session(engine) as s:
-        s.add_all(FlatRequest(id=i, run=r[0], input_tokens=r[1], output_tokens=r[2], ttft_s=r[3], latency_s=r[4],
-                              send_s=r[5], error=r[6]) for i, r in enumerate(rows))
+        s.add_all(
+            FlatRequest(
+                id=i,
+                run=r[0],
+                input_tokens=r[1],
+                output_tokens=r[2],
+                ttft_s=r[3],
+                latency_s=r[4],
+                send_s=r[5],
+                error=r[6],
+            )
+            for i, r in enumerate(rows)
+        )
         s.commit()
     secs = time.perf_counter() - t0
     engine.dispose()
@@ -371,6 +429,7 @@ def measure_metrics(url: str, batch: str, timeout: float) -> Figure | str:
         return "not measured: metrics module absent"
     try:
         from bench_ledger.queries import metrics as qm
+
         if not hasattr(qm, "run_metrics"):
             return "not measured: queries.metrics has no run_metrics"
     except Exception as exc:  # noqa: BLE001
@@ -382,15 +441,23 @@ def measure_metrics(url: str, batch: str, timeout: float) -> Figure | str:
         _, _, rc2, out2 = run_child([sys.executable, "-c", code], timeout)
         if rc2 == 0:
             r = json.loads(out2.strip().splitlines()[-1])
-            return (f"MISSED: not finished, killed after {timeout:.0f} s; a sample of {r['runs']} runs took "
-                    f"{r['seconds']:.2f} s ({r['seconds'] / max(1, r['runs']):.3f} s/run), i.e. about "
-                    f"{r['seconds'] / max(1, r['runs']) * sizes_runs[0]:.0f} s for all {sizes_runs[0]} runs (extrapolated)")
+            return (
+                f"MISSED: not finished, killed after {timeout:.0f} s; a sample of {r['runs']} runs took "
+                f"{r['seconds']:.2f} s ({r['seconds'] / max(1, r['runs']):.3f} s/run), i.e. about "
+                f"{r['seconds'] / max(1, r['runs']) * sizes_runs[0]:.0f} s for all {sizes_runs[0]} runs (extrapolated)"
+            )
         return f"not finished: killed after {timeout:.0f} s"
     if rc != 0:
         return "failed: " + out.strip().splitlines()[-1][:300]
     res = json.loads(out.strip().splitlines()[-1])
-    return Figure("metrics of every run", "", rows=res["runs"], seconds=res["seconds"], peak_mb=peak,
-                  note=f"run_metrics(ledger, [{batch!r}], None) in-process; child wall incl. imports {wall:.1f} s")
+    return Figure(
+        "metrics of every run",
+        "",
+        rows=res["runs"],
+        seconds=res["seconds"],
+        peak_mb=peak,
+        note=f"run_metrics(ledger, [{batch!r}], None) in-process; child wall incl. imports {wall:.1f} s",
+    )
 
 
 AUDIT_CHILD = r"""
@@ -442,9 +509,11 @@ def measure_audit(url: str, claims_path: Path, n_claims: int, timeout: float) ->
         if rc2 == 0:
             r = json.loads(out2.strip().splitlines()[-1])
             per = r["seconds"] / max(1, r["claims"])
-            return (f"MISSED: not finished, killed after {timeout:.0f} s; a sample of {r['claims']} claims took "
-                    f"{r['seconds']:.2f} s ({per:.3f} s/claim; {r['evaluate_calls']} evaluate() calls took "
-                    f"{r['evaluate_seconds']:.2f} s), i.e. about {per * n_claims:.0f} s for {n_claims:,} claims (extrapolated)")
+            return (
+                f"MISSED: not finished, killed after {timeout:.0f} s; a sample of {r['claims']} claims took "
+                f"{r['seconds']:.2f} s ({per:.3f} s/claim; {r['evaluate_calls']} evaluate() calls took "
+                f"{r['evaluate_seconds']:.2f} s), i.e. about {per * n_claims:.0f} s for {n_claims:,} claims (extrapolated)"
+            )
         return f"not finished: killed after {timeout:.0f} s"
     if rc != 0:
         return "failed: " + out.strip().splitlines()[-1][:300]
@@ -452,12 +521,23 @@ def measure_audit(url: str, claims_path: Path, n_claims: int, timeout: float) ->
     verdicts = ", ".join(f"{v} {k}" for k, v in sorted(r["verdicts"].items(), key=lambda kv: -kv[1]))
     bases = ", ".join(f"{v} {k}" for k, v in sorted(r["bases"].items()))
     share = r["evaluate_seconds"] / r["seconds"] if r["seconds"] else 0.0
-    return Figure(f"audit of {r['claims']:,} claims", "", rows=r["claims"], seconds=r["seconds"], peak_mb=peak,
-                  note=(f"{bases}; verdicts: {verdicts}; {r['evaluate_calls']} evaluate() calls took "
-                        f"{r['evaluate_seconds']:.2f} s ({share:.0%}, {r['evaluate_seconds'] / max(1, r['evaluate_calls']) * 1000:.1f} ms "
-                        f"per call); queries.audit.audit() in-process, child wall incl. imports {wall:.1f} s"),
-                  extra={"verdicts": r["verdicts"], "evaluate_calls": r["evaluate_calls"],
-                         "evaluate_seconds": r["evaluate_seconds"]})
+    return Figure(
+        f"audit of {r['claims']:,} claims",
+        "",
+        rows=r["claims"],
+        seconds=r["seconds"],
+        peak_mb=peak,
+        note=(
+            f"{bases}; verdicts: {verdicts}; {r['evaluate_calls']} evaluate() calls took "
+            f"{r['evaluate_seconds']:.2f} s ({share:.0%}, {r['evaluate_seconds'] / max(1, r['evaluate_calls']) * 1000:.1f} ms "
+            f"per call); queries.audit.audit() in-process, child wall incl. imports {wall:.1f} s"
+        ),
+        extra={
+            "verdicts": r["verdicts"],
+            "evaluate_calls": r["evaluate_calls"],
+            "evaluate_seconds": r["evaluate_seconds"],
+        },
+    )
 
 
 def child_times(cmd: list[str]) -> tuple[float, float]:
@@ -502,17 +582,35 @@ def measure_startup(tmp: Path, repeat: int = 7) -> tuple[list[Figure], Figure]:
     figures = []
     for what, cmd, before in (
         ("start-up: ledger --help", ledger_cmd("--help"), None),
-        ("start-up: ledger status (an initialised, empty DuckDB ledger)",
-         ledger_cmd("status", "--db", f"duckdb:///{template}"), None),
-        ("start-up: ledger import of one vLLM result of 50 requests (DuckDB, fresh ledger)",
-         ledger_cmd("import", "--db", f"duckdb:///{target}", "--quiet", "--batch", "b", str(small)), fresh),
-    ):  # fmt: skip
+        (
+            "start-up: ledger status (an initialised, empty DuckDB ledger)",
+            ledger_cmd("status", "--db", f"duckdb:///{template}"),
+            None,
+        ),
+        (
+            "start-up: ledger import of one vLLM result of 50 requests (DuckDB, fresh ledger)",
+            ledger_cmd("import", "--db", f"duckdb:///{target}", "--quiet", "--batch", "b", str(small)),
+            fresh,
+        ),
+    ):
         wall, cpu = median(cmd, before)
-        figures.append(Figure(what, "", seconds=wall, note=f"median of {repeat} runs, whole command; CPU (user+sys) {cpu:.2f} s",
-                              extra={"cpu": cpu}))  # fmt: skip
+        figures.append(
+            Figure(
+                what,
+                "",
+                seconds=wall,
+                note=f"median of {repeat} runs, whole command; CPU (user+sys) {cpu:.2f} s",
+                extra={"cpu": cpu},
+            )
+        )
     wall, cpu = median([sys.executable, "-c", "pass"])
-    return figures, Figure("python -c pass", "", seconds=wall, extra={"cpu": cpu},
-                           note=f"the interpreter's own start-up, median of {repeat} runs; CPU (user+sys) {cpu:.2f} s")
+    return figures, Figure(
+        "python -c pass",
+        "",
+        seconds=wall,
+        extra={"cpu": cpu},
+        note=f"the interpreter's own start-up, median of {repeat} runs; CPU (user+sys) {cpu:.2f} s",
+    )
 
 
 CHECK_CHILD = r"""
@@ -540,9 +638,17 @@ def measure_check(url: str, timeout: float, n: int) -> Figure | str:
     r = json.loads(out.strip().splitlines()[-1])
     cmd = ledger_cmd("check", "--db", url, "--batch", "check")
     whole, _, rc2, _ = run_child(cmd, timeout)
-    return Figure(f"ledger check of one run of {n:,} requests", "", rows=n, seconds=r["seconds"], peak_mb=peak,
-                  note=(f"queries.check.check() in-process ({r['rows']} rows: {r['status']}); the whole "
-                        f"`ledger check` command, start-up included: {whole:.2f} s" + (f" (exit {rc2})" if rc2 else "")))
+    return Figure(
+        f"ledger check of one run of {n:,} requests",
+        "",
+        rows=n,
+        seconds=r["seconds"],
+        peak_mb=peak,
+        note=(
+            f"queries.check.check() in-process ({r['rows']} rows: {r['status']}); the whole "
+            f"`ledger check` command, start-up included: {whole:.2f} s" + (f" (exit {rc2})" if rc2 else "")
+        ),
+    )
 
 
 # ----------------------------------------------------------------------------------- the run
@@ -588,10 +694,17 @@ def machine() -> dict:
             pgv = c.execute("SHOW server_version").fetchone()[0]
     import pyarrow
 
-    return {"nproc": os.cpu_count(), "cpu": cpu, "memory": mem, "python": platform.python_version(),
-            "duckdb": duckdb.__version__, "postgresql": pgv, "pyarrow": pyarrow.__version__,
-            "os": platform.platform(),
-            "python speed": f"{python_speed():.3f} s for {CALIBRATION_LOOP:,} integer additions in a loop (best of 5)"}
+    return {
+        "nproc": os.cpu_count(),
+        "cpu": cpu,
+        "memory": mem,
+        "python": platform.python_version(),
+        "duckdb": duckdb.__version__,
+        "postgresql": pgv,
+        "pyarrow": pyarrow.__version__,
+        "os": platform.platform(),
+        "python speed": f"{python_speed():.3f} s for {CALIBRATION_LOOP:,} integer additions in a loop (best of 5)",
+    }
 
 
 def byte_compile() -> str:
@@ -635,10 +748,13 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
     if "check" in only and not checkf.exists():  # one run of check_requests requests (`ledger check`)
         gen.vllm_and_ledger(checkf, 1, sz["check_requests"], sz["gaps"], None, seed=gen.SEED + 2, peaks=True)
     n_dmon_rows = n_dmon_lines * len(gen.COUNTERS)
-    log(f"inputs generated in {time.perf_counter() - t0:.1f} s: {n_vllm} vLLM requests, {n_gap} with "
-        f"{sz['gap_gaps']} gaps, {n_dmon_lines} dmon lines")
+    log(
+        f"inputs generated in {time.perf_counter() - t0:.1f} s: {n_vllm} vLLM requests, {n_gap} with "
+        f"{sz['gap_gaps']} gaps, {n_dmon_lines} dmon lines"
+    )
     res["inputs"] = {
-        "vllm": (vllm.name, vllm.stat().st_size, n_vllm), "gaps": (gapf.name, gapf.stat().st_size, n_gap),
+        "vllm": (vllm.name, vllm.stat().st_size, n_vllm),
+        "gaps": (gapf.name, gapf.stat().st_size, n_gap),
         "ledger": (ldir.name, sum(p.stat().st_size for p in ldir.iterdir()), n_vllm),
         "dmon": (dmon_txt.name, dmon_txt.stat().st_size, n_dmon_lines),
     }
@@ -659,21 +775,34 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
         csvs[tag] = tmp / f"floor_{tag}.csv"
         secs, n = duck_floor(sql, tmp, tag, csvs[tag])
         floors[("duckdb", tag)] = secs
-        res["baselines"].append(Figure(f"floor {tag}", "duckdb", rows=n, seconds=secs,
-                                       note="DuckDB read_json/read_csv into a flat table"
-                                            + (" and the gap rows into a second one" if tag == "gaps" else "")))
+        res["baselines"].append(
+            Figure(
+                f"floor {tag}",
+                "duckdb",
+                rows=n,
+                seconds=secs,
+                note="DuckDB read_json/read_csv into a flat table"
+                + (" and the gap rows into a second one" if tag == "gaps" else ""),
+            )
+        )
         log(f"floor duckdb {tag}: {n} rows in {secs:.2f} s")
 
     # asked before the store loads in this process (its "no pandas" finder answers find_spec by raising)
-    pandas_note = ("not measured: pandas not installed" if importlib.util.find_spec("pandas") is None
-                   else "not measured: pandas installed but not wired (kept out of scope)")
+    pandas_note = (
+        "not measured: pandas not installed"
+        if importlib.util.find_spec("pandas") is None
+        else "not measured: pandas installed but not wired (kept out of scope)"
+    )
     res["notes"].append(f"pandas read + to_sql: {pandas_note}")
 
     startup, interpreter = measure_startup(tmp, sz["startup_runs"])
     res["figures"].extend(startup)
     res["baselines"].append(interpreter)
-    log("start-up: " + ", ".join(f"{f.what.removeprefix('start-up: ')} {f.seconds:.2f} s" for f in startup)
-        + f", python -c pass {interpreter.seconds:.2f} s")
+    log(
+        "start-up: "
+        + ", ".join(f"{f.what.removeprefix('start-up: ')} {f.seconds:.2f} s" for f in startup)
+        + f", python -c pass {interpreter.seconds:.2f} s"
+    )
 
     orm_sample = orm_rows(vllm, sz["orm_rows"])
 
@@ -688,19 +817,33 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
                     be.settle()
                     secs = pg_floor(be, csvs[tag])
                     floors[("postgresql", tag)] = secs
-                    res["baselines"].append(Figure(f"floor {tag}", "postgresql", rows=specs[tag][1], seconds=secs,
-                                                   note="COPY FROM STDIN of a CSV of the same rows into a flat table"
-                                                        + (" and one of the gap rows (one transaction)" if tag == "gaps" else "")))
+                    res["baselines"].append(
+                        Figure(
+                            f"floor {tag}",
+                            "postgresql",
+                            rows=specs[tag][1],
+                            seconds=secs,
+                            note="COPY FROM STDIN of a CSV of the same rows into a flat table"
+                            + (" and one of the gap rows (one transaction)" if tag == "gaps" else ""),
+                        )
+                    )
                     log(f"floor postgresql {tag}: {secs:.2f} s")
             # the usual way: one ORM object per row
             be.settle()
             url = be.fresh("orm")
             secs = orm_rate(url, orm_sample)
             per_row = secs / len(orm_sample)
-            res["baselines"].append(Figure("ORM one object per row", bname, rows=len(orm_sample), seconds=secs,
-                                           note=f"measured on {len(orm_sample)} rows; extrapolated to 1M requests: "
-                                                f"{per_row * 1e6:.0f} s (extrapolated)",
-                                           extra={"per_row": per_row}))
+            res["baselines"].append(
+                Figure(
+                    "ORM one object per row",
+                    bname,
+                    rows=len(orm_sample),
+                    seconds=secs,
+                    note=f"measured on {len(orm_sample)} rows; extrapolated to 1M requests: "
+                    f"{per_row * 1e6:.0f} s (extrapolated)",
+                    extra={"per_row": per_row},
+                )
+            )
             floors[(bname, "orm_per_row")] = per_row
             log(f"ORM {bname}: {len(orm_sample) / secs:.0f} rows/s")
 
@@ -708,7 +851,13 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
                 ("vllm", "vLLM detailed JSON Lines", [str(vllm)], n_vllm, ["--batch", "bench"]),
                 ("gaps", f"vLLM detailed, {sz['gap_gaps']} chunk gaps each", [str(gapf)], n_gap, ["--batch", "gaps"]),
                 ("ledger", "ledger JSON Lines (one file per run)", ledger_files, n_vllm, ["--batch", "lr"]),
-                ("dmon", "nvidia-smi dmon -o DT (long rows)", [str(dmon_txt)], n_dmon_rows, ["--node", "n0", "--batch", "hw"]),
+                (
+                    "dmon",
+                    "nvidia-smi dmon -o DT (long rows)",
+                    [str(dmon_txt)],
+                    n_dmon_rows,
+                    ["--node", "n0", "--batch", "hw"],
+                ),
             ]
             for tag, label, paths, nrows, extra in imports:
                 if tag not in tags:
@@ -718,18 +867,41 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
                 init_schema(url)  # not timed: `ledger init` of an empty ledger, in-process
                 cmd = ledger_cmd("import", "--db", url, "--quiet", *extra, *paths)
                 wall, peak, rc, out = run_child(cmd, sz["timeout"])
-                shown = " ".join(cmd[: len(cmd) - len(paths)] + ([paths[0], f"... ({len(paths)} files)"] if len(paths) > 1 else paths))
-                fig = Figure(f"import {label}", bname, rows=nrows, seconds=wall, peak_mb=peak,
-                             note="" if rc == 0 else f"exit {rc}: {out.strip()[-400:]}",
-                             extra={"tag": tag, "cmd": shown, "floor": floors.get((bname, tag)),
-                                    "lines": n_dmon_lines if tag == "dmon" else None})
+                shown = " ".join(
+                    cmd[: len(cmd) - len(paths)]
+                    + ([paths[0], f"... ({len(paths)} files)"] if len(paths) > 1 else paths)
+                )
+                fig = Figure(
+                    f"import {label}",
+                    bname,
+                    rows=nrows,
+                    seconds=wall,
+                    peak_mb=peak,
+                    note="" if rc == 0 else f"exit {rc}: {out.strip()[-400:]}",
+                    extra={
+                        "tag": tag,
+                        "cmd": shown,
+                        "floor": floors.get((bname, tag)),
+                        "lines": n_dmon_lines if tag == "dmon" else None,
+                    },
+                )
                 res["figures"].append(fig)
                 log(f"{bname} import {tag}: {nrows} rows in {wall:.1f} s, peak {peak:.0f} MB, rc {rc}")
                 if tag == "dmon" and rc == 0:  # the read side of those samples: per-card statistics, power (R14)
-                    wall, peak, rc2, out = run_child(ledger_cmd("hardware", "--db", url, "--batch", "hw", "--json"), sz["timeout"])
-                    res["figures"].append(Figure("ledger hardware of the dmon batch", bname, rows=nrows, seconds=wall,
-                                                 peak_mb=peak, extra={"floor": floors.get((bname, "dmon"))},
-                                                 note="" if rc2 == 0 else f"exit {rc2}: {out.strip()[-400:]}"))  # fmt: skip
+                    wall, peak, rc2, out = run_child(
+                        ledger_cmd("hardware", "--db", url, "--batch", "hw", "--json"), sz["timeout"]
+                    )
+                    res["figures"].append(
+                        Figure(
+                            "ledger hardware of the dmon batch",
+                            bname,
+                            rows=nrows,
+                            seconds=wall,
+                            peak_mb=peak,
+                            extra={"floor": floors.get((bname, "dmon"))},
+                            note="" if rc2 == 0 else f"exit {rc2}: {out.strip()[-400:]}",
+                        )
+                    )
                     log(f"{bname} hardware: {wall:.1f} s, peak {peak:.0f} MB, rc {rc2}")
                 if tag == "vllm" and rc == 0 and not sz.get("no_metrics"):
                     sizes_runs[0] = sz["runs"]
@@ -757,9 +929,14 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
                 be.settle()
                 url = be.fresh("check")
                 init_schema(url)
-                _, _, rc, out = run_child(ledger_cmd("import", "--db", url, "--quiet", "--batch", "check", str(checkf)),
-                                          sz["timeout"])  # fmt: skip
-                c = measure_check(url, sz["timeout"], sz["check_requests"]) if rc == 0 else f"import failed: {out[-300:]}"
+                _, _, rc, out = run_child(
+                    ledger_cmd("import", "--db", url, "--quiet", "--batch", "check", str(checkf)), sz["timeout"]
+                )
+                c = (
+                    measure_check(url, sz["timeout"], sz["check_requests"])
+                    if rc == 0
+                    else f"import failed: {out[-300:]}"
+                )
                 if isinstance(c, Figure):
                     c.backend = bname
                     res["figures"].append(c)
@@ -768,13 +945,17 @@ def bench(sz: dict, tmp: Path, backends: list[str], only: set[str]) -> dict:
                     res["notes"].append(f"{bname} ledger check: {c}")
                     log(f"{bname} check: {c}")
             if "vllm" not in tags:
-                res["notes"].append(f"{bname} metrics and audit: not measured (they run on the vLLM import; "
-                                    f"--only {','.join(sorted(tags))})")
+                res["notes"].append(
+                    f"{bname} metrics and audit: not measured (they run on the vLLM import; "
+                    f"--only {','.join(sorted(tags))})"
+                )
         finally:
             be.cleanup()
         if isinstance(be, Pg):
-            res["notes"].append(f"postgresql: before its figures the benchmark waited {be.waited:.1f} s in all for "
-                                "autovacuum workers to finish (`Pg.settle`)")
+            res["notes"].append(
+                f"postgresql: before its figures the benchmark waited {be.waited:.1f} s in all for "
+                "autovacuum workers to finish (`Pg.settle`)"
+            )
             log(res["notes"][-1])
     return res
 
@@ -788,22 +969,31 @@ def fmt_s(x: float | None) -> str:
 
 def report(res: dict, mach: dict, command: str, quick: bool, elapsed: float) -> str:
     out = ["# BENCHMARKS" + (" (quick mode: small sizes, figures not meaningful)" if quick else ""), ""]
-    out += [f"Generated by `{command}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, "
-            f"total {elapsed:.0f} s.", ""]
+    out += [
+        f"Generated by `{command}` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, total {elapsed:.0f} s.",
+        "",
+    ]
     loads = res.get("load", {})
     if loads:
-        out += [f"1-minute load average at the start of the run {loads['start']:.2f}, at its end {loads['end']:.2f} "
-                f"({os.cpu_count()} CPUs): other work on the machine shows in absolute times; ratios pair a "
-                "figure with its baseline measured in the same run, minutes apart.", ""]
+        out += [
+            f"1-minute load average at the start of the run {loads['start']:.2f}, at its end {loads['end']:.2f} "
+            f"({os.cpu_count()} CPUs): other work on the machine shows in absolute times; ratios pair a "
+            "figure with its baseline measured in the same run, minutes apart.",
+            "",
+        ]
     out += ["## Machine", ""] + [f"- {k}: {v}" for k, v in mach.items()] + [""]
     out += ["## Sizes", "", "`" + json.dumps({k: v for k, v in res["sizes"].items() if k != "inputs"}) + "`", ""]
     out += ["## Inputs (generated, fixed seed)", ""]
     for tag, (name, size, n) in res["inputs"].items():
         out.append(f"- {tag}: `{name}` {size / 1e6:.1f} MB, {n:,} {'lines' if tag == 'dmon' else 'requests'}")
     out.append("")
-    out += ["## Import (whole `ledger import` command, subprocess start to exit)", "",
-            "| backend | input | rows | time | rows/s | floor time | ratio to floor (target) | "
-            "speed vs ORM way (extrapolated; >1 = faster) | peak RSS (wait4) |", "|---|---|---|---|---|---|---|---|---|"]
+    out += [
+        "## Import (whole `ledger import` command, subprocess start to exit)",
+        "",
+        "| backend | input | rows | time | rows/s | floor time | ratio to floor (target) | "
+        "speed vs ORM way (extrapolated; >1 = faster) | peak RSS (wait4) |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     orm = {f.backend: f.extra["per_row"] for f in res["baselines"] if "per_row" in f.extra}
     for f in res["figures"]:
         if not f.what.startswith("import"):
@@ -817,36 +1007,56 @@ def report(res: dict, mach: dict, command: str, quick: bool, elapsed: float) -> 
         rate = f"{f.rate:,.0f}" if f.rate else "—"
         if f.extra.get("lines"):
             rate += f" ({f.extra['lines'] / f.seconds:,.0f} lines/s)"
-        out.append(f"| {f.backend} | {f.what[7:]} | {f.rows:,} | {fmt_s(f.seconds)} | {rate} | {fmt_s(floor)} | "
-                   f"{ratio} | {vs} | {f.peak_mb:,.0f} MB |" + (f" {f.note}" if f.note else ""))
+        out.append(
+            f"| {f.backend} | {f.what[7:]} | {f.rows:,} | {fmt_s(f.seconds)} | {rate} | {fmt_s(floor)} | "
+            f"{ratio} | {vs} | {f.peak_mb:,.0f} MB |" + (f" {f.note}" if f.note else "")
+        )
     out.append("")
-    out += ["dmon rows are long rows (one per GPU, tick and counter: 12 per line). The ORM column divides the ORM way's "
-            "extrapolated time for the same number of rows by the import time; the ORM rows are flat request rows.", ""]
+    out += [
+        "dmon rows are long rows (one per GPU, tick and counter: 12 per line). The ORM column divides the ORM way's "
+        "extrapolated time for the same number of rows by the import time; the ORM rows are flat request rows.",
+        "",
+    ]
     out += ["## Metrics and audit", ""]
     for f in res["figures"]:
         if f.what.startswith("metrics"):
             lim = METRICS_TARGET_S[f.backend]
-            out.append(f"- {f.backend}: every run's metrics for {f.rows:,} runs: {fmt_s(f.seconds)} (target < {lim} s); "
-                       f"{f.note}")
+            out.append(
+                f"- {f.backend}: every run's metrics for {f.rows:,} runs: {fmt_s(f.seconds)} (target < {lim} s); "
+                f"{f.note}"
+            )
         elif f.what.startswith("audit"):
-            out.append(f"- {f.backend}: {f.what}: {fmt_s(f.seconds)} ({f.rows / f.seconds:,.0f} claims/s, "
-                       f"peak {f.peak_mb:,.0f} MB); {f.note}")
+            out.append(
+                f"- {f.backend}: {f.what}: {fmt_s(f.seconds)} ({f.rows / f.seconds:,.0f} claims/s, "
+                f"peak {f.peak_mb:,.0f} MB); {f.note}"
+            )
         elif f.what.startswith("ledger check"):
             out.append(f"- {f.backend}: {f.what}: {fmt_s(f.seconds)} (target < 1 s); {f.note}")
         elif f.what.startswith("ledger hardware"):
             floor = f.extra.get("floor")
-            out.append(f"- {f.backend}: {f.what} ({f.rows:,} samples): {fmt_s(f.seconds)}, peak {f.peak_mb:,.0f} MB (whole "
-                       f"command, no target; the dmon floor of the same run: {fmt_s(floor)}"
-                       + (f", {f.seconds / floor:.1f}x" if floor else "") + ")" + (f"; {f.note}" if f.note else ""))
+            out.append(
+                f"- {f.backend}: {f.what} ({f.rows:,} samples): {fmt_s(f.seconds)}, peak {f.peak_mb:,.0f} MB (whole "
+                f"command, no target; the dmon floor of the same run: {fmt_s(floor)}"
+                + (f", {f.seconds / floor:.1f}x" if floor else "")
+                + ")"
+                + (f"; {f.note}" if f.note else "")
+            )
         elif f.what == "start-up: ledger --help":
             out.append(f"- {f.what}: {fmt_s(f.seconds)} (target < 0.3 s); {f.note}")
         elif f.what.startswith("start-up"):
             base = next((b for b in res["baselines"] if b.what == "python -c pass"), None)
-            out.append(f"- {f.what}: {fmt_s(f.seconds)} (interpreter alone: {fmt_s(base.seconds if base else None)}; "
-                       f"no target: the fixed cost inside every command's figure); {f.note}")
+            out.append(
+                f"- {f.what}: {fmt_s(f.seconds)} (interpreter alone: {fmt_s(base.seconds if base else None)}; "
+                f"no target: the fixed cost inside every command's figure); {f.note}"
+            )
     out += [f"- {n}" for n in res["notes"]]
     out.append("")
-    out += ["## Baselines (same run)", "", "| backend | baseline | rows | time | rows/s | note |", "|---|---|---|---|---|---|"]
+    out += [
+        "## Baselines (same run)",
+        "",
+        "| backend | baseline | rows | time | rows/s | note |",
+        "|---|---|---|---|---|---|",
+    ]
     for f in res["baselines"]:
         rows = f"{f.rows:,}" if f.rows is not None else "—"
         rate = f"{f.rate:,.0f}" if f.rate is not None else "—"
@@ -876,13 +1086,22 @@ def targets(res: dict) -> list[str]:
             floor = floors.get((f.backend, tag))
             if floor:
                 r, lim = f.seconds / floor, import_limit(f.backend, tag)
-                rows.append((f"import {f.what[7:]} within {lim:.0f}x the floor{' (gap rows in the floor)' if tag == 'gaps' else ''} "
-                             f"({f.backend})", r <= lim, f"{r:.1f}x ({fmt_s(f.seconds)} vs floor {fmt_s(floor)})"))
-            rows.append((f"import {f.what[7:]}: peak memory < 1.5 GB ({f.backend})", f.peak_mb < 1536,
-                         f"{f.peak_mb:,.0f} MB"))
+                rows.append(
+                    (
+                        f"import {f.what[7:]} within {lim:.0f}x the floor{' (gap rows in the floor)' if tag == 'gaps' else ''} "
+                        f"({f.backend})",
+                        r <= lim,
+                        f"{r:.1f}x ({fmt_s(f.seconds)} vs floor {fmt_s(floor)})",
+                    )
+                )
+            rows.append(
+                (f"import {f.what[7:]}: peak memory < 1.5 GB ({f.backend})", f.peak_mb < 1536, f"{f.peak_mb:,.0f} MB")
+            )
         elif f.what.startswith("metrics") and f.seconds is not None:
             lim = METRICS_TARGET_S[f.backend]
-            rows.append((f"every run's metrics, {f.rows:,} runs, < {lim} s ({f.backend})", f.seconds < lim, fmt_s(f.seconds)))
+            rows.append(
+                (f"every run's metrics, {f.rows:,} runs, < {lim} s ({f.backend})", f.seconds < lim, fmt_s(f.seconds))
+            )
         elif f.what.startswith("audit") and f.seconds is not None:
             if f.backend == "duckdb":
                 rows.append((f"{f.what} < 2 s (duckdb)", f.seconds < 2.0, fmt_s(f.seconds)))
@@ -892,15 +1111,24 @@ def targets(res: dict) -> list[str]:
             rows.append((f"{f.what} < 1 s ({f.backend})", f.seconds < 1.0, fmt_s(f.seconds)))
         elif f.what == "start-up: ledger --help" and f.seconds is not None:
             base = next((b.seconds for b in res["baselines"] if b.what == "python -c pass"), None)
-            rows.append(("`ledger --help` < 0.3 s", f.seconds < 0.3,
-                         f"{fmt_s(f.seconds)} (interpreter alone: {fmt_s(base)})"))
-    out = ["## Targets of issue 17 in this run", "", "| target | met | figure (baseline of the same run) |",
-           "|---|---|---|"]
+            rows.append(
+                ("`ledger --help` < 0.3 s", f.seconds < 0.3, f"{fmt_s(f.seconds)} (interpreter alone: {fmt_s(base)})")
+            )
+    out = [
+        "## Targets of issue 17 in this run",
+        "",
+        "| target | met | figure (baseline of the same run) |",
+        "|---|---|---|",
+    ]
     for what, ok, fig in rows:
         out.append(f"| {what} | {'—' if ok is None else ('**met**' if ok else '**missed**')} | {fig} |")
-    out += ["", "The suite-time target (< 120 s) is measured by the test command itself, not here; it is an absolute "
-            "time, so read it beside the machine's python speed above (machines of the same kind differ several-fold: "
-            "profile note 36).", ""]
+    out += [
+        "",
+        "The suite-time target (< 120 s) is measured by the test command itself, not here; it is an absolute "
+        "time, so read it beside the machine's python speed above (machines of the same kind differ several-fold: "
+        "profile note 36).",
+        "",
+    ]
     return out
 
 
@@ -909,8 +1137,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--quick", action="store_true", help="small sizes (< 60 s), for CI")
     ap.add_argument("--out", type=Path, help="report path (default: BENCHMARKS.md; quick: <tmp>/BENCHMARKS.quick.md)")
     ap.add_argument("--backends", default="duckdb,postgresql")
-    ap.add_argument("--only", default=None, help="which inputs to import [default: vllm,gaps,ledger,dmon,check; "
-                    "quick: vllm,ledger,dmon,check on the first backend, vllm on the others]")
+    ap.add_argument(
+        "--only",
+        default=None,
+        help="which inputs to import [default: vllm,gaps,ledger,dmon,check; "
+        "quick: vllm,ledger,dmon,check on the first backend, vllm on the others]",
+    )
     ap.add_argument("--json", type=Path, help="also write the raw figures as JSON")
     ap.add_argument("--keep", action="store_true", help="keep the temp dir")
     ap.add_argument("--no-metrics", action="store_true", help="skip the metrics timing (import figures only)")
@@ -925,8 +1157,9 @@ def main(argv: list[str] | None = None) -> int:
         backends.remove("postgresql")
     tmp = Path(tempfile.mkdtemp(prefix="ledger-bench-"))
     try:
-        sz = dict(QUICK if a.quick else FULL, quick=a.quick, inputs=a.inputs, no_metrics=a.no_metrics,
-                  no_audit=a.no_audit)
+        sz = dict(
+            QUICK if a.quick else FULL, quick=a.quick, inputs=a.inputs, no_metrics=a.no_metrics, no_audit=a.no_audit
+        )
         if a.claims:
             sz["claims"] = a.claims
         only = a.only or ("vllm,ledger,dmon,check" if a.quick else "vllm,gaps,ledger,dmon,check")
@@ -943,14 +1176,25 @@ def main(argv: list[str] | None = None) -> int:
 
             old = out.read_text()
             if MARK_BEGIN in old and MARK_END in old:
-                text = text.rstrip("\n") + "\n\n" + old[old.index(MARK_BEGIN) : old.index(MARK_END) + len(MARK_END)] + "\n"
+                text = (
+                    text.rstrip("\n") + "\n\n" + old[old.index(MARK_BEGIN) : old.index(MARK_END) + len(MARK_END)] + "\n"
+                )
         for path in (out, a.json):  # a folder named for the report or the JSON is made, not refused after the run
             if path is not None:
                 path.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(text)
         if a.json:
-            a.json.write_text(json.dumps({**res, "figures": [f.__dict__ for f in res["figures"]],
-                                          "baselines": [f.__dict__ for f in res["baselines"]]}, indent=1, default=str))
+            a.json.write_text(
+                json.dumps(
+                    {
+                        **res,
+                        "figures": [f.__dict__ for f in res["figures"]],
+                        "baselines": [f.__dict__ for f in res["baselines"]],
+                    },
+                    indent=1,
+                    default=str,
+                )
+            )
         log(f"report written to {out}")
     finally:
         if not a.keep:

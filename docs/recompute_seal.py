@@ -48,8 +48,16 @@ def mth(leaves: list[bytes]) -> bytes:
 
 
 DECLARED = ("batch", "deployment", "run", "published_value")
-ARTEFACT_PARTS = ("artefact", "capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact",
-                  "request_value")
+ARTEFACT_PARTS = (
+    "artefact",
+    "capture",
+    "capture_field",
+    "request",
+    "chunk_gap",
+    "hardware_sample",
+    "log_fact",
+    "request_value",
+)
 OPTIONAL = ("request_value",)  # a part only when the artefact has rows in it (exports before it: no table)
 EPOCH = datetime(1970, 1, 1)
 TAGS = {"int64": "i", "bool": "b", "timestamp[us]": "t", "date32[day]": "d", "double": "f", "string": "s"}
@@ -66,8 +74,12 @@ def chunk_digest(table: str, cols: list[tuple[str, str, list]], n: int) -> bytes
         elif tag == "f":
             out.append(struct.pack(f"<{n}d", *(0.0 if v is None else v for v in values)))
         else:
-            conv = {"i": int, "b": int, "t": lambda v: (v - EPOCH) // timedelta(microseconds=1),
-                    "d": lambda v: (v - date(1970, 1, 1)).days}[tag]
+            conv = {
+                "i": int,
+                "b": int,
+                "t": lambda v: (v - EPOCH) // timedelta(microseconds=1),
+                "d": lambda v: (v - date(1970, 1, 1)).days,
+            }[tag]
             out.append(struct.pack(f"<{n}q", *(0 if v is None else conv(v) for v in values)))
     return hashlib.sha256(b"".join(out)).digest()
 
@@ -75,7 +87,7 @@ def chunk_digest(table: str, cols: list[tuple[str, str, list]], n: int) -> bytes
 def part_root(table: str, rows: list[dict], columns: list[tuple[str, str]]) -> str:
     digests = b""
     for lo in range(0, len(rows), 4096):
-        chunk = rows[lo:lo + 4096]
+        chunk = rows[lo : lo + 4096]
         digests += chunk_digest(table, [(c, t, [r[c] for r in chunk]) for c, t in columns], len(chunk))
     return hashlib.sha256(digests).hexdigest()
 
@@ -91,9 +103,11 @@ def scheme3(folder: Path, readme: dict) -> tuple[str, int]:
         tables[name] = pq.read_table(folder / entry["parquet"]).to_pylist()
         cols = [(c["name"], TAGS[c["type"]]) for c in entry["columns"]]
         columns[name] = [c for c in cols if c[0] in entry["seal_columns"]]
+
     def key(table):
         order = readme["tables"][table]["seal_order"]
         return lambda r: tuple(r[k] for k in order)
+
     items, count = [], 0
     for name in DECLARED:
         rows = sorted(tables[name], key=key(name))
@@ -140,8 +154,9 @@ def main(folder: Path) -> int:
     if seal is None:
         print("open batch: no seal; README.json content root " + readme["content"]["merkle_root"])
         return 0 if root == readme["content"]["merkle_root"] else 1
-    digest = hashlib.sha256(jcs([scheme, seal["previous_digest"], readme["batch"], root, count,
-                                 seal["closed_at"]])).hexdigest()  # the seal digest
+    digest = hashlib.sha256(
+        jcs([scheme, seal["previous_digest"], readme["batch"], root, count, seal["closed_at"]])
+    ).hexdigest()  # the seal digest
     print(f"digest      {digest}")
     return 0 if (digest, root, count) == (seal["digest"], seal["merkle_root"], seal["row_count"]) else 1
 

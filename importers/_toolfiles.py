@@ -67,7 +67,9 @@ def is_number(value: object) -> TypeGuard[int | float]:
 @overload
 def number(path: Path, where: str, field: str | None, value: object, *, optional: Literal[False]) -> float | int: ...
 @overload
-def number(path: Path, where: str, field: str | None, value: object, *, optional: bool = True) -> float | int | None: ...
+def number(
+    path: Path, where: str, field: str | None, value: object, *, optional: bool = True
+) -> float | int | None: ...
 def number(path: Path, where: str, field: str | None, value: object, *, optional: bool = True) -> float | int | None:
     """A JSON number (or None when optional); anything else is a ParseError naming the field."""
     if value is None and optional:
@@ -263,9 +265,12 @@ def stat_dict_published(
         # count: how many values the statistics cover (requests, or chunks for inter_chunk_latency)
         counted = stat == "count"
         p = published(
-            ".".join([*parts, stat]), stats[stat], locator=jpath(*parts, stat),
-            unit=None if counted else unit, kind="count" if counted else kind,
-        )  # fmt: skip
+            ".".join([*parts, stat]),
+            stats[stat],
+            locator=jpath(*parts, stat),
+            unit=None if counted else unit,
+            kind="count" if counted else kind,
+        )
         if p is not None:
             out.append(p)
     return out
@@ -301,8 +306,20 @@ def walk_metric_objects(path: Path, obj: Mapping[str, Any], parts: list[str]) ->
 # A benchmark client's ``--backend`` that names the engine it was pointed at (vLLM's and SGLang's
 # bench_serving: one request function per engine). Any other (``openai``, ``openai-chat``, a hosted
 # API) names the protocol only, so the engine is not stated.
-ENGINE_BACKENDS = frozenset({"vllm", "sglang", "sglang-native", "sglang-oai", "tgi", "lmdeploy", "deepspeed-mii",
-                             "tensorrt-llm", "trt", "scalellm"})  # fmt: skip
+ENGINE_BACKENDS = frozenset(
+    {
+        "vllm",
+        "sglang",
+        "sglang-native",
+        "sglang-oai",
+        "tgi",
+        "lmdeploy",
+        "deepspeed-mii",
+        "tensorrt-llm",
+        "trt",
+        "scalellm",
+    }
+)
 
 
 def factor_text(value: object) -> str | None:

@@ -115,8 +115,12 @@ class AiperfRecordsImporter:
                 r["input_tokens"], r["output_tokens"] = u_in, u_out
         per_request = [r.pop("values") for r in rows]
         keys = sorted({k for vals in per_request for k in vals})
-        request_values = {k: RequestValues(flag="reported" if k in REPORTED_METRICS else "measured",
-                                           values=[vals.get(k) for vals in per_request]) for k in keys}  # fmt: skip
+        request_values = {
+            k: RequestValues(
+                flag="reported" if k in REPORTED_METRICS else "measured", values=[vals.get(k) for vals in per_request]
+            )
+            for k in keys
+        }
         columns = build_columns(rows)
         fields = present_fields(columns, always=["status", "error"])
         skipped_text = ", ".join(f"{phase}: {n}" for phase, n in sorted(skipped.items()))
@@ -152,7 +156,7 @@ def _scalar_metrics(path: Path, where: str, rec: dict) -> dict[str, float]:
     aggregate statistics are over these); list values (inter_chunk_latency) are the chunk gaps."""
     metrics = rec.get("metrics")
     out: dict[str, float] = {}
-    for name, obj in (metrics.items() if isinstance(metrics, dict) else ()):
+    for name, obj in metrics.items() if isinstance(metrics, dict) else ():
         value = obj.get("value") if isinstance(obj, dict) else None
         if value is None or isinstance(value, list):
             continue
@@ -179,9 +183,11 @@ def _row(
         "status": "failed" if text is not None else "ok",
         "error": text,
         "send_ns": integer(path, where, "metadata.request_start_ns", meta.get("request_start_ns"))
-        if "request_start_ns" in meta else _ns(path, where, metrics, "min_request_timestamp"),
+        if "request_start_ns" in meta
+        else _ns(path, where, metrics, "min_request_timestamp"),
         "end_ns": integer(path, where, "metadata.request_end_ns", meta.get("request_end_ns"))
-        if "request_end_ns" in meta else _ns(path, where, metrics, "max_response_timestamp"),
+        if "request_end_ns" in meta
+        else _ns(path, where, metrics, "max_response_timestamp"),
         "input_tokens": _tokens(path, where, metrics, "input_sequence_length")
         if "input_sequence_length" in metrics
         else _tokens(path, where, metrics, "error_isl"),

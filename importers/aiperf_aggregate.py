@@ -90,8 +90,12 @@ def _error_counts(path: Path, summary: list) -> list[Published]:
         details = entry.get("error_details") or {}
         note = error_text(details if isinstance(details, dict) else {})
         p = published(
-            f"error_summary.{i}.count", entry.get("count"), locator=jpath("error_summary", i, "count"),
-            unit=None, kind="request_count", note=note,
+            f"error_summary.{i}.count",
+            entry.get("count"),
+            locator=jpath("error_summary", i, "count"),
+            unit=None,
+            kind="request_count",
+            note=note,
         )
         if p is not None:
             out.append(p)
@@ -138,15 +142,19 @@ def _factors(path: Path, data: dict) -> dict:
     c = ("input_config",)
     items = _get(data, "input_config", "models", "items")
     one_model = ((*c, "models", "items", 0, "name"),) if isinstance(items, list) and len(items) == 1 else ()
-    return stated(path, data, {
-        "model": ((*c, "endpoint", "model_names"), *one_model),
-        "dataset": ((*c, "input", "file"), (*c, "datasets", 0, "path")),
-        "input_len": ((*c, "input", "prompt", "input_tokens", "mean"),),
-        "output_len": ((*c, "input", "prompt", "output_tokens", "mean"),),
-        "concurrency": ((*c, "loadgen", "concurrency"), *(((*phase, "concurrency"),) if phase else ())),
-        "request_rate": ((*c, "loadgen", "request_rate"),),
-        "prompt_count": ((*c, "loadgen", "request_count"), *(((*phase, "requests"),) if phase else ())),
-    })  # fmt: skip
+    return stated(
+        path,
+        data,
+        {
+            "model": ((*c, "endpoint", "model_names"), *one_model),
+            "dataset": ((*c, "input", "file"), (*c, "datasets", 0, "path")),
+            "input_len": ((*c, "input", "prompt", "input_tokens", "mean"),),
+            "output_len": ((*c, "input", "prompt", "output_tokens", "mean"),),
+            "concurrency": ((*c, "loadgen", "concurrency"), *(((*phase, "concurrency"),) if phase else ())),
+            "request_rate": ((*c, "loadgen", "request_rate"),),
+            "prompt_count": ((*c, "loadgen", "request_count"), *(((*phase, "requests"),) if phase else ())),
+        },
+    )
 
 
 def _info(path: Path, data: dict) -> RunInfo:
@@ -159,8 +167,12 @@ def _info(path: Path, data: dict) -> RunInfo:
     duration_s = None
     if isinstance(duration, dict) and duration.get("unit") in TIME_UNITS and is_number(duration.get("avg")):
         duration_s = to_seconds(duration["avg"], TIME_UNITS[duration["unit"]])
-    parts = ["aiperf", model, f"c{concurrency}" if concurrency is not None else None,
-             f"rate {rate}" if rate is not None else None]
+    parts = [
+        "aiperf",
+        model,
+        f"c{concurrency}" if concurrency is not None else None,
+        f"rate {rate}" if rate is not None else None,
+    ]
     metadata = {
         k: str(v)
         for k, v in {

@@ -40,7 +40,10 @@ _STAT = re.compile(r"^(avg|min|max|std|p\d+(?:\.\d+)?)$")
 # columns of newer exporters (aiperf/common/constants.py STAT_KEYS: avg, min, max, sum, p1..p99, std; an empty
 # cell where a statistic is None), and the card columns before "Metric" of their GPU telemetry table
 NEWER_STATS = ("sum",)
-GPU_COLUMNS = (("Endpoint", "GPU_Index", "GPU_Name", "GPU_UUID"), ("Endpoint", "GPU_Index", "GPU_Name", "GPU_UUID", "Platform"))
+GPU_COLUMNS = (
+    ("Endpoint", "GPU_Index", "GPU_Name", "GPU_UUID"),
+    ("Endpoint", "GPU_Index", "GPU_Name", "GPU_UUID", "Platform"),
+)
 GPU_TRAILING = ("Hostname", "Namespace", "Pod Name")  # the telemetry table's optional columns after its statistics
 _COLUMN = re.compile(r"^[A-Za-z][A-Za-z0-9_.]{0,63}$")  # a statistic's column name a later version may add
 # AIPerf aggregate metrics whose tag is not their header in snake case (aiperf/metrics/types/*.py)
@@ -102,25 +105,41 @@ class AiperfCsvImporter:
             if header is None:
                 at = cells.index("Metric") if "Metric" in cells[:8] else -1
                 names = cells[at + 1 :]
-                if at < 0 or cells[:at] not in ((), *GPU_COLUMNS) or not names or (names != ("Value",) and names[:3] != STATS_HEADER[1:]):
-                    raise ParseError(path, f"line {lineno}", "Metric",
-                                     f"expected a table header 'Metric,avg,...' or 'Metric,Value', got {','.join(cells)[:60]!r}")
+                if (
+                    at < 0
+                    or cells[:at] not in ((), *GPU_COLUMNS)
+                    or not names
+                    or (names != ("Value",) and names[:3] != STATS_HEADER[1:])
+                ):
+                    raise ParseError(
+                        path,
+                        f"line {lineno}",
+                        "Metric",
+                        f"expected a table header 'Metric,avg,...' or 'Metric,Value', got {','.join(cells)[:60]!r}",
+                    )
                 for name in names:
                     if name in ("Value", *NEWER_STATS) or _STAT.match(name) or (at and name in GPU_TRAILING):
                         continue
                     if not _COLUMN.match(name) or names.count(name) > 1:
-                        raise ParseError(path, f"line {lineno}", name or None, f"statistic column {name!r} is not a column name")
+                        raise ParseError(
+                            path, f"line {lineno}", name or None, f"statistic column {name!r} is not a column name"
+                        )
                     unknown.setdefault(name, lineno)
                 header = cells
                 continue
             if len(cells) != len(header):
-                raise ParseError(path, f"line {lineno}", cells[at] or None,
-                                 f"{len(cells)} cells, the table header has {len(header)}")
+                raise ParseError(
+                    path, f"line {lineno}", cells[at] or None, f"{len(cells)} cells, the table header has {len(header)}"
+                )
             label = _LABEL.match(cells[at])
             if label is None or not label["name"].strip():
                 raise ParseError(path, f"line {lineno}", "Metric", f"expected 'Header (unit)', got {cells[at]!r}")
             tag, unit = _tag(label["name"]), label["unit"]
-            ids = [f"{h} {c}" for h, c in zip(header, cells, strict=True) if h in GPU_COLUMNS[1] + GPU_TRAILING and h != "Endpoint"]
+            ids = [
+                f"{h} {c}"
+                for h, c in zip(header, cells, strict=True)
+                if h in GPU_COLUMNS[1] + GPU_TRAILING and h != "Endpoint"
+            ]
             card = f"gpu_telemetry[{cells[0]} {' '.join(ids)}]." if at else ""
             for stat, cell in zip(header[at + 1 :], cells[at + 1 :], strict=True):
                 if at and stat in GPU_TRAILING:
@@ -129,14 +148,27 @@ class AiperfCsvImporter:
                 where = f"line {lineno} {header[at]}={cells[at]!r} {stat}"
                 kind = kind_for_unit(tag, unit) if stat not in unknown else None
                 if cell == "":  # AIPerf prints an empty cell for a statistic it has no value of (None)
-                    found.append(Published(key=key, text="", unit=unit, quantity_kind=kind, locator=where, flag="n/a",
-                                           na_reason="the tool printed an empty cell (no value)"))  # fmt: skip
+                    found.append(
+                        Published(
+                            key=key,
+                            text="",
+                            unit=unit,
+                            quantity_kind=kind,
+                            locator=where,
+                            flag="n/a",
+                            na_reason="the tool printed an empty cell (no value)",
+                        )
+                    )
                     continue
                 try:
                     Decimal(cell)
                 except InvalidOperation:
                     raise ParseError(path, f"line {lineno}", stat, f"expected a number, got {cell!r}") from None
-                note = f"statistic column {stat!r}: not known to this importer, kept as printed" if stat in unknown else None
+                note = (
+                    f"statistic column {stat!r}: not known to this importer, kept as printed"
+                    if stat in unknown
+                    else None
+                )
                 p = published(key, cell, locator=where, unit=unit, kind=kind, note=note)
                 assert p is not None  # a number's text always gives a row
                 found.append(p)
@@ -148,19 +180,25 @@ class AiperfCsvImporter:
         errors = _whole(values.get("error_request_count.avg"))
         run = ParsedRun(
             info=RunInfo(
-                label=f"aiperf {path.name.removesuffix('.csv')}", tool=Tool.AIPERF, request_count=requests,
-                locator="$", pairing=pairing(path, "profile_export_aiperf.csv",
-                                             None if requests is None else requests + (errors or 0)),
+                label=f"aiperf {path.name.removesuffix('.csv')}",
+                tool=Tool.AIPERF,
+                request_count=requests,
+                locator="$",
+                pairing=pairing(
+                    path, "profile_export_aiperf.csv", None if requests is None else requests + (errors or 0)
+                ),
             ),
             capture=Capture(fields=[], record_count=0, token_source="unknown", success_rule=SUCCESS_RULE),
             published=found,
-        )  # fmt: skip
+        )
         note = "numbers printed with two decimals: rounded copies of the JSON export's statistics"
         notice = None
         if unknown:
             cols = ", ".join(f"{k!r} (line {v})" for k, v in unknown.items())
-            notice = (f"statistic column(s) {cols} not known to this importer (a newer AIPerf?): kept as reported "
-                      "values <metric>.<column> with the unit of their row, not checked")  # fmt: skip
+            notice = (
+                f"statistic column(s) {cols} not known to this importer (a newer AIPerf?): kept as reported "
+                "values <metric>.<column> with the unit of their row, not checked"
+            )
             note += f"; {notice}"
         return ParsedArtefact(format=self.name, format_version=None, runs=[run], note=note, notice=notice)
 

@@ -37,7 +37,19 @@ SNIFF_BYTES = 64 * 1024
 NEWLINE = b"\n"
 
 
-__all__ = ["Importer", "ParseOptions", "first_json_value", "iter_json_lines", "load_json", "local_time_note", "local_zone", "prefetched", "read_head", "read_utf8", "to_utc"]
+__all__ = [
+    "Importer",
+    "ParseOptions",
+    "first_json_value",
+    "iter_json_lines",
+    "load_json",
+    "local_time_note",
+    "local_zone",
+    "prefetched",
+    "read_head",
+    "read_utf8",
+    "to_utc",
+]
 
 
 class Importer(Protocol):
@@ -83,8 +95,13 @@ def setting_text(value: object, path: Path, where: str, field: str) -> str | Non
         if value != value or value is json.decoder.NegInf:  # type: ignore[attr-defined]  # (as above)
             raise ParseError(path, where, field, f"{'NaN' if value != value else '-Infinity'} is not a setting")
         if value in (float("inf"), float("-inf")):
-            raise ParseError(path, where, field, "a number beyond the range of a double (it reads as infinity, and "
-                                                 "the file does not write Infinity): not a setting")  # fmt: skip
+            raise ParseError(
+                path,
+                where,
+                field,
+                "a number beyond the range of a double (it reads as infinity, and "
+                "the file does not write Infinity): not a setting",
+            )
         return repr(value)
     return str(value)
 
@@ -221,7 +238,9 @@ def load_json(path: Path) -> object:
         raise ParseError(path, *number_site(data, exc.literal), json_problem(exc)) from None
     except (ValueError, RecursionError) as exc:
         where = None
-        if "integer string conversion" in str(exc) and (m := re.search(rb"\d{%d}" % sys.get_int_max_str_digits(), data)):
+        if "integer string conversion" in str(exc) and (
+            m := re.search(rb"\d{%d}" % sys.get_int_max_str_digits(), data)
+        ):
             where = f"line {data.count(NEWLINE, 0, m.start()) + 1}"
         raise ParseError(path, where, None, json_problem(exc)) from None
 
@@ -272,7 +291,9 @@ def iter_json_lines(path: Path):
                 yield lineno, loads(raw)
             except json.JSONDecodeError as exc:
                 cut = _NO_LINE_END if not raw.endswith(b"\n") else ""
-                raise ParseError(path, f"line {lineno} column {exc.colno}", None, f"invalid JSON: {exc.msg}{cut}") from None
+                raise ParseError(
+                    path, f"line {lineno} column {exc.colno}", None, f"invalid JSON: {exc.msg}{cut}"
+                ) from None
             except DuplicateKey as exc:
                 raise ParseError(path, f"line {lineno}", exc.key, json_problem(exc)) from None
             except NumberOutOfRange as exc:
@@ -295,8 +316,13 @@ def refuse_cut_last_line(path: Path) -> None:
             return
         fh.seek(0)
         lines = 1 + sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b""))
-    raise ParseError(path, f"line {lines}", None, "the last line has no line end: the file may have been cut while "
-                     "it was written, and its last value with it; refused (end the line if it is complete)")
+    raise ParseError(
+        path,
+        f"line {lines}",
+        None,
+        "the last line has no line end: the file may have been cut while "
+        "it was written, and its last value with it; refused (end the line if it is complete)",
+    )
 
 
 def prefetched(runs: Iterator[ParsedRun]) -> Iterator[ParsedRun]:

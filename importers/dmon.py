@@ -44,6 +44,7 @@ _HASH = 35  # b"#"[0]
 _NOT_COUNTERS = frozenset({"gpu", "Date", "Time"})
 _INF = float("inf")
 
+
 def _header_tokens(raw: bytes) -> list[str]:
     """Tokens of a '#' line without the '#': '# gpu pwr' and '#Date Time gpu' -> names."""
     return raw.decode("utf-8", errors="replace").lstrip().lstrip("#").split()
@@ -206,7 +207,9 @@ class _Reader:
                 names, at = self.pending
                 if len(tokens) != len(names):
                     raise ParseError(
-                        self.path, f"line {lineno}", None,
+                        self.path,
+                        f"line {lineno}",
+                        None,
                         f"units line has {len(tokens)} entries, the names line at line {at} has {len(names)}",
                     )
                 self._apply(names, at, tokens)
@@ -216,12 +219,16 @@ class _Reader:
             self._apply(*self.pending, None)
         if self.cols is None:
             raise ParseError(
-                self.path, f"line {lineno}", None,
+                self.path,
+                f"line {lineno}",
+                None,
                 "data row before any column names line ('# gpu ...' or '#Date Time gpu ...')",
             )
         if len(parts) != self.k:
             raise ParseError(
-                self.path, f"line {lineno}", None,
+                self.path,
+                f"line {lineno}",
+                None,
                 f"expected {self.k} columns from the header at line {self.header_line}, found {len(parts)}",
             )
         self.rows.append(parts)
@@ -395,10 +402,17 @@ def _csv_options():  # built lazily: importing pyarrow.csv costs ~0.1 s
 
     return (
         pacsv.ReadOptions(autogenerate_column_names=True, use_threads=True, block_size=1 << 22),
-        pacsv.ParseOptions(delimiter="\x1f", quote_char=False, escape_char=False, double_quote=False,
-                           newlines_in_values=False, ignore_empty_lines=False),
-        pacsv.ConvertOptions(column_types={"f0": pa.string()}, strings_can_be_null=False,
-                             quoted_strings_can_be_null=False),
+        pacsv.ParseOptions(
+            delimiter="\x1f",
+            quote_char=False,
+            escape_char=False,
+            double_quote=False,
+            newlines_in_values=False,
+            ignore_empty_lines=False,
+        ),
+        pacsv.ConvertOptions(
+            column_types={"f0": pa.string()}, strings_can_be_null=False, quoted_strings_can_be_null=False
+        ),
     )
 
 
@@ -416,7 +430,12 @@ class _WideReader:
 
     def _headers(self, rows: list[tuple[int, str]], blank_after: dict[int, bool], base: int) -> dict[str, Any]:
         """Walk the block's '#' lines; only an unchanged names+units pair (or the first one) is regular."""
-        st: dict[str, Any] = {"names": self.names, "units": self.units, "header_line": self.header_line, "pending": self.pending}
+        st: dict[str, Any] = {
+            "names": self.names,
+            "units": self.units,
+            "header_line": self.header_line,
+            "pending": self.pending,
+        }
         for i, text in rows:
             tokens = text.lstrip().lstrip("#").split()
             if "gpu" in tokens:
@@ -533,7 +552,12 @@ class _WideReader:
             lk = key[m - 1].as_py().split(" ")
             self.tick, self.last_key, self.seen = new_tick, (lk[0].encode(), lk[1].encode()), seen
             self.last_ts = ts[m - 1].as_py()
-        self.names, self.units, self.header_line, self.pending = st["names"], st["units"], st["header_line"], st["pending"]
+        self.names, self.units, self.header_line, self.pending = (
+            st["names"],
+            st["units"],
+            st["header_line"],
+            st["pending"],
+        )
         return out
 
     def handoff(self) -> _Reader:

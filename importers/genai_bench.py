@@ -81,27 +81,44 @@ _RATES = {
     "total_arrivals": (None, "request_count"),
 }
 METADATA = "experiment_metadata.json"
-PLACEHOLDER = ("genai-bench's placeholder, not a measurement: with streaming off (--disable-streaming in "
-               f"{METADATA}) it writes time_at_first_token = start + 0.001 s")  # fmt: skip
-EVERY_TTFT = ("genai-bench's placeholder, not a measurement: every ttft is 0.001 s, the time_at_first_token = "
-              "start + 0.001 s it writes with streaming off")  # fmt: skip
-FALLBACK = ("genai-bench's fallback, not a measurement: no content chunk arrived, so it took the end time as the "
-            "first token's (ttft = e2e_latency)")  # fmt: skip
+PLACEHOLDER = (
+    "genai-bench's placeholder, not a measurement: with streaming off (--disable-streaming in "
+    f"{METADATA}) it writes time_at_first_token = start + 0.001 s"
+)
+EVERY_TTFT = (
+    "genai-bench's placeholder, not a measurement: every ttft is 0.001 s, the time_at_first_token = "
+    "start + 0.001 s it writes with streaming off"
+)
+FALLBACK = (
+    "genai-bench's fallback, not a measurement: no content chunk arrived, so it took the end time as the "
+    "first token's (ttft = e2e_latency)"
+)
 _AT_PLACEHOLDER = 1e-6  # s: (start + 0.001) - start differs from 0.001 by float rounding of start, far less
 # per-record values and stats built on the placeholder TTFT (genai-bench's definitions above)
 _ON_TTFT = ("ttft", "tpot", "output_latency", "output_inference_speed", "input_throughput", "output_throughput")
 # experiment metadata (ExperimentMetadata) -> the run's factors
-_FACTORS = {"model": (("model",),), "served_model": (("api_model_name",),), "engine": (("server_engine",),),
-            "engine_version": (("server_version",),), "hardware": (("server_gpu_type",),),
-            "gpu_count": (("server_gpu_count",),), "dataset": (("dataset_path",),)}  # fmt: skip
+_FACTORS = {
+    "model": (("model",),),
+    "served_model": (("api_model_name",),),
+    "engine": (("server_engine",),),
+    "engine_version": (("server_version",),),
+    "hardware": (("server_gpu_type",),),
+    "gpu_count": (("server_gpu_count",),),
+    "dataset": (("dataset_path",),),
+}
 _STAT_UNITS = {
-    "ttft": "time", "tpot": "time", "e2e_latency": "time", "output_latency": "time",
+    "ttft": "time",
+    "tpot": "time",
+    "e2e_latency": "time",
+    "output_latency": "time",
     "output_inference_speed": ("tokens/s", "per_stream_token_rate"),
     "input_throughput": ("tokens/s", "per_stream_token_rate"),
     "output_throughput": ("tokens/s", "per_stream_token_rate"),
-    "num_input_tokens": ("tokens", "token_count"), "num_output_tokens": ("tokens", "token_count"),
-    "total_tokens": ("tokens", "token_count"), "num_reasoning_tokens": ("tokens", "token_count"),
-}  # fmt: skip
+    "num_input_tokens": ("tokens", "token_count"),
+    "num_output_tokens": ("tokens", "token_count"),
+    "total_tokens": ("tokens", "token_count"),
+    "num_reasoning_tokens": ("tokens", "token_count"),
+}
 
 
 class GenaiBenchRunImporter:
@@ -121,8 +138,13 @@ class GenaiBenchRunImporter:
     def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
         data = mapping(path, "$", None, load_json(path))
         agg = mapping(path, jpath("aggregated_metrics"), "aggregated_metrics", data.get("aggregated_metrics"))
-        records = sequence(path, jpath("individual_request_metrics"), "individual_request_metrics",
-                           data.get("individual_request_metrics"), optional=True)  # fmt: skip
+        records = sequence(
+            path,
+            jpath("individual_request_metrics"),
+            "individual_request_metrics",
+            data.get("individual_request_metrics"),
+            optional=True,
+        )
         unit_text = data.get("_time_unit", "s")
         if not isinstance(unit_text, str) or unit_text not in TIME_UNITS:
             raise ParseError(path, jpath("_time_unit"), "_time_unit", f"unknown time unit {unit_text!r}")
@@ -142,7 +164,11 @@ class GenaiBenchRunImporter:
         iteration = agg.get("iteration_type", "num_concurrency")
         level = agg.get(iteration) if iteration in ("num_concurrency", "batch_size") else agg.get("num_concurrency")
         level_n = integer(path, jpath("aggregated_metrics", str(iteration)), str(iteration), level)
-        metadata = {k: str(agg[k]) for k in ("scenario", "iteration_type", "batch_size", "num_concurrency") if agg.get(k) is not None}
+        metadata = {
+            k: str(agg[k])
+            for k in ("scenario", "iteration_type", "batch_size", "num_concurrency")
+            if agg.get(k) is not None
+        }
         metadata["time_unit"] = unit_text
         if streaming_off:
             metadata["ttft"] = "n/a: " + streaming_off
@@ -157,22 +183,40 @@ class GenaiBenchRunImporter:
             if m["type"] == iteration and level_n is not None and int(m["n"]) != level_n:
                 metadata["name_mismatch"] = f"file name says {m['type']} {m['n']}, the file says {level_n}"
         columns = build_columns(rows)
-        fields = ["status", "error"] + [f for f, col in (("input_tokens", "input_tokens"), ("output_tokens", "output_tokens"),
-                                                          ("ttft_s", "ttft_s"), ("latency_s", "latency_s"),
-                                                          ("itl_mean_s", "itl_mean_s")) if any(r.get(col) is not None for r in rows)]  # fmt: skip
+        fields = ["status", "error"] + [
+            f
+            for f, col in (
+                ("input_tokens", "input_tokens"),
+                ("output_tokens", "output_tokens"),
+                ("ttft_s", "ttft_s"),
+                ("latency_s", "latency_s"),
+                ("itl_mean_s", "itl_mean_s"),
+            )
+            if any(r.get(col) is not None for r in rows)
+        ]
         run = ParsedRun(
             info=RunInfo(
-                label=f"{TOOL} {path.parent.name}/{path.stem}", tool=TOOL,
+                label=f"{TOOL} {path.parent.name}/{path.stem}",
+                tool=TOOL,
                 concurrency=level_n if iteration == "num_concurrency" else None,
-                request_count=integer(path, jpath("aggregated_metrics", "num_requests"), "num_requests", agg.get("num_requests")),
+                request_count=integer(
+                    path, jpath("aggregated_metrics", "num_requests"), "num_requests", agg.get("num_requests")
+                ),
                 duration_s=float(agg["run_duration"]) * float(unit_s) if is_number(agg.get("run_duration")) else None,
-                locator="$", metadata=metadata, factors=factors,
+                locator="$",
+                metadata=metadata,
+                factors=factors,
             ),
-            capture=Capture(fields=fields, record_count=len(rows), clock=None, token_source="unknown", success_rule=SUCCESS_RULE),
-            requests=columns, published=out,
-        )  # fmt: skip
-        note = ("no request timestamps: rates are genai-bench's, never re-derived; output_latency, "
-                "output_inference_speed, input/output_throughput and total_tokens are re-derivable per record and not kept")  # fmt: skip
+            capture=Capture(
+                fields=fields, record_count=len(rows), clock=None, token_source="unknown", success_rule=SUCCESS_RULE
+            ),
+            requests=columns,
+            published=out,
+        )
+        note = (
+            "no request timestamps: rates are genai-bench's, never re-derived; output_latency, "
+            "output_inference_speed, input/output_throughput and total_tokens are re-derivable per record and not kept"
+        )
         if streaming_off:
             note += f"; ttft and tpot are n/a: {streaming_off}"
         elif fallbacks:
@@ -190,7 +234,9 @@ def _experiment(path: Path) -> tuple[dict[str, Stated], str | None]:
     meta = as_dict(load_json(meta_path))  # a ParseError names the metadata file
     cmd = meta.get("cmd")
     off = meta.get("disable_streaming") is True or (isinstance(cmd, str) and "--disable-streaming" in cmd.split())
-    return stated(meta_path, meta, _FACTORS, lambda parts: f"{METADATA} beside it {jpath(*parts)}"), PLACEHOLDER if off else None
+    return stated(
+        meta_path, meta, _FACTORS, lambda parts: f"{METADATA} beside it {jpath(*parts)}"
+    ), PLACEHOLDER if off else None
 
 
 def _aggregates(path: Path, agg: dict, unit_text: str, streaming_off: str | None = None) -> list[Published]:
@@ -200,14 +246,21 @@ def _aggregates(path: Path, agg: dict, unit_text: str, streaming_off: str | None
             unit, kind = _RATES[key]
             if key == "run_duration":
                 unit = unit_text
-            p = published(f"aggregated_metrics.{key}", value, locator=jpath("aggregated_metrics", key), unit=unit, kind=kind)
+            p = published(
+                f"aggregated_metrics.{key}", value, locator=jpath("aggregated_metrics", key), unit=unit, kind=kind
+            )
             if p is not None:
                 out.append(p)
     freq = agg.get("error_codes_frequency")
     if isinstance(freq, dict):
         for code, count in freq.items():
-            p = published(f"aggregated_metrics.error_codes_frequency.{code}", count,
-                          locator=jpath("aggregated_metrics", "error_codes_frequency", str(code)), unit=None, kind="request_count")  # fmt: skip
+            p = published(
+                f"aggregated_metrics.error_codes_frequency.{code}",
+                count,
+                locator=jpath("aggregated_metrics", "error_codes_frequency", str(code)),
+                unit=None,
+                kind="request_count",
+            )
             if p is not None:
                 out.append(p)
     stats = mapping(path, jpath("aggregated_metrics", "stats"), "stats", agg.get("stats"), optional=True)
@@ -217,8 +270,16 @@ def _aggregates(path: Path, agg: dict, unit_text: str, streaming_off: str | None
         unit, kind = (unit_text, "latency") if spec == "time" else (spec if spec else (None, "other"))
         for stat, value in block.items():
             if value is not None and not is_number(value):
-                raise ParseError(path, jpath("aggregated_metrics", "stats", metric, stat), stat, f"expected a number, got {value!r}")
-            p = published(f"stats.{metric}.{stat}", value, locator=jpath("aggregated_metrics", "stats", metric, stat), unit=unit, kind=kind)
+                raise ParseError(
+                    path, jpath("aggregated_metrics", "stats", metric, stat), stat, f"expected a number, got {value!r}"
+                )
+            p = published(
+                f"stats.{metric}.{stat}",
+                value,
+                locator=jpath("aggregated_metrics", "stats", metric, stat),
+                unit=unit,
+                kind=kind,
+            )
             if p is not None and streaming_off and metric in _ON_TTFT:
                 p = placeholder(p, streaming_off)
             if p is not None:
@@ -243,11 +304,13 @@ def _row(path: Path, i: int, rec: Any, unit_s: Decimal) -> dict[str, Any]:
         number(path, where, key, rec.get(key))
     integer(path, where, "total_tokens", rec.get("total_tokens"))
     row: dict[str, Any] = {
-        "idx": i, "line": None, "status": "ok" if ok else "failed",
+        "idx": i,
+        "line": None,
+        "status": "ok" if ok else "failed",
         "error": None if ok else (f"{code}: {msg}" if msg else str(code)),
         "input_tokens": integer(path, where, "num_input_tokens", rec.get("num_input_tokens")),
         "output_tokens": integer(path, where, "num_output_tokens", rec.get("num_output_tokens")) if ok else None,
-    }  # fmt: skip
+    }
     if ok:
         row.update({k: to_seconds(v, unit_s) for k, v in values.items()})
         row["ttft_is_end"] = values["ttft_s"] is not None and values["ttft_s"] == values["latency_s"]
@@ -276,16 +339,31 @@ class GenaiBenchMetadataImporter:
             if isinstance(value, list) and all(is_number(v) or isinstance(v, str) for v in value):
                 text = ", ".join(str(v) for v in value)
             if text is not None or value is None:
-                out.append(Published(key=f"experiment.{key}", text="null" if value is None else text, flag="reported",
-                                     locator=jpath(key), note="experiment setting"))  # fmt: skip
+                out.append(
+                    Published(
+                        key=f"experiment.{key}",
+                        text="null" if value is None else text,
+                        flag="reported",
+                        locator=jpath(key),
+                        note="experiment setting",
+                    )
+                )
                 continue
-            p = published(f"experiment.{key}", value, locator=jpath(key), unit="s" if key.endswith("_s") else None,
-                          kind="duration" if key.endswith("_s") else "other", note="experiment setting")  # fmt: skip
+            p = published(
+                f"experiment.{key}",
+                value,
+                locator=jpath(key),
+                unit="s" if key.endswith("_s") else None,
+                kind="duration" if key.endswith("_s") else "other",
+                note="experiment setting",
+            )
             if p is not None:
                 out.append(p)
         version = data.get("benchmark_version")
         return ParsedArtefact(
-            format=self.name, format_version=str(version) if version is not None else None, published=out,
+            format=self.name,
+            format_version=str(version) if version is not None else None,
+            published=out,
             note="genai-bench experiment settings; cmd and auth_config are not kept (they may hold credentials)",
         )
 

@@ -124,8 +124,12 @@ def _factors(path: Path, exp: dict, e: int, inputs: list[dict]) -> dict[str, Sta
     """What experiment ``e`` states: its load (``experiment.mode`` and ``value``), and the model and
     output cap every request body it sent states alike (``request_inputs.payload``, a JSON text)."""
     mode = exp["experiment"].get("mode") if isinstance(exp.get("experiment"), dict) else None
-    found = stated(path, exp, {mode: (("experiment", "value"),)} if mode in ("concurrency", "request_rate") else {},
-                   lambda parts: jpath("experiments", e, *parts))  # fmt: skip
+    found = stated(
+        path,
+        exp,
+        {mode: (("experiment", "value"),)} if mode in ("concurrency", "request_rate") else {},
+        lambda parts: jpath("experiments", e, *parts),
+    )
     for factor, keys in (("model", ("model",)), ("output_len", ("max_tokens", "max_completion_tokens"))):
         values = {next((p[k] for k in keys if k in p), None) for p in inputs}
         if len(values) != 1 or (one := values.pop()) is None:
@@ -147,8 +151,7 @@ def pairing(path: Path, suffix: str, requests: int | None, load: str | None) -> 
     the load level (``concurrency=4``) is a fact both state."""
     stem = file_name_text(path.name.removesuffix(suffix))
     folder = file_name_text(path.resolve().parent.name)
-    return Pairing(key=f"genai-perf {folder}/{stem}", requests=requests,
-                   facts={} if load is None else {"load": load})  # fmt: skip
+    return Pairing(key=f"genai-perf {folder}/{stem}", requests=requests, facts={} if load is None else {"load": load})
 
 
 def _payload(request: Any) -> dict:
@@ -174,8 +177,7 @@ def _row(path: Path, e: int, i: int, req: Any) -> dict[str, Any]:
         raise ParseError(
             path, where, "response_outputs", f"{len(outputs)} outputs for {len(stamps)} response_timestamps"
         )
-    times = [integer(path, f"{where}.response_timestamps[{k}]", None, t, optional=False)
-             for k, t in enumerate(stamps)]
+    times = [integer(path, f"{where}.response_timestamps[{k}]", None, t, optional=False) for k, t in enumerate(stamps)]
     content: list[int] = []
     error: str | None = None
     usage: dict = {}

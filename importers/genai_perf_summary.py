@@ -58,8 +58,13 @@ class GenaiPerfSummaryImporter:
                 found.extend(walk_metric_objects(path, value, [key]))
         info = _info(path, data.get("input_config"))
         info = info.model_copy(update={"factors": stated(path, data, FACTORS)})
-        load = f"concurrency={info.concurrency}" if info.concurrency is not None else \
-            f"request_rate={info.request_rate}" if info.request_rate is not None else None  # fmt: skip
+        load = (
+            f"concurrency={info.concurrency}"
+            if info.concurrency is not None
+            else f"request_rate={info.request_rate}"
+            if info.request_rate is not None
+            else None
+        )
         if path.name.endswith("_genai_perf.json"):
             info = info.model_copy(update={"pairing": pairing(path, "_genai_perf.json", info.request_count, load)})
         run = ParsedRun(
@@ -99,10 +104,18 @@ def _info(path: Path, config: Any) -> RunInfo:
     models = _first(config, ("model",), ("model_names",), ("endpoint", "model_names"))
     model = models[0] if isinstance(models, list) and models else models if isinstance(models, str) else None
     concurrency = whole(_first(config, ("concurrency",), ("perf_analyzer", "stimulus", "concurrency")))
-    rate = setting_text(_first(config, ("request_rate",), ("perf_analyzer", "stimulus", "request_rate")), path,
-                        "$.input_config", "request_rate")
-    parts = ["genai-perf", model, f"concurrency={concurrency}" if concurrency is not None else None,
-             f"request_rate={rate}" if rate is not None else None]
+    rate = setting_text(
+        _first(config, ("request_rate",), ("perf_analyzer", "stimulus", "request_rate")),
+        path,
+        "$.input_config",
+        "request_rate",
+    )
+    parts = [
+        "genai-perf",
+        model,
+        f"concurrency={concurrency}" if concurrency is not None else None,
+        f"request_rate={rate}" if rate is not None else None,
+    ]
     metadata = {
         k: str(v)
         for k, v in {

@@ -39,16 +39,45 @@ from bench_ledger.importers.base import local_time_note, local_zone, refuse_cut_
 from bench_ledger.records import ParsedArtefact, SampleColumns
 
 UNCONFIRMED = "unconfirmed"
-NO_VALUE = frozenset({"[N/A]", "[Not Supported]", "N/A", "[Unknown Error]", "[GPU is lost]", "[Insufficient Permissions]"})
+NO_VALUE = frozenset(
+    {"[N/A]", "[Not Supported]", "N/A", "[Unknown Error]", "[GPU is lost]", "[Insufficient Permissions]"}
+)
 _FIELD = re.compile(r"^(?P<name>[A-Za-z0-9_.]+)(?:\s*\[(?P<unit>[^\]]*)\])?$")
 _CELL = re.compile(r"^(?P<num>[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)(?:\s+(?P<unit>\S.*))?$")
 _TS = "%Y/%m/%d %H:%M:%S.%f"
-_TEXT_FIELDS = frozenset({"timestamp", "name", "uuid", "pci.bus_id", "pci.bus", "serial", "driver_version",
-                          "vbios_version", "pstate", "compute_mode", "display_mode", "display_active",
-                          "persistence_mode", "gpu_name", "gpu_bus_id", "gpu_uuid", "index"})  # fmt: skip
-KNOWN_QUERY_FIELDS = ("utilization.gpu", "utilization.memory", "memory.used", "memory.total", "power.draw",
-                      "temperature.gpu", "clocks.sm", "clocks.mem", "memory.free", "power.limit")  # fmt: skip
-
+_TEXT_FIELDS = frozenset(
+    {
+        "timestamp",
+        "name",
+        "uuid",
+        "pci.bus_id",
+        "pci.bus",
+        "serial",
+        "driver_version",
+        "vbios_version",
+        "pstate",
+        "compute_mode",
+        "display_mode",
+        "display_active",
+        "persistence_mode",
+        "gpu_name",
+        "gpu_bus_id",
+        "gpu_uuid",
+        "index",
+    }
+)
+KNOWN_QUERY_FIELDS = (
+    "utilization.gpu",
+    "utilization.memory",
+    "memory.used",
+    "memory.total",
+    "power.draw",
+    "temperature.gpu",
+    "clocks.sm",
+    "clocks.mem",
+    "memory.free",
+    "power.limit",
+)
 
 
 def _number(text: str) -> float | None:
@@ -65,9 +94,19 @@ class _Columns:
         self.node = node
         self.cols: dict[str, list] = {k: [] for k in SampleColumns.model_fields}
 
-    def add(self, line: int, gpu: int, tick: int, ts: datetime | None, counter: str, value: float | None, unit: str) -> None:
-        for key, v in (("line", line), ("node", self.node), ("gpu", gpu), ("tick", tick), ("ts", ts),
-                       ("counter", counter), ("value", value), ("unit", unit)):  # fmt: skip
+    def add(
+        self, line: int, gpu: int, tick: int, ts: datetime | None, counter: str, value: float | None, unit: str
+    ) -> None:
+        for key, v in (
+            ("line", line),
+            ("node", self.node),
+            ("gpu", gpu),
+            ("tick", tick),
+            ("ts", ts),
+            ("counter", counter),
+            ("value", value),
+            ("unit", unit),
+        ):
             self.cols[key].append(v)
 
     def build(self) -> list[SampleColumns]:
@@ -87,8 +126,10 @@ class NvidiaSmiCsvImporter:
         fields = [m["name"] for m in matched if m is not None]
         if len(fields) != len(names):
             return "header cells are not nvidia-smi query fields"
-        if not any(f in KNOWN_QUERY_FIELDS or f.startswith(("power.", "utilization.", "memory.", "clocks.", "temperature."))
-                   for f in fields):  # fmt: skip
+        if not any(
+            f in KNOWN_QUERY_FIELDS or f.startswith(("power.", "utilization.", "memory.", "clocks.", "temperature."))
+            for f in fields
+        ):
             return "no nvidia-smi --query-gpu field (power.draw, utilization.gpu, memory.used...) in the header"
         return None
 
@@ -134,7 +175,9 @@ class NvidiaSmiCsvImporter:
                 try:
                     ts = datetime.strptime(row["timestamp"], _TS)
                 except ValueError:
-                    raise ParseError(path, f"line {lineno}", "timestamp", f"not YYYY/MM/DD HH:MM:SS.mmm: {row['timestamp']!r}") from None
+                    raise ParseError(
+                        path, f"line {lineno}", "timestamp", f"not YYYY/MM/DD HH:MM:SS.mmm: {row['timestamp']!r}"
+                    ) from None
                 if zone_info is not None:
                     ts = to_utc(ts, zone_info)
             if has_index:
@@ -149,8 +192,12 @@ class NvidiaSmiCsvImporter:
             # A tick is one sampling round: it starts when a GPU repeats (or, without index, on every row).
             if gpu in tick_gpus or tick < 0 or not has_index:
                 if not has_index and ts is not None and ts == last_ts:
-                    raise ParseError(path, f"line {lineno}", "timestamp",
-                                     "two rows at one timestamp and no index column: several GPUs cannot be told apart")  # fmt: skip
+                    raise ParseError(
+                        path,
+                        f"line {lineno}",
+                        "timestamp",
+                        "two rows at one timestamp and no index column: several GPUs cannot be told apart",
+                    )
                 tick, tick_gpus = tick + 1, set()
             tick_gpus.add(gpu)
             last_ts = ts
@@ -166,17 +213,22 @@ class NvidiaSmiCsvImporter:
                     raise ParseError(path, f"line {lineno}", name, f"not a number: {cell!r}")
                 cell_unit = m["unit"]
                 if unit is not None and cell_unit is not None and cell_unit != unit:
-                    raise ParseError(path, f"line {lineno}", name, f"cell unit {cell_unit!r} differs from the header's [{unit}]")
+                    raise ParseError(
+                        path, f"line {lineno}", name, f"cell unit {cell_unit!r} differs from the header's [{unit}]"
+                    )
                 if cell_unit is not None:
                     seen_units[name].add(cell_unit)
                 out.add(lineno, gpu, tick, ts, name, float(m["num"]), unit or cell_unit or UNCONFIRMED)
         missing = ", ".join(f"{v} {k}" for k, v in counts.items() if v)
-        note = (f"timestamps: {local_time_note(tz)}"
-                + (f"; GPU name {', '.join(sorted(gpu_names))}" if gpu_names else "")
-                + (f"; no value: {missing}" if missing else "")
-                + ("" if has_index else "; no index column: every row is GPU 0"))  # fmt: skip
-        return ParsedArtefact(format=self.name, format_version="nounits" if not any(units) else "csv",
-                              samples=out.build(), note=note)  # fmt: skip
+        note = (
+            f"timestamps: {local_time_note(tz)}"
+            + (f"; GPU name {', '.join(sorted(gpu_names))}" if gpu_names else "")
+            + (f"; no value: {missing}" if missing else "")
+            + ("" if has_index else "; no index column: every row is GPU 0")
+        )
+        return ParsedArtefact(
+            format=self.name, format_version="nounits" if not any(units) else "csv", samples=out.build(), note=note
+        )
 
 
 class DcgmiDmonImporter:
@@ -240,11 +292,14 @@ class DcgmiDmonImporter:
                 out.add(lineno, ident, tick, ts, name, value, unit)
         if not names:
             raise ParseError(path, "line 1", None, "no #Entity header")
-        when = (f"sample k at {start:%Y-%m-%d %H:%M:%S} + k x {interval} s, as declared by the user"
-                if start is not None and interval is not None else
-                "no timestamps in the file and no declared start and interval: sample times are n/a (ticks only)")  # fmt: skip
-        return ParsedArtefact(format=self.name, format_version=None, samples=out.build(),
-                              note=f"{when}; fields: {', '.join(names)}")  # fmt: skip
+        when = (
+            f"sample k at {start:%Y-%m-%d %H:%M:%S} + k x {interval} s, as declared by the user"
+            if start is not None and interval is not None
+            else "no timestamps in the file and no declared start and interval: sample times are n/a (ticks only)"
+        )
+        return ParsedArtefact(
+            format=self.name, format_version=None, samples=out.build(), note=f"{when}; fields: {', '.join(names)}"
+        )
 
 
 def _header(line: str) -> tuple[list[str], list[tuple[int, int]]]:

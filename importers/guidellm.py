@@ -127,8 +127,11 @@ def _runs(path: Path, benchmarks: list, top_config: dict, tool_version: str | No
                 for key, value in _values(path, jpath("benchmarks", b, "requests", group, k), rec).items():
                     kept[key].append(value)
         columns = build_columns(rows)
-        request_values = {key: RequestValues(flag=VALUE_KEYS[key], values=vals)
-                          for key, vals in kept.items() if any(v is not None for v in vals)}  # fmt: skip
+        request_values = {
+            key: RequestValues(flag=VALUE_KEYS[key], values=vals)
+            for key, vals in kept.items()
+            if any(v is not None for v in vals)
+        }
         config = _merged(top_config, _dict(bench.get("args")), _dict(bench.get("config")))
         sampled, note = _sampling(bench, groups, config)
         info = _info(path, bench, b, config, tool_version, sum(_counts(bench).values()) or len(rows))
@@ -155,15 +158,26 @@ def _factors(path: Path, root: dict, b: int) -> dict:
     data spec (:func:`_token_settings`) states the lengths, any other data is the dataset."""
     bench = ("benchmarks", b)
     configs = [(*bench, "config"), (*bench, "args"), ("config",), ("args",)]
-    strategies = [(*bench, "config", "strategy"), (*bench, "args", "strategy"), (*bench, "strategy"),
-                  (*bench, "scheduler", "strategy")]  # fmt: skip
-    found = stated(path, root, {
-        "model": ((*bench, "config", "backend", "model"), (*bench, "worker", "backend_model"),
-                  *((*c, "model") for c in configs)),
-        "concurrency": tuple((*s, "streams") for s in strategies),
-        "request_rate": tuple((*s, "rate") for s in strategies),
-        "prompt_count": ((*bench, "args", "max_number"), *((*c, "max_requests") for c in configs)),
-    })  # fmt: skip
+    strategies = [
+        (*bench, "config", "strategy"),
+        (*bench, "args", "strategy"),
+        (*bench, "strategy"),
+        (*bench, "scheduler", "strategy"),
+    ]
+    found = stated(
+        path,
+        root,
+        {
+            "model": (
+                (*bench, "config", "backend", "model"),
+                (*bench, "worker", "backend_model"),
+                *((*c, "model") for c in configs),
+            ),
+            "concurrency": tuple((*s, "streams") for s in strategies),
+            "request_rate": tuple((*s, "rate") for s in strategies),
+            "prompt_count": ((*bench, "args", "max_number"), *((*c, "max_requests") for c in configs)),
+        },
+    )
     data = stated(path, root, {"dataset": ((*bench, "request_loader", "data"), *((*c, "data") for c in configs))})
     if (spec := data.get("dataset")) is not None:
         tokens = _token_settings([spec.value])
@@ -213,12 +227,21 @@ def _row(path: Path, at: tuple[int, str, int], idx: int, status: str, rec: Any) 
 # flag: what guidellm measured (counts, times) or computed per request (its per-token latencies).
 # Its metrics are distributions over these (benchmark/schemas/generative/metrics.py).
 VALUE_KEYS: dict[str, str] = {
-    "request_start_time": "measured", "request_end_time": "measured",
-    "info.timings.request_iterations": "measured", "info.timings.token_iterations": "measured",
-    "info.timings.first_token_iteration": "measured", "info.timings.last_token_iteration": "measured",
-    "total_tokens": "measured", "time_per_output_token_ms": "reported", "inter_token_latency_ms": "reported",
-    **{f"{side}_metrics.text_{what}": "measured" for side in ("input", "output") for what in ("tokens", "words", "characters")},
-}  # fmt: skip
+    "request_start_time": "measured",
+    "request_end_time": "measured",
+    "info.timings.request_iterations": "measured",
+    "info.timings.token_iterations": "measured",
+    "info.timings.first_token_iteration": "measured",
+    "info.timings.last_token_iteration": "measured",
+    "total_tokens": "measured",
+    "time_per_output_token_ms": "reported",
+    "inter_token_latency_ms": "reported",
+    **{
+        f"{side}_metrics.text_{what}": "measured"
+        for side in ("input", "output")
+        for what in ("tokens", "words", "characters")
+    },
+}
 
 
 def _values(path: Path, where: str, rec: Any) -> dict[str, float | None]:
@@ -251,9 +274,7 @@ def _counts(bench: dict) -> dict[str, int | float]:
 def _sampling(bench: dict, groups: dict, config: dict) -> tuple[bool, str | None]:
     size = config.get("sample_size")
     short = [
-        f"{g} {len(groups.get(g) or [])} of {int(n)}"
-        for g, n in _counts(bench).items()
-        if len(groups.get(g) or []) < n
+        f"{g} {len(groups.get(g) or [])} of {int(n)}" for g, n in _counts(bench).items() if len(groups.get(g) or []) < n
     ]
     if size is None and not short:
         return False, None
@@ -268,8 +289,9 @@ def _sampling(bench: dict, groups: dict, config: dict) -> tuple[bool, str | None
 def _published(bench: dict, b: int) -> list[Published]:
     out: list[Published] = []
     if is_number(bench.get("duration")):  # the benchmark's measurement window, guidellm's own clock
-        dur = published("duration", bench["duration"], locator=jpath("benchmarks", b, "duration"), unit="s",
-                        kind="duration")  # fmt: skip
+        dur = published(
+            "duration", bench["duration"], locator=jpath("benchmarks", b, "duration"), unit="s", kind="duration"
+        )
         if dur is not None:
             out.append(dur)
     for name, splits in _dict(bench.get("metrics")).items():
@@ -318,8 +340,13 @@ def _info(path: Path, bench: dict, b: int, config: dict, tool_version: str | Non
     streams = strategy.get("streams")
     rate = setting_text(strategy.get("rate"), path, jpath("benchmarks", b) + " strategy", "rate")
     desc = " ".join(
-        str(x) for x in (kind, f"streams={streams}" if streams is not None else None,
-                         f"rate={rate}" if rate is not None else None) if x is not None
+        str(x)
+        for x in (
+            kind,
+            f"streams={streams}" if streams is not None else None,
+            f"rate={rate}" if rate is not None else None,
+        )
+        if x is not None
     )
     sched = _dict(bench.get("scheduler_metrics"))
     start = sched.get("start_time", bench.get("start_time"))

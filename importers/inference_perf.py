@@ -72,15 +72,22 @@ SUCCESS_RULE = "aggregates only: inference-perf counts a request as a failure wh
 PER_REQUEST_RULE = "ok iff the record's error is null (inference-perf's own split into successes and failures)"
 
 # Units of the lifecycle sections (all latencies in seconds).
-_LATENCY = ("request_latency", "normalized_time_per_output_token", "time_per_output_token",
-            "time_to_first_token", "inter_token_latency")  # fmt: skip
+_LATENCY = (
+    "request_latency",
+    "normalized_time_per_output_token",
+    "time_per_output_token",
+    "time_to_first_token",
+    "inter_token_latency",
+)
 _THROUGHPUT = {
     "input_tokens_per_sec": ("tokens/s", "aggregate_token_rate"),
     "output_tokens_per_sec": ("tokens/s", "aggregate_token_rate"),
     "total_tokens_per_sec": ("tokens/s", "aggregate_token_rate"),
     "requests_per_sec": ("requests/s", "request_rate"),
 }
-_STAGE_NAME = re.compile(r"^(?P<prefix>.*?)(?:_)?(?:stage_(?P<stage>\d+)|summary)_(?P<kind>lifecycle|prometheus)_metrics\.json$")
+_STAGE_NAME = re.compile(
+    r"^(?P<prefix>.*?)(?:_)?(?:stage_(?P<stage>\d+)|summary)_(?P<kind>lifecycle|prometheus)_metrics\.json$"
+)
 _PER_REQUEST_NAME = re.compile(r"^(?P<prefix>.*?)(?:_)?per_request_lifecycle_metrics\.json$")
 
 
@@ -163,20 +170,31 @@ class InferencePerfImporter:
         label, launch, stage = run_label(path)
         load = data["load_summary"]
         out: list[Published] = []
-        _walk(path, {k: v for k, v in data.items() if k in ("load_summary", "successes", "failures", "retries")},
-              [], out, None)  # fmt: skip
+        _walk(
+            path,
+            {k: v for k, v in data.items() if k in ("load_summary", "successes", "failures", "retries")},
+            [],
+            out,
+            None,
+        )
         metadata = {"launch": launch}
         if "benchmark_time_seconds" in data:
-            p = published("benchmark_time_seconds", data["benchmark_time_seconds"], locator=jpath("benchmark_time_seconds"),
-                          unit="s", kind="duration")  # fmt: skip
+            p = published(
+                "benchmark_time_seconds",
+                data["benchmark_time_seconds"],
+                locator=jpath("benchmark_time_seconds"),
+                unit="s",
+                kind="duration",
+            )
             if p is not None:
                 out.append(p)
         requested, achieved = load.get("requested_rate"), load.get("achieved_rate")
         if stage is not None:
             metadata["stage"] = str(stage)
         if is_number(requested) and is_number(achieved):
-            metadata["requested_rate"] = setting_text(requested, path, jpath("load_summary", "requested_rate"),
-                                                      "requested_rate") or ""  # fmt: skip
+            metadata["requested_rate"] = (
+                setting_text(requested, path, jpath("load_summary", "requested_rate"), "requested_rate") or ""
+            )
             metadata["achieved_rate"] = repr(achieved) if isinstance(achieved, float) else str(achieved)
             req, ach = Decimal(repr(requested)), Decimal(repr(achieved))
             if req > 0 and ach < SHORTFALL * req:
@@ -189,17 +207,27 @@ class InferencePerfImporter:
         send = number(path, jpath("load_summary", "send_duration"), "send_duration", load.get("send_duration"))
         run = ParsedRun(
             info=RunInfo(
-                label=label, tool=TOOL, request_count=count,
+                label=label,
+                tool=TOOL,
+                request_count=count,
                 request_rate=metadata.get("requested_rate"),
                 concurrency=integer(path, jpath("load_summary", "concurrency"), "concurrency", load.get("concurrency")),
                 duration_s=float(send) if send is not None else None,
-                locator="$", metadata=metadata, pairing=_pairing(label, count),
-                factors=stated(path, data, {"request_rate": (("load_summary", "requested_rate"),),
-                                            "concurrency": (("load_summary", "concurrency"),)}),
+                locator="$",
+                metadata=metadata,
+                pairing=_pairing(label, count),
+                factors=stated(
+                    path,
+                    data,
+                    {
+                        "request_rate": (("load_summary", "requested_rate"),),
+                        "concurrency": (("load_summary", "concurrency"),),
+                    },
+                ),
             ),
             capture=Capture(fields=[], record_count=0, token_source="unknown", success_rule=SUCCESS_RULE),
             published=out,
-        )  # fmt: skip
+        )
         return ParsedArtefact(format=self.name, format_version="stage" if stage is not None else "summary", runs=[run])
 
 
@@ -231,12 +259,20 @@ class InferencePerfPrometheusImporter:
             metadata["stage"] = str(stage)
         run = ParsedRun(
             info=RunInfo(label=label, tool=TOOL, locator="$", metadata=metadata, pairing=_pairing(label, None)),
-            capture=Capture(fields=[], record_count=0, token_source="unknown",
-                            success_rule="aggregates only: server-side counters, no client records"),  # fmt: skip
+            capture=Capture(
+                fields=[],
+                record_count=0,
+                token_source="unknown",
+                success_rule="aggregates only: server-side counters, no client records",
+            ),
             published=out,
         )
-        return ParsedArtefact(format=self.name, format_version=None, runs=[run],
-                              note="Prometheus-scraped summaries: kept apart from client lifecycle metrics (R6)")  # fmt: skip
+        return ParsedArtefact(
+            format=self.name,
+            format_version=None,
+            runs=[run],
+            note="Prometheus-scraped summaries: kept apart from client lifecycle metrics (R6)",
+        )
 
 
 def _pairing(label: str, requests: int | None) -> Pairing:
@@ -255,8 +291,16 @@ def _prometheus_unit(key: str) -> tuple[str | None, str]:
         return "requests/s", "request_rate"
     if metric in ("prompt_len", "output_len"):
         return ("tokens/s", "aggregate_token_rate") if stat == "rate" else ("tokens", "token_count")
-    if metric in ("request_latency", "time_to_first_token", "time_per_output_token", "inter_token_latency",
-                  "request_queue_time", "request_inference_time", "request_prefill_time", "request_decode_time"):
+    if metric in (
+        "request_latency",
+        "time_to_first_token",
+        "time_per_output_token",
+        "inter_token_latency",
+        "request_queue_time",
+        "request_inference_time",
+        "request_prefill_time",
+        "request_decode_time",
+    ):
         return "s", "latency"
     if metric.endswith("_percent") or metric.endswith("_percentage"):
         return "%", "other"
@@ -275,7 +319,9 @@ class InferencePerfPerRequestImporter:
             return "not a JSON array"
         if not all(has_key(text, k) for k in ("start_time", "end_time", "info")):
             return "array records lack inference-perf's start_time / end_time / info"
-        if not (has_key(text, "request_metrics") or has_key(text, "output_token_times") or has_key(text, "input_tokens")):
+        if not (
+            has_key(text, "request_metrics") or has_key(text, "output_token_times") or has_key(text, "input_tokens")
+        ):
             return "records carry no inference-perf token metrics"
         return None
 
@@ -293,19 +339,33 @@ class InferencePerfPerRequestImporter:
             where = "all stages" if stage is None else f"stage {stage}"
             columns = build_columns(rows)
             fields = present_fields(columns, always=("status", "error", "send_time", "end_time", "latency_s"))
-            runs.append(ParsedRun(
-                info=RunInfo(label=f"{TOOL} {launch} {where}", tool=TOOL, request_count=len(rows), locator="$",
-                             metadata={"launch": launch, **({"stage": str(stage)} if stage is not None else {})},
-                             pairing=_pairing(f"{TOOL} {launch} {where}", len(rows))),
-                capture=Capture(fields=fields, record_count=len(rows), clock="monotonic_s", token_source="unknown",
-                                success_rule=PER_REQUEST_RULE),
-                requests=columns,
-            ))  # fmt: skip
+            runs.append(
+                ParsedRun(
+                    info=RunInfo(
+                        label=f"{TOOL} {launch} {where}",
+                        tool=TOOL,
+                        request_count=len(rows),
+                        locator="$",
+                        metadata={"launch": launch, **({"stage": str(stage)} if stage is not None else {})},
+                        pairing=_pairing(f"{TOOL} {launch} {where}", len(rows)),
+                    ),
+                    capture=Capture(
+                        fields=fields,
+                        record_count=len(rows),
+                        clock="monotonic_s",
+                        token_source="unknown",
+                        success_rule=PER_REQUEST_RULE,
+                    ),
+                    requests=columns,
+                )
+            )
         return ParsedArtefact(
-            format=self.name, format_version=None, runs=runs,
+            format=self.name,
+            format_version=None,
+            runs=runs,
             note="token counts: inference-perf's (server usage where the server reported it, else its tokenizer); "
-                 "times on the client's monotonic clock",
-        )  # fmt: skip
+            "times on the client's monotonic clock",
+        )
 
 
 def _time(path: Path, where: str, field: str, value: object) -> float | int:
@@ -333,20 +393,32 @@ def _request_row(path: Path, i: int, rec: Any) -> tuple[dict, int | None]:
     loc = f"{where}.info.response_metrics" if resp_m is not None else f"{where}.info"
     out_tok = integer(path, loc, "output_tokens", src.get("output_tokens"))
     times = src.get("output_token_times")
-    times = [_time(path, loc, "output_token_times", t) for t in sequence(path, loc, "output_token_times", times, optional=True)]
+    times = [
+        _time(path, loc, "output_token_times", t)
+        for t in sequence(path, loc, "output_token_times", times, optional=True)
+    ]
     error = rec.get("error")
     ok = error is None
     stage = rec.get("stage_id")
     stage = integer(path, where, "stage_id", stage) if stage is not None else None
     err_text = None
     if not ok:
-        err_text = (f"{error.get('error_type', '')}: {error.get('error_msg', '')}".strip(": ")
-                    if isinstance(error, dict) else str(error))  # fmt: skip
+        err_text = (
+            f"{error.get('error_type', '')}: {error.get('error_msg', '')}".strip(": ")
+            if isinstance(error, dict)
+            else str(error)
+        )
     row: dict[str, Any] = {
-        "idx": i, "line": None, "status": "ok" if ok else "failed", "error": err_text,
-        "input_tokens": in_tok, "output_tokens": out_tok if ok else None,
-        "send_ns": to_ns(start), "end_ns": to_ns(end), "latency_s": float(end) - float(start),
-    }  # fmt: skip
+        "idx": i,
+        "line": None,
+        "status": "ok" if ok else "failed",
+        "error": err_text,
+        "input_tokens": in_tok,
+        "output_tokens": out_tok if ok else None,
+        "send_ns": to_ns(start),
+        "end_ns": to_ns(end),
+        "latency_s": float(end) - float(start),
+    }
     if ok and times:
         row["first_token_ns"] = to_ns(times[0])
         row["ttft_s"] = float(times[0]) - float(start)

@@ -38,14 +38,21 @@ class InferencePerfConfigImporter:
             mark = getattr(exc, "problem_mark", None)
             where = f"line {mark.line + 1}" if mark is not None else None
             raise ParseError(path, where, None, f"invalid YAML: {getattr(exc, 'problem', exc)}") from None
-        except (RecursionError, ValueError) as exc:  # nesting beyond the recursion limit; an integer beyond CPython's digits
+        except (
+            RecursionError,
+            ValueError,
+        ) as exc:  # nesting beyond the recursion limit; an integer beyond CPython's digits
             raise ParseError(path, None, None, json_problem(exc)) from None
         if not isinstance(data, dict):
             raise ParseError(path, "line 1", None, "expected a YAML mapping")
         out: list[Published] = []
         _flatten(data, [], out)
-        return ParsedArtefact(format=self.name, format_version=None, published=out,
-                              note="inference-perf settings of one launch; credential keys not kept")  # fmt: skip
+        return ParsedArtefact(
+            format=self.name,
+            format_version=None,
+            published=out,
+            note="inference-perf settings of one launch; credential keys not kept",
+        )
 
 
 def _flatten(obj: object, parts: list[str], out: list[Published]) -> None:

@@ -139,21 +139,40 @@ def _choice(options: tuple[str, ...]) -> Callable[[Any], str]:
         if v not in options:
             raise ValueError(f"expected one of {', '.join(options)}, got {v!r:.40}")
         return v
+
     return check
 
 
 HEADER: dict[str, Callable[[Any], Any]] = {
-    "run": _text, "tool": _text, "clock": _choice(get_args(Clock)),
-    "token_source": _choice(get_args(TokenSource)), "success_rule": _text,
-    "tool_version": _text, "dataset": _text, "input_target_tokens": _int, "output_cap_tokens": _int,
-    "concurrency": _int, "request_count": _int, "seed": _int, "request_rate": _rate,
-    "duration_s": _float, "started_at": _when, "ended_at": _when, "sampled": _bool, "sample_note": _text,
+    "run": _text,
+    "tool": _text,
+    "clock": _choice(get_args(Clock)),
+    "token_source": _choice(get_args(TokenSource)),
+    "success_rule": _text,
+    "tool_version": _text,
+    "dataset": _text,
+    "input_target_tokens": _int,
+    "output_cap_tokens": _int,
+    "concurrency": _int,
+    "request_count": _int,
+    "seed": _int,
+    "request_rate": _rate,
+    "duration_s": _float,
+    "started_at": _when,
+    "ended_at": _when,
+    "sampled": _bool,
+    "sample_note": _text,
 }
 
 
 # header keys that state a factor of the run (ledger.factors) besides the ``factors`` object
-_FACTOR_KEYS = {"dataset": "dataset", "input_target_tokens": "input_len", "output_cap_tokens": "output_len",
-                "concurrency": "concurrency", "request_rate": "request_rate"}  # fmt: skip
+_FACTOR_KEYS = {
+    "dataset": "dataset",
+    "input_target_tokens": "input_len",
+    "output_cap_tokens": "output_len",
+    "concurrency": "concurrency",
+    "request_rate": "request_rate",
+}
 
 
 def _factor(path: Path, key: str, name: str, value: Any) -> tuple[str, Stated]:
@@ -224,15 +243,21 @@ def _read_jsonl(path: Path) -> tuple[dict[str, Any], dict[str, list], list[int]]
             if header is None:
                 version = rec.pop("ledger_requests", None)
                 if type(version) is not int or version != VERSION:
-                    raise ParseError(path, f"line {lineno}", "ledger_requests",
-                                     f"the first line must be the header {{\"ledger_requests\": {VERSION}, ...}}, "
-                                     f"got version {version!r}")
+                    raise ParseError(
+                        path,
+                        f"line {lineno}",
+                        "ledger_requests",
+                        f'the first line must be the header {{"ledger_requests": {VERSION}, ...}}, '
+                        f"got version {version!r}",
+                    )
                 header = _header(rec, path)
                 continue
             if not rec.keys() <= cols.keys():  # a field seen for the first time: backfill None
                 for key in rec.keys() - cols.keys():
                     if key not in FIELD_COLUMN:
-                        raise ParseError(path, f"line {lineno}", key, f"unknown field; known: {', '.join(REQUEST_FIELDS)}")
+                        raise ParseError(
+                            path, f"line {lineno}", key, f"unknown field; known: {', '.join(REQUEST_FIELDS)}"
+                        )
                     cols[key] = [None] * len(lines)
             for key, col in cols.items():
                 col.append(rec.get(key))
@@ -292,8 +317,9 @@ def _read_csv_rows(path: Path) -> tuple[dict[str, Any], dict[str, list], list[in
             if not row:
                 continue
             if len(row) != len(names):
-                raise ParseError(path, f"line {reader.line_num + 1}", None,
-                                 f"row has {len(row)} cells, the header has {len(names)}")
+                raise ParseError(
+                    path, f"line {reader.line_num + 1}", None, f"row has {len(row)} cells, the header has {len(names)}"
+                )
             for col, cell in zip(order, row):
                 col.append(cell if cell != "" else None)
             lines.append(reader.line_num + 1)
@@ -384,8 +410,13 @@ def _columns(cols: dict[str, list], lines: list[int], clock: str | None, csv_tex
                 raise ParseError(path, "line 1", "clock", f"the file has {field} but the header declares no clock")
             values = _convert(values, _ns if clock == "epoch_ns" else _seconds_ns, field, lines, path)
         elif field in SECONDS_FIELDS:
-            values = _convert(values, _float_cell if csv_text else (lambda v: float(v) if type(v) is Decimal else v),
-                              field, lines, path)
+            values = _convert(
+                values,
+                _float_cell if csv_text else (lambda v: float(v) if type(v) is Decimal else v),
+                field,
+                lines,
+                path,
+            )
         elif field in INT_FIELDS and csv_text:
             values = _convert(values, _int_cell, field, lines, path)
         elif field == "chunk_gaps":
@@ -403,8 +434,12 @@ def _columns(cols: dict[str, list], lines: list[int], clock: str | None, csv_tex
         err = exc.errors()[0]
         col, i, *_ = err["loc"]
         value = err.get("input")
-        raise ParseError(path, f"line {lines[int(i)]}", FIELD_OF.get(str(col), str(col)),
-                         f"{err['msg'].lower()}, got {_shown(value)}") from None
+        raise ParseError(
+            path,
+            f"line {lines[int(i)]}",
+            FIELD_OF.get(str(col), str(col)),
+            f"{err['msg'].lower()}, got {_shown(value)}",
+        ) from None
 
 
 class LedgerRequestsImporter:
@@ -427,7 +462,12 @@ class LedgerRequestsImporter:
         path = Path(path)
         kind, _ = first_json_value(read_head(path, 4096))
         csv_text = kind != "object"
-        if not csv_text and FAST_PATH and file_size(path) >= FAST_MIN_BYTES and (fast := _fast_parse([path])[0]) is not None:
+        if (
+            not csv_text
+            and FAST_PATH
+            and file_size(path) >= FAST_MIN_BYTES
+            and (fast := _fast_parse([path])[0]) is not None
+        ):
             return fast
         header, cols, lines = (_read_csv if csv_text else _read_jsonl)(path)
         capture = _capture(header, list(cols), len(lines))
@@ -443,7 +483,9 @@ class LedgerRequestsImporter:
         return _fast_parse([Path(p) for p in paths], threads=1) if FAST_PATH else [None] * len(paths)
 
 
-def _artefact(header: dict[str, Any], capture: Capture, requests: RequestColumns | ArrowRequests | None) -> ParsedArtefact:
+def _artefact(
+    header: dict[str, Any], capture: Capture, requests: RequestColumns | ArrowRequests | None
+) -> ParsedArtefact:
     info = RunInfo(label=header.pop("run"), locator="line 1", **header)
     run = ParsedRun(info=info, capture=capture, requests=requests)
     return ParsedArtefact(format=IMPORTER_NAME, format_version=str(VERSION), runs=[run])
@@ -452,10 +494,13 @@ def _artefact(header: dict[str, Any], capture: Capture, requests: RequestColumns
 def _capture(header: dict[str, Any], fields: list[str], n: int) -> Capture:
     """The capture of a file's run; takes the capture's keys out of ``header``."""
     return Capture(
-        fields=fields, record_count=n, clock=header.pop("clock", None),
+        fields=fields,
+        record_count=n,
+        clock=header.pop("clock", None),
         token_source=header.pop("token_source", "unknown"),
         success_rule=header.pop("success_rule", DEFAULT_RULE),
-        sampled=header.pop("sampled", False), sample_note=header.pop("sample_note", None),
+        sampled=header.pop("sampled", False),
+        sample_note=header.pop("sample_note", None),
     )
 
 
@@ -488,10 +533,22 @@ FAST_PATH = True
 _INT32 = ("idx", "line", "retries", "input_tokens", "output_tokens", "cached_tokens", "chunk_count")  # ArrowRequests
 FAST_MIN_BYTES = 1 << 20  # parse() of one smaller file: the Python path (parse_many reads small files together)
 _WS = "[ \\t\\n]*"
-_TYPES = {"status": "VARCHAR", "error": "VARCHAR", "retries": "BIGINT", "input_tokens": "BIGINT",
-          "output_tokens": "BIGINT", "cached_tokens": "BIGINT", "send_time": "DOUBLE", "first_token_time": "DOUBLE",
-          "end_time": "DOUBLE", "ttft_s": "DOUBLE", "latency_s": "DOUBLE", "queue_s": "DOUBLE",
-          "itl_mean_s": "DOUBLE", "chunk_gaps": "DOUBLE[]"}  # fmt: skip
+_TYPES = {
+    "status": "VARCHAR",
+    "error": "VARCHAR",
+    "retries": "BIGINT",
+    "input_tokens": "BIGINT",
+    "output_tokens": "BIGINT",
+    "cached_tokens": "BIGINT",
+    "send_time": "DOUBLE",
+    "first_token_time": "DOUBLE",
+    "end_time": "DOUBLE",
+    "ttft_s": "DOUBLE",
+    "latency_s": "DOUBLE",
+    "queue_s": "DOUBLE",
+    "itl_mean_s": "DOUBLE",
+    "chunk_gaps": "DOUBLE[]",
+}
 assert set(_TYPES) == set(REQUEST_FIELDS)
 
 
@@ -513,7 +570,7 @@ def _other_key(names: tuple[str, ...] | list[str] = REQUEST_FIELDS) -> str:
     def other(node: dict) -> str:
         kids = sorted(k for k in node if k)
         alts = [] if "" in node else [""]  # the key ends here and is not a name
-        alts.append("[^\"\\\\" + "".join(kids) + "][^\"]*")  # another character, then anything
+        alts.append('[^"\\\\' + "".join(kids) + '][^"]*')  # another character, then anything
         alts += [ch + "(?:" + other(node[ch]) + ")" for ch in kids]
         return "|".join(alts)
 
@@ -528,10 +585,20 @@ def _irregular(clock: str | None, known: tuple[str, ...] | list[str] = REQUEST_F
     integer = "(?:[^-0-9n \\t\\n]|-[^0-9]|-?[0-9]+[.eE])"  # not an integer or null
     times = _keys(TIME_FIELDS) + (integer if clock == "epoch_ns" else f"(?:{num}|-?0*\\.?0*[1-9](?:\\.?[0-9]){{15}})")
     gaps = '"chunk_gaps"' + _WS + ":" + _WS + "(?:[^\\[n \\t\\n]|\\[[^\\]]*[^-0-9.eE+, \\t\\n\\]])"
-    return "|".join([
-        _keys(("status", "error")) + '[^"n \\t\\n]', _keys(INT_FIELDS) + integer, _keys(SECONDS_FIELDS) + num, times, gaps,
-        _other_key(known), "\\\\", "\\r", "\\n[ \\t]*\\n", '"[ \\t\\n]+:',
-    ])  # fmt: skip
+    return "|".join(
+        [
+            _keys(("status", "error")) + '[^"n \\t\\n]',
+            _keys(INT_FIELDS) + integer,
+            _keys(SECONDS_FIELDS) + num,
+            times,
+            gaps,
+            _other_key(known),
+            "\\\\",
+            "\\r",
+            "\\n[ \\t]*\\n",
+            '"[ \\t\\n]+:',
+        ]
+    )
 
 
 _BLANK_FIRST, _BLANK_LAST = "^[ \\t]*\\n", "\\n[ \\t]+$"  # a blank line 2, a blank last line without line end
@@ -546,8 +613,9 @@ def _proof(clock: str | None, known: list[str]) -> str:
     return f"^[^\\n]*(?:\\z|\\n(?:[ \\t]*\\n|(?s:.*?)(?:{_irregular(clock, known)}|\\n[ \\t]+\\z)))"
 
 
-def _proofs(con, plain: list[Path], heads: list[dict[str, Any]], ns: bool,
-            valued: dict[int, list[str]]) -> dict[int, list[str]]:  # fmt: skip
+def _proofs(
+    con, plain: list[Path], heads: list[dict[str, Any]], ns: bool, valued: dict[int, list[str]]
+) -> dict[int, list[str]]:
     """The captured fields of each file the fast path may take (see above), by index into ``plain``.
 
     ``valued`` gives, per file DuckDB read, the fields that have a value in some request. The text
@@ -564,8 +632,9 @@ def _proofs(con, plain: list[Path], heads: list[dict[str, Any]], ns: bool,
     for known, idx in groups.items():
         listed = "[" + ", ".join(sql_text(str(plain[i])) for i in idx) + "]"
         at = {str(plain[i]): i for i in idx}
-        for name, matched in con.execute(f"SELECT filename, regexp_matches(content, {sql_text(_proof(clock, list(known)))}) "
-                                         f"FROM read_text({listed})").fetchall():  # fmt: skip
+        for name, matched in con.execute(
+            f"SELECT filename, regexp_matches(content, {sql_text(_proof(clock, list(known)))}) FROM read_text({listed})"
+        ).fetchall():
             if matched:
                 again.append(at[name])
             else:
@@ -578,7 +647,8 @@ def _proofs(con, plain: list[Path], heads: list[dict[str, Any]], ns: bool,
             f"SELECT filename, regexp_matches(body, {sql_text(_irregular(clock))}) "
             f"OR regexp_matches(body, {sql_text(_BLANK_FIRST)}) OR regexp_matches(right(body, 256), {sql_text(_BLANK_LAST)}), "
             f"{present} FROM (SELECT filename, substr(content, strpos(content, chr(10)) + 1) AS body "
-            f"FROM read_text({listed}))").fetchall():  # fmt: skip
+            f"FROM read_text({listed}))"
+        ).fetchall():
             if not irregular:
                 fields[at[name]] = [f for f, h in zip(REQUEST_FIELDS, has, strict=True) if h]
     return {i: got for i, got in fields.items() if not (heads[i].get("clock") is None and set(got) & set(TIME_FIELDS))}
@@ -614,8 +684,9 @@ def _fast_parse(paths: list[Path], threads: int | None = None) -> list[ParsedArt
     return out
 
 
-def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool,
-               threads: int | None = None) -> list[ParsedArtefact | None]:
+def _fast_read(
+    paths: list[Path], heads: list[dict[str, Any]], ns: bool, threads: int | None = None
+) -> list[ParsedArtefact | None]:
     """Read ``paths`` (their clocks all epoch_ns, or none) in one DuckDB call: the typed rows of all
     of them, then the text proof per file (:func:`_proofs`), converted with Arrow kernels over the
     whole call and sliced per file."""
@@ -639,12 +710,16 @@ def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool,
             try:
                 table = con.execute(
                     f"SELECT file_index, * FROM read_json({listed}, format='newline_delimited', columns={{{typed}}}, "
-                    f"maximum_object_size={max(2 * longest, 1 << 20)})").to_arrow_table()  # fmt: skip
+                    f"maximum_object_size={max(2 * longest, 1 << 20)})"
+                ).to_arrow_table()
             except duckdb.Error:  # DuckDB refused a file (not UTF-8, a key twice, two objects on a line): halves
                 if len(paths) == 1:
                     return [None]
                 half = len(paths) // 2
-                return [*_fast_read(paths[:half], heads[:half], ns, threads), *_fast_read(paths[half:], heads[half:], ns, threads)]
+                return [
+                    *_fast_read(paths[:half], heads[:half], ns, threads),
+                    *_fast_read(paths[half:], heads[half:], ns, threads),
+                ]
             # one span of rows per file, in the order given (its header line first); DuckDB skips blank
             # lines and refuses two objects on a line, so with blank lines refused a row is a line.
             # file_index (the file's place in the list) rather than filename=true: a string per row
@@ -658,14 +733,19 @@ def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool,
             file_of = _file_of(spans, table.num_rows)
             # the fields with a value in some request of each file (a header row has none of them)
             owner = np.asarray(file_of)
-            valued = {f: np.bincount(owner[np.asarray(table.column(f).is_valid())], minlength=len(paths))
-                      for f in REQUEST_FIELDS}  # fmt: skip
+            valued = {
+                f: np.bincount(owner[np.asarray(table.column(f).is_valid())], minlength=len(paths))
+                for f in REQUEST_FIELDS
+            }
             fields = _proofs(con, plain, heads, ns, {i: [f for f in REQUEST_FIELDS if valued[f][i]] for i in spans})
     except duckdb.Error:  # read_text refused a file (not UTF-8): halves
         if len(paths) == 1:
             return [None]
         half = len(paths) // 2
-        return [*_fast_read(paths[:half], heads[:half], ns, threads), *_fast_read(paths[half:], heads[half:], ns, threads)]
+        return [
+            *_fast_read(paths[:half], heads[:half], ns, threads),
+            *_fast_read(paths[half:], heads[half:], ns, threads),
+        ]
     finally:
         con.close()
     if not fields:
@@ -700,8 +780,10 @@ def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool,
     gap_values = pa.table({"gap_s": flat.cast(pa.float64())})  # only for the domain check: stored as lists
     # values outside their domains: the files holding them take the Python path (it names them)
     body = pc.greater_equal(idx, 0)
-    for data, owner, domains in ((pa.table(cols).filter(body), file_of.filter(body), rec.REQUEST_DOMAINS),
-                                 (gap_values, g_file, rec.GAP_DOMAINS)):  # fmt: skip
+    for data, owner, domains in (
+        (pa.table(cols).filter(body), file_of.filter(body), rec.REQUEST_DOMAINS),
+        (gap_values, g_file, rec.GAP_DOMAINS),
+    ):
         while True:
             if rejected:  # the rows of files already refused are not looked at
                 keep = pc.invert(pc.is_in(owner, pa.array(sorted(rejected), pa.int32())))
@@ -709,7 +791,9 @@ def _fast_read(paths: list[Path], heads: list[dict[str, Any]], ns: bool,
             if (v := rec.arrow_violation(data, domains)) is None:
                 break
             rejected.add(owner[v.row].as_py())
-    gaps = pa.table({"request_idx": whole.column("idx"), "gaps": gaps_list})  # a list per row, stored as it is (ledger.gaps)
+    gaps = pa.table(
+        {"request_idx": whole.column("idx"), "gaps": gaps_list}
+    )  # a list per row, stored as it is (ledger.gaps)
 
     out: list[ParsedArtefact | None] = [None] * len(paths)
     for i, got in fields.items():

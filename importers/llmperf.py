@@ -54,8 +54,7 @@ class LlmperfIndividualImporter:
         if not isinstance(data, list):
             raise ParseError(path, "$", None, "expected a JSON array of llmperf request records")
         rows = [_row(path, i, rec) for i, rec in enumerate(data)]
-        kept = {key: RequestValues(flag=flag, values=[r.pop(key) for r in rows])
-                for key, flag in VALUE_KEYS.items()}  # fmt: skip
+        kept = {key: RequestValues(flag=flag, values=[r.pop(key) for r in rows]) for key, flag in VALUE_KEYS.items()}
         columns = build_columns(rows)
         fields = ["status", "error", "input_tokens", "output_tokens", "ttft_s", "latency_s", "itl_mean_s"]
         # A field no record carried at all is n/a for the whole capture, never zero (R9).
@@ -96,7 +95,7 @@ def pairing_key(path: Path, affixes: tuple[str, str]) -> str | None:
     if stem.endswith(suffix) and len(stem) > len(suffix):
         return stem[: -len(suffix)]
     if stem.startswith(prefix) and len(stem) > len(prefix):
-        return stem[len(prefix):]
+        return stem[len(prefix) :]
     if path.parent.name == prefix.rstrip("_"):  # raw_data/individual/<prefix>.json
         return stem
     return None
@@ -129,8 +128,9 @@ def _row(path: Path, i: int, rec: Any) -> dict[str, Any]:
         "itl_mean_s": number(path, where, "inter_token_latency_s", rec.get("inter_token_latency_s")),
         "output_tokens": integer(path, where, "number_output_tokens", rec.get("number_output_tokens")),
     }
-    throughput = number(path, where, "request_output_throughput_token_per_s",
-                        rec.get("request_output_throughput_token_per_s"))  # fmt: skip
+    throughput = number(
+        path, where, "request_output_throughput_token_per_s", rec.get("request_output_throughput_token_per_s")
+    )
     total = integer(path, where, "number_total_tokens", rec.get("number_total_tokens"))
     row["request_output_throughput_token_per_s"] = float(throughput) if ok and throughput is not None else None
     row["number_total_tokens"] = float(total) if ok and total is not None else None

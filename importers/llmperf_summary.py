@@ -25,8 +25,12 @@ from bench_ledger.tools import Tool
 
 # What the summary states of the system under test and the load (token_benchmark_ray.py's
 # metadata): mean input and output tokens are the requested lengths, not actual ones (R3).
-FACTORS = {"model": (("model",),), "input_len": (("mean_input_tokens",),), "output_len": (("mean_output_tokens",),),
-           "concurrency": (("num_concurrent_requests",),)}  # fmt: skip
+FACTORS = {
+    "model": (("model",),),
+    "input_len": (("mean_input_tokens",),),
+    "output_len": (("mean_output_tokens",),),
+    "concurrency": (("num_concurrent_requests",),),
+}
 
 # Per-request metrics llmperf summarises: name -> (unit stated by the name, quantity kind).
 _METRICS: dict[str, tuple[str | None, str]] = {
@@ -78,8 +82,10 @@ class LlmperfSummaryImporter:
         in_target = data.get("mean_input_tokens")
         out_cap = data.get("mean_output_tokens")
         name = data.get("name")
-        label = f"llmperf {name}" if isinstance(name, str) and name else (
-            f"llmperf {model} {in_target}/{out_cap} c{concurrency}"
+        label = (
+            f"llmperf {name}"
+            if isinstance(name, str) and name
+            else (f"llmperf {model} {in_target}/{out_cap} c{concurrency}")
         )
         metadata = {
             k: str(data[k])

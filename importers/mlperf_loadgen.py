@@ -59,9 +59,13 @@ def run_label(path: Path) -> str:
 
 
 # what a summary and a detail log of one run both state (summary line -> detail key): the pair's facts
-_FACTS = {"Scenario": "effective_scenario", "Min latency (ns)": "result_min_latency_ns",
-          "Max latency (ns)": "result_max_latency_ns", "qsl_rng_seed": "effective_qsl_rng_seed",
-          "schedule_rng_seed": "effective_schedule_rng_seed"}  # fmt: skip
+_FACTS = {
+    "Scenario": "effective_scenario",
+    "Min latency (ns)": "result_min_latency_ns",
+    "Max latency (ns)": "result_max_latency_ns",
+    "qsl_rng_seed": "effective_qsl_rng_seed",
+    "schedule_rng_seed": "effective_schedule_rng_seed",
+}
 
 
 def pairing(path: Path, facts: dict[str, str]) -> Pairing:
@@ -137,12 +141,20 @@ class MlperfSummaryImporter:
             out.append(_value(key, value, f"line {lineno}", block))
         if "Scenario" not in metadata:
             raise ParseError(path, "line 1", "Scenario", "no 'Scenario :' line in the MLPerf summary")
-        stated = {p.key: p.text for p in out if p.key in _FACTS and p.note in ("MLPerf Results Summary", "Additional Stats",
-                                                                               "Test Parameters Used")}  # fmt: skip
+        stated = {
+            p.key: p.text
+            for p in out
+            if p.key in _FACTS and p.note in ("MLPerf Results Summary", "Additional Stats", "Test Parameters Used")
+        }
         run = ParsedRun(
-            info=RunInfo(label=run_label(path), tool=TOOL, locator="line 1", metadata=metadata,
-                         pairing=pairing(path, {k: stated[k] for k in _FACTS if k in stated}),
-                         factors=rate_factor(metadata.get("Scenario"), next((p for p in out if p.key == "target_qps"), None))),
+            info=RunInfo(
+                label=run_label(path),
+                tool=TOOL,
+                locator="line 1",
+                metadata=metadata,
+                pairing=pairing(path, {k: stated[k] for k in _FACTS if k in stated}),
+                factors=rate_factor(metadata.get("Scenario"), next((p for p in out if p.key == "target_qps"), None)),
+            ),
             capture=Capture(fields=[], record_count=0, token_source="unknown", success_rule=SUCCESS_RULE),
             published=out,
         )
@@ -173,9 +185,11 @@ class MlperfDetailImporter:
                 if not text.startswith(MLLOG):
                     raise ParseError(path, f"line {lineno}", None, "expected a ':::MLLOG {json}' line")
                 try:
-                    event = loads(text[len(MLLOG):])
+                    event = loads(text[len(MLLOG) :])
                 except json.JSONDecodeError as exc:
-                    raise ParseError(path, f"line {lineno} column {exc.colno + len(MLLOG)}", None, f"invalid JSON: {exc.msg}") from None
+                    raise ParseError(
+                        path, f"line {lineno} column {exc.colno + len(MLLOG)}", None, f"invalid JSON: {exc.msg}"
+                    ) from None
                 except (ValueError, RecursionError) as exc:  # a key twice, nesting or digits beyond Python's limits
                     raise ParseError(path, f"line {lineno}", None, json_problem(exc)) from None
                 if not isinstance(event, dict) or not isinstance(event.get("key"), str) or "value" not in event:
@@ -193,11 +207,20 @@ class MlperfDetailImporter:
                         started = datetime.fromisoformat(value.replace("Z", "+00:00"))
                     except ValueError:
                         raise ParseError(path, loc, "test_datetime", f"not an ISO time: {value!r}") from None
-                if key in ("effective_scenario", "effective_test_mode", "result_validity", "loadgen_version",
-                           "power_begin", "power_end", "test_datetime") and isinstance(value, str):  # fmt: skip
+                if key in (
+                    "effective_scenario",
+                    "effective_test_mode",
+                    "result_validity",
+                    "loadgen_version",
+                    "power_begin",
+                    "power_end",
+                    "test_datetime",
+                ) and isinstance(value, str):
                     metadata[key] = value
                 if isinstance(value, bool):
-                    out.append(Published(key=f"detail.{key}", text="true" if value else "false", locator=loc, note=note))
+                    out.append(
+                        Published(key=f"detail.{key}", text="true" if value else "false", locator=loc, note=note)
+                    )
                 elif isinstance(value, str):
                     out.append(Published(key=f"detail.{key}", text=value, locator=loc, note=note))
                 elif is_number(value):
@@ -210,15 +233,28 @@ class MlperfDetailImporter:
         metadata["error_events"], metadata["warning_events"] = str(errors), str(warnings)
         stated = {p.key.removeprefix("detail."): p.text for p in out}
         run = ParsedRun(
-            info=RunInfo(label=run_label(path), tool=TOOL, tool_version=version, started_at=started, locator="line 1",
-                         metadata=metadata, pairing=pairing(path, {k: stated[d] for k, d in _FACTS.items() if d in stated}),
-                         factors=rate_factor(metadata.get("effective_scenario"),
-                                             next((p for p in out if p.key == "detail.effective_target_qps"), None))),  # fmt: skip
+            info=RunInfo(
+                label=run_label(path),
+                tool=TOOL,
+                tool_version=version,
+                started_at=started,
+                locator="line 1",
+                metadata=metadata,
+                pairing=pairing(path, {k: stated[d] for k, d in _FACTS.items() if d in stated}),
+                factors=rate_factor(
+                    metadata.get("effective_scenario"),
+                    next((p for p in out if p.key == "detail.effective_target_qps"), None),
+                ),
+            ),
             capture=Capture(fields=[], record_count=0, token_source="unknown", success_rule=SUCCESS_RULE),
             published=out,
         )
-        return ParsedArtefact(format=self.name, format_version=version, runs=[run],
-                              note="detail-log numbers are rounded by loadgen (about 6 significant digits)")  # fmt: skip
+        return ParsedArtefact(
+            format=self.name,
+            format_version=version,
+            runs=[run],
+            note="detail-log numbers are rounded by loadgen (about 6 significant digits)",
+        )
 
 
 IMPORTER = MlperfSummaryImporter()

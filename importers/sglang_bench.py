@@ -54,8 +54,10 @@ from bench_ledger.importers.vllm_bench import (
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RequestColumns, RunInfo, Stated
 from bench_ledger.tools import SERVING_LATENCY_STAT, Tool
 
-TOKENS_NOTE = ("sum of output_lens: the server's usage.completion_tokens where the reply had it, "
-               "else the requested output length; the file does not say which (not confirmed measured)")
+TOKENS_NOTE = (
+    "sum of output_lens: the server's usage.completion_tokens where the reply had it, "
+    "else the requested output length; the file does not say which (not confirmed measured)"
+)
 AGGREGATES: dict[str, tuple[str | None, str, str | None]] = {
     "duration": ("s", "duration", None),
     "completed": ("requests", "request_count", None),
@@ -63,22 +65,35 @@ AGGREGATES: dict[str, tuple[str | None, str, str | None]] = {
     "total_input_text_tokens": ("tokens", "token_count", None),
     "total_input_vision_tokens": ("tokens", "token_count", None),
     "total_output_tokens": ("tokens", "token_count", TOKENS_NOTE),
-    "total_output_tokens_retokenized": ("tokens", "token_count",
-                                        "generated text re-counted by the client tokenizer"),
+    "total_output_tokens_retokenized": ("tokens", "token_count", "generated text re-counted by the client tokenizer"),
     "request_throughput": ("requests/s", "request_rate", None),
     "input_throughput": ("tokens/s", "aggregate_token_rate", None),
     "output_throughput": ("tokens/s", "aggregate_token_rate", "total_output_tokens / duration; " + TOKENS_NOTE),
     "total_throughput": ("tokens/s", "aggregate_token_rate", "(input + output tokens) / duration; " + TOKENS_NOTE),
     "max_output_tokens_per_s": ("tokens/s", "aggregate_token_rate", None),
     "max_concurrent_requests": ("requests", "concurrency", None),
-    "concurrency": ("requests", "concurrency",
-                    "SGLang's sum of end-to-end latencies / duration (mean requests in flight), "
-                    "NOT the configured concurrency (that is max_concurrency)"),
+    "concurrency": (
+        "requests",
+        "concurrency",
+        "SGLang's sum of end-to-end latencies / duration (mean requests in flight), "
+        "NOT the configured concurrency (that is max_concurrency)",
+    ),
     "accept_length": ("tokens", "other", "speculative decoding: mean tokens accepted per step"),
 }
-SETTINGS = {"backend", "dataset_name", "request_rate", "max_concurrency", "sharegpt_output_len",
-            "random_input_len", "random_output_len", "random_range_ratio", "fixed_output_len",
-            "num_prompts", "seed", "tag"}
+SETTINGS = {
+    "backend",
+    "dataset_name",
+    "request_rate",
+    "max_concurrency",
+    "sharegpt_output_len",
+    "random_input_len",
+    "random_output_len",
+    "random_range_ratio",
+    "fixed_output_len",
+    "num_prompts",
+    "seed",
+    "tag",
+}
 ARRAYS = ("input_lens", "output_lens", "ttfts", "itls", "generated_texts", "errors")
 MARKERS = {"dataset_name", "random_input_len", "total_output_tokens_retokenized"}
 
@@ -88,8 +103,10 @@ SUCCESS_RULE = (
     "measurements (token_source 'requested')."
 )
 NO_ERRORS_RULE = "no errors array in the file (--output-details not used): every status is unknown"
-SAMPLE_NOTE = ("output_lens are usage.completion_tokens when the server sent usage, else the requested "
-               "length; the file does not say which, so token counts are recorded as 'requested'")
+SAMPLE_NOTE = (
+    "output_lens are usage.completion_tokens when the server sent usage, else the requested "
+    "length; the file does not say which, so token counts are recorded as 'requested'"
+)
 
 
 def _label(obj: dict[str, Any], dataset: str | None, rate: str | None) -> str:
@@ -126,16 +143,22 @@ def _unused_default(key: str, dataset: str | None) -> bool:
 def _targets(obj: dict[str, Any], dataset: str | None, path: Path, prefix: str) -> tuple[int | None, int | None]:
     """(input target, output cap) in tokens: workload settings, never actual lengths (R3)."""
     if dataset and dataset.startswith("random"):
-        return (int_or_none(obj, "random_input_len", path, prefix),
-                int_or_none(obj, "random_output_len", path, prefix))
+        return (int_or_none(obj, "random_input_len", path, prefix), int_or_none(obj, "random_output_len", path, prefix))
     if dataset == "sharegpt":
         return None, int_or_none(obj, "sharegpt_output_len", path, prefix)
     return None, None
 
 
 # server_info (the server's own arguments, ``/get_server_info``): factor -> its key there
-_SERVER = {"model": "model_path", "served_model": "served_model_name", "engine_version": "version",
-           "tp": "tp_size", "dp": "dp_size", "pp": "pp_size", "ep": "ep_size"}  # fmt: skip
+_SERVER = {
+    "model": "model_path",
+    "served_model": "served_model_name",
+    "engine_version": "version",
+    "tp": "tp_size",
+    "dp": "dp_size",
+    "pp": "pp_size",
+    "ep": "ep_size",
+}
 
 
 def _factors(obj: dict[str, Any], dataset: str | None, prefix: str, path: Path) -> dict[str, Stated]:
@@ -149,16 +172,25 @@ def _factors(obj: dict[str, Any], dataset: str | None, prefix: str, path: Path) 
 
     found = factors_of(obj, prefix, path)
     if dataset is not None:
-        for factor, key in (("input_len", "random_input_len"), ("output_len", "random_output_len"),
-                            ("output_len", "sharegpt_output_len")):  # fmt: skip
+        for factor, key in (
+            ("input_len", "random_input_len"),
+            ("output_len", "random_output_len"),
+            ("output_len", "sharegpt_output_len"),
+        ):
             if factor not in found and not _unused_default(key, dataset):
                 found.update(stated(path, obj, {factor: ((key,),)}, at))
     info = obj.get("server_info")
     info = info if isinstance(info, dict) else {}
-    servers: list[tuple[str | int, ...]] = [("server_info",)] if "model_path" in info else [
-        ("server_info", role, i) for role in ("prefill", "decode") if isinstance(info.get(role), list)
-        for i in range(len(info[role]))
-    ]  # fmt: skip
+    servers: list[tuple[str | int, ...]] = (
+        [("server_info",)]
+        if "model_path" in info
+        else [
+            ("server_info", role, i)
+            for role in ("prefill", "decode")
+            if isinstance(info.get(role), list)
+            for i in range(len(info[role]))
+        ]
+    )
     for factor, key in _SERVER.items():
         got = [stated(path, obj, {factor: ((*server, key),)}, at).get(factor) for server in servers]
         if got and all(g is not None for g in got) and len({g.value for g in got if g is not None}) == 1:
@@ -171,20 +203,33 @@ def _requests(arrays: dict[str, list], n: int, line: int, path: Path, prefix: st
     ruled = success_rule_lists(arrays, n, ("ttfts",))
     status, error, kept = ruled or (["unknown"] * n, arrays.get("errors", none), arrays)
     cols: dict[str, list[Any]] = {
-        "idx": list(range(n)), "line": [line] * n, "status": status, "error": error,
-        "retries": none, "input_tokens": arrays.get("input_lens", none),
+        "idx": list(range(n)),
+        "line": [line] * n,
+        "status": status,
+        "error": error,
+        "retries": none,
+        "input_tokens": arrays.get("input_lens", none),
         "output_tokens": arrays.get("output_lens", none),
-        "send_ns": none, "first_token_ns": none, "end_ns": none,
-        "ttft_s": kept.get("ttfts", none), "latency_s": none,
-        "queue_s": none, "itl_mean_s": none, "cached_tokens": none,
+        "send_ns": none,
+        "first_token_ns": none,
+        "end_ns": none,
+        "ttft_s": kept.get("ttfts", none),
+        "latency_s": none,
+        "queue_s": none,
+        "itl_mean_s": none,
+        "cached_tokens": none,
         "chunk_gaps_s": arrays.get("itls", none),
     }
     return validate_columns(cols, path, prefix, ruled is not None)
 
 
 def _fields(arrays: dict[str, list]) -> list[str]:
-    pairs = (("input_lens", "input_tokens"), ("output_lens", "output_tokens"),
-             ("ttfts", "ttft_s"), ("itls", "chunk_gaps"))
+    pairs = (
+        ("input_lens", "input_tokens"),
+        ("output_lens", "output_tokens"),
+        ("ttfts", "ttft_s"),
+        ("itls", "chunk_gaps"),
+    )
     fields = [field for array, field in pairs if array in arrays]
     return fields + (["status", "error"] if "errors" in arrays else [])
 
@@ -221,16 +266,26 @@ def parse_run(obj: object, line: int, path: Path) -> ParsedRun:
         metadata["ignored_keys"] = ",".join(ignored)
     target, cap = _targets(obj, dataset, path, prefix)
     info = RunInfo(
-        label=_label(obj, dataset, rate), tool=Tool.SGLANG_BENCH, input_target_tokens=target, output_cap_tokens=cap,
+        label=_label(obj, dataset, rate),
+        tool=Tool.SGLANG_BENCH,
+        input_target_tokens=target,
+        output_cap_tokens=cap,
         concurrency=int_or_none(obj, "max_concurrency", path, prefix),
         request_count=int_or_none(obj, "num_prompts", path, prefix),
-        request_rate=rate, dataset=dataset,
-        duration_s=float_or_none(obj, "duration"), locator=where(prefix), metadata=metadata,
+        request_rate=rate,
+        dataset=dataset,
+        duration_s=float_or_none(obj, "duration"),
+        locator=where(prefix),
+        metadata=metadata,
         factors=_factors(obj, dataset, prefix, path),
     )
     capture = Capture(
-        fields=_fields(arrays), record_count=n, clock=None, token_source="requested",
-        success_rule=SUCCESS_RULE if "errors" in arrays else NO_ERRORS_RULE, sample_note=SAMPLE_NOTE,
+        fields=_fields(arrays),
+        record_count=n,
+        clock=None,
+        token_source="requested",
+        success_rule=SUCCESS_RULE if "errors" in arrays else NO_ERRORS_RULE,
+        sample_note=SAMPLE_NOTE,
     )
     requests = _requests(arrays, n, line, path, prefix) if n else None
     return ParsedRun(info=info, capture=capture, requests=requests, published=placeholders(pubs))

@@ -41,27 +41,57 @@ TOOL = Tool.TRTLLM_BENCH
 ISSUE_RATE_NOTE = "latency mode: issue_rate is queue time / requests with no issue schedule, not a rate; ignored"
 # reporting.py's _query_gpu_info: what it writes where torch could not read the GPU's properties
 NO_GPU_NAME = "Unknown"
-NO_GPU_MEMORY = ("trtllm-bench's placeholder, not a measurement: machine.name 'Unknown' (torch could not read the "
-                 "GPU's properties), memory.total then 0.0")  # fmt: skip
+NO_GPU_MEMORY = (
+    "trtllm-bench's placeholder, not a measurement: machine.name 'Unknown' (torch could not read the "
+    "GPU's properties), memory.total then 0.0"
+)
 SUCCESS_RULE = "aggregates only: trtllm-bench reports no per-request success"
 _SECTIONS = ("world_info", "request_info", "performance", "streaming_metrics", "decoding_stats", "dataset", "machine")
-_META = {"engine": ("model", "model_path", "engine_dir", "revision", "version", "backend", "dtype", "kv_cache_dtype",
-                    "quantization", "max_input_length", "max_sequence_length"),
-         "world_info": ("tp_size", "pp_size", "ep_size", "world_size", "max_batch_size", "max_num_tokens",
-                        "scheduling_policy", "kv_cache_percentage"),
-         "machine": ("name",)}  # fmt: skip
+_META = {
+    "engine": (
+        "model",
+        "model_path",
+        "engine_dir",
+        "revision",
+        "version",
+        "backend",
+        "dtype",
+        "kv_cache_dtype",
+        "quantization",
+        "max_input_length",
+        "max_sequence_length",
+    ),
+    "world_info": (
+        "tp_size",
+        "pp_size",
+        "ep_size",
+        "world_size",
+        "max_batch_size",
+        "max_num_tokens",
+        "scheduling_policy",
+        "kv_cache_percentage",
+    ),
+    "machine": ("name",),
+}
 
 
 # What the report states of the system under test and the load (reporting.py's sections): the GPU
 # count is the world size (one rank per GPU); the lengths are the dataset's averages as the report
 # states them in request_info.
 FACTORS = {
-    "model": (("engine", "model"),), "engine": (("engine", "backend"),), "engine_version": (("engine", "version"),),
-    "hardware": (("machine", "name"),), "gpu_count": (("world_info", "world_size"),),
-    "tp": (("world_info", "tp_size"),), "pp": (("world_info", "pp_size"),), "ep": (("world_info", "ep_size"),),
-    "dataset": (("dataset", "dataset_path"),), "input_len": (("request_info", "avg_input_length"),),
-    "output_len": (("request_info", "avg_output_length"),), "prompt_count": (("request_info", "num_requests"),),
-}  # fmt: skip
+    "model": (("engine", "model"),),
+    "engine": (("engine", "backend"),),
+    "engine_version": (("engine", "version"),),
+    "hardware": (("machine", "name"),),
+    "gpu_count": (("world_info", "world_size"),),
+    "tp": (("world_info", "tp_size"),),
+    "pp": (("world_info", "pp_size"),),
+    "ep": (("world_info", "ep_size"),),
+    "dataset": (("dataset", "dataset_path"),),
+    "input_len": (("request_info", "avg_input_length"),),
+    "output_len": (("request_info", "avg_output_length"),),
+    "prompt_count": (("request_info", "num_requests"),),
+}
 
 
 def _factors(path: Path, data: dict) -> dict:
@@ -84,7 +114,9 @@ def unit_kind(parts: list[str]) -> tuple[str | None, str]:
     if name.endswith("_tok_s") or parent == "gen_tps_percentiles":
         per_stream = "per_user" in name or name == "token_output_speed_tok_s" or parent == "gen_tps_percentiles"
         return "tokens/s", "per_stream_token_rate" if per_stream else "aggregate_token_rate"
-    if section == "dataset" and (parent in ("isl_stats", "osl_stats", "seq_len_stats") or key.startswith(("max_", "avg_"))):
+    if section == "dataset" and (
+        parent in ("isl_stats", "osl_stats", "seq_len_stats") or key.startswith(("max_", "avg_"))
+    ):
         return "tokens", "token_count"
     if section == "request_info":
         if key == "num_requests":
@@ -134,8 +166,13 @@ class TrtllmBenchImporter:
         for section in _SECTIONS:
             if isinstance(data.get(section), dict):
                 self._walk(path, data[section], [section], out, latency_mode)
-        metadata = {f"{sec}.{k}": str(data[sec][k]) for sec, keys in _META.items() if isinstance(data.get(sec), dict)
-                    for k in keys if data[sec].get(k) is not None}  # fmt: skip
+        metadata = {
+            f"{sec}.{k}": str(data[sec][k])
+            for sec, keys in _META.items()
+            if isinstance(data.get(sec), dict)
+            for k in keys
+            if data[sec].get(k) is not None
+        }
         metadata["mode"] = "latency" if latency_mode else "throughput"
         if isinstance(data.get("decoding_stats"), dict) and data["decoding_stats"].get("mode") is not None:
             metadata["decoding_stats.mode"] = str(data["decoding_stats"]["mode"])
@@ -145,16 +182,21 @@ class TrtllmBenchImporter:
         label = f"{TOOL} {model} tp{world.get('tp_size')} pp{world.get('pp_size')} bs{world.get('max_batch_size')} n{n}"
         run = ParsedRun(
             info=RunInfo(
-                label=label, tool=TOOL, tool_version=str(engine["version"]) if engine.get("version") is not None else None,
+                label=label,
+                tool=TOOL,
+                tool_version=str(engine["version"]) if engine.get("version") is not None else None,
                 request_count=n,
                 dataset=str(dataset["dataset_path"]) if dataset.get("dataset_path") is not None else None,
-                locator="$", metadata=metadata, factors=_factors(path, data),
+                locator="$",
+                metadata=metadata,
+                factors=_factors(path, data),
             ),
             capture=Capture(fields=[], record_count=0, token_source="unknown", success_rule=SUCCESS_RULE),
             published=out,
-        )  # fmt: skip
-        return ParsedArtefact(format=self.name, format_version=str(engine.get("version")) if engine.get("version") else None,
-                              runs=[run])  # fmt: skip
+        )
+        return ParsedArtefact(
+            format=self.name, format_version=str(engine.get("version")) if engine.get("version") else None, runs=[run]
+        )
 
     def _walk(self, path: Path, obj: dict, parts: list[str], out: list[Published], latency_mode: bool) -> None:
         for key, value in obj.items():
@@ -166,12 +208,26 @@ class TrtllmBenchImporter:
                 continue
             unit, kind = unit_kind(here)
             if here == ["world_info", "issue_rate"] and latency_mode:
-                out.append(Published(key="world_info.issue_rate", text=repr(value) if isinstance(value, float) else str(value),
-                                     flag="n/a", na_reason=ISSUE_RATE_NOTE, unit=unit, quantity_kind=kind,
-                                     locator=jpath(*here), note=ISSUE_RATE_NOTE))  # fmt: skip
+                out.append(
+                    Published(
+                        key="world_info.issue_rate",
+                        text=repr(value) if isinstance(value, float) else str(value),
+                        flag="n/a",
+                        na_reason=ISSUE_RATE_NOTE,
+                        unit=unit,
+                        quantity_kind=kind,
+                        locator=jpath(*here),
+                        note=ISSUE_RATE_NOTE,
+                    )
+                )
                 continue
             p = published(".".join(here), value, locator=jpath(*here), unit=unit, kind=kind)
-            if p is not None and here == ["machine", "memory.total"] and p.value == 0 and obj.get("name") == NO_GPU_NAME:
+            if (
+                p is not None
+                and here == ["machine", "memory.total"]
+                and p.value == 0
+                and obj.get("name") == NO_GPU_NAME
+            ):
                 p = placeholder(p, NO_GPU_MEMORY)
             if p is not None:
                 out.append(p)

@@ -106,22 +106,46 @@ NOTES = {"request_goodput:": "legacy benchmark_serving.py spelling of request_go
 # Header keys that describe the run rather than measure it; settings kept as metadata text.
 HEADER = {"label", "request_rate", "max_concurrency", "num_prompts"}
 SETTINGS_AS_TEXT = {"burstiness", "ramp_up_start_rps", "ramp_up_end_rps", "seed", "best_of", "use_beam_search"}
-ARRAYS = ("input_lens", "output_lens", "ttfts", "itls", "latencies", "queue_times",
-          "generated_texts", "errors", "start_times")
+ARRAYS = (
+    "input_lens",
+    "output_lens",
+    "ttfts",
+    "itls",
+    "latencies",
+    "queue_times",
+    "generated_texts",
+    "errors",
+    "start_times",
+)
 # RequestColumns column -> the array it came from (to name the JSON path of a type error).
-SOURCE_OF = {"input_tokens": "input_lens", "output_tokens": "output_lens", "ttft_s": "ttfts",
-             "chunk_gaps_s": "itls", "latency_s": "latencies", "queue_s": "queue_times",
-             "error": "errors", "status": "errors", "send_ns": "start_times",
-             "first_token_ns": "ttfts", "end_ns": "latencies"}
+SOURCE_OF = {
+    "input_tokens": "input_lens",
+    "output_tokens": "output_lens",
+    "ttft_s": "ttfts",
+    "chunk_gaps_s": "itls",
+    "latency_s": "latencies",
+    "queue_s": "queue_times",
+    "error": "errors",
+    "status": "errors",
+    "send_ns": "start_times",
+    "first_token_ns": "ttfts",
+    "end_ns": "latencies",
+}
 # What a result object states of the system under test (save_result's keys; the parallel layout only
 # where ``--metadata tp=4`` or a sweep's serve parameter wrote it at the top level).
 FACTORS: dict[str, tuple[tuple[str, ...], ...]] = {
-    "model": (("model_id",),), "served_model": (("served_model_name",),), "engine": (("backend",),),
-    "tp": (("tp",), ("tensor_parallel_size",)), "dp": (("dp",), ("data_parallel_size",)),
-    "pp": (("pp",), ("pipeline_parallel_size",)), "ep": (("ep",), ("expert_parallel_size",)),
-    "dataset": (("dataset_name",),), "concurrency": (("max_concurrency",),),
-    "request_rate": (("request_rate",),), "prompt_count": (("num_prompts",),),
-}  # fmt: skip
+    "model": (("model_id",),),
+    "served_model": (("served_model_name",),),
+    "engine": (("backend",),),
+    "tp": (("tp",), ("tensor_parallel_size",)),
+    "dp": (("dp",), ("data_parallel_size",)),
+    "pp": (("pp",), ("pipeline_parallel_size",)),
+    "ep": (("ep",), ("expert_parallel_size",)),
+    "dataset": (("dataset_name",),),
+    "concurrency": (("max_concurrency",),),
+    "request_rate": (("request_rate",),),
+    "prompt_count": (("num_prompts",),),
+}
 SGLANG_MARKERS = {"dataset_name", "random_input_len", "total_output_tokens_retokenized"}
 _KEY = re.compile(r'"([^"\\]{1,80})"\s*:')
 
@@ -131,9 +155,11 @@ SUCCESS_RULE = (
     "0.0 placeholders and are stored as None; output_lens are kept as written (0 for failures)."
 )
 NO_ERRORS_RULE = "no errors array in the file: every status is unknown (vLLM writes no success flag)"
-ZERO_STATS = ("the tool's placeholder, not a measurement: vLLM and SGLang write a statistic over no values as 0 "
-              "(np.mean(values or 0)): no request completed, none had 2+ output tokens (TPOT) or no chunks were "
-              "streamed (ITL)")  # fmt: skip
+ZERO_STATS = (
+    "the tool's placeholder, not a measurement: vLLM and SGLang write a statistic over no values as 0 "
+    "(np.mean(values or 0)): no request completed, none had 2+ output tokens (TPOT) or no chunks were "
+    "streamed (ITL)"
+)
 NO_AUDIO = "vLLM's placeholder, not a measurement: rtfx is input audio seconds / duration, 0.0 without audio (not ASR)"
 
 
@@ -150,8 +176,9 @@ def type_name(value: object) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def published(key: str, value: object, prefix: str, path: Path, unit: str | None, kind: str,
-              note: str | None = None) -> Published:
+def published(
+    key: str, value: object, prefix: str, path: Path, unit: str | None, kind: str, note: str | None = None
+) -> Published:
     """One printed aggregate (:func:`bench_ledger.importers._toolfiles.published`); vLLM and SGLang
     write only numbers and null here, so anything else is a parse error naming the key."""
     loc = where(prefix, f".{key}")
@@ -170,8 +197,10 @@ def placeholders(pubs: list[Published]) -> list[Published]:
         if (m := SERVING_LATENCY_STAT.fullmatch(p.key)) is not None and p.value is not None:
             series.setdefault(m["series"], []).append(i)
     zero = {i for found in series.values() if all(pubs[i].value == 0 for i in found) for i in found}
-    return [placeholder(p, ZERO_STATS) if i in zero else placeholder(p, NO_AUDIO) if p.key == "rtfx" and p.value == 0 else p
-            for i, p in enumerate(pubs)]  # fmt: skip
+    return [
+        placeholder(p, ZERO_STATS) if i in zero else placeholder(p, NO_AUDIO) if p.key == "rtfx" and p.value == 0 else p
+        for i, p in enumerate(pubs)
+    ]
 
 
 def read_arrays(obj: dict[str, Any], names: Iterable[str], path: Path, prefix: str) -> tuple[dict[str, list], int]:
@@ -189,8 +218,9 @@ def read_arrays(obj: dict[str, Any], names: Iterable[str], path: Path, prefix: s
     ref, n = next(iter(present)), len(next(iter(present.values())))
     for name, value in present.items():
         if len(value) != n:
-            raise ParseError(path, where(prefix, f".{name}"), name,
-                             f"$.{name} has {len(value)} entries, $.{ref} has {n}")
+            raise ParseError(
+                path, where(prefix, f".{name}"), name, f"$.{name} has {len(value)} entries, $.{ref} has {n}"
+            )
     return present, n
 
 
@@ -199,8 +229,9 @@ def check_numbers(arrays: dict[str, list], names: Iterable[str], path: Path, pre
     for name in names:
         for i, v in enumerate(arrays.get(name, ())):
             if type(v) not in NUMBER or not math.isfinite(v):
-                raise ParseError(path, where(prefix, f".{name}[{i}]"), name,
-                                 f"expected a number, got {type_name(v)} {v!r:.40}")
+                raise ParseError(
+                    path, where(prefix, f".{name}[{i}]"), name, f"expected a number, got {type_name(v)} {v!r:.40}"
+                )
 
 
 def success_rule(errors: Any, values: dict[str, Any], n: int) -> tuple[Any, Any, dict[str, Any]]:
@@ -222,12 +253,16 @@ def success_rule(errors: Any, values: dict[str, Any], n: int) -> tuple[Any, Any,
         status = pc.if_else(pc.is_null(errors), "unknown", pc.if_else(empty, "ok", "failed"))
         error = pc.if_else(empty, pa.scalar(None, pa.string()), errors)
     ok, unknown = pc.equal(status, "ok"), pc.equal(status, "unknown")
-    kept = {name: pc.if_else(pc.or_(ok, pc.and_(unknown, pc.not_equal(v, 0))), v, pa.scalar(None, pa.float64()))
-            for name, v in values.items()}  # fmt: skip
+    kept = {
+        name: pc.if_else(pc.or_(ok, pc.and_(unknown, pc.not_equal(v, 0))), v, pa.scalar(None, pa.float64()))
+        for name, v in values.items()
+    }
     return status, error, kept
 
 
-def success_rule_lists(arrays: dict[str, list], n: int, names: tuple[str, ...]) -> tuple[list, list, dict[str, list]] | None:
+def success_rule_lists(
+    arrays: dict[str, list], n: int, names: tuple[str, ...]
+) -> tuple[list, list, dict[str, list]] | None:
     """:func:`success_rule` on the Python path's lists (``names``: the arrays with placeholders; one
     that is missing gives None values). None when an entry is not what vLLM writes (a string TTFT, a
     lone surrogate): the caller's column validation then names it."""
@@ -240,8 +275,11 @@ def success_rule_lists(arrays: dict[str, list], n: int, names: tuple[str, ...]) 
     except (pa.ArrowException, TypeError, ValueError, OverflowError):
         return None
     status, error, kept = success_rule(err, values, n)
-    return (status.to_pylist(), error.to_pylist(),
-            {name: kept[name].to_pylist() if name in kept else [None] * n for name in names})  # fmt: skip
+    return (
+        status.to_pylist(),
+        error.to_pylist(),
+        {name: kept[name].to_pylist() if name in kept else [None] * n for name in names},
+    )
 
 
 def validate_columns(cols: dict[str, list], path: Path, prefix: str, ruled: bool = True) -> RequestColumns:
@@ -256,10 +294,16 @@ def validate_columns(cols: dict[str, list], path: Path, prefix: str, ruled: bool
         source = SOURCE_OF.get(str(column), str(column))
         index = "".join(f"[{i}]" for i in rest)
         value = err.get("input")
-        raise ParseError(path, where(prefix, f".{source}{index}"), source,
-                         f"{err['msg'].lower()}, got {type_name(value)} {value!r:.40}") from None
+        raise ParseError(
+            path,
+            where(prefix, f".{source}{index}"),
+            source,
+            f"{err['msg'].lower()}, got {type_name(value)} {value!r:.40}",
+        ) from None
     if not ruled:
-        raise ParseError(path, where(prefix), "errors", "the errors, ttfts or latencies arrays hold entries vLLM does not write")
+        raise ParseError(
+            path, where(prefix), "errors", "the errors, ttfts or latencies arrays hold entries vLLM does not write"
+        )
     return columns
 
 
@@ -350,20 +394,39 @@ def _requests(arrays: dict[str, list], n: int, line: int | None, path: Path, pre
             check_numbers(arrays, ("start_times", "ttfts", "latencies"), path, prefix)
             raise
     cols: dict[str, list[Any]] = {
-        "idx": list(range(n)), "line": [line] * n, "status": status, "error": error,
-        "retries": none, "input_tokens": arrays.get("input_lens", none),
+        "idx": list(range(n)),
+        "line": [line] * n,
+        "status": status,
+        "error": error,
+        "retries": none,
+        "input_tokens": arrays.get("input_lens", none),
         "output_tokens": arrays.get("output_lens", none),
-        "send_ns": send, "first_token_ns": first, "end_ns": end,
-        "ttft_s": ttft, "latency_s": latency, "queue_s": arrays.get("queue_times", none),
-        "itl_mean_s": none, "cached_tokens": none, "chunk_gaps_s": arrays.get("itls", none),
+        "send_ns": send,
+        "first_token_ns": first,
+        "end_ns": end,
+        "ttft_s": ttft,
+        "latency_s": latency,
+        "queue_s": arrays.get("queue_times", none),
+        "itl_mean_s": none,
+        "cached_tokens": none,
+        "chunk_gaps_s": arrays.get("itls", none),
     }
     return validate_columns(cols, path, prefix, ruled is not None)
 
 
 def _fields(arrays) -> list[str]:
-    fields = [f for a, f in (("input_lens", "input_tokens"), ("output_lens", "output_tokens"),
-                             ("ttfts", "ttft_s"), ("itls", "chunk_gaps"), ("latencies", "latency_s"),
-                             ("queue_times", "queue_s")) if a in arrays]
+    fields = [
+        f
+        for a, f in (
+            ("input_lens", "input_tokens"),
+            ("output_lens", "output_tokens"),
+            ("ttfts", "ttft_s"),
+            ("itls", "chunk_gaps"),
+            ("latencies", "latency_s"),
+            ("queue_times", "queue_s"),
+        )
+        if a in arrays
+    ]
     if "errors" in arrays:
         fields += ["status", "error"]
     if "start_times" in arrays:
@@ -383,11 +446,14 @@ def parse_run(obj: object, line: int | None, prefix: str, path: Path) -> ParsedR
     return ParsedRun(info=info, capture=capture, requests=requests, published=pubs)
 
 
-def _header(obj: dict[str, Any], present: set[str], n: int, prefix: str, path: Path) -> tuple[RunInfo, Capture, list[Published]]:
+def _header(
+    obj: dict[str, Any], present: set[str], n: int, prefix: str, path: Path
+) -> tuple[RunInfo, Capture, list[Published]]:
     """Run info, capture and printed aggregates of one result object (``present``: its arrays)."""
     if len(obj) > MAX_KEYS_PER_RUN:  # before building a record per key (memory; issue 13)
-        raise ParseError(path, where(prefix), None,
-                         f"{len(obj):,} keys in one result object; at most {MAX_KEYS_PER_RUN:,} are read")
+        raise ParseError(
+            path, where(prefix), None, f"{len(obj):,} keys in one result object; at most {MAX_KEYS_PER_RUN:,} are read"
+        )
     pubs: list[Published] = []
     metadata: dict[str, str] = {}
     ignored: list[str] = []
@@ -410,14 +476,23 @@ def _header(obj: dict[str, Any], present: set[str], n: int, prefix: str, path: P
     if ignored:
         metadata["ignored_keys"] = ",".join(ignored)
     info = RunInfo(
-        label=_label(obj, rate), tool=Tool.VLLM_BENCH, concurrency=int_or_none(obj, "max_concurrency", path, prefix),
-        request_count=int_or_none(obj, "num_prompts", path, prefix), request_rate=rate,
-        duration_s=float_or_none(obj, "duration"), locator=where(prefix), metadata=metadata,
-        pairing=result_pairing(path, obj), factors=factors_of(obj, prefix, path),
+        label=_label(obj, rate),
+        tool=Tool.VLLM_BENCH,
+        concurrency=int_or_none(obj, "max_concurrency", path, prefix),
+        request_count=int_or_none(obj, "num_prompts", path, prefix),
+        request_rate=rate,
+        duration_s=float_or_none(obj, "duration"),
+        locator=where(prefix),
+        metadata=metadata,
+        pairing=result_pairing(path, obj),
+        factors=factors_of(obj, prefix, path),
     )
     capture = Capture(
-        fields=_fields(present), record_count=n, clock="monotonic_s" if "start_times" in present else None,
-        token_source="unknown", success_rule=SUCCESS_RULE if "errors" in present else NO_ERRORS_RULE,
+        fields=_fields(present),
+        record_count=n,
+        clock="monotonic_s" if "start_times" in present else None,
+        token_source="unknown",
+        success_rule=SUCCESS_RULE if "errors" in present else NO_ERRORS_RULE,
     )
     return info, capture, placeholders(pubs)
 
@@ -440,7 +515,9 @@ def result_pairing(path: Path, obj: dict[str, Any]) -> Pairing:
     """The result file's own name, which ``vllm bench serve``'s console names (``result_filename``;
     ``importers.vllm_console``), with what both state: num_prompts (else completed + failed), completed
     and the model."""
-    completed, failed, prompts = (obj.get(k) if type(obj.get(k)) is int else None for k in ("completed", "failed", "num_prompts"))
+    completed, failed, prompts = (
+        obj.get(k) if type(obj.get(k)) is int else None for k in ("completed", "failed", "num_prompts")
+    )
     if prompts is None and completed is not None and failed is not None:
         prompts = completed + failed
     facts = {"completed": str(completed)} if completed is not None else {}
@@ -509,9 +586,17 @@ def _runs(path: Path, fast: bool | None = None) -> Iterator[ParsedRun]:
 
 FAST_RUNS_PER_QUERY = 64  # runs per Arrow batch (~64k requests of the benchmark file)
 _INT = ("input_lens", "output_lens")
-_TYPES = {"input_lens": "BIGINT[]", "output_lens": "BIGINT[]", "ttfts": "DOUBLE[]", "latencies": "DOUBLE[]",
-          "start_times": "DOUBLE[]", "queue_times": "DOUBLE[]", "errors": "VARCHAR[]", "itls": "DOUBLE[][]",
-          "generated_texts": "VARCHAR[]"}  # fmt: skip
+_TYPES = {
+    "input_lens": "BIGINT[]",
+    "output_lens": "BIGINT[]",
+    "ttfts": "DOUBLE[]",
+    "latencies": "DOUBLE[]",
+    "start_times": "DOUBLE[]",
+    "queue_times": "DOUBLE[]",
+    "errors": "VARCHAR[]",
+    "itls": "DOUBLE[][]",
+    "generated_texts": "VARCHAR[]",
+}
 # Bytes an array may hold besides its numbers' digits (checked with bytes.translate, at C speed).
 _INT_BYTES = b"0123456789-, \t"
 _FLOAT_BYTES = b"0123456789-+.eE, \t"
@@ -550,16 +635,16 @@ def _cut_arrays(line: bytes) -> tuple[bytes, tuple[str, ...]] | None:
         if i < 0:
             continue
         j = i + len(key)
-        while line[j: j + 1] in (b" ", b"\t"):
+        while line[j : j + 1] in (b" ", b"\t"):
             j += 1
-        if line[j: j + 1] != b":":
+        if line[j : j + 1] != b":":
             return None
         j += 1
-        while line[j: j + 1] in (b" ", b"\t"):
+        while line[j : j + 1] in (b" ", b"\t"):
             j += 1
         if line.startswith(b"null", j):
             continue  # null counts as absent; the key stays in the header (the Python path skips it)
-        if line[j: j + 1] != b"[":
+        if line[j : j + 1] != b"[":
             return None
         if name in ("errors", "generated_texts"):
             match = _STRINGS.match(line, j)
@@ -571,12 +656,12 @@ def _cut_arrays(line: bytes) -> tuple[bytes, tuple[str, ...]] | None:
                 end = j + 2
             else:
                 end = line.find(b"]]", j) + 2
-                seg = line[j + 1: end - 1]
+                seg = line[j + 1 : end - 1]
                 if end < 2 or b"[[" in seg or seg.translate(None, _FLOAT_BYTES + b"[]") or not seg.startswith(b"["):
                     return None
         else:
             end = line.find(b"]", j) + 1
-            if end <= 0 or line[j + 1: end - 1].translate(None, _INT_BYTES if name in _INT else _FLOAT_BYTES):
+            if end <= 0 or line[j + 1 : end - 1].translate(None, _INT_BYTES if name in _INT else _FLOAT_BYTES):
                 return None
         cuts.append((j, end))
         present.append(name)
@@ -659,8 +744,10 @@ def _fast_load(con, path: Path, heads: list, longest: int) -> tuple[Any, list[tu
     cols = ", ".join(f"{name}: {sql_text(typ)}" for name, typ in _TYPES.items())
     con.execute("SET preserve_insertion_order = true")
     con.execute("SET enable_progress_bar = false")
-    tab = con.execute(f"SELECT * FROM read_json({sql_text(str(path))}, format='newline_delimited', columns={{{cols}}}, "
-                      f"maximum_object_size={max(2 * longest, 1 << 20)})").to_arrow_table()  # fmt: skip
+    tab = con.execute(
+        f"SELECT * FROM read_json({sql_text(str(path))}, format='newline_delimited', columns={{{cols}}}, "
+        f"maximum_object_size={max(2 * longest, 1 << 20)})"
+    ).to_arrow_table()
     if tab.num_rows != len(heads):
         return None
     names = list(_TYPES)
@@ -719,13 +806,21 @@ def _arrow_rows(tab, present: tuple[str, ...], idx0: int, lines: list[int]):
     cols = {
         "idx": idx,
         "line": pc.take(pa.array(lines, pa.int32()), parent),
-        "status": status, "error": error, "retries": nulls(pa.int32()),
+        "status": status,
+        "error": error,
+        "retries": nulls(pa.int32()),
         "input_tokens": flat["input_lens"].cast(pa.int32()) if "input_lens" in flat else nulls(pa.int32()),
         "output_tokens": flat["output_lens"].cast(pa.int32()) if "output_lens" in flat else nulls(pa.int32()),
-        "send_ns": send, "first_token_ns": first_tok, "end_ns": end, "ttft_s": ttft, "latency_s": lat,
+        "send_ns": send,
+        "first_token_ns": first_tok,
+        "end_ns": end,
+        "ttft_s": ttft,
+        "latency_s": lat,
         "queue_s": flat["queue_times"] if "queue_times" in flat else nulls(pa.float64()),
-        "itl_mean_s": nulls(pa.float64()), "chunk_count": chunk_count, "cached_tokens": nulls(pa.int32()),
-    }  # fmt: skip
+        "itl_mean_s": nulls(pa.float64()),
+        "chunk_count": chunk_count,
+        "cached_tokens": nulls(pa.int32()),
+    }
     return pa.table(cols), gaps
 
 
@@ -733,7 +828,7 @@ def _fast_iter(tab, path: Path, meta: list[tuple], lines: int) -> Iterator[Parse
     single = lines == 1
     idx0 = 0
     for lo in range(0, len(meta), FAST_RUNS_PER_QUERY):
-        part = meta[lo: lo + FAST_RUNS_PER_QUERY]
+        part = meta[lo : lo + FAST_RUNS_PER_QUERY]
         batch = tab.slice(lo, len(part))
         # groups of consecutive runs with the same arrays (all of them in a regular file)
         start = 0
@@ -745,8 +840,7 @@ def _fast_iter(tab, path: Path, meta: list[tuple], lines: int) -> Iterator[Parse
             present = group[0][2]
             req = gaps = None
             if any(r[3] for r in group):
-                req, gaps = _arrow_rows(batch.slice(start, stop - start), present, idx0,
-                                        [rid + 1 for rid, *_ in group])  # fmt: skip
+                req, gaps = _arrow_rows(batch.slice(start, stop - start), present, idx0, [rid + 1 for rid, *_ in group])
             at = 0
             for rid, obj, present, n in group:
                 prefix = "" if single else f"line {rid + 1}"

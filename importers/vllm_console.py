@@ -107,17 +107,30 @@ class VllmConsoleImporter:
         if args.get("model"):
             facts["model"] = args["model"]
         run = ParsedRun(
-            info=RunInfo(label=_label(path, args), tool=Tool.VLLM_BENCH, locator=f"line {start + 1}",
-                         metadata=metadata, request_count=prompts, concurrency=_int(args.get("max_concurrency")),
-                         request_rate=args.get("request_rate") or None, seed=_int(args.get("seed")),
-                         dataset=args.get("dataset_name") or None, factors=_factors(args, at),
-                         pairing=Pairing(names=named, requests=prompts, facts=facts) if named else None),  # fmt: skip
-            capture=Capture(fields=[], record_count=0, token_source="unknown",
-                            success_rule="aggregates only: the console table has no per-request records"),  # fmt: skip
+            info=RunInfo(
+                label=_label(path, args),
+                tool=Tool.VLLM_BENCH,
+                locator=f"line {start + 1}",
+                metadata=metadata,
+                request_count=prompts,
+                concurrency=_int(args.get("max_concurrency")),
+                request_rate=args.get("request_rate") or None,
+                seed=_int(args.get("seed")),
+                dataset=args.get("dataset_name") or None,
+                factors=_factors(args, at),
+                pairing=Pairing(names=named, requests=prompts, facts=facts) if named else None,
+            ),
+            capture=Capture(
+                fields=[],
+                record_count=0,
+                token_source="unknown",
+                success_rule="aggregates only: the console table has no per-request records",
+            ),
             published=placeholders(out),
         )
-        return ParsedArtefact(format=self.name, format_version=None, runs=[run],
-                              note="vLLM's console table: rounded as printed (R11)")  # fmt: skip
+        return ParsedArtefact(
+            format=self.name, format_version=None, runs=[run], note="vLLM's console table: rounded as printed (R11)"
+        )
 
 
 def _label(path: Path, args: dict[str, str]) -> str:
@@ -125,20 +138,41 @@ def _label(path: Path, args: dict[str, str]) -> str:
     ``Namespace`` line; the file's name where it printed none."""
     if not args.get("model"):
         return f"vllm-bench console {path.stem}"
-    return f"{model_name(args['model'])} rate={args.get('request_rate') or 'inf'} c={args.get('max_concurrency') or 'inf'}"
+    return (
+        f"{model_name(args['model'])} rate={args.get('request_rate') or 'inf'} c={args.get('max_concurrency') or 'inf'}"
+    )
 
 
 # factor -> the Namespace arguments stating it, first found wins: the general --input-len/--output-len
 # override the random dataset's own (vLLM's datasets.py); those apply only where dataset_name is random
 _FACTOR_ARGS = {
-    "model": ("model",), "served_model": ("served_model_name",), "engine": ("backend",),
-    "dataset": ("dataset_path", "dataset_name"), "input_len": ("input_len", "random_input_len"),
-    "output_len": ("output_len", "random_output_len"), "concurrency": ("max_concurrency",),
-    "request_rate": ("request_rate",), "prompt_count": ("num_prompts",),
-}  # fmt: skip
-_ARGS = ("num_prompts", "max_concurrency", "request_rate", "seed", "dataset_name", "model", "save_result",
-         "result_filename", "served_model_name", "backend", "dataset_path", "input_len", "output_len",
-         "random_input_len", "random_output_len")  # fmt: skip
+    "model": ("model",),
+    "served_model": ("served_model_name",),
+    "engine": ("backend",),
+    "dataset": ("dataset_path", "dataset_name"),
+    "input_len": ("input_len", "random_input_len"),
+    "output_len": ("output_len", "random_output_len"),
+    "concurrency": ("max_concurrency",),
+    "request_rate": ("request_rate",),
+    "prompt_count": ("num_prompts",),
+}
+_ARGS = (
+    "num_prompts",
+    "max_concurrency",
+    "request_rate",
+    "seed",
+    "dataset_name",
+    "model",
+    "save_result",
+    "result_filename",
+    "served_model_name",
+    "backend",
+    "dataset_path",
+    "input_len",
+    "output_len",
+    "random_input_len",
+    "random_output_len",
+)
 
 
 def _factors(args: dict[str, str], at: str) -> dict[str, Stated]:

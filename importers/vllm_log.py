@@ -96,11 +96,17 @@ FACT_KINDS: dict[str, tuple[str | None, str]] = {
     "torch_compile_seconds": ("duration", "torch.compile time in total, as vLLM's compilation monitor prints it"),
     "compile_and_profile_seconds": ("duration", "torch.compile plus the initial profiling run, in total"),
     "dynamo_transform_seconds": ("duration", "Dynamo bytecode transform time"),
-    "compile_cache_load_seconds": ("duration", "compiled graphs loaded from the compile cache: evidence of a warm cache"),
+    "compile_cache_load_seconds": (
+        "duration",
+        "compiled graphs loaded from the compile cache: evidence of a warm cache",
+    ),
     "graph_compile_seconds": ("duration", "a graph compiled (not loaded from the cache): evidence of a cold cache"),
     "cuda_graph_capture_seconds": ("duration", "CUDA graph capture time (printed to whole seconds)"),
     "cuda_graph_memory": ("device_memory", "device memory the CUDA graphs took (free memory before - after capture)"),
-    "warm_compile": (None, "derived: compile-cache state of the launch (warm, cold, unknown) from the lines above (R8)"),
+    "warm_compile": (
+        None,
+        "derived: compile-cache state of the launch (warm, cold, unknown) from the lines above (R8)",
+    ),
 }
 
 # Engine arguments read from "non-default args: {...}" (kept as arg_<name>), with their quantity kind.
@@ -125,7 +131,9 @@ _VLLM_HEAD = re.compile(
     re.S,
 )
 _UVICORN_HEAD = re.compile(r"(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL):\s+(?P<msg>.*)", re.S)
-_NUMBER = re.compile(r"-?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)")  # negative: a failed launch prints "-1.20 GiB"
+_NUMBER = re.compile(
+    r"-?(?:\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)"
+)  # negative: a failed launch prints "-1.20 GiB"
 _SNIFF = re.compile(rf"(?:^|\) )(?:DEBUG|INFO|WARNING|ERROR) {_TS} \[|^\((?:APIServer|EngineCore)", re.M)
 
 _NUMERIC_FACTS: tuple[tuple[re.Pattern[str], tuple[tuple[str, str | None], ...]], ...] = (
@@ -149,15 +157,23 @@ _NUMERIC_FACTS: tuple[tuple[re.Pattern[str], tuple[tuple[str, str | None], ...]]
         (("init_engine_seconds", "s"),),
     ),
     (re.compile(r"^Using max model len (?P<n1>\S+)$"), (("max_model_len", "tokens"),)),
-    (re.compile(r"^Chunked prefill is enabled with max_num_batched_tokens=(?P<n1>\d+)"),
-     (("max_num_batched_tokens", "tokens"),)),
-    (re.compile(r"^torch\.compile and initial profiling run took (?P<n1>\S+) s in total"),
-     (("compile_and_profile_seconds", "s"),)),
-    (re.compile(r"^(?:torch\.compile|graph compilation) (?:takes|took) (?P<n1>\S+) s in total"),
-     (("torch_compile_seconds", "s"),)),
+    (
+        re.compile(r"^Chunked prefill is enabled with max_num_batched_tokens=(?P<n1>\d+)"),
+        (("max_num_batched_tokens", "tokens"),),
+    ),
+    (
+        re.compile(r"^torch\.compile and initial profiling run took (?P<n1>\S+) s in total"),
+        (("compile_and_profile_seconds", "s"),),
+    ),
+    (
+        re.compile(r"^(?:torch\.compile|graph compilation) (?:takes|took) (?P<n1>\S+) s in total"),
+        (("torch_compile_seconds", "s"),),
+    ),
     (re.compile(r"^Dynamo bytecode transform time: (?P<n1>\S+) s"), (("dynamo_transform_seconds", "s"),)),
-    (re.compile(r"^Directly load the compiled graph\(s\) for .* from the cache, took (?P<n1>\S+) s"),
-     (("compile_cache_load_seconds", "s"),)),
+    (
+        re.compile(r"^Directly load the compiled graph\(s\) for .* from the cache, took (?P<n1>\S+) s"),
+        (("compile_cache_load_seconds", "s"),),
+    ),
     (re.compile(r"^Compiling a graph for .* takes (?P<n1>\S+) s"), (("graph_compile_seconds", "s"),)),
     (
         re.compile(r"^Graph capturing finished in (?P<n1>\S+) secs, took (?P<n2>\S+) (?P<u>GiB|GB|MiB|MB)"),
@@ -242,9 +258,18 @@ def _facts(path: Path, records: list[_Record]) -> list[LogFact]:
     last_ts: str | None = None
 
     def add(rec: _Record, kind: str, text: str, value: Decimal | None, unit: str | None) -> None:
-        facts.append(LogFact(line=rec.line, process=rec.process, kind=kind, value=value, text=text, unit=unit,
-                             quantity_kind=FACT_KINDS[kind][0],
-                             logged_at=rec.ts))
+        facts.append(
+            LogFact(
+                line=rec.line,
+                process=rec.process,
+                kind=kind,
+                value=value,
+                text=text,
+                unit=unit,
+                quantity_kind=FACT_KINDS[kind][0],
+                logged_at=rec.ts,
+            )
+        )
 
     for rec in records:
         last_ts = rec.ts or last_ts
@@ -258,8 +283,12 @@ def _facts(path: Path, records: list[_Record]) -> list[LogFact]:
                 try:
                     secs = elapsed_seconds(first_ts, last_ts)
                 except ValueError:
-                    raise ParseError(path, f"line {rec.line}", "seconds_to_ready",
-                                     f"last time before ready {last_ts!r} is before the first {first_ts!r}") from None
+                    raise ParseError(
+                        path,
+                        f"line {rec.line}",
+                        "seconds_to_ready",
+                        f"last time before ready {last_ts!r} is before the first {first_ts!r}",
+                    ) from None
                 add(rec, "seconds_to_ready", str(secs), Decimal(secs), "s")
             continue
         if args := _ARGS_LINE.match(msg):
@@ -293,8 +322,7 @@ def _warm_compile(facts: list[LogFact]) -> list[LogFact]:
         return []
     state = "unknown" if loads and compiles else "warm" if loads else "cold"
     first = min(loads + compiles, key=lambda f: f.line)
-    return [LogFact(line=first.line, process=first.process, kind="warm_compile", text=state,
-                    logged_at=first.logged_at)]  # fmt: skip
+    return [LogFact(line=first.line, process=first.process, kind="warm_compile", text=state, logged_at=first.logged_at)]
 
 
 class VllmLogImporter:

@@ -64,11 +64,18 @@ def sweep_run(run: ParsedRun, folder: Path, run_number: int | None, path: Path, 
             continue
         if p.key in serve and p.note == "key not known to the importer":
             if p.text != serve[p.key]:
-                raise ParseError(path, where, p.key, f"payload says {p.key}={p.text}, the folder name {folder.name!r} says {serve[p.key]}")
+                raise ParseError(
+                    path,
+                    where,
+                    p.key,
+                    f"payload says {p.key}={p.text}, the folder name {folder.name!r} says {serve[p.key]}",
+                )
             continue
         kept.append(p)
     if run_number is not None and number is not None and run_number != number:
-        raise ParseError(path, where, "run_number", f"payload says run_number {number}, the file name says {run_number}")
+        raise ParseError(
+            path, where, "run_number", f"payload says run_number {number}, the file name says {run_number}"
+        )
     number = run_number if run_number is not None else number
     if number is None:
         raise ParseError(path, where, "run_number", "a sweep payload without run_number")
@@ -81,10 +88,16 @@ def sweep_run(run: ParsedRun, folder: Path, run_number: int | None, path: Path, 
     facts = dict(run.info.pairing.facts) if run.info.pairing is not None else {}
     if run.info.duration_s is not None:
         facts["duration"] = repr(run.info.duration_s)
-    pairing = Pairing(key=f"vllm-sweep run={number}", requests=run.info.pairing.requests if run.info.pairing else None,
-                      facts=facts)  # fmt: skip
-    info = run.info.model_copy(update={"label": f"vllm-sweep {folder.parent.name}/{folder.name} run={number}",
-                                       "metadata": meta, "pairing": pairing})  # fmt: skip
+    pairing = Pairing(
+        key=f"vllm-sweep run={number}", requests=run.info.pairing.requests if run.info.pairing else None, facts=facts
+    )
+    info = run.info.model_copy(
+        update={
+            "label": f"vllm-sweep {folder.parent.name}/{folder.name} run={number}",
+            "metadata": meta,
+            "pairing": pairing,
+        }
+    )
     return run.model_copy(update={"info": info, "published": kept})
 
 
@@ -122,15 +135,28 @@ class VllmSweepSummaryImporter:
         if not isinstance(data, list):
             raise ParseError(path, "$", None, "expected a JSON list of sweep run payloads")
         if combination(path.parent.name) is None:
-            raise ParseError(path, "$", None, f"folder {path.parent.name!r} is not a SERVE--...-BENCH--... combination: "
-                             "the sweep parameters cannot be read")  # fmt: skip
+            raise ParseError(
+                path,
+                "$",
+                None,
+                f"folder {path.parent.name!r} is not a SERVE--...-BENCH--... combination: "
+                "the sweep parameters cannot be read",
+            )
         runs = []
         for i, obj in enumerate(data):
             run = parse_run(obj, None, f"item {i}", path)
-            number = integer(path, f"$[{i}]", "run_number", obj.get("run_number"), optional=False) if isinstance(obj, dict) else None
+            number = (
+                integer(path, f"$[{i}]", "run_number", obj.get("run_number"), optional=False)
+                if isinstance(obj, dict)
+                else None
+            )
             runs.append(sweep_run(run, path.parent, number, path, f"$[{i}]"))
-        return ParsedArtefact(format=self.name, format_version=None, runs=runs,
-                              note="the sweep's summary list: each entry is checked against its run=N.json")  # fmt: skip
+        return ParsedArtefact(
+            format=self.name,
+            format_version=None,
+            runs=runs,
+            note="the sweep's summary list: each entry is checked against its run=N.json",
+        )
 
 
 IMPORTER = VllmSweepSummaryImporter()

@@ -15,10 +15,28 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "audit", "audit_results", "close", "compare_stats", "connect", "declare_file", "demo", "explain", "export",
-    "hardware_samples", "import_export", "import_file", "metrics", "plan", "report", "requests", "run_metrics", "runs",
-    "to_pandas", "trend", "verify",
-]  # fmt: skip
+    "audit",
+    "audit_results",
+    "close",
+    "compare_stats",
+    "connect",
+    "declare_file",
+    "demo",
+    "explain",
+    "export",
+    "hardware_samples",
+    "import_export",
+    "import_file",
+    "metrics",
+    "plan",
+    "report",
+    "requests",
+    "run_metrics",
+    "runs",
+    "to_pandas",
+    "trend",
+    "verify",
+]
 
 
 def __getattr__(name: str) -> Any:

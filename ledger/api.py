@@ -49,10 +49,28 @@ def _one_call(fn: _F) -> _F:
 
 
 __all__ = [
-    "audit", "audit_results", "close", "compare_stats", "connect", "declare_file", "demo", "explain", "export",
-    "hardware_samples", "import_export", "import_file", "metrics", "plan", "report", "requests", "run_metrics", "runs",
-    "to_pandas", "trend", "verify",
-]  # fmt: skip
+    "audit",
+    "audit_results",
+    "close",
+    "compare_stats",
+    "connect",
+    "declare_file",
+    "demo",
+    "explain",
+    "export",
+    "hardware_samples",
+    "import_export",
+    "import_file",
+    "metrics",
+    "plan",
+    "report",
+    "requests",
+    "run_metrics",
+    "runs",
+    "to_pandas",
+    "trend",
+    "verify",
+]
 
 
 def connect(url: str | None = None, *, read_only: bool = True) -> Ledger:
@@ -70,16 +88,28 @@ def connect(url: str | None = None, *, read_only: bool = True) -> Ledger:
 
 
 @_one_call
-def import_file(ledger: Ledger, path: str | Path, *, batch: str | None = None, run: str | None = None,
-                node: str | None = None, format: str | None = None, deployment: str | None = None):  # fmt: skip
+def import_file(
+    ledger: Ledger,
+    path: str | Path,
+    *,
+    batch: str | None = None,
+    run: str | None = None,
+    node: str | None = None,
+    format: str | None = None,
+    deployment: str | None = None,
+):
     """`ledger import PATH`: detect the format (or use ``format``), parse, write; an ``ImportResult``."""
     from bench_ledger import importers
     from bench_ledger.ingest import ImportTarget
     from bench_ledger.ingest import import_file as _import_file
 
     path = Path(path)
-    return _import_file(ledger, path, importers.choose(path, format),
-                        ImportTarget(batch=batch, run=run, node=node, deployment=deployment))  # fmt: skip
+    return _import_file(
+        ledger,
+        path,
+        importers.choose(path, format),
+        ImportTarget(batch=batch, run=run, node=node, deployment=deployment),
+    )
 
 
 @_one_call
@@ -109,8 +139,14 @@ def verify(ledger: Ledger, batch: str | None = None, seal_file: str | Path | Non
 
 
 @_one_call
-def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | None = None, *,
-                intervals: bool = False, confidence: float = 0.95):  # fmt: skip
+def run_metrics(
+    ledger: Ledger,
+    batches: list[str] | None = None,
+    run_id: int | None = None,
+    *,
+    intervals: bool = False,
+    confidence: float = 0.95,
+):
     """`ledger metrics` as objects: one ``RunMetrics`` per run, each value a ``MetricValue``; ``intervals``: each
     row's ``sampling`` holds every value's ``SamplingInterval`` too (`ledger metrics --json`, docs/statistics.md)."""
     from bench_ledger.queries.metrics import run_metrics as _run_metrics
@@ -133,8 +169,9 @@ def compare_stats(ledger: Ledger, a: str, b: str, metrics: list[str] | None = No
 
 
 @_one_call
-def trend(ledger: Ledger, metric: str, key: str | None = None, batches: list[str] | None = None,
-          confidence: float = 0.95):  # fmt: skip
+def trend(
+    ledger: Ledger, metric: str, key: str | None = None, batches: list[str] | None = None, confidence: float = 0.95
+):
     """`ledger trend METRIC`: one ``Trend`` per comparability key (points, intervals, change points)."""
     from bench_ledger.queries.stats.runs import trend as _trend
 
@@ -173,8 +210,14 @@ def explain(ledger: Ledger, claims_file: str | Path, claim_id: str, *, format: s
 
 
 @_one_call
-def report(ledger: Ledger, out: str | Path, batches: list[str] | None = None, claims_file: str | Path | None = None,
-           *, format: str = "html") -> Path:  # fmt: skip
+def report(
+    ledger: Ledger,
+    out: str | Path,
+    batches: list[str] | None = None,
+    claims_file: str | Path | None = None,
+    *,
+    format: str = "html",
+) -> Path:
     """`ledger report`: write the self-contained HTML report (or Markdown) to ``out``."""
     from bench_ledger.queries.report import build_report
     from bench_ledger.queries.report_render import render_html, render_markdown
@@ -216,8 +259,9 @@ def demo(out: str | Path = "bench-ledger-demo", db: str | None = None) -> str:
 
 
 @_one_call
-def build_demo(ledger: Ledger, data: Path,
-               import_one: Callable[[Ledger, Path, str | None, Any], bool] | None = None) -> bool:  # fmt: skip
+def build_demo(
+    ledger: Ledger, data: Path, import_one: Callable[[Ledger, Path, str | None, Any], bool] | None = None
+) -> bool:
     """The case study's build, the one home of it (`ledger demo` and :func:`demo`): generate the
     SYNTHETIC raw files into ``data``, migrate the empty ``ledger``, declare the system under test,
     import each launch's server log and then every generated file. ``import_one(ledger, path,
@@ -230,8 +274,10 @@ def build_demo(ledger: Ledger, data: Path,
     ledger.init()
     ledger.require_empty()
     done = declare_file(ledger, generated.manifest)
-    jobs: list[tuple[Path, str | None, ImportTarget]] = [(log, "vllm-server-log", ImportTarget(batch=None, deployment=dep, launch=(dep, attempt)))
-            for dep, attempt, log in done.launch_logs]  # fmt: skip
+    jobs: list[tuple[Path, str | None, ImportTarget]] = [
+        (log, "vllm-server-log", ImportTarget(batch=None, deployment=dep, launch=(dep, attempt)))
+        for dep, attempt, log in done.launch_logs
+    ]
     jobs += [(job.path, None, ImportTarget(batch=job.batch, run=job.run, node=job.node)) for job in generated.imports]
     each = import_one or _import_or_raise
     return all([each(ledger, path, fmt, target) for path, fmt, target in jobs])  # a list: every file is tried
@@ -306,5 +352,7 @@ def to_pandas(table: pa.Table) -> Any:
     try:
         import pandas  # noqa: F401
     except ImportError:
-        raise ImportError("pandas is not installed: pip install 'bench-ledger[pandas]' (Arrow tables need no pandas)") from None
+        raise ImportError(
+            "pandas is not installed: pip install 'bench-ledger[pandas]' (Arrow tables need no pandas)"
+        ) from None
     return table.to_pandas()

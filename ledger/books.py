@@ -46,9 +46,16 @@ class SealResult:
 
     def as_line(self) -> dict[str, Any]:
         """The JSON object appended to a seal file (one line per closed batch)."""
-        return {"scheme": sl.SCHEME, "batch": self.batch, "digest": self.digest, "merkle_root": self.merkle_root,
-                "row_count": self.row_count, "previous_digest": self.previous_digest,
-                "closed_at": self.closed_at.isoformat(timespec="microseconds"), "tables": self.tables}  # fmt: skip
+        return {
+            "scheme": sl.SCHEME,
+            "batch": self.batch,
+            "digest": self.digest,
+            "merkle_root": self.merkle_root,
+            "row_count": self.row_count,
+            "previous_digest": self.previous_digest,
+            "closed_at": self.closed_at.isoformat(timespec="microseconds"),
+            "tables": self.tables,
+        }
 
 
 CHAIN_LOCK = 0x6C6564676572  # PostgreSQL advisory lock key of the seal chain head ("ledger")
@@ -80,7 +87,7 @@ def _write_seal_file(path: Path, line: str) -> bytes | None:
 
     Returns the previous content (None if there was no file) so a failed commit can put it back."""
     old = path.read_bytes() if path.exists() else None
-    data = (old or b"")
+    data = old or b""
     if data and not data.endswith(b"\n"):
         data += b"\n"
     data += line.encode() + b"\n"
@@ -125,13 +132,19 @@ def close_batch(ledger: Ledger, name: str, seal_file: Path | None = None) -> Sea
         with ledger.session() as s:
             batch = lock_for_close(s, ledger.backend, name)
             if batch.status == "closed":
-                raise Refused("R10", f"close batch {name!r} again", f"it was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC",
-                              "nothing to do; `ledger verify` checks its seal")  # fmt: skip
+                raise Refused(
+                    "R10",
+                    f"close batch {name!r} again",
+                    f"it was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC",
+                    "nothing to do; `ledger verify` checks its seal",
+                )
             last = s.scalar(sa.select(m.Seal).order_by(m.Seal.id.desc()).limit(1))
             previous = last.digest if last else sl.ZERO_DIGEST
             closed_at = now()
             conn = s.connection()
-            declared, arts = _batch_parts(conn, ledger.backend, batch.id, chunks=True)  # chunks' seal_part fields, not rows
+            declared, arts = _batch_parts(
+                conn, ledger.backend, batch.id, chunks=True
+            )  # chunks' seal_part fields, not rows
             unchecked: list[str] = []
             changed = _import_digest_problems(s, conn, ledger.backend, arts, unchecked)
             if ledger.backend == "duckdb":  # no triggers: the declared rows against the digests the ledger kept
@@ -139,21 +152,36 @@ def close_batch(ledger: Ledger, name: str, seal_file: Path | None = None) -> Sea
                 changed += rows.problems
                 unchecked += [f"declared rows: {u}" for u in rows.unchecked]
             if changed:
-                raise Refused("R10", f"close batch {name!r}", "rows changed behind the ledger since their import: "
-                              + "; ".join(changed[:5]), "find them with `ledger verify`; import the data again into a new batch")  # fmt: skip
+                raise Refused(
+                    "R10",
+                    f"close batch {name!r}",
+                    "rows changed behind the ledger since their import: " + "; ".join(changed[:5]),
+                    "find them with `ledger verify`; import the data again into a new batch",
+                )
             root = s3.batch_root(declared, arts)
             parts = [*declared, *(p for ps in arts.values() for p in ps)]
             count = sum(p.count for p in parts)
             digest = sl.seal_digest(previous, name, root, count, closed_at, s3.SCHEME)
-            seal = m.Seal(batch_id=batch.id, digest=digest, merkle_root=root, row_count=count, previous_digest=previous,
-                          closed_at=closed_at, table_counts=s3.counts_json(declared, arts),
-                          table_roots=_part_roots_json(parts), scheme=s3.SCHEME)  # fmt: skip
+            seal = m.Seal(
+                batch_id=batch.id,
+                digest=digest,
+                merkle_root=root,
+                row_count=count,
+                previous_digest=previous,
+                closed_at=closed_at,
+                table_counts=s3.counts_json(declared, arts),
+                table_roots=_part_roots_json(parts),
+                scheme=s3.SCHEME,
+            )
             s.add(seal)
             s.flush()
-            conn.execute(sa.insert(m.SealPart), [r for p in parts for r in s3.seal_part_rows(seal.id, p)])  # one statement
+            conn.execute(
+                sa.insert(m.SealPart), [r for p in parts for r in s3.seal_part_rows(seal.id, p)]
+            )  # one statement
             batch.status, batch.closed_at, batch.seal_digest = "closed", closed_at, digest
-            result = SealResult(name, digest, root, count, previous, closed_at, json.loads(seal.table_counts),
-                                unchecked=unchecked)  # fmt: skip
+            result = SealResult(
+                name, digest, root, count, previous, closed_at, json.loads(seal.table_counts), unchecked=unchecked
+            )
             s.flush()
             if seal_file is not None:
                 written = _write_seal_file(seal_file, json.dumps(result.as_line(), sort_keys=True))
@@ -188,8 +216,13 @@ def _import_digests(s: Session, artefact_ids: list[int]) -> dict[tuple[int, str]
     return {(r.artefact_id, r.table_name): r for r in rows}
 
 
-def _import_digest_problems(s: Session, conn: sa.Connection, backend: str, arts: Mapping[int, Sequence[s3.Part | s3.HeldPart]],
-                            unchecked: list[str] | None = None) -> list[str]:  # fmt: skip
+def _import_digest_problems(
+    s: Session,
+    conn: sa.Connection,
+    backend: str,
+    arts: Mapping[int, Sequence[s3.Part | s3.HeldPart]],
+    unchecked: list[str] | None = None,
+) -> list[str]:
     """Each artefact part against the digest its import stored: what differs (table, rows: a part that
     differs is read back whole to name them, :func:`seal3.full_part`).
 
@@ -212,10 +245,15 @@ def _import_digest_problems(s: Session, conn: sa.Connection, backend: str, arts:
 
 def _no_digest(s: Session, artefact_id: int) -> str:
     art = s.get(m.Artefact, artefact_id)
-    what = f"artefact {artefact_id}" if art is None else \
-        f"artefact {artefact_id} ({art.file_name}, imported {art.imported_at:%Y-%m-%d %H:%M:%S} UTC)"
-    return (f"{what}: no import digest is stored for it (artefacts imported before migration 0011 have none; "
-            "otherwise its artefact_digest rows were deleted), so its rows cannot be compared with what was imported")
+    what = (
+        f"artefact {artefact_id}"
+        if art is None
+        else f"artefact {artefact_id} ({art.file_name}, imported {art.imported_at:%Y-%m-%d %H:%M:%S} UTC)"
+    )
+    return (
+        f"{what}: no import digest is stored for it (artefacts imported before migration 0011 have none; "
+        "otherwise its artefact_digest rows were deleted), so its rows cannot be compared with what was imported"
+    )
 
 
 def _chunk_ranges(p: s3.Part, st: m.ArtefactDigest) -> str:
@@ -223,7 +261,11 @@ def _chunk_ranges(p: s3.Part, st: m.ArtefactDigest) -> str:
     from bench_ledger.digest import CHUNK
 
     old = [st.chunks[i : i + 32] for i in range(0, len(st.chunks), 32)]
-    bad = [i for i in range(max(len(old), len(p.digests))) if i >= len(old) or i >= len(p.digests) or old[i] != p.digests[i]]
+    bad = [
+        i
+        for i in range(max(len(old), len(p.digests)))
+        if i >= len(old) or i >= len(p.digests) or old[i] != p.digests[i]
+    ]
     keys = s3.key_columns(p.table)
     shown = []
     for i in bad[:3]:
@@ -254,7 +296,9 @@ class TableDiff:
         parts = []
         for what, keys in (("changed", self.changed), ("missing", self.missing), ("added", self.added)):
             if keys:
-                shown = ", ".join("(" + ", ".join(f"{c}={v}" for c, v in zip(cols, k, strict=True)) + ")" for k in keys[:limit])
+                shown = ", ".join(
+                    "(" + ", ".join(f"{c}={v}" for c, v in zip(cols, k, strict=True)) + ")" for k in keys[:limit]
+                )
                 more = f" and {len(keys) - limit} more" if len(keys) > limit else ""
                 parts.append(f"{len(keys)} {what}: {shown}{more}")
         return f"table {self.table}: " + "; ".join(parts or ["rows differ"])
@@ -287,14 +331,20 @@ class VerifyResult:
 
     @property
     def ok(self) -> bool:
-        return (all(c.ok for c in self.checks) and not self.guard_problems and not self.merged_runs
-                and (self.declared is None or self.declared.ok))
+        return (
+            all(c.ok for c in self.checks)
+            and not self.guard_problems
+            and not self.merged_runs
+            and (self.declared is None or self.declared.ok)
+        )
 
 
 def read_seal_file(path: Path) -> dict[str, dict]:
     """The last line per batch of a seal file (JSON Lines written by :func:`close_batch`)."""
     if not path.is_file():
-        raise InputError(f"{path}: not a regular file; a seal file is the JSON Lines file `ledger close --seal-file` wrote")
+        raise InputError(
+            f"{path}: not a regular file; a seal file is the JSON Lines file `ledger close --seal-file` wrote"
+        )
     try:
         data = path.read_bytes()
     except OSError as exc:
@@ -309,7 +359,7 @@ def read_seal_file(path: Path) -> dict[str, dict]:
             except (ValueError, RecursionError):
                 raise InputError(f"{path}, line {n}: not a seal line (not one JSON object)") from None
             if not isinstance(rec, dict) or not isinstance(rec.get("batch"), str):
-                raise InputError(f"{path}, line {n}: not a seal line (no \"batch\" name)") from None
+                raise InputError(f'{path}, line {n}: not a seal line (no "batch" name)') from None
             out[rec["batch"]] = rec
     return out
 
@@ -343,17 +393,34 @@ def verify(ledger: Ledger, batch: str | None = None, seal_file: Path | None = No
         elif batch is not None:
             picked = [Ledger.get_batch(s, batch)]
         else:
-            picked = [b for b in s.scalars(sa.select(m.Batch).order_by(m.Batch.id))
-                      if b.status == "closed" or b.id in seals or (filed is not None and b.name in filed)]  # fmt: skip
+            picked = [
+                b
+                for b in s.scalars(sa.select(m.Batch).order_by(m.Batch.id))
+                if b.status == "closed" or b.id in seals or (filed is not None and b.name in filed)
+            ]
         conn = s.connection()
         for b in picked:
             checks.append(_check(conn, ledger.backend, s, b, seals.get(b.id), prev_of, filed))
         done = {b.id for b in picked}
-        opened = [open_only] if open_only is not None else [] if batch is not None else [
-            b for b in s.scalars(sa.select(m.Batch).where(m.Batch.status == "open").order_by(m.Batch.id)) if b.id not in done]
+        opened = (
+            [open_only]
+            if open_only is not None
+            else []
+            if batch is not None
+            else [
+                b
+                for b in s.scalars(sa.select(m.Batch).where(m.Batch.status == "open").order_by(m.Batch.id))
+                if b.id not in done
+            ]
+        )
         for b in opened:  # no seal yet: every artefact against the digest its import stored
-            checks.append(_open_check(conn, ledger.backend, s, b.name, f"SELECT id FROM artefact WHERE batch_id = {int(b.id)}"))
-        if batch is None and s.scalar(sa.select(m.Artefact.id).where(m.Artefact.batch_id.is_(None)).limit(1)) is not None:
+            checks.append(
+                _open_check(conn, ledger.backend, s, b.name, f"SELECT id FROM artefact WHERE batch_id = {int(b.id)}")
+            )
+        if (
+            batch is None
+            and s.scalar(sa.select(m.Artefact.id).where(m.Artefact.batch_id.is_(None)).limit(1)) is not None
+        ):
             # artefacts of no batch (samples, logs): no seal will ever cover them, their import digest does
             check = _open_check(conn, ledger.backend, s, "", "SELECT id FROM artefact WHERE batch_id IS NULL")
             check.unbatched = True
@@ -376,19 +443,28 @@ def merged_runs(conn: sa.Connection, batch_id: int | None = None) -> list[str]:
     which are two runs whatever their labels say. Earlier versions found a file's run by its label
     and merged such results; each is named with its files, to be re-imported into a new batch."""
     C, A, R, B = m.Capture.__table__, m.Artefact.__table__, m.Run.__table__, m.Batch.__table__
-    stmt = (sa.select(R.c.id, R.c.label, B.c.name, A.c.format, A.c.id.label("artefact"), A.c.file_name)
-            .select_from(C.join(A, A.c.id == C.c.artefact_id)
-                         .join(R, sa.and_(sa.func.coalesce(R.c.origin_id, R.c.id) == C.c.run_id, current(R)))
-                         .join(B, B.c.id == R.c.batch_id))
-            .order_by(R.c.id, A.c.id))  # fmt: skip
+    stmt = (
+        sa.select(R.c.id, R.c.label, B.c.name, A.c.format, A.c.id.label("artefact"), A.c.file_name)
+        .select_from(
+            C.join(A, A.c.id == C.c.artefact_id)
+            .join(R, sa.and_(sa.func.coalesce(R.c.origin_id, R.c.id) == C.c.run_id, current(R)))
+            .join(B, B.c.id == R.c.batch_id)
+        )
+        .order_by(R.c.id, A.c.id)
+    )
     if batch_id is not None:
         stmt = stmt.where(R.c.batch_id == batch_id)
     held: dict[tuple, list[str]] = {}
     for row in conn.execute(stmt):
-        held.setdefault((row.id, row.label, row.name, row.format), []).append(f"artefact {row.artefact} {row.file_name}")
-    return [f"run {rid} {label!r} of batch {bname!r} holds {len(files)} results of format {fmt}: {', '.join(files)}; "
-            "two results are two runs (re-import the files into a new batch; this version keeps them apart)"
-            for (rid, label, bname, fmt), files in held.items() if len(files) > 1]  # fmt: skip
+        held.setdefault((row.id, row.label, row.name, row.format), []).append(
+            f"artefact {row.artefact} {row.file_name}"
+        )
+    return [
+        f"run {rid} {label!r} of batch {bname!r} holds {len(files)} results of format {fmt}: {', '.join(files)}; "
+        "two results are two runs (re-import the files into a new batch; this version keeps them apart)"
+        for (rid, label, bname, fmt), files in held.items()
+        if len(files) > 1
+    ]
 
 
 def _declared_ids(conn: sa.Connection, batch_id: int) -> dict[str, list[int]]:
@@ -400,21 +476,35 @@ def _open_check(conn: sa.Connection, backend: str, s: Session, name: str, artefa
     """The artefacts of ``artefact_ids`` (a SQL subquery) against the digests their imports stored."""
     arts = s3.artefact_digest_parts(conn, backend, artefact_ids)
     unchecked: list[str] = []
-    check = BatchCheck(name, None, sum(p.count for ps in arts.values() for p in ps),
-                       _import_digest_problems(s, conn, backend, arts, unchecked),
-                       is_open=True, unchecked=unchecked)  # fmt: skip
+    check = BatchCheck(
+        name,
+        None,
+        sum(p.count for ps in arts.values() for p in ps),
+        _import_digest_problems(s, conn, backend, arts, unchecked),
+        is_open=True,
+        unchecked=unchecked,
+    )
     check.artefacts = len({a for a, _ in _import_digests(s, list(arts))})
     return check
 
 
-def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Seal | None,
-           prev_of: dict[int, str], filed: dict[str, dict] | None) -> BatchCheck:  # fmt: skip
+def _check(
+    conn: sa.Connection,
+    backend: str,
+    s: Session,
+    b: m.Batch,
+    seal: m.Seal | None,
+    prev_of: dict[int, str],
+    filed: dict[str, dict] | None,
+) -> BatchCheck:
     check = BatchCheck(b.name, None, 0)
     line = filed.get(b.name) if filed is not None else None
     if b.status != "closed":
-        check.problems.append(f"is open in the ledger (status {b.status!r}), but "
-                              + ("has a seal row" if seal is not None else "the seal file has a seal for it")
-                              + ": reopened behind the ledger")  # fmt: skip
+        check.problems.append(
+            f"is open in the ledger (status {b.status!r}), but "
+            + ("has a seal row" if seal is not None else "the seal file has a seal for it")
+            + ": reopened behind the ledger"
+        )
     if seal is None:
         if b.status == "closed":
             check.problems.append("closed but has no seal row")
@@ -441,7 +531,9 @@ def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Se
         digest = sl.seal_digest(line.get("previous_digest", ""), b.name, root, count, closed_at, scheme)
         check.digest = digest
         if digest != line.get("digest"):
-            check.problems.append(f"seal file has {str(line.get('digest'))[:16]}…, the ledger recomputes {digest[:16]}…")
+            check.problems.append(
+                f"seal file has {str(line.get('digest'))[:16]}…, the ledger recomputes {digest[:16]}…"
+            )
         return check
     closed_at = b.closed_at if b.closed_at is not None else seal.closed_at
     digest = sl.seal_digest(seal.previous_digest, b.name, root, count, closed_at, scheme)
@@ -450,8 +542,10 @@ def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Se
         check.problems.append(f"recomputed seal {digest[:16]}… differs from the stored seal {seal.digest[:16]}…")
     own = sl.seal_digest(seal.previous_digest, b.name, seal.merkle_root, seal.row_count, seal.closed_at, scheme)
     if own != seal.digest:
-        check.problems.append("the seal row disagrees with itself: its digest is not the digest of its "
-                              "previous_digest, merkle_root, row_count and closed_at (rewritten)")  # fmt: skip
+        check.problems.append(
+            "the seal row disagrees with itself: its digest is not the digest of its "
+            "previous_digest, merkle_root, row_count and closed_at (rewritten)"
+        )
     if root != seal.merkle_root:
         check.problems.append(f"recomputed Merkle root {root[:16]}… differs from the stored {seal.merkle_root[:16]}…")
     if b.status == "closed" and b.seal_digest != seal.digest:
@@ -465,7 +559,9 @@ def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Se
             check.problems.append("not in the seal file")
         else:
             if line.get("digest") != digest:
-                check.problems.append(f"seal file has {str(line.get('digest'))[:16]}…, the ledger recomputes {digest[:16]}…")
+                check.problems.append(
+                    f"seal file has {str(line.get('digest'))[:16]}…, the ledger recomputes {digest[:16]}…"
+                )
             if line.get("digest") != seal.digest or line.get("merkle_root") != seal.merkle_root:
                 check.problems.append("the seal file's line differs from the ledger's seal row (digest or merkle_root)")
     if scheme == s3.SCHEME:
@@ -479,52 +575,73 @@ def _check(conn: sa.Connection, backend: str, s: Session, b: m.Batch, seal: m.Se
             if diff.changed or diff.missing or diff.added:
                 check.diffs.append(diff)
             else:
-                check.problems.append(f"table {table}: no row differs from the stored leaves, but the stored "
-                                      "table root does not match them (seal row rewritten)")  # fmt: skip
+                check.problems.append(
+                    f"table {table}: no row differs from the stored leaves, but the stored "
+                    "table root does not match them (seal row rewritten)"
+                )
     return check
 
 
-def _check_parts(s: Session, conn: sa.Connection, backend: str, seal: m.Seal, parts: list[s3.Part | s3.HeldPart],
-                 check: BatchCheck) -> None:  # fmt: skip
+def _check_parts(
+    s: Session, conn: sa.Connection, backend: str, seal: m.Seal, parts: list[s3.Part | s3.HeldPart], check: BatchCheck
+) -> None:
     """Scheme 3: the stored parts must rebuild the seal row, and each part must match its stored root
     (a part that does not is read back whole, :func:`seal3.full_part`, to name its rows)."""
     from bench_ledger.digest import root_of
 
     stored_roots: dict[str, list] = json.loads(seal.table_roots)
     rows: dict[str, list[s3.PartRow]] = {}
-    for r in s.scalars(sa.select(m.SealPart).where(m.SealPart.seal_id == seal.id)
-                       .order_by(m.SealPart.table_name, m.SealPart.artefact_id, m.SealPart.chunk_no)):  # fmt: skip
+    for r in s.scalars(
+        sa.select(m.SealPart)
+        .where(m.SealPart.seal_id == seal.id)
+        .order_by(m.SealPart.table_name, m.SealPart.artefact_id, m.SealPart.chunk_no)
+    ):
         key = r.table_name if r.artefact_id == 0 else f"{r.table_name}@{r.artefact_id}"
         if r.chunk_no >= 0:
-            rows.setdefault(key, []).append(s3.PartRow(r.chunk_no, r.row_count, bytes.fromhex(r.digest), r.keys, r.fingerprints))
+            rows.setdefault(key, []).append(
+                s3.PartRow(r.chunk_no, r.row_count, bytes.fromhex(r.digest), r.keys, r.fingerprints)
+            )
         else:
             rows.setdefault(key, [])
     for key, (cnt, root) in sorted(stored_roots.items()):
         got = rows.get(key)
-        if got is None or [r.chunk_no for r in got] != list(range(len(got))) or sum(r.row_count for r in got) != cnt \
-                or root_of([r.digest for r in got]) != root:  # fmt: skip
-            check.problems.append(f"seal_part rows of {key.replace('@', ' of artefact ')} do not rebuild the seal's "
-                                  "root for it: deleted or rewritten")  # fmt: skip
+        if (
+            got is None
+            or [r.chunk_no for r in got] != list(range(len(got)))
+            or sum(r.row_count for r in got) != cnt
+            or root_of([r.digest for r in got]) != root
+        ):
+            check.problems.append(
+                f"seal_part rows of {key.replace('@', ' of artefact ')} do not rebuild the seal's "
+                "root for it: deleted or rewritten"
+            )
     declared = [[k, *stored_roots[k]] for k in s3.DECLARED_TABLES if k in stored_roots]
     arts: dict[int, list] = {}
     for key, (cnt, root) in stored_roots.items():
         if "@" in key:
             table, a = key.split("@")
             arts.setdefault(int(a), []).append((s3.ARTEFACT_TABLES.index(table), [table, cnt, root]))
-    items = declared + [["artefact", a, hashlib.sha256(rfc8785.dumps([x for _, x in sorted(v)])).hexdigest()]
-                        for a, v in sorted(arts.items())]  # fmt: skip
+    items = declared + [
+        ["artefact", a, hashlib.sha256(rfc8785.dumps([x for _, x in sorted(v)])).hexdigest()]
+        for a, v in sorted(arts.items())
+    ]
     if hashlib.sha256(rfc8785.dumps(items)).hexdigest() != seal.merkle_root:
         check.problems.append("the seal row's per-part roots do not rebuild its merkle_root (seal row rewritten)")
     current = {_part_key(p): p for p in parts}
     for key in sorted(set(stored_roots) - set(current)):
-        check.problems.append(f"{key.replace('@', ' of artefact ')}: sealed, but its artefact is no longer in the batch")
+        check.problems.append(
+            f"{key.replace('@', ' of artefact ')}: sealed, but its artefact is no longer in the batch"
+        )
     for key, p in current.items():
         if stored_roots.get(key) == [p.count, p.root]:
             continue
         d = s3.diff_part(s3.full_part(conn, backend, p), rows.get(key, []))
         if d.changed or d.missing or d.added:
-            check.diffs.append(TableDiff(p.table, [list(k) for k in d.changed], [list(k) for k in d.missing],
-                                         [list(k) for k in d.added]))  # fmt: skip
+            check.diffs.append(
+                TableDiff(
+                    p.table, [list(k) for k in d.changed], [list(k) for k in d.missing], [list(k) for k in d.added]
+                )
+            )
         else:
             check.problems.append(f"{key.replace('@', ' of artefact ')}: differs from the seal, no row located")
 
@@ -535,8 +652,11 @@ def _stored_leaf_problems(s: Session, seal: m.Seal) -> list[str]:
     roots, counts = json.loads(seal.table_roots), json.loads(seal.table_counts)
     streams: dict[str, sl.MerkleStream] = {}
     expected_no: dict[str, int] = {}
-    for c in s.scalars(sa.select(m.SealChunk).where(m.SealChunk.seal_id == seal.id)
-                       .order_by(m.SealChunk.table_name, m.SealChunk.chunk_no)):  # fmt: skip
+    for c in s.scalars(
+        sa.select(m.SealChunk)
+        .where(m.SealChunk.seal_id == seal.id)
+        .order_by(m.SealChunk.table_name, m.SealChunk.chunk_no)
+    ):
         st = streams.setdefault(c.table_name, sl.MerkleStream())
         if c.chunk_no != expected_no.get(c.table_name, 0):
             out.append(f"seal_chunk of table {c.table_name}: chunk {expected_no.get(c.table_name, 0)} is missing")
@@ -548,8 +668,10 @@ def _stored_leaf_problems(s: Session, seal: m.Seal) -> list[str]:
     for table, root in roots.items():
         st = streams.get(table, sl.MerkleStream())
         if st.count != counts.get(table) or st.root().hex() != root:
-            out.append(f"seal_chunk rows of table {table} do not rebuild the seal's root for it "
-                       f"({st.count:,} stored leaves for {counts.get(table, 0):,} sealed rows): deleted or rewritten")  # fmt: skip
+            out.append(
+                f"seal_chunk rows of table {table} do not rebuild the seal's root for it "
+                f"({st.count:,} stored leaves for {counts.get(table, 0):,} sealed rows): deleted or rewritten"
+            )
     return out
 
 
@@ -557,7 +679,9 @@ def _diff_table(conn: sa.Connection, backend: str, s: Session, seal: m.Seal, bat
     """Compare each row's leaf hash with the sealed ones (seal_chunk) by primary key."""
     sealed: dict[tuple, bytes] = {}
     rows = s.scalars(
-        sa.select(m.SealChunk).where(m.SealChunk.seal_id == seal.id, m.SealChunk.table_name == table).order_by(m.SealChunk.chunk_no)
+        sa.select(m.SealChunk)
+        .where(m.SealChunk.seal_id == seal.id, m.SealChunk.table_name == table)
+        .order_by(m.SealChunk.chunk_no)
     )
     for c in rows:
         for i, key in enumerate(json.loads(c.keys_json)):
@@ -581,8 +705,10 @@ def _diff_table(conn: sa.Connection, backend: str, s: Session, seal: m.Seal, bat
 # helpers below address by name: type[Any] says so (a union of the three would not type-check).
 Correctable = type[Any]
 _CORRECTABLE: dict[str, Correctable] = {
-    "run": m.Run, "published_value": m.PublishedValue, "launch": m.Launch,
-}  # fmt: skip
+    "run": m.Run,
+    "published_value": m.PublishedValue,
+    "launch": m.Launch,
+}
 _FIXED = {"id", "revision", "supersedes_id", "correction_reason", "recorded_at", "origin_id"}
 
 
@@ -624,23 +750,39 @@ def _correct_in(s: Session, model: Correctable, row_id: int, reason: str, change
     if batch is not None:  # locked like an import: a concurrent close waits, or is waited for
         batch = Ledger.get_batch(s, batch.name, lock="share")
     if batch is not None and batch.status == "closed":
-        raise Refused("R10", f"correct {table} {row_id} of batch {batch.name!r}",
-                      f"the batch was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC and is sealed",
-                      "record the corrected value in a new batch that names this one")  # fmt: skip
+        raise Refused(
+            "R10",
+            f"correct {table} {row_id} of batch {batch.name!r}",
+            f"the batch was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC and is sealed",
+            "record the corrected value in a new batch that names this one",
+        )
     values = {c: getattr(old, c) for c in cols - _FIXED}
     values.update(changes)
     if model is m.Run:  # captured rows stay on the first revision (see Run.origin_id)
         values["origin_id"] = old.origin_id or old.id
-    new = model(**values, revision=old.revision + 1, supersedes_id=old.id, correction_reason=reason.strip(),
-                recorded_at=now())  # fmt: skip
+    new = model(
+        **values, revision=old.revision + 1, supersedes_id=old.id, correction_reason=reason.strip(), recorded_at=now()
+    )
     s.add(new)
     s.flush()
     return new.id
 
 
 # what a run learns from the run an attached artefact came from, where it states nothing itself
-_LEARNED = ("input_target_tokens", "output_cap_tokens", "concurrency", "request_count", "request_rate", "seed",
-            "dataset", "tool", "tool_version", "started_at", "ended_at", "duration_s")  # fmt: skip
+_LEARNED = (
+    "input_target_tokens",
+    "output_cap_tokens",
+    "concurrency",
+    "request_count",
+    "request_rate",
+    "seed",
+    "dataset",
+    "tool",
+    "tool_version",
+    "started_at",
+    "ended_at",
+    "duration_s",
+)
 
 
 @dataclass
@@ -676,57 +818,110 @@ def attach(ledger: Ledger, artefact_id: int, run_id: int, reason: str) -> Attach
         require_current(s.connection(), "run", run_id)
         caps = s.execute(sa.select(C.c.run_id, C.c.record_count).where(C.c.artefact_id == artefact_id)).all()
         # where its values are now (an earlier attachment moved them), else where it was captured
-        keys = sorted(set(s.scalars(sa.select(PV.c.run_id).where(PV.c.artefact_id == artefact_id, current(PV),
-                                                                 PV.c.run_id.is_not(None)))) or {c.run_id for c in caps})  # fmt: skip
+        keys = sorted(
+            set(
+                s.scalars(
+                    sa.select(PV.c.run_id).where(PV.c.artefact_id == artefact_id, current(PV), PV.c.run_id.is_not(None))
+                )
+            )
+            or {c.run_id for c in caps}
+        )
         if not keys:
-            raise InputError(f"artefact {artefact_id} ({art.file_name}, {art.format}) holds no benchmark run: nothing to attach")
+            raise InputError(
+                f"artefact {artefact_id} ({art.file_name}, {art.format}) holds no benchmark run: nothing to attach"
+            )
         if len(keys) > 1:
-            raise InputError(f"artefact {artefact_id} ({art.file_name}) holds {len(keys)} runs; one run's artefact can be "
-                             "attached, a file of several runs cannot")  # fmt: skip
+            raise InputError(
+                f"artefact {artefact_id} ({art.file_name}) holds {len(keys)} runs; one run's artefact can be "
+                "attached, a file of several runs cannot"
+            )
         src_key, dst_key = keys[0], target.origin_id or target.id
-        source = s.scalars(sa.select(m.Run).where(sa.func.coalesce(m.Run.origin_id, m.Run.id) == src_key,
-                                                  current(m.Run))).one()  # fmt: skip
+        source = s.scalars(
+            sa.select(m.Run).where(sa.func.coalesce(m.Run.origin_id, m.Run.id) == src_key, current(m.Run))
+        ).one()
         if src_key == dst_key:
-            raise InputError(f"artefact {artefact_id} ({art.file_name}) is already attached to run {run_id} {target.label!r}")
+            raise InputError(
+                f"artefact {artefact_id} ({art.file_name}) is already attached to run {run_id} {target.label!r}"
+            )
         if source.batch_id != target.batch_id:
-            names = dict(s.execute(sa.select(m.Batch.id, m.Batch.name).where(m.Batch.id.in_([source.batch_id, target.batch_id]))).all())
-            raise Refused("R2", f"attach artefact {artefact_id} to run {run_id}",
-                          f"the artefact's run {source.id} is in batch {names[source.batch_id]!r}, run {run_id} in batch "
-                          f"{names[target.batch_id]!r}; runs of different batches are never one run",
-                          "import the file into the run's batch (`ledger import FILE --batch B --run LABEL`)")  # fmt: skip
+            names = dict(
+                s.execute(
+                    sa.select(m.Batch.id, m.Batch.name).where(m.Batch.id.in_([source.batch_id, target.batch_id]))
+                ).all()
+            )
+            raise Refused(
+                "R2",
+                f"attach artefact {artefact_id} to run {run_id}",
+                f"the artefact's run {source.id} is in batch {names[source.batch_id]!r}, run {run_id} in batch "
+                f"{names[target.batch_id]!r}; runs of different batches are never one run",
+                "import the file into the run's batch (`ledger import FILE --batch B --run LABEL`)",
+            )
         records = sum(c.record_count for c in caps)
         if records:
-            others = sorted(a for (a,) in s.execute(
-                sa.select(C.c.artefact_id).where(C.c.run_id == dst_key, C.c.record_count == 0)
-                .where(sa.exists().where(PV.c.artefact_id == C.c.artefact_id, PV.c.run_id == dst_key, current(PV)))))  # fmt: skip
-            held = s.execute(sa.select(sa.func.count()).select_from(C).where(C.c.run_id == dst_key, C.c.record_count > 0)).scalar()
+            others = sorted(
+                a
+                for (a,) in s.execute(
+                    sa.select(C.c.artefact_id)
+                    .where(C.c.run_id == dst_key, C.c.record_count == 0)
+                    .where(sa.exists().where(PV.c.artefact_id == C.c.artefact_id, PV.c.run_id == dst_key, current(PV)))
+                )
+            )
+            held = s.execute(
+                sa.select(sa.func.count()).select_from(C).where(C.c.run_id == dst_key, C.c.record_count > 0)
+            ).scalar()
             commands = "; ".join(f"`ledger attach {a} --run {source.id} --reason ...`" for a in others)
-            instead = (f"run {run_id} holds per-request records too: they are two runs" if held else
-                       f"attach the aggregate artefact(s) of run {run_id} to run {source.id} instead: {commands}"
-                       if others else f"import the other file of the run with --run {source.label!r}")  # fmt: skip
-            raise Refused("R9", f"attach artefact {artefact_id} ({art.file_name}) to run {run_id}",
-                          f"it holds {records:,} per-request records captured for run {source.id} {source.label!r}; "
-                          "captured rows never move", instead)  # fmt: skip
+            instead = (
+                f"run {run_id} holds per-request records too: they are two runs"
+                if held
+                else f"attach the aggregate artefact(s) of run {run_id} to run {source.id} instead: {commands}"
+                if others
+                else f"import the other file of the run with --run {source.label!r}"
+            )
+            raise Refused(
+                "R9",
+                f"attach artefact {artefact_id} ({art.file_name}) to run {run_id}",
+                f"it holds {records:,} per-request records captured for run {source.id} {source.label!r}; "
+                "captured rows never move",
+                instead,
+            )
         batch = Ledger.get_batch(s, s.get_one(m.Batch, target.batch_id).name, lock="share")
         if batch.status == "closed":
-            raise Refused("R10", f"attach artefact {artefact_id} to run {run_id} of batch {batch.name!r}",
-                          f"the batch was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC and is sealed",
-                          "record the pairing in a new batch that names this one")  # fmt: skip
-        why = f"attached artefact {artefact_id} ({art.file_name}) from run {source.id} {source.label!r}: {reason.strip()}"
-        values = s.scalars(sa.select(PV.c.id).where(PV.c.artefact_id == artefact_id, PV.c.run_id == src_key, current(PV))
-                           .order_by(PV.c.id)).all()  # fmt: skip
+            raise Refused(
+                "R10",
+                f"attach artefact {artefact_id} to run {run_id} of batch {batch.name!r}",
+                f"the batch was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC and is sealed",
+                "record the pairing in a new batch that names this one",
+            )
+        why = (
+            f"attached artefact {artefact_id} ({art.file_name}) from run {source.id} {source.label!r}: {reason.strip()}"
+        )
+        values = s.scalars(
+            sa.select(PV.c.id)
+            .where(PV.c.artefact_id == artefact_id, PV.c.run_id == src_key, current(PV))
+            .order_by(PV.c.id)
+        ).all()
         if not values:
-            raise InputError(f"artefact {artefact_id} ({art.file_name}) has no reported values on run {source.id}: nothing to attach")
+            raise InputError(
+                f"artefact {artefact_id} ({art.file_name}) has no reported values on run {source.id}: nothing to attach"
+            )
         for pv_id in values:
             _correct_in(s, m.PublishedValue, pv_id, why, {"run_id": dst_key})
         # the settings the artefact states: its run's, where that run holds this artefact alone (else
         # another file's values could be among them, and none is taken)
         alone = {a for (a,) in s.execute(sa.select(C.c.artefact_id).where(C.c.run_id == src_key))} == {artefact_id}
-        learned = {k: getattr(source, k) for k in _LEARNED
-                   if alone and getattr(target, k) is None and getattr(source, k) is not None}  # fmt: skip
+        learned = {
+            k: getattr(source, k)
+            for k in _LEARNED
+            if alone and getattr(target, k) is None and getattr(source, k) is not None
+        }
         new_run = _correct_in(s, m.Run, run_id, why, learned)
-        not_learned = None if alone else (f"run {source.id} holds other artefacts too: its settings are not this file's "
-                                          "alone, so none was taken")  # fmt: skip
+        not_learned = (
+            None
+            if alone
+            else (
+                f"run {source.id} holds other artefacts too: its settings are not this file's alone, so none was taken"
+            )
+        )
         return Attached(artefact_id, new_run, run_id, source.id, len(values), learned, not_learned)
 
 
@@ -752,7 +947,9 @@ def parse_changes(table: str, assignments: list[str]) -> dict[str, Any]:
         try:
             out[name] = _typed(col.type, text)
         except (ValueError, ArithmeticError):
-            raise InputError(f"--set {a!r}: {text!r} is not a valid {_type_name(col.type)} for {table}.{name}") from None
+            raise InputError(
+                f"--set {a!r}: {text!r} is not a valid {_type_name(col.type)} for {table}.{name}"
+            ) from None
         allowed_values = m.enum_values(model.__table__, name)
         if allowed_values is not None and out[name] not in allowed_values:
             raise InputError(f"--set {a!r}: {table}.{name} is one of {', '.join(allowed_values)}, not {text!r}")
@@ -765,7 +962,11 @@ def _type_name(t: sa.types.TypeEngine) -> str:
     if isinstance(t, m.ExactDecimal):
         return "exact decimal"
     names: tuple[tuple[type[sa.types.TypeEngine], str], ...] = (
-        (sa.Integer, "integer"), (sa.Float, "number"), (sa.Boolean, "true/false"), (sa.DateTime, "ISO timestamp"))
+        (sa.Integer, "integer"),
+        (sa.Float, "number"),
+        (sa.Boolean, "true/false"),
+        (sa.DateTime, "ISO timestamp"),
+    )
     return next((name for k, name in names if isinstance(t, k)), "text")
 
 
@@ -838,8 +1039,10 @@ def require_current(conn: sa.Connection, table: str, row_id: int) -> None:
     while (n := conn.execute(sa.select(t.c.id).where(t.c.supersedes_id == newest)).scalar()) is not None:
         newest = n
     if newest != row_id:
-        raise NotFound(f"{table} {row_id} is superseded by a correction: the current revision is {table} {newest} "
-                       f"(`ledger history {table} {row_id}` shows the chain)")  # fmt: skip
+        raise NotFound(
+            f"{table} {row_id} is superseded by a correction: the current revision is {table} {newest} "
+            f"(`ledger history {table} {row_id}` shows the chain)"
+        )
 
 
 def not_superseded(table: sa.FromClause | Correctable) -> sa.ColumnElement[bool]:
@@ -883,5 +1086,3 @@ def history(ledger: Ledger, table: str, row_id: int) -> list[dict[str, Any]]:
         while (nxt := s.scalar(sa.select(model).where(model.supersedes_id == chain[-1].id))) is not None:
             chain.append(nxt)
         return [{c: getattr(r, c) for c in cols} for r in chain]
-
-

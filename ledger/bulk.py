@@ -45,7 +45,9 @@ def bulk_insert(conn: sa.Connection, backend: str, table: str, data: pa.Table, h
         # commit (DuckDB keeps the dropped catalog entry until then), so an import held every row it wrote
         # (a day of dmon: 1.1 GB of Arrow); a stream is consumed by the INSERT and holds nothing after it
         view = f"_ledger_bulk_{next(_names)}"
-        raw.register(view, pa.RecordBatchReader.from_batches(data.schema, data.to_batches(max_chunksize=DUCKDB_BATCH_ROWS)))
+        raw.register(
+            view, pa.RecordBatchReader.from_batches(data.schema, data.to_batches(max_chunksize=DUCKDB_BATCH_ROWS))
+        )
         try:
             raw.execute(f"INSERT INTO {table} ({cols}) SELECT {cols} FROM {view}")
         finally:
@@ -60,8 +62,13 @@ def bulk_insert(conn: sa.Connection, backend: str, table: str, data: pa.Table, h
         if binary:  # the columns of one layout on every row first: pg_binary_rows writes them as one block
             data = data.select(_same_layout_first(data))
             cols = ", ".join(f'"{c}"' for c in data.column_names)
-        with raw.cursor() as cur, cur.copy(f"COPY {table} ({cols}) FROM STDIN (FORMAT {'binary' if binary else 'csv'})",
-                                           writer=QueuedLibpqWriter(cur)) as copy:  # fmt: skip
+        with (
+            raw.cursor() as cur,
+            cur.copy(
+                f"COPY {table} ({cols}) FROM STDIN (FORMAT {'binary' if binary else 'csv'})",
+                writer=QueuedLibpqWriter(cur),
+            ) as copy,
+        ):
             if binary:
                 copy.write(PG_BINARY_HEADER)
             for start in range(0, data.num_rows, PG_COPY_ROWS):
@@ -94,7 +101,9 @@ def pg_binary_encodable(table: str, schema: pa.Schema) -> bool:
     ``timestamp``, a list of float64 to a ``double precision[]``); a table or column the model does not
     know, or any other pairing, goes as CSV (the server converts it)."""
     known = m.Base.metadata.tables.get(table)
-    return known is not None and all(f.name in known.c and _pg_binary_type(known.c[f.name].type) == f.type for f in schema)
+    return known is not None and all(
+        f.name in known.c and _pg_binary_type(known.c[f.name].type) == f.type for f in schema
+    )
 
 
 def _pg_binary_type(ctype: sa.types.TypeEngine) -> pa.DataType | None:
@@ -103,9 +112,14 @@ def _pg_binary_type(ctype: sa.types.TypeEngine) -> pa.DataType | None:
     if type(ctype) is sa.ARRAY:
         item = ctype.item_type
         return pa.list_(pa.float64()) if type(item) is sa.Float and item.precision is None else None
-    return {sa.Integer: pa.int32(), sa.BigInteger: pa.int64(), sa.String: pa.string(), sa.Text: pa.string(),
-            sa.Float: pa.float64() if getattr(ctype, "precision", None) is None else None,
-            sa.DateTime: None if getattr(ctype, "timezone", False) else pa.timestamp("us")}.get(type(ctype))  # fmt: skip
+    return {
+        sa.Integer: pa.int32(),
+        sa.BigInteger: pa.int64(),
+        sa.String: pa.string(),
+        sa.Text: pa.string(),
+        sa.Float: pa.float64() if getattr(ctype, "precision", None) is None else None,
+        sa.DateTime: None if getattr(ctype, "timezone", False) else pa.timestamp("us"),
+    }.get(type(ctype))
 
 
 def pg_binary_rows(data: pa.Table) -> memoryview:
@@ -172,8 +186,9 @@ def _record_block(data: pa.Table, lead: int) -> np.ndarray:
 
 def _binary(width: int, n: int, data: np.ndarray) -> pa.Array:
     """``n`` values of ``width`` bytes each (``data``, row-major) as an Arrow large_binary array."""
-    return pa.Array.from_buffers(pa.large_binary(), n, [None, pa.py_buffer(np.arange(n + 1, dtype=np.int64) * width),
-                                                        pa.py_buffer(data)])  # fmt: skip
+    return pa.Array.from_buffers(
+        pa.large_binary(), n, [None, pa.py_buffer(np.arange(n + 1, dtype=np.int64) * width), pa.py_buffer(data)]
+    )
 
 
 def _prefixed(values: np.ndarray) -> pa.Array:
@@ -223,6 +238,11 @@ def _float8_array_field(arr: pa.Array) -> pa.Array:
 
 
 # the encoder of each Arrow type _pg_binary_type gives (a field per row, NULLs still to be marked)
-_ENCODERS = {pa.int32(): _fixed_field, pa.int64(): _fixed_field, pa.float64(): _fixed_field,
-             pa.string(): _text_field, pa.timestamp("us"): _timestamp_field,
-             pa.list_(pa.float64()): _float8_array_field}  # fmt: skip
+_ENCODERS = {
+    pa.int32(): _fixed_field,
+    pa.int64(): _fixed_field,
+    pa.float64(): _fixed_field,
+    pa.string(): _text_field,
+    pa.timestamp("us"): _timestamp_field,
+    pa.list_(pa.float64()): _float8_array_field,
+}

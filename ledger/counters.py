@@ -99,17 +99,32 @@ TELEMETRY_MEANING: dict[str, str] = {
 
 # Quantity kind of each nvidia-smi / dcgmi field (R1, R13, R14); a field not listed is "other".
 TELEMETRY_KIND: dict[str, str] = {
-    "utilization.gpu": "activity_time_percent", "GPUTL": "activity_time_percent",
-    "utilization.memory": "memory_busy_percent", "MCUTL": "memory_busy_percent",
-    "power.draw": "power", "power.draw.average": "power", "power.draw.instant": "power", "POWER": "power",
-    "memory.used": "device_memory", "memory.free": "device_memory", "memory.total": "device_memory",
-    "FBUSD": "device_memory", "FBFRE": "device_memory", "FBTTL": "device_memory",
-    "temperature.gpu": "temperature", "temperature.memory": "temperature", "TMPTR": "temperature",
+    "utilization.gpu": "activity_time_percent",
+    "GPUTL": "activity_time_percent",
+    "utilization.memory": "memory_busy_percent",
+    "MCUTL": "memory_busy_percent",
+    "power.draw": "power",
+    "power.draw.average": "power",
+    "power.draw.instant": "power",
+    "POWER": "power",
+    "memory.used": "device_memory",
+    "memory.free": "device_memory",
+    "memory.total": "device_memory",
+    "FBUSD": "device_memory",
+    "FBFRE": "device_memory",
+    "FBTTL": "device_memory",
+    "temperature.gpu": "temperature",
+    "temperature.memory": "temperature",
+    "TMPTR": "temperature",
     "MMTMP": "temperature",
-    "clocks.sm": "clock_frequency", "clocks.mem": "clock_frequency", "clocks.gr": "clock_frequency",
-    "SMCLK": "clock_frequency", "MMCLK": "clock_frequency",
-    "ESVTL": "count", "EDVTL": "count",
-}  # fmt: skip
+    "clocks.sm": "clock_frequency",
+    "clocks.mem": "clock_frequency",
+    "clocks.gr": "clock_frequency",
+    "SMCLK": "clock_frequency",
+    "MMCLK": "clock_frequency",
+    "ESVTL": "count",
+    "EDVTL": "count",
+}
 
 # Every power counter the hardware importers write. Each is its own counter: average and
 # instantaneous power are different quantities, never substituted or combined (R14).

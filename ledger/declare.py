@@ -47,17 +47,40 @@ class LaunchDecl(_Item):
     cause: str | None = Field(None, description="cause of failure or the change made")
     seconds_to_ready: Decimal | None = Field(None, description="as reported elsewhere; logs give the measured one")
     log: str | None = Field(None, description="server log of this attempt, relative to the manifest")
-    label: str | None = Field(None, description="the launch as the benchmark tool's output names it (run.metadata.launch: "
-                              "an inference-perf report folder, a vLLM sweep SERVE setting), so its runs find it")
+    label: str | None = Field(
+        None,
+        description="the launch as the benchmark tool's output names it (run.metadata.launch: "
+        "an inference-perf report folder, a vLLM sweep SERVE setting), so its runs find it",
+    )
 
 
 # Fields of a deployment that change its identity (hashed into the comparability fingerprint).
 IDENTITY_FIELDS = (
-    "gpu_model", "gpus_per_node", "nodes", "gpu_memory", "interconnect_intra", "interconnect_inter",
-    "engine", "engine_version", "model", "weights_version", "shards", "size_on_disk",
-    "tp", "dp", "ep", "pp", "kv_cache_dtype", "prefix_caching", "max_num_seqs", "max_model_len",
-    "chunked_prefill_tokens", "speculative_method", "speculative_tokens", "kernel_backend",
-)  # fmt: skip
+    "gpu_model",
+    "gpus_per_node",
+    "nodes",
+    "gpu_memory",
+    "interconnect_intra",
+    "interconnect_inter",
+    "engine",
+    "engine_version",
+    "model",
+    "weights_version",
+    "shards",
+    "size_on_disk",
+    "tp",
+    "dp",
+    "ep",
+    "pp",
+    "kv_cache_dtype",
+    "prefix_caching",
+    "max_num_seqs",
+    "max_model_len",
+    "chunked_prefill_tokens",
+    "speculative_method",
+    "speculative_tokens",
+    "kernel_backend",
+)
 
 
 class DeploymentDecl(_Item):
@@ -67,7 +90,9 @@ class DeploymentDecl(_Item):
     nodes: int | None = Field(None, description="number of nodes")
     gpu_memory: str | None = Field(None, description="as reported, with its unit: '97871 MiB'")
     interconnect_intra: str | None = Field(None, description="interconnect inside a node")
-    interconnect_inter: str | None = Field(None, description="interconnect between nodes (a port count is not a bandwidth)")
+    interconnect_inter: str | None = Field(
+        None, description="interconnect between nodes (a port count is not a bandwidth)"
+    )
     engine: str | None = Field(None, description="serving engine, e.g. vllm, sglang")
     engine_version: str | None = Field(None, description="version or image")
     model: str | None = Field(None, description="model name")
@@ -109,8 +134,10 @@ class WarmDecl(_Item):
 
 
 # a declared setting's domain is the one a tool's file is held to (ledger.records.RUN_DOMAINS)
-_IN, _OUT, _CONCURRENCY, _REQUESTS, _SEED = (RUN_DOMAINS[k].pydantic() for k in (
-    "input_target_tokens", "output_cap_tokens", "concurrency", "request_count", "seed"))  # fmt: skip
+_IN, _OUT, _CONCURRENCY, _REQUESTS, _SEED = (
+    RUN_DOMAINS[k].pydantic()
+    for k in ("input_target_tokens", "output_cap_tokens", "concurrency", "request_count", "seed")
+)
 
 
 class RunDecl(_Item):
@@ -122,7 +149,9 @@ class RunDecl(_Item):
     concurrency: _CONCURRENCY | None = Field(None, description="client concurrency C")  # type: ignore[valid-type]  # a domain's Annotated type
     request_count: _REQUESTS | None = Field(None, description="requests N")  # type: ignore[valid-type]  # a domain's Annotated type
     request_rate: str | float | None = Field(
-        None, description="requests per second: a number > 0 (kept as written; quote it to keep its digits, '2.50'), or inf")
+        None,
+        description="requests per second: a number > 0 (kept as written; quote it to keep its digits, '2.50'), or inf",
+    )
     seed: _SEED | None = Field(None, description="workload seed (paired comparisons need the same, R6)")  # type: ignore[valid-type]  # a domain's Annotated type
     dataset: str | None = Field(None, description="dataset name")
     tool: str | None = Field(None, description="benchmark tool")
@@ -230,7 +259,9 @@ def confined(base: Path, relative: str, where: str) -> Path:
     path = base / relative
     root = base.resolve()
     if not path.resolve().is_relative_to(root):
-        raise InputError(f"manifest {where}: {relative!r} is outside the manifest's folder {root}: name a file inside it")
+        raise InputError(
+            f"manifest {where}: {relative!r} is outside the manifest's folder {root}: name a file inside it"
+        )
     if not path.is_file():
         raise InputError(f"manifest {where}: {relative!r}: no such file in {root}")
     return path
@@ -255,8 +286,14 @@ def declare(ledger: Ledger, manifest: Manifest, base: Path) -> Declared:
     with ledger.session() as s:
         for rep in manifest.source_reports:
             digest = hashlib.sha256((base / rep.file).read_bytes()).hexdigest() if rep.file else None
-            wanted: dict[str, Any] = dict(title=rep.title, published_on=rep.date, author=rep.author, language=rep.language,
-                          text_sha256=digest, location=rep.location)  # fmt: skip
+            wanted: dict[str, Any] = dict(
+                title=rep.title,
+                published_on=rep.date,
+                author=rep.author,
+                language=rep.language,
+                text_sha256=digest,
+                location=rep.location,
+            )
             row = s.scalar(sa.select(m.SourceReport).where(m.SourceReport.slug == rep.slug))
             if row is None:
                 s.add(m.SourceReport(slug=rep.slug, recorded_at=now(), **wanted))
@@ -266,8 +303,14 @@ def declare(ledger: Ledger, manifest: Manifest, base: Path) -> Declared:
             mem, mem_unit = _split(dep.gpu_memory)
             size, size_unit = _split(dep.size_on_disk)
             fields = dep.model_dump(exclude={"name", "launches", "gpu_memory", "size_on_disk"})
-            wanted = dict(fields, gpu_memory=mem, gpu_memory_unit=mem_unit, size_on_disk=size,
-                          size_on_disk_unit=size_unit, fingerprint=dep.fingerprint())  # fmt: skip
+            wanted = dict(
+                fields,
+                gpu_memory=mem,
+                gpu_memory_unit=mem_unit,
+                size_on_disk=size,
+                size_on_disk_unit=size_unit,
+                fingerprint=dep.fingerprint(),
+            )
             dep_row = s.scalar(sa.select(m.Deployment).where(m.Deployment.name == dep.name))
             if dep_row is None:
                 dep_row = m.Deployment(name=dep.name, recorded_at=now(), **wanted)
@@ -280,14 +323,24 @@ def declare(ledger: Ledger, manifest: Manifest, base: Path) -> Declared:
                 existing = s.scalar(
                     sa.select(m.Launch).where(m.Launch.deployment_id == dep_row.id, m.Launch.attempt == la.attempt)
                 )
-                wanted_l = dict(outcome=la.outcome, cause=la.cause, seconds_to_ready=la.seconds_to_ready, label=la.label)
+                wanted_l = dict(
+                    outcome=la.outcome, cause=la.cause, seconds_to_ready=la.seconds_to_ready, label=la.label
+                )
                 if existing is None:
-                    s.add(m.Launch(deployment_id=dep_row.id, attempt=la.attempt, recorded_at=now(),
-                                   seconds_to_ready_flag="reported" if la.seconds_to_ready is not None else "n/a",
-                                   **wanted_l))  # fmt: skip
+                    s.add(
+                        m.Launch(
+                            deployment_id=dep_row.id,
+                            attempt=la.attempt,
+                            recorded_at=now(),
+                            seconds_to_ready_flag="reported" if la.seconds_to_ready is not None else "n/a",
+                            **wanted_l,
+                        )
+                    )
                     tally("launch", True)
                 else:
-                    tally("launch", not _same_or_refuse("launch", f"{dep.name}#{la.attempt}", _cols(existing), wanted_l))
+                    tally(
+                        "launch", not _same_or_refuse("launch", f"{dep.name}#{la.attempt}", _cols(existing), wanted_l)
+                    )
                 if la.log:
                     out.launch_logs.append((dep.name, la.attempt, base / la.log))
 
@@ -305,10 +358,16 @@ def declare(ledger: Ledger, manifest: Manifest, base: Path) -> Declared:
             try:
                 batch = Ledger.get_batch(s, r.batch)
             except NotFound:
-                raise InputError(f"run {r.label!r} names batch {r.batch!r}, which is neither declared nor in the ledger") from None
+                raise InputError(
+                    f"run {r.label!r} names batch {r.batch!r}, which is neither declared nor in the ledger"
+                ) from None
             if batch.status == "closed":
-                raise Refused("R10", f"declare run {r.label!r} in batch {batch.name!r}", "the batch is closed",
-                              "declare a new batch")  # fmt: skip
+                raise Refused(
+                    "R10",
+                    f"declare run {r.label!r} in batch {batch.name!r}",
+                    "the batch is closed",
+                    "declare a new batch",
+                )
             dep_id = Ledger.get_deployment(s, r.deployment).id if r.deployment else batch.deployment_id
             wanted = run_fields(r, dep_id)
             run_row = s.scalar(sa.select(m.Run).where(m.Run.batch_id == batch.id, m.Run.label == r.label))

@@ -30,10 +30,15 @@ DD = m.DeclaredDigest
 def row_digests(conn: sa.Connection, table: str, ids: Iterable[int] | None = None) -> dict[int, str]:
     """id -> SHA-256 (hex) of each row of ``table`` (of ``ids``, or every row), as stored now."""
     names = [c.name for c in m.Base.metadata.tables[table].columns]
-    base: sa.Select = sa.select(*[sa.column(n) for n in names]).select_from(sa.table(table))  # untyped: the stored values
+    base: sa.Select = sa.select(*[sa.column(n) for n in names]).select_from(
+        sa.table(table)
+    )  # untyped: the stored values
     wanted = None if ids is None else sorted(set(ids))
-    stmts = [base] if wanted is None else [base.where(sa.column("id").in_(wanted[i : i + _IN_LIST]))
-                                             for i in range(0, len(wanted), _IN_LIST)]  # fmt: skip
+    stmts = (
+        [base]
+        if wanted is None
+        else [base.where(sa.column("id").in_(wanted[i : i + _IN_LIST])) for i in range(0, len(wanted), _IN_LIST)]
+    )
     out: dict[int, str] = {}
     at = names.index("id")
     for stmt in stmts:
@@ -52,7 +57,9 @@ def keep(conn: sa.Connection, written: dict[str, set[int]]) -> None:
         for i in range(0, len(ids), _IN_LIST):
             conn.execute(sa.delete(DD).where(DD.table_name == table, DD.row_id.in_(ids[i : i + _IN_LIST])))
         if now:
-            conn.execute(sa.insert(DD), [{"table_name": table, "row_id": k, "sha256": v} for k, v in sorted(now.items())])
+            conn.execute(
+                sa.insert(DD), [{"table_name": table, "row_id": k, "sha256": v} for k, v in sorted(now.items())]
+            )
 
 
 @dataclass
@@ -89,13 +96,19 @@ def check(conn: sa.Connection, only: Mapping[str, Iterable[int]] | None = None) 
         gone = sorted(kept.keys() - now.keys())
         new = sorted(now.keys() - kept.keys())
         if changed:
-            out.problems.append(f"table {table}: {len(changed)} row(s) changed behind the ledger since it wrote them: "
-                                f"{_ids(changed)}")  # fmt: skip
+            out.problems.append(
+                f"table {table}: {len(changed)} row(s) changed behind the ledger since it wrote them: {_ids(changed)}"
+            )
         if gone:
             out.problems.append(f"table {table}: {len(gone)} row(s) deleted behind the ledger: {_ids(gone)}")
         if new:
-            why = ("the ledger keeps none from before migration 0018: these rows were written before it"
-                   if not any_digest else "added behind the ledger, or written before migration 0018")  # fmt: skip
-            out.unchecked.append(f"table {table}: {len(new)} row(s) have no digest ({why}), so they cannot be "
-                                 f"compared with what the ledger wrote: {_ids(new)}")  # fmt: skip
+            why = (
+                "the ledger keeps none from before migration 0018: these rows were written before it"
+                if not any_digest
+                else "added behind the ledger, or written before migration 0018"
+            )
+            out.unchecked.append(
+                f"table {table}: {len(new)} row(s) have no digest ({why}), so they cannot be "
+                f"compared with what the ledger wrote: {_ids(new)}"
+            )
     return out

@@ -67,8 +67,14 @@ def tag_of(col: sa.Column) -> str:
 # --------------------------------------------------------------------------- reading rows
 
 
-_ARROW = {"i": pa.int64(), "b": pa.bool_(), "f": pa.float64(), "t": pa.timestamp("us"), "d": pa.date32(),
-          "s": pa.large_string()}  # fmt: skip
+_ARROW = {
+    "i": pa.int64(),
+    "b": pa.bool_(),
+    "f": pa.float64(),
+    "t": pa.timestamp("us"),
+    "d": pa.date32(),
+    "s": pa.large_string(),
+}
 
 
 def schema_of(names: list[str], tags: list[str]) -> pa.Schema:
@@ -97,14 +103,20 @@ def read_rows(conn: sa.Connection, backend: str, sql: str, names: list[str], tag
             return schema.empty_table()
         buf.seek(0)
         data = pacsv.read_csv(
-            buf, read_options=pacsv.ReadOptions(column_names=names),
+            buf,
+            read_options=pacsv.ReadOptions(column_names=names),
             parse_options=pacsv.ParseOptions(newlines_in_values=True),
             # NULL is COPY's unquoted empty field and nothing else: pyarrow's default null spellings
             # ("n/a", "null", "NA", ...) would hash a stored text "n/a" as NULL
-            convert_options=pacsv.ConvertOptions(column_types=schema, strings_can_be_null=True, null_values=[""],
-                                                 quoted_strings_can_be_null=False,
-                                                 true_values=["t"], false_values=["f"]),
-        )  # fmt: skip
+            convert_options=pacsv.ConvertOptions(
+                column_types=schema,
+                strings_can_be_null=True,
+                null_values=[""],
+                quoted_strings_can_be_null=False,
+                true_values=["t"],
+                false_values=["f"],
+            ),
+        )
     return canonical(data, names, tags)
 
 
@@ -214,7 +226,9 @@ def _pg_aggregated_table(buf: memoryview, names: list[str], tags: list[str], nul
             np.cumsum(rec[f"c{c}"], out=offsets[1:])
             if offsets[-1] != len(data):
                 raise ValueError(f"column {names[c]}: lengths do not match the text bytes")
-            arr = pa.Array.from_buffers(pa.large_string(), n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(bytes(data))])
+            arr = pa.Array.from_buffers(
+                pa.large_string(), n, [bitmap, pa.py_buffer(offsets), pa.py_buffer(bytes(data))]
+            )
         else:
             vals = rec[f"c{c}"].astype("<f8" if t == "f" else "<i8")
             if t in "bd":  # carried as int64; their canonical Arrow types are bool and date32
@@ -369,8 +383,13 @@ def fingerprints(cols: list[_Col], n: int) -> pa.Array:
     for c in cols:
         if c.tag == "s":
             enc = c.arrow.dictionary_encode()
-            words = np.array([int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "little")
-                              for w in enc.dictionary.to_pylist()], np.uint64)  # fmt: skip
+            words = np.array(
+                [
+                    int.from_bytes(hashlib.blake2b(w.encode(), digest_size=8).digest(), "little")
+                    for w in enc.dictionary.to_pylist()
+                ],
+                np.uint64,
+            )
             idx = enc.indices.to_numpy(zero_copy_only=False) if n else np.zeros(0, np.int64)
             vals = words[idx] if n else np.zeros(0, np.uint64)
         else:

@@ -65,7 +65,7 @@ def near_names(name: str, names: list[str]) -> list[str]:
 
 
 def close_names(name: str, names: list[str]) -> str:
-    """" (did you mean a, b?)" naming the known names closest to a mistyped one, or ""."""
+    """ " (did you mean a, b?)" naming the known names closest to a mistyped one, or ""."""
     near = near_names(name, names)
     return f" (did you mean {', '.join(near)}?)" if near else ""
 
@@ -79,8 +79,10 @@ class ClaimsInvalid(InputError):
 
     def __init__(self, path: object, problems: list[str]) -> None:
         self.path, self.problems = path, list(problems)
-        super().__init__(f"{path}: {len(self.problems)} error(s); no verdicts were given:\n"
-                         + "\n".join(f"  {p}" for p in self.problems))  # fmt: skip
+        super().__init__(
+            f"{path}: {len(self.problems)} error(s); no verdicts were given:\n"
+            + "\n".join(f"  {p}" for p in self.problems)
+        )
 
 
 class ParseError(InputError):

@@ -80,8 +80,10 @@ def merged(stated: dict[str, Stated], named: dict[str, Stated], file_name: str) 
         if key not in out:
             out[key] = v
         elif not _same(out[key].value, v.value):
-            notes.append(f"{file_name}: {key} {out[key].value!r} stated at {out[key].at}; its {v.at} says "
-                         f"{v.value!r}: the file's contents are kept")  # fmt: skip
+            notes.append(
+                f"{file_name}: {key} {out[key].value!r} stated at {out[key].at}; its {v.at} says "
+                f"{v.value!r}: the file's contents are kept"
+            )
     return out, notes
 
 

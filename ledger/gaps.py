@@ -32,8 +32,9 @@ if TYPE_CHECKING:
 
 SCHEMA = pa.schema([("artefact_id", pa.int32()), ("request_idx", pa.int32()), ("gaps", pa.list_(pa.float64()))])
 # the rows as the seal hashes them (ledger.digest's canonical types: every integer as int64)
-ROW_SCHEMA = pa.schema([("artefact_id", pa.int64()), ("request_idx", pa.int64()), ("seq", pa.int64()),
-                        ("gap_s", pa.float64())])  # fmt: skip
+ROW_SCHEMA = pa.schema(
+    [("artefact_id", pa.int64()), ("request_idx", pa.int64()), ("seq", pa.int64()), ("gap_s", pa.float64())]
+)
 
 
 def arrays(artefact_id: int | pa.Array, request_idx: pa.Array, lists: pa.Array) -> pa.Table:
@@ -55,7 +56,11 @@ def arrays(artefact_id: int | pa.Array, request_idx: pa.Array, lists: pa.Array) 
         if isinstance(artefact_id, pa.Array):
             artefact_id = artefact_id.filter(keep)
     n = len(lists)
-    arts = artefact_id.cast(pa.int32()) if isinstance(artefact_id, pa.Array) else pa.repeat(pa.scalar(artefact_id, pa.int32()), n)
+    arts = (
+        artefact_id.cast(pa.int32())
+        if isinstance(artefact_id, pa.Array)
+        else pa.repeat(pa.scalar(artefact_id, pa.int32()), n)
+    )
     return pa.Table.from_arrays([arts, request_idx.cast(pa.int32()), lists], schema=SCHEMA)
 
 
@@ -76,12 +81,15 @@ def rows_of(table: pa.Table) -> pa.Table:
     offsets = np.asarray(lists.offsets)
     first = np.repeat(offsets[:-1] - offsets[0], lens)  # where each value's list begins among the values
     seq = np.arange(len(values), dtype=np.int64) - first
-    return pa.Table.from_arrays([
-        pa.array(np.repeat(table.column("artefact_id").to_numpy().astype(np.int64), lens)),
-        pa.array(np.repeat(table.column("request_idx").to_numpy().astype(np.int64), lens)),
-        pa.array(seq),
-        values.cast(pa.float64()),
-    ], schema=ROW_SCHEMA)  # fmt: skip
+    return pa.Table.from_arrays(
+        [
+            pa.array(np.repeat(table.column("artefact_id").to_numpy().astype(np.int64), lens)),
+            pa.array(np.repeat(table.column("request_idx").to_numpy().astype(np.int64), lens)),
+            pa.array(seq),
+            values.cast(pa.float64()),
+        ],
+        schema=ROW_SCHEMA,
+    )
 
 
 def rows_in_slices(table: pa.Table, gaps: int = 1 << 20) -> Iterator[pa.Table]:
@@ -115,11 +123,15 @@ def arrays_of(rows: pa.Table) -> pa.Table:
     expected = np.arange(len(req)) - np.repeat(starts, np.diff(np.append(starts, len(req))))
     if (bad := np.flatnonzero(seq != expected)).size:
         i = int(bad[0])
-        raise ValueError(f"chunk gaps of artefact {art[i]} request {req[i]}: seq {seq[i]} where {expected[i]} was due "
-                         "(the gaps of a request are numbered 0, 1, ... in key order)")  # fmt: skip
+        raise ValueError(
+            f"chunk gaps of artefact {art[i]} request {req[i]}: seq {seq[i]} where {expected[i]} was due "
+            "(the gaps of a request are numbered 0, 1, ... in key order)"
+        )
     offsets = pa.array(np.append(starts, len(req)).astype(np.int32), pa.int32())
     lists = pa.ListArray.from_arrays(offsets, rows.column("gap_s").combine_chunks().cast(pa.float64()))
-    return pa.Table.from_arrays([pa.array(art[starts], pa.int32()), pa.array(req[starts], pa.int32()), lists], schema=SCHEMA)
+    return pa.Table.from_arrays(
+        [pa.array(art[starts], pa.int32()), pa.array(req[starts], pa.int32()), lists], schema=SCHEMA
+    )
 
 
 # PostgreSQL's binary form of a one-dimensional double precision[] without NULLs (array_send): a
@@ -140,8 +152,10 @@ def pg_doubles(data: bytes | memoryview) -> np.ndarray:
         return np.zeros(0, np.float64)
     n = int(np.frombuffer(buf, ">i4", 1, 12)[0]) if ndim == 1 else -1
     if ndim != 1 or has_null or oid != _PG_FLOAT8 or len(buf) != _PG_ARRAY_HEADER + n * _PG_ELEMENT.itemsize:
-        raise ValueError(f"not a one-dimensional double precision[] without NULLs ({ndim} dimensions, "
-                         f"NULLs {bool(has_null)}, element type {oid})")  # fmt: skip
+        raise ValueError(
+            f"not a one-dimensional double precision[] without NULLs ({ndim} dimensions, "
+            f"NULLs {bool(has_null)}, element type {oid})"
+        )
     elements = np.frombuffer(buf, _PG_ELEMENT, n, _PG_ARRAY_HEADER)
     if not (elements["len"] == 8).all():
         raise ValueError("an element of the double precision[] is not 8 bytes")
@@ -166,17 +180,24 @@ def read(conn: sa.Connection, backend: str, sql: str, keys: list[str]) -> pa.Tab
     assert raw is not None  # a checked-out connection always has its driver connection
     if backend == "duckdb":
         table = raw.execute(sql).to_arrow_table()
-        return pa.Table.from_arrays([*(table.column(k).cast(pa.int64()) for k in keys),
-                                     table.column("gaps").cast(pa.list_(pa.float64()))],
-                                    names=[*keys, "gaps"])  # fmt: skip
+        return pa.Table.from_arrays(
+            [*(table.column(k).cast(pa.int64()) for k in keys), table.column("gaps").cast(pa.list_(pa.float64()))],
+            names=[*keys, "gaps"],
+        )
     import psycopg
     from bench_ledger import digest as dg
 
-    record = " || ".join([*(f"int8send(CAST(q.{k} AS BIGINT))" for k in keys),
-                          "int4send(COALESCE(cardinality(q.gaps), 0))",
-                          "int4send(COALESCE(array_ndims(q.gaps), 1))"])  # fmt: skip
-    query = (f"SELECT count(*), string_agg({record}, ''::bytea), "
-             f"string_agg(substring(array_send(q.gaps) FROM {_PG_ARRAY_HEADER + 1}), ''::bytea) FROM ({sql}) q")  # fmt: skip
+    record = " || ".join(
+        [
+            *(f"int8send(CAST(q.{k} AS BIGINT))" for k in keys),
+            "int4send(COALESCE(cardinality(q.gaps), 0))",
+            "int4send(COALESCE(array_ndims(q.gaps), 1))",
+        ]
+    )
+    query = (
+        f"SELECT count(*), string_agg({record}, ''::bytea), "
+        f"string_agg(substring(array_send(q.gaps) FROM {_PG_ARRAY_HEADER + 1}), ''::bytea) FROM ({sql}) q"
+    )
     try:
         n, fields = dg.pg_aggregated_fields(memoryview(dg.pg_copy(raw, query)), 3)
     except psycopg.errors.ProgramLimitExceeded:

@@ -53,12 +53,16 @@ _RAW_WRITE = re.compile(r"^\s*(?:update|delete\s+from|truncate(?:\s+table)?)\s+\
 # Captured rows that describe an artefact (or a capture) and so must be written with it, in its
 # own import transaction, never after (R9: no backfill): key attribute -> what it names.
 _BELONGS_TO = {
-    m.Capture: ("artefact_id", "fresh_artefacts"), m.CaptureField: ("capture_id", "fresh_captures"),
-    m.Request: ("artefact_id", "fresh_artefacts"), m.ChunkGap: ("artefact_id", "fresh_artefacts"),
+    m.Capture: ("artefact_id", "fresh_artefacts"),
+    m.CaptureField: ("capture_id", "fresh_captures"),
+    m.Request: ("artefact_id", "fresh_artefacts"),
+    m.ChunkGap: ("artefact_id", "fresh_artefacts"),
     m.RequestGaps: ("artefact_id", "fresh_artefacts"),
-    m.HardwareSample: ("artefact_id", "fresh_artefacts"), m.LogFact: ("artefact_id", "fresh_artefacts"),
-    m.ArtefactDigest: ("artefact_id", "fresh_artefacts"), m.RequestValue: ("artefact_id", "fresh_artefacts"),
-}  # fmt: skip
+    m.HardwareSample: ("artefact_id", "fresh_artefacts"),
+    m.LogFact: ("artefact_id", "fresh_artefacts"),
+    m.ArtefactDigest: ("artefact_id", "fresh_artefacts"),
+    m.RequestValue: ("artefact_id", "fresh_artefacts"),
+}
 
 
 def install(session: Session) -> Session:
@@ -89,8 +93,10 @@ def take_declared_written(session: Session | None, conn: sa.Connection | None) -
     """The declared rows the transaction wrote (ORM objects flushed, and rows noted on ``conn``), and
     forget them: called once, at its commit or rollback."""
     out: dict[str, set[int]] = {}
-    for source in ((session.info.pop(_WRITTEN, None) if session is not None else None),
-                   (conn.info.pop(_WRITTEN, None) if conn is not None else None)):  # fmt: skip
+    for source in (
+        (session.info.pop(_WRITTEN, None) if session is not None else None),
+        (conn.info.pop(_WRITTEN, None) if conn is not None else None),
+    ):
         for table, ids in (source or {}).items():
             out.setdefault(table, set()).update(ids)
     return out
@@ -123,20 +129,28 @@ def _refuse_backfill(obj: m.Base) -> Refused:
     table = obj.__tablename__
     owner = "capture" if attr == "capture_id" else "artefact"
     return Refused(
-        "R9", f"add a {table} row to {owner} {getattr(obj, attr)}",
+        "R9",
+        f"add a {table} row to {owner} {getattr(obj, attr)}",
         f"that {owner} was imported earlier: what a capture contained is fixed by its own import (no backfill)",
         "import the new data as a new artefact (a new run or batch); a correction is a new row naming what it supersedes",
-    )  # fmt: skip
+    )
 
 
 def _sealed_deployment(session: Session, dep_id: int) -> m.Batch | None:
     """A closed batch that names this deployment (its own, a run's or an artefact's): it is sealed."""
     with session.no_autoflush:
-        return session.scalar(sa.select(m.Batch).where(m.Batch.status == "closed", sa.or_(
-            m.Batch.deployment_id == dep_id,
-            m.Batch.id.in_(sa.select(m.Run.batch_id).where(m.Run.deployment_id == dep_id)),
-            m.Batch.id.in_(sa.select(m.Artefact.batch_id).where(m.Artefact.deployment_id == dep_id)),
-        )).limit(1))  # fmt: skip
+        return session.scalar(
+            sa.select(m.Batch)
+            .where(
+                m.Batch.status == "closed",
+                sa.or_(
+                    m.Batch.deployment_id == dep_id,
+                    m.Batch.id.in_(sa.select(m.Run.batch_id).where(m.Run.deployment_id == dep_id)),
+                    m.Batch.id.in_(sa.select(m.Artefact.batch_id).where(m.Artefact.deployment_id == dep_id)),
+                ),
+            )
+            .limit(1)
+        )
 
 
 def _rule(table: str) -> str:
@@ -145,11 +159,13 @@ def _rule(table: str) -> str:
 
 def _refuse_append_only(table: str, what: str) -> Refused:
     return Refused(
-        _rule(table), f"{what} a {table} row",
-        "captured rows are append-only: a capture stays as it was imported" if _rule(table) == "R9"
+        _rule(table),
+        f"{what} a {table} row",
+        "captured rows are append-only: a capture stays as it was imported"
+        if _rule(table) == "R9"
         else "seals are append-only",
         "import a new artefact (a new run or batch); a correction is a new row naming what it supersedes",
-    )  # fmt: skip
+    )
 
 
 def _closed(session: Session, batch_id: int | None) -> m.Batch | None:
@@ -184,10 +200,11 @@ def _batch_of(session: Session, obj: object) -> int | None:
 
 def _refuse_closed(batch: m.Batch, table: str, what: str) -> Refused:
     return Refused(
-        "R10", f"{what} a {table} row of batch {batch.name!r}",
+        "R10",
+        f"{what} a {table} row of batch {batch.name!r}",
         f"the batch was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC and is sealed",
         "import into a new batch; a correction of an open batch is a new row (`ledger.books.correct_run`)",
-    )  # fmt: skip
+    )
 
 
 def _before_flush(session: Session, flush_context, instances) -> None:
@@ -196,7 +213,9 @@ def _before_flush(session: Session, flush_context, instances) -> None:
         if table in APPEND_ONLY:
             raise _refuse_append_only(table, "delete")
         if isinstance(obj, m.Launch):
-            raise Refused("R10", "delete a launch", "launches are declared history", "record a correction (a new revision)")
+            raise Refused(
+                "R10", "delete a launch", "launches are declared history", "record a correction (a new revision)"
+            )
         if isinstance(obj, m.Batch) and _committed(obj, "status") == "closed":
             raise _refuse_closed(obj, "batch", "delete")
         if isinstance(obj, m.Deployment) and (closed := _sealed_deployment(session, obj.id)) is not None:
@@ -218,11 +237,18 @@ def _before_flush(session: Session, flush_context, instances) -> None:
                 raise _refuse_closed(closed, "deployment", f"update {', '.join(sorted(changed))} of")
         elif isinstance(obj, m.Launch):
             hist = sa.inspect(obj).attrs["log_artefact_id"].history
-            linking = changed == {"log_artefact_id"} and not any(v is not None for v in hist.deleted) and obj.log_artefact_id is not None
+            linking = (
+                changed == {"log_artefact_id"}
+                and not any(v is not None for v in hist.deleted)
+                and obj.log_artefact_id is not None
+            )
             if not linking:
-                raise Refused("R10", f"update {', '.join(sorted(changed))} of launch {obj.id}",
-                              "a launch is corrected by a new revision, not edited",
-                              "add a launch row with revision+1, supersedes_id and correction_reason")  # fmt: skip
+                raise Refused(
+                    "R10",
+                    f"update {', '.join(sorted(changed))} of launch {obj.id}",
+                    "a launch is corrected by a new revision, not edited",
+                    "add a launch row with revision+1, supersedes_id and correction_reason",
+                )
         else:
             for batch_id in {_batch_of(session, obj), getattr(obj, "batch_id", None)}:
                 if (closed := _closed(session, batch_id)) is not None:
@@ -248,16 +274,28 @@ def _check_batch_change(batch: m.Batch, changed: set[str]) -> None:
     was = _committed(batch, "status")
     if was == "closed":
         what = "reopen" if batch.status == "open" else f"change {', '.join(sorted(changed))} of"
-        raise Refused("R10", f"{what} batch {batch.name!r}", "a closed batch stays exactly as it was sealed",
-                      "import into a new batch; corrections of open batches are new rows")  # fmt: skip
+        raise Refused(
+            "R10",
+            f"{what} batch {batch.name!r}",
+            "a closed batch stays exactly as it was sealed",
+            "import into a new batch; corrections of open batches are new rows",
+        )
     if "status" in changed and batch.status == "closed":
         seal_hist = sa.inspect(batch).attrs["seal_digest"].history
         if batch.seal_digest is None or batch.closed_at is None or any(v is not None for v in seal_hist.deleted):
-            raise Refused("R10", f"close batch {batch.name!r} without a seal", "closing seals the batch",
-                          "use `ledger close` (ledger.books.close_batch)")  # fmt: skip
+            raise Refused(
+                "R10",
+                f"close batch {batch.name!r} without a seal",
+                "closing seals the batch",
+                "use `ledger close` (ledger.books.close_batch)",
+            )
     elif changed & {"seal_digest", "closed_at"}:
-        raise Refused("R10", f"set {', '.join(sorted(changed & {'seal_digest', 'closed_at'}))} of open batch {batch.name!r}",
-                      "only closing sets them", "use `ledger close`")  # fmt: skip
+        raise Refused(
+            "R10",
+            f"set {', '.join(sorted(changed & {'seal_digest', 'closed_at'}))} of open batch {batch.name!r}",
+            "only closing sets them",
+            "use `ledger close`",
+        )
 
 
 def _on_execute(state: ORMExecuteState) -> None:
@@ -272,22 +310,41 @@ def _on_execute(state: ORMExecuteState) -> None:
     if table in BULK_GUARDED:
         if table in APPEND_ONLY:
             raise _refuse_append_only(table, what)
-        raise Refused("R10", f"{what} table {table}", "rows of declared tables are checked one by one (closed batches)",
-                      "change objects through the session, or record a correction")  # fmt: skip
+        raise Refused(
+            "R10",
+            f"{what} table {table}",
+            "rows of declared tables are checked one by one (closed batches)",
+            "change objects through the session, or record a correction",
+        )
 
 
 # The triggers migrations 0005, 0008, 0010, 0011, 0012, 0013, 0014 and 0018 create on PostgreSQL: (table, trigger
 # name). None on the view chunk_gap (migration 0014): its rows are request_gaps', which has them all.
 EXPECTED_PG_TRIGGERS: tuple[tuple[str, str], ...] = (
-    *((t, n) for t in (*m.CAPTURED_TABLES, *SEAL_TABLES) for n in ("ledger_append_only", "ledger_append_only_truncate")),
+    *(
+        (t, n)
+        for t in (*m.CAPTURED_TABLES, *SEAL_TABLES)
+        for n in ("ledger_append_only", "ledger_append_only_truncate")
+    ),
     *((t, "ledger_closed_batch") for t in ("run", "published_value", "artefact", "batch")),
     ("batch", "ledger_closed_batch_truncate"),
     ("launch", "ledger_launch"),
     ("deployment", "ledger_sealed_deployment"),
     *((t, n) for t in DECLARED_TABLES for n in ("ledger_writer_only", "ledger_writer_only_truncate")),
-    *((t, "ledger_no_backfill") for t in ("capture", "capture_field", "request", "request_gaps", "hardware_sample", "log_fact",
-                                           "artefact_digest", "request_value")),
-)  # fmt: skip
+    *(
+        (t, "ledger_no_backfill")
+        for t in (
+            "capture",
+            "capture_field",
+            "request",
+            "request_gaps",
+            "hardware_sample",
+            "log_fact",
+            "artefact_digest",
+            "request_value",
+        )
+    ),
+)
 
 
 def trigger_problems(conn: sa.Connection, backend: str) -> list[str]:
@@ -296,20 +353,26 @@ def trigger_problems(conn: sa.Connection, backend: str) -> list[str]:
     DuckDB 1.x has no triggers: nothing to check there (the seal is the guard)."""
     if backend != "postgresql":
         return []
-    rows = conn.execute(sa.text(
-        "SELECT c.relname, t.tgname, t.tgenabled FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
-        "WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal"
-    )).all()  # fmt: skip
+    rows = conn.execute(
+        sa.text(
+            "SELECT c.relname, t.tgname, t.tgenabled FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid "
+            "WHERE c.relnamespace = current_schema()::regnamespace AND NOT t.tgisinternal"
+        )
+    ).all()
     found = {(r[0], r[1]): str(r[2]) for r in rows}
     out = []
     for table, name in EXPECTED_PG_TRIGGERS:
         state = found.get((table, name))
         if state is None:
-            out.append(f"trigger {name} on {table} is missing: raw SQL can change {table} unrefused (`ledger init` does not "
-                       "re-create it; restore it from migrations 0005/0010/0018)")  # fmt: skip
+            out.append(
+                f"trigger {name} on {table} is missing: raw SQL can change {table} unrefused (`ledger init` does not "
+                "re-create it; restore it from migrations 0005/0010/0018)"
+            )
         elif state not in ("O", "A"):
-            out.append(f"trigger {name} on {table} is disabled (tgenabled {state!r}): "
-                       f"ALTER TABLE {table} ENABLE TRIGGER {name}")  # fmt: skip
+            out.append(
+                f"trigger {name} on {table} is disabled (tgenabled {state!r}): "
+                f"ALTER TABLE {table} ENABLE TRIGGER {name}"
+            )
     return out
 
 

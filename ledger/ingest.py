@@ -140,9 +140,17 @@ def import_file(
     def attempt() -> ImportResult:
         sha, size = check_not_imported(ledger, path)
         try:
-            parsed = importer.parse(path, rec.ParseOptions(node=target.node, time_zone=target.time_zone,
-                                                           start=target.start, interval_s=target.interval_s))
-        except (ValidationError, RecursionError, UnicodeEncodeError) as exc:  # the parser's first steps; the streamed rest: translated()
+            parsed = importer.parse(
+                path,
+                rec.ParseOptions(
+                    node=target.node, time_zone=target.time_zone, start=target.start, interval_s=target.interval_s
+                ),
+            )
+        except (
+            ValidationError,
+            RecursionError,
+            UnicodeEncodeError,
+        ) as exc:  # the parser's first steps; the streamed rest: translated()
             raise rec.as_parse_error(path, exc) from None
         return write_artefact(ledger, path, sha, size, parsed, importer.name, package_version(), target, progress)
 
@@ -159,8 +167,9 @@ K = TypeVar("K")
 Outcome = Callable[[Callable[[int], None] | None], ImportResult]  # called with a progress callback
 
 
-def import_files(ledger: Ledger, files: Iterable[tuple[Path, Callable[[], Parser], K]],
-                 target: ImportTarget) -> Iterator[tuple[Path, K, Outcome]]:  # fmt: skip
+def import_files(
+    ledger: Ledger, files: Iterable[tuple[Path, Callable[[], Parser], K]], target: ImportTarget
+) -> Iterator[tuple[Path, K, Outcome]]:
     """Import files in order, each as :func:`import_file` would one after the other; yields per file
     (path, key, outcome), where calling ``outcome(progress)`` returns its :class:`ImportResult` or
     raises what :func:`import_file` would have raised (``files`` gives each file with the call that
@@ -195,6 +204,7 @@ def import_files(ledger: Ledger, files: Iterable[tuple[Path, Callable[[], Parser
     def alone(path: Path, choose: Callable[[], Parser]) -> Outcome:
         def outcome(progress: Callable[[int], None] | None = None) -> ImportResult:
             return import_file(ledger, path, choose(), target, progress)
+
         return outcome
 
     def prepare(items: list[tuple[Path, Parser, K]]) -> list:
@@ -285,19 +295,25 @@ def import_files(ledger: Ledger, files: Iterable[tuple[Path, Callable[[], Parser
 
 def _raises(exc: Exception) -> Callable[..., ImportResult]:
     """An outcome that raises ``exc`` (a file already in the ledger)."""
+
     def outcome(*_: object) -> ImportResult:
         raise exc
+
     return outcome
 
 
 def _given(value: T) -> Callable[..., T]:
     """A call that returns ``value`` (an importer chosen already, a group's result)."""
+
     def given(*_: object) -> T:
         return value
+
     return given
 
 
-def _prepared(ledger: Ledger, items: list[tuple[Path, Parser, K]], target: ImportTarget, claimed: set[str] | None = None):
+def _prepared(
+    ledger: Ledger, items: list[tuple[Path, Parser, K]], target: ImportTarget, claimed: set[str] | None = None
+):
     """The files of a group in order, each ("group", (Parsed, parser, key)) when it can be written
     with the others, ("known", (path, AlreadyImported, key)) when its bytes were in the ledger, else
     ("alone", (path, parser, key)). Hashes, one query for the hashes already in the ledger (with what
@@ -313,13 +329,19 @@ def _prepared(ledger: Ledger, items: list[tuple[Path, Parser, K]], target: Impor
         hashed.append((path, imp, key, sha, size))
     A = m.Artefact
     with ledger.session() as s:
-        stored = {r.sha256: r for r in s.execute(sa.select(A.sha256, A.id, A.file_name, A.format)
-                                                 .where(A.sha256.in_([h[3] for h in hashed if h[3]])))}  # fmt: skip
+        stored = {
+            r.sha256: r
+            for r in s.execute(
+                sa.select(A.sha256, A.id, A.file_name, A.format).where(A.sha256.in_([h[3] for h in hashed if h[3]]))
+            )
+        }
     known = set(stored)
     if claimed is not None:
         known |= claimed & {h[3] for h in hashed}
         claimed.update(h[3] for h in hashed if h[3])
-    options = rec.ParseOptions(node=target.node, time_zone=target.time_zone, start=target.start, interval_s=target.interval_s)
+    options = rec.ParseOptions(
+        node=target.node, time_zone=target.time_zone, start=target.start, interval_s=target.interval_s
+    )
     todo = [h for h in hashed if h[3] and h[3] not in known]
     many: dict[Path, rec.ParsedArtefact | None] = {}
     for imp in {id(h[1]): h[1] for h in todo}.values():
@@ -338,15 +360,22 @@ def _prepared(ledger: Ledger, items: list[tuple[Path, Parser, K]], target: Impor
                 parsed = None
             else:
                 own = {r.info.label for r in runs}
-                if (not isinstance(parsed.samples, list) or parsed.samples or parsed.log_facts or own & labels
-                        or any(r.info.pairing is not None for r in runs)):  # fmt: skip
+                if (
+                    not isinstance(parsed.samples, list)
+                    or parsed.samples
+                    or parsed.log_facts
+                    or own & labels
+                    or any(r.info.pairing is not None for r in runs)
+                ):
                     parsed = None
                 else:
                     parsed.runs = runs
                     labels |= own
         if sha is not None:
             seen.add(sha)
-        if sha is not None and sha in stored:  # in the ledger before this command: what import_file would raise, without its hash and query
+        if (
+            sha is not None and sha in stored
+        ):  # in the ledger before this command: what import_file would raise, without its hash and query
             art = stored[sha]
             yield "known", (path, already_imported(path, sha, art.id, art.file_name, art.format), key)
         elif parsed is None or sha is None:
@@ -365,10 +394,17 @@ def runs_of_artefact(ledger: Ledger, artefact_id: int) -> list[tuple[int, str, s
 
     R, C, B = m.Run.__table__, m.Capture.__table__, m.Batch.__table__
     with ledger.session() as s:
-        return [tuple(r) for r in s.execute(
-            sa.select(R.c.id, R.c.label, B.c.name).select_from(C)
-            .join(R, sa.and_(sa.func.coalesce(R.c.origin_id, R.c.id) == C.c.run_id, current(R)))
-            .join(B, B.c.id == R.c.batch_id).where(C.c.artefact_id == artefact_id).order_by(R.c.id))]  # fmt: skip
+        return [
+            tuple(r)
+            for r in s.execute(
+                sa.select(R.c.id, R.c.label, B.c.name)
+                .select_from(C)
+                .join(R, sa.and_(sa.func.coalesce(R.c.origin_id, R.c.id) == C.c.run_id, current(R)))
+                .join(B, B.c.id == R.c.batch_id)
+                .where(C.c.artefact_id == artefact_id)
+                .order_by(R.c.id)
+            )
+        ]
 
 
 def options_not_applied(ledger: Ledger, artefact_id: int, target: ImportTarget) -> tuple[str, list[str]]:
@@ -382,11 +418,18 @@ def options_not_applied(ledger: Ledger, artefact_id: int, target: ImportTarget) 
     note = art.note or ""
     zone = note.split(rec.DECLARED_ZONE, 1)[1].split(";", 1)[0] if rec.DECLARED_ZONE in note else None
     takes_zone = zone is not None or rec.UNCONFIRMED_ZONE in note  # a format whose sample times are host-local
-    where = [f"batch {batch!r}" if batch else "no batch", f"deployment {dep!r}" if dep else "no deployment",
-             f"node {art.node!r}" if art.node else "no node"]  # fmt: skip
+    where = [
+        f"batch {batch!r}" if batch else "no batch",
+        f"deployment {dep!r}" if dep else "no deployment",
+        f"node {art.node!r}" if art.node else "no node",
+    ]
     where += [f"time zone {zone!r}" if zone else rec.UNCONFIRMED_ZONE] if takes_zone else []
-    asked = [("--batch", target.batch, batch, True), ("--deployment", target.deployment, dep, True),
-             ("--node", target.node, art.node, True), ("--time-zone", target.time_zone, zone, takes_zone)]  # fmt: skip
+    asked = [
+        ("--batch", target.batch, batch, True),
+        ("--deployment", target.deployment, dep, True),
+        ("--node", target.node, art.node, True),
+        ("--time-zone", target.time_zone, zone, takes_zone),
+    ]
     differ = [f"{opt} {given!r}" for opt, given, held, applies in asked if applies and given not in (None, held)]
     return ", ".join(where), differ
 
@@ -403,8 +446,10 @@ def check_not_imported(ledger: Ledger, path: Path) -> tuple[str, int]:
 
 def already_imported(path: Path, sha: str, artefact_id: int, file_name: str, fmt: str) -> AlreadyImported:
     """What importing ``path`` raises when artefact ``artefact_id`` holds its bytes."""
-    return AlreadyImported(f"{path}: already imported as artefact {artefact_id} ({file_name}, {fmt}, sha256 {sha[:12]}…); "
-                           "nothing changed", artefact_id)  # fmt: skip
+    return AlreadyImported(
+        f"{path}: already imported as artefact {artefact_id} ({file_name}, {fmt}, sha256 {sha[:12]}…); nothing changed",
+        artefact_id,
+    )
 
 
 @dataclass
@@ -458,17 +503,25 @@ def write_artefacts(
     raise :class:`GroupSplit` (the backfill check reads earlier captures from the database); the
     caller imports that group's files one by one. ``analyze``: refresh PostgreSQL's statistics after
     a large write (the caller may do it once for many)."""
-    for what, name in (("the batch name", target.batch), ("the run label", target.run),
-                       ("the deployment name", target.deployment), ("the node name", target.node)):  # fmt: skip
+    for what, name in (
+        ("the batch name", target.batch),
+        ("the run label", target.run),
+        ("the deployment name", target.deployment),
+        ("the node name", target.node),
+    ):
         if name is not None and (why := rec.name_violation(what, name)):
             raise InputError(f"{files[0].path}: {why}")
     results: list[ImportResult] = []
     # the writer thread's COPY ends before the transaction does: closed first (ExitStack), also on an error
     with ledger.session() as s, contextlib.ExitStack() as cleanup:
         shas = [f.sha for f in files]
-        for done in s.scalars(sa.select(m.Artefact).where(m.Artefact.sha256.in_(shas))):  # imported concurrently since the check
+        for done in s.scalars(
+            sa.select(m.Artefact).where(m.Artefact.sha256.in_(shas))
+        ):  # imported concurrently since the check
             path = files[shas.index(done.sha256)].path
-            raise AlreadyImported(f"{path}: already imported as artefact {done.id} (sha256 {done.sha256[:12]}…); nothing changed", done.id)
+            raise AlreadyImported(
+                f"{path}: already imported as artefact {done.id} (sha256 {done.sha256[:12]}…); nothing changed", done.id
+            )
         for f in files:  # the artefact row's texts (a note may quote the file's header): refused on both backends
             for what, text in (("note", f.parsed.note), ("format_version", f.parsed.format_version)):
                 problem = rec.text_violation(f"the artefact's {what}", text) if text else None
@@ -494,20 +547,36 @@ def write_artefacts(
         # the artefact rows, one statement for the group (an insert, allowed; the batch was checked open);
         # each copy is in place before its row names it (a row is never updated afterwards, R9)
         art_ids = next_ids(conn, ledger.backend, "artefact", len(files))
-        art_rows: list[dict[str, Any]] = [dict(
-            id=art_id, sha256=f.sha, size_bytes=f.size, file_name=shown_name(f.path), format=f.parsed.format,
-            stored_path=store_copy(f.path, f.sha, target.store_copy) if target.store_copy is not None else None,
-            format_version=f.parsed.format_version, importer=f.importer, importer_version=importer_version,
-            imported_at=now(), batch_id=batch.id if batch else None, deployment_id=deployment_id,
-            node=target.node, note=f.parsed.note,
-        ) for art_id, f in zip(art_ids, files, strict=True)]  # fmt: skip
+        art_rows: list[dict[str, Any]] = [
+            dict(
+                id=art_id,
+                sha256=f.sha,
+                size_bytes=f.size,
+                file_name=shown_name(f.path),
+                format=f.parsed.format,
+                stored_path=store_copy(f.path, f.sha, target.store_copy) if target.store_copy is not None else None,
+                format_version=f.parsed.format_version,
+                importer=f.importer,
+                importer_version=importer_version,
+                imported_at=now(),
+                batch_id=batch.id if batch else None,
+                deployment_id=deployment_id,
+                node=target.node,
+                note=f.parsed.note,
+            )
+            for art_id, f in zip(art_ids, files, strict=True)
+        ]
         bulk_insert(conn, ledger.backend, "artefact", _arrow_of(m.Artefact.__table__, art_rows, conn.dialect))
         guards.bulk_created_artefacts(s, art_ids)
         for f, art_id in zip(files, art_ids, strict=True):
             path, parsed = f.path, f.parsed
-            result = ImportResult(artefact_id=art_id, sha256=f.sha, format=parsed.format,
-                                  created_batch=batch.name if created and batch is not None and not results else None,
-                                  notes=[f"{path.name}: {parsed.notice}"] if parsed.notice else [])  # fmt: skip
+            result = ImportResult(
+                artefact_id=art_id,
+                sha256=f.sha,
+                format=parsed.format,
+                created_batch=batch.name if created and batch is not None and not results else None,
+                notes=[f"{path.name}: {parsed.notice}"] if parsed.notice else [],
+            )
             results.append(result)
             one = _Art(art_id, path, result, held.setdefault(art_id, seal3.HeldRows()))
             seen = 0
@@ -517,7 +586,9 @@ def write_artefacts(
                 if batch is None:
                     raise UsageError(f"{path}: holds benchmark runs; name the batch they belong to with --batch")
                 if target.run and seen:
-                    raise InputError(f"{path}: holds several runs; --run can name only one (omit it to label runs from the file)")
+                    raise InputError(
+                        f"{path}: holds several runs; --run can name only one (omit it to label runs from the file)"
+                    )
                 seen += 1
                 if (model := pr.info.factors.get("model")) is not None and deployment_id is not None:
                     _refuse_other_model(s, path, deployment_id, model)
@@ -532,8 +603,13 @@ def write_artefacts(
                     matcher.notes = result.notes
                     label = matcher.resolve(path, pr, parsed.format)
                 if label in used:
-                    raise ParseError(path, pr.info.locator, "run label", f"{pr.info.label!r} belongs to run {label!r}, "
-                                     f"as {used[label]!r} of this file does; one file holds one capture per run")  # fmt: skip
+                    raise ParseError(
+                        path,
+                        pr.info.locator,
+                        "run label",
+                        f"{pr.info.label!r} belongs to run {label!r}, "
+                        f"as {used[label]!r} of this file does; one file holds one capture per run",
+                    )
                 used[label] = pr.info.label
                 if landed.setdefault(label, path) != path:
                     raise GroupSplit(f"{path}: run {label!r} also gets a capture from {landed[label]} of this group")
@@ -545,8 +621,10 @@ def write_artefacts(
                 rows.flush()
             if named_launches:
                 if deployment_id is None:
-                    result.launch_note = (f"the file names launch {', '.join(sorted(named_launches))}: no launch row without "
-                                          "a deployment (--deployment, or the batch's); kept as run.metadata.launch")  # fmt: skip
+                    result.launch_note = (
+                        f"the file names launch {', '.join(sorted(named_launches))}: no launch row without "
+                        "a deployment (--deployment, or the batch's); kept as run.metadata.launch"
+                    )
                 else:
                     result.launches = [_launch(s, deployment_id, name) for name in sorted(named_launches)]
 
@@ -554,7 +632,9 @@ def write_artefacts(
             for chunk in samples:
                 s.flush()
                 if isinstance(chunk, rec.WideSamples):
-                    result.samples += _write_wide_samples(conn, ledger.backend, art_id, target.node, chunk, path, one.held)
+                    result.samples += _write_wide_samples(
+                        conn, ledger.backend, art_id, target.node, chunk, path, one.held
+                    )
                 else:
                     result.samples += _write_samples(conn, ledger.backend, art_id, target.node, chunk, path, one.held)
                 if progress is not None:
@@ -562,15 +642,25 @@ def write_artefacts(
 
             if parsed.log_facts:
                 s.add_all(
-                    m.LogFact(artefact_id=art_id, line=lf.line, kind=lf.kind, process=lf.process, value=lf.value,
-                              text=lf.text, unit=lf.unit, logged_at=lf.logged_at)
+                    m.LogFact(
+                        artefact_id=art_id,
+                        line=lf.line,
+                        kind=lf.kind,
+                        process=lf.process,
+                        value=lf.value,
+                        text=lf.text,
+                        unit=lf.unit,
+                        logged_at=lf.logged_at,
+                    )
                     for lf in parsed.log_facts
-                )  # fmt: skip
+                )
                 result.log_facts = len(parsed.log_facts)
             if target.launch is not None:
                 dep_name, attempt = target.launch
                 dep = Ledger.get_deployment(s, dep_name)
-                launch = s.scalar(sa.select(m.Launch).where(m.Launch.deployment_id == dep.id, m.Launch.attempt == attempt))
+                launch = s.scalar(
+                    sa.select(m.Launch).where(m.Launch.deployment_id == dep.id, m.Launch.attempt == attempt)
+                )
                 if launch is not None and launch.log_artefact_id is None:
                     launch.log_artefact_id = art_id
             result.published += _write_published(
@@ -609,10 +699,12 @@ def _refuse_other_model(s: Session, path: Path, deployment_id: int, model: rec.S
     ``factors.same_model``: a local path or hub id names the model by its last part)."""
     dep = s.get_one(m.Deployment, deployment_id)
     if dep.model is not None and not factors.same_model(dep.model, model.value):
-        raise Refused("R6", f"import {path.name} into deployment {dep.name!r}",
-                      f"the file states model {model.value!r} ({model.at}); deployment {dep.name!r} declares "
-                      f"model {dep.model!r}", "import it with the deployment that served that model (--deployment), "
-                      "or correct the declaration")  # fmt: skip
+        raise Refused(
+            "R6",
+            f"import {path.name} into deployment {dep.name!r}",
+            f"the file states model {model.value!r} ({model.at}); deployment {dep.name!r} declares model {dep.model!r}",
+            "import it with the deployment that served that model (--deployment), or correct the declaration",
+        )
 
 
 def _launch(s: Session, deployment_id: int, label: str) -> str:
@@ -620,13 +712,24 @@ def _launch(s: Session, deployment_id: int, label: str) -> str:
     folder, a vLLM sweep SERVE setting): the existing one, else a new row with the next attempt
     number, outcome ``unknown`` (the files do not say how the start went). A concurrent import that
     took the same attempt number conflicts on (deployment, attempt, revision) and runs again."""
-    found = s.scalars(sa.select(m.Launch).where(m.Launch.deployment_id == deployment_id, m.Launch.label == label)
-                      .order_by(m.Launch.revision.desc())).first()  # fmt: skip
+    found = s.scalars(
+        sa.select(m.Launch)
+        .where(m.Launch.deployment_id == deployment_id, m.Launch.label == label)
+        .order_by(m.Launch.revision.desc())
+    ).first()
     dep = s.get_one(m.Deployment, deployment_id)
     if found is None:
         last = s.scalar(sa.select(sa.func.max(m.Launch.attempt)).where(m.Launch.deployment_id == deployment_id))
-        found = m.Launch(deployment_id=deployment_id, attempt=(last or 0) + 1, outcome="unknown", seconds_to_ready=None,
-                         seconds_to_ready_flag="n/a", revision=0, recorded_at=now(), label=label)  # fmt: skip
+        found = m.Launch(
+            deployment_id=deployment_id,
+            attempt=(last or 0) + 1,
+            outcome="unknown",
+            seconds_to_ready=None,
+            seconds_to_ready_flag="n/a",
+            revision=0,
+            recorded_at=now(),
+            label=label,
+        )
         s.add(found)
         s.flush()
     return f"{dep.name}#{found.attempt} ({label})"
@@ -694,9 +797,12 @@ def _batch(s: Session, name: str) -> tuple[m.Batch, bool]:
     created = False
     if batch is None:
         inserted = s.execute(
-            sa.text("INSERT INTO batch (name, status, created_at) VALUES (:name, 'open', :at) "
-                    "ON CONFLICT (name) DO NOTHING RETURNING id"), {"name": name, "at": now()},
-        ).scalar()  # fmt: skip
+            sa.text(
+                "INSERT INTO batch (name, status, created_at) VALUES (:name, 'open', :at) "
+                "ON CONFLICT (name) DO NOTHING RETURNING id"
+            ),
+            {"name": name, "at": now()},
+        ).scalar()
         created = inserted is not None
         if inserted is not None:
             guards.declared_written(s.connection(), "batch", [inserted])
@@ -705,9 +811,11 @@ def _batch(s: Session, name: str) -> tuple[m.Batch, bool]:
         raise NotFound(f"batch {name!r} vanished while it was being created")
     if batch.status == "closed":
         raise Refused(
-            "R10", f"import into batch {name!r}", f"the batch was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC and is sealed",
+            "R10",
+            f"import into batch {name!r}",
+            f"the batch was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC and is sealed",
             "import into a new batch; a correction names what it supersedes",
-        )  # fmt: skip
+        )
     return batch, created
 
 
@@ -730,8 +838,9 @@ def translated(path: Path, items: Iterable):
         yield item
 
 
-def refuse_outside_domain(path: Path | Callable[[int], Path], table: pa.Table, domains: dict[str, rec.Domain],
-                          what: str = "record") -> None:  # fmt: skip
+def refuse_outside_domain(
+    path: Path | Callable[[int], Path], table: pa.Table, domains: dict[str, rec.Domain], what: str = "record"
+) -> None:
     """Refuse a bulk table (requests, chunk gaps, samples) holding a value outside its field's domain
     (:mod:`ledger.records`), naming the file (``path``, or the file of a row), the line and the field."""
     v = rec.arrow_violation(table, domains)
@@ -741,10 +850,14 @@ def refuse_outside_domain(path: Path | Callable[[int], Path], table: pa.Table, d
         path = path(v.row)
     names = table.column_names
     line = table.column("line")[v.row].as_py() if "line" in names else None
-    idx = (table.column("idx") if "idx" in names else table.column("request_idx") if "request_idx" in names else None)
+    idx = table.column("idx") if "idx" in names else table.column("request_idx") if "request_idx" in names else None
     idx = idx[v.row].as_py() if idx is not None else None
-    where = ", ".join(x for x in (f"line {line}" if line is not None else None,
-                                  f"{what} {idx}" if idx is not None else None) if x) or None  # fmt: skip
+    where = (
+        ", ".join(
+            x for x in (f"line {line}" if line is not None else None, f"{what} {idx}" if idx is not None else None) if x
+        )
+        or None
+    )
     raise ParseError(path, where, v.column, v.problem)
 
 
@@ -765,12 +878,23 @@ def refuse_gap_outside_domain(path: Path | Callable[[int], Path], table: pa.Tabl
 
 def _described(info: rec.RunInfo, artefact_id: int) -> dict:
     return dict(
-        input_target_tokens=info.input_target_tokens, output_cap_tokens=info.output_cap_tokens,
-        concurrency=info.concurrency, request_count=info.request_count, request_rate=info.request_rate,
-        seed=info.seed, dataset=info.dataset, tool=info.tool, tool_version=info.tool_version,
-        started_at=info.started_at, ended_at=info.ended_at, duration_s=info.duration_s, artefact_id=artefact_id,
-        metadata_json=json.dumps(meta, sort_keys=True, ensure_ascii=False) if (meta := pairing.metadata_of(info)) else None,
-    )  # fmt: skip
+        input_target_tokens=info.input_target_tokens,
+        output_cap_tokens=info.output_cap_tokens,
+        concurrency=info.concurrency,
+        request_count=info.request_count,
+        request_rate=info.request_rate,
+        seed=info.seed,
+        dataset=info.dataset,
+        tool=info.tool,
+        tool_version=info.tool_version,
+        started_at=info.started_at,
+        ended_at=info.ended_at,
+        duration_s=info.duration_s,
+        artefact_id=artefact_id,
+        metadata_json=json.dumps(meta, sort_keys=True, ensure_ascii=False)
+        if (meta := pairing.metadata_of(info))
+        else None,
+    )
 
 
 def _learned_metadata(kept: str | None, brought: str | None) -> str | None:
@@ -836,8 +960,16 @@ class _RunWriter:
     RUNS = 256  # runs per chunk
     ROWS = 200_000  # or fewer runs, once this many requests are buffered (memory)
 
-    def __init__(self, s: Session, conn: sa.Connection, backend: str, batch: m.Batch | None, deployment_id: int | None,
-                 rows: _Pending, progress: Callable[[int], None] | None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        s: Session,
+        conn: sa.Connection,
+        backend: str,
+        batch: m.Batch | None,
+        deployment_id: int | None,
+        rows: _Pending,
+        progress: Callable[[int], None] | None,
+    ) -> None:
         self.s, self.conn, self.backend = s, conn, backend
         self.batch, self.deployment_id, self.rows, self.progress = batch, deployment_id, rows, progress
         self.chunk: list[tuple[str, rec.ParsedRun, _Art]] = []
@@ -863,7 +995,9 @@ class _RunWriter:
         self._write_captures(chunk, ids)
         self._write_request_rows(chunk, ids)
 
-    def _resolve_runs(self, chunk: list[tuple[str, rec.ParsedRun, _Art]]) -> tuple[dict[str, m.Run], dict[str, tuple[int, int]]]:
+    def _resolve_runs(
+        self, chunk: list[tuple[str, rec.ParsedRun, _Art]]
+    ) -> tuple[dict[str, m.Run], dict[str, tuple[int, int]]]:
         """The batch's existing runs of the chunk's labels (newest revision), which learn what they did
         not know yet (never overwritten), and the new runs, inserted. Returns the existing runs and,
         per label, (run id, key): the key is the first revision's id, which captures point at."""
@@ -895,10 +1029,17 @@ class _RunWriter:
                         row[key] = value
             else:
                 new_rows[label] = dict(
-                    batch_id=batch.id, label=label, deployment_id=self.deployment_id, **described,
-                    warm_prefix_cache="unknown", warm_process="unknown", warm_compile="unknown",
-                    warm_file_cache="unknown", revision=0, recorded_at=now(),
-                )  # fmt: skip
+                    batch_id=batch.id,
+                    label=label,
+                    deployment_id=self.deployment_id,
+                    **described,
+                    warm_prefix_cache="unknown",
+                    warm_process="unknown",
+                    warm_compile="unknown",
+                    warm_file_cache="unknown",
+                    revision=0,
+                    recorded_at=now(),
+                )
         ids: dict[str, tuple[int, int]] = {lab: (r.id, r.origin_id or r.id) for lab, r in found.items()}
         if new_rows:
             for rid, row in zip(next_ids(conn, self.backend, "run", len(new_rows)), new_rows.values(), strict=True):
@@ -907,21 +1048,25 @@ class _RunWriter:
             bulk_insert(conn, self.backend, "run", _arrow_of(m.Run.__table__, list(new_rows.values()), conn.dialect))
         return found, ids
 
-    def _refuse_backfills(self, chunk: list[tuple[str, rec.ParsedRun, _Art]], found: dict[str, m.Run],
-                          ids: dict[str, tuple[int, int]]) -> None:  # fmt: skip
+    def _refuse_backfills(
+        self, chunk: list[tuple[str, rec.ParsedRun, _Art]], found: dict[str, m.Run], ids: dict[str, tuple[int, int]]
+    ) -> None:
         """R9 against the earlier captures of the runs that existed before this chunk."""
         s = self.s
         earlier: dict[int, list[tuple[int, int, set[str]]]] = {}
         old_keys = sorted({ids[lab][1] for lab in found})
         if old_keys:
             caps = s.execute(
-                sa.select(m.Capture.id, m.Capture.artefact_id, m.Capture.record_count, m.Capture.run_id)
-                .where(m.Capture.run_id.in_(old_keys))
+                sa.select(m.Capture.id, m.Capture.artefact_id, m.Capture.record_count, m.Capture.run_id).where(
+                    m.Capture.run_id.in_(old_keys)
+                )
             ).all()
             fields: dict[int, set[str]] = {c.id: set() for c in caps}
             if caps:
                 for cap_id, f in s.execute(
-                    sa.select(m.CaptureField.capture_id, m.CaptureField.field).where(m.CaptureField.capture_id.in_(list(fields)))
+                    sa.select(m.CaptureField.capture_id, m.CaptureField.field).where(
+                        m.CaptureField.capture_id.in_(list(fields))
+                    )
                 ):
                     fields[cap_id].add(f)
             for c in caps:
@@ -941,9 +1086,19 @@ class _RunWriter:
         for cap_id, (label, pr, art) in zip(cap_ids, chunk, strict=True):
             key = ids[label][1]
             pc = pr.capture
-            caps_rows.append(dict(id=cap_id, artefact_id=art.id, run_id=key, record_count=pc.record_count,
-                                  sampled=pc.sampled, sample_note=pc.sample_note, clock=pc.clock,
-                                  token_source=pc.token_source, success_rule=pc.success_rule))  # fmt: skip
+            caps_rows.append(
+                dict(
+                    id=cap_id,
+                    artefact_id=art.id,
+                    run_id=key,
+                    record_count=pc.record_count,
+                    sampled=pc.sampled,
+                    sample_note=pc.sample_note,
+                    clock=pc.clock,
+                    token_source=pc.token_source,
+                    success_rule=pc.success_rule,
+                )
+            )
             field_rows.extend(dict(capture_id=cap_id, field=f) for f in pc.fields)
             pub_rows.extend(_published_row(p, art.id, batch.id, key, self.deployment_id, stamp) for p in pr.published)
             art.result.published += len(pr.published)
@@ -955,7 +1110,9 @@ class _RunWriter:
                 row["id"] = pid
             bulk_insert(conn, self.backend, "published_value", _arrow_of(m.PublishedValue.__table__, pub_rows, dialect))
 
-    def _write_request_rows(self, chunk: list[tuple[str, rec.ParsedRun, _Art]], ids: dict[str, tuple[int, int]]) -> None:
+    def _write_request_rows(
+        self, chunk: list[tuple[str, rec.ParsedRun, _Art]], ids: dict[str, tuple[int, int]]
+    ) -> None:
         """Each run's request and request-gaps rows; a record outside its domain names file, line and field.
 
         The runs of the chunk (consecutive runs of one artefact, or a group's files of a run each)
@@ -1001,30 +1158,63 @@ def _named_records(path: Path) -> Iterator[None]:
     try:
         yield
     except rec.RecordError as exc:
-        where = ", ".join(x for x in (f"line {exc.line}" if exc.line is not None else None,
-                                      f"record {exc.idx}" if exc.idx is not None else None) if x)  # fmt: skip
+        where = ", ".join(
+            x
+            for x in (
+                f"line {exc.line}" if exc.line is not None else None,
+                f"record {exc.idx}" if exc.idx is not None else None,
+            )
+            if x
+        )
         raise ParseError(path, where or None, exc.field, exc.problem) from None
 
 
-def _published_row(p: rec.Published, artefact_id: int, batch_id: int | None, run_id: int | None,
-                   deployment_id: int | None, stamp) -> dict:  # fmt: skip
+def _published_row(
+    p: rec.Published, artefact_id: int, batch_id: int | None, run_id: int | None, deployment_id: int | None, stamp
+) -> dict:
     return dict(
-        artefact_id=artefact_id, key=p.key, text=p.text, value=p.value, unit=p.unit, quantity_kind=p.quantity_kind,
-        precision=p.precision, flag=p.flag, na_reason=p.na_reason, batch_id=batch_id, run_id=run_id,
-        deployment_id=deployment_id, locator=p.locator, note=p.note, revision=0, recorded_at=stamp,
-    )  # fmt: skip
+        artefact_id=artefact_id,
+        key=p.key,
+        text=p.text,
+        value=p.value,
+        unit=p.unit,
+        quantity_kind=p.quantity_kind,
+        precision=p.precision,
+        flag=p.flag,
+        na_reason=p.na_reason,
+        batch_id=batch_id,
+        run_id=run_id,
+        deployment_id=deployment_id,
+        locator=p.locator,
+        note=p.note,
+        revision=0,
+        recorded_at=stamp,
+    )
 
 
 _REQUEST_SCHEMA = pa.schema(
     [
-        ("artefact_id", pa.int32()), ("idx", pa.int32()), ("run_id", pa.int32()), ("line", pa.int32()),
-        ("status", pa.string()), ("error", pa.string()), ("retries", pa.int32()),
-        ("input_tokens", pa.int32()), ("output_tokens", pa.int32()), ("clock", pa.string()),
-        ("send_ns", pa.int64()), ("first_token_ns", pa.int64()), ("end_ns", pa.int64()),
-        ("ttft_s", pa.float64()), ("latency_s", pa.float64()), ("queue_s", pa.float64()),
-        ("itl_mean_s", pa.float64()), ("chunk_count", pa.int32()), ("cached_tokens", pa.int32()),
+        ("artefact_id", pa.int32()),
+        ("idx", pa.int32()),
+        ("run_id", pa.int32()),
+        ("line", pa.int32()),
+        ("status", pa.string()),
+        ("error", pa.string()),
+        ("retries", pa.int32()),
+        ("input_tokens", pa.int32()),
+        ("output_tokens", pa.int32()),
+        ("clock", pa.string()),
+        ("send_ns", pa.int64()),
+        ("first_token_ns", pa.int64()),
+        ("end_ns", pa.int64()),
+        ("ttft_s", pa.float64()),
+        ("latency_s", pa.float64()),
+        ("queue_s", pa.float64()),
+        ("itl_mean_s", pa.float64()),
+        ("chunk_count", pa.int32()),
+        ("cached_tokens", pa.int32()),
     ]
-)  # fmt: skip
+)
 
 
 class _Pending:
@@ -1051,7 +1241,11 @@ class _Pending:
 
     def __init__(self, conn: sa.Connection, backend: str, pooled: seal3.PooledRows | None = None) -> None:
         self.conn, self.backend, self.pooled = conn, backend, pooled
-        self.tables: dict[str, list[tuple[pa.Table, dict[int, _Art]]]] = {"request": [], "request_gaps": [], "request_value": []}
+        self.tables: dict[str, list[tuple[pa.Table, dict[int, _Art]]]] = {
+            "request": [],
+            "request_gaps": [],
+            "request_value": [],
+        }
         self.rows = dict.fromkeys(self.tables, 0)
         self.request_limit = self.REQUEST_LIMIT if backend == "duckdb" else self.PG_REQUEST_LIMIT
         self._writer: Any = None  # PostgreSQL: one thread, so the COPYs keep their order
@@ -1138,8 +1332,15 @@ class _Pending:
             self._writer = None
 
 
-_VALUE_SCHEMA = pa.schema([("artefact_id", pa.int32()), ("request_idx", pa.int32()), ("key", pa.string()),
-                           ("value", pa.float64()), ("flag", pa.string())])  # fmt: skip
+_VALUE_SCHEMA = pa.schema(
+    [
+        ("artefact_id", pa.int32()),
+        ("request_idx", pa.int32()),
+        ("key", pa.string()),
+        ("value", pa.float64()),
+        ("flag", pa.string()),
+    ]
+)
 
 
 def request_value_table(artefact_id: int, idx: list[int], values: dict[str, rec.RequestValues]) -> pa.Table:
@@ -1150,23 +1351,29 @@ def request_value_table(artefact_id: int, idx: list[int], values: dict[str, rec.
         rv = values[key]
         rows.extend((i, key, v, rv.flag) for i, v in zip(idx, rv.values, strict=True) if v is not None)
     rows.sort(key=lambda r: (r[0], r[1]))
-    return pa.table({
-        "artefact_id": pa.array([artefact_id] * len(rows), pa.int32()),
-        "request_idx": pa.array([r[0] for r in rows], pa.int32()),
-        "key": pa.array([r[1] for r in rows], pa.string()),
-        "value": pa.array([r[2] for r in rows], pa.float64()),
-        "flag": pa.array([r[3] for r in rows], pa.string()),
-    }, schema=_VALUE_SCHEMA)  # fmt: skip
+    return pa.table(
+        {
+            "artefact_id": pa.array([artefact_id] * len(rows), pa.int32()),
+            "request_idx": pa.array([r[0] for r in rows], pa.int32()),
+            "key": pa.array([r[1] for r in rows], pa.string()),
+            "value": pa.array([r[2] for r in rows], pa.float64()),
+            "flag": pa.array([r[3] for r in rows], pa.string()),
+        },
+        schema=_VALUE_SCHEMA,
+    )
 
 
-def request_tables(artefact_id: int, run_id: int, clock: str | None,
-                   cols: rec.RequestColumns | rec.ArrowRequests) -> tuple[pa.Table, pa.Table | None]:  # fmt: skip
+def request_tables(
+    artefact_id: int, run_id: int, clock: str | None, cols: rec.RequestColumns | rec.ArrowRequests
+) -> tuple[pa.Table, pa.Table | None]:
     """The ``request`` and ``request_gaps`` rows of one run (:func:`artefacts_request_tables` of that run)."""
     req = cols if isinstance(cols, rec.ArrowRequests) else arrow_requests(cols)
     return artefacts_request_tables([(artefact_id, run_id, clock, req)])
 
 
-def artefacts_request_tables(runs: list[tuple[int, int, str | None, rec.ArrowRequests]]) -> tuple[pa.Table, pa.Table | None]:
+def artefacts_request_tables(
+    runs: list[tuple[int, int, str | None, rec.ArrowRequests]],
+) -> tuple[pa.Table, pa.Table | None]:
     """The ``request`` and ``request_gaps`` rows of consecutive runs ``(artefact id, run id, clock,
     requests)``, of one artefact or of several in artefact order (a group's files, one run each,
     profile note 27), as Arrow tables in the tables' column order, one contiguous chunk per column,
@@ -1184,7 +1391,9 @@ def artefacts_request_tables(runs: list[tuple[int, int, str | None, rec.ArrowReq
         parts = [c for t in tables for c in _as(t.column(name), typ).chunks]
         return pa.chunked_array(parts, typ).combine_chunks() if len(parts) != 1 else parts[0]
 
-    carried = {f.name: joined(f.name, f.type) for f in _REQUEST_SCHEMA if f.name not in ("artefact_id", "run_id", "clock")}
+    carried = {
+        f.name: joined(f.name, f.type) for f in _REQUEST_SCHEMA if f.name not in ("artefact_id", "run_id", "clock")
+    }
     clocks = {clock for _, _, clock, _ in runs}
     if clocks == {None}:
         clock_col = pa.nulls(n, pa.string())
@@ -1194,26 +1403,39 @@ def artefacts_request_tables(runs: list[tuple[int, int, str | None, rec.ArrowReq
         else:  # runs on different clocks: each run's own
             names = sorted(c for c in clocks if c is not None)
             codes = np.repeat([names.index(c) if c is not None else -1 for _, _, c, _ in runs], counts)
-            named = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32(), mask=codes < 0),
-                                                   pa.array(names, pa.string())).cast(pa.string())  # fmt: skip
+            named = pa.DictionaryArray.from_arrays(
+                pa.array(codes, pa.int32(), mask=codes < 0), pa.array(names, pa.string())
+            ).cast(pa.string())
         clock_col = pc.if_else(pc.is_valid(carried["send_ns"]), named, pa.scalar(None, pa.string()))
     one_artefact = bool((art_ids == art_ids[0]).all())
     fixed = {
-        "artefact_id": (pa.repeat(pa.scalar(int(art_ids[0]), pa.int32()), n) if one_artefact
-                        else pa.array(np.repeat(art_ids, counts))),
+        "artefact_id": (
+            pa.repeat(pa.scalar(int(art_ids[0]), pa.int32()), n)
+            if one_artefact
+            else pa.array(np.repeat(art_ids, counts))
+        ),
         "run_id": pa.array(np.repeat(np.array([r for _, r, _, _ in runs], dtype=np.int32), counts)),
         "clock": clock_col,
-    }  # fmt: skip
-    requests = pa.Table.from_arrays([fixed[f.name] if f.name in fixed else carried[f.name] for f in _REQUEST_SCHEMA],
-                                    schema=_REQUEST_SCHEMA)  # fmt: skip
+    }
+    requests = pa.Table.from_arrays(
+        [fixed[f.name] if f.name in fixed else carried[f.name] for f in _REQUEST_SCHEMA], schema=_REQUEST_SCHEMA
+    )
     with_gaps = [(a, req.gaps) for a, _, _, req in runs if req.gaps is not None and req.gaps.num_rows]
     if not with_gaps:
         return requests, None
-    idx = pa.chunked_array([c for _, g in with_gaps for c in _as(g.column("request_idx"), pa.int32()).chunks], pa.int32())
-    lists = pa.chunked_array([c for _, g in with_gaps for c in _as(g.column("gaps"), pa.list_(pa.float64())).chunks],
-                             pa.list_(pa.float64()))  # fmt: skip
-    arts: int | pa.Array = int(art_ids[0]) if one_artefact else pa.array(
-        np.repeat(np.array([a for a, _ in with_gaps], dtype=np.int32), [g.num_rows for _, g in with_gaps]))  # fmt: skip
+    idx = pa.chunked_array(
+        [c for _, g in with_gaps for c in _as(g.column("request_idx"), pa.int32()).chunks], pa.int32()
+    )
+    lists = pa.chunked_array(
+        [c for _, g in with_gaps for c in _as(g.column("gaps"), pa.list_(pa.float64())).chunks], pa.list_(pa.float64())
+    )
+    arts: int | pa.Array = (
+        int(art_ids[0])
+        if one_artefact
+        else pa.array(
+            np.repeat(np.array([a for a, _ in with_gaps], dtype=np.int32), [g.num_rows for _, g in with_gaps])
+        )
+    )
     gaps = gp.arrays(arts, idx, lists)
     return requests, gaps if gaps.num_rows else None
 
@@ -1237,15 +1459,25 @@ def arrow_requests(cols: rec.RequestColumns) -> rec.ArrowRequests:
         table = pa.table({f.name: pa.array(data[f.name], f.type) for f in _CARRIED})
     except UnicodeEncodeError:  # a lone surrogate (JSON "\\ud800"): name the record
         i = next(i for i, e in enumerate(cols.error) if e is not None and rec.text_violation("error", e))
-        raise rec.RecordError("error", cols.idx[i], cols.line[i], str(rec.text_violation("error", cols.error[i] or ""))) from None
+        raise rec.RecordError(
+            "error", cols.idx[i], cols.line[i], str(rec.text_violation("error", cols.error[i] or ""))
+        ) from None
     if not any(g for g in gaps):
         return rec.ArrowRequests(table=table)
-    return rec.ArrowRequests(table=table, gaps=pa.table({"request_idx": table.column("idx"),
-                                                         "gaps": pa.array(gaps, pa.list_(pa.float64()))}))  # fmt: skip
+    return rec.ArrowRequests(
+        table=table, gaps=pa.table({"request_idx": table.column("idx"), "gaps": pa.array(gaps, pa.list_(pa.float64()))})
+    )
 
 
-def _write_samples(conn: sa.Connection, backend: str, artefact_id: int, node: str | None, cols: rec.SampleColumns,
-                   path: Path, held: seal3.HeldRows | None = None) -> int:  # fmt: skip
+def _write_samples(
+    conn: sa.Connection,
+    backend: str,
+    artefact_id: int,
+    node: str | None,
+    cols: rec.SampleColumns,
+    path: Path,
+    held: seal3.HeldRows | None = None,
+) -> int:
     n = len(cols)
     try:
         table = pa.table(
@@ -1262,23 +1494,34 @@ def _write_samples(conn: sa.Connection, backend: str, artefact_id: int, node: st
             }
         )
     except (UnicodeEncodeError, pa.ArrowInvalid, OverflowError) as exc:
-        raise ParseError(path, f"lines {cols.line[0]}-{cols.line[-1]}", None, f"a value the ledger cannot store: {exc}") from None
+        raise ParseError(
+            path, f"lines {cols.line[0]}-{cols.line[-1]}", None, f"a value the ledger cannot store: {exc}"
+        ) from None
     refuse_outside_domain(path, table, rec.SAMPLE_INDEX_DOMAINS)
     for counter in pc.unique(table.column("counter")).to_pylist():
         one = table.filter(pc.equal(table.column("counter"), counter))
-        refuse_outside_domain(path, pa.table({"line": one.column("line"), counter: one.column("value")}),
-                              {counter: rec.sample_domain(counter)})  # fmt: skip
+        refuse_outside_domain(
+            path,
+            pa.table({"line": one.column("line"), counter: one.column("value")}),
+            {counter: rec.sample_domain(counter)},
+        )
     bulk_insert(conn, backend, "hardware_sample", dg.sorted_by_key(table, seal3.key_columns("hardware_sample")), held)
     return n
 
 
-def _write_wide_samples(conn: sa.Connection, backend: str, artefact_id: int, node: str | None,
-                        chunk: rec.WideSamples, path: Path, held: seal3.HeldRows | None = None) -> int:  # fmt: skip
+def _write_wide_samples(
+    conn: sa.Connection,
+    backend: str,
+    artefact_id: int,
+    node: str | None,
+    chunk: rec.WideSamples,
+    path: Path,
+    held: seal3.HeldRows | None = None,
+) -> int:
     """Unpivot a wide chunk (one column per counter) to long hardware_sample rows, in Arrow: one
     zero-copy slice of the key columns per counter, concatenated, then the usual bulk path."""
     t, n = chunk.table, chunk.table.num_rows
-    refuse_outside_domain(path, t, {**rec.SAMPLE_INDEX_DOMAINS,
-                                    **{c: rec.sample_domain(c) for c in chunk.counters}})  # fmt: skip
+    refuse_outside_domain(path, t, {**rec.SAMPLE_INDEX_DOMAINS, **{c: rec.sample_domain(c) for c in chunk.counters}})
     node = node if node is not None else chunk.node
     keys = {
         "artefact_id": pa.repeat(pa.scalar(artefact_id, pa.int32()), n),
@@ -1290,10 +1533,16 @@ def _write_wide_samples(conn: sa.Connection, backend: str, artefact_id: int, nod
     }
     counters = sorted(zip(chunk.counters, chunk.units, strict=True), key=lambda cu: cu[0].encode())
     parts = [
-        pa.table({**keys, "counter": pa.repeat(pa.scalar(name, pa.string()), n),
-                  "value": t.column(name).cast(pa.float64()), "unit": pa.repeat(pa.scalar(unit, pa.string()), n)})
+        pa.table(
+            {
+                **keys,
+                "counter": pa.repeat(pa.scalar(name, pa.string()), n),
+                "value": t.column(name).cast(pa.float64()),
+                "unit": pa.repeat(pa.scalar(unit, pa.string()), n),
+            }
+        )
         for name, unit in counters
-    ]  # fmt: skip
+    ]
     # line by line, each line's counters in byte order: the rows in key order (artefact, line, counter), so
     # the import's digest hashes them as they go (seal3.STREAMED_TABLES) instead of holding every sample
     # to sort it at the end (a day of 16 cards' dmon, 16.6M rows: 6.4 GB)
@@ -1306,18 +1555,35 @@ def _write_wide_samples(conn: sa.Connection, backend: str, artefact_id: int, nod
     return n * len(chunk.counters)
 
 
-def _write_published(s: Session, values: list[rec.Published], artefact_id: int, batch_id: int | None,
-                     run_id: int | None, deployment_id: int | None) -> int:  # fmt: skip
+def _write_published(
+    s: Session,
+    values: list[rec.Published],
+    artefact_id: int,
+    batch_id: int | None,
+    run_id: int | None,
+    deployment_id: int | None,
+) -> int:
     stamp = now()
     s.add_all(
         m.PublishedValue(
-            artefact_id=artefact_id, key=p.key, text=p.text, value=p.value, unit=p.unit,
-            quantity_kind=p.quantity_kind, precision=p.precision, flag=p.flag, na_reason=p.na_reason,
-            batch_id=batch_id, run_id=run_id, deployment_id=deployment_id, locator=p.locator, note=p.note,
+            artefact_id=artefact_id,
+            key=p.key,
+            text=p.text,
+            value=p.value,
+            unit=p.unit,
+            quantity_kind=p.quantity_kind,
+            precision=p.precision,
+            flag=p.flag,
+            na_reason=p.na_reason,
+            batch_id=batch_id,
+            run_id=run_id,
+            deployment_id=deployment_id,
+            locator=p.locator,
+            note=p.note,
             recorded_at=stamp,
         )
         for p in values
-    )  # fmt: skip
+    )
     return len(values)
 
 
@@ -1339,7 +1605,8 @@ def _check_backfill(label: str, capture: rec.Capture, earlier) -> None:
             extra = ", ".join(sorted(new_fields - old_fields))
             verb = "was" if len(new_fields - old_fields) == 1 else "were"
             raise Refused(
-                "R9", f"import {extra} for the {count} requests of run {label!r}",
+                "R9",
+                f"import {extra} for the {count} requests of run {label!r}",
                 f"{extra} {verb} not captured by artefact {artefact_id} for run {label}; later captures are not backfilled",
                 "import it as a new run or batch (--run NEW_LABEL or --batch NEW_BATCH)",
-            )  # fmt: skip
+            )

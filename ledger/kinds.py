@@ -75,8 +75,9 @@ CACHE_KINDS = frozenset({"cache_hit_tokens", "cache_cost"})
 SCALAR_KINDS = frozenset({"count", "ratio", "constant"})
 LOAD_KINDS = frozenset({"concurrency", "request_count", "request_rate"})
 # kinds whose values are integers: a printed "2" is exactly 2 (R11 with GRIM's premise)
-INTEGER_KINDS = frozenset({"count", "token_count", "request_count", "record_count", "concurrency", "token_setting",
-                           "kv_pool_tokens"})
+INTEGER_KINDS = frozenset(
+    {"count", "token_count", "request_count", "record_count", "concurrency", "token_setting", "kv_pool_tokens"}
+)
 # a sub-kind is its kind too: captured cache-hit tokens are a number of tokens (a `cache_hit_tokens`
 # metric backs a `token_count` claim; never the reverse, R9)
 SUB_KINDS: dict[str, str] = {"cache_hit_tokens": "token_count"}

@@ -40,7 +40,6 @@ NAMING_CONVENTION = {
 }
 
 
-
 class ExactDecimal(TypeDecorator[Decimal]):
     """A decimal kept exactly as text: never a binary float, never rounded to a column scale.
 
@@ -78,8 +77,9 @@ def _superseded_index(table: str) -> sa.Index:
     square of the table. With this index each probe is an index lookup (8 ms). Partial: the few
     corrections are in it, the imported rows (NULL) are not, so an import does not maintain it.
     DuckDB plans the anti-join as a hash join and needs none."""
-    return sa.Index(f"ix_{table}_supersedes_id", "supersedes_id",
-                    postgresql_where=sa.text("supersedes_id IS NOT NULL")).ddl_if(dialect="postgresql")  # fmt: skip
+    return sa.Index(
+        f"ix_{table}_supersedes_id", "supersedes_id", postgresql_where=sa.text("supersedes_id IS NOT NULL")
+    ).ddl_if(dialect="postgresql")
 
 
 def enum_values(table: sa.Table, column: str) -> tuple[str, ...] | None:
@@ -345,15 +345,20 @@ class Request(Base):
     __tablename__ = "request"
     __table_args__ = (
         _enum_check("status", STATUS, "status"),
-        sa.PrimaryKeyConstraint("artefact_id", "idx", name="pk_request")
-        .ddl_if(callable_=lambda *_a, **_k: False),  # logical key only: not created (migration 0008)
+        sa.PrimaryKeyConstraint("artefact_id", "idx", name="pk_request").ddl_if(
+            callable_=lambda *_a, **_k: False
+        ),  # logical key only: not created (migration 0008)
         # PostgreSQL only (migration 0015): on DuckDB the ART index cost +0.2 s of insert and 0.3-0.6 s
         # of commit per 1M rows, while a run's rows are written together, in order, so DuckDB's zone
         # maps (min/max of run_id per row group) already skip all but a run's own row groups; on
         # PostgreSQL a block-range index, the same idea (migration 0017: a btree entry per row was the
         # largest share of the server's import after the heap)
-        sa.Index("ix_request_run_id", "run_id", postgresql_using="brin",
-                 postgresql_with={"pages_per_range": 32, "autosummarize": "on"}).ddl_if(dialect="postgresql"),
+        sa.Index(
+            "ix_request_run_id",
+            "run_id",
+            postgresql_using="brin",
+            postgresql_with={"pages_per_range": 32, "autosummarize": "on"},
+        ).ddl_if(dialect="postgresql"),
     )
 
     artefact_id: Mapped[int] = mapped_column(sa.Integer)  # artefact.id; no FOREIGN KEY (see above)
@@ -395,8 +400,9 @@ class RequestGaps(Base):
 
     __tablename__ = "request_gaps"
     __table_args__ = (
-        sa.PrimaryKeyConstraint("artefact_id", "request_idx", name="pk_request_gaps")
-        .ddl_if(callable_=lambda *_a, **_k: False),  # logical key only: not created (migration 0014)
+        sa.PrimaryKeyConstraint("artefact_id", "request_idx", name="pk_request_gaps").ddl_if(
+            callable_=lambda *_a, **_k: False
+        ),  # logical key only: not created (migration 0014)
     )
 
     # (artefact_id, request_idx) is a request's (artefact_id, idx); no FOREIGN KEY (see above)
@@ -423,8 +429,9 @@ class ChunkGap(Base):
 
     __tablename__ = "chunk_gap"
     __table_args__ = (
-        sa.PrimaryKeyConstraint("artefact_id", "request_idx", "seq", name="pk_chunk_gap")
-        .ddl_if(callable_=lambda *_a, **_k: False),  # logical key only: a view has none
+        sa.PrimaryKeyConstraint("artefact_id", "request_idx", "seq", name="pk_chunk_gap").ddl_if(
+            callable_=lambda *_a, **_k: False
+        ),  # logical key only: a view has none
         {"info": {"view": True}},
     )
 
@@ -449,8 +456,9 @@ class RequestValue(Base):
     __tablename__ = "request_value"
     __table_args__ = (
         _enum_check("flag", REQUEST_VALUE_FLAGS, "flag"),
-        sa.PrimaryKeyConstraint("artefact_id", "request_idx", "key", name="pk_request_value")
-        .ddl_if(callable_=lambda *_a, **_k: False),  # logical key only: not created (migration 0013)
+        sa.PrimaryKeyConstraint("artefact_id", "request_idx", "key", name="pk_request_value").ddl_if(
+            callable_=lambda *_a, **_k: False
+        ),  # logical key only: not created (migration 0013)
     )
 
     # (artefact_id, request_idx) is a request's (artefact_id, idx); no FOREIGN KEY (see above)
@@ -478,8 +486,9 @@ class HardwareSample(Base):
 
     __tablename__ = "hardware_sample"
     __table_args__ = (
-        sa.PrimaryKeyConstraint("artefact_id", "line", "counter", name="pk_hardware_sample")
-        .ddl_if(callable_=lambda *_a, **_k: False),  # logical key only: not created (migration 0007)
+        sa.PrimaryKeyConstraint("artefact_id", "line", "counter", name="pk_hardware_sample").ddl_if(
+            callable_=lambda *_a, **_k: False
+        ),  # logical key only: not created (migration 0007)
     )
 
     artefact_id: Mapped[int] = mapped_column(sa.Integer)  # artefact.id; no FOREIGN KEY (see above)
@@ -506,7 +515,6 @@ class LogFact(Base):
     text: Mapped[str]
     unit: Mapped[str | None]
     logged_at: Mapped[str | None]
-
 
 
 # --------------------------------------------------------------------------- seals (R10)
@@ -546,8 +554,6 @@ class SealChunk(Base):
     row_count: Mapped[int]
     keys_json: Mapped[str] = mapped_column(sa.String, doc="JSON list of primary keys, in leaf order")
     leaves: Mapped[bytes] = mapped_column(sa.LargeBinary, doc="32-byte leaf hashes, concatenated")
-
-
 
 
 class ArtefactDigest(Base):
@@ -596,8 +602,16 @@ class SealPart(Base):
     fingerprints: Mapped[bytes] = mapped_column(sa.LargeBinary)
 
 
-CAPTURED_TABLES = ("artefact", "capture", "capture_field", "request", "request_gaps", "hardware_sample", "log_fact",
-                   "request_value")
+CAPTURED_TABLES = (
+    "artefact",
+    "capture",
+    "capture_field",
+    "request",
+    "request_gaps",
+    "hardware_sample",
+    "log_fact",
+    "request_value",
+)
 # Captured rows read through a VIEW (mapped above as tables, created by VIEWS' SQL): append-only too
 CAPTURED_VIEWS = ("chunk_gap",)
 
@@ -605,10 +619,14 @@ CAPTURED_VIEWS = ("chunk_gap",)
 VIEWS: dict[str, dict[str, str]] = {
     "chunk_gap": {
         # generate_subscripts and unnest of one list in one SELECT: zipped, element k with subscript k + 1
-        "duckdb": ("CREATE VIEW chunk_gap AS SELECT artefact_id, request_idx, "
-                   "CAST(generate_subscripts(gaps, 1) - 1 AS INTEGER) AS seq, unnest(gaps) AS gap_s FROM request_gaps"),
-        "postgresql": ("CREATE VIEW chunk_gap AS SELECT g.artefact_id, g.request_idx, CAST(u.k - 1 AS INTEGER) AS seq, "
-                       "u.gap_s FROM request_gaps g CROSS JOIN LATERAL unnest(g.gaps) WITH ORDINALITY AS u(gap_s, k)"),
+        "duckdb": (
+            "CREATE VIEW chunk_gap AS SELECT artefact_id, request_idx, "
+            "CAST(generate_subscripts(gaps, 1) - 1 AS INTEGER) AS seq, unnest(gaps) AS gap_s FROM request_gaps"
+        ),
+        "postgresql": (
+            "CREATE VIEW chunk_gap AS SELECT g.artefact_id, g.request_idx, CAST(u.k - 1 AS INTEGER) AS seq, "
+            "u.gap_s FROM request_gaps g CROSS JOIN LATERAL unnest(g.gaps) WITH ORDINALITY AS u(gap_s, k)"
+        ),
     },
 }
 
@@ -635,8 +653,12 @@ def _gap_values_duckdb(element: _GapValues, compiler, asfrom: bool = False, **kw
 # chunk_gap without its seq column. On DuckDB it compiles to one ``unnest`` of request_gaps' arrays,
 # since the view's second unnest (its seq) made a scan of 4M gaps ~10x slower than one unnest (and
 # than the table it replaced); on PostgreSQL to the view, whose lateral unnest costs what the table did.
-GAP_VALUES = _GapValues("chunk_gap", sa.column("artefact_id", sa.Integer), sa.column("request_idx", sa.Integer),
-                        sa.column("gap_s", sa.Float))  # fmt: skip
+GAP_VALUES = _GapValues(
+    "chunk_gap",
+    sa.column("artefact_id", sa.Integer),
+    sa.column("request_idx", sa.Integer),
+    sa.column("gap_s", sa.Float),
+)
 
 
 def include_object(obj: object, name: str | None, type_: str, reflected: bool, compare_to: object) -> bool:
@@ -651,8 +673,9 @@ def include_object(obj: object, name: str | None, type_: str, reflected: bool, c
 
 
 # the indexes declared with ddl_if(dialect=...): left out of compare_metadata (see include_object)
-_ONE_BACKEND_INDEXES = frozenset(ix.name for t in Base.metadata.tables.values() for ix in t.indexes
-                                 if ix._ddl_if is not None and ix._ddl_if.dialect)  # fmt: skip
+_ONE_BACKEND_INDEXES = frozenset(
+    ix.name for t in Base.metadata.tables.values() for ix in t.indexes if ix._ddl_if is not None and ix._ddl_if.dialect
+)
 
 
 def create_schema(engine: sa.Engine) -> None:

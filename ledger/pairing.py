@@ -41,16 +41,44 @@ from sqlalchemy.orm import Session
 KEY, REQUESTS, FILE, NAMES = "pairing key", "pairing requests", "pairing file", "pairing names"
 FACT = "pairing {}"  # a fact both files state (``records.Pairing.facts``): "pairing completed", "pairing model"
 # the workload settings a declared run and a file's run are compared on (R3: settings, not actuals)
-SETTINGS = ("input_target_tokens", "output_cap_tokens", "concurrency", "request_count", "request_rate", "seed", "dataset")
+SETTINGS = (
+    "input_target_tokens",
+    "output_cap_tokens",
+    "concurrency",
+    "request_count",
+    "request_rate",
+    "seed",
+    "dataset",
+)
 RECORDS, AGGREGATES = "per-request records", "the tool's aggregates"
 FOLDER = "file folder"  # where the run's first file sat (folder_of)
 # a factor a file states, and the workload column of a declared run it is compared with (None: factors only)
-FACTOR_SETTING = {"input_len": "input_target_tokens", "output_len": "output_cap_tokens", "concurrency": "concurrency",
-                  "request_rate": "request_rate", "prompt_count": "request_count", "dataset": "dataset", "model": None,
-                  "tp": None, "dp": None, "pp": None, "ep": None, "hardware": None, "gpu_count": None}  # fmt: skip
+FACTOR_SETTING = {
+    "input_len": "input_target_tokens",
+    "output_len": "output_cap_tokens",
+    "concurrency": "concurrency",
+    "request_rate": "request_rate",
+    "prompt_count": "request_count",
+    "dataset": "dataset",
+    "model": None,
+    "tp": None,
+    "dp": None,
+    "pp": None,
+    "ep": None,
+    "hardware": None,
+    "gpu_count": None,
+}
 # how a distinct run label names a factor
-SHORT = {"input_len": "in", "output_len": "out", "concurrency": "c", "request_rate": "rate", "prompt_count": "n",
-         "gpu_count": "gpus", "engine_version": "version", "served_model": "served"}  # fmt: skip
+SHORT = {
+    "input_len": "in",
+    "output_len": "out",
+    "concurrency": "c",
+    "request_rate": "rate",
+    "prompt_count": "n",
+    "gpu_count": "gpus",
+    "engine_version": "version",
+    "served_model": "served",
+}
 
 
 def metadata_of(info: rec.RunInfo) -> dict[str, str]:
@@ -58,8 +86,12 @@ def metadata_of(info: rec.RunInfo) -> dict[str, str]:
     meta = dict(info.metadata)
     p = info.pairing
     if p is not None:
-        for name, value in ((KEY, p.key), (FILE, p.file), (NAMES, p.names),
-                            (REQUESTS, None if p.requests is None else str(p.requests))):  # fmt: skip
+        for name, value in (
+            (KEY, p.key),
+            (FILE, p.file),
+            (NAMES, p.names),
+            (REQUESTS, None if p.requests is None else str(p.requests)),
+        ):
             if value is not None:
                 meta[name] = value
         meta.update({FACT.format(k): v for k, v in p.facts.items()})
@@ -78,7 +110,9 @@ def names(named: str, file: str) -> bool:
 
 def brings(pr: rec.ParsedRun, fmt: str) -> set[str]:
     """What a parsed run of a file of format ``fmt`` adds to the run it lands on."""
-    return ({RECORDS} if pr.capture.record_count > 0 else set()) | ({f"{AGGREGATES} ({fmt})"} if pr.published else set())
+    return ({RECORDS} if pr.capture.record_count > 0 else set()) | (
+        {f"{AGGREGATES} ({fmt})"} if pr.published else set()
+    )
 
 
 @dataclass
@@ -125,9 +159,15 @@ class Matcher:
             return
         self.loaded = True
         R = m.Run.__table__
-        if self.backend == "postgresql" and (serialised.get() or info.pairing is not None or self.s.execute(
-                sa.select(sa.func.count()).select_from(R).where(R.c.batch_id == self.batch_id, R.c.artefact_id.is_(None),
-                                                                current(R))).scalar()):  # fmt: skip
+        if self.backend == "postgresql" and (
+            serialised.get()
+            or info.pairing is not None
+            or self.s.execute(
+                sa.select(sa.func.count())
+                .select_from(R)
+                .where(R.c.batch_id == self.batch_id, R.c.artefact_id.is_(None), current(R))
+            ).scalar()
+        ):
             self._lock()
         self._load()
 
@@ -139,20 +179,42 @@ class Matcher:
 
     def _load(self) -> None:
         R = m.Run.__table__
-        cols = [R.c.id, R.c.origin_id, R.c.label, R.c.artefact_id, R.c.tool, R.c.metadata_json, *(R.c[k] for k in SETTINGS)]
+        cols = [
+            R.c.id,
+            R.c.origin_id,
+            R.c.label,
+            R.c.artefact_id,
+            R.c.tool,
+            R.c.metadata_json,
+            *(R.c[k] for k in SETTINGS),
+        ]
         self.runs: list[_Run] = []
         for row in self.s.execute(sa.select(*cols).where(R.c.batch_id == self.batch_id, current(R)).order_by(R.c.id)):
-            self.runs.append(_Run(row.id, row.origin_id or row.id, row.label, row.artefact_id is None, row.tool,
-                                  {k: getattr(row, k) for k in SETTINGS}, factors.run_metadata(row.metadata_json)))  # fmt: skip
+            self.runs.append(
+                _Run(
+                    row.id,
+                    row.origin_id or row.id,
+                    row.label,
+                    row.artefact_id is None,
+                    row.tool,
+                    {k: getattr(row, k) for k in SETTINGS},
+                    factors.run_metadata(row.metadata_json),
+                )
+            )
         self.labels = {r.label for r in self.runs}
 
     def _held(self, run: _Run) -> set[str]:
         if run.held is None:
             C, PV, A = m.Capture.__table__, m.PublishedValue.__table__, m.Artefact.__table__
-            records = self.s.execute(sa.select(sa.func.count()).select_from(C)
-                                     .where(C.c.run_id == run.key, C.c.record_count > 0)).scalar()  # fmt: skip
-            formats = self.s.scalars(sa.select(A.c.format).distinct().select_from(PV.join(A, A.c.id == PV.c.artefact_id))
-                                     .where(PV.c.run_id == run.key, PV.c.flag == "reported", current(PV))).all()  # fmt: skip
+            records = self.s.execute(
+                sa.select(sa.func.count()).select_from(C).where(C.c.run_id == run.key, C.c.record_count > 0)
+            ).scalar()
+            formats = self.s.scalars(
+                sa.select(A.c.format)
+                .distinct()
+                .select_from(PV.join(A, A.c.id == PV.c.artefact_id))
+                .where(PV.c.run_id == run.key, PV.c.flag == "reported", current(PV))
+            ).all()
             run.held = ({RECORDS} if records else set()) | {f"{AGGREGATES} ({f})" for f in formats}
         return run.held
 
@@ -165,6 +227,7 @@ class Matcher:
         new = brings(pr, fmt)
         what = f"run {info.label!r} ({' and '.join(sorted(new)) or 'no values'})"
         folder = info.metadata.get(FOLDER) or folder_of(path)
+
         def free(r: _Run) -> bool:  # held only for candidates: two queries each, cached
             return r.id not in self.claimed and not (self._held(r) & new)
 
@@ -172,50 +235,73 @@ class Matcher:
             found, why = [], ""
             for r, how in self._paired(info.pairing):
                 theirs, ours = r.meta.get(REQUESTS), info.pairing.requests
-                both = [(k, r.meta[FACT.format(k)], v) for k, v in sorted(info.pairing.facts.items()) if FACT.format(k) in r.meta]
+                both = [
+                    (k, r.meta[FACT.format(k)], v)
+                    for k, v in sorted(info.pairing.facts.items())
+                    if FACT.format(k) in r.meta
+                ]
                 if info.pairing.key is not None and r.meta.get(FOLDER, folder) != folder:
-                    self.notes.append(f"{path.name}: not paired with {r.shown()} ({how}): its file is in another "
-                                      f"folder ({r.meta[FOLDER]!r}, this one {folder!r})")  # fmt: skip
+                    self.notes.append(
+                        f"{path.name}: not paired with {r.shown()} ({how}): its file is in another "
+                        f"folder ({r.meta[FOLDER]!r}, this one {folder!r})"
+                    )
                 elif not free(r):
-                    self.notes.append(f"{path.name}: not paired with {r.shown()} ({how}): "
-                                      f"it already holds {' and '.join(sorted(self._held(r) & new)) or 'this run'}")  # fmt: skip
+                    self.notes.append(
+                        f"{path.name}: not paired with {r.shown()} ({how}): "
+                        f"it already holds {' and '.join(sorted(self._held(r) & new)) or 'this run'}"
+                    )
                 elif not _counts_agree(theirs, ours, bool(both), info.pairing.named_by_tool):
-                    self.notes.append(f"{path.name}: not paired with {r.shown()} ({how}): "
-                                      f"request counts {theirs or 'not stated'} there and {ours if ours is not None else 'not stated'} "
-                                      "in this file differ or are unknown" + ("" if both else ", and no other fact both state"))  # fmt: skip
+                    self.notes.append(
+                        f"{path.name}: not paired with {r.shown()} ({how}): "
+                        f"request counts {theirs or 'not stated'} there and {ours if ours is not None else 'not stated'} "
+                        "in this file differ or are unknown" + ("" if both else ", and no other fact both state")
+                    )
                 elif differ := [(k, a, b) for k, a, b in both if a != b]:
-                    self.notes.append(f"{path.name}: not paired with {r.shown()} ({how}): " + ", ".join(
-                        f"{k} {a!r} there and {b!r} in this file differ" for k, a, b in differ))  # fmt: skip
+                    self.notes.append(
+                        f"{path.name}: not paired with {r.shown()} ({how}): "
+                        + ", ".join(f"{k} {a!r} there and {b!r} in this file differ" for k, a, b in differ)
+                    )
                 else:
                     found.append(r)
                     agreed = [f"{k} {b!r}" for k, _, b in both]
                     counted = f"{info.pairing.requests} requests" if ours is not None else "no request count"
-                    why = f"{how} and {counted}" + "".join(f", {a}" for a in agreed) if info.pairing.key is not None else \
-                        f"{how}; both state {counted}" + "".join(f", {a}" for a in agreed)
+                    why = (
+                        f"{how} and {counted}" + "".join(f", {a}" for a in agreed)
+                        if info.pairing.key is not None
+                        else f"{how}; both state {counted}" + "".join(f", {a}" for a in agreed)
+                    )
             if found:
-                return self._one(path, what, found, why if len(found) == 1 else
-                                 _candidates_why(info.pairing))  # fmt: skip
+                return self._one(path, what, found, why if len(found) == 1 else _candidates_why(info.pairing))
         declared = [r for r in self.runs if r.declared and free(r)]
         if named := [r for r in declared if r.label == info.label]:  # the manifest declared this run by its label
             if contradicted := _differing(named[0], info):
-                raise InputError(f"{path}: {what} has the label of declared {named[0].shown()}, but "
-                                 + ", ".join(f"{k} {a!r} declared and {b!r} in this file differ" for k, a, b in contradicted)
-                                 + "; not attached: name the run with --run, or correct the declaration")  # fmt: skip
+                raise InputError(
+                    f"{path}: {what} has the label of declared {named[0].shown()}, but "
+                    + ", ".join(f"{k} {a!r} declared and {b!r} in this file differ" for k, a, b in contradicted)
+                    + "; not attached: name the run with --run, or correct the declaration"
+                )
             return self._one(path, what, named, "its label, declared in a manifest")
         matched = [r for r in declared if _agrees(r, info)]
         if matched:
             agreed = sorted({k for r in matched for k, (a, b) in _stated(r, info).items() if _same(a, b) is True})
-            return self._one(path, what, matched, "declared workload (" + ", ".join(
-                f"{k} {_stated(matched[0], info)[k][1]}" for k in agreed) + ")")  # fmt: skip
+            return self._one(
+                path,
+                what,
+                matched,
+                "declared workload (" + ", ".join(f"{k} {_stated(matched[0], info)[k][1]}" for k in agreed) + ")",
+            )
         if declared:
-            self.notes.append(f"{path.name}: {what} matches none of the {len(declared)} declared run(s) of batch "
-                              f"{self.batch_name!r} still free for it by workload; imported as a new run")  # fmt: skip
+            self.notes.append(
+                f"{path.name}: {what} matches none of the {len(declared)} declared run(s) of batch "
+                f"{self.batch_name!r} still free for it by workload; imported as a new run"
+            )
         label = info.label
         if label in self.labels:
             label = self._distinct(path, info, folder)
         self.labels.add(label)
-        self.runs.append(_Run(0, 0, label, False, info.tool, {k: getattr(info, k) for k in SETTINGS},
-                              metadata_of(info), held=new))  # a run of this import: what it brings, it holds
+        self.runs.append(
+            _Run(0, 0, label, False, info.tool, {k: getattr(info, k) for k in SETTINGS}, metadata_of(info), held=new)
+        )  # a run of this import: what it brings, it holds
         return label
 
     def _distinct(self, path: Path, info: rec.RunInfo, folder: str) -> str:
@@ -238,8 +324,10 @@ class Matcher:
         n = 2
         while label is None or label in self.labels:
             label, n = f"{info.label} #{n}", n + 1
-        self.notes.append(f"{path.name}: run label {info.label!r} is taken by {taken.shown() if taken.id else 'a run of this import'};"
-                          f" this file's result is another run: labelled {label!r}")  # fmt: skip
+        self.notes.append(
+            f"{path.name}: run label {info.label!r} is taken by {taken.shown() if taken.id else 'a run of this import'};"
+            f" this file's result is another run: labelled {label!r}"
+        )
         return label
 
     def _paired(self, p: rec.Pairing) -> list[tuple[_Run, str]]:
@@ -257,9 +345,11 @@ class Matcher:
 
     def _one(self, path: Path, what: str, found: list[_Run], why: str) -> str:
         if len(found) > 1:
-            raise Ambiguous(f"{path}: {what} could belong to {len(found)} runs of batch {self.batch_name!r} by {why}: "
-                            + ", ".join(r.shown() for r in found)
-                            + "; none was chosen: name one with --run LABEL")  # fmt: skip
+            raise Ambiguous(
+                f"{path}: {what} could belong to {len(found)} runs of batch {self.batch_name!r} by {why}: "
+                + ", ".join(r.shown() for r in found)
+                + "; none was chosen: name one with --run LABEL"
+            )
         run = found[0]
         self.claimed.add(run.id)
         self.notes.append(f"{path.name}: attached to {run.shown()} by {why}")
@@ -278,8 +368,11 @@ def _counts_agree(theirs: str | None, ours: int | None, facts: bool, named_by_to
 def _candidates_why(p: rec.Pairing) -> str:
     if p.key is not None:
         return f"same pairing key {p.key!r} and {p.requests} requests"
-    return (f"the file name {p.names!r} this file names" if p.names is not None else f"this file's name {p.file!r}") + \
-        f", {p.requests} requests" + "".join(f", {k} {v!r}" for k, v in sorted(p.facts.items()))
+    return (
+        (f"the file name {p.names!r} this file names" if p.names is not None else f"this file's name {p.file!r}")
+        + f", {p.requests} requests"
+        + "".join(f", {k} {v!r}" for k, v in sorted(p.facts.items()))
+    )
 
 
 def folder_of(path: Path) -> str:
@@ -295,7 +388,7 @@ def _apart(folder: Path, other: Path) -> str:
     same = 0
     while same < min(len(ours), len(theirs)) and ours[-1 - same] == theirs[-1 - same]:
         same += 1
-    return "/".join(ours[max(len(ours) - same - 1, 0):]) or folder.name
+    return "/".join(ours[max(len(ours) - same - 1, 0) :]) or folder.name
 
 
 def _stated(run: _Run, info: rec.RunInfo) -> dict[str, tuple[object, object]]:

@@ -167,15 +167,27 @@ LINE = Domain("a 1-based line number", lo=1, hi=INT32_MAX, integer=True)
 
 # RequestColumns / ArrowRequests column -> domain (``chunk_gaps_s``: each gap; ``chunk_count``: Arrow only)
 REQUEST_DOMAINS: dict[str, Domain] = {
-    "idx": INDEX, "line": LINE, "retries": COUNT, "input_tokens": TOKENS, "output_tokens": TOKENS,
-    "cached_tokens": TOKENS, "send_ns": NANOSECONDS, "first_token_ns": NANOSECONDS, "end_ns": NANOSECONDS,
-    "ttft_s": Domain("a time to first token in seconds", lo=0), "latency_s": Domain("a latency in seconds", lo=0),
-    "queue_s": Domain("a queueing time in seconds", lo=0), "itl_mean_s": Domain("a mean inter-token time in seconds", lo=0),
-    "chunk_gaps_s": Domain("a gap between streamed chunks in seconds", lo=0), "chunk_count": COUNT,
-}  # fmt: skip
+    "idx": INDEX,
+    "line": LINE,
+    "retries": COUNT,
+    "input_tokens": TOKENS,
+    "output_tokens": TOKENS,
+    "cached_tokens": TOKENS,
+    "send_ns": NANOSECONDS,
+    "first_token_ns": NANOSECONDS,
+    "end_ns": NANOSECONDS,
+    "ttft_s": Domain("a time to first token in seconds", lo=0),
+    "latency_s": Domain("a latency in seconds", lo=0),
+    "queue_s": Domain("a queueing time in seconds", lo=0),
+    "itl_mean_s": Domain("a mean inter-token time in seconds", lo=0),
+    "chunk_gaps_s": Domain("a gap between streamed chunks in seconds", lo=0),
+    "chunk_count": COUNT,
+}
 # a per-request value a tool wrote (request_value): any finite number; its meaning is the tool's key
-VALUE_DOMAINS: dict[str, Domain] = {"request_idx": Domain("a request index", lo=0, hi=2**31 - 1),
-                                    "value": Domain("a per-request value the tool wrote")}
+VALUE_DOMAINS: dict[str, Domain] = {
+    "request_idx": Domain("a request index", lo=0, hi=2**31 - 1),
+    "value": Domain("a per-request value the tool wrote"),
+}
 GAP_DOMAINS: dict[str, Domain] = {"request_idx": INDEX, "seq": INDEX, "gap_s": REQUEST_DOMAINS["chunk_gaps_s"]}
 
 # Hardware counters (nvidia-smi dmon names) -> domain. Every counter is finite; all but temperatures
@@ -183,24 +195,47 @@ GAP_DOMAINS: dict[str, Domain] = {"request_idx": INDEX, "seq": INDEX, "gap_s": R
 # A counter not named here is only required to be finite.
 _PERCENT = Domain("a share of time in percent", lo=0, hi=100)
 SAMPLE_DOMAINS: dict[str, Domain] = {
-    "pwr": Domain("a power draw in W", lo=0), "gtemp": Domain("a temperature", lo=-273.15),
-    "mtemp": Domain("a temperature", lo=-273.15), "sm": _PERCENT, "mem": _PERCENT, "enc": _PERCENT,
-    "dec": _PERCENT, "jpg": _PERCENT, "ofa": _PERCENT, "mclk": Domain("a clock frequency", lo=0),
-    "pclk": Domain("a clock frequency", lo=0), "pviol": _PERCENT, "tviol": _PERCENT,
-    "fb": Domain("a memory size", lo=0), "bar1": Domain("a memory size", lo=0), "ccpm": Domain("a memory size", lo=0),
-    "sbecc": Domain("an error count", lo=0), "dbecc": Domain("an error count", lo=0), "pci": Domain("an error count", lo=0),
-    "rxpci": Domain("a PCIe data rate", lo=0), "txpci": Domain("a PCIe data rate", lo=0),
-}  # fmt: skip
+    "pwr": Domain("a power draw in W", lo=0),
+    "gtemp": Domain("a temperature", lo=-273.15),
+    "mtemp": Domain("a temperature", lo=-273.15),
+    "sm": _PERCENT,
+    "mem": _PERCENT,
+    "enc": _PERCENT,
+    "dec": _PERCENT,
+    "jpg": _PERCENT,
+    "ofa": _PERCENT,
+    "mclk": Domain("a clock frequency", lo=0),
+    "pclk": Domain("a clock frequency", lo=0),
+    "pviol": _PERCENT,
+    "tviol": _PERCENT,
+    "fb": Domain("a memory size", lo=0),
+    "bar1": Domain("a memory size", lo=0),
+    "ccpm": Domain("a memory size", lo=0),
+    "sbecc": Domain("an error count", lo=0),
+    "dbecc": Domain("an error count", lo=0),
+    "pci": Domain("an error count", lo=0),
+    "rxpci": Domain("a PCIe data rate", lo=0),
+    "txpci": Domain("a PCIe data rate", lo=0),
+}
 SAMPLE_INDEX_DOMAINS: dict[str, Domain] = {
-    "line": LINE, "gpu": Domain("a GPU index", lo=0, hi=INT32_MAX, integer=True), "tick": INDEX,
-}  # fmt: skip
+    "line": LINE,
+    "gpu": Domain("a GPU index", lo=0, hi=INT32_MAX, integer=True),
+    "tick": INDEX,
+}
 ANY_NUMBER = Domain("a number")
 # nvidia-smi --query-gpu fields and dcgmi dmon short names, by prefix (gpu_telemetry importer)
 _SAMPLE_PREFIXES: tuple[tuple[str, Domain], ...] = (
-    ("power.", SAMPLE_DOMAINS["pwr"]), ("utilization.", _PERCENT), ("temperature.", SAMPLE_DOMAINS["gtemp"]),
-    ("clocks.", SAMPLE_DOMAINS["pclk"]), ("memory.", SAMPLE_DOMAINS["fb"]), ("POWER", SAMPLE_DOMAINS["pwr"]),
-    ("GPUTL", _PERCENT), ("MCUTL", _PERCENT), ("TMPTR", SAMPLE_DOMAINS["gtemp"]), ("FBUSD", SAMPLE_DOMAINS["fb"]),
-)  # fmt: skip
+    ("power.", SAMPLE_DOMAINS["pwr"]),
+    ("utilization.", _PERCENT),
+    ("temperature.", SAMPLE_DOMAINS["gtemp"]),
+    ("clocks.", SAMPLE_DOMAINS["pclk"]),
+    ("memory.", SAMPLE_DOMAINS["fb"]),
+    ("POWER", SAMPLE_DOMAINS["pwr"]),
+    ("GPUTL", _PERCENT),
+    ("MCUTL", _PERCENT),
+    ("TMPTR", SAMPLE_DOMAINS["gtemp"]),
+    ("FBUSD", SAMPLE_DOMAINS["fb"]),
+)
 
 
 def sample_domain(counter: str) -> Domain:
@@ -208,19 +243,27 @@ def sample_domain(counter: str) -> Domain:
     if counter in SAMPLE_DOMAINS:
         return SAMPLE_DOMAINS[counter]
     return next((d for prefix, d in _SAMPLE_PREFIXES if counter.startswith(prefix)), ANY_NUMBER)
+
+
 # RunInfo numbers (the run table's INTEGER and DOUBLE columns; the manifest's and `ledger correct`'s too)
 RUN_DOMAINS: dict[str, Domain] = {
-    "input_target_tokens": TOKENS, "output_cap_tokens": TOKENS, "concurrency": COUNT, "request_count": COUNT,
-    "seed": Domain("a seed", lo=-INT32_MAX - 1, hi=INT32_MAX, integer=True), "duration_s": SECONDS,
-}  # fmt: skip
+    "input_target_tokens": TOKENS,
+    "output_cap_tokens": TOKENS,
+    "concurrency": COUNT,
+    "request_count": COUNT,
+    "seed": Domain("a seed", lo=-INT32_MAX - 1, hi=INT32_MAX, integer=True),
+    "duration_s": SECONDS,
+}
 
 # A request rate setting (requests/s) is kept as written, as text (R11: "2.0" stays "2.0"): a decimal
 # number > 0 (vLLM and GuideLLM divide by it) and at most one request per nanosecond, the resolution of
 # every time the ledger keeps (a faster rate cannot be told from "all at once"); or "inf": every request
 # at once, vLLM's and SGLang's default (vLLM writes the text "inf", SGLang's json writes Infinity).
 MAX_REQUEST_RATE = 10**9
-REQUEST_RATE = (f"a request rate in requests/s: a decimal number > 0 and <= {MAX_REQUEST_RATE:,} (one request "
-                "per nanosecond), or inf (every request at once)")  # fmt: skip
+REQUEST_RATE = (
+    f"a request rate in requests/s: a decimal number > 0 and <= {MAX_REQUEST_RATE:,} (one request "
+    "per nanosecond), or inf (every request at once)"
+)
 _RATE_TEXT = re.compile(r"\+?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
 _INFINITE_RATE = frozenset({"inf", "+inf", "infinity", "+infinity"})
 
@@ -239,13 +282,37 @@ def request_rate_text(text: str) -> str:
 # Quantity kinds (ledger.kinds) whose values are never negative, for printed values and log facts.
 # Not here: ratios, percent changes, 'other' and 'kv_cache_memory' (vLLM prints a negative available
 # KV cache memory when a launch does not fit: "Available KV cache memory: -1.20 GiB").
-NON_NEGATIVE_KINDS = frozenset({
-    "token_count", "token_setting", "request_count", "record_count", "concurrency", "duration", "latency",
-    "startup_time", "aggregate_token_rate", "per_stream_token_rate", "request_rate", "power_normalized_rate",
-    "capacity_ratio", "weights_file_size", "model_allocation", "device_memory", "kv_pool_tokens",
-    "power_card_mean_sum", "power_peak_of_sum", "power_sum_of_peaks", "power", "activity_time_percent",
-    "memory_busy_percent", "utilization_percent", "clock_frequency", "bandwidth", "count",
-})  # fmt: skip
+NON_NEGATIVE_KINDS = frozenset(
+    {
+        "token_count",
+        "token_setting",
+        "request_count",
+        "record_count",
+        "concurrency",
+        "duration",
+        "latency",
+        "startup_time",
+        "aggregate_token_rate",
+        "per_stream_token_rate",
+        "request_rate",
+        "power_normalized_rate",
+        "capacity_ratio",
+        "weights_file_size",
+        "model_allocation",
+        "device_memory",
+        "kv_pool_tokens",
+        "power_card_mean_sum",
+        "power_peak_of_sum",
+        "power_sum_of_peaks",
+        "power",
+        "activity_time_percent",
+        "memory_busy_percent",
+        "utilization_percent",
+        "clock_frequency",
+        "bandwidth",
+        "count",
+    }
+)
 
 
 def kind_domain(kind: str | None) -> Domain:
@@ -320,13 +387,16 @@ def as_parse_error(path: Any, exc: Exception) -> Exception:
         pos = [x for x in err["loc"] if isinstance(x, int)]
         where = f"record {pos[0]} of the run" if pos and loc and loc[0] in REQUEST_DOMAINS else None
         shown = "" if "input" not in err or isinstance(err["input"], (dict, list)) else f", got {_shown(err['input'])}"
-        return ParseError(path, where, ".".join(loc) or None, f"{_lowered(err['msg'].removeprefix('Value error, '))}{shown}")
+        return ParseError(
+            path, where, ".".join(loc) or None, f"{_lowered(err['msg'].removeprefix('Value error, '))}{shown}"
+        )
     if isinstance(exc, RecursionError):
         return ParseError(path, None, None, "nested too deeply to read (beyond Python's recursion limit)")
     if isinstance(exc, UnicodeEncodeError):  # pydantic meets a lone surrogate (a JSON "\\udc00") in a key or text
         text = exc.object if isinstance(exc.object, str) else ""
-        return ParseError(path, None, None, f"a lone surrogate (U+{ord(text[exc.start]):04X}) in {_shown(text)!r}, "
-                                            "which is not text")  # fmt: skip
+        return ParseError(
+            path, None, None, f"a lone surrogate (U+{ord(text[exc.start]):04X}) in {_shown(text)!r}, which is not text"
+        )
     return exc
 
 
@@ -354,7 +424,11 @@ def arrow_violation(table: Any, domains: dict[str, Domain]) -> Violation | None:
                 row = pc.index(pc.fill_null(bad, False), True).as_py()
                 return Violation(name, row, text_violation(f"the {name}", col[row].as_py()) or "not storable text")
             continue
-        if domain is None or col.null_count == len(col) or not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type)):
+        if (
+            domain is None
+            or col.null_count == len(col)
+            or not (pa.types.is_integer(col.type) or pa.types.is_floating(col.type))
+        ):
             continue
         bad = None
         if pa.types.is_floating(col.type):
@@ -367,8 +441,10 @@ def arrow_violation(table: Any, domains: dict[str, Domain]) -> Violation | None:
             high = domain.hi is not None and mm["max"] > domain.hi
             if not (low or high):
                 continue
-            bad = pc.or_(pc.less(col, domain.lo) if low else pa.repeat(False, len(col)),
-                         pc.greater(col, domain.hi) if high else pa.repeat(False, len(col)))  # fmt: skip
+            bad = pc.or_(
+                pc.less(col, domain.lo) if low else pa.repeat(False, len(col)),
+                pc.greater(col, domain.hi) if high else pa.repeat(False, len(col)),
+            )
         row = pc.index(pc.fill_null(bad, False), True).as_py()
         return Violation(name, row, domain.violation(col[row].as_py()) or "outside its domain")
     return None
@@ -482,8 +558,10 @@ class Published(Record):
             if text is not None and (why := text_violation(what, text)):
                 raise ValueError(where + why)
         if self.flag != "n/a" and self.quantity_kind not in (None, "other") and self.value is None:
-            raise ValueError(f"{where}{_safe(self.key)!r} is a {self.quantity_kind} but its value {_shown(self.text)!r} "
-                             "is not a number")
+            raise ValueError(
+                f"{where}{_safe(self.key)!r} is a {self.quantity_kind} but its value {_shown(self.text)!r} "
+                "is not a number"
+            )
         if why := kind_domain(self.quantity_kind).violation(self.value):
             raise ValueError(f"{where}{_safe(self.key)!r}: {why}")
         return self
@@ -535,8 +613,11 @@ class Pairing(Record):
     def _in_domain(self) -> Pairing:
         if self.key is None and self.file is None and self.names is None:
             raise ValueError("a pairing needs a key, the file's own name or the name of the file it names")
-        for what, text in (("the pairing key", self.key), ("the pairing file name", self.file),
-                           ("the named file", self.names)):  # fmt: skip
+        for what, text in (
+            ("the pairing key", self.key),
+            ("the pairing file name", self.file),
+            ("the named file", self.names),
+        ):
             if text is not None and (why := name_violation(what, text)):
                 raise ValueError(why)
         for k, v in self.facts.items():
@@ -573,9 +654,16 @@ class RunInfo(Record):
         if why := name_violation("the run label", self.label):
             raise ValueError(why)
         if len(self.metadata) > MAX_KEYS_PER_RUN:
-            raise ValueError(f"the run has {len(self.metadata):,} metadata entries; at most {MAX_KEYS_PER_RUN:,} are kept")
-        texts = [("tool", self.tool), ("tool_version", self.tool_version), ("request_rate", self.request_rate),
-                 ("dataset", self.dataset), ("locator", self.locator)]  # fmt: skip
+            raise ValueError(
+                f"the run has {len(self.metadata):,} metadata entries; at most {MAX_KEYS_PER_RUN:,} are kept"
+            )
+        texts = [
+            ("tool", self.tool),
+            ("tool_version", self.tool_version),
+            ("request_rate", self.request_rate),
+            ("dataset", self.dataset),
+            ("locator", self.locator),
+        ]
         texts += [(f"metadata key {_safe(k[:40])!r}", k) for k in self.metadata]
         texts += [(f"metadata {_safe(k[:40])!r}", v) for k, v in self.metadata.items()]
         for what, text in texts:
@@ -703,7 +791,9 @@ class ParsedArtefact:
     log_facts: list[LogFact] = field(default_factory=list)
     published: list[Published] = field(default_factory=list)
     note: str | None = None
-    notice: str | None = None  # what the import tells the user about the file (a `note:` line), e.g. columns kept unread
+    notice: str | None = (
+        None  # what the import tells the user about the file (a `note:` line), e.g. columns kept unread
+    )
 
     def iter_runs(self) -> Iterator[ParsedRun]:
         """The runs, with ``idx`` made the record's position in the *artefact*.
@@ -723,8 +813,10 @@ class ParsedArtefact:
             elif isinstance(req, ArrowRequests) and len(req):
                 first, last = req.table.column("idx")[0].as_py(), req.table.column("idx")[-1].as_py()
                 if first < offset:
-                    raise ValueError(f"Arrow request rows of run {run.info.label!r} start at idx {first}, "
-                                     f"below {offset}: they must come numbered across the artefact")
+                    raise ValueError(
+                        f"Arrow request rows of run {run.info.label!r} start at idx {first}, "
+                        f"below {offset}: they must come numbered across the artefact"
+                    )
                 offset = max(offset, last + 1)
             yield run
 

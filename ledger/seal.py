@@ -66,9 +66,18 @@ SCHEME = "bench-ledger-seal/2"
 ZERO_DIGEST = "0" * 64
 CHUNK = 4096
 TABLE_ORDER = (
-    "batch", "deployment", "run", "capture", "capture_field", "artefact",
-    "request", "chunk_gap", "hardware_sample", "log_fact", "published_value",
-)  # fmt: skip
+    "batch",
+    "deployment",
+    "run",
+    "capture",
+    "capture_field",
+    "artefact",
+    "request",
+    "chunk_gap",
+    "hardware_sample",
+    "log_fact",
+    "published_value",
+)
 # Scheme 1 (seals made before the deployment was covered) had the same rows without ``deployment``.
 TABLES_OF_SCHEME = {"bench-ledger-seal/1": tuple(t for t in TABLE_ORDER if t != "deployment"), SCHEME: TABLE_ORDER}
 BATCH_IDENTITY = ("id", "name", "description", "deployment_id", "created_at")
@@ -212,8 +221,12 @@ def _select(table: str, batch_id: int, backend: str, *, all_columns: bool = Fals
         "artefact": col("batch_id") == batch_id,
         "deployment": sa.or_(
             col("id").in_(sa.select(col("deployment_id")).select_from(sa.table("batch")).where(col("id") == batch_id)),
-            col("id").in_(sa.select(col("deployment_id")).select_from(sa.table("run")).where(col("batch_id") == batch_id)),
-            col("id").in_(sa.select(col("deployment_id")).select_from(sa.table("artefact")).where(col("batch_id") == batch_id)),
+            col("id").in_(
+                sa.select(col("deployment_id")).select_from(sa.table("run")).where(col("batch_id") == batch_id)
+            ),
+            col("id").in_(
+                sa.select(col("deployment_id")).select_from(sa.table("artefact")).where(col("batch_id") == batch_id)
+            ),
         ),
         "published_value": sa.or_(col("batch_id") == batch_id, col("run_id").in_(runs)),
     }.get(table, col("artefact_id").in_(arts))
@@ -223,7 +236,9 @@ def _select(table: str, batch_id: int, backend: str, *, all_columns: bool = Fals
         if backend == "postgresql" and isinstance(c.type, sa.String):
             expr = sa.collate(expr, "C")
         order.append(expr)
-    stmt: sa.Select[*tuple[Any, ...]] = sa.select(*[sa.column(n) for n in names]).select_from(sa.table(table)).where(where).order_by(*order)
+    stmt: sa.Select[*tuple[Any, ...]] = (
+        sa.select(*[sa.column(n) for n in names]).select_from(sa.table(table)).where(where).order_by(*order)
+    )
     return stmt, names
 
 
@@ -281,8 +296,14 @@ class BatchDigest:
         return json.dumps({t: d.root for t, d in self.tables.items()}, sort_keys=True)
 
 
-def compute(conn: sa.Connection, backend: str, batch_id: int, *, keep_chunks: bool = False,
-            tables: tuple[str, ...] = TABLE_ORDER) -> BatchDigest:  # fmt: skip
+def compute(
+    conn: sa.Connection,
+    backend: str,
+    batch_id: int,
+    *,
+    keep_chunks: bool = False,
+    tables: tuple[str, ...] = TABLE_ORDER,
+) -> BatchDigest:
     """Stream every row of the batch once; the whole-batch root and one root per table."""
     whole = MerkleStream()
     out = BatchDigest(root="", count=0, tables={})
@@ -306,7 +327,9 @@ def compute(conn: sa.Connection, backend: str, batch_id: int, *, keep_chunks: bo
     return out
 
 
-def seal_digest(previous: str, batch_name: str, root: str, count: int, closed_at: datetime, scheme: str = SCHEME) -> str:
+def seal_digest(
+    previous: str, batch_name: str, root: str, count: int, closed_at: datetime, scheme: str = SCHEME
+) -> str:
     """Step 4 of the module docstring."""
     data = rfc8785.dumps([scheme, previous, batch_name, root, count, _stamp(closed_at)])
     return hashlib.sha256(data).hexdigest()

@@ -45,8 +45,16 @@ from bench_ledger.models import key_columns
 T = TypeVar("T")
 SCHEME = "bench-ledger-seal/3"
 DECLARED_TABLES = ("batch", "deployment", "run", "published_value")
-ARTEFACT_TABLES = ("artefact", "capture", "capture_field", "request", "chunk_gap", "hardware_sample", "log_fact",
-                   "request_value")
+ARTEFACT_TABLES = (
+    "artefact",
+    "capture",
+    "capture_field",
+    "request",
+    "chunk_gap",
+    "hardware_sample",
+    "log_fact",
+    "request_value",
+)
 # Tables added after scheme 3 was defined (migration 0013): an artefact's part of such a table exists
 # (in its digest, the seal's parts and seal_part) only when the artefact has rows there, so every
 # digest and seal made before the table existed verifies unchanged.
@@ -66,25 +74,32 @@ def _select_sql(table: str, *, batch_id: int | None = None, artefact_ids: str | 
     in stored order, which after an import is key order, and sorting 3.2M rows on the server cost
     more than the rest of reading them (DuckDB 0.5-0.6 s against 0.13-0.18 s unordered for 1.6M
     chunk gaps; PostgreSQL an external merge sort on disk)."""
-    names = ", ".join(f'CAST(x."{c.name}" AS BIGINT) AS "{c.name}"' if dg.tag_of(c) == "i" else f'x."{c.name}"'
-                      for c in _cols(table))  # fmt: skip
+    names = ", ".join(
+        f'CAST(x."{c.name}" AS BIGINT) AS "{c.name}"' if dg.tag_of(c) == "i" else f'x."{c.name}"' for c in _cols(table)
+    )
     b = int(batch_id) if batch_id is not None else None
     if table in DECLARED_TABLES:
         where = {
             "batch": f"x.id = {b}",
             "run": f"x.batch_id = {b}",
             "published_value": f"x.batch_id = {b} OR x.run_id IN (SELECT id FROM run WHERE batch_id = {b})",
-            "deployment": (f"x.id IN (SELECT deployment_id FROM batch WHERE id = {b}) "
-                           f"OR x.id IN (SELECT deployment_id FROM run WHERE batch_id = {b}) "
-                           f"OR x.id IN (SELECT deployment_id FROM artefact WHERE batch_id = {b})"),
-        }[table]  # fmt: skip
+            "deployment": (
+                f"x.id IN (SELECT deployment_id FROM batch WHERE id = {b}) "
+                f"OR x.id IN (SELECT deployment_id FROM run WHERE batch_id = {b}) "
+                f"OR x.id IN (SELECT deployment_id FROM artefact WHERE batch_id = {b})"
+            ),
+        }[table]
         return f"SELECT {names} FROM {table} x WHERE {where}"
     if table == "artefact":
         return f"SELECT CAST(x.id AS BIGINT) AS _art, {names} FROM artefact x WHERE x.id IN ({artefact_ids})"
     if table == "capture_field":
-        return (f"SELECT CAST(c.artefact_id AS BIGINT) AS _art, {names} FROM capture_field x JOIN capture c ON c.id = x.capture_id "
-                f"WHERE c.artefact_id IN ({artefact_ids})")  # fmt: skip
-    return f"SELECT CAST(x.artefact_id AS BIGINT) AS _art, {names} FROM {table} x WHERE x.artefact_id IN ({artefact_ids})"
+        return (
+            f"SELECT CAST(c.artefact_id AS BIGINT) AS _art, {names} FROM capture_field x JOIN capture c ON c.id = x.capture_id "
+            f"WHERE c.artefact_id IN ({artefact_ids})"
+        )
+    return (
+        f"SELECT CAST(x.artefact_id AS BIGINT) AS _art, {names} FROM {table} x WHERE x.artefact_id IN ({artefact_ids})"
+    )
 
 
 def _sort_keys(table: str, with_art: bool) -> list[str]:
@@ -139,8 +154,12 @@ def _read_gap_arrays(conn: sa.Connection, backend: str, artefact_ids: str) -> pa
     second unnest, 3-4x slower than the table it replaced; PostgreSQL: a lateral unnest, one row per
     gap on the server). Arrays not in the plain form (written behind the ledger) are read through the
     view, which gives their rows as they are."""
-    arrays = gp.read(conn, backend, "SELECT artefact_id, request_idx, gaps FROM request_gaps "
-                     f"WHERE artefact_id IN ({artefact_ids})", ["artefact_id", "request_idx"])  # fmt: skip
+    arrays = gp.read(
+        conn,
+        backend,
+        f"SELECT artefact_id, request_idx, gaps FROM request_gaps WHERE artefact_id IN ({artefact_ids})",
+        ["artefact_id", "request_idx"],
+    )
     if arrays is None:
         return _read(conn, backend, "chunk_gap", _select_sql("chunk_gap", artefact_ids=artefact_ids), True)
     rows = gp.rows_of(arrays)
@@ -149,12 +168,12 @@ def _read_gap_arrays(conn: sa.Connection, backend: str, artefact_ids: str) -> pa
 
 
 def declared_parts(conn: sa.Connection, backend: str, batch_id: int) -> list[Part]:
-    return [_part(t, None, _read(conn, backend, t, _select_sql(t, batch_id=batch_id), False))
-            for t in DECLARED_TABLES]  # fmt: skip
+    return [_part(t, None, _read(conn, backend, t, _select_sql(t, batch_id=batch_id), False)) for t in DECLARED_TABLES]
 
 
-def artefact_parts(conn: sa.Connection, backend: str, artefact_ids: list[int] | str,
-                   tables: tuple[str, ...] = ARTEFACT_TABLES) -> dict[int, list[Part]]:  # fmt: skip
+def artefact_parts(
+    conn: sa.Connection, backend: str, artefact_ids: list[int] | str, tables: tuple[str, ...] = ARTEFACT_TABLES
+) -> dict[int, list[Part]]:
     """The artefact parts (of ``tables``) of the given artefacts (a list of ids, or a SQL subquery
     of them), read back from the database."""
     ids = artefact_ids if isinstance(artefact_ids, str) else ", ".join(str(int(i)) for i in artefact_ids) or "NULL"
@@ -199,8 +218,9 @@ def _span_parts(table: str, data: pa.Table, spans: dict[int, tuple[int, int]], i
     return out
 
 
-def artefact_part_digests(conn: sa.Connection, backend: str, artefact_ids: list[int],
-                          tables: tuple[str, ...]) -> dict[int, list[HeldPart]]:  # fmt: skip
+def artefact_part_digests(
+    conn: sa.Connection, backend: str, artefact_ids: list[int], tables: tuple[str, ...]
+) -> dict[int, list[HeldPart]]:
     """What :func:`artefact_parts` gives an artefact digest (each part's count and chunk digests, the
     rows read back the same way), without a :class:`Part` per artefact and table."""
     known = sorted(int(i) for i in artefact_ids)
@@ -223,7 +243,9 @@ SLICE_ROWS = 1 << 20
 def _pg_page_ranges(conn: sa.Connection, table: str, rows_per_page: int = 64) -> Iterator[str]:
     """PostgreSQL: conditions on ``x.ctid`` that cut ``table``'s heap into ranges of pages of about
     :data:`SLICE_ROWS` rows, in page order (each a TID range scan of its pages only), the last one open-ended."""
-    pages = conn.exec_driver_sql(f"SELECT pg_relation_size('{table}') / current_setting('block_size')::int").scalar() or 0
+    pages = (
+        conn.exec_driver_sql(f"SELECT pg_relation_size('{table}') / current_setting('block_size')::int").scalar() or 0
+    )
     step, lo = max(1, SLICE_ROWS // rows_per_page), 0
     while lo + step < pages:
         yield f"x.ctid >= '({lo},0)'::tid AND x.ctid < '({lo + step},0)'::tid"
@@ -266,8 +288,10 @@ def _gap_slices(conn: sa.Connection, backend: str, sql: str, heap: str = "reques
     keys = ["artefact_id", "request_idx"]
     if backend == "duckdb":
         for t in _duck_batches(conn, sql.format(range="TRUE"), max(1, SLICE_ROWS // 8)):
-            yield pa.Table.from_arrays([*(t.column(k).cast(pa.int64()) for k in keys),
-                                        t.column("gaps").cast(pa.list_(pa.float64()))], names=[*keys, "gaps"])  # fmt: skip
+            yield pa.Table.from_arrays(
+                [*(t.column(k).cast(pa.int64()) for k in keys), t.column("gaps").cast(pa.list_(pa.float64()))],
+                names=[*keys, "gaps"],
+            )
         return
     for cond in _pg_page_ranges(conn, heap, rows_per_page=16):
         data = gp.read(conn, backend, sql.format(range=cond), keys)
@@ -277,18 +301,26 @@ def _gap_slices(conn: sa.Connection, backend: str, sql: str, heap: str = "reques
             yield data
 
 
-def _streamed_slices(conn: sa.Connection, backend: str, listed: str, tables: Sequence[str],
-                     ordered: bool = False) -> Iterator[tuple[str, pa.Table | None]]:  # fmt: skip
+def _streamed_slices(
+    conn: sa.Connection, backend: str, listed: str, tables: Sequence[str], ordered: bool = False
+) -> Iterator[tuple[str, pa.Table | None]]:
     """Each of ``tables`` (of the :data:`STREAMED_TABLES`) of the artefacts ``listed`` in turn, a slice at a
     time: (table, slice), in stored order, or with ``ordered`` in key order (:func:`_in_key_order`); (table,
     None) where the rows cannot be read so (gap arrays not all in their plain form; no key-ordered copy)."""
     for table in tables:
         if table == "chunk_gap":
-            source, sql = "request_gaps", f"SELECT x.artefact_id, x.request_idx, x.gaps FROM request_gaps x WHERE x.artefact_id IN ({listed})"
+            source, sql = (
+                "request_gaps",
+                f"SELECT x.artefact_id, x.request_idx, x.gaps FROM request_gaps x WHERE x.artefact_id IN ({listed})",
+            )
         else:
             source = table
             sql = _select_sql(table, artefact_ids=listed).replace("CAST(x.artefact_id AS BIGINT) AS _art, ", "", 1)
-        with _in_key_order(conn, backend, source, sql) if ordered else contextlib.nullcontext((source, sql + " AND {range}")) as read:
+        with (
+            _in_key_order(conn, backend, source, sql)
+            if ordered
+            else contextlib.nullcontext((source, sql + " AND {range}")) as read
+        ):
             if read is None:
                 yield table, None
             elif table == "chunk_gap":
@@ -313,8 +345,11 @@ def _in_key_order(conn: sa.Connection, backend: str, source: str, sql: str) -> I
     order written), read by ranges of its pages and dropped after (with its savepoint where the reads stop
     early). None where PostgreSQL refuses that table (a read-only transaction, no TEMPORARY privilege): the
     caller reads the table whole."""
-    order = ", ".join(f'x."{k}"' + (' COLLATE "C"' if backend == "postgresql" and dg.tag_of(m.Base.metadata.tables[source].c[k]) == "s" else "")
-                      for k in key_columns(source))  # fmt: skip
+    order = ", ".join(
+        f'x."{k}"'
+        + (' COLLATE "C"' if backend == "postgresql" and dg.tag_of(m.Base.metadata.tables[source].c[k]) == "s" else "")
+        for k in key_columns(source)
+    )
     if backend == "duckdb":
         yield source, f"{sql} AND {{range}} ORDER BY {order}"
         return
@@ -352,8 +387,9 @@ def _read_ahead(items: Iterator[T]) -> Generator[T, None, None]:
             yield item  # type: ignore[misc]
 
 
-def artefact_digest_parts(conn: sa.Connection, backend: str, artefact_ids: list[int] | str,
-                          chunks: bool = False) -> dict[int, list[Part | HeldPart]]:  # fmt: skip
+def artefact_digest_parts(
+    conn: sa.Connection, backend: str, artefact_ids: list[int] | str, chunks: bool = False
+) -> dict[int, list[Part | HeldPart]]:
     """What :func:`artefact_parts` gives the artefacts' digests (every part's count and chunk digests,
     of the same rows read back), without holding a large table's rows: the :data:`STREAMED_TABLES` are
     read a slice at a time (:func:`_slices`, :func:`_gap_slices`) and hashed as they come
@@ -368,7 +404,9 @@ def artefact_digest_parts(conn: sa.Connection, backend: str, artefact_ids: list[
     others = tuple(t for t in ARTEFACT_TABLES if t not in STREAMED_TABLES)
     # the other tables as artefact_parts reads them; without chunks as digests only, each table's columns
     # encoded once for all the artefacts (artefact_part_digests) rather than a Part per artefact and table
-    small = artefact_parts(conn, backend, known, others) if chunks else artefact_part_digests(conn, backend, known, others)
+    small = (
+        artefact_parts(conn, backend, known, others) if chunks else artefact_part_digests(conn, backend, known, others)
+    )
     streams = {t: _ArtefactStreams(t, chunks) for t in STREAMED_TABLES}
     # the next slice is read in a thread while this one is hashed (the drivers, hashlib and zlib release
     # the GIL); only that thread uses the connection until the reads end
@@ -701,14 +739,19 @@ class PooledRows:
         out: dict[str, dict[int, HeldPart] | None] = {}
         for table in STREAMED_TABLES:
             if set(self.counts[table]) - set(ids):
-                raise ValueError(f"pooled {table} rows name artefacts {sorted(set(self.counts[table]) - set(ids))}, "
-                                 "not of this write")  # fmt: skip
+                raise ValueError(
+                    f"pooled {table} rows name artefacts {sorted(set(self.counts[table]) - set(ids))}, "
+                    "not of this write"
+                )
             if table in self.broken:
                 out[table] = None
                 continue
             if (carry := self.carry[table]) is not None:
-                self.done[table].update(_span_parts(table, carry, spans_of(carry.column("artefact_id")),
-                                                    [carry.column("artefact_id")[0].as_py()]))  # fmt: skip
+                self.done[table].update(
+                    _span_parts(
+                        table, carry, spans_of(carry.column("artefact_id")), [carry.column("artefact_id")[0].as_py()]
+                    )
+                )
                 self.carry[table] = None
             out[table] = {a: self.done[table].get(a) or HeldPart(table, a, 0, []) for a in ids}
         self.close()
@@ -726,8 +769,9 @@ def store_artefact_digest(conn: sa.Connection, backend: str, artefact_id: int, h
     return store_artefact_digests(conn, backend, {artefact_id: held})[artefact_id]
 
 
-def store_artefact_digests(conn: sa.Connection, backend: str, held: dict[int, HeldRows],
-                           pooled: PooledRows | None = None) -> dict[int, str]:  # fmt: skip
+def store_artefact_digests(
+    conn: sa.Connection, backend: str, held: dict[int, HeldRows], pooled: PooledRows | None = None
+) -> dict[int, str]:
     """:func:`store_artefact_digest` of several artefacts written in one transaction (a group of
     imported files): the tables that are not held (or whose held rows did not arrive in key order)
     are read back for all of them at once (:func:`artefact_part_digests`), and the digest rows go in
@@ -741,9 +785,14 @@ def store_artefact_digests(conn: sa.Connection, backend: str, held: dict[int, He
         for a in ids:
             rows = held[a]
             count = {t: pooled_counts[t].get(a, 0) if t in group else rows.rows.get(t) for t in OPTIONAL_TABLES}
-            tables[a] = [t for t in ARTEFACT_TABLES if t not in OPTIONAL_TABLES or count[t]]  # an optional part only with rows
-            from_held[a] = {t: (None if group[t] is None else group[t][a]) if t in group else rows.part(t, a)  # type: ignore[index]
-                            for t in tables[a] if t in HELD_TABLES}  # fmt: skip
+            tables[a] = [
+                t for t in ARTEFACT_TABLES if t not in OPTIONAL_TABLES or count[t]
+            ]  # an optional part only with rows
+            from_held[a] = {
+                t: (None if group[t] is None else group[t][a]) if t in group else rows.part(t, a)  # type: ignore[index]
+                for t in tables[a]
+                if t in HELD_TABLES
+            }
     finally:
         for rows in held.values():
             rows.close()
@@ -760,17 +809,28 @@ def store_artefact_digests(conn: sa.Connection, backend: str, held: dict[int, He
 
 
 def _insert_digest_rows(conn: sa.Connection, parts: dict[int, list[Part | HeldPart]], backend: str = "") -> None:
-    rows = [{"artefact_id": a, "table_name": p.table, "row_count": p.count, "root": p.root,
-             "chunks": b"".join(p.digests)} for a, ps in parts.items() for p in ps]  # fmt: skip
+    rows = [
+        {"artefact_id": a, "table_name": p.table, "row_count": p.count, "root": p.root, "chunks": b"".join(p.digests)}
+        for a, ps in parts.items()
+        for p in ps
+    ]
     if backend == "duckdb":  # one scan of an Arrow table: an executemany cost ~2 ms per artefact (7 rows)
         from bench_ledger.bulk import bulk_insert
 
-        bulk_insert(conn, backend, "artefact_digest", pa.table({
-            "artefact_id": pa.array([r["artefact_id"] for r in rows], pa.int32()),
-            "table_name": pa.array([r["table_name"] for r in rows], pa.string()),
-            "row_count": pa.array([r["row_count"] for r in rows], pa.int64()),
-            "root": pa.array([r["root"] for r in rows], pa.string()),
-            "chunks": pa.array([r["chunks"] for r in rows], pa.binary())}))  # fmt: skip
+        bulk_insert(
+            conn,
+            backend,
+            "artefact_digest",
+            pa.table(
+                {
+                    "artefact_id": pa.array([r["artefact_id"] for r in rows], pa.int32()),
+                    "table_name": pa.array([r["table_name"] for r in rows], pa.string()),
+                    "row_count": pa.array([r["row_count"] for r in rows], pa.int64()),
+                    "root": pa.array([r["root"] for r in rows], pa.string()),
+                    "chunks": pa.array([r["chunks"] for r in rows], pa.binary()),
+                }
+            ),
+        )
         return
     conn.execute(sa.insert(m.ArtefactDigest), rows)
 
@@ -794,8 +854,15 @@ def _chunk_fields(table: str, cols: list, n: int, digests: list[bytes], first: i
     out = []
     for i, d in enumerate(digests):
         lo, hi = i * dg.CHUNK, min((i + 1) * dg.CHUNK, n)
-        out.append({"chunk_no": first + i, "row_count": hi - lo, "digest": d.hex(), "keys": _keys_blob(table, cols, lo, hi),
-                    "fingerprints": bytes(fps[8 * lo : 8 * hi])})  # fmt: skip
+        out.append(
+            {
+                "chunk_no": first + i,
+                "row_count": hi - lo,
+                "digest": d.hex(),
+                "keys": _keys_blob(table, cols, lo, hi),
+                "fingerprints": bytes(fps[8 * lo : 8 * hi]),
+            }
+        )
     return out
 
 
@@ -843,7 +910,9 @@ def seal_part_rows(seal_id: int, part: Part | HeldPart) -> list[dict]:
     names = {"seal_id": seal_id, "table_name": part.table, "artefact_id": part.artefact_id or 0}
     rows = [{**names, **c} for c in chunks]
     if not part.digests:
-        rows.append({**names, "chunk_no": -1, "row_count": 0, "digest": dg.EMPTY_ROOT, "keys": b"", "fingerprints": b""})
+        rows.append(
+            {**names, "chunk_no": -1, "row_count": 0, "digest": dg.EMPTY_ROOT, "keys": b"", "fingerprints": b""}
+        )
     return rows
 
 

@@ -136,14 +136,18 @@ def translate(exc: Exception, url: str) -> StoreError:
             "close that process (another `ledger` command, a duckdb shell or notebook) and retry"
         )
     if isinstance(exc, sa.exc.OperationalError) and "connection" in text.lower():
-        return StoreError(f"cannot connect to {sa.engine.make_url(url).render_as_string(hide_password=True)}: {text.strip()}")
+        return StoreError(
+            f"cannot connect to {sa.engine.make_url(url).render_as_string(hide_password=True)}: {text.strip()}"
+        )
     return StoreError(text.strip().splitlines()[0] if text.strip() else type(exc).__name__)
 
 
 def known_names(conn: sa.Connection | Session, what: str, batch: str | None = None) -> list[str]:
     """The names of every ``batch`` or ``deployment``, or the run labels of ``batch`` (``run``)."""
     if what == "run":
-        stmt = sa.select(m.Run.label).join(m.Batch, m.Batch.id == m.Run.batch_id).where(m.Batch.name == batch).distinct()
+        stmt = (
+            sa.select(m.Run.label).join(m.Batch, m.Batch.id == m.Run.batch_id).where(m.Batch.name == batch).distinct()
+        )
     else:
         stmt = sa.select(m.Batch.name if what == "batch" else m.Deployment.name)
     return list(conn.execute(stmt).scalars())
@@ -178,19 +182,27 @@ def check_url(url: str) -> sa.engine.URL:
     try:
         parsed = sa.engine.make_url(url)
     except sa.exc.ArgumentError:
-        raise BadURL(f"--db / $LEDGER_DB: {url!r} is not a database URL: use duckdb:///FILE or postgresql+psycopg://USER@HOST/DB") from None
+        raise BadURL(
+            f"--db / $LEDGER_DB: {url!r} is not a database URL: use duckdb:///FILE or postgresql+psycopg://USER@HOST/DB"
+        ) from None
     backend = parsed.get_backend_name()
     if backend not in ("duckdb", "postgresql"):
-        raise BadURL(f"--db / $LEDGER_DB: unsupported database {backend!r} in {parsed.render_as_string(hide_password=True)}: "
-                     "use duckdb:///FILE or postgresql+psycopg://USER@HOST/DB")  # fmt: skip
+        raise BadURL(
+            f"--db / $LEDGER_DB: unsupported database {backend!r} in {parsed.render_as_string(hide_password=True)}: "
+            "use duckdb:///FILE or postgresql+psycopg://USER@HOST/DB"
+        )
     if parsed.drivername not in URL_DRIVERS:  # the driver is imported when the engine is made: refused before
-        raise BadURL(f"--db / $LEDGER_DB: driver {parsed.drivername.partition('+')[2]!r} in "
-                     f"{parsed.render_as_string(hide_password=True)} is not supported: the ledger uses DuckDB's "
-                     "(duckdb:///FILE) and PostgreSQL's psycopg 3 (postgresql+psycopg://USER@HOST/DB, or postgresql://)")  # fmt: skip
+        raise BadURL(
+            f"--db / $LEDGER_DB: driver {parsed.drivername.partition('+')[2]!r} in "
+            f"{parsed.render_as_string(hide_password=True)} is not supported: the ledger uses DuckDB's "
+            "(duckdb:///FILE) and PostgreSQL's psycopg 3 (postgresql+psycopg://USER@HOST/DB, or postgresql://)"
+        )
     refused = sorted(k for k in parsed.query if k not in DUCKDB_URL_SETTINGS) if backend == "duckdb" else []
     if refused:
-        raise BadURL(f"--db / $LEDGER_DB: DuckDB setting(s) {', '.join(refused)} not allowed in a ledger URL; "
-                     f"allowed: {', '.join(DUCKDB_URL_SETTINGS)}")  # fmt: skip
+        raise BadURL(
+            f"--db / $LEDGER_DB: DuckDB setting(s) {', '.join(refused)} not allowed in a ledger URL; "
+            f"allowed: {', '.join(DUCKDB_URL_SETTINGS)}"
+        )
     return parsed
 
 
@@ -209,8 +221,9 @@ def _alembic_config():
 # lines (a plain chain; anything else asks Alembic), the stored one from alembic_version, as
 # Alembic's MigrationContext.get_current_revision reads it. tests/test_store.py checks both against
 # Alembic's answers.
-_REVISION_LINE = re.compile(r"^(revision|down_revision)\s*(?::[^=]*)?=\s*(?:'([^'\n]*)'|\"([^\"\n]*)\"|(None))\s*(?:#.*)?$",
-                            re.MULTILINE)
+_REVISION_LINE = re.compile(
+    r"^(revision|down_revision)\s*(?::[^=]*)?=\s*(?:'([^'\n]*)'|\"([^\"\n]*)\"|(None))\s*(?:#.*)?$", re.MULTILINE
+)
 
 
 def _chain_head() -> str | None:
@@ -255,14 +268,17 @@ def stored_revision(conn: sa.Connection) -> str | None:
     ``alembic_version``. Whether that table exists is asked of ``information_schema`` (both backends, the
     current schema, as Alembic's ``has_table``): the driver's reflection query cost DuckDB ~10 ms more
     at the first call of a process, in every command (:meth:`Ledger.require_schema`)."""
-    present = conn.exec_driver_sql("SELECT count(*) FROM information_schema.tables "
-                                   "WHERE table_schema = current_schema() AND table_name = 'alembic_version'").scalar_one()  # fmt: skip
+    present = conn.exec_driver_sql(
+        "SELECT count(*) FROM information_schema.tables "
+        "WHERE table_schema = current_schema() AND table_name = 'alembic_version'"
+    ).scalar_one()
     if not present:
         return None
     rows = conn.exec_driver_sql("SELECT version_num FROM alembic_version").scalars().all()
     if len(rows) > 1:
-        raise StoreError(f"the ledger's alembic_version holds {len(rows)} revisions ({', '.join(sorted(rows))}); "
-                         "it should hold one")
+        raise StoreError(
+            f"the ledger's alembic_version holds {len(rows)} revisions ({', '.join(sorted(rows))}); it should hold one"
+        )
     return rows[0] if rows else None
 
 
@@ -514,7 +530,9 @@ class Ledger:
         """Refuse to build something (the demo) into a ledger that already holds data."""
         used = {t: n for t, n in self.status().counts.items() if n and t != "alembic_version"}
         if used:
-            raise StoreError(f"the ledger at {self.display_url} is not empty ({', '.join(sorted(used))}); give a fresh one")
+            raise StoreError(
+                f"the ledger at {self.display_url} is not empty ({', '.join(sorted(used))}); give a fresh one"
+            )
 
     def status(self) -> Status:
         rev = self.revision()
@@ -523,8 +541,11 @@ class Ledger:
         if rev is not None:
             tables = m.Base.metadata.sorted_tables
             with self.connection() as conn:  # one statement (a count per table was 19 of them: 16 -> 6 ms on DuckDB)
-                row = conn.execute(sa.select(*(sa.select(sa.func.count()).select_from(t).scalar_subquery().label(t.name)
-                                               for t in tables))).one()  # fmt: skip
+                row = conn.execute(
+                    sa.select(
+                        *(sa.select(sa.func.count()).select_from(t).scalar_subquery().label(t.name) for t in tables)
+                    )
+                ).one()
                 counts = dict(zip([t.name for t in tables], row, strict=True))
                 if rev == self.head_revision():
                     problems = guards.trigger_problems(conn, self.backend)

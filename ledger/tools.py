@@ -32,4 +32,6 @@ PRINTED_ROUNDED = frozenset({"vllm-bench-console", "mlperf-summary", "mlperf-det
 # The latency statistics the serving benchmarks print, ``{stat}_{series}_ms``: vLLM ``bench serve``
 # writes e2el, SGLang ``bench_serving`` e2e_latency and also max_. One pattern for their importers
 # (the key is a latency in ms) and for ``check`` (which series and statistic to recompute).
-SERVING_LATENCY_STAT = re.compile(r"(?P<stat>mean|median|std|max|p\d+(?:\.\d+)?)_(?P<series>ttft|tpot|itl|e2el|e2e_latency)_ms")
+SERVING_LATENCY_STAT = re.compile(
+    r"(?P<stat>mean|median|std|max|p\d+(?:\.\d+)?)_(?P<series>ttft|tpot|itl|e2el|e2e_latency)_ms"
+)

@@ -45,8 +45,22 @@ FORMAT = "bench-ledger-export/1"
 ALL_TABLES = (*sl.TABLE_ORDER, "request_value", "source_report", "artefact_digest")
 SEAL_TABLES = ("seal", "seal_chunk", "seal_part")  # seal_chunk: schemes 1 and 2; seal_part: scheme 3
 # an order the foreign keys allow (a batch names its deployment, a run its artefact)
-LOAD_ORDER = ("source_report", "deployment", "batch", "artefact", "artefact_digest", "run", "capture", "capture_field",
-              "request", "chunk_gap", "request_value", "hardware_sample", "log_fact", "published_value")  # fmt: skip
+LOAD_ORDER = (
+    "source_report",
+    "deployment",
+    "batch",
+    "artefact",
+    "artefact_digest",
+    "run",
+    "capture",
+    "capture_field",
+    "request",
+    "chunk_gap",
+    "request_value",
+    "hardware_sample",
+    "log_fact",
+    "published_value",
+)
 assert set(LOAD_ORDER) == set(ALL_TABLES)
 
 
@@ -128,25 +142,44 @@ def export_batch(ledger: Ledger, batch: str, folder: Path, *, csv: bool = False)
         batch_id, status = b.id, b.status
         seal = s.scalar(sa.select(m.Seal).where(m.Seal.batch_id == batch_id))
     scheme = seal.scheme if seal is not None else s3.SCHEME
-    sealed = (*sl.TABLE_ORDER, *s3.OPTIONAL_TABLES) if scheme == s3.SCHEME else sl.TABLES_OF_SCHEME.get(scheme, sl.TABLE_ORDER)
+    sealed = (
+        (*sl.TABLE_ORDER, *s3.OPTIONAL_TABLES)
+        if scheme == s3.SCHEME
+        else sl.TABLES_OF_SCHEME.get(scheme, sl.TABLE_ORDER)
+    )
     tables: dict[str, pa.Table] = {}
     with ledger.connection() as conn:
         for table in (*sl.TABLE_ORDER, *s3.OPTIONAL_TABLES):  # the rows of the batch, as the seal selects them
             stmt, _ = sl.batch_rows(table, batch_id, ledger.backend, all_columns=True)
             tables[table] = _rows(conn, stmt, table)
         src_ids = sorted({v for v in tables["published_value"].column("source_report_id").to_pylist() if v is not None})
-        tables["source_report"] = _rows(conn, _select_all("source_report", sa.column("id").in_(src_ids))
-                                        .order_by(sa.column("id")), "source_report")  # fmt: skip
+        tables["source_report"] = _rows(
+            conn, _select_all("source_report", sa.column("id").in_(src_ids)).order_by(sa.column("id")), "source_report"
+        )
         seal_ids = [seal.id] if seal is not None else []
         tables["seal"] = _rows(conn, _select_all("seal", sa.column("id").in_(seal_ids)), "seal")
-        tables["seal_chunk"] = _rows(conn, _select_all("seal_chunk", sa.column("seal_id").in_(seal_ids))
-                                     .order_by(sa.column("table_name"), sa.column("chunk_no")), "seal_chunk")  # fmt: skip
-        tables["seal_part"] = _rows(conn, _select_all("seal_part", sa.column("seal_id").in_(seal_ids))
-                                    .order_by(sa.column("table_name"), sa.column("artefact_id"), sa.column("chunk_no")),
-                                    "seal_part")  # fmt: skip
+        tables["seal_chunk"] = _rows(
+            conn,
+            _select_all("seal_chunk", sa.column("seal_id").in_(seal_ids)).order_by(
+                sa.column("table_name"), sa.column("chunk_no")
+            ),
+            "seal_chunk",
+        )
+        tables["seal_part"] = _rows(
+            conn,
+            _select_all("seal_part", sa.column("seal_id").in_(seal_ids)).order_by(
+                sa.column("table_name"), sa.column("artefact_id"), sa.column("chunk_no")
+            ),
+            "seal_part",
+        )
         art_ids = tables["artefact"].column("id").to_pylist()
-        tables["artefact_digest"] = _rows(conn, _select_all("artefact_digest", sa.column("artefact_id").in_(art_ids))
-                                          .order_by(sa.column("artefact_id"), sa.column("table_name")), "artefact_digest")  # fmt: skip
+        tables["artefact_digest"] = _rows(
+            conn,
+            _select_all("artefact_digest", sa.column("artefact_id").in_(art_ids)).order_by(
+                sa.column("artefact_id"), sa.column("table_name")
+            ),
+            "artefact_digest",
+        )
         digest = batch_digest(conn, ledger.backend, batch_id, scheme)
     folder.mkdir(parents=True, exist_ok=True)
     files: dict[str, dict[str, Any]] = {}
@@ -154,9 +187,13 @@ def export_batch(ledger: Ledger, batch: str, folder: Path, *, csv: bool = False)
     for name, data in tables.items():
         path = folder / f"{name}.parquet"
         pq.write_table(data, path, compression="zstd")
-        entry: dict[str, Any] = {"parquet": path.name, "rows": data.num_rows, "sha256": _sha256(path),
-                                 "sealed": name in sealed,
-                                 "columns": [{"name": f.name, "type": str(f.type)} for f in data.schema]}  # fmt: skip
+        entry: dict[str, Any] = {
+            "parquet": path.name,
+            "rows": data.num_rows,
+            "sha256": _sha256(path),
+            "sealed": name in sealed,
+            "columns": [{"name": f.name, "type": str(f.type)} for f in data.schema],
+        }
         if name in sealed:  # what an independent script needs to recompute the seal (docs/seals.md)
             entry["seal_columns"] = list(sl.BATCH_IDENTITY) if name == "batch" else data.schema.names
             entry["seal_order"] = sl.key_columns(name)
@@ -166,8 +203,11 @@ def export_batch(ledger: Ledger, batch: str, folder: Path, *, csv: bool = False)
             shown = data
             for i, f in enumerate(data.schema):
                 if pa.types.is_binary(f.type):  # CSV has no bytes: hex text
-                    shown = shown.set_column(i, f.name, pa.array([None if v is None else v.hex()
-                                                                 for v in data.column(i).to_pylist()], pa.string()))  # fmt: skip
+                    shown = shown.set_column(
+                        i,
+                        f.name,
+                        pa.array([None if v is None else v.hex() for v in data.column(i).to_pylist()], pa.string()),
+                    )
             pacsv.write_csv(shown, cpath)
             entry["csv"] = cpath.name
             entry["csv_sha256"] = _sha256(cpath)
@@ -180,19 +220,32 @@ def export_batch(ledger: Ledger, batch: str, folder: Path, *, csv: bool = False)
         "schema_revision": ledger.revision(),
         "exported_at": now().isoformat(timespec="microseconds"),
         "seal_scheme": scheme,
-        "seal": None if seal is None else {
-            "scheme": seal.scheme, "digest": seal.digest, "merkle_root": seal.merkle_root, "row_count": seal.row_count,
-            "previous_digest": seal.previous_digest, "closed_at": seal.closed_at.isoformat(timespec="microseconds"),
-            "table_roots": json.loads(seal.table_roots), "table_counts": json.loads(seal.table_counts),
+        "seal": None
+        if seal is None
+        else {
+            "scheme": seal.scheme,
+            "digest": seal.digest,
+            "merkle_root": seal.merkle_root,
+            "row_count": seal.row_count,
+            "previous_digest": seal.previous_digest,
+            "closed_at": seal.closed_at.isoformat(timespec="microseconds"),
+            "table_roots": json.loads(seal.table_roots),
+            "table_counts": json.loads(seal.table_counts),
         },
         "seal_tables": list(sealed),
-        "content": {"scheme": scheme, "merkle_root": digest.root, "row_count": digest.count,
-                    "table_roots": digest.roots},
+        "content": {
+            "scheme": scheme,
+            "merkle_root": digest.root,
+            "row_count": digest.count,
+            "table_roots": digest.roots,
+        },
         "tables": files,
         "recompute": "docs/seals.md, section 'From an export'",
-        "notes": ("Times are naive UTC, microseconds. Exact decimals (value, seconds_to_ready, ...) are text: "
-                  "the printed digits. Sealed tables hold the rows the seal covers, in seal order."),
-    }  # fmt: skip
+        "notes": (
+            "Times are naive UTC, microseconds. Exact decimals (value, seconds_to_ready, ...) are text: "
+            "the printed digits. Sealed tables hold the rows the seal covers, in seal order."
+        ),
+    }
     if seal is not None:
         statement = folder / "statement.intoto.json"
         statement.write_text(json.dumps(intoto_statement(ledger, batch), indent=2) + "\n", encoding="utf-8")
@@ -201,8 +254,14 @@ def export_batch(ledger: Ledger, batch: str, folder: Path, *, csv: bool = False)
     readme_path = folder / "README.json"
     readme_path.write_text(json.dumps(readme, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     written.append(readme_path)
-    return ExportResult(batch, folder, {k: v.num_rows for k, v in tables.items()},
-                        seal.digest if seal is not None else None, digest.root, written)  # fmt: skip
+    return ExportResult(
+        batch,
+        folder,
+        {k: v.num_rows for k, v in tables.items()},
+        seal.digest if seal is not None else None,
+        digest.root,
+        written,
+    )
 
 
 # --------------------------------------------------------------------------- import
@@ -238,7 +297,10 @@ def read_export(folder: Path) -> tuple[dict[str, Any], dict[str, pa.Table]]:
             if data.schema.names != want.names:
                 raise InputError(f"{path}: columns {data.schema.names} are not this schema's {want.names}")
             tables[name] = data.cast(want)
-        except (pa.ArrowException, OSError) as exc:  # a file whose sha256 README.json names but is no Parquet of the table
+        except (
+            pa.ArrowException,
+            OSError,
+        ) as exc:  # a file whose sha256 README.json names but is no Parquet of the table
             first = (str(exc).splitlines() or [type(exc).__name__])[0]
             raise InputError(f"{path}: not a Parquet file of table {name!r} ({first})") from None
     return readme, tables
@@ -248,12 +310,18 @@ def _listed_file(folder: Path, readme_path: Path, name: str, entry: object) -> P
     """The file README.json lists for a table: a plain file name in the export folder, never a path out of
     it (``../x``, ``/etc/x``, a link to elsewhere), with its sha256."""
     where = f"{readme_path}: tables.{name}"
-    if not isinstance(entry, dict) or not isinstance(entry.get("parquet"), str) or not isinstance(entry.get("sha256"), str):
+    if (
+        not isinstance(entry, dict)
+        or not isinstance(entry.get("parquet"), str)
+        or not isinstance(entry.get("sha256"), str)
+    ):
         raise InputError(f"{where}: expected an object with 'parquet' (a file name) and 'sha256'")
     file = entry["parquet"]
     if file in ("", ".", "..") or Path(file).name != file or "\\" in file or Path(file).is_absolute():
-        raise InputError(f"{where}.parquet: {file!r} is not a file name in the export folder; refused (an export "
-                         "names its own files only)")  # fmt: skip
+        raise InputError(
+            f"{where}.parquet: {file!r} is not a file name in the export folder; refused (an export "
+            "names its own files only)"
+        )
     path = folder / file
     if not path.is_file():
         raise InputError(f"{path}: missing (README.json lists it)")
@@ -276,8 +344,10 @@ def _load(conn: sa.Connection, backend: str, tables: dict[str, pa.Table], *, clo
         for name in ("seal_chunk", "seal_part"):
             _insert(conn, backend, name, tables[name])
         row = batch.to_pylist()[0]
-        conn.execute(sa.text("UPDATE batch SET status = 'closed', closed_at = :c, seal_digest = :d WHERE id = :i"),
-                     {"c": row["closed_at"], "d": row["seal_digest"], "i": row["id"]})  # fmt: skip
+        conn.execute(
+            sa.text("UPDATE batch SET status = 'closed', closed_at = :c, seal_digest = :d WHERE id = :i"),
+            {"c": row["closed_at"], "d": row["seal_digest"], "i": row["id"]},
+        )
 
 
 def _insert(conn: sa.Connection, backend: str, name: str, data: pa.Table) -> None:
@@ -297,23 +367,35 @@ def _insert(conn: sa.Connection, backend: str, name: str, data: pa.Table) -> Non
 
 def _check_seal(readme: dict[str, Any], d: Digest, batch_row: dict[str, Any], where: str) -> None:
     """The recomputed root/count (and digest, for a closed batch) against README.json."""
-    want = readme["seal"] or {"merkle_root": readme["content"]["merkle_root"], "row_count": readme["content"]["row_count"],
-                              "table_roots": readme["content"]["table_roots"]}  # fmt: skip
+    want = readme["seal"] or {
+        "merkle_root": readme["content"]["merkle_root"],
+        "row_count": readme["content"]["row_count"],
+        "table_roots": readme["content"]["table_roots"],
+    }
     if d.root != want["merkle_root"] or d.count != want["row_count"]:
         roots = readme["content"]["table_roots"]  # computed at export, keyed as d.roots
         changed = [t for t, root in d.roots.items() if roots.get(t) != root]
-        raise IntegrityError(f"{where}: the rows do not give the seal of README.json (Merkle root {d.root[:16]}… over "
-                             f"{d.count} rows, README.json {want['merkle_root'][:16]}… over {want['row_count']}); "
-                             f"tables that differ: {', '.join(changed) or 'none (the count differs)'}")  # fmt: skip
+        raise IntegrityError(
+            f"{where}: the rows do not give the seal of README.json (Merkle root {d.root[:16]}… over "
+            f"{d.count} rows, README.json {want['merkle_root'][:16]}… over {want['row_count']}); "
+            f"tables that differ: {', '.join(changed) or 'none (the count differs)'}"
+        )
     seal = readme["seal"]
     if seal is not None:
         from datetime import datetime
 
-        digest = sl.seal_digest(seal["previous_digest"], readme["batch"], d.root, d.count,
-                                datetime.fromisoformat(seal["closed_at"]), readme["seal_scheme"])  # fmt: skip
+        digest = sl.seal_digest(
+            seal["previous_digest"],
+            readme["batch"],
+            d.root,
+            d.count,
+            datetime.fromisoformat(seal["closed_at"]),
+            readme["seal_scheme"],
+        )
         if digest != seal["digest"] or batch_row.get("seal_digest") != seal["digest"]:
-            raise IntegrityError(f"{where}: recomputed seal digest {digest[:16]}… differs from README.json's "
-                                 f"{seal['digest'][:16]}…")  # fmt: skip
+            raise IntegrityError(
+                f"{where}: recomputed seal digest {digest[:16]}… differs from README.json's {seal['digest'][:16]}…"
+            )
 
 
 @dataclass
@@ -328,8 +410,9 @@ def batch_digest(conn: sa.Connection, backend: str, batch_id: int, scheme: str) 
     if scheme == s3.SCHEME:
         declared, arts = books._batch_parts(conn, backend, batch_id)
         parts = [*declared, *(p for ps in arts.values() for p in ps)]
-        return Digest(s3.batch_root(declared, arts), sum(p.count for p in parts),
-                      {books._part_key(p): p.root for p in parts})  # fmt: skip
+        return Digest(
+            s3.batch_root(declared, arts), sum(p.count for p in parts), {books._part_key(p): p.root for p in parts}
+        )
     tables = sl.TABLES_OF_SCHEME.get(scheme)
     if tables is None:
         known = ", ".join([*sl.TABLES_OF_SCHEME, s3.SCHEME])
@@ -363,21 +446,34 @@ def _conflicts(conn: sa.Connection, tables: dict[str, pa.Table]) -> tuple[list[s
     """What of the export the target already has: conflicts (refused) and identical context rows (reused)."""
     problems: list[str] = []
     reused: list[str] = []
-    keyed = {"batch": ("id", "name"), "run": ("id",), "capture": ("id",), "artefact": ("id", "sha256"),
-             "published_value": ("id",)}  # fmt: skip
+    keyed = {
+        "batch": ("id", "name"),
+        "run": ("id",),
+        "capture": ("id",),
+        "artefact": ("id", "sha256"),
+        "published_value": ("id",),
+    }
     for table, cols in keyed.items():
         for col in cols:
             values = [v for v in tables[table].column(col).to_pylist() if v is not None]
             if not values:
                 continue
-            hit: Any = conn.execute(sa.select(sa.column(col)).select_from(sa.table(table))
-                               .where(sa.column(col).in_(values)).limit(3)).scalars().all()  # fmt: skip
+            hit: Any = (
+                conn.execute(
+                    sa.select(sa.column(col)).select_from(sa.table(table)).where(sa.column(col).in_(values)).limit(3)
+                )
+                .scalars()
+                .all()
+            )
             if hit:
                 problems.append(f"{table}.{col} {', '.join(map(str, hit))} already in the target")
     for table, ident in (("deployment", ("name", "fingerprint")), ("source_report", ("slug", "text_sha256"))):
         for row in tables[table].to_pylist():
-            have: Any = conn.execute(sa.select(*[sa.column(c) for c in ("id", *ident)]).select_from(sa.table(table))
-                                .where(sa.or_(sa.column("id") == row["id"], sa.column(ident[0]) == row[ident[0]]))).all()  # fmt: skip
+            have: Any = conn.execute(
+                sa.select(*[sa.column(c) for c in ("id", *ident)])
+                .select_from(sa.table(table))
+                .where(sa.or_(sa.column("id") == row["id"], sa.column(ident[0]) == row[ident[0]]))
+            ).all()
             if not have:
                 continue
             if len(have) == 1 and tuple(have[0]) == (row["id"], *(row[c] for c in ident)):
@@ -389,8 +485,17 @@ def _conflicts(conn: sa.Connection, tables: dict[str, pa.Table]) -> tuple[list[s
 
 def _advance_sequences(conn: sa.Connection, backend: str) -> None:
     """Explicit ids were inserted: move each id sequence past the largest id, so new rows do not collide."""
-    for table in ("source_report", "deployment", "batch", "run", "capture", "artefact", "published_value", "seal",
-                  "launch"):  # fmt: skip
+    for table in (
+        "source_report",
+        "deployment",
+        "batch",
+        "run",
+        "capture",
+        "artefact",
+        "published_value",
+        "seal",
+        "launch",
+    ):
         top = conn.execute(sa.text(f"SELECT MAX(id) FROM {table}")).scalar()
         if not top:
             continue
@@ -407,19 +512,25 @@ def import_export(ledger: Ledger, folder: Path) -> ImportExportResult:
     """Load an export into this ledger after verifying its seal; the batch keeps its ids and its seal."""
     readme, tables, d = verify_export(folder)
     if readme.get("schema_revision") != ledger.head_revision():
-        raise InputError(f"{folder / 'README.json'}: exported at schema revision {readme.get('schema_revision')}, "
-                         f"this code's is {ledger.head_revision()}: load it with the matching bench-ledger version")  # fmt: skip
+        raise InputError(
+            f"{folder / 'README.json'}: exported at schema revision {readme.get('schema_revision')}, "
+            f"this code's is {ledger.head_revision()}: load it with the matching bench-ledger version"
+        )
     closed = readme["seal"] is not None
     batch_id = tables["batch"].column("id")[0].as_py()
     with ledger.engine.begin() as conn:
         mark_ledger_write(conn)
         problems, reused = _conflicts(conn, tables)
         if problems:
-            raise Refused("R10", f"import the export of batch {readme['batch']!r}",
-                          "the sealed rows keep their ids and the target already holds some of them: "
-                          + "; ".join(problems),
-                          "load it into a fresh ledger (`ledger init --db …`), or compare with `ledger verify`")  # fmt: skip
-        skip = {t: {int(r.split()[1]) for r in reused if r.startswith(t + " ")} for t in ("deployment", "source_report")}
+            raise Refused(
+                "R10",
+                f"import the export of batch {readme['batch']!r}",
+                "the sealed rows keep their ids and the target already holds some of them: " + "; ".join(problems),
+                "load it into a fresh ledger (`ledger init --db …`), or compare with `ledger verify`",
+            )
+        skip = {
+            t: {int(r.split()[1]) for r in reused if r.startswith(t + " ")} for t in ("deployment", "source_report")
+        }
         load = dict(tables)
         for t in skip:
             if skip[t]:
@@ -433,11 +544,12 @@ def import_export(ledger: Ledger, folder: Path) -> ImportExportResult:
         again = batch_digest(conn, ledger.backend, batch_id, readme["seal_scheme"])
         if again.root != d.root or again.count != d.count:
             differ = [k for k, v in again.roots.items() if d.roots.get(k) != v]
-            raise IntegrityError(f"batch {readme['batch']!r}: loaded rows give Merkle root {again.root[:16]}…, the "
-                                 f"export {d.root[:16]}… (parts that differ: {', '.join(differ) or 'none'}); "
-                                 "nothing was written")  # fmt: skip
+            raise IntegrityError(
+                f"batch {readme['batch']!r}: loaded rows give Merkle root {again.root[:16]}…, the "
+                f"export {d.root[:16]}… (parts that differ: {', '.join(differ) or 'none'}); "
+                "nothing was written"
+            )
     return ImportExportResult(readme["batch"], d.count, readme["seal"]["digest"] if closed else None, d.root, reused)
-
 
 
 # --------------------------------------------------------------------------- in-toto
@@ -454,18 +566,28 @@ def intoto_statement(ledger: Ledger, batch: str) -> dict[str, Any]:
         b = Ledger.get_batch(s, batch)
         seal = s.scalar(sa.select(m.Seal).where(m.Seal.batch_id == b.id))
         if b.status != "closed" or seal is None:
-            raise InputError(f"batch {batch!r} is open: only a closed batch has a seal to attest (`ledger close {batch}`)")
-        arts = s.execute(sa.select(m.Artefact.file_name, m.Artefact.sha256).where(m.Artefact.batch_id == b.id)
-                         .order_by(m.Artefact.id)).all()  # fmt: skip
+            raise InputError(
+                f"batch {batch!r} is open: only a closed batch has a seal to attest (`ledger close {batch}`)"
+            )
+        arts = s.execute(
+            sa.select(m.Artefact.file_name, m.Artefact.sha256)
+            .where(m.Artefact.batch_id == b.id)
+            .order_by(m.Artefact.id)
+        ).all()
         return {
             "_type": INTOTO_STATEMENT,
             "subject": [{"name": name, "digest": {"sha256": sha}} for name, sha in arts],
             "predicateType": PREDICATE_TYPE,
             "predicate": {
-                "scheme": seal.scheme, "batch": batch, "digest": seal.digest, "merkle_root": seal.merkle_root,
-                "row_count": seal.row_count, "previous_digest": seal.previous_digest,
+                "scheme": seal.scheme,
+                "batch": batch,
+                "digest": seal.digest,
+                "merkle_root": seal.merkle_root,
+                "row_count": seal.row_count,
+                "previous_digest": seal.previous_digest,
                 "closed_at": seal.closed_at.isoformat(timespec="microseconds"),
-                "table_counts": json.loads(seal.table_counts), "table_roots": json.loads(seal.table_roots),
+                "table_counts": json.loads(seal.table_counts),
+                "table_roots": json.loads(seal.table_roots),
                 "schema_revision": ledger.revision(),
             },
-        }  # fmt: skip
+        }

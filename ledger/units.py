@@ -101,4 +101,3 @@ def printed_places(text: str) -> int | None:
     if not d.is_finite():
         return None
     return -int(d.as_tuple().exponent)
-

@@ -14,8 +14,9 @@ def run_migrations_online() -> None:
     if connection is None:  # pragma: no cover - the store always passes one
         raise RuntimeError("migrations run through ledger.store (ledger init), not the alembic CLI")
     # include_object: the views (models.VIEWS) are mapped as tables but are views in the database
-    context.configure(connection=connection, target_metadata=target_metadata, transactional_ddl=True,
-                      include_object=include_object)
+    context.configure(
+        connection=connection, target_metadata=target_metadata, transactional_ddl=True, include_object=include_object
+    )
     with context.begin_transaction():
         context.run_migrations()
 

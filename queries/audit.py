@@ -101,8 +101,12 @@ class AuditReport:
         return [r for r in self.results if not r.as_expected]
 
     def as_dict(self) -> dict:
-        return {"source_report": self.source_report, "synthetic": self.synthetic, "counts": self.counts(),
-                "results": [r.as_dict() for r in self.results]}  # fmt: skip
+        return {
+            "source_report": self.source_report,
+            "synthetic": self.synthetic,
+            "counts": self.counts(),
+            "results": [r.as_dict() for r in self.results],
+        }
 
 
 # --------------------------------------------------------------------------- defaults
@@ -158,9 +162,10 @@ def _run_ids(ledger: Any, batch: str) -> dict[str, int]:
 
     with ledger.session() as s:
         rows = s.execute(
-            sa.select(m.Run.label, m.Run.id).join(m.Batch, m.Batch.id == m.Run.batch_id)
+            sa.select(m.Run.label, m.Run.id)
+            .join(m.Batch, m.Batch.id == m.Run.batch_id)
             .where(m.Batch.name == batch, current(m.Run))
-        ).all()  # fmt: skip
+        ).all()
     return {label: rid for label, rid in rows}
 
 
@@ -170,9 +175,16 @@ def _run_ids(ledger: Any, batch: str) -> dict[str, int]:
 class Auditor:
     """Evaluates the claims of one file against one ledger, memoising each claim's result."""
 
-    def __init__(self, claims: ClaimsFile, ledger: Any = None, *, evaluate: Evaluator | None = None,
-                 factors: FactorsOf | None = None, intervals: IntervalsOf | None = None,
-                 reported: Callable[[Any, MetricValue], MetricValue | None] | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        claims: ClaimsFile,
+        ledger: Any = None,
+        *,
+        evaluate: Evaluator | None = None,
+        factors: FactorsOf | None = None,
+        intervals: IntervalsOf | None = None,
+        reported: Callable[[Any, MetricValue], MetricValue | None] | None = None,
+    ) -> None:
         self.file = claims
         self.claims = claims.by_id()
         self.ledger = ledger
@@ -181,8 +193,9 @@ class Auditor:
         self.evaluate = evaluate if evaluate is not None else default_evaluator()
         self.factors_of = factors if factors is not None else default_factors()
         # the tool's own figure: only against a ledger (a fake evaluator has no published values)
-        self.reported = reported if reported is not None else (
-            default_reported() if hasattr(ledger, "connection") else None)  # fmt: skip
+        self.reported = (
+            reported if reported is not None else (default_reported() if hasattr(ledger, "connection") else None)
+        )
         self.results: dict[str, AuditResult] = {}
         self.metric_values: dict[str, MetricValue] = {}
         self._factors: dict[str, dict | LedgerError] = {}  # scope spec -> the factors the ledger recorded
@@ -197,9 +210,17 @@ class Auditor:
     def result(self, claim_id: str) -> AuditResult:
         if claim_id not in self.results:
             c = self.claims[claim_id]
-            r = AuditResult(claim_id=c.id, text=c.text, unit=c.unit, kind=c.kind, basis=c.basis, verdict="",
-                            statement=c.statement, expected_verdict=c.expected_verdict,
-                            expected_rule=c.expected_rule)  # fmt: skip
+            r = AuditResult(
+                claim_id=c.id,
+                text=c.text,
+                unit=c.unit,
+                kind=c.kind,
+                basis=c.basis,
+                verdict="",
+                statement=c.statement,
+                expected_verdict=c.expected_verdict,
+                expected_rule=c.expected_rule,
+            )
             if c.note:
                 r.notes.append(c.note)
             getattr(self, f"_{c.basis}")(c, r)
@@ -267,8 +288,10 @@ class Auditor:
         r.missing = c.na.reason  # type: ignore[union-attr]
         fill = c.na.would_fill  # type: ignore[union-attr]
         if fill is not None:
-            r.notes.append(f"would-fill {self._formula_text(fill)} refused (R9): a value the capture did not contain "
-                           "stays n/a; no estimate from other fields")  # fmt: skip
+            r.notes.append(
+                f"would-fill {self._formula_text(fill)} refused (R9): a value the capture did not contain "
+                "stays n/a; no estimate from other fields"
+            )
             r.evidence["would_fill"] = {"rule": "R9", "formula": self._formula_text(fill)}
 
     def _metric(self, c: Claim, r: AuditResult) -> None:
@@ -291,8 +314,15 @@ class Auditor:
             r.verdict, r.missing = "not-derivable", f"{spec.name} over {scope.describe()}: {exc}"
             return
         self.metric_values[c.id] = mv
-        r.evidence.update({"run_ids": list(mv.run_ids), "inputs": jsonable(mv.inputs), "metric_unit": mv.unit,
-                           "metric_kind": mv.quantity_kind, "flag": mv.flag})  # fmt: skip
+        r.evidence.update(
+            {
+                "run_ids": list(mv.run_ids),
+                "inputs": jsonable(mv.inputs),
+                "metric_unit": mv.unit,
+                "metric_kind": mv.quantity_kind,
+                "flag": mv.flag,
+            }
+        )
         if mv.quantity_kind and mv.quantity_kind != c.kind and SUB_KINDS.get(mv.quantity_kind) != c.kind:
             rule = kind_algebra.rule_for({mv.quantity_kind, c.kind})
             # R9 is about filling what a capture lacks; a claim of another kind than its metric is a kind error
@@ -303,11 +333,19 @@ class Auditor:
         tool = self._tool_figure(mv) if mv.flag in ("n/a", "derived") else None
         if (mv.flag == "n/a" or mv.value is None) and tool is not None:
             # R15: no records to recompute from; the tool's own published figure is compared (reported)
-            r.notes.append(f"{tool.inputs['basis']} as {tool.inputs['reported_key']} = {tool.inputs['reported_text']}: "
-                           f"the ledger cannot recompute it ({mv.na_reason})")  # fmt: skip
-            r.evidence.update({"flag": "reported", "reported_key": tool.inputs["reported_key"],
-                               "reported_text": tool.inputs["reported_text"], "file": tool.inputs["file"],
-                               "recomputed_na": mv.na_reason})  # fmt: skip
+            r.notes.append(
+                f"{tool.inputs['basis']} as {tool.inputs['reported_key']} = {tool.inputs['reported_text']}: "
+                f"the ledger cannot recompute it ({mv.na_reason})"
+            )
+            r.evidence.update(
+                {
+                    "flag": "reported",
+                    "reported_key": tool.inputs["reported_key"],
+                    "reported_text": tool.inputs["reported_text"],
+                    "file": tool.inputs["file"],
+                    "recomputed_na": mv.na_reason,
+                }
+            )
             self.metric_values[c.id] = mv = tool
         if mv.flag == "n/a" or mv.value is None:
             r.verdict, r.provenance, r.missing = "not-derivable", "n/a", mv.na_reason or "the metric is n/a"
@@ -367,12 +405,19 @@ class Auditor:
         """R15: the records were recomputed; say whether the tool's own figure agrees with them and with the print."""
         own = self._to_unit(Fraction(tool.value), tool.unit, c.unit)  # type: ignore[arg-type]
         inside = iv.check(Interval.point(own), printed).consistent
-        r.evidence["tool_figure"] = {"key": tool.inputs["reported_key"], "text": tool.inputs["reported_text"],
-                                     "file": tool.inputs["file"], "value": fmt(own), "difference": fmt(own - value),
-                                     "inside_printed": inside}  # fmt: skip
-        r.notes.append(f"the tool's own figure ({tool.inputs['basis']}, {tool.inputs['reported_key']}) is {fmt(own)}: "
-                       f"{'inside' if inside else 'outside'} the printed rounding, {fmt(own - value)} from the "
-                       "value recomputed from the records")  # fmt: skip
+        r.evidence["tool_figure"] = {
+            "key": tool.inputs["reported_key"],
+            "text": tool.inputs["reported_text"],
+            "file": tool.inputs["file"],
+            "value": fmt(own),
+            "difference": fmt(own - value),
+            "inside_printed": inside,
+        }
+        r.notes.append(
+            f"the tool's own figure ({tool.inputs['basis']}, {tool.inputs['reported_key']}) is {fmt(own)}: "
+            f"{'inside' if inside else 'outside'} the printed rounding, {fmt(own - value)} from the "
+            "value recomputed from the records"
+        )
 
     def _mean_over_cards(self, mv: MetricValue, name: str, scope: Any, r: AuditResult) -> MetricValue:
         """Mean over the scope's cards of a per-card statistic, each card evaluated on its own."""
@@ -389,15 +434,31 @@ class Auditor:
         for card in cards:
             one = evaluate(self.ledger, name, replace(scope, gpu=card))
             if one.value is None or one.flag == "n/a":
-                return MetricValue(name, scope, None, mv.unit, mv.quantity_kind, "n/a",
-                                   na_reason=f"card {card}: {one.na_reason}", inputs=mv.inputs)  # fmt: skip
+                return MetricValue(
+                    name,
+                    scope,
+                    None,
+                    mv.unit,
+                    mv.quantity_kind,
+                    "n/a",
+                    na_reason=f"card {card}: {one.na_reason}",
+                    inputs=mv.inputs,
+                )
             values.append(Fraction(one.value))
             run_ids |= set(one.run_ids)
         r.notes.append(f"mean over {len(values)} cards of each card's {name} (a summary; per-card values in evidence)")
         inputs = dict(mv.inputs or {})
         inputs["cards"] = len(values)
-        return MetricValue(name, scope, sum(values, Fraction(0)) / len(values), mv.unit, mv.quantity_kind, "derived",
-                           inputs=inputs, run_ids=sorted(run_ids))  # fmt: skip
+        return MetricValue(
+            name,
+            scope,
+            sum(values, Fraction(0)) / len(values),
+            mv.unit,
+            mv.quantity_kind,
+            "derived",
+            inputs=inputs,
+            run_ids=sorted(run_ids),
+        )
 
     def _derived(self, c: Claim, r: AuditResult) -> None:
         d = c.derived
@@ -407,11 +468,19 @@ class Auditor:
         try:
             terms = [self.term(o) for o in d.operands]
             deriv = Derivation(
-                claim_id=c.id, op=d.op, terms=terms, result_kind=c.kind, result_unit=c.unit,
-                attributes_to=d.attributes_to, claims_equal_resources=d.claims_equal_resources,
-                claims_paired=d.claims_paired, claims_speedup=d.claims_speedup, claims_cold_warm=d.claims_cold_warm,
-                series=d.series, says=c.says,
-            )  # fmt: skip
+                claim_id=c.id,
+                op=d.op,
+                terms=terms,
+                result_kind=c.kind,
+                result_unit=c.unit,
+                attributes_to=d.attributes_to,
+                claims_equal_resources=d.claims_equal_resources,
+                claims_paired=d.claims_paired,
+                claims_speedup=d.claims_speedup,
+                claims_cold_warm=d.claims_cold_warm,
+                series=d.series,
+                says=c.says,
+            )
             check_rules(deriv)
         except Refused as exc:
             r.verdict, r.rule, r.why, r.instead = "refused", exc.rule, exc.why, exc.instead
@@ -460,8 +529,9 @@ class Auditor:
             ch = change_verdict(sides[0], sides[1], "percent_change", (first, second))
         else:  # ratio and difference: the first against the second
             ch = change_verdict(sides[1], sides[0], d.op, (second, first))  # type: ignore[arg-type]
-        r.sampling = ch.as_dict() | {"operands": {t.label: None if si is None else si.as_dict()
-                                                   for t, si in zip(d.terms, sides, strict=True)}}  # fmt: skip
+        r.sampling = ch.as_dict() | {
+            "operands": {t.label: None if si is None else si.as_dict() for t, si in zip(d.terms, sides, strict=True)}
+        }
         r.notes.append(f"sampling: {ch.text()}")
         if d.attributes_to and ch.verdict in ("within sampling error", "insufficient sample"):
             r.verdict, r.rule = "refused", "R6"
@@ -549,9 +619,16 @@ class Auditor:
                 ev = Evidence(flag, label)
             else:
                 ev = Evidence("measured" if interval is not None and interval.width == 0 else "rounded", label)
-            return Term(label=label, kind=o.kind or "constant", unit=o.unit or _unit_of(o.value),
-                        interval=interval, flag=flag, context=dict(o.context),
-                        na_reason=None if o.value is not None else "not printed", evidence=ev)  # fmt: skip
+            return Term(
+                label=label,
+                kind=o.kind or "constant",
+                unit=o.unit or _unit_of(o.value),
+                interval=interval,
+                flag=flag,
+                context=dict(o.context),
+                na_reason=None if o.value is not None else "not printed",
+                evidence=ev,
+            )
         if isinstance(o, MetricOperand):
             return self._metric_term(o)
         return self._formula_term(o)
@@ -562,8 +639,15 @@ class Auditor:
         context = dict(o.context)
         if o.scope.batch and "batch" not in context:
             context["batch"] = o.scope.batch
-        base = Term(label=label, kind=o.kind, unit=o.unit, interval=None, flag="missing", scope_ref=o.scope.ref(),
-                    context=context)  # fmt: skip
+        base = Term(
+            label=label,
+            kind=o.kind,
+            unit=o.unit,
+            interval=None,
+            flag="missing",
+            scope_ref=o.scope.ref(),
+            context=context,
+        )
         if self.evaluate is None:
             base.na_reason = "the metric registry (queries.metrics) is not available"
             base.evidence = Evidence("not-derivable", label, why=base.na_reason)
@@ -577,9 +661,12 @@ class Auditor:
             base.evidence = Evidence("not-derivable", label, why=base.na_reason)
             return base
         if mv.quantity_kind and mv.quantity_kind != o.kind:
-            raise Refused(kind_algebra.rule_for({mv.quantity_kind, o.kind}), f"{label} as {o.kind}",
-                          f"the metric {o.metric} is of kind {mv.quantity_kind}; the operand says {o.kind}",
-                          f"give the operand kind {mv.quantity_kind}")  # fmt: skip
+            raise Refused(
+                kind_algebra.rule_for({mv.quantity_kind, o.kind}),
+                f"{label} as {o.kind}",
+                f"the metric {o.metric} is of kind {mv.quantity_kind}; the operand says {o.kind}",
+                f"give the operand kind {mv.quantity_kind}",
+            )
         if mv.value is None or mv.flag == "n/a":
             base.na_reason = mv.na_reason or "the metric is n/a"
             base.evidence = Evidence("not-derivable", label, why=base.na_reason)
@@ -596,8 +683,13 @@ class Auditor:
         interval = self.printed_interval(c)
         scope_ref = c.metric.scope.ref() if c.metric else None
         context = dict(c.context)
-        flag = {"metric": "measured", "derived": "derived", "quoted": "reported", "estimated": "estimated",
-                "na": "n/a"}[c.basis]  # fmt: skip
+        flag = {
+            "metric": "measured",
+            "derived": "derived",
+            "quoted": "reported",
+            "estimated": "estimated",
+            "na": "n/a",
+        }[c.basis]
         na_reason = c.na.reason if c.na else None
         if c.basis == "derived" and res.provenance == "estimated":
             flag = "estimated"
@@ -609,10 +701,19 @@ class Auditor:
                 flag, na_reason = "missing", res.missing or "the metric gave no value"
         if c.metric and c.metric.scope.batch and "batch" not in context:
             context["batch"] = c.metric.scope.batch
-        return Term(label=c.id, kind=c.kind, unit=c.unit or _unit_of(c.printed), interval=interval, flag=flag,
-                    claim_id=c.id, scope_ref=scope_ref, context=context, na_reason=na_reason,
-                    evidence=self._claim_evidence(c, res, interval),
-                    metric_value=self.metric_values.get(c.id) if c.basis == "metric" else None)  # fmt: skip
+        return Term(
+            label=c.id,
+            kind=c.kind,
+            unit=c.unit or _unit_of(c.printed),
+            interval=interval,
+            flag=flag,
+            claim_id=c.id,
+            scope_ref=scope_ref,
+            context=context,
+            na_reason=na_reason,
+            evidence=self._claim_evidence(c, res, interval),
+            metric_value=self.metric_values.get(c.id) if c.basis == "metric" else None,
+        )
 
     @staticmethod
     def _claim_evidence(c: Claim, res: AuditResult, interval: Interval | None) -> Evidence:
@@ -644,9 +745,12 @@ class Auditor:
         kinds = [t.kind for t in terms]
         kind = infer_kind(f.op, kinds)
         if kind is None:
-            raise Refused(kind_algebra.rule_for(set(kinds)), self._formula_text(f),
-                          kind_algebra.undefined(f.op, kinds),
-                          "combine values as the kind table allows (docs/claims.md)")  # fmt: skip
+            raise Refused(
+                kind_algebra.rule_for(set(kinds)),
+                self._formula_text(f),
+                kind_algebra.undefined(f.op, kinds),
+                "combine values as the kind table allows (docs/claims.md)",
+            )
         below: frozenset[str] = frozenset()
         for t in terms:
             below |= t.all_kinds
@@ -659,17 +763,28 @@ class Auditor:
             except (Refused, ValueError):
                 interval = None
         flags = {t.flag for t in terms}
-        flag = next((x for x in ("n/a", "missing", "estimated", "reported", "derived", "measured") if x in flags), "derived")
+        flag = next(
+            (x for x in ("n/a", "missing", "estimated", "reported", "derived", "measured") if x in flags), "derived"
+        )
         ctx = terms[0].context if terms else {}
         label = self._formula_text(f)
         ev = weakest([t.evidence or Evidence("measured", t.label) for t in terms])
         if interval is None and (ev is None or ev.level not in ("refused", "n/a", "not-derivable")):
             ev = Evidence("not-derivable", label, why="its operands give no value")
         first = terms[0] if terms else None
-        return Term(label=label, kind=kind, unit=unit, interval=interval, flag=flag,
-                    scope_ref=first.scope_ref if first else None, context=dict(ctx), kinds_below=below,
-                    evidence=ev, factors=dict(first.factors) if first and first.factors is not None else None,
-                    conflicts=list(first.conflicts) if first else [])  # fmt: skip
+        return Term(
+            label=label,
+            kind=kind,
+            unit=unit,
+            interval=interval,
+            flag=flag,
+            scope_ref=first.scope_ref if first else None,
+            context=dict(ctx),
+            kinds_below=below,
+            evidence=ev,
+            factors=dict(first.factors) if first and first.factors is not None else None,
+            conflicts=list(first.conflicts) if first else [],
+        )
 
     # ------------------------------------------------------------------ arithmetic
 
@@ -693,7 +808,9 @@ class Auditor:
             out.append(x)
         return out
 
-    def _compute(self, op: str, terms: list[Term], unit: str | None, from_unit: str | None) -> Interval | tuple[Interval, Interval]:
+    def _compute(
+        self, op: str, terms: list[Term], unit: str | None, from_unit: str | None
+    ) -> Interval | tuple[Interval, Interval]:
         if any(t.interval is None for t in terms):
             raise ValueError("an operand has no value")
         if op == "convert":
@@ -743,7 +860,9 @@ class Auditor:
             return
         recorded = dict(known)
         if identity_only:  # a launch: its deployment's identity; workload, seed, warm state, batch unknown
-            recorded = {k: (v if k in IDENTITY_FACTORS or k == "engine_options" else UNKNOWN) for k, v in recorded.items()}
+            recorded = {
+                k: (v if k in IDENTITY_FACTORS or k == "engine_options" else UNKNOWN) for k, v in recorded.items()
+            }
         for k, v in t.context.items():
             if k == "batch" and t.batch is not None and t.scope_ref.startswith(("run:", "batch:")):
                 continue
@@ -800,8 +919,15 @@ class Auditor:
 
     @staticmethod
     def _term_dict(t: Term) -> dict:
-        return {"operand": t.label, "kind": t.kind, "unit": t.unit, "interval": None if t.interval is None else str(t.interval),
-                "flag": t.flag, "scope": t.scope_ref, "context": t.context or None}  # fmt: skip
+        return {
+            "operand": t.label,
+            "kind": t.kind,
+            "unit": t.unit,
+            "interval": None if t.interval is None else str(t.interval),
+            "flag": t.flag,
+            "scope": t.scope_ref,
+            "context": t.context or None,
+        }
 
 
 def _unit_of(text: str | None) -> str | None:
@@ -825,7 +951,8 @@ def jsonable(x: Any) -> Any:
     return str(x)
 
 
-def audit(claims: ClaimsFile, ledger: Any = None, *, evaluate: Evaluator | None = None,
-          factors: FactorsOf | None = None) -> AuditReport:  # fmt: skip
+def audit(
+    claims: ClaimsFile, ledger: Any = None, *, evaluate: Evaluator | None = None, factors: FactorsOf | None = None
+) -> AuditReport:
     """Evaluate every claim of a claims file against a ledger."""
     return Auditor(claims, ledger, evaluate=evaluate, factors=factors).run()

@@ -99,9 +99,11 @@ def rule_no_na_input(d: Derivation) -> None:
     for t in d.terms:
         if t.flag == "n/a":
             raise Refused(
-                "R9", d.asked(), f"operand {t.label} is n/a ({t.na_reason or 'not available'}): a value derived from it "
-                "stays n/a", "keep the result n/a; capture the missing field in a new run",
-            )  # fmt: skip
+                "R9",
+                d.asked(),
+                f"operand {t.label} is n/a ({t.na_reason or 'not available'}): a value derived from it stays n/a",
+                "keep the result n/a; capture the missing field in a new run",
+            )
 
 
 def rule_cache_from_capture(d: Derivation) -> None:
@@ -116,12 +118,19 @@ def rule_cache_from_capture(d: Derivation) -> None:
     if "cache_hit_tokens" in leaves and not timed:
         return
     shown = ", ".join(f"{t.label} [{', '.join(sorted(t.all_kinds))}]" for t in d.terms)
-    why = (f"it is computed from {', '.join(timed)} ({shown}): TTFT includes scheduling and fixed overheads, so "
-           "hit tokens are never estimated from it" if timed else
-           f"no operand is a captured cache field ({shown}): hit tokens come only from the responses' "
-           "cached-tokens field")  # fmt: skip
-    raise Refused("R9", d.asked(), why, "use the cache_hit_tokens metric of a capture that has cached_tokens; "
-                  "else the value stays n/a")  # fmt: skip
+    why = (
+        f"it is computed from {', '.join(timed)} ({shown}): TTFT includes scheduling and fixed overheads, so "
+        "hit tokens are never estimated from it"
+        if timed
+        else f"no operand is a captured cache field ({shown}): hit tokens come only from the responses' "
+        "cached-tokens field"
+    )
+    raise Refused(
+        "R9",
+        d.asked(),
+        why,
+        "use the cache_hit_tokens metric of a capture that has cached_tokens; else the value stays n/a",
+    )
 
 
 def rule_units_confirmed(d: Derivation) -> None:
@@ -131,9 +140,11 @@ def rule_units_confirmed(d: Derivation) -> None:
     for t in d.terms:
         if t.unit == UNCONFIRMED:
             raise Refused(
-                "R12", d.asked() + f" in {d.result_unit}", f"{t.label} has an unconfirmed unit (no units line read)",
+                "R12",
+                d.asked() + f" in {d.result_unit}",
+                f"{t.label} has an unconfirmed unit (no units line read)",
                 "read the tool's header (units line) and record the unit before converting",
-            )  # fmt: skip
+            )
 
 
 def rule_memory_kinds(d: Derivation) -> None:
@@ -145,9 +156,11 @@ def rule_memory_kinds(d: Derivation) -> None:
         mem.add(d.result_kind)
     if len(mem) > 1:
         raise Refused(
-            "R1", d.asked(), f"it mixes {', '.join(sorted(mem))}: different quantity kinds even when the units convert",
+            "R1",
+            d.asked(),
+            f"it mixes {', '.join(sorted(mem))}: different quantity kinds even when the units convert",
             "compare each number only with numbers of its own kind (e.g. allocation with allocation, EP on vs off)",
-        )  # fmt: skip
+        )
 
 
 def rule_counter_meaning(d: Derivation) -> None:
@@ -155,12 +168,17 @@ def rule_counter_meaning(d: Derivation) -> None:
     for t in d.terms:
         for k in t.all_kinds & {"activity_time_percent", "memory_busy_percent"}:
             if d.result_kind != k and d.op in ("convert", "sum", "difference", "range", "product", "divide"):
-                what = "GPU activity time (not SM active, tensor utilisation or MFU)" if k == "activity_time_percent" \
-                    else "memory-controller busy time (not bandwidth utilisation)"  # fmt: skip
+                what = (
+                    "GPU activity time (not SM active, tensor utilisation or MFU)"
+                    if k == "activity_time_percent"
+                    else "memory-controller busy time (not bandwidth utilisation)"
+                )
                 raise Refused(
-                    "R13", d.asked(), f"{t.label} is {what}; it cannot stand for {d.result_kind}",
+                    "R13",
+                    d.asked(),
+                    f"{t.label} is {what}; it cannot stand for {d.result_kind}",
                     "measure the wanted quantity (profiler SM/tensor counters, a bandwidth counter, an MFU model)",
-                )  # fmt: skip
+                )
 
 
 def rule_power_statistics(d: Derivation) -> None:
@@ -172,19 +190,23 @@ def rule_power_statistics(d: Derivation) -> None:
         stats.add(d.result_kind)
     if len(stats) > 1:
         raise Refused(
-            "R14", d.asked(), f"{', '.join(sorted(stats))} are different power statistics",
+            "R14",
+            d.asked(),
+            f"{', '.join(sorted(stats))} are different power statistics",
             "compute the statistic wanted from the per-card samples (`ledger metrics`)",
-        )  # fmt: skip
+        )
 
 
 def rule_capacity_not_concurrency(d: Derivation) -> None:
     """R5: a capacity ratio (KV pool / window) never yields a concurrency or an accepted load."""
     if d.result_kind in LOAD_KINDS and any("capacity_ratio" in t.all_kinds for t in d.terms):
         raise Refused(
-            "R5", d.asked(), "a KV capacity ratio is a theoretical stock of tokens, not requests served at once: "
+            "R5",
+            d.asked(),
+            "a KV capacity ratio is a theoretical stock of tokens, not requests served at once: "
             "scheduling slots, block alignment, output growth, expert traffic and queueing bind first",
             "measure the accepted concurrency with a load test at the target latency",
-        )  # fmt: skip
+        )
 
 
 def rule_per_stream_not_aggregate(d: Derivation) -> None:
@@ -194,15 +216,19 @@ def rule_per_stream_not_aggregate(d: Derivation) -> None:
         kinds |= t.all_kinds
     if "per_stream_token_rate" in kinds and d.result_kind == "aggregate_token_rate":
         raise Refused(
-            "R4", d.asked(), "a single stream's rate measured under one load, multiplied or not, is not the aggregate "
+            "R4",
+            d.asked(),
+            "a single stream's rate measured under one load, multiplied or not, is not the aggregate "
             "rate of many streams under another load",
             "quote the aggregate rate measured at that concurrency and its per-stream median separately",
-        )  # fmt: skip
+        )
     if "aggregate_token_rate" in kinds and d.result_kind == "per_stream_token_rate":
         raise Refused(
-            "R4", d.asked(), "an aggregate rate divided or not is not any one stream's rate",
+            "R4",
+            d.asked(),
+            "an aggregate rate divided or not is not any one stream's rate",
             "use the per-stream median of the run",
-        )  # fmt: skip
+        )
 
 
 def rule_same_kind(d: Derivation) -> None:
@@ -213,16 +239,18 @@ def rule_same_kind(d: Derivation) -> None:
     got = infer_kind(d.op, kinds)
     if got is None:
         raise Refused(
-            kind_algebra.rule_for(set(kinds) | {d.result_kind}), d.asked(),
+            kind_algebra.rule_for(set(kinds) | {d.result_kind}),
+            d.asked(),
             kind_algebra.undefined(d.op, kinds),
             "combine values as the kind table allows (docs/claims.md), e.g. within one kind",
-        )  # fmt: skip
+        )
     if got != d.result_kind:
         raise Refused(
-            kind_algebra.rule_for({*kinds, got, d.result_kind}), d.asked(),
+            kind_algebra.rule_for({*kinds, got, d.result_kind}),
+            d.asked(),
             f"{d.op}({', '.join(kinds)}) gives {got}, not {d.result_kind}",
             "state the result as the kind it is" if d.op != "convert" else "convert units within one kind only",
-        )  # fmt: skip
+        )
 
 
 def rule_one_batch(d: Derivation) -> None:
@@ -234,22 +262,28 @@ def rule_one_batch(d: Derivation) -> None:
         unknown = [t.label for t in d.terms if t.batch is None]
         if unknown:
             raise Refused(
-                "R2", d.asked(), f"nothing shows the points come from one stage: no batch known for {', '.join(unknown)}",
+                "R2",
+                d.asked(),
+                f"nothing shows the points come from one stage: no batch known for {', '.join(unknown)}",
                 "give each point's batch (a ledger scope, or `batch` in its context); points of one batch only",
-            )  # fmt: skip
+            )
     if len(batches) <= 1:
         return
     if d.op == "sum":
         what = "a count" if set(d.kinds) & COUNT_KINDS else "a total"
         raise Refused(
-            "R2", d.asked(), f"{what} across batches {', '.join(sorted(batches))}: each batch is its own accounting",
+            "R2",
+            d.asked(),
+            f"{what} across batches {', '.join(sorted(batches))}: each batch is its own accounting",
             "show each batch's figure side by side, labelled with its batch",
-        )  # fmt: skip
+        )
     if d.series:
         raise Refused(
-            "R2", d.asked(), f"points from different batches or stages ({', '.join(sorted(batches))}) are not one series",
+            "R2",
+            d.asked(),
+            f"points from different batches or stages ({', '.join(sorted(batches))}) are not one series",
             "show each stage's comparison on its own, labelled with its batch",
-        )  # fmt: skip
+        )
 
 
 def side_factors(t: Term) -> dict[str, str]:
@@ -282,7 +316,9 @@ def sides(d: Derivation) -> Sides | None:
     if len(d.terms) < 2:
         return None
     fa, fb = side_factors(d.terms[0]), side_factors(d.terms[1])
-    differ = [Factor(k, fa[k], fb[k]) for k in FACTORS if factor_known(fa[k]) and factor_known(fb[k]) and fa[k] != fb[k]]
+    differ = [
+        Factor(k, fa[k], fb[k]) for k in FACTORS if factor_known(fa[k]) and factor_known(fb[k]) and fa[k] != fb[k]
+    ]
     unknown = [k for k in FACTORS if not (factor_known(fa[k]) and factor_known(fb[k]))]
     return Sides(differ, unknown)
 
@@ -291,8 +327,12 @@ def rule_context_matches_ledger(d: Derivation) -> None:
     """R6: a context that contradicts the factors the ledger recorded for a scope is an error."""
     for t in d.terms:
         if t.conflicts:
-            raise Refused("R6", d.asked(), f"{t.label}: the context contradicts the ledger: {'; '.join(t.conflicts)}",
-                          "drop the context key (the ledger's recorded factor is used) or correct it")  # fmt: skip
+            raise Refused(
+                "R6",
+                d.asked(),
+                f"{t.label}: the context contradicts the ledger: {'; '.join(t.conflicts)}",
+                "drop the context key (the ledger's recorded factor is used) or correct it",
+            )
 
 
 def rule_comparability(d: Derivation) -> None:
@@ -310,12 +350,19 @@ def rule_comparability(d: Derivation) -> None:
     if d.claims_equal_resources and ("gpu_count" in names or "gpu_count" in sd.unknown):
         f = next((f for f in sd.differ if f.name == "gpu_count"), None)
         why = f"GPU counts differ ({f.a} vs {f.b})" if f else "the GPU count is not known on both sides"
-        raise Refused("R6", d.asked() + " as an equal-resource comparison", f"{why}; differences: {listed}",
-                      "compare at equal GPU count, or state the resources of each side")  # fmt: skip
+        raise Refused(
+            "R6",
+            d.asked() + " as an equal-resource comparison",
+            f"{why}; differences: {listed}",
+            "compare at equal GPU count, or state the resources of each side",
+        )
     if d.claims_paired and (names & {"seed", "workload"} or {"seed", "workload"} & set(sd.unknown)):
-        raise Refused("R6", d.asked() + " as a per-request paired comparison",
-                      f"the two sides are not shown to run the same requests (same seed and workload); "
-                      f"differences: {listed}", "pair only runs with the same seed and workload")  # fmt: skip
+        raise Refused(
+            "R6",
+            d.asked() + " as a per-request paired comparison",
+            f"the two sides are not shown to run the same requests (same seed and workload); differences: {listed}",
+            "pair only runs with the same seed and workload",
+        )
     if d.attributes_to and (names != {d.attributes_to} or sd.unknown):
         stack = "hardware" in names and names & {"engine", "engine_version", "engine_options"}
         if stack:
@@ -326,9 +373,12 @@ def rule_comparability(d: Derivation) -> None:
             why = f"the other factors are not known to be equal (unknown: {', '.join(sd.unknown)})"
         else:
             why = f"{d.attributes_to} does not differ"
-        raise Refused("R6", d.asked() + f" attributed to {d.attributes_to}", f"{why}; differences: {listed}",
-                      "record every factor of both sides (ledger or context), or compare scopes that differ in that "
-                      "factor only")  # fmt: skip
+        raise Refused(
+            "R6",
+            d.asked() + f" attributed to {d.attributes_to}",
+            f"{why}; differences: {listed}",
+            "record every factor of both sides (ledger or context), or compare scopes that differ in that factor only",
+        )
 
 
 def rule_range_not_speedup(d: Derivation) -> None:
@@ -341,12 +391,17 @@ def rule_range_not_speedup(d: Derivation) -> None:
         return
     if "workload" in sd.names or "workload" in sd.unknown:
         f = next((f for f in sd.differ if f.name == "workload"), None)
-        what = f"the values come from different loads: workload ({f.a} vs {f.b})" if f else \
-            "the values are not shown to come from one load (workload not known on both sides)"  # fmt: skip
+        what = (
+            f"the values come from different loads: workload ({f.a} vs {f.b})"
+            if f
+            else "the values are not shown to come from one load (workload not known on both sides)"
+        )
         raise Refused(
-            "R7", d.asked() + " as a speed-up", what,
+            "R7",
+            d.asked() + " as a speed-up",
+            what,
             "call it the range of the metric over loads; a speed-up compares one task under one load",
-        )  # fmt: skip
+        )
 
 
 def rule_launch_stages_not_ab(d: Derivation) -> None:
@@ -357,18 +412,20 @@ def rule_launch_stages_not_ab(d: Derivation) -> None:
     stages = {t.scope_ref or t.label for t in d.terms if t.kind == "startup_time"}
     if len(stages) > 1:
         raise Refused(
-            "R8", d.asked() + " as a cold/warm comparison",
+            "R8",
+            d.asked() + " as a cold/warm comparison",
             "the launches come from different stages (timeout, configuration, weights changed between them) and "
             "page cache, file system, compilation and initialisation all moved: no single cold/warm state changed",
             "repeat one launch with only the file cache (or the process, or the compile cache) cold vs warm",
-        )  # fmt: skip
+        )
     sd = sides(d)
     if sd is not None and d.attributes_to in WARM_FACTORS and (sd.names != {d.attributes_to} or sd.unknown):
         raise Refused(
-            "R8", d.asked() + f" as a {d.attributes_to} cold/warm comparison",
+            "R8",
+            d.asked() + f" as a {d.attributes_to} cold/warm comparison",
             f"more than the named cold/warm state differs or is not known: {sd.listed()}",
             "name which of the four cold states changed, and keep the others equal",
-        )  # fmt: skip
+        )
 
 
 def rule_estimate_not_measured(d: Derivation) -> None:
@@ -376,9 +433,11 @@ def rule_estimate_not_measured(d: Derivation) -> None:
     if d.says == "measured" and any(t.flag == "estimated" for t in d.terms):
         est = ", ".join(t.label for t in d.terms if t.flag == "estimated")
         raise Refused(
-            "provenance", d.asked() + " as measured", f"it is computed from estimates ({est})",
+            "provenance",
+            d.asked() + " as measured",
+            f"it is computed from estimates ({est})",
             "label it estimated, or measure it",
-        )  # fmt: skip
+        )
 
 
 RULES: tuple[Callable[[Derivation], None], ...] = (

@@ -112,12 +112,17 @@ def list_batches(ledger: Ledger) -> list[BatchRow]:
     ).scalar_subquery()
     stmt = (
         sa.select(
-            b.c.id, b.c.name, b.c.status, d.c.name.label("deployment"),
+            b.c.id,
+            b.c.name,
+            b.c.status,
+            d.c.name.label("deployment"),
             _count(r, sa.and_(r.c.batch_id == b.c.id, current(r))).label("runs"),
             requests_in_batch.label("requests"),
             _count(a, a.c.batch_id == b.c.id).label("artefacts"),
-            b.c.created_at, b.c.closed_at, b.c.description,
-        )  # fmt: skip
+            b.c.created_at,
+            b.c.closed_at,
+            b.c.description,
+        )
         .select_from(b.outerjoin(d, d.c.id == b.c.deployment_id))
         .order_by(b.c.id)
     )
@@ -137,22 +142,37 @@ def list_runs(ledger: Ledger, batch: str | None = None, as_of: datetime | None =
     runs = r.join(b, b.c.id == r.c.batch_id)
     # the listed runs' requests counted in one grouped pass, not one count per run: PostgreSQL's run
     # index is a block-range index (migration 0017), with which a count per run read a range or two each
-    requests = (sa.select(q.c.run_id, sa.func.count().label("n")).group_by(q.c.run_id)
-                .where(q.c.run_id.in_(sa.select(origin).select_from(runs).where(*listed))).subquery("requests"))  # fmt: skip
+    requests = (
+        sa.select(q.c.run_id, sa.func.count().label("n"))
+        .group_by(q.c.run_id)
+        .where(q.c.run_id.in_(sa.select(origin).select_from(runs).where(*listed)))
+        .subquery("requests")
+    )
     stmt = (
         sa.select(
-            r.c.id, b.c.name.label("batch"), r.c.label, r.c.tool, r.c.input_target_tokens, r.c.output_cap_tokens,
-            r.c.concurrency, r.c.request_count, r.c.metadata_json,
+            r.c.id,
+            b.c.name.label("batch"),
+            r.c.label,
+            r.c.tool,
+            r.c.input_target_tokens,
+            r.c.output_cap_tokens,
+            r.c.concurrency,
+            r.c.request_count,
+            r.c.metadata_json,
             sa.func.coalesce(requests.c.n, 0).label("requests"),
             _count(c, c.c.run_id == origin).label("artefacts"),
-        )  # fmt: skip
+        )
         .select_from(runs.outerjoin(requests, requests.c.run_id == origin))
         .where(*listed)
         .order_by(b.c.id, r.c.id)
     )
     with ledger.connection() as conn:
-        return [RunRow(**{k: v for k, v in row._mapping.items() if k != "metadata_json"}, factors=_factors(row.metadata_json))
-                for row in conn.execute(stmt)]  # fmt: skip
+        return [
+            RunRow(
+                **{k: v for k, v in row._mapping.items() if k != "metadata_json"}, factors=_factors(row.metadata_json)
+            )
+            for row in conn.execute(stmt)
+        ]
 
 
 def _factors(metadata_json: str | None) -> dict[str, dict[str, str]]:
@@ -174,13 +194,20 @@ def run_detail(ledger: Ledger, run_id: int) -> RunDetail:
             ).all()
         )
         detail = RunDetail(
-            run=row, deployment=dep.name if dep else None, seed=run.seed, dataset=run.dataset,
+            run=row,
+            deployment=dep.name if dep else None,
+            seed=run.seed,
+            dataset=run.dataset,
             request_rate=run.request_rate,
-            warm={"prefix_cache": run.warm_prefix_cache, "process": run.warm_process,
-                  "compile": run.warm_compile, "file_cache": run.warm_file_cache},
+            warm={
+                "prefix_cache": run.warm_prefix_cache,
+                "process": run.warm_process,
+                "compile": run.warm_compile,
+                "file_cache": run.warm_file_cache,
+            },
             status_counts={k: statuses.get(k, 0) for k in ("ok", "failed", "unknown")},
             factors=row.factors,
-        )  # fmt: skip
+        )
         from bench_ledger.queries.captured import run_launch, warm_compile_of_log
 
         detail.launch, detail.launch_reason = run_launch(s.connection(), run_id)
@@ -193,28 +220,47 @@ def run_detail(ledger: Ledger, run_id: int) -> RunDetail:
             detail.warm_compile_measured = state
             detail.warm_compile_basis = f"log artefact {detail.launch['log_artefact']}: {basis}"
         caps = s.execute(
-            sa.select(m.Capture, m.Artefact).join(m.Artefact, m.Artefact.id == m.Capture.artefact_id)
-            .where(m.Capture.run_id == key).order_by(m.Capture.id)
-        ).all()  # fmt: skip
+            sa.select(m.Capture, m.Artefact)
+            .join(m.Artefact, m.Artefact.id == m.Capture.artefact_id)
+            .where(m.Capture.run_id == key)
+            .order_by(m.Capture.id)
+        ).all()
         for cap, art in caps:
             fields = sorted(s.scalars(sa.select(m.CaptureField.field).where(m.CaptureField.capture_id == cap.id)))
             detail.captures.append(
                 CaptureDetail(
-                    artefact_id=art.id, sha256=art.sha256, file_name=art.file_name, format=art.format,
-                    record_count=cap.record_count, fields=fields,
+                    artefact_id=art.id,
+                    sha256=art.sha256,
+                    file_name=art.file_name,
+                    format=art.format,
+                    record_count=cap.record_count,
+                    fields=fields,
                     missing=[f for f in REQUEST_FIELDS if f not in fields] if cap.record_count else [],
-                    sampled=cap.sampled, sample_note=cap.sample_note, clock=cap.clock,
-                    token_source=cap.token_source, success_rule=cap.success_rule,
-                )  # fmt: skip
+                    sampled=cap.sampled,
+                    sample_note=cap.sample_note,
+                    clock=cap.clock,
+                    token_source=cap.token_source,
+                    success_rule=cap.success_rule,
+                )
             )
         for pv in s.scalars(
-            sa.select(m.PublishedValue).where(m.PublishedValue.run_id == key, current(m.PublishedValue))
+            sa.select(m.PublishedValue)
+            .where(m.PublishedValue.run_id == key, current(m.PublishedValue))
             .order_by(m.PublishedValue.id)
         ):
             detail.published.append(
-                PublishedDetail(key=pv.key, text=pv.text, unit=pv.unit, flag=pv.flag, quantity_kind=pv.quantity_kind,
-                                artefact_id=pv.artefact_id, locator=pv.locator, na_reason=pv.na_reason, note=pv.note)
-            )  # fmt: skip
+                PublishedDetail(
+                    key=pv.key,
+                    text=pv.text,
+                    unit=pv.unit,
+                    flag=pv.flag,
+                    quantity_kind=pv.quantity_kind,
+                    artefact_id=pv.artefact_id,
+                    locator=pv.locator,
+                    na_reason=pv.na_reason,
+                    note=pv.note,
+                )
+            )
     return detail
 
 
@@ -224,16 +270,24 @@ def list_cards(ledger: Ledger, batch: str | None = None, deployment: str | None 
     from bench_ledger.queries.metrics_hardware import card_name
 
     hs, a, b, d = m.HardwareSample.__table__, m.Artefact.__table__, m.Batch.__table__, m.Deployment.__table__
-    stmt = (sa.select(hs.c.artefact_id, hs.c.node, hs.c.gpu).distinct()
-            .select_from(hs.join(a, a.c.id == hs.c.artefact_id).outerjoin(b, b.c.id == a.c.batch_id)
-                         .outerjoin(d, d.c.id == a.c.deployment_id)))  # fmt: skip
+    stmt = (
+        sa.select(hs.c.artefact_id, hs.c.node, hs.c.gpu)
+        .distinct()
+        .select_from(
+            hs.join(a, a.c.id == hs.c.artefact_id)
+            .outerjoin(b, b.c.id == a.c.batch_id)
+            .outerjoin(d, d.c.id == a.c.deployment_id)
+        )
+    )
     if batch is not None:
         stmt = stmt.where(b.c.name == batch)
     if deployment is not None:
         stmt = stmt.where(d.c.name == deployment)
     with ledger.connection() as conn:
         names = {card_name(row) for row in conn.execute(stmt)}
-    return sorted(names, key=lambda c: (c.split(":")[0], int(c.rsplit("gpu", 1)[1]) if c.rsplit("gpu", 1)[1].isdigit() else 0))
+    return sorted(
+        names, key=lambda c: (c.split(":")[0], int(c.rsplit("gpu", 1)[1]) if c.rsplit("gpu", 1)[1].isdigit() else 0)
+    )
 
 
 def to_json(rows: object) -> str:
@@ -250,16 +304,28 @@ def request_table(ledger: Ledger, batch: str | None = None, run_id: int | None =
     r, b, q = m.Run.__table__, m.Batch.__table__, m.Request.__table__
     cur = sa.select(r).where(current(r)).subquery()
     origin = sa.func.coalesce(cur.c.origin_id, cur.c.id)
-    stmt = (sa.select(b.c.name.label("batch"), cur.c.id.label("run_id"), cur.c.label.label("run_label"),
-                      *[c for c in q.c if c.name != "run_id"])
-            .select_from(q.join(cur, origin == q.c.run_id).join(b, b.c.id == cur.c.batch_id))
-            .order_by(b.c.id, cur.c.id, q.c.artefact_id, q.c.idx))  # fmt: skip
+    stmt = (
+        sa.select(
+            b.c.name.label("batch"),
+            cur.c.id.label("run_id"),
+            cur.c.label.label("run_label"),
+            *[c for c in q.c if c.name != "run_id"],
+        )
+        .select_from(q.join(cur, origin == q.c.run_id).join(b, b.c.id == cur.c.batch_id))
+        .order_by(b.c.id, cur.c.id, q.c.artefact_id, q.c.idx)
+    )
     if batch is not None:
         stmt = stmt.where(b.c.name == batch)
     if run_id is not None:
         stmt = stmt.where(cur.c.id == run_id)
-    schema = pa.schema([pa.field("batch", pa.string()), pa.field("run_id", pa.int64()), pa.field("run_label", pa.string()),
-                        *[f for f in schema_of("request") if f.name != "run_id"]])  # fmt: skip
+    schema = pa.schema(
+        [
+            pa.field("batch", pa.string()),
+            pa.field("run_id", pa.int64()),
+            pa.field("run_label", pa.string()),
+            *[f for f in schema_of("request") if f.name != "run_id"],
+        ]
+    )
     return _arrow(ledger, stmt, schema)
 
 
@@ -278,12 +344,16 @@ def sample_table(ledger: Ledger, batch: str | None = None, counter: str | None =
     from bench_ledger.transfer import schema_of
 
     h, a, b = m.HardwareSample.__table__, m.Artefact.__table__, m.Batch.__table__
-    stmt = (sa.select(b.c.name.label("batch"), a.c.file_name, *h.c)
-            .select_from(h.join(a, a.c.id == h.c.artefact_id).outerjoin(b, b.c.id == a.c.batch_id))
-            .order_by(h.c.artefact_id, h.c.line, h.c.counter))  # fmt: skip
+    stmt = (
+        sa.select(b.c.name.label("batch"), a.c.file_name, *h.c)
+        .select_from(h.join(a, a.c.id == h.c.artefact_id).outerjoin(b, b.c.id == a.c.batch_id))
+        .order_by(h.c.artefact_id, h.c.line, h.c.counter)
+    )
     if batch is not None:
         stmt = stmt.where(b.c.name == batch)
     if counter is not None:
         stmt = stmt.where(h.c.counter == counter)
-    schema = pa.schema([pa.field("batch", pa.string()), pa.field("file_name", pa.string()), *schema_of("hardware_sample")])
+    schema = pa.schema(
+        [pa.field("batch", pa.string()), pa.field("file_name", pa.string()), *schema_of("hardware_sample")]
+    )
     return _arrow(ledger, stmt, schema)

@@ -50,11 +50,23 @@ AGREE, DISAGREE, NOT_DERIVABLE = "agree", "disagree", "not re-derivable"
 RECORDS, IDENTITY = "records", "identity"
 REL_FLOOR = Fraction(1, 10**9)  # records: float arithmetic of the tool over many values
 REL_IDENTITY = Fraction(1, 10**12)  # identity: a few float operations
-PV, R, B, Q, G, A, V = (t.__table__ for t in (m.PublishedValue, m.Run, m.Batch, m.Request, m.ChunkGap, m.Artefact,
-                                                m.RequestValue))
+PV, R, B, Q, G, A, V = (
+    t.__table__ for t in (m.PublishedValue, m.Run, m.Batch, m.Request, m.ChunkGap, m.Artefact, m.RequestValue)
+)
 
-__all__ = ["AGREE", "DISAGREE", "IDENTITY", "NOT_DERIVABLE", "RECORDS", "CheckRow", "NotDerivable", "Records",
-           "Reported", "check", "tolerance"]  # fmt: skip
+__all__ = [
+    "AGREE",
+    "DISAGREE",
+    "IDENTITY",
+    "NOT_DERIVABLE",
+    "RECORDS",
+    "CheckRow",
+    "NotDerivable",
+    "Records",
+    "Reported",
+    "check",
+    "tolerance",
+]
 
 
 @dataclass
@@ -111,8 +123,16 @@ class _RunRows:
     # The numeric columns the tools' checks read: read together, on the first request for one of them
     # (one scan of the run's rows instead of one per column: on PostgreSQL each scan of a 200k-request
     # run cost ~80 ms of the server's time, seven of them most of a check).
-    TOGETHER = ("input_tokens", "output_tokens", "send_ns", "end_ns", "ttft_s", "latency_s", "itl_mean_s",
-                "chunk_count")  # fmt: skip
+    TOGETHER = (
+        "input_tokens",
+        "output_tokens",
+        "send_ns",
+        "end_ns",
+        "ttft_s",
+        "latency_s",
+        "itl_mean_s",
+        "chunk_count",
+    )
 
     def __init__(self, conn: sa.Connection, run_id: int) -> None:
         self.conn, self.run_id, self.backend = conn, int(run_id), conn.dialect.name
@@ -127,11 +147,14 @@ class _RunRows:
             return
         if pg_parallel_workers(self.conn) < 2:
             return
-        together, gaps = on_one_snapshot(self.conn, [lambda c: self._ok_columns(list(self.TOGETHER), c), self._read_gaps])
+        together, gaps = on_one_snapshot(
+            self.conn, [lambda c: self._ok_columns(list(self.TOGETHER), c), self._read_gaps]
+        )
         self._together, self._gaps = together, gaps
 
-    def read(self, sql: str, names: list[str], tags: list[str], keys: list[str], conn: sa.Connection | None = None
-             ) -> pa.Table:  # fmt: skip
+    def read(
+        self, sql: str, names: list[str], tags: list[str], keys: list[str], conn: sa.Connection | None = None
+    ) -> pa.Table:
         conn = conn or self.conn
         nullable = [n not in keys for n in names]
         if self.backend == "postgresql":
@@ -154,13 +177,19 @@ class _RunRows:
             col = Q.columns[n]  # a column of request (KeyError otherwise)
             assert isinstance(col, sa.Column)
             cols.append(col)
-        return self.read(f"SELECT {_key('q', 'idx')} AS k, {', '.join(f'q.{c.name}' for c in cols)} FROM request q "
-                         f"WHERE q.run_id = {self.run_id} AND q.status = 'ok'",
-                         ["k", *names], ["i", *(dg.tag_of(c) for c in cols)], ["k"], conn)  # fmt: skip
+        return self.read(
+            f"SELECT {_key('q', 'idx')} AS k, {', '.join(f'q.{c.name}' for c in cols)} FROM request q "
+            f"WHERE q.run_id = {self.run_id} AND q.status = 'ok'",
+            ["k", *names],
+            ["i", *(dg.tag_of(c) for c in cols)],
+            ["k"],
+            conn,
+        )
 
     def status_counts(self) -> StatusCounts:
-        counts = self.conn.execute(sa.select(Q.c.status, sa.func.count()).where(Q.c.run_id == self.run_id)
-                                   .group_by(Q.c.status)).all()  # fmt: skip
+        counts = self.conn.execute(
+            sa.select(Q.c.status, sa.func.count()).where(Q.c.run_id == self.run_id).group_by(Q.c.status)
+        ).all()
         return StatusCounts({st: int(n) for st, n in counts})
 
     def gaps(self) -> ExactColumn:
@@ -174,15 +203,19 @@ class _RunRows:
 
     def _read_gaps(self, conn: sa.Connection) -> ExactColumn:
         def of_ok(table: str, columns: str) -> str:
-            return (f"SELECT {_key('g', 'request_idx')} AS k, {columns} FROM {table} g JOIN request q "
-                    f"ON q.artefact_id = g.artefact_id AND q.idx = g.request_idx "
-                    f"WHERE q.run_id = {self.run_id} AND q.status = 'ok'")  # fmt: skip
+            return (
+                f"SELECT {_key('g', 'request_idx')} AS k, {columns} FROM {table} g JOIN request q "
+                f"ON q.artefact_id = g.artefact_id AND q.idx = g.request_idx "
+                f"WHERE q.run_id = {self.run_id} AND q.status = 'ok'"
+            )
 
         arrays = gp.read(conn, self.backend, of_ok("request_gaps", "g.gaps"), ["k"])
         if arrays is not None:
             arrays = dg.sorted_by_key(arrays, ["k"])
             return ExactColumn(pc.list_flatten(arrays.column("gaps").combine_chunks()).to_numpy(zero_copy_only=False))
-        table = self.read(of_ok("chunk_gap", "g.seq, g.gap_s"), ["k", "seq", "gap_s"], ["i", "i", "f"], ["k", "seq"], conn)
+        table = self.read(
+            of_ok("chunk_gap", "g.seq, g.gap_s"), ["k", "seq", "gap_s"], ["i", "i", "f"], ["k", "seq"], conn
+        )
         return ExactColumn(table.column("gap_s").to_numpy())
 
     def rows(self) -> tuple[list[dict], dict[str, list[float | None]]]:
@@ -190,10 +223,23 @@ class _RunRows:
         values over the ok records (None where a record has none)."""
         conn, run_id = self.conn, self.run_id
         result = conn.execute(
-            sa.select(Q.c.artefact_id, Q.c.idx, Q.c.status, Q.c.error, Q.c.input_tokens, Q.c.output_tokens,
-                      Q.c.ttft_s, Q.c.latency_s, Q.c.itl_mean_s, Q.c.chunk_count, Q.c.send_ns, Q.c.end_ns)
-            .where(Q.c.run_id == run_id).order_by(Q.c.artefact_id, Q.c.idx)
-        )  # fmt: skip
+            sa.select(
+                Q.c.artefact_id,
+                Q.c.idx,
+                Q.c.status,
+                Q.c.error,
+                Q.c.input_tokens,
+                Q.c.output_tokens,
+                Q.c.ttft_s,
+                Q.c.latency_s,
+                Q.c.itl_mean_s,
+                Q.c.chunk_count,
+                Q.c.send_ns,
+                Q.c.end_ns,
+            )
+            .where(Q.c.run_id == run_id)
+            .order_by(Q.c.artefact_id, Q.c.idx)
+        )
         keys = list(result.keys())
         rows = [dict(zip(keys, r, strict=True)) for r in result.all()]  # one dict per record, as r._mapping gave
         per: dict[tuple[int, int], dict[str, float]] = {}
@@ -201,7 +247,7 @@ class _RunRows:
             sa.select(V.c.artefact_id, V.c.request_idx, V.c.key, V.c.value)
             .select_from(V.join(Q, sa.and_(Q.c.artefact_id == V.c.artefact_id, Q.c.idx == V.c.request_idx)))
             .where(Q.c.run_id == run_id)
-        ):  # fmt: skip
+        ):
             per.setdefault((a, i), {})[k] = v
         for r in rows:  # each record gains its per-request values in place (no copy of the rows)
             r["values"] = per.get((r["artefact_id"], r["idx"]), {})
@@ -265,8 +311,10 @@ class Records:
         if done is None:
             arr = self.source.ok_column(name)
             done = self._columns[name] = (
-                f"{name} missing for {arr.null_count} of {len(arr)} ok requests" if arr.null_count
-                else ExactColumn(arr.to_numpy()))  # fmt: skip
+                f"{name} missing for {arr.null_count} of {len(arr)} ok requests"
+                if arr.null_count
+                else ExactColumn(arr.to_numpy())
+            )
         if isinstance(done, str):
             raise NotDerivable(done)
         return done
@@ -299,7 +347,7 @@ class Records:
         out, at = [], 0
         for r in self.ok:
             n = max((r["chunk_count"] or 0) - 1, 0)
-            out.append(self.gaps.array[at: at + n].tolist())
+            out.append(self.gaps.array[at : at + n].tolist())
             at += n
         return out
 
@@ -322,8 +370,6 @@ def tolerance(text: str) -> Fraction | None:
     """Half a unit in the last printed place of ``text``; None when it is not a number."""
     places = printed_places(text)
     return None if places is None else Fraction(5) * Fraction(10) ** (-places - 1)
-
-
 
 
 def is_exact_count(text: str, kind: str | None) -> bool:
@@ -359,13 +405,18 @@ def _records(conn: sa.Connection, run_id: int) -> Records | str:
     # the tool's duration, the base of its rates: of several reports (a console table's 293.34 and the
     # JSON's 293.343067905982 of one run) the one printed with the most places
     durations = conn.execute(
-        sa.select(PV.c.text, PV.c.value).where(PV.c.run_id == run_id, PV.c.key == "duration", PV.c.flag == "reported",
-                                               PV.c.value.is_not(None), current(PV)).order_by(PV.c.id)
-    ).all()  # fmt: skip
+        sa.select(PV.c.text, PV.c.value)
+        .where(
+            PV.c.run_id == run_id, PV.c.key == "duration", PV.c.flag == "reported", PV.c.value.is_not(None), current(PV)
+        )
+        .order_by(PV.c.id)
+    ).all()
     duration = max(durations, key=lambda d: printed_places(d.text) or 0).value if durations else None
     meta = conn.execute(sa.select(R.c.metadata_json).where(R.c.id == run_id)).scalar()
     return Records(
-        _RunRows(conn, run_id), fields, None if duration is None else Fraction(Decimal(duration)),
+        _RunRows(conn, run_id),
+        fields,
+        None if duration is None else Fraction(Decimal(duration)),
         metadata=json.loads(meta) if meta else {},
     )
 
@@ -407,14 +458,42 @@ def _repeats(rid: int, pvs: list, machine: bool) -> list[CheckRow]:
             if pv.file_name == pv0.file_name:
                 continue  # a text event a log repeats (MLPerf's generic_message), not one quantity printed twice
             same = pv.text.strip() == pv0.text.strip()
-            out.append(CheckRow(rid, pv.batch, pv.label, pv.tool, pv.key, pv.text, pv.unit, None,
-                                AGREE if same else DISAGREE, None,
-                                f"{name}: printed {pv.text!r} and {pv0.text!r}", IDENTITY, "repeated value"))  # fmt: skip
+            out.append(
+                CheckRow(
+                    rid,
+                    pv.batch,
+                    pv.label,
+                    pv.tool,
+                    pv.key,
+                    pv.text,
+                    pv.unit,
+                    None,
+                    AGREE if same else DISAGREE,
+                    None,
+                    f"{name}: printed {pv.text!r} and {pv0.text!r}",
+                    IDENTITY,
+                    "repeated value",
+                )
+            )
             continue
         ok = r.interval.meets(r0.interval)
-        out.append(CheckRow(rid, pv.batch, pv.label, pv.tool, pv.key, pv.text, pv.unit, float(r0.value),
-                            AGREE if ok else DISAGREE, f"±{float((r.interval.width + r0.interval.width) / 2):.3g}",
-                            f"{name}: {pv0.text}", IDENTITY, "repeated value"))  # fmt: skip
+        out.append(
+            CheckRow(
+                rid,
+                pv.batch,
+                pv.label,
+                pv.tool,
+                pv.key,
+                pv.text,
+                pv.unit,
+                float(r0.value),
+                AGREE if ok else DISAGREE,
+                f"±{float((r.interval.width + r0.interval.width) / 2):.3g}",
+                f"{name}: {pv0.text}",
+                IDENTITY,
+                "repeated value",
+            )
+        )
     return out
 
 
@@ -427,15 +506,31 @@ def check(ledger: Ledger, batch: str | None = None, run_id: int | None = None) -
     from bench_ledger.queries.check_tools import tool_check
 
     stmt = (
-        sa.select(R.c.id.label("run_id"), PV.c.run_id.label("origin"), B.c.name.label("batch"), R.c.label, R.c.tool,
-                  R.c.request_count, PV.c.key, PV.c.text, PV.c.value, PV.c.unit, PV.c.quantity_kind,
-                  PV.c.locator, PV.c.note, A.c.format.label("artefact_format"), A.c.file_name)
+        sa.select(
+            R.c.id.label("run_id"),
+            PV.c.run_id.label("origin"),
+            B.c.name.label("batch"),
+            R.c.label,
+            R.c.tool,
+            R.c.request_count,
+            PV.c.key,
+            PV.c.text,
+            PV.c.value,
+            PV.c.unit,
+            PV.c.quantity_kind,
+            PV.c.locator,
+            PV.c.note,
+            A.c.format.label("artefact_format"),
+            A.c.file_name,
+        )
         # values hang on a run's first revision (Run.origin_id); the row shown is its current revision
-        .select_from(PV).join(R, sa.and_(sa.func.coalesce(R.c.origin_id, R.c.id) == PV.c.run_id, current(R)))
-        .join(B, B.c.id == R.c.batch_id).outerjoin(A, A.c.id == PV.c.artefact_id)
+        .select_from(PV)
+        .join(R, sa.and_(sa.func.coalesce(R.c.origin_id, R.c.id) == PV.c.run_id, current(R)))
+        .join(B, B.c.id == R.c.batch_id)
+        .outerjoin(A, A.c.id == PV.c.artefact_id)
         .where(PV.c.flag == "reported", current(PV))
         .order_by(B.c.id, R.c.id, PV.c.id)
-    )  # fmt: skip
+    )
     if batch is not None:
         with ledger.session() as s:
             Ledger.get_batch(s, batch)
@@ -469,16 +564,43 @@ def check(ledger: Ledger, batch: str | None = None, run_id: int | None = None) -
                     if pv.value is None:
                         texts.setdefault(pv.key, pv.text.strip())
                 for tr in tc.text_checks(texts):
-                    out.append(CheckRow(rid, first.batch, first.label, first.tool, tr.key, texts[tr.key], None, None,
-                                        tr.status, None, tr.reason, IDENTITY, tr.name))  # fmt: skip
+                    out.append(
+                        CheckRow(
+                            rid,
+                            first.batch,
+                            first.label,
+                            first.tool,
+                            tr.key,
+                            texts[tr.key],
+                            None,
+                            None,
+                            tr.status,
+                            None,
+                            tr.reason,
+                            IDENTITY,
+                            tr.name,
+                        )
+                    )
             if tc is not None:
                 units = _units(pvs)
                 for ident in tc.identities(reported, first):
-                    out.append(CheckRow(
-                        rid, first.batch, first.label, first.tool, ident.key, reported[ident.key].text,
-                        units.get(ident.key), ident.recomputed, ident.status, ident.tolerance, ident.reason,
-                        IDENTITY, ident.name,
-                    ))  # fmt: skip
+                    out.append(
+                        CheckRow(
+                            rid,
+                            first.batch,
+                            first.label,
+                            first.tool,
+                            ident.key,
+                            reported[ident.key].text,
+                            units.get(ident.key),
+                            ident.recomputed,
+                            ident.status,
+                            ident.tolerance,
+                            ident.reason,
+                            IDENTITY,
+                            ident.name,
+                        )
+                    )
     return out
 
 
@@ -520,7 +642,8 @@ def _record_row(pv, rec: Records | str, tc) -> CheckRow:
     reported = Fraction(Decimal(pv.value))
     # an integer a tool's JSON wrote (``"error_rate": 0``) is that integer exactly, whatever its kind
     exact = is_exact_count(pv.text, pv.quantity_kind) or (
-        tc.machine_floats and pv.artefact_format not in PRINTED_ROUNDED and pv.text.strip().lstrip("-").isdigit())
+        tc.machine_floats and pv.artefact_format not in PRINTED_ROUNDED and pv.text.strip().lstrip("-").isdigit()
+    )
     tol = REL_FLOOR * abs(reported) if exact else max(half, REL_FLOOR * abs(reported))
     row.recomputed = float(value)
     row.tolerance = f"±{float(tol):.3g}"

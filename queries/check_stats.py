@@ -135,9 +135,13 @@ class GuidellmDist:
         return self._stats[stat]
 
 
-def guidellm_stat(pairs: Sequence[tuple[Fraction, Fraction]], stat: str, count: int | None = None,
-                  pdf: Pdf | None = None,
-                  memo: dict[str, Fraction] | None = None) -> Fraction:  # fmt: skip
+def guidellm_stat(
+    pairs: Sequence[tuple[Fraction, Fraction]],
+    stat: str,
+    count: int | None = None,
+    pdf: Pdf | None = None,
+    memo: dict[str, Fraction] | None = None,
+) -> Fraction:
     """``stat`` of guidellm's ``DistributionSummary.from_values(pairs)`` (schemas/statistics.py):
     probability-weighted mean and population variance, percentiles by the inverted CDF, mode the
     most probable value, count = round(sum of weights), total_sum = mean x count; no values: every
@@ -160,8 +164,13 @@ def guidellm_stat(pairs: Sequence[tuple[Fraction, Fraction]], stat: str, count: 
     def mean_() -> Fraction:
         if "mu" not in memo:
             # Σ v·w / Σ w: the probability-weighted mean, exactly (q = w / total)
-            memo["mu"] = ratio_sum((v.numerator * w.numerator, v.denominator * w.denominator)
-                                    for v, w in zip(values, weights, strict=True)) / total  # fmt: skip
+            memo["mu"] = (
+                ratio_sum(
+                    (v.numerator * w.numerator, v.denominator * w.denominator)
+                    for v, w in zip(values, weights, strict=True)
+                )
+                / total
+            )
         return memo["mu"]
 
     if stat == "count":
@@ -181,8 +190,14 @@ def guidellm_stat(pairs: Sequence[tuple[Fraction, Fraction]], stat: str, count: 
     if stat in ("variance", "std_dev"):
         mu = mean_()
         # Σ q·(v - mu)² = Σ q·v² - mu² (Σ q = 1, Σ q·v = mu): the same rational, one product per value
-        var = ratio_sum((v.numerator * v.numerator * w.numerator, v.denominator * v.denominator * w.denominator)
-                         for v, w in zip(values, weights, strict=True)) / total - mu * mu  # fmt: skip
+        var = (
+            ratio_sum(
+                (v.numerator * v.numerator * w.numerator, v.denominator * v.denominator * w.denominator)
+                for v, w in zip(values, weights, strict=True)
+            )
+            / total
+            - mu * mu
+        )
         return var if stat == "variance" else Fraction(math.sqrt(var))
     if stat == "median":
         return values[_searchsorted_left(probs, Fraction(50))]
@@ -227,8 +242,9 @@ def _merge_times(events: list[tuple[float, float]], threshold: float = GUIDELLM_
     return out
 
 
-def guidellm_rate_pairs(events: list[tuple[float, float]], start: float | None = None,
-                        end: float | None = None) -> tuple[list[tuple[Fraction, Fraction]], int]:  # fmt: skip
+def guidellm_rate_pairs(
+    events: list[tuple[float, float]], start: float | None = None, end: float | None = None
+) -> tuple[list[tuple[Fraction, Fraction]], int]:
     """guidellm ``DistributionSummary.rate_distribution_from_timings``: (rate, duration) pairs and
     the count. Events (time, weight) outside [start, end] are dropped and start/end added with
     weight 0; times are merged (:func:`_merge_times`); each event's rate is its weight over its
@@ -244,15 +260,19 @@ def guidellm_rate_pairs(events: list[tuple[float, float]], start: float | None =
         return [], len(merged)
     times = [t for t, _ in merged]
     mids = [(b + a) / 2 for a, b in zip(times, times[1:], strict=False)]
-    durations = [mids[0] - times[0], *[b - a for a, b in zip(mids, mids[1:], strict=False)],
-                 max(times[-1] - mids[-1], GUIDELLM_EPSILON)]  # fmt: skip
+    durations = [
+        mids[0] - times[0],
+        *[b - a for a, b in zip(mids, mids[1:], strict=False)],
+        max(times[-1] - mids[-1], GUIDELLM_EPSILON),
+    ]
     occ = [w for _, w in merged]
     count = round(sum(occ))
     return [(Fraction(o / d), Fraction(d)) for o, d in zip(occ, durations, strict=True)], count
 
 
-def guidellm_concurrency_pairs(intervals: list[tuple[float, float, float]], start: float | None = None,
-                               end: float | None = None) -> tuple[list[tuple[Fraction, Fraction]], int | None]:  # fmt: skip
+def guidellm_concurrency_pairs(
+    intervals: list[tuple[float, float, float]], start: float | None = None, end: float | None = None
+) -> tuple[list[tuple[Fraction, Fraction]], int | None]:
     """guidellm ``DistributionSummary.concurrency_distribution_from_timings``: (concurrency,
     duration) pairs and the count (intervals kept). +weight at each start, -weight at each end,
     times merged; the level before ``start`` carried to it, events after ``end`` dropped; each level
@@ -357,24 +377,33 @@ def percentile_level(stat: str) -> Fraction:
         return Fraction(digits)
     # guidellm writes the level without a point: p001 = 0.1, p01 = 1, p05 = 5, p999 = 99.9
     return {"001": Fraction(1, 10), "01": Fraction(1), "05": Fraction(5), "999": Fraction(999, 10)}.get(
-        digits, Fraction(digits))  # fmt: skip
+        digits, Fraction(digits)
+    )
 
 
 NUMPY_LINEAR = StatDefinition(
-    "numpy-linear", percentile_linear, 0,
+    "numpy-linear",
+    percentile_linear,
+    0,
     "numpy defaults: linear-interpolation percentiles (type 7), population std (ddof 0)",
-)  # fmt: skip
+)
 PANDAS_LINEAR = StatDefinition(
-    "pandas-linear", percentile_linear, 1,
+    "pandas-linear",
+    percentile_linear,
+    1,
     "pandas defaults: linear-interpolation quantiles (type 7), sample std (ddof 1)",
-)  # fmt: skip
+)
 GUIDELLM_INVERTED_CDF = StatDefinition(
-    "guidellm-inverted-cdf", _inverted_cdf, 0,
+    "guidellm-inverted-cdf",
+    _inverted_cdf,
+    0,
     "guidellm DistributionSummary: inverted-CDF percentiles over merged equal values, "
     "probability-weighted mean and population variance, total_sum = mean x count",
-)  # fmt: skip
+)
 FLOOR_INDEX = StatDefinition(
-    "floor-index", _floor_index, 0,
+    "floor-index",
+    _floor_index,
+    0,
     "value at index floor(p/100 x n) of the sorted values, population std",
-)  # fmt: skip
+)
 DEFINITIONS = {d.name: d for d in (NUMPY_LINEAR, PANDAS_LINEAR, GUIDELLM_INVERTED_CDF, FLOOR_INDEX)}

@@ -86,10 +86,14 @@ class Identity:
         half = (widened.width + target.width) / 2
         mid = _double(got.mid)
         return IdentityResult(
-            self.name, self.key, mid, AGREE if ok else DISAGREE, f"±{_shown(half, 3)}",
+            self.name,
+            self.key,
+            mid,
+            AGREE if ok else DISAGREE,
+            f"±{_shown(half, 3)}",
             f"{self.name}: {_shown(got.mid, 17)}{'' if mid is not None else ' (beyond a double)'} from the reported "
             + ", ".join(f"{k} {values[k].text}" for k in self.inputs),
-        )  # fmt: skip
+        )
 
 
 def _double(q: Fraction) -> float | None:
@@ -217,8 +221,10 @@ def _exact_second(t: Fraction, lo: Fraction, idx: Callable[[], int]) -> int:
     """The whole second of ``t`` since ``lo``, refused within :data:`BOUNDARY` of a second boundary."""
     second, into = divmod(t - lo, 1)
     if into < BOUNDARY or 1 - into < BOUNDARY:
-        raise NotDerivable(f"request {idx()} has a time within 1 us of a second boundary ({float(t - lo):.9f} "
-                           "s): the start times, kept to the ns, cannot place it")  # fmt: skip
+        raise NotDerivable(
+            f"request {idx()} has a time within 1 us of a second boundary ({float(t - lo):.9f} "
+            "s): the start times, kept to the ns, cannot place it"
+        )
     return int(second)
 
 
@@ -239,7 +245,7 @@ def _tally(counts: dict, seconds: np.ndarray) -> None:
     if lo < base or hi >= base + len(n):
         new_base = min(base, lo)
         grown = np.zeros(max(base + len(n), hi + 1) - new_base, dtype=np.int64)
-        grown[base - new_base: base - new_base + len(n)] = n
+        grown[base - new_base : base - new_base + len(n)] = n
         counts["base"], counts["n"] = new_base, grown
     counts["n"] += np.bincount(seconds - counts["base"], minlength=len(counts["n"]))
 
@@ -249,8 +255,9 @@ def peak_inputs(key: str, rec: Records) -> None:
     ttfts; latencies for max_concurrent_requests)."""
     rec.need_status()
     if key == "max_concurrent_requests" and "latency_s" not in rec.fields:
-        raise NotDerivable("vLLM counts a request in each second from its start to start + latency; the "
-                           "records carry no latencies")  # fmt: skip
+        raise NotDerivable(
+            "vLLM counts a request in each second from its start to start + latency; the records carry no latencies"
+        )
     for f in ("send_time", "ttft_s"):
         if f not in rec.fields:
             raise NotDerivable(f"needed field {f} not captured (token times are start + ttft + the itls)")
@@ -276,7 +283,7 @@ def _peak_second(key: str, rec: Records) -> tuple[Fraction, str]:
     lo = Fraction(lo_ns, _NS)
     rel_ns = send - lo_ns  # exact (int64)
     rel = rel_ns / _NS  # float64, within |rel| * 2**-53
-    idx = lambda i: (lambda: int(rec.source.ok_column("idx").to_numpy()[i]))  # noqa: E731 (read on an error only)
+    idx = lambda i: lambda: int(rec.source.ok_column("idx").to_numpy()[i])  # noqa: E731 (read on an error only)
     counts: dict = {"base": 0, "n": np.zeros(0, dtype=np.int64)}
 
     if key == "max_concurrent_requests":
@@ -306,8 +313,9 @@ def _peak_second(key: str, rec: Records) -> tuple[Fraction, str]:
             ngap = np.maximum(np.nan_to_num(cc.astype(np.float64), nan=0.0).astype(np.int64) - 1, 0)
             gaps = rec.gaps.array
             if int(ngap.sum()) != len(gaps):
-                raise NotDerivable(f"the ok records' chunk counts imply {int(ngap.sum())} chunk gaps; the ledger "
-                                   f"holds {len(gaps)}")  # fmt: skip
+                raise NotDerivable(
+                    f"the ok records' chunk counts imply {int(ngap.sum())} chunk gaps; the ledger holds {len(gaps)}"
+                )
         else:
             rec.record_gaps()  # raises NotDerivable (chunk_gaps not captured), as the row walk did
             raise AssertionError("unreachable")
@@ -340,20 +348,28 @@ def _peak_second(key: str, rec: Records) -> tuple[Fraction, str]:
             j += 1
         if j < npos:  # ... then the few requests with more: each one's remaining itls in one accumulate
             who = order[: have[j]]  # (np.add.accumulate adds in order, t += itl after itl: the same floats)
-            times = [np.add.accumulate(np.concatenate((t[r: r + 1], gaps[offs[r] + j - 1: offs[r] + ngap[r]])))[1:]
-                     for r in who.tolist()]  # fmt: skip
+            times = [
+                np.add.accumulate(np.concatenate((t[r : r + 1], gaps[offs[r] + j - 1 : offs[r] + ngap[r]])))[1:]
+                for r in who.tolist()
+            ]
             n_each = ngap[who] - j + 1
-            place(np.repeat(who, n_each), np.concatenate(times),
-                  np.arange(int(n_each.sum())) - np.repeat(np.cumsum(n_each) - n_each, n_each) + j)
+            place(
+                np.repeat(who, n_each),
+                np.concatenate(times),
+                np.arange(int(n_each.sum())) - np.repeat(np.cumsum(n_each) - n_each, n_each) + j,
+            )
         if near_at:  # the exact times of the few near a boundary, in record order then token order
-            pairs = sorted((int(r), int(k)) for who, ks in near_at
-                           for r, k in zip(who.tolist(), np.broadcast_to(ks, who.shape).tolist(), strict=True))
+            pairs = sorted(
+                (int(r), int(k))
+                for who, ks in near_at
+                for r, k in zip(who.tolist(), np.broadcast_to(ks, who.shape).tolist(), strict=True)
+            )
             exact: dict[int, list[Fraction]] = {}
             seconds = []
             for r, k in pairs:
                 if r not in exact:
                     ts = [Fraction(int(send[r]), _NS) + Fraction(float(ttft[r]))]
-                    for g in gaps[offs[r]: offs[r] + ngap[r]].tolist():
+                    for g in gaps[offs[r] : offs[r] + ngap[r]].tolist():
                         ts.append(ts[-1] + Fraction(g))
                     exact[r] = ts
                 seconds.append(_exact_second(exact[r][k], lo, idx(r)))
@@ -362,8 +378,9 @@ def _peak_second(key: str, rec: Records) -> tuple[Fraction, str]:
     n = counts["n"]
     if not n.any():
         raise NotDerivable(f"no second holds a successful request's {what.split(' (')[0]}")
-    return Fraction(int(n.max())), f"the fullest whole second of the successful requests' {what}, of " \
-                                   f"{int(np.count_nonzero(n))} seconds"
+    return Fraction(
+        int(n.max())
+    ), f"the fullest whole second of the successful requests' {what}, of {int(np.count_nonzero(n))} seconds"
 
 
 def _serving(key: str, rec: Records) -> tuple[Fraction, str]:
@@ -403,17 +420,22 @@ def _serving(key: str, rec: Records) -> tuple[Fraction, str]:
 
 def _median_is_p50(values: dict[str, Reported]) -> Iterator[Identity]:
     for key in values:
-        if key.startswith("median_") and f"p50_{key[len('median_'):]}" in values:
-            yield equal(key, f"p50_{key[len('median_'):]}")
+        if key.startswith("median_") and f"p50_{key[len('median_') :]}" in values:
+            yield equal(key, f"p50_{key[len('median_') :]}")
 
 
 _SERVING_RATES = (
     ratio("request_throughput = completed / duration", "request_throughput", "completed", "duration"),
     ratio("output_throughput = total_output_tokens / duration", "output_throughput", "total_output_tokens", "duration"),
     ratio("input_throughput = total_input_tokens / duration", "input_throughput", "total_input_tokens", "duration"),
-    total_ratio("total_token_throughput = (total_input_tokens + total_output_tokens) / duration",
-                "total_token_throughput", ("total_input_tokens", "total_output_tokens"), "duration"),
-)  # fmt: skip
+    total_ratio(
+        "total_token_throughput = (total_input_tokens + total_output_tokens) / duration",
+        "total_token_throughput",
+        ("total_input_tokens", "total_output_tokens"),
+        "duration",
+    ),
+)
+
 
 def _num_prompts(values: dict[str, Reported], run) -> Iterator[Identity]:
     """vLLM ``calculate_metrics``: every one of the ``num_prompts`` requests is either completed or
@@ -421,35 +443,53 @@ def _num_prompts(values: dict[str, Reported], run) -> Iterator[Identity]:
     n = getattr(run, "request_count", None)
     if n is None or "failed" not in values:
         return
-    yield Identity(f"completed = num_prompts - failed (completed + failed = num_prompts {n})", "completed",
-                   ("failed",), lambda f: Interval.point(Fraction(n)) - f)  # fmt: skip
+    yield Identity(
+        f"completed = num_prompts - failed (completed + failed = num_prompts {n})",
+        "completed",
+        ("failed",),
+        lambda f: Interval.point(Fraction(n)) - f,
+    )
 
 
 VLLM = ToolCheck(
-    Tool.VLLM_BENCH, NUMPY_LINEAR, "vllm benchmarks/serve.py calculate_metrics (np.mean, np.median, np.std, np.percentile)",
-    recompute=_serving, fixed=_SERVING_RATES, families=(_median_is_p50,), declared=_num_prompts,
-)  # fmt: skip
+    Tool.VLLM_BENCH,
+    NUMPY_LINEAR,
+    "vllm benchmarks/serve.py calculate_metrics (np.mean, np.median, np.std, np.percentile)",
+    recompute=_serving,
+    fixed=_SERVING_RATES,
+    families=(_median_is_p50,),
+    declared=_num_prompts,
+)
 SGLANG = ToolCheck(
-    Tool.SGLANG_BENCH, NUMPY_LINEAR, "sglang python/sglang/bench_serving.py calculate_metrics (numpy)",
-    recompute=_serving, fixed=_SERVING_RATES, families=(_median_is_p50,),
-)  # fmt: skip
+    Tool.SGLANG_BENCH,
+    NUMPY_LINEAR,
+    "sglang python/sglang/bench_serving.py calculate_metrics (numpy)",
+    recompute=_serving,
+    fixed=_SERVING_RATES,
+    families=(_median_is_p50,),
+)
 
 
 # --------------------------------------------------------------------------- llmperf
 
 LLMPERF_STAT = re.compile(r"results_(?P<metric>.+?)_(?P<stat>quantiles_p\d+|mean|min|max|stddev)")
 _LLMPERF_SERIES = {
-    "ttft_s": "ttft_s", "end_to_end_latency_s": "latency_s", "inter_token_latency_s": "itl_mean_s",
-    "number_input_tokens": "input_tokens", "number_output_tokens": "output_tokens",
-}  # fmt: skip
+    "ttft_s": "ttft_s",
+    "end_to_end_latency_s": "latency_s",
+    "inter_token_latency_s": "itl_mean_s",
+    "number_input_tokens": "input_tokens",
+    "number_output_tokens": "output_tokens",
+}
 
 
 def _llmperf(key: str, rec: Records) -> tuple[Fraction, str]:
     """llmperf ``metrics_summary``: over records with error_code null, pandas (token_benchmark_ray.py)."""
     rec.need_status()
     if key in ("results_mean_output_throughput_token_per_s", "results_num_completed_requests_per_min"):
-        raise NotDerivable("divides by llmperf's own start-to-end monotonic time of the run; the records carry "
-                           "no times (see the identity linking the two)")  # fmt: skip
+        raise NotDerivable(
+            "divides by llmperf's own start-to-end monotonic time of the run; the records carry "
+            "no times (see the identity linking the two)"
+        )
     if mt := LLMPERF_STAT.fullmatch(key):
         metric, stat = mt["metric"], mt["stat"].removeprefix("quantiles_")
         series: Sequence[Fraction]
@@ -496,7 +536,9 @@ def _llmperf_text(key: str, text: str, rec: Records) -> tuple[bool, str]:
     numeric: dict[Fraction | str, int] = {}
     for code, n in counts.items():
         numeric[_code(code)] = numeric.get(_code(code), 0) + n
-    return printed == numeric, "error codes counted over the records: " + ", ".join(f"{k} x{v}" for k, v in counts.items())
+    return printed == numeric, "error codes counted over the records: " + ", ".join(
+        f"{k} x{v}" for k, v in counts.items()
+    )
 
 
 def _code(text: str) -> Fraction | str:
@@ -509,37 +551,65 @@ def _code(text: str) -> Fraction | str:
 
 
 LLMPERF = ToolCheck(
-    Tool.LLMPERF, PANDAS_LINEAR, "llmperf token_benchmark_ray.py metrics_summary (pandas Series.quantile/std)",
-    recompute=_llmperf, recompute_text=_llmperf_text,
+    Tool.LLMPERF,
+    PANDAS_LINEAR,
+    "llmperf token_benchmark_ray.py metrics_summary (pandas Series.quantile/std)",
+    recompute=_llmperf,
+    recompute_text=_llmperf_text,
     fixed=(
-        sum_of("results_num_requests_started = results_num_completed_requests + results_number_errors",
-               "results_num_requests_started", ("results_num_completed_requests", "results_number_errors")),
-        ratio("results_error_rate = results_number_errors / results_num_requests_started", "results_error_rate",
-              "results_number_errors", "results_num_requests_started"),
+        sum_of(
+            "results_num_requests_started = results_num_completed_requests + results_number_errors",
+            "results_num_requests_started",
+            ("results_num_completed_requests", "results_number_errors"),
+        ),
+        ratio(
+            "results_error_rate = results_number_errors / results_num_requests_started",
+            "results_error_rate",
+            "results_number_errors",
+            "results_num_requests_started",
+        ),
         # both divide by the same (end_time - start_time): throughput = mean output tokens x requests per s
-        Identity("results_mean_output_throughput_token_per_s = results_number_output_tokens_mean x "
-                 "results_num_completed_requests_per_min / 60", "results_mean_output_throughput_token_per_s",
-                 ("results_number_output_tokens_mean", "results_num_completed_requests_per_min"), lambda a, b: a * b / 60),
+        Identity(
+            "results_mean_output_throughput_token_per_s = results_number_output_tokens_mean x "
+            "results_num_completed_requests_per_min / 60",
+            "results_mean_output_throughput_token_per_s",
+            ("results_number_output_tokens_mean", "results_num_completed_requests_per_min"),
+            lambda a, b: a * b / 60,
+        ),
     ),
-)  # fmt: skip
+)
 
 
 # --------------------------------------------------------------------------- AIPerf and GenAI-Perf
 
 _METRIC_STAT = re.compile(r"(?:records\.)?(?P<metric>[a-z0-9_]+)\.(?P<stat>avg|min|max|std|count|sum|p\d+(?:\.\d+)?)")
 _PERF_SERIES = {  # metric tag -> (request column, scale to the tool's unit)
-    "ttft": ("ttft_s", 1000), "time_to_first_token": ("ttft_s", 1000),
+    "ttft": ("ttft_s", 1000),
+    "time_to_first_token": ("ttft_s", 1000),
     "request_latency": ("latency_s", 1000),
-    "input_sequence_length": ("input_tokens", 1), "output_sequence_length": ("output_tokens", 1),
-}  # fmt: skip
+    "input_sequence_length": ("input_tokens", 1),
+    "output_sequence_length": ("output_tokens", 1),
+}
 
 
 # AIPerf's run-level metrics (BaseAggregateMetric / BaseDerivedMetric, aiperf/metrics/types/*.py): one
 # value per run, which the aggregate file writes as MetricResult(avg=value, count=1)
-_PERF_TOTALS = {"total_isl": "input_sequence_length", "total_osl": "output_sequence_length",
-                "total_output_tokens": "output_token_count", "total_reasoning_tokens": "reasoning_token_count"}
-_AIPERF_RUN = ("request_count", "error_request_count", "min_request_timestamp", "max_response_timestamp",
-               "benchmark_duration", "request_throughput", "output_token_throughput", *_PERF_TOTALS)
+_PERF_TOTALS = {
+    "total_isl": "input_sequence_length",
+    "total_osl": "output_sequence_length",
+    "total_output_tokens": "output_token_count",
+    "total_reasoning_tokens": "reasoning_token_count",
+}
+_AIPERF_RUN = (
+    "request_count",
+    "error_request_count",
+    "min_request_timestamp",
+    "max_response_timestamp",
+    "benchmark_duration",
+    "request_throughput",
+    "output_token_throughput",
+    *_PERF_TOTALS,
+)
 # the old schema's record tags (AIPerf ~0.1/0.2: ttft, ttst) for the metric names of its CSV export and newer files
 _AIPERF_OLD_TAGS = {"time_to_second_token": "ttst"}
 _ERROR_SUMMARY = re.compile(r"(?:records\.)?error_summary\.(?P<i>\d+)\.count")
@@ -567,8 +637,9 @@ def _aiperf(key: str, rec: Records) -> tuple[Fraction, str]:
         if stat == "count":
             return Fraction(1), "a run-level metric is one value: AIPerf writes MetricResult(avg=value, count=1)"
         if stat != "avg":
-            raise NotDerivable(f"a run-level metric's result holds avg and count (MetricResult(avg=value, count=1)), "
-                               f"no {stat}")
+            raise NotDerivable(
+                f"a run-level metric's result holds avg and count (MetricResult(avg=value, count=1)), no {stat}"
+            )
         return value, how
     if metric == "inter_chunk_latency":  # every chunk gap of the ok records, flattened, in ms
         if "chunk_gaps" not in rec.fields:
@@ -581,8 +652,10 @@ def _aiperf(key: str, rec: Records) -> tuple[Fraction, str]:
     series, lacking = rec.present(tag)
     how = "over ok records" + (f" ({tag})" if tag != metric else "")
     if lacking:
-        how = (f"over the {len(series)} of {len(series) + lacking} ok records that carry {tag} (AIPerf computes a "
-               "record's metric only where it has one)")  # fmt: skip
+        how = (
+            f"over the {len(series)} of {len(series) + lacking} ok records that carry {tag} (AIPerf computes a "
+            "record's metric only where it has one)"
+        )
     return NUMPY_LINEAR.stat(series, stat), how
 
 
@@ -596,7 +669,8 @@ def _aiperf_run(metric: str, rec: Records) -> tuple[Fraction, str]:
     if metric in _PERF_TOTALS:
         series, lacking = rec.present(_PERF_TOTALS[metric])
         return sum(series, Fraction(0)), f"sum of the ok records' {_PERF_TOTALS[metric]}" + (
-            f" ({len(series)} records carry it, {lacking} do not)" if lacking else "")  # fmt: skip
+            f" ({len(series)} records carry it, {lacking} do not)" if lacking else ""
+        )
     for name, needed in (("min_request_timestamp", "send_time"), ("max_response_timestamp", "end_time")):
         if needed not in rec.fields:
             raise NotDerivable(f"needed field {needed} not captured (AIPerf's {name} is over the records' times)")
@@ -611,7 +685,10 @@ def _aiperf_run(metric: str, rec: Records) -> tuple[Fraction, str]:
         return hi, "latest last-response time of the valid records, epoch ns (MaxResponseTimestampMetric)"
     duration = (hi - lo) / 10**9
     if metric == "benchmark_duration":
-        return duration, "max_response_timestamp - min_request_timestamp of the valid records, in s (BenchmarkDurationMetric)"
+        return (
+            duration,
+            "max_response_timestamp - min_request_timestamp of the valid records, in s (BenchmarkDurationMetric)",
+        )
     if metric == "request_throughput":
         return Fraction(len(rec.ok)) / duration, "request_count / benchmark_duration, both from the records"
     # output_token_throughput: BenchmarkTokenCount (total output sequence length) / benchmark_duration
@@ -619,11 +696,18 @@ def _aiperf_run(metric: str, rec: Records) -> tuple[Fraction, str]:
     return sum(series, Fraction(0)) / duration, "total_osl / benchmark_duration, both from the records"
 
 
-GENAI_PERF_SOURCE = ("genai-perf/genai_perf/profile_data_parser/llm_profile_data_parser.py _parse_requests @00168fe7 "
-                     "and genai_perf/metrics/statistics.py Statistics @0518df11 (triton-inference-server/perf_analyzer)")
+GENAI_PERF_SOURCE = (
+    "genai-perf/genai_perf/profile_data_parser/llm_profile_data_parser.py _parse_requests @00168fe7 "
+    "and genai_perf/metrics/statistics.py Statistics @0518df11 (triton-inference-server/perf_analyzer)"
+)
 _GENAI_TIMES = {"time_to_first_token": "ttft_s", "request_latency": "latency_s"}
-_GENAI_TOKENS = ("inter_token_latency", "output_token_throughput", "output_token_throughput_per_request",
-                 "output_sequence_length", "input_sequence_length")
+_GENAI_TOKENS = (
+    "inter_token_latency",
+    "output_token_throughput",
+    "output_token_throughput_per_request",
+    "output_sequence_length",
+    "input_sequence_length",
+)
 
 
 def _genai_perf(key: str, rec: Records) -> tuple[Fraction, str]:
@@ -636,8 +720,10 @@ def _genai_perf(key: str, rec: Records) -> tuple[Fraction, str]:
     the system metrics (throughputs) avg only."""
     rec.need_status()
     if rec.failed:
-        raise NotDerivable(f"{len(rec.failed)} of the records failed: GenAI-Perf stops at an error response "
-                           "(GenAIPerfException), so no summary of it covers a failed request")  # fmt: skip
+        raise NotDerivable(
+            f"{len(rec.failed)} of the records failed: GenAI-Perf stops at an error response "
+            "(GenAIPerfException), so no summary of it covers a failed request"
+        )
     mt = _METRIC_STAT.fullmatch(key)
     if mt is None:
         raise NotDerivable(f"key {key!r} not known to the check")
@@ -646,7 +732,11 @@ def _genai_perf(key: str, rec: Records) -> tuple[Fraction, str]:
         raise NotDerivable(f"GenAI-Perf's Statistics writes no {stat}")
     # _parse_requests skips a request left without a response that has content (its TTFT is None here)
     answered = [r for r in rec.ok if r["ttft_s"] is not None and r["latency_s"] is not None]
-    skipped = f"; {len(rec.ok) - len(answered)} without content skipped, as GenAI-Perf does" if len(answered) < len(rec.ok) else ""
+    skipped = (
+        f"; {len(rec.ok) - len(answered)} without content skipped, as GenAI-Perf does"
+        if len(answered) < len(rec.ok)
+        else ""
+    )
     if metric in _GENAI_TIMES:
         if _GENAI_TIMES[metric] not in rec.fields:
             raise NotDerivable(f"needed field {_GENAI_TIMES[metric]} not captured")
@@ -669,11 +759,17 @@ def _genai_perf(key: str, rec: Records) -> tuple[Fraction, str]:
         lo, hi = min(r["send_ns"] for r in answered), max(r["end_ns"] for r in answered)
         n = len(rec.statuses)
         return Fraction(n) / (Fraction(hi - lo) / 10**9), (
-            f"all {n} requests / (max last response - min request timestamp of the {len(answered)} with a response)")
+            f"all {n} requests / (max last response - min request timestamp of the {len(answered)} with a response)"
+        )
     if metric in _GENAI_TOKENS:
-        counts = ("their token counts are the server's usage, not GenAI-Perf's tokenizer's" if "output_tokens" in rec.fields
-                  else "they carry no token counts")  # fmt: skip
-        raise NotDerivable(f"GenAI-Perf counts tokens with its own tokenizer over the request and response texts; {counts}")
+        counts = (
+            "their token counts are the server's usage, not GenAI-Perf's tokenizer's"
+            if "output_tokens" in rec.fields
+            else "they carry no token counts"
+        )
+        raise NotDerivable(
+            f"GenAI-Perf counts tokens with its own tokenizer over the request and response texts; {counts}"
+        )
     if metric == "request_goodput":
         raise NotDerivable("needs GenAI-Perf's goodput constraints (--goodput), not in the records")
     raise NotDerivable(f"{metric!r} is not a metric of the GenAI-Perf source read (Statistics over LLMMetrics)")
@@ -687,9 +783,12 @@ def _avg_times_count(values: dict[str, Reported]) -> Iterator[Identity]:
             if f"{base}.sum" in values and f"{base}.count" in values:
                 yield product(f"{base}.sum = {base}.avg x {base}.count", f"{base}.sum", f"{base}.avg", f"{base}.count")
     for pre in _aiperf_prefixes(values):
-        for total, dist in (("total_isl", "input_sequence_length"), ("total_osl", "output_sequence_length"),
-                            ("total_output_tokens", "output_token_count"),
-                            ("total_reasoning_tokens", "reasoning_token_count")):  # fmt: skip
+        for total, dist in (
+            ("total_isl", "input_sequence_length"),
+            ("total_osl", "output_sequence_length"),
+            ("total_output_tokens", "output_token_count"),
+            ("total_reasoning_tokens", "reasoning_token_count"),
+        ):
             t, a, c = f"{pre}{total}.avg", f"{pre}{dist}.avg", f"{pre}{dist}.count"
             yield product(f"{t} = {a} x {c}", t, a, c)
 
@@ -697,8 +796,14 @@ def _avg_times_count(values: dict[str, Reported]) -> Iterator[Identity]:
 def _aiperf_prefixes(values: dict[str, Reported]) -> list[str]:
     """Where a run's AIPerf metrics sit: ``records.`` (the old JSON export), top level (the new JSON
     export, the CSV export); a run holding both exports has both."""
-    return [pre for pre, present in (("records.", any(k.startswith("records.") for k in values)),
-                                     ("", any(not k.startswith("records.") for k in values))) if present]  # fmt: skip
+    return [
+        pre
+        for pre, present in (
+            ("records.", any(k.startswith("records.") for k in values)),
+            ("", any(not k.startswith("records.") for k in values)),
+        )
+        if present
+    ]
 
 
 def _aiperf_rates(values: dict[str, Reported]) -> Iterator[Identity]:
@@ -708,23 +813,36 @@ def _aiperf_rates(values: dict[str, Reported]) -> Iterator[Identity]:
 
 def _aiperf_rates_at(pre: str) -> Iterator[Identity]:
     d = f"{pre}benchmark_duration.avg"
-    yield ratio(f"{pre}request_throughput.avg = {pre}request_count.avg / {d}", f"{pre}request_throughput.avg",
-                f"{pre}request_count.avg", d)  # fmt: skip
+    yield ratio(
+        f"{pre}request_throughput.avg = {pre}request_count.avg / {d}",
+        f"{pre}request_throughput.avg",
+        f"{pre}request_count.avg",
+        d,
+    )
     # BenchmarkTokenCount: the total output sequence length (output + reasoning tokens)
-    yield ratio(f"{pre}output_token_throughput.avg = {pre}total_osl.avg / {d}", f"{pre}output_token_throughput.avg",
-                f"{pre}total_osl.avg", d)  # fmt: skip
+    yield ratio(
+        f"{pre}output_token_throughput.avg = {pre}total_osl.avg / {d}",
+        f"{pre}output_token_throughput.avg",
+        f"{pre}total_osl.avg",
+        d,
+    )
     yield Identity(
-        f"{d} = ({pre}max_response_timestamp.avg - {pre}min_request_timestamp.avg) / 1e9", d,
-        (f"{pre}max_response_timestamp.avg", f"{pre}min_request_timestamp.avg"), lambda a, b: (a - b) / 10**9,
-    )  # fmt: skip
+        f"{d} = ({pre}max_response_timestamp.avg - {pre}min_request_timestamp.avg) / 1e9",
+        d,
+        (f"{pre}max_response_timestamp.avg", f"{pre}min_request_timestamp.avg"),
+        lambda a, b: (a - b) / 10**9,
+    )
     yield equal(f"{pre}request_count.avg", f"{pre}request_latency.count")
 
 
 AIPERF = ToolCheck(
-    Tool.AIPERF, NUMPY_LINEAR, "aiperf metrics (numpy percentiles over the record arrays; derived metrics "
+    Tool.AIPERF,
+    NUMPY_LINEAR,
+    "aiperf metrics (numpy percentiles over the record arrays; derived metrics "
     "aiperf/metrics/types/*_throughput_metric.py)",
-    recompute=_aiperf, families=(_avg_times_count, _aiperf_rates),
-)  # fmt: skip
+    recompute=_aiperf,
+    families=(_avg_times_count, _aiperf_rates),
+)
 GENAI_PERF = ToolCheck(Tool.GENAI_PERF, NUMPY_LINEAR, GENAI_PERF_SOURCE, recompute=_genai_perf)
 
 
@@ -734,26 +852,43 @@ _GUIDELLM_STAT = re.compile(
     r"metrics\.(?P<metric>[a-z_]+(?:\.[a-z_]+)*?)\.(?P<group>successful|errored|incomplete|total)\."
     r"(?P<stat>mean|median|mode|variance|std_dev|min|max|count|total_sum|percentiles\.p\d+)"
 )
-_GUIDELLM_COUNT = re.compile(r"(?:metrics\.request_totals|request_totals|scheduler_metrics\.requests_made)\."
-                             r"(?P<group>successful|errored|incomplete|total)")
+_GUIDELLM_COUNT = re.compile(
+    r"(?:metrics\.request_totals|request_totals|scheduler_metrics\.requests_made)\."
+    r"(?P<group>successful|errored|incomplete|total)"
+)
 # guidellm's groups (GenerativeMetrics.compile) and the statuses its importer gives their records
-_GUIDELLM_GROUPS = {"successful": ("ok",), "incomplete": ("unknown",), "errored": ("failed",),
-                    "total": ("ok", "unknown", "failed")}  # fmt: skip
+_GUIDELLM_GROUPS = {
+    "successful": ("ok",),
+    "incomplete": ("unknown",),
+    "errored": ("failed",),
+    "total": ("ok", "unknown", "failed"),
+}
 # from_values_function over one request column: guidellm's ``req.<field> or 0.0`` (x scale to the unit)
 _GUIDELLM_SERIES = {
-    "request_latency": ("latency_s", 1), "time_to_first_token_ms": ("ttft_s", 1000),
-    "prompt_token_count": ("input_tokens", 1), "output_token_count": ("output_tokens", 1),
-}  # fmt: skip
-_GUIDELLM_TOKEN_TIMINGS = ("prompt_tokens_per_second", "output_tokens_per_second", "tokens_per_second",
-                           "output_tokens_per_iteration", "iter_tokens_per_iteration")  # fmt: skip
+    "request_latency": ("latency_s", 1),
+    "time_to_first_token_ms": ("ttft_s", 1000),
+    "prompt_token_count": ("input_tokens", 1),
+    "output_token_count": ("output_tokens", 1),
+}
+_GUIDELLM_TOKEN_TIMINGS = (
+    "prompt_tokens_per_second",
+    "output_tokens_per_second",
+    "tokens_per_second",
+    "output_tokens_per_iteration",
+    "iter_tokens_per_iteration",
+)
 
 
 def _guidellm_group(rec: Records, group: str) -> list[dict]:
     if "status" not in rec.fields:
         raise NotDerivable("request success not captured")
     statuses = _GUIDELLM_GROUPS[group]
-    return [r for st, rows in (("ok", rec.ok), ("unknown", rec.unknown), ("failed", rec.failed)) if st in statuses
-            for r in rows]  # fmt: skip
+    return [
+        r
+        for st, rows in (("ok", rec.ok), ("unknown", rec.unknown), ("failed", rec.failed))
+        if st in statuses
+        for r in rows
+    ]
 
 
 def _guidellm(key: str, rec: Records) -> tuple[Fraction, str]:
@@ -764,13 +899,18 @@ def _guidellm(key: str, rec: Records) -> tuple[Fraction, str]:
         try:
             lo, hi = (float(rec.metadata[k]) for k in ("measure_start_time", "measure_end_time"))
         except KeyError:
-            raise NotDerivable("guidellm's measurement window (the benchmark's end_time - start_time, scheduler "
-                               "times that no record holds)") from None  # fmt: skip
-        return Fraction(hi - lo), "measure_end_time - measure_start_time (scheduler_metrics: the window its metrics cover)"
+            raise NotDerivable(
+                "guidellm's measurement window (the benchmark's end_time - start_time, scheduler "
+                "times that no record holds)"
+            ) from None
+        return Fraction(
+            hi - lo
+        ), "measure_end_time - measure_start_time (scheduler_metrics: the window its metrics cover)"
     if mc := _GUIDELLM_COUNT.fullmatch(key):
         rows = _guidellm_group(rec, mc["group"])
-        return Fraction(len(rows)), f"records in the file's requests.{mc['group']}" if mc["group"] != "total" \
-            else "records in requests.successful, incomplete and errored"  # fmt: skip
+        return Fraction(len(rows)), f"records in the file's requests.{mc['group']}" if mc[
+            "group"
+        ] != "total" else "records in requests.successful, incomplete and errored"
     mt = _GUIDELLM_STAT.fullmatch(key)
     if mt is None:
         raise NotDerivable(f"key {key!r} not known to the check")
@@ -835,33 +975,48 @@ def _guidellm_timed(metric: str, group: str, rows: list[dict], rec: Records) -> 
         try:
             lo, hi = (float(rec.metadata[k]) for k in ("measure_start_time", "measure_end_time"))
         except KeyError:
-            raise NotDerivable("the file does not give guidellm's measurement window "
-                               "(scheduler_metrics.measure_start_time / measure_end_time)") from None  # fmt: skip
+            raise NotDerivable(
+                "the file does not give guidellm's measurement window "
+                "(scheduler_metrics.measure_start_time / measure_end_time)"
+            ) from None
         count: int | None
         if metric == "requests_per_second":
             pairs, count = guidellm_rate_pairs([(e, 1.0) for _, e in start_end if e is not None], lo, hi)
             how = "each request's end time, rate_distribution_from_timings over the measurement window"
         else:
-            pairs, cnt = guidellm_concurrency_pairs([(a, e, 1.0) for a, e in start_end if a is not None and e is not None],
-                                                    lo, hi)  # fmt: skip
+            pairs, cnt = guidellm_concurrency_pairs(
+                [(a, e, 1.0) for a, e in start_end if a is not None and e is not None], lo, hi
+            )
             count, how = cnt, "each request's (start, end), concurrency_distribution_from_timings over the window"
         return GuidellmDist(pairs, count), f"over the {group} records: {how}"
-    mt = _GUIDELLM_TEXT.fullmatch(metric.rsplit("_", 2)[0] if metric.endswith("_per_second")
-                                  else metric.removesuffix("_concurrency"))  # fmt: skip
+    mt = _GUIDELLM_TEXT.fullmatch(
+        metric.rsplit("_", 2)[0] if metric.endswith("_per_second") else metric.removesuffix("_concurrency")
+    )
     if mt is None:
         raise NotDerivable(f"the records carry no per-request {metric}")
     what, side = mt["what"], mt["side"]
     keys = [f"{s}_metrics.text_{what}" for s in (("input", "output") if side == "total" else (side,))]
     both = [f"{s}_metrics.text_{what}" for s in ("input", "output")]
-    timed = [r for r in rows if r["values"].get("request_start_time") and r["values"].get("request_end_time")
-             and any(r["values"].get(k) is not None for k in both)]  # fmt: skip
+    timed = [
+        r
+        for r in rows
+        if r["values"].get("request_start_time")
+        and r["values"].get("request_end_time")
+        and any(r["values"].get(k) is not None for k in both)
+    ]
     if metric.endswith("_per_second"):
-        pairs, count = guidellm_rate_pairs([(r["values"]["request_end_time"], float(r["values"].get(k) or 0.0))
-                                            for k in keys for r in timed])  # fmt: skip
+        pairs, count = guidellm_rate_pairs(
+            [(r["values"]["request_end_time"], float(r["values"].get(k) or 0.0)) for k in keys for r in timed]
+        )
         how = "rate_distribution_from_timings at each request's end time"
     else:
-        pairs, cnt = guidellm_concurrency_pairs([(r["values"]["request_start_time"], r["values"]["request_end_time"],
-                                                  float(r["values"].get(k) or 0.0)) for k in keys for r in timed])  # fmt: skip
+        pairs, cnt = guidellm_concurrency_pairs(
+            [
+                (r["values"]["request_start_time"], r["values"]["request_end_time"], float(r["values"].get(k) or 0.0))
+                for k in keys
+                for r in timed
+            ]
+        )
         count, how = cnt, "concurrency_distribution_from_timings over each request's (start, end)"
     return GuidellmDist(pairs, count), f"over the {group} records' {' and '.join(keys)}: {how}"
 
@@ -900,8 +1055,11 @@ def _guidellm_token_timings(metric: str, group: str, rows: list[dict]) -> tuple[
     if metric.endswith("_per_iteration"):
         counts = [tok for p, o, it in timings for _, tok in (o if metric == "output_tokens_per_iteration" else it)]
         return GuidellmDist([(Fraction(c), Fraction(1)) for c in counts]), f"over the {group} records: {how}"
-    events = {"prompt_tokens_per_second": lambda p, o: [p], "output_tokens_per_second": lambda p, o: o,
-              "tokens_per_second": lambda p, o: [p, *o]}[metric]  # fmt: skip
+    events = {
+        "prompt_tokens_per_second": lambda p, o: [p],
+        "output_tokens_per_second": lambda p, o: o,
+        "tokens_per_second": lambda p, o: [p, *o],
+    }[metric]
     flat = [e for p, o, _ in timings for e in events(p, o) if e[0] is not None]
     pairs, count = guidellm_rate_pairs(flat)
     return GuidellmDist(pairs, count), f"over the {group} records: rate_distribution_from_timings of {how}"
@@ -921,9 +1079,12 @@ _GUIDELLM_VALUES: dict[str, tuple[str, Callable[[dict], Fraction], str]] = {
     "request_streaming_iterations_count": ("info.timings.request_iterations", lambda r: Fraction(1), ""),
     "total_token_count": ("total_tokens", lambda r: Fraction(1), ""),
     "time_per_output_token_ms": ("time_per_output_token_ms", _output_tokens, ", weighted by output_tokens"),
-    "inter_token_latency_ms": ("inter_token_latency_ms", lambda r: Fraction(r["output_tokens"] or 1) - 1,
-                               ", weighted by output_tokens - 1"),
-}  # fmt: skip
+    "inter_token_latency_ms": (
+        "inter_token_latency_ms",
+        lambda r: Fraction(r["output_tokens"] or 1) - 1,
+        ", weighted by output_tokens - 1",
+    ),
+}
 _GUIDELLM_TEXT = re.compile(r"text\.(?P<what>tokens|words|characters)\.(?P<side>input|output|total)")
 
 
@@ -939,19 +1100,23 @@ def _guidellm_identities(values: dict[str, Reported]) -> Iterator[Identity]:
         if base.endswith(".total"):
             yield sum_of(f"{base}.count = successful + errored + incomplete counts", f"{base}.count", parts)
     for prefix in ("request_totals", "scheduler_metrics.requests_made"):
-        yield sum_of(f"{prefix}.total = successful + errored + incomplete", f"{prefix}.total",
-                     tuple(f"{prefix}.{g}" for g in ("successful", "errored", "incomplete")))  # fmt: skip
+        yield sum_of(
+            f"{prefix}.total = successful + errored + incomplete",
+            f"{prefix}.total",
+            tuple(f"{prefix}.{g}" for g in ("successful", "errored", "incomplete")),
+        )
 
 
 GUIDELLM = ToolCheck(
-    Tool.GUIDELLM, GUIDELLM_INVERTED_CDF, "guidellm src/guidellm/schemas/statistics.py DistributionSummary",
-    recompute=_guidellm, families=(_guidellm_identities,),
-)  # fmt: skip
+    Tool.GUIDELLM,
+    GUIDELLM_INVERTED_CDF,
+    "guidellm src/guidellm/schemas/statistics.py DistributionSummary",
+    recompute=_guidellm,
+    families=(_guidellm_identities,),
+)
 
 
-REGISTRY: dict[str, ToolCheck] = {
-    tc.tool: tc for tc in (VLLM, SGLANG, LLMPERF, AIPERF, GENAI_PERF, GUIDELLM)
-}
+REGISTRY: dict[str, ToolCheck] = {tc.tool: tc for tc in (VLLM, SGLANG, LLMPERF, AIPERF, GENAI_PERF, GUIDELLM)}
 REGISTRY[Tool.VLLM_BENCHMARK_SERVING] = VLLM
 
 

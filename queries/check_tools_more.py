@@ -62,8 +62,10 @@ def _span(rec: Records, start: str, end: str) -> Fraction:
 
 def _inference_perf(key: str, rec: Records) -> tuple[Fraction, str]:
     if key.startswith("prometheus."):
-        raise NotDerivable("a server-side Prometheus counter over the scrape window: not recomputed from the "
-                           "client's records, never combined with them (R6)")  # fmt: skip
+        raise NotDerivable(
+            "a server-side Prometheus counter over the scrape window: not recomputed from the "
+            "client's records, never combined with them (R6)"
+        )
     rec.need_status()
     if key == "successes.count":
         return Fraction(rec.statuses.count("ok")), "records without an error"
@@ -111,47 +113,83 @@ def _inference_perf(key: str, rec: Records) -> tuple[Fraction, str]:
 
 
 def _inference_perf_identities(values: dict[str, Reported]) -> Iterator[Identity]:
-    yield ratio("achieved_rate = count / send_duration", "load_summary.achieved_rate", "load_summary.count",
-                "load_summary.send_duration")  # fmt: skip
-    yield sum_of("load_summary.count = successes.count + failures.count", "load_summary.count",
-                 ("successes.count", "failures.count"))  # fmt: skip
+    yield ratio(
+        "achieved_rate = count / send_duration",
+        "load_summary.achieved_rate",
+        "load_summary.count",
+        "load_summary.send_duration",
+    )
+    yield sum_of(
+        "load_summary.count = successes.count + failures.count",
+        "load_summary.count",
+        ("successes.count", "failures.count"),
+    )
     # the throughputs share one divisor (last end - first start) with requests_per_sec
     t = "successes.throughput."
-    for rate, dist in (("output_tokens_per_sec", "successes.output_len.mean"),
-                       ("input_tokens_per_sec", "successes.prompt_len.mean")):  # fmt: skip
-        yield Identity(f"{rate} = {dist} x requests_per_sec", f"{t}{rate}", (dist, f"{t}requests_per_sec"),
-                       lambda a, b: a * b)  # fmt: skip
-    yield sum_of("total_tokens_per_sec = input_tokens_per_sec + output_tokens_per_sec", f"{t}total_tokens_per_sec",
-                 (f"{t}input_tokens_per_sec", f"{t}output_tokens_per_sec"))  # fmt: skip
+    for rate, dist in (
+        ("output_tokens_per_sec", "successes.output_len.mean"),
+        ("input_tokens_per_sec", "successes.prompt_len.mean"),
+    ):
+        yield Identity(
+            f"{rate} = {dist} x requests_per_sec", f"{t}{rate}", (dist, f"{t}requests_per_sec"), lambda a, b: a * b
+        )
+    yield sum_of(
+        "total_tokens_per_sec = input_tokens_per_sec + output_tokens_per_sec",
+        f"{t}total_tokens_per_sec",
+        (f"{t}input_tokens_per_sec", f"{t}output_tokens_per_sec"),
+    )
 
 
 INFERENCE_PERF = ToolCheck(
-    Tool.INFERENCE_PERF, NUMPY_LINEAR, "inference-perf reportgen/base.py summarize_requests (np.mean, np.percentile)",
-    recompute=_inference_perf, families=(_inference_perf_identities,),
-)  # fmt: skip
+    Tool.INFERENCE_PERF,
+    NUMPY_LINEAR,
+    "inference-perf reportgen/base.py summarize_requests (np.mean, np.percentile)",
+    recompute=_inference_perf,
+    families=(_inference_perf_identities,),
+)
 
 
 # --------------------------------------------------------------------------- trtllm-bench
 
-_TRT_BLOCKS = ("performance.request_latency_percentiles_ms", "streaming_metrics.tpot_percentiles",
-               "streaming_metrics.ttft_percentiles", "streaming_metrics.gen_tps_percentiles",
-               "dataset.isl_stats", "dataset.osl_stats", "dataset.seq_len_stats")  # fmt: skip
+_TRT_BLOCKS = (
+    "performance.request_latency_percentiles_ms",
+    "streaming_metrics.tpot_percentiles",
+    "streaming_metrics.ttft_percentiles",
+    "streaming_metrics.gen_tps_percentiles",
+    "dataset.isl_stats",
+    "dataset.osl_stats",
+    "dataset.seq_len_stats",
+)
 
 
 def _trtllm_identities(values: dict[str, Reported]) -> Iterator[Identity]:
     n, lat = "request_info.num_requests", "performance.total_latency_ms"
     p = "performance."
-    yield Identity("request_throughput_req_s = num_requests / (total_latency_ms / 1000)", f"{p}request_throughput_req_s",
-                   (n, lat), lambda a, b: a * 1000 / b)  # fmt: skip
-    yield Identity("system_output_throughput_tok_s = num_requests x avg_output_length / (total_latency_ms / 1000)",
-                   f"{p}system_output_throughput_tok_s", (n, "request_info.avg_output_length", lat),
-                   lambda a, b, c: a * b * 1000 / c)  # fmt: skip
-    yield Identity("system_total_throughput_tok_s = num_requests x (avg_input_length + avg_output_length) / "
-                   "(total_latency_ms / 1000)", f"{p}system_total_throughput_tok_s",
-                   (n, "request_info.avg_input_length", "request_info.avg_output_length", lat),
-                   lambda a, b, c, d: a * (b + c) * 1000 / d)  # fmt: skip
-    yield ratio("output_throughput_per_gpu_tok_s = system_output_throughput_tok_s / world_size",
-                f"{p}output_throughput_per_gpu_tok_s", f"{p}system_output_throughput_tok_s", "world_info.world_size")
+    yield Identity(
+        "request_throughput_req_s = num_requests / (total_latency_ms / 1000)",
+        f"{p}request_throughput_req_s",
+        (n, lat),
+        lambda a, b: a * 1000 / b,
+    )
+    yield Identity(
+        "system_output_throughput_tok_s = num_requests x avg_output_length / (total_latency_ms / 1000)",
+        f"{p}system_output_throughput_tok_s",
+        (n, "request_info.avg_output_length", lat),
+        lambda a, b, c: a * b * 1000 / c,
+    )
+    yield Identity(
+        "system_total_throughput_tok_s = num_requests x (avg_input_length + avg_output_length) / "
+        "(total_latency_ms / 1000)",
+        f"{p}system_total_throughput_tok_s",
+        (n, "request_info.avg_input_length", "request_info.avg_output_length", lat),
+        lambda a, b, c, d: a * (b + c) * 1000 / d,
+    )
+    yield ratio(
+        "output_throughput_per_gpu_tok_s = system_output_throughput_tok_s / world_size",
+        f"{p}output_throughput_per_gpu_tok_s",
+        f"{p}system_output_throughput_tok_s",
+        "world_info.world_size",
+    )
     yield equal(f"{p}avg_request_latency_ms", f"{p}request_latency_percentiles_ms.average")
     s = "streaming_metrics."
     yield equal(f"{s}avg_ttft_ms", f"{s}ttft_percentiles.average")
@@ -165,11 +203,19 @@ def _trtllm_identities(values: dict[str, Reported]) -> Iterator[Identity]:
             for q in ("p50", "p90", "p95", "p99"):
                 idx = floor_index_at(count, q)
                 if idx == count - 1:
-                    yield Identity(f"{block}.{q} = {block}.maximum (floor index int({count} x 0.{q[1:]}) = {idx}, "
-                                   "the last)", f"{block}.{q}", (f"{block}.maximum",), lambda a: a)  # fmt: skip
+                    yield Identity(
+                        f"{block}.{q} = {block}.maximum (floor index int({count} x 0.{q[1:]}) = {idx}, the last)",
+                        f"{block}.{q}",
+                        (f"{block}.maximum",),
+                        lambda a: a,
+                    )
                 elif idx == 0:
-                    yield Identity(f"{block}.{q} = {block}.minimum (floor index 0)", f"{block}.{q}",
-                                   (f"{block}.minimum",), lambda a: a)  # fmt: skip
+                    yield Identity(
+                        f"{block}.{q} = {block}.minimum (floor index 0)",
+                        f"{block}.{q}",
+                        (f"{block}.minimum",),
+                        lambda a: a,
+                    )
 
 
 def floor_index_at(n: int, q: str) -> int:
@@ -178,9 +224,12 @@ def floor_index_at(n: int, q: str) -> int:
 
 
 TRTLLM_BENCH = ToolCheck(
-    Tool.TRTLLM_BENCH, FLOOR_INDEX, "tensorrt_llm/bench/dataclasses/statistics.py PercentileStats (sorted[int(n x q)]), "
-    "reporting.py (rates over total_latency)", families=(_trtllm_identities,),
-)  # fmt: skip
+    Tool.TRTLLM_BENCH,
+    FLOOR_INDEX,
+    "tensorrt_llm/bench/dataclasses/statistics.py PercentileStats (sorted[int(n x q)]), "
+    "reporting.py (rates over total_latency)",
+    families=(_trtllm_identities,),
+)
 
 
 # --------------------------------------------------------------------------- MLPerf loadgen
@@ -214,10 +263,14 @@ _MLPERF_PAIRS = {
     "performance_sample_count": "effective_performance_sample_count",
     "target_latency (ns)": "effective_target_latency_ns",
 }
-_MLPERF_PCT = re.compile(r"(?P<p>\d+\.\d+) percentile (?P<what>latency|first token latency|time to output token) \(ns\)")
-_MLPERF_PCT_KEY = {"latency": "result_{p}_percentile_latency_ns",
-                   "first token latency": "result_first_token_{p}_percentile_latency_ns",
-                   "time to output token": "result_time_per_output_token_{p}_percentile_ns"}  # fmt: skip
+_MLPERF_PCT = re.compile(
+    r"(?P<p>\d+\.\d+) percentile (?P<what>latency|first token latency|time to output token) \(ns\)"
+)
+_MLPERF_PCT_KEY = {
+    "latency": "result_{p}_percentile_latency_ns",
+    "first token latency": "result_first_token_{p}_percentile_latency_ns",
+    "time to output token": "result_time_per_output_token_{p}_percentile_ns",
+}
 
 
 def _mlperf_identities(values: dict[str, Reported]) -> Iterator[Identity]:
@@ -226,13 +279,17 @@ def _mlperf_identities(values: dict[str, Reported]) -> Iterator[Identity]:
         if detail is None and (m := _MLPERF_PCT.fullmatch(label)):
             detail = _MLPERF_PCT_KEY[m["what"]].format(p=m["p"])
         if detail is not None:
-            yield Identity(f"summary '{label}' = detail {detail} (rounded, R11)", f"detail.{detail}", (label,), lambda a: a)
+            yield Identity(
+                f"summary '{label}' = detail {detail} (rounded, R11)", f"detail.{detail}", (label,), lambda a: a
+            )
     d = "detail."
     # Offline: samples_per_second = sample_count / max_latency (results.cc)
-    yield Identity("result_samples_per_second = result_query_count x generated_samples_per_query / "
-                   "(result_max_latency_ns / 1e9)", f"{d}result_samples_per_second",
-                   (f"{d}result_query_count", f"{d}generated_samples_per_query", f"{d}result_max_latency_ns"),
-                   lambda q, s, mx: q * s * NS / mx)  # fmt: skip
+    yield Identity(
+        "result_samples_per_second = result_query_count x generated_samples_per_query / (result_max_latency_ns / 1e9)",
+        f"{d}result_samples_per_second",
+        (f"{d}result_query_count", f"{d}generated_samples_per_query", f"{d}result_max_latency_ns"),
+        lambda q, s, mx: q * s * NS / mx,
+    )
 
 
 # Validity (loadgen/results.cc). LogSummary prints "Result is : VALID" when min duration, the
@@ -266,7 +323,9 @@ def _mlperf_validity(texts: dict[str, str]) -> Iterator[TextResult]:
         if isinstance(got, str):
             return TextResult(name, key, None, NOT_DERIVABLE, f"printed {got!r}, not one of {', '.join(words)}")
         shown = next(w for w, b in words.items() if b == expected)
-        return TextResult(name, key, shown, AGREE if got == expected else DISAGREE, f"{name}: expected {shown!r} ({why})")
+        return TextResult(
+            name, key, shown, AGREE if got == expected else DISAGREE, f"{name}: expected {shown!r} ({why})"
+        )
 
     summary_valid = read("Result is", _VALID)
     # summary constraint lines against the detail keys
@@ -282,40 +341,68 @@ def _mlperf_validity(texts: dict[str, str]) -> Iterator[TextResult]:
         if isinstance(s, str):
             yield TextResult(name, label, None, NOT_DERIVABLE, f"printed {s!r}, not one of {', '.join(_YES)}")
             continue
-        yield TextResult(name, label, expected_word, AGREE if s == d else DISAGREE,
-                         f"{name}: detail {texts[dkey]} -> {expected_word!r}")  # fmt: skip
+        yield TextResult(
+            name,
+            label,
+            expected_word,
+            AGREE if s == d else DISAGREE,
+            f"{name}: detail {texts[dkey]} -> {expected_word!r}",
+        )
     # the summary's own rule
     if summary_valid is not None and "Min duration satisfied" in texts and "Early stopping satisfied" in texts:
-        parts = [read(k, _YES) for k in ("Performance constraints satisfied", "Min duration satisfied",
-                                         "Early stopping satisfied") if k in texts]  # fmt: skip
+        parts = [
+            read(k, _YES)
+            for k in ("Performance constraints satisfied", "Min duration satisfied", "Early stopping satisfied")
+            if k in texts
+        ]
         mq = texts.get("Min queries satisfied")
         if all(isinstance(x, bool) for x in parts) and mq in (None, *_YES):
             expected = all(parts) and mq != "NO"
-            yield verdict(f"R15 validity: summary 'Result is' = VALID iff its printed constraints are met ({_SRC} "
-                          "LogSummary)", "Result is", expected, _VALID,
-                          "constraints " + ", ".join(f"{k} {texts[k]}" for k in _SUMMARY_CONSTRAINTS if k in texts))  # fmt: skip
+            yield verdict(
+                f"R15 validity: summary 'Result is' = VALID iff its printed constraints are met ({_SRC} LogSummary)",
+                "Result is",
+                expected,
+                _VALID,
+                "constraints " + ", ".join(f"{k} {texts[k]}" for k in _SUMMARY_CONSTRAINTS if k in texts),
+            )
     # the detail's own rule
     dkeys = [k for k in _SUMMARY_CONSTRAINTS.values() if k in texts]
-    if "detail.result_validity" in texts and {"detail.result_min_duration_met", "detail.result_min_queries_met",
-                                               "detail.early_stopping_met"} <= set(dkeys):  # fmt: skip
+    if "detail.result_validity" in texts and {
+        "detail.result_min_duration_met",
+        "detail.result_min_queries_met",
+        "detail.early_stopping_met",
+    } <= set(dkeys):
         parts = [read(k, _TRUE) for k in dkeys]
         if all(isinstance(x, bool) for x in parts):
-            yield verdict(f"R15 validity: detail result_validity = VALID iff every constraint key is true ({_SRC} "
-                          "LogDetail)", "detail.result_validity", all(parts), _VALID,
-                          ", ".join(f"{k.removeprefix('detail.')} {texts[k]}" for k in dkeys))  # fmt: skip
+            yield verdict(
+                f"R15 validity: detail result_validity = VALID iff every constraint key is true ({_SRC} LogDetail)",
+                "detail.result_validity",
+                all(parts),
+                _VALID,
+                ", ".join(f"{k.removeprefix('detail.')} {texts[k]}" for k in dkeys),
+            )
     # the summary's validity against the detail's: the same rule except min queries, which the summary
     # enforces only with the max duration ("Skipped"), the detail always
     if isinstance(summary_valid, bool) and "detail.result_validity" in texts:
         skipped = texts.get("Min queries satisfied") == "Skipped"
-        yield verdict(f"R15 validity: summary 'Result is' = detail result_validity ({_SRC}; 'Skipped' min queries: "
-                      "detail INVALID)", "detail.result_validity", False if skipped else summary_valid, _VALID,
-                      f"summary 'Result is : {texts['Result is']}'" + (", min queries Skipped" if skipped else ""))  # fmt: skip
+        yield verdict(
+            f"R15 validity: summary 'Result is' = detail result_validity ({_SRC}; 'Skipped' min queries: "
+            "detail INVALID)",
+            "detail.result_validity",
+            False if skipped else summary_valid,
+            _VALID,
+            f"summary 'Result is : {texts['Result is']}'" + (", min queries Skipped" if skipped else ""),
+        )
 
 
 MLPERF_LOADGEN = ToolCheck(
-    Tool.MLPERF_LOADGEN, NUMPY_LINEAR, "mlperf inference loadgen/results.cc (PerformanceSummary::LogDetail)",
-    families=(_mlperf_identities,), machine_floats=False, text_checks=_mlperf_validity,
-)  # fmt: skip
+    Tool.MLPERF_LOADGEN,
+    NUMPY_LINEAR,
+    "mlperf inference loadgen/results.cc (PerformanceSummary::LogDetail)",
+    families=(_mlperf_identities,),
+    machine_floats=False,
+    text_checks=_mlperf_validity,
+)
 
 
 # --------------------------------------------------------------------------- genai-bench
@@ -325,8 +412,13 @@ _GB_STAT = re.compile(r"stats\.(?P<metric>[a-z0-9_]+)\.(?P<stat>min|max|mean|std
 
 def _gb_series(rec: Records, metric: str) -> Sequence[Fraction]:
     """One per-record metric over the ok records, by genai-bench's request_metrics_collector."""
-    direct = {"ttft": "ttft_s", "e2e_latency": "latency_s", "tpot": "itl_mean_s",
-              "num_input_tokens": "input_tokens", "num_output_tokens": "output_tokens"}  # fmt: skip
+    direct = {
+        "ttft": "ttft_s",
+        "e2e_latency": "latency_s",
+        "tpot": "itl_mean_s",
+        "num_input_tokens": "input_tokens",
+        "num_output_tokens": "output_tokens",
+    }
     if metric in direct:
         return rec.column(direct[metric])
     ttft, e2e = rec.column("ttft_s"), rec.column("latency_s")
@@ -367,35 +459,56 @@ def _genai_bench(key: str, rec: Records) -> tuple[Fraction, str]:
         return (Fraction(failed, n) if n else Fraction(0)), "records with an error_code / all records"
     if key.startswith(f"{a}error_codes_frequency."):
         code = key.rsplit(".", 1)[1]
-        return Fraction(sum(1 for r in rec.failed if str(r.get("error") or "").split(":", 1)[0] == code)), \
-            f"records with error_code {code}"  # fmt: skip
-    if key in (f"{a}run_duration", f"{a}total_arrivals", f"{a}arrival_requests_per_second") or key.endswith("_per_s") \
-            or key.endswith("per_second") or key.endswith("_per_hour"):  # fmt: skip
-        raise NotDerivable("the records carry no timestamps: genai-bench's rates divide by its own run_duration "
-                           "(see the identities), never re-derived from the records")  # fmt: skip
+        return Fraction(
+            sum(1 for r in rec.failed if str(r.get("error") or "").split(":", 1)[0] == code)
+        ), f"records with error_code {code}"
+    if (
+        key in (f"{a}run_duration", f"{a}total_arrivals", f"{a}arrival_requests_per_second")
+        or key.endswith("_per_s")
+        or key.endswith("per_second")
+        or key.endswith("_per_hour")
+    ):
+        raise NotDerivable(
+            "the records carry no timestamps: genai-bench's rates divide by its own run_duration "
+            "(see the identities), never re-derived from the records"
+        )
     raise NotDerivable(f"key {key!r} not known to the check")
 
 
 def _genai_bench_identities(values: dict[str, Reported]) -> Iterator[Identity]:
     a, d = "aggregated_metrics.", "aggregated_metrics.run_duration"
-    for rate, total in (("mean_output_throughput_tokens_per_s", "stats.num_output_tokens.sum"),
-                        ("mean_input_throughput_tokens_per_s", "stats.num_input_tokens.sum"),
-                        ("mean_total_tokens_throughput_tokens_per_s", "stats.total_tokens.sum")):  # fmt: skip
+    for rate, total in (
+        ("mean_output_throughput_tokens_per_s", "stats.num_output_tokens.sum"),
+        ("mean_input_throughput_tokens_per_s", "stats.num_input_tokens.sum"),
+        ("mean_total_tokens_throughput_tokens_per_s", "stats.total_tokens.sum"),
+    ):
         yield ratio(f"{rate} = {total} / run_duration", f"{a}{rate}", total, d)
-    yield ratio("requests_per_second = num_completed_requests / run_duration", f"{a}requests_per_second",
-                f"{a}num_completed_requests", d)  # fmt: skip
-    yield ratio("error_rate = num_error_requests / num_requests", f"{a}error_rate", f"{a}num_error_requests",
-                f"{a}num_requests")  # fmt: skip
-    yield sum_of("num_requests = num_completed_requests + num_error_requests", f"{a}num_requests",
-                 (f"{a}num_completed_requests", f"{a}num_error_requests"))  # fmt: skip
+    yield ratio(
+        "requests_per_second = num_completed_requests / run_duration",
+        f"{a}requests_per_second",
+        f"{a}num_completed_requests",
+        d,
+    )
+    yield ratio(
+        "error_rate = num_error_requests / num_requests", f"{a}error_rate", f"{a}num_error_requests", f"{a}num_requests"
+    )
+    yield sum_of(
+        "num_requests = num_completed_requests + num_error_requests",
+        f"{a}num_requests",
+        (f"{a}num_completed_requests", f"{a}num_error_requests"),
+    )
     codes = tuple(k for k in values if k.startswith(f"{a}error_codes_frequency."))
     if codes:
         yield sum_of("num_error_requests = sum of error_codes_frequency", f"{a}num_error_requests", codes)
 
 
 GENAI_BENCH = ToolCheck(
-    Tool.GENAI_BENCH, NUMPY_LINEAR, "genai-bench metrics/aggregated_metrics_collector.py (np.percentile, np.std, "
-    "np.sum over records without error_code)", recompute=_genai_bench, families=(_genai_bench_identities,),
-)  # fmt: skip
+    Tool.GENAI_BENCH,
+    NUMPY_LINEAR,
+    "genai-bench metrics/aggregated_metrics_collector.py (np.percentile, np.std, "
+    "np.sum over records without error_code)",
+    recompute=_genai_bench,
+    families=(_genai_bench_identities,),
+)
 
 MORE = (INFERENCE_PERF, TRTLLM_BENCH, MLPERF_LOADGEN, GENAI_BENCH)

@@ -53,15 +53,18 @@ class _Model(BaseModel):
 
 def _check_kind(kind: str | None) -> str | None:
     if kind is not None and kind not in KINDS:
-        raise ValueError(f"unknown quantity kind {kind!r}{close_names(kind, list(KINDS))}; known: {', '.join(sorted(KINDS))}")
+        raise ValueError(
+            f"unknown quantity kind {kind!r}{close_names(kind, list(KINDS))}; known: {', '.join(sorted(KINDS))}"
+        )
     return kind
 
 
 def _check_factors(context: dict[str, str]) -> dict[str, str]:
     unknown = [k for k in context if k not in FACTORS]
     if unknown:
-        raise ValueError(f"unknown factor(s) {', '.join(repr(k) for k in unknown)} in the context; factors: "
-                         f"{', '.join(FACTORS)}")  # fmt: skip
+        raise ValueError(
+            f"unknown factor(s) {', '.join(repr(k) for k in unknown)} in the context; factors: {', '.join(FACTORS)}"
+        )
     return context
 
 
@@ -103,8 +106,14 @@ class ScopeSpec(_Model):
         return self
 
     def to_scope(self) -> Scope:
-        return Scope(batch=self.batch, run=self.run, deployment=self.deployment, launch=self.launch,
-                     window=self.window, gpu=self.gpu)  # fmt: skip
+        return Scope(
+            batch=self.batch,
+            run=self.run,
+            deployment=self.deployment,
+            launch=self.launch,
+            window=self.window,
+            gpu=self.gpu,
+        )
 
     def ref(self) -> str:
         """The scope as `ledger compare` names it: run:ID | batch:NAME | deployment:NAME."""
@@ -123,7 +132,8 @@ class MetricSpec(_Model):
     name: str = Field(description="a metric registered in queries.metrics.METRICS")
     scope: ScopeSpec = Field(description="what the metric is computed over")
     over_cards: Literal["mean"] | None = Field(
-        None, description="for a per-card hardware metric: the claim is the mean over the scope's cards of each "
+        None,
+        description="for a per-card hardware metric: the claim is the mean over the scope's cards of each "
         "card's value (a summary; the per-card values are kept as evidence)",
     )
 
@@ -147,7 +157,9 @@ class LiteralNumber(_Model):
     """A number used as an operand without being a claim of its own (a GPU count, a factor 60),
     or a number the formula assumes but the report never printed (`value` omitted)."""
 
-    value: str | None = Field(None, description="the number exactly as printed ('8', '510.31'); omitted when not printed")
+    value: str | None = Field(
+        None, description="the number exactly as printed ('8', '510.31'); omitted when not printed"
+    )
     unit: str | None = Field(None, description="its unit ('GB', 'tok/s', 'unconfirmed'...)")
     kind: str | None = Field(
         None, description="its quantity kind (ledger.kinds); may be omitted for an exact constant (kind `constant`)"
@@ -166,8 +178,10 @@ class LiteralNumber(_Model):
     @model_validator(mode="after")
     def _kind_given(self) -> LiteralNumber:
         if self.kind is None and not self.exact:
-            raise ValueError("`kind` is missing: a literal number needs its quantity kind, unless it is an exact "
-                             "constant (`exact: true`)")  # fmt: skip
+            raise ValueError(
+                "`kind` is missing: a literal number needs its quantity kind, unless it is an exact "
+                "constant (`exact: true`)"
+            )
         return self
 
 
@@ -184,12 +198,19 @@ def _operand_tag(v: Any) -> str | None:
 
 
 Operand = Annotated[
-    Union[Annotated[str, Tag("claim")], Annotated[LiteralNumber, Tag("literal")],  # noqa: UP007
-          Annotated[MetricOperand, Tag("metric")], Annotated["Formula", Tag("formula")]],
-    Discriminator(_operand_tag, custom_error_type="operand",
-                  custom_error_message="an operand is a claim id, a literal {value, kind}, a metric "
-                  "{metric, scope, kind} or a formula {op, operands}"),
-]  # fmt: skip
+    Union[  # noqa: UP007
+        Annotated[str, Tag("claim")],
+        Annotated[LiteralNumber, Tag("literal")],
+        Annotated[MetricOperand, Tag("metric")],
+        Annotated["Formula", Tag("formula")],
+    ],
+    Discriminator(
+        _operand_tag,
+        custom_error_type="operand",
+        custom_error_message="an operand is a claim id, a literal {value, kind}, a metric "
+        "{metric, scope, kind} or a formula {op, operands}",
+    ),
+]
 
 
 class Formula(_Model):
@@ -248,16 +269,22 @@ class Claim(_Model):
     """One number of the report and how to check it. Exactly one of metric / derived / quoted /
     estimated / na."""
 
-    id: str = Field(description="unique id within the file (letters, digits, '-', '_', '.')", pattern=r"^[A-Za-z0-9_.\-]+$")
+    id: str = Field(
+        description="unique id within the file (letters, digits, '-', '_', '.')", pattern=r"^[A-Za-z0-9_.\-]+$"
+    )
     text: str = Field(description="the claim as printed ('2,791', '约 86.9 倍', '1.77x-2.78x')")
     value: str | None = Field(
         None, description="the number as printed when `text` is prose; default: `text` itself. A range is two numbers"
     )
     unit: str | None = Field(None, description="unit of the number ('tokens/min', 's', 'GiB', '%', 'x'...)")
     kind: str = Field(description="quantity kind the number claims to be (ledger.kinds)")
-    statement: str | None = Field(None, description="what the report (or the warned-against inference) says, in English")
+    statement: str | None = Field(
+        None, description="what the report (or the warned-against inference) says, in English"
+    )
     locator: str | None = Field(None, description="where in the report (section, table row)")
-    says: Says | None = Field(None, description="the provenance the report gives the number (an estimate never satisfies 'measured')")
+    says: Says | None = Field(
+        None, description="the provenance the report gives the number (an estimate never satisfies 'measured')"
+    )
     count_of: int | None = Field(
         None, description="when the number is a mean or percentage of this many integer items: GRIM check"
     )
@@ -274,9 +301,12 @@ class Claim(_Model):
     expected_verdict: Verdict | None = Field(None, description="the verdict the audit must give (pinned by tests)")
     expected_rule: str | None = Field(None, description="for an expected `refused`: the rule id (R1..R15)")
     note: str | None = Field(None, description="anything else worth showing next to the verdict")
-    draft: bool = Field(False, description="proposed by `ledger claims draft` and not yet reviewed (docs/claims-draft.md)")
+    draft: bool = Field(
+        False, description="proposed by `ledger claims draft` and not yet reviewed (docs/claims-draft.md)"
+    )
     evidence: dict[str, Any] | None = Field(
-        None, description="what the drafter saw: place, cues, confidence, candidates considered (never read by the audit)"
+        None,
+        description="what the drafter saw: place, cues, confidence, candidates considered (never read by the audit)",
     )
 
     _kind = field_validator("kind")(classmethod(lambda cls, v: _check_kind(v)))
@@ -286,7 +316,9 @@ class Claim(_Model):
     def _one_basis(self) -> Claim:
         given = [k for k in ("metric", "derived", "quoted", "estimated", "na") if getattr(self, k) is not None]
         if len(given) != 1:
-            raise ValueError(f"claim {self.id!r}: exactly one of metric/derived/quoted/estimated/na, got {given or 'none'}")
+            raise ValueError(
+                f"claim {self.id!r}: exactly one of metric/derived/quoted/estimated/na, got {given or 'none'}"
+            )
         return self
 
     @property
@@ -314,7 +346,9 @@ class DraftInfo(_Model):
     report_sha256: str = Field(description="sha256 of the report's bytes the draft was made from")
     ledger: str | None = Field(None, description="the ledger the metric proposals were checked against")
     batches: list[str] = Field(default_factory=list, description="batches the metric proposals were limited to")
-    coverage: dict[str, Any] = Field(default_factory=dict, description="numbers found, by proposed basis, by confidence")
+    coverage: dict[str, Any] = Field(
+        default_factory=dict, description="numbers found, by proposed basis, by confidence"
+    )
     skipped: list[SkippedNumber] = Field(default_factory=list, description="tokens left out, each with why")
 
 
@@ -392,7 +426,9 @@ def reference_problems(raw: list[Any]) -> list[tuple[int, str, str]]:
             _walk_refs(f, got)
             for ref in got:
                 if ref not in first:
-                    out.append((i, f"{key}.operands", f"refers to unknown claim {ref!r}{close_names(ref, list(first))}"))
+                    out.append(
+                        (i, f"{key}.operands", f"refers to unknown claim {ref!r}{close_names(ref, list(first))}")
+                    )
                 elif ref == c.get("id"):
                     out.append((i, f"{key}.operands", "refers to itself"))
             if key == "derived" and c.get("id") is not None:
@@ -401,11 +437,16 @@ def reference_problems(raw: list[Any]) -> list[tuple[int, str, str]]:
 
     def visit(cid: str, path: tuple[str, ...]) -> None:
         if cid in path:
-            cycle = path[path.index(cid):] + (cid,)
+            cycle = path[path.index(cid) :] + (cid,)
             if cycle[0] not in seen:
                 seen.update(cycle)
-                out.append((first[cycle[0]], "derived.operands",
-                            f"claims refer to each other in a cycle: {' -> '.join(cycle)}"))  # fmt: skip
+                out.append(
+                    (
+                        first[cycle[0]],
+                        "derived.operands",
+                        f"claims refer to each other in a cycle: {' -> '.join(cycle)}",
+                    )
+                )
             return
         for ref in refs.get(cid, []):
             visit(ref, path + (cid,))
@@ -466,8 +507,22 @@ def _plain(err: dict) -> str:
 
 
 def _all_fields() -> list[str]:
-    models = (ClaimsFile, Claim, SourceReportRef, ScopeSpec, MetricSpec, MetricOperand, LiteralNumber, Formula, Derived,
-              Quoted, Estimated, NotAvailable, DraftInfo, SkippedNumber)  # fmt: skip
+    models = (
+        ClaimsFile,
+        Claim,
+        SourceReportRef,
+        ScopeSpec,
+        MetricSpec,
+        MetricOperand,
+        LiteralNumber,
+        Formula,
+        Derived,
+        Quoted,
+        Estimated,
+        NotAvailable,
+        DraftInfo,
+        SkippedNumber,
+    )
     return sorted({f for mdl in models for f in mdl.model_fields})
 
 
@@ -544,16 +599,21 @@ def load_claims(path: str | Path) -> ClaimsFile:
         if exc.problem_mark is None:
             raise InputError(f"{path}: cannot read claims file: {exc}") from None
         line = exc.problem_mark.line
-        raise ParseError(path, f"line {line + 1} column {exc.problem_mark.column + 1}",
-                         line_key(text.split("\n", line + 1)[line]),
-                         f"{exc.problem}" + (f" ({exc.context})" if exc.context else "")) from None  # fmt: skip
+        raise ParseError(
+            path,
+            f"line {line + 1} column {exc.problem_mark.column + 1}",
+            line_key(text.split("\n", line + 1)[line]),
+            f"{exc.problem}" + (f" ({exc.context})" if exc.context else ""),
+        ) from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise InputError(f"{path}: cannot read claims file: {exc}") from None
     problems: list[Problem] = []
     raw_claims = data.get("claims") if isinstance(data, dict) else None
     if isinstance(raw_claims, list):
-        problems += [problem_at(node, data, ("claims", i, *field.split(".")), msg)
-                     for i, field, msg in reference_problems(raw_claims)]  # fmt: skip
+        problems += [
+            problem_at(node, data, ("claims", i, *field.split(".")), msg)
+            for i, field, msg in reference_problems(raw_claims)
+        ]
     try:
         cf = ClaimsFile.model_validate(data)
     except ValidationError as exc:
@@ -563,7 +623,7 @@ def load_claims(path: str | Path) -> ClaimsFile:
             problems.append(problem_at(node, data, tuple(err["loc"]), _plain(dict(err))))
         cf = None
     if problems:
-        problems.sort(key=lambda p: (p.line or 0))
+        problems.sort(key=lambda p: p.line or 0)
         raise ClaimsInvalid(path, [p.text() for p in problems])
     assert cf is not None
     cf._node = node
@@ -590,8 +650,10 @@ def generated_block(name: str) -> str:
     from bench_ledger.queries import kind_algebra, lattice
 
     body = {"lattice": lattice.markdown, "kinds": kind_algebra.markdown}[name]()
-    return f"<!-- generated:{name} (python -m bench_ledger.queries.claims --docs docs/claims.md) -->\n{body}" \
-        f"<!-- /generated:{name} -->"  # fmt: skip
+    return (
+        f"<!-- generated:{name} (python -m bench_ledger.queries.claims --docs docs/claims.md) -->\n{body}"
+        f"<!-- /generated:{name} -->"
+    )
 
 
 def update_docs(text: str) -> str:
@@ -614,6 +676,8 @@ if __name__ == "__main__":  # pragma: no cover
         doc = Path(sys.argv[2])
         doc.write_text(update_docs(doc.read_text(encoding="utf-8")), encoding="utf-8")
     else:
-        sys.stderr.write("usage: python -m bench_ledger.queries.claims --schema > docs/claims.schema.json\n"
-                         "       python -m bench_ledger.queries.claims --docs docs/claims.md\n")
+        sys.stderr.write(
+            "usage: python -m bench_ledger.queries.claims --schema > docs/claims.schema.json\n"
+            "       python -m bench_ledger.queries.claims --docs docs/claims.md\n"
+        )
         sys.exit(2)

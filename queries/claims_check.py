@@ -48,14 +48,19 @@ def _names(ledger: Ledger) -> _Names:
     with ledger.connection() as conn:
         batches = [row.name for row in conn.execute(sa.select(b.c.name).order_by(b.c.id))]
         runs: dict[str, dict[str, int]] = {name: {} for name in batches}
-        for row in conn.execute(sa.select(b.c.name, r.c.label, r.c.id).join(b, b.c.id == r.c.batch_id)
-                                .where(current(r)).order_by(r.c.id)):  # fmt: skip
+        for row in conn.execute(
+            sa.select(b.c.name, r.c.label, r.c.id).join(b, b.c.id == r.c.batch_id).where(current(r)).order_by(r.c.id)
+        ):
             runs[row.name][row.label] = row.id
         run_ids = {row.id for row in conn.execute(sa.select(r.c.id))}
         deployments = [row.name for row in conn.execute(sa.select(d.c.name).order_by(d.c.id))]
         launches: dict[str, list[int]] = {name: [] for name in deployments}
-        for lrow in conn.execute(sa.select(d.c.name, la.c.attempt).join(d, d.c.id == la.c.deployment_id)
-                                .where(current(la)).order_by(la.c.attempt)):  # fmt: skip
+        for lrow in conn.execute(
+            sa.select(d.c.name, la.c.attempt)
+            .join(d, d.c.id == la.c.deployment_id)
+            .where(current(la))
+            .order_by(la.c.attempt)
+        ):
             launches[lrow.name].append(lrow.attempt)
     return _Names(list(METRICS), batches, runs, run_ids, deployments, launches)
 
@@ -64,8 +69,13 @@ def _scope_problems(ledger: Ledger, names: _Names, scope: ScopeSpec) -> list[tup
     """(field, message) for every name of a scope the ledger does not hold."""
     out: list[tuple[str, str]] = []
     if scope.batch is not None and scope.batch not in names.runs:
-        out.append(("scope.batch", f"no batch named {scope.batch!r}{close_names(scope.batch, names.batches)}; "
-                    f"batches: {', '.join(names.batches) or 'none'} (`ledger batches`)"))  # fmt: skip
+        out.append(
+            (
+                "scope.batch",
+                f"no batch named {scope.batch!r}{close_names(scope.batch, names.batches)}; "
+                f"batches: {', '.join(names.batches) or 'none'} (`ledger batches`)",
+            )
+        )
     elif scope.batch is not None and scope.run is not None:
         labels = names.runs[scope.batch]
         if scope.run.startswith("#"):
@@ -73,21 +83,45 @@ def _scope_problems(ledger: Ledger, names: _Names, scope: ScopeSpec) -> list[tup
             if not rid.isdigit() or int(rid) not in names.run_ids:
                 out.append(("scope.run", f"no run with id {scope.run[1:]!r} (`ledger runs --batch {scope.batch}`)"))
             elif int(rid) not in labels.values():
-                out.append(("scope.run", f"run {rid} is not a current run of batch {scope.batch!r} (superseded by a "
-                            f"correction, or of another batch); its runs: "
-                            f"{', '.join(f'{k} (#{v})' for k, v in labels.items()) or 'none'}"))  # fmt: skip
+                out.append(
+                    (
+                        "scope.run",
+                        f"run {rid} is not a current run of batch {scope.batch!r} (superseded by a "
+                        f"correction, or of another batch); its runs: "
+                        f"{', '.join(f'{k} (#{v})' for k, v in labels.items()) or 'none'}",
+                    )
+                )
         elif scope.run not in labels:
-            out.append(("scope.run", f"no run labelled {scope.run!r} in batch {scope.batch!r}"
-                        f"{close_names(scope.run, list(labels))}; its runs: {', '.join(labels) or 'none'} "
-                        f"(`ledger runs --batch {scope.batch}`)"))  # fmt: skip
+            out.append(
+                (
+                    "scope.run",
+                    f"no run labelled {scope.run!r} in batch {scope.batch!r}"
+                    f"{close_names(scope.run, list(labels))}; its runs: {', '.join(labels) or 'none'} "
+                    f"(`ledger runs --batch {scope.batch}`)",
+                )
+            )
     if scope.deployment is not None and scope.deployment not in names.launches:
-        out.append(("scope.deployment", f"no deployment named {scope.deployment!r}"
-                    f"{close_names(scope.deployment, names.deployments)}; deployments: "
-                    f"{', '.join(names.deployments) or 'none'}"))  # fmt: skip
-    elif scope.deployment is not None and scope.launch is not None and scope.launch not in names.launches[scope.deployment]:
+        out.append(
+            (
+                "scope.deployment",
+                f"no deployment named {scope.deployment!r}"
+                f"{close_names(scope.deployment, names.deployments)}; deployments: "
+                f"{', '.join(names.deployments) or 'none'}",
+            )
+        )
+    elif (
+        scope.deployment is not None
+        and scope.launch is not None
+        and scope.launch not in names.launches[scope.deployment]
+    ):
         have = names.launches[scope.deployment]
-        out.append(("scope.launch", f"deployment {scope.deployment!r} has no launch {scope.launch}; its launches: "
-                    f"{', '.join(map(str, have)) or 'none'}"))  # fmt: skip
+        out.append(
+            (
+                "scope.launch",
+                f"deployment {scope.deployment!r} has no launch {scope.launch}; its launches: "
+                f"{', '.join(map(str, have)) or 'none'}",
+            )
+        )
     if scope.gpu is not None and not out:
         from bench_ledger.queries.metrics_hardware import match_cards
 
@@ -100,8 +134,9 @@ def _scope_problems(ledger: Ledger, names: _Names, scope: ScopeSpec) -> list[tup
             where = f"batch {scope.batch}" if scope.batch else f"deployment {scope.deployment}"
             opt = f"--batch {scope.batch}" if scope.batch else f"--deployment {scope.deployment}"
             what = f"card {scope.gpu!r} is ambiguous ({', '.join(hits)})" if hits else f"no card {scope.gpu!r}"
-            out.append(("scope.gpu", f"{what} in {where}; its cards: {', '.join(cards) or 'none'} "
-                        f"(`ledger cards {opt}`)"))  # fmt: skip
+            out.append(
+                ("scope.gpu", f"{what} in {where}; its cards: {', '.join(cards) or 'none'} (`ledger cards {opt}`)")
+            )
     return out
 
 
@@ -132,8 +167,11 @@ def _context_problems(ledger: Ledger, names: _Names, scope: ScopeSpec, context: 
         from bench_ledger.queries.values import IDENTITY_FACTORS
 
         recorded = {k: v for k, v in recorded.items() if k in IDENTITY_FACTORS or k == "engine_options"}
-    return [f"context {k}={v!r} contradicts the ledger, which records {recorded[k]!r} for {scope.ref()}"
-            for k, v in context.items() if factor_known(recorded.get(k)) and recorded[k] != v]  # fmt: skip
+    return [
+        f"context {k}={v!r} contradicts the ledger, which records {recorded[k]!r} for {scope.ref()}"
+        for k, v in context.items()
+        if factor_known(recorded.get(k)) and recorded[k] != v
+    ]
 
 
 def _walk(f: Formula, loc: tuple) -> list[tuple[tuple, MetricOperand]]:
@@ -166,8 +204,11 @@ def check_names(cf: ClaimsFile, ledger: Ledger) -> list[Problem]:
         for loc, metric, scope, context in uses:
             name_field = (*loc, "name") if loc[-1] == "metric" else (*loc, "metric")
             if metric not in names.metrics:
-                add(name_field, f"no metric named {metric!r}{close_names(metric, names.metrics)}; "
-                    f"`ledger metrics --list` lists the {len(names.metrics)} metrics")  # fmt: skip
+                add(
+                    name_field,
+                    f"no metric named {metric!r}{close_names(metric, names.metrics)}; "
+                    f"`ledger metrics --list` lists the {len(names.metrics)} metrics",
+                )
             for fld, msg in _scope_problems(ledger, names, scope):
                 add((*loc, *fld.split(".")), msg)
             for msg in _context_problems(ledger, names, scope, context):

@@ -62,33 +62,71 @@ def _dep_factors(d) -> dict[str, str]:
     if d is None:
         return {f: UNKNOWN for f in (*IDENTITY, "engine_options")}
     mem = None if d.gpu_memory is None else f"{d.gpu_memory} {d.gpu_memory_unit or ''}".strip()
-    hw = None if d.gpu_model is None else " ".join(
-        _t(x) for x in (d.gpu_model, mem, d.interconnect_intra, d.interconnect_inter) if x is not None
-    )  # fmt: skip
+    hw = (
+        None
+        if d.gpu_model is None
+        else " ".join(_t(x) for x in (d.gpu_model, mem, d.interconnect_intra, d.interconnect_inter) if x is not None)
+    )
     count = None if d.gpus_per_node is None or d.nodes is None else d.gpus_per_node * d.nodes
-    layout = None if all(x is None for x in (d.tp, d.dp, d.ep, d.pp)) else f"tp{_t(d.tp)} dp{_t(d.dp)} ep{_t(d.ep)} pp{_t(d.pp)}"
-    opts = {k: getattr(d, k) for k in ("kv_cache_dtype", "prefix_caching", "max_num_seqs", "max_model_len",
-                                       "chunked_prefill_tokens", "speculative_method", "speculative_tokens",
-                                       "kernel_backend")}  # fmt: skip
+    layout = (
+        None
+        if all(x is None for x in (d.tp, d.dp, d.ep, d.pp))
+        else f"tp{_t(d.tp)} dp{_t(d.dp)} ep{_t(d.ep)} pp{_t(d.pp)}"
+    )
+    opts = {
+        k: getattr(d, k)
+        for k in (
+            "kv_cache_dtype",
+            "prefix_caching",
+            "max_num_seqs",
+            "max_model_len",
+            "chunked_prefill_tokens",
+            "speculative_method",
+            "speculative_tokens",
+            "kernel_backend",
+        )
+    }
     options = None if all(v is None for v in opts.values()) else " ".join(f"{k}={_t(v)}" for k, v in opts.items())
-    return {"model": _t(d.model and factors.model_name(d.model)), "hardware": _t(hw), "gpu_count": _t(count), "engine": _t(d.engine),
-            "engine_version": _t(d.engine_version), "weights_version": _t(d.weights_version), "layout": _t(layout),
-            "engine_options": _t(options)}  # fmt: skip
+    return {
+        "model": _t(d.model and factors.model_name(d.model)),
+        "hardware": _t(hw),
+        "gpu_count": _t(count),
+        "engine": _t(d.engine),
+        "engine_version": _t(d.engine_version),
+        "weights_version": _t(d.weights_version),
+        "layout": _t(layout),
+        "engine_options": _t(options),
+    }
 
 
 def _stated_factors(r) -> dict[str, str]:
     """The identity factors a run's files state (ledger.factors), as compared: used where the run has
     no deployment, or its deployment does not record the factor."""
     f = {k: v.value for k, v in factors.of_metadata(factors.run_metadata(r.metadata_json)).items()}
-    layout = None if not {"tp", "dp", "ep", "pp"} & set(f) else " ".join(f"{k}{_t(f.get(k))}" for k in ("tp", "dp", "ep", "pp"))
-    return {k: v for k, v in (("model", f.get("model") and factors.model_name(f["model"])), ("hardware", f.get("hardware")),
-                              ("gpu_count", f.get("gpu_count")), ("engine", f.get("engine")),
-                              ("engine_version", f.get("engine_version")), ("layout", layout)) if v is not None}  # fmt: skip
+    layout = (
+        None
+        if not {"tp", "dp", "ep", "pp"} & set(f)
+        else " ".join(f"{k}{_t(f.get(k))}" for k in ("tp", "dp", "ep", "pp"))
+    )
+    return {
+        k: v
+        for k, v in (
+            ("model", f.get("model") and factors.model_name(f["model"])),
+            ("hardware", f.get("hardware")),
+            ("gpu_count", f.get("gpu_count")),
+            ("engine", f.get("engine")),
+            ("engine_version", f.get("engine_version")),
+            ("layout", layout),
+        )
+        if v is not None
+    }
 
 
 def _run_factors(r) -> dict[str, str]:
-    wl = (f"rate {_t(r.request_rate)} / in {_t(r.input_target_tokens)} / out {_t(r.output_cap_tokens)} / C {_t(r.concurrency)} / "
-          f"N {_t(r.request_count)} / dataset {_t(r.dataset)}")  # fmt: skip
+    wl = (
+        f"rate {_t(r.request_rate)} / in {_t(r.input_target_tokens)} / out {_t(r.output_cap_tokens)} / C {_t(r.concurrency)} / "
+        f"N {_t(r.request_count)} / dataset {_t(r.dataset)}"
+    )
     return {"workload": wl, "seed": _t(r.seed), **{w: _t(getattr(r, w)) for w in WARM_DIMS}, "batch": r.batch}
 
 
@@ -188,9 +226,9 @@ class Sides:
         return v
 
     def _batch_of(self, ledger: Ledger, run_id: int) -> None:
-        q = sa.select(R, B.c.name.label("batch"), sa.func.coalesce(R.c.deployment_id, B.c.deployment_id).label("dep")).join(
-            B, B.c.id == R.c.batch_id
-        )
+        q = sa.select(
+            R, B.c.name.label("batch"), sa.func.coalesce(R.c.deployment_id, B.c.deployment_id).label("dep")
+        ).join(B, B.c.id == R.c.batch_id)
         with ledger.connection() as conn:
             bid = conn.execute(sa.select(R.c.batch_id).where(R.c.id == run_id)).scalar()
             if bid is None or bid in self._batches:
@@ -229,13 +267,23 @@ def run_keys(ledger: Ledger, run_ids: Sequence[int]) -> dict[int, str | None]:
             out[r.id] = None
             continue
         f = _side("", Scope(), [d], [r]).factors
-        payload = {k: f[k] for k in FACTORS if k not in KEY_EXCLUDES} | {"deployment": d.fingerprint, "tool": _t(r.tool)}
+        payload = {k: f[k] for k in FACTORS if k not in KEY_EXCLUDES} | {
+            "deployment": d.fingerprint,
+            "tool": _t(r.tool),
+        }
         out[r.id] = hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()
     return out
 
 
-def compare(ledger: Ledger, a: str, b: str, claim_factor: str | None = None, *, equal_resources: bool = False,
-            paired: bool = False) -> Comparison:  # fmt: skip
+def compare(
+    ledger: Ledger,
+    a: str,
+    b: str,
+    claim_factor: str | None = None,
+    *,
+    equal_resources: bool = False,
+    paired: bool = False,
+) -> Comparison:
     """Every factor that differs between A and B; refuses a claimed conclusion the factors forbid."""
     sa_, sb = side(ledger, a), side(ledger, b)
     return _comparison(sa_, sb, claim_factor, equal_resources, paired)
@@ -252,8 +300,12 @@ def _comparison(sa_: Side, sb: Side, claim_factor: str | None, equal_resources: 
     attributable = names[0] if len(names) == 1 and not unknown_both else None
     stack = any(n in HARDWARE for n in names) and any(n in SOFTWARE for n in names)
     equal_res = fa["gpu_count"] == fb["gpu_count"] and fa["gpu_count"] != UNKNOWN and " | " not in fa["gpu_count"]
-    is_paired = (fa["seed"] == fb["seed"] and fa["seed"] != UNKNOWN and " | " not in fa["seed"]
-                 and fa["workload"] == fb["workload"])  # fmt: skip
+    is_paired = (
+        fa["seed"] == fb["seed"]
+        and fa["seed"] != UNKNOWN
+        and " | " not in fa["seed"]
+        and fa["workload"] == fb["workload"]
+    )
     if stack:
         notes.append("hardware and software stack both differ: a stack ratio, never a hardware ratio (R6)")
     if not equal_res:
@@ -263,8 +315,10 @@ def _comparison(sa_: Side, sb: Side, claim_factor: str | None, equal_resources: 
     if len(names) > 1:
         notes.append(f"{len(names)} factors differ: a ratio cannot be attributed to one of them (R6)")
     for short in (*sa_.shortfalls, *sb.shortfalls):
-        notes.append(f"{short}: the load it was offered is not the requested one; compare it as the "
-                     "achieved load, not the requested rate")  # fmt: skip
+        notes.append(
+            f"{short}: the load it was offered is not the requested one; compare it as the "
+            "achieved load, not the requested rate"
+        )
     unknown = [f for f in FACTORS if not (factor_known(fa[f]) and factor_known(fb[f]))]
     cmp = Comparison(sa_.spec, sb.spec, diffs, attributable, stack, equal_res, is_paired, notes, unknown)
     _check_claims(cmp, claim_factor, equal_resources, paired)
@@ -278,34 +332,54 @@ def _check_claims(cmp: Comparison, claim_factor: str | None, equal_resources: bo
         if claim_factor in ("warm", "cold", "cold/warm", "warm_state"):
             changed = [n for n in names if n in WARM_DIMS]
             raise Refused(
-                "R8", f"attribute {asked_pair} to cold vs warm",
+                "R8",
+                f"attribute {asked_pair} to cold vs warm",
                 "cold is four things (prefix cache, process, compile, file cache); the claim does not name which "
                 f"changed (differing: {', '.join(changed) or 'none recorded'})",
                 f"name one dimension: {', '.join(WARM_DIMS)}",
-            )  # fmt: skip
+            )
         if claim_factor not in FACTORS:
             raise UsageError(f"no factor named {claim_factor!r}; factors: {', '.join(FACTORS)}")
         if cmp.attributable_to != claim_factor:
             others = [n for n in names if n != claim_factor]
-            why = (f"{claim_factor} does not differ" if claim_factor not in names else
-                   f"{claim_factor} is not the only difference: {', '.join(others)} also differ") if names else "nothing differs"
+            why = (
+                (
+                    f"{claim_factor} does not differ"
+                    if claim_factor not in names
+                    else f"{claim_factor} is not the only difference: {', '.join(others)} also differ"
+                )
+                if names
+                else "nothing differs"
+            )
             if claim_factor in names and not others:
                 why = "identity factors are not recorded on either side, so they may differ: " + ", ".join(
-                    f for f in IDENTITY if f not in names)
+                    f for f in IDENTITY if f not in names
+                )
             rule = "R8" if claim_factor in WARM_DIMS and any(o in WARM_DIMS for o in others) else "R6"
-            raise Refused(rule, f"attribute {asked_pair} to {claim_factor}", why,
-                          "compare scopes that differ only in that factor, or report it as a ratio with every "
-                          "difference listed")  # fmt: skip
+            raise Refused(
+                rule,
+                f"attribute {asked_pair} to {claim_factor}",
+                why,
+                "compare scopes that differ only in that factor, or report it as a ratio with every difference listed",
+            )
     if equal_resources and not cmp.equal_resources:
         d = next((f for f in cmp.differences if f.name == "gpu_count"), None)
         counts = f"{d.a} vs {d.b} GPUs" if d else "GPU count not recorded"
-        raise Refused("R6", f"call {asked_pair} an equal-resource comparison", f"GPU counts differ ({counts})",
-                      "normalise per GPU explicitly and say so, or compare deployments with the same GPU count")  # fmt: skip
+        raise Refused(
+            "R6",
+            f"call {asked_pair} an equal-resource comparison",
+            f"GPU counts differ ({counts})",
+            "normalise per GPU explicitly and say so, or compare deployments with the same GPU count",
+        )
     if paired and not cmp.paired:
         s = next((f for f in cmp.differences if f.name == "seed"), None)
         why = f"seeds differ ({s.a} vs {s.b})" if s else "seeds are not recorded or the workloads differ"
-        raise Refused("R6", f"pair {asked_pair} per request", why,
-                      "compare distributions (percentiles), not request by request; rerun with the same seed")  # fmt: skip
+        raise Refused(
+            "R6",
+            f"pair {asked_pair} per request",
+            why,
+            "compare distributions (percentiles), not request by request; rerun with the same seed",
+        )
 
 
 @dataclass
@@ -319,16 +393,34 @@ class RatioResult:
 
     def as_dict(self) -> dict:
         def mv(v: MetricValue) -> dict:
-            return {"value": None if v.value is None else float(v.value), "unit": v.unit, "flag": v.flag,
-                    "na_reason": v.na_reason, "scope": v.scope.describe()}  # fmt: skip
+            return {
+                "value": None if v.value is None else float(v.value),
+                "unit": v.unit,
+                "flag": v.flag,
+                "na_reason": v.na_reason,
+                "scope": v.scope.describe(),
+            }
 
-        return {"metric": self.metric, "a": mv(self.a), "b": mv(self.b),
-                "ratio_b_over_a": None if self.ratio is None else float(self.ratio), "label": self.label,
-                "comparison": asdict(self.comparison)}  # fmt: skip
+        return {
+            "metric": self.metric,
+            "a": mv(self.a),
+            "b": mv(self.b),
+            "ratio_b_over_a": None if self.ratio is None else float(self.ratio),
+            "label": self.label,
+            "comparison": asdict(self.comparison),
+        }
 
 
-def ratio(ledger: Ledger, metric: str, a: str, b: str, claim_factor: str | None = None, *,
-          equal_resources: bool = False, paired: bool = False) -> RatioResult:  # fmt: skip
+def ratio(
+    ledger: Ledger,
+    metric: str,
+    a: str,
+    b: str,
+    claim_factor: str | None = None,
+    *,
+    equal_resources: bool = False,
+    paired: bool = False,
+) -> RatioResult:
     """B / A of one metric, labelled with what differs; refuses an illegal conclusion (R6, R8)."""
     from bench_ledger.queries.metrics import evaluate
 

@@ -46,8 +46,10 @@ class Draft:
     def to_yaml(self) -> str:
         data = self.claims.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
         data = {"version": 1, **data}
-        head = ("# DRAFT claims file written by `ledger claims draft`: every proposal below is a guess for a person\n"
-                "# to review (draft: true). Audit it with `ledger audit` only after review; see docs/claims-draft.md.\n")  # fmt: skip
+        head = (
+            "# DRAFT claims file written by `ledger claims draft`: every proposal below is a guess for a person\n"
+            "# to review (draft: true). Audit it with `ledger audit` only after review; see docs/claims-draft.md.\n"
+        )
         return head + yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=120)
 
 
@@ -77,15 +79,18 @@ def _stem_fits(g: Guess) -> bool:
     """The cue's metric stem names the claim only when one of its metrics is of the guessed kind."""
     from bench_ledger.queries.metrics import METRICS
 
-    return any(mt.quantity_kind == g.kind for n, mt in METRICS.items()
-               if n == g.metric_stem or n.startswith(f"{g.metric_stem}_"))  # fmt: skip
+    return any(
+        mt.quantity_kind == g.kind
+        for n, mt in METRICS.items()
+        if n == g.metric_stem or n.startswith(f"{g.metric_stem}_")
+    )
 
 
 def _text_between(report: Report):
     def between(a: Found, b: Found) -> str:
         if a.place.line != b.place.line:
             return " "
-        return report.lines[a.place.line - 1][a.place.end:b.place.start]
+        return report.lines[a.place.line - 1][a.place.end : b.place.start]
 
     return between
 
@@ -110,8 +115,14 @@ def _reaches(edges: dict[str, list[str]], start: str, target: str) -> bool:
     return False
 
 
-def draft_claims(report_path: str | Path, ledger: Any = None, batches: list[str] | None = None,
-                 out_path: str | Path | None = None, *, view: Any = None) -> Draft:  # fmt: skip
+def draft_claims(
+    report_path: str | Path,
+    ledger: Any = None,
+    batches: list[str] | None = None,
+    out_path: str | Path | None = None,
+    *,
+    view: Any = None,
+) -> Draft:
     """Draft a claims file for the report at ``report_path`` (against ``ledger`` when given; ``view``
     replaces the ledger's :class:`~queries.draft_basis.LedgerView`, for tests)."""
     path = Path(report_path)
@@ -132,11 +143,22 @@ def draft_claims(report_path: str | Path, ledger: Any = None, batches: list[str]
         ids[id(f)] = cid
         seg = report.segments[f.segment]
         evidence: dict[str, Any] = {
-            "place": {k: v for k, v in {"section": f.place.section, "heading": f.place.heading, "line": f.place.line,
-                                         "span": [f.place.start + 1, f.place.end], "table": f.place.table,
-                                         "row": f.place.row, "column": f.place.column}.items() if v is not None},
-            "form": f.form, "unit_kind": {"confidence": g.confidence, "cues": g.cues},
-        }  # fmt: skip
+            "place": {
+                k: v
+                for k, v in {
+                    "section": f.place.section,
+                    "heading": f.place.heading,
+                    "line": f.place.line,
+                    "span": [f.place.start + 1, f.place.end],
+                    "table": f.place.table,
+                    "row": f.place.row,
+                    "column": f.place.column,
+                }.items()
+                if v is not None
+            },
+            "form": f.form,
+            "unit_kind": {"confidence": g.confidence, "cues": g.cues},
+        }
         review = []
         if _INVALID.search(f.place.heading or ""):
             review.append(f"the report marks its section invalid ({f.place.heading}): a record, not a result to cite")
@@ -153,38 +175,57 @@ def draft_claims(report_path: str | Path, ledger: Any = None, batches: list[str]
         claim["draft"] = True
         if f.form == "na":
             reason = report.footnotes.get(f.footnote or "", "") if f.footnote else ""
-            rest = seg.text[len(f.lead) + len(f.text):]  # the words after N/A up to the sentence's end
+            rest = seg.text[len(f.lead) + len(f.text) :]  # the words after N/A up to the sentence's end
             reason = reason or (rest.lstrip("：:，,;； ").strip() or f.sentence)
             claim["na"] = {"reason": reason[:300]}
-            evidence["basis"] = {"proposed": "na", "confidence": "high" if reason else "low",
-                                 "why": "the report prints N/A" + (f" (footnote {f.footnote})" if f.footnote else "")}
+            evidence["basis"] = {
+                "proposed": "na",
+                "confidence": "high" if reason else "low",
+                "why": "the report prints N/A" + (f" (footnote {f.footnote})" if f.footnote else ""),
+            }
         else:
             pool = _pool(f, findings.found, report)
             der = propose_derived(f, g, pool, between)
             chosen = None
             explicit = der is not None and der.why.startswith("printed arithmetic")
-            if view is not None and not explicit and f.form not in ("range",) and g.kind not in (
-                    "percent_change", "ratio") and f.value is not None:  # fmt: skip
+            if (
+                view is not None
+                and not explicit
+                and f.form not in ("range",)
+                and g.kind not in ("percent_change", "ratio")
+                and f.value is not None
+            ):
                 fa = facets_with_row(f, seg.header, seg.row_cells, view.known_words)
                 cands = metric_candidates(f, g, view, fa, f.value)
                 chosen, conf, rejected = choose_metric(cands, fa, significant_digits(f.value), g.metric_stem, g.stat)
                 if chosen is not None:
-                    claim["metric"] = {"name": chosen.metric, "scope": chosen.scope,
-                                       **({"over_cards": chosen.over_cards} if chosen.over_cards else {})}
+                    claim["metric"] = {
+                        "name": chosen.metric,
+                        "scope": chosen.scope,
+                        **({"over_cards": chosen.over_cards} if chosen.over_cards else {}),
+                    }
                     claim["kind"] = view.metrics[chosen.metric].quantity_kind
                     if g.printed_unit is None and chosen.unit:
                         claim["unit"] = chosen.unit  # the metric's unit: the report prints none
-                    evidence["basis"] = {"proposed": "metric", "confidence": conf,
-                                         "why": chosen.describe(), "context": fa.stated,
-                                         "rejected": [c.describe() for c in rejected[:8]]}  # fmt: skip
+                    evidence["basis"] = {
+                        "proposed": "metric",
+                        "confidence": conf,
+                        "why": chosen.describe(),
+                        "context": fa.stated,
+                        "rejected": [c.describe() for c in rejected[:8]],
+                    }
                     if conf != "high":
                         review.append("metric proposed without a unique named scope")
                 elif rejected:
                     evidence["candidates_not_proposed"] = [c.describe() for c in rejected[:8]]
             if chosen is None and der is not None:
                 pending.append((claim, f, der))
-                evidence["basis"] = {"proposed": "derived", "confidence": "medium" if not explicit else "high",
-                                     "why": der.why, "recomputed": der.recomputed}
+                evidence["basis"] = {
+                    "proposed": "derived",
+                    "confidence": "medium" if not explicit else "high",
+                    "why": der.why,
+                    "recomputed": der.recomputed,
+                }
                 if der.value is not None:
                     claim["value"] = der.value
                     review.append("the sign of the change comes from the arithmetic")
@@ -194,10 +235,14 @@ def draft_claims(report_path: str | Path, ledger: Any = None, batches: list[str]
                     claim["kind"] = "other"
                 phrase = (f.before.strip() or f.sentence.strip())[-80:]
                 claim["quoted"] = {"source": f"the report ({phrase})" if phrase else "the report"}
-                evidence["basis"] = {"proposed": "quoted", "confidence": "low",
-                                     "why": "no metric of the ledger reproduces it in a named scope and no "
-                                            "arithmetic of nearby numbers gives it" if view is not None else
-                                            "no ledger given and no arithmetic of nearby numbers gives it"}  # fmt: skip
+                evidence["basis"] = {
+                    "proposed": "quoted",
+                    "confidence": "low",
+                    "why": "no metric of the ledger reproduces it in a named scope and no "
+                    "arithmetic of nearby numbers gives it"
+                    if view is not None
+                    else "no ledger given and no arithmetic of nearby numbers gives it",
+                }
         if review:
             evidence["review"] = review
         claim["evidence"] = evidence
@@ -208,14 +253,18 @@ def draft_claims(report_path: str | Path, ledger: Any = None, batches: list[str]
         if any(_reaches(edges, o, claim["id"]) for o in ops):
             # the operands are derived from this number already: keep the first, quote this one
             claim["quoted"] = {"source": f"the report ({(f.before.strip() or f.sentence.strip())[-80:]})"}
-            claim["evidence"]["basis"] = {"proposed": "quoted", "confidence": "low",
-                                          "why": f"{der.why} would make a cycle with the proposals of its operands"}
+            claim["evidence"]["basis"] = {
+                "proposed": "quoted",
+                "confidence": "low",
+                "why": f"{der.why} would make a cycle with the proposals of its operands",
+            }
             claim.pop("value", None) if der.value is not None else None
             continue
         edges[claim["id"]] = ops
         claim["derived"] = {"op": der.op, "operands": ops}
-    counts_basis = Counter(next(k for k in ("metric", "derived", "quoted", "estimated", "na") if k in c)
-                           for c in claims)  # fmt: skip
+    counts_basis = Counter(
+        next(k for k in ("metric", "derived", "quoted", "estimated", "na") if k in c) for c in claims
+    )
     counts_conf = Counter(c["evidence"]["basis"]["confidence"] for c in claims)
     title = next((s.text.strip() for s in report.segments if s.kind == "title"), path.stem)
     rel = path.name
@@ -224,16 +273,23 @@ def draft_claims(report_path: str | Path, ledger: Any = None, batches: list[str]
     cjk = sum(1 for ch in text if "\u4e00" <= ch <= "\u9fff")
     data = {
         "version": 1,
-        "source_report": {"slug": _slug(path.stem.removesuffix(".zh").removesuffix(".en"), 60), "title": title, "file": rel,
-                          "language": "zh" if cjk > len(text) * 0.05 else "en"},
+        "source_report": {
+            "slug": _slug(path.stem.removesuffix(".zh").removesuffix(".en"), 60),
+            "title": title,
+            "file": rel,
+            "language": "zh" if cjk > len(text) * 0.05 else "en",
+        },
         "draft": {
             "generated_by": TOOL,
             "report_sha256": hashlib.sha256(raw).hexdigest(),
             "ledger": None if ledger is None else str(getattr(ledger, "url", "")) or None,
             "batches": list(batches or []),
-            "coverage": {"numbers_found": len(claims), "skipped": len(findings.skipped),
-                         "by_basis": dict(sorted(counts_basis.items())),
-                         "by_confidence": dict(sorted(counts_conf.items()))},
+            "coverage": {
+                "numbers_found": len(claims),
+                "skipped": len(findings.skipped),
+                "by_basis": dict(sorted(counts_basis.items())),
+                "by_confidence": dict(sorted(counts_conf.items())),
+            },
             "skipped": [{"text": s.text, "locator": s.place.locator, "why": s.why} for s in findings.skipped],
         },
         "claims": claims,

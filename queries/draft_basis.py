@@ -41,14 +41,43 @@ from bench_ledger.units import dimension
 
 # ----------------------------------------------------------------------------- guess unit and kind
 
-_UNIT_KIND = {"s": "latency", "ms": "latency", "us": "latency", "ns": "latency", "min": "duration", "h": "duration",
-              "W": "power", "kW": "power", "GB": "device_memory", "GiB": "device_memory", "MiB": "device_memory",
-              "MB": "device_memory", "TB": "device_memory", "tokens/s": "aggregate_token_rate",
-              "tokens/min": "aggregate_token_rate", "tokens": "token_count", "requests": "request_count",
-              "GPUs": "count", "nodes": "count", "users": "concurrency", "streams": "concurrency", "x": "ratio",
-              "Gb/s": "bandwidth", "GB/s": "bandwidth", "MB/s": "bandwidth", "MHz": "clock_frequency",
-              "C": "temperature", "requests/s": "request_rate", "runs": "record_count", "launches": "count",
-              "layers": "count", "experts": "count", "groups": "count", "links": "count", "stages": "count"}  # fmt: skip
+_UNIT_KIND = {
+    "s": "latency",
+    "ms": "latency",
+    "us": "latency",
+    "ns": "latency",
+    "min": "duration",
+    "h": "duration",
+    "W": "power",
+    "kW": "power",
+    "GB": "device_memory",
+    "GiB": "device_memory",
+    "MiB": "device_memory",
+    "MB": "device_memory",
+    "TB": "device_memory",
+    "tokens/s": "aggregate_token_rate",
+    "tokens/min": "aggregate_token_rate",
+    "tokens": "token_count",
+    "requests": "request_count",
+    "GPUs": "count",
+    "nodes": "count",
+    "users": "concurrency",
+    "streams": "concurrency",
+    "x": "ratio",
+    "Gb/s": "bandwidth",
+    "GB/s": "bandwidth",
+    "MB/s": "bandwidth",
+    "MHz": "clock_frequency",
+    "C": "temperature",
+    "requests/s": "request_rate",
+    "runs": "record_count",
+    "launches": "count",
+    "layers": "count",
+    "experts": "count",
+    "groups": "count",
+    "links": "count",
+    "stages": "count",
+}
 
 
 @dataclass
@@ -98,8 +127,9 @@ def _aligned(f: Found, text: str) -> str:
         return text
     m = None
     for cand in _WORD_PAIR.finditer(text):
-        if cand.group(0).upper() == "N/A" or (len(cand.group(1)) == 1 and len(cand.group(2)) == 1 and
-                                               cand.group(1).isascii()):  # fmt: skip
+        if cand.group(0).upper() == "N/A" or (
+            len(cand.group(1)) == 1 and len(cand.group(2)) == 1 and cand.group(1).isascii()
+        ):
             continue
         if not any(ch.isdigit() for ch in cand.group(1) + cand.group(2)) or re.fullmatch(r"p\d+", cand.group(1)):
             m = cand
@@ -225,8 +255,11 @@ def guess(f: Found) -> Guess:
             kind, conf = ukind or "other", "medium"
         elif ukind == "request_rate" and kind != "request_rate":
             kind, conf = ukind, "medium"  # req/s printed: a rate, whatever count word stands near it
-        elif ukind is not None and dimension(f.unit) is not None and dimension(_default_unit(kind) or "") not in (
-                None, dimension(f.unit)):  # fmt: skip
+        elif (
+            ukind is not None
+            and dimension(f.unit) is not None
+            and dimension(_default_unit(kind) or "") not in (None, dimension(f.unit))
+        ):
             kind = ukind
             conf = "medium"
         else:
@@ -235,8 +268,13 @@ def guess(f: Found) -> Guess:
         kind = "count" if (f.value or "").replace(",", "").lstrip("+-−").isdigit() else "other"
         cues.append("no cue: default")
     stat = _member_stat(f) or _stat(texts)
-    if (kind in INTEGER_KINDS and f.value is not None and f.form != "word" and _fraction_only(f.value)
-            and stat not in FRACTIONAL_STATS):  # fmt: skip
+    if (
+        kind in INTEGER_KINDS
+        and f.value is not None
+        and f.form != "word"
+        and _fraction_only(f.value)
+        and stat not in FRACTIONAL_STATS
+    ):
         # 0.9, 46.67: a print that allows no integer is not a count, whatever the cue word says
         cues.append(f"{f.value} allows no integer: not a {kind}")
         kind = (
@@ -422,12 +460,18 @@ def facets_with_row(f: Found, header: list[str], cells: list[str], known: set[st
                 fa.launch = None  # the row label is the concurrency, not a launch attempt
     # the system the row, column, headings or sentence name ("Aggregated (GH200)", "TP8"): checked
     # against what each run's files state of it
-    fa.system = _system([*cells, f.place.column or "", f.place.heading or "", f.sentence if f.place.row is None else ""])
+    fa.system = _system(
+        [*cells, f.place.column or "", f.place.heading or "", f.sentence if f.place.row is None else ""]
+    )
     # the load point named by the number's column ("1 并发"), its row's cells ("c1 (repeat)"), and
     # failing those its enclosing headings ("`agent_flat` c2 — INVALID")
     prose = () if f.place.row is not None else (("sentence", f.sentence),)
-    for where, text in (("column", f.place.column or ""), *(("row", c) for c in cells), *prose,
-                        ("heading", f.place.heading or "")):  # fmt: skip
+    for where, text in (
+        ("column", f.place.column or ""),
+        *(("row", c) for c in cells),
+        *prose,
+        ("heading", f.place.heading or ""),
+    ):
         if fa.concurrency is not None:
             break
         names = {int(next(g for g in m.groups() if g)) for m in CONCURRENCY_NAME.finditer(text)}
@@ -449,10 +493,12 @@ def names_run(fa: Facets, r: RunScope) -> tuple[bool, int, list[str]]:
     settings and it states at least one of concurrency, input target or a word of the label."""
     why = []
     score = 0
-    for name, stated, actual in (("input target", fa.input_target, r.input_target),
-                                 ("output cap", fa.output_cap, r.output_cap),
-                                 ("concurrency", fa.concurrency, r.concurrency),
-                                 ("requests", fa.requests, r.requests)):  # fmt: skip
+    for name, stated, actual in (
+        ("input target", fa.input_target, r.input_target),
+        ("output cap", fa.output_cap, r.output_cap),
+        ("concurrency", fa.concurrency, r.concurrency),
+        ("requests", fa.requests, r.requests),
+    ):
         if stated is None:
             continue
         if actual is not None and stated != actual:
@@ -484,8 +530,12 @@ def names_run(fa: Facets, r: RunScope) -> tuple[bool, int, list[str]]:
     if r.batch.lower() in fa.words:
         score += 1
         why.append(f"batch {r.batch}")
-    named = fa.concurrency is not None or bool(label_hits) or fa.input_target is not None or any(
-        w.split(" ")[0] in fa.system for w in why)  # fmt: skip
+    named = (
+        fa.concurrency is not None
+        or bool(label_hits)
+        or fa.input_target is not None
+        or any(w.split(" ")[0] in fa.system for w in why)
+    )
     return named and score > 0, score, why
 
 
@@ -497,8 +547,11 @@ class LedgerView:
 
     @property
     def known_words(self) -> set[str]:
-        return {b.lower() for b in self.batches} | {r.label.lower() for r in self.runs} | \
-            {d.lower() for d, _ in self.launches}  # fmt: skip
+        return (
+            {b.lower() for b in self.batches}
+            | {r.label.lower() for r in self.runs}
+            | {d.lower() for d, _ in self.launches}
+        )
 
     def __init__(self, ledger: Any, batches: list[str] | None = None) -> None:
         import sqlalchemy as sa
@@ -517,8 +570,14 @@ class LedgerView:
         with ledger.connection() as conn:
             R = m.Run.__table__
             ids = [r.run_id for r in rows]
-            stated = {rid: of_metadata(run_metadata(text)) for rid, text in
-                      conn.execute(sa.select(R.c.id, R.c.metadata_json).where(R.c.id.in_(ids)))} if ids else {}  # fmt: skip
+            stated = (
+                {
+                    rid: of_metadata(run_metadata(text))
+                    for rid, text in conn.execute(sa.select(R.c.id, R.c.metadata_json).where(R.c.id.in_(ids)))
+                }
+                if ids
+                else {}
+            )
 
         def setting(value: int | None, rid: int, factor: str) -> int | None:
             # the run's column, else what its file (or its names) state (ledger.factors)
@@ -527,12 +586,22 @@ class LedgerView:
             said = stated.get(rid, {}).get(factor)
             return int(said.value) if said is not None and said.value.isdigit() else None
 
-        self.runs = [RunScope(r.batch, r.label, setting(r.input_target_tokens, r.run_id, "input_len"),
-                              setting(r.output_cap_tokens, r.run_id, "output_len"),
-                              setting(r.concurrency, r.run_id, "concurrency"),
-                              setting(r.request_count, r.run_id, "prompt_count"),
-                              tuple((k, v.value) for k, v in stated.get(r.run_id, {}).items()
-                                    if k in ("hardware", "tp", "dp", "pp", "ep"))) for r in rows]  # fmt: skip
+        self.runs = [
+            RunScope(
+                r.batch,
+                r.label,
+                setting(r.input_target_tokens, r.run_id, "input_len"),
+                setting(r.output_cap_tokens, r.run_id, "output_len"),
+                setting(r.concurrency, r.run_id, "concurrency"),
+                setting(r.request_count, r.run_id, "prompt_count"),
+                tuple(
+                    (k, v.value)
+                    for k, v in stated.get(r.run_id, {}).items()
+                    if k in ("hardware", "tp", "dp", "pp", "ep")
+                ),
+            )
+            for r in rows
+        ]
         self.batches = sorted({r.batch for r in self.runs} | set(batches or []))
         with ledger.connection() as conn:
             L, D = m.Launch.__table__, m.Deployment.__table__
@@ -592,8 +661,11 @@ def metric_names(g: Guess, metrics: dict) -> list[str]:
         # a hardware counter printed without a statistic word is read as its window mean (the summary)
         names = [n for n in names if n.endswith("_mean")]
     if not names:
-        names = [n for n, mt in metrics.items() if mt.quantity_kind == g.kind and g.kind not in ("count", "other",
-                                                                                                "ratio", "percent_change")]
+        names = [
+            n
+            for n, mt in metrics.items()
+            if mt.quantity_kind == g.kind and g.kind not in ("count", "other", "ratio", "percent_change")
+        ]
     return names
 
 
@@ -614,8 +686,9 @@ def metric_candidates(f: Found, g: Guess, view: LedgerView, fa: Facets, claim_te
                 named, score, why = names_run(fa, r)
                 scopes.append(({"batch": r.batch, "run": r.label}, named, score, why, None))
             for b in view.batches if mt.pools and mt.family == "requests" else ():
-                scopes.append(({"batch": b}, b.lower() in fa.words, 1, [f"batch {b}"] if b.lower() in fa.words
-                               else [], None))  # fmt: skip
+                scopes.append(
+                    ({"batch": b}, b.lower() in fa.words, 1, [f"batch {b}"] if b.lower() in fa.words else [], None)
+                )
         elif mt.family == "hardware":
             for b in view.batches:
                 named = b.lower() in fa.words
@@ -624,20 +697,34 @@ def metric_candidates(f: Found, g: Guess, view: LedgerView, fa: Facets, claim_te
                 if not name.startswith("power_sum") and not name.startswith("power_peak"):
                     # a per-card statistic over several cards: each card is a scope of its own
                     for card in view.cards(name, b):
-                        scopes.append(({"batch": b, "gpu": card}, named, 1 if named else 0,
-                                       [f"batch {b}"] if named else [], None))  # fmt: skip
+                        scopes.append(
+                            ({"batch": b, "gpu": card}, named, 1 if named else 0, [f"batch {b}"] if named else [], None)
+                        )
         else:
             for dep, attempt in view.launches:
                 named = fa.launch == attempt or dep.lower() in fa.words
-                scopes.append(({"deployment": dep, "launch": attempt}, named, 1 if named else 0,
-                               [f"launch {attempt}"] if fa.launch == attempt else [], None))  # fmt: skip
+                scopes.append(
+                    (
+                        {"deployment": dep, "launch": attempt},
+                        named,
+                        1 if named else 0,
+                        [f"launch {attempt}"] if fa.launch == attempt else [],
+                        None,
+                    )
+                )
         for scope, named, score, why, over in scopes:
             if fa.launch is not None and "launch" in scope and scope["launch"] != fa.launch:
                 continue
-            claim = {"id": "candidate", "text": claim_text, "kind": mt.quantity_kind, "unit": g.printed_unit,
-                     "metric": {"name": name, "scope": scope, **({"over_cards": over} if over else {})}}
-            cf = ClaimsFile.model_validate({"version": 1, "source_report": {"slug": "draft", "title": "draft"},
-                                            "claims": [claim]})  # fmt: skip
+            claim = {
+                "id": "candidate",
+                "text": claim_text,
+                "kind": mt.quantity_kind,
+                "unit": g.printed_unit,
+                "metric": {"name": name, "scope": scope, **({"over_cards": over} if over else {})},
+            }
+            cf = ClaimsFile.model_validate(
+                {"version": 1, "source_report": {"slug": "draft", "title": "draft"}, "claims": [claim]}
+            )
             res = None
             shown: str | None
             try:
@@ -668,9 +755,13 @@ def significant_digits(value: str) -> int:
     return len(digits.lstrip("0"))
 
 
-def choose_metric(cands: list[Candidate], fa: Facets, significant: int = 0, stem: str | None = None,
-                  stat: str | None = None,
-                  ) -> tuple[Candidate | None, str, list[Candidate]]:  # fmt: skip
+def choose_metric(
+    cands: list[Candidate],
+    fa: Facets,
+    significant: int = 0,
+    stem: str | None = None,
+    stat: str | None = None,
+) -> tuple[Candidate | None, str, list[Candidate]]:
     """The proposal among the candidates: (chosen, confidence, rejected)."""
     reproduced = [c for c in cands if c.verdict == "reproduced"]
     if any(c.over_cards for c in reproduced):
@@ -695,8 +786,17 @@ def choose_metric(cands: list[Candidate], fa: Facets, significant: int = 0, stem
             top = sorted(top, key=lambda c: _STAT_ORDER.index(_stat_of(c.metric)))
             return top[0], "medium", [c for c in cands if c.named and c is not top[0]]
     # few scopes of that shape were tried (2 batches, not 20 runs): a unique match is not a coincidence
-    few = reproduced and len({str(c.scope) for c in cands if c.metric == reproduced[0].metric and
-                              set(c.scope) == set(reproduced[0].scope)}) <= 3  # fmt: skip
+    few = (
+        reproduced
+        and len(
+            {
+                str(c.scope)
+                for c in cands
+                if c.metric == reproduced[0].metric and set(c.scope) == set(reproduced[0].scope)
+            }
+        )
+        <= 3
+    )
     if stat is None:
         # nothing names the scope and no statistic is printed: a tail statistic (p90, max, std...) that
         # happens to match is a coincidence among the many tried, not a basis
@@ -790,8 +890,9 @@ def propose_derived(f: Found, g: Guess, pool: list[Found], text_between: Any) ->
                     if not p.signed:
                         value = ("+" if sgn == 1 else "−") + p.text.strip().removeprefix("约").strip()
                         value = _clean_value(f, sgn)
-                    return DerivedProposal("percent_change", [a, b], str(res), value,
-                                           f"({b.text} / {a.text} − 1) × 100")
+                    return DerivedProposal(
+                        "percent_change", [a, b], str(res), value, f"({b.text} / {a.text} − 1) × 100"
+                    )
         return None
     if p.unit == "x" or g.kind in ("ratio", "capacity_ratio"):
         for a, b in _pairs(before, both=True) + _pairs(others, both=True):
@@ -806,8 +907,13 @@ def propose_derived(f: Found, g: Guess, pool: list[Found], text_between: Any) ->
     if before and p.unit and dimension(p.unit):
         a = before[-1]
         pa = _printed(a)
-        if pa and pa.unit and pa.unit != p.unit and dimension(pa.unit) == dimension(p.unit) and \
-                text_between(a, f).strip(" ，,、（(") in ("", "约", "即", "or", "="):  # fmt: skip
+        if (
+            pa
+            and pa.unit
+            and pa.unit != p.unit
+            and dimension(pa.unit) == dimension(p.unit)
+            and text_between(a, f).strip(" ，,、（(") in ("", "约", "即", "or", "=")
+        ):
             try:
                 res = iv.convert(pa.interval, pa.unit, p.unit)
             except (Refused, ValueError, KeyError):
@@ -831,8 +937,12 @@ def _clean_value(f: Found, sgn: int) -> str:
 
 def _is_int(f: Found) -> bool:
     p = _printed(f)
-    return p is not None and p.is_integer and p.unit in (None, "x") or (p is not None and p.is_integer and
-                                                                       f.form == "word")  # fmt: skip
+    return (
+        p is not None
+        and p.is_integer
+        and p.unit in (None, "x")
+        or (p is not None and p.is_integer and f.form == "word")
+    )
 
 
 def _pairs(items: list[Found], both: bool = False) -> list[tuple[Found, Found]]:

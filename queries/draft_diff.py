@@ -43,14 +43,23 @@ class DiffReport:
     renamed: dict[str, str] = field(default_factory=dict)  # draft id -> reviewed id (matched by text + locator)
 
     def as_dict(self) -> dict:
-        return {"removed": self.removed, "added": self.added, "accepted": self.accepted, "renamed": self.renamed,
-                "changed": [c.__dict__ for c in self.changed],
-                "summary": self.summary()}  # fmt: skip
+        return {
+            "removed": self.removed,
+            "added": self.added,
+            "accepted": self.accepted,
+            "renamed": self.renamed,
+            "changed": [c.__dict__ for c in self.changed],
+            "summary": self.summary(),
+        }
 
     def summary(self) -> dict[str, int]:
-        return {"removed": len(self.removed), "added": len(self.added), "accepted": len(self.accepted),
-                "changed": len({c.claim_id for c in self.changed}),
-                "basis_changed": sum(1 for c in self.changed if c.field == "basis")}  # fmt: skip
+        return {
+            "removed": len(self.removed),
+            "added": len(self.added),
+            "accepted": len(self.accepted),
+            "changed": len({c.claim_id for c in self.changed}),
+            "basis_changed": sum(1 for c in self.changed if c.field == "basis"),
+        }
 
 
 def _basis_value(c: Claim) -> Any:
@@ -67,8 +76,14 @@ def diff(draft: ClaimsFile, reviewed: ClaimsFile) -> DiffReport:
     for cid, dc in d_by.items():
         rc = r_by.get(cid)
         if rc is None:
-            rc = next((r_by[i] for i in sorted(unmatched_r) if r_by[i].text == dc.text and
-                       _loc_key(r_by[i].locator) == _loc_key(dc.locator)), None)  # fmt: skip
+            rc = next(
+                (
+                    r_by[i]
+                    for i in sorted(unmatched_r)
+                    if r_by[i].text == dc.text and _loc_key(r_by[i].locator) == _loc_key(dc.locator)
+                ),
+                None,
+            )
             if rc is not None:
                 unmatched_r.discard(rc.id)
                 out.renamed[cid] = rc.id
@@ -176,11 +191,17 @@ class Coverage:
         return self.same_basis / self.total if self.total else 0.0
 
     def as_dict(self) -> dict:
-        return {"total": self.total, "printed": self.printed, "located": self.located, "same_basis": self.same_basis,
-                "located_share": round(self.located_share, 4), "basis_share": round(self.basis_share, 4),
-                "located_misses": [m.__dict__ for m in self.located_misses],
-                "basis_misses": [m.__dict__ for m in self.basis_misses],
-                "not_printed": [m.__dict__ for m in self.not_printed]}  # fmt: skip
+        return {
+            "total": self.total,
+            "printed": self.printed,
+            "located": self.located,
+            "same_basis": self.same_basis,
+            "located_share": round(self.located_share, 4),
+            "basis_share": round(self.basis_share, 4),
+            "located_misses": [m.__dict__ for m in self.located_misses],
+            "basis_misses": [m.__dict__ for m in self.basis_misses],
+            "not_printed": [m.__dict__ for m in self.not_printed],
+        }
 
 
 def _cores(text: str | None) -> list[tuple[str, ...]]:
@@ -211,8 +232,13 @@ def locate(ref: Claim, draft: ClaimsFile, report_text: str, used: set[str] = fro
         hits = []
         own = re.sub(r"\s+", "", ref.text)
         # a draft claim in the named table row first, then one whose sentence holds the hand-written text
-        at.sort(key=lambda c: (alt.row is not None and c.evidence.get("place", {}).get("row") is None,  # type: ignore[union-attr]
-                               own not in re.sub(r"\s+", "", c.statement or ""), c.id in used))  # fmt: skip
+        at.sort(
+            key=lambda c: (
+                alt.row is not None and c.evidence.get("place", {}).get("row") is None,  # type: ignore[union-attr]
+                own not in re.sub(r"\s+", "", c.statement or ""),
+                c.id in used,
+            )
+        )
         for w in wants:
             hit = next((c for c in at if _core_hit(w, _draft_cores(c))), None)
             if hit is None:
@@ -244,9 +270,12 @@ def same_basis(ref: Claim, ref_file: ClaimsFile, got: Claim, draft: ClaimsFile) 
         return False, f"proposed {got.basis}, hand-written {ref.basis}"
     if ref.basis == "metric":
         a, b = ref.metric, got.metric
-        ok = a.name == b.name and a.scope.model_dump(exclude_none=True) == b.scope.model_dump(exclude_none=True)  # type: ignore[union-attr]
-        return ok, "" if ok else (f"proposed {b.name} over {b.scope.model_dump(exclude_none=True)}, hand-written "  # type: ignore[union-attr]
-                                  f"{a.name} over {a.scope.model_dump(exclude_none=True)}")  # type: ignore[union-attr]
+        assert a is not None and b is not None  # a metric basis carries its metric (claims schema)
+        ok = a.name == b.name and a.scope.model_dump(exclude_none=True) == b.scope.model_dump(exclude_none=True)
+        return ok, "" if ok else (
+            f"proposed {b.name} over {b.scope.model_dump(exclude_none=True)}, hand-written "
+            f"{a.name} over {a.scope.model_dump(exclude_none=True)}"
+        )
     if ref.basis == "derived":
         ka = _printed_key(ref_file, ref.derived)
         kb = _printed_key(draft, got.derived)
@@ -263,14 +292,21 @@ def coverage(draft: ClaimsFile, reference: ClaimsFile, report_text: str) -> Cove
     used: set[str] = set()
     for ref in reference.claims:
         if re.sub(r"\s+", "", ref.text) not in compact:
-            cov.not_printed.append(Miss(ref.id, ref.text, ref.locator, "the text is not printed in the report "
-                                        "(an inference in words, or from another document)"))  # fmt: skip
+            cov.not_printed.append(
+                Miss(
+                    ref.id,
+                    ref.text,
+                    ref.locator,
+                    "the text is not printed in the report (an inference in words, or from another document)",
+                )
+            )
         else:
             cov.printed += 1
         hits = locate(ref, draft, report_text, used)
         if hits is None:
-            why = "no number in the text" if not (_cores(ref.text) or _cores(ref.value)) else \
-                "not found at that locator"  # fmt: skip
+            why = (
+                "no number in the text" if not (_cores(ref.text) or _cores(ref.value)) else "not found at that locator"
+            )
             cov.located_misses.append(Miss(ref.id, ref.text, ref.locator, why))
             cov.basis_misses.append(Miss(ref.id, ref.text, ref.locator, "not located"))
             continue

@@ -15,40 +15,115 @@ from dataclasses import dataclass
 
 # printed unit -> the unit the claims file uses. Longest first when matched.
 UNITS: dict[str, str] = {
-    "tokens/s": "tokens/s", "token/s": "tokens/s", "tok/s": "tokens/s", "tokens/sec": "tokens/s",
-    "tokens/min": "tokens/min", "token/min": "tokens/min", "tok/min": "tokens/min",
-    "req/s": "requests/s", "requests/s": "requests/s", "req/min": "requests/min",
-    "Gb/s": "Gb/s", "GB/s": "GB/s", "MB/s": "MB/s", "Gbps": "Gb/s",
-    "GiB": "GiB", "MiB": "MiB", "KiB": "KiB", "TB": "TB", "GB": "GB", "MB": "MB",
-    "ms": "ms", "μs": "us", "us": "us", "ns": "ns", "s": "s", "sec": "s", "min": "min",
-    "毫秒": "ms", "秒": "s", "分钟": "min", "小时": "h",
-    "kW": "kW", "W": "W", "瓦": "W", "MHz": "MHz", "GHz": "GHz", "°C": "C", "℃": "C",
-    "%": "%", "pp": "pp", "个百分点": "pp", "percentage points": "pp",
-    "x": "x", "×": "x", "倍": "x",
-    "tokens": "tokens", "token": "tokens", "tok": "tokens",
-    "requests": "requests", "request": "requests",
-    "GPUs": "GPUs", "GPU": "GPUs", "cards": "GPUs", "nodes": "nodes", "node": "nodes",
-    "users": "users", "streams": "streams", "runs": "runs", "launches": "launches",
-    "卡": "GPUs", "台": "nodes", "人": "users", "层": "layers", "轮": "rounds",
-}  # fmt: skip
+    "tokens/s": "tokens/s",
+    "token/s": "tokens/s",
+    "tok/s": "tokens/s",
+    "tokens/sec": "tokens/s",
+    "tokens/min": "tokens/min",
+    "token/min": "tokens/min",
+    "tok/min": "tokens/min",
+    "req/s": "requests/s",
+    "requests/s": "requests/s",
+    "req/min": "requests/min",
+    "Gb/s": "Gb/s",
+    "GB/s": "GB/s",
+    "MB/s": "MB/s",
+    "Gbps": "Gb/s",
+    "GiB": "GiB",
+    "MiB": "MiB",
+    "KiB": "KiB",
+    "TB": "TB",
+    "GB": "GB",
+    "MB": "MB",
+    "ms": "ms",
+    "μs": "us",
+    "us": "us",
+    "ns": "ns",
+    "s": "s",
+    "sec": "s",
+    "min": "min",
+    "毫秒": "ms",
+    "秒": "s",
+    "分钟": "min",
+    "小时": "h",
+    "kW": "kW",
+    "W": "W",
+    "瓦": "W",
+    "MHz": "MHz",
+    "GHz": "GHz",
+    "°C": "C",
+    "℃": "C",
+    "%": "%",
+    "pp": "pp",
+    "个百分点": "pp",
+    "percentage points": "pp",
+    "x": "x",
+    "×": "x",
+    "倍": "x",
+    "tokens": "tokens",
+    "token": "tokens",
+    "tok": "tokens",
+    "requests": "requests",
+    "request": "requests",
+    "GPUs": "GPUs",
+    "GPU": "GPUs",
+    "cards": "GPUs",
+    "nodes": "nodes",
+    "node": "nodes",
+    "users": "users",
+    "streams": "streams",
+    "runs": "runs",
+    "launches": "launches",
+    "卡": "GPUs",
+    "台": "nodes",
+    "人": "users",
+    "层": "layers",
+    "轮": "rounds",
+}
 UNIT_ALTERNATION = "|".join(re.escape(u) for u in sorted(UNITS, key=len, reverse=True))
 
 # A Chinese classifier (个, 次, 组, 条...) or an English count word after a number: the noun that
 # follows names the unit ("48 个权重分片" -> shards). Words only, no report-specific phrases.
 COUNT_NOUNS: dict[str, str] = {
-    "专家": "experts", "experts": "experts", "调度槽": "slots", "槽": "slots", "slots": "slots",
-    "分片": "shards", "shards": "shards", "端口": "ports", "ports": "ports",
-    "请求": "requests", "窗口": "windows", "windows": "windows", "记录": "runs", "层": "layers",
-    "layers": "layers", "token": "tokens", "tokens": "tokens", "卡": "GPUs", "GPU": "GPUs",
-}  # fmt: skip
+    "专家": "experts",
+    "experts": "experts",
+    "调度槽": "slots",
+    "槽": "slots",
+    "slots": "slots",
+    "分片": "shards",
+    "shards": "shards",
+    "端口": "ports",
+    "ports": "ports",
+    "请求": "requests",
+    "窗口": "windows",
+    "windows": "windows",
+    "记录": "runs",
+    "层": "layers",
+    "layers": "layers",
+    "token": "tokens",
+    "tokens": "tokens",
+    "卡": "GPUs",
+    "GPU": "GPUs",
+}
 CLASSIFIERS = "次个台组卡份种条轮档倍人项批篇段张路位层"
 
 # ----------------------------------------------------------------------------- number words
 
 CJK_DIGITS = {"两": 2, "二": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
 # "one" / "一" are left out on purpose: they are mostly determiners ("one of", 一侧, 同一).
-EN_WORDS = {"two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-            "ten": 10, "eleven": 11, "twelve": 12}  # fmt: skip
+EN_WORDS = {
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+}
 
 
 def cjk_value(word: str) -> int | None:
@@ -70,9 +145,13 @@ def cjk_value(word: str) -> int | None:
 # Parallel-layout and configuration prefixes whose digits are a number the report states:
 # TP8 (tensor parallel over 8 GPUs), DP2, EP16, PP2, NV18 (NVLink count), top-6 (experts per token).
 SETTING_PREFIXES: dict[str, tuple[str, str]] = {
-    "TP": ("GPUs", "count"), "DP": ("groups", "count"), "EP": ("GPUs", "count"), "PP": ("stages", "count"),
-    "NV": ("links", "count"), "top-": ("experts", "count"),
-}  # fmt: skip
+    "TP": ("GPUs", "count"),
+    "DP": ("groups", "count"),
+    "EP": ("GPUs", "count"),
+    "PP": ("stages", "count"),
+    "NV": ("links", "count"),
+    "top-": ("experts", "count"),
+}
 # Scope labels: C = concurrency, N = number of requests (C4N8, C64, N16). They name a run; the
 # drafter reads them as context and does not list them as claims.
 SCOPE_LABEL = re.compile(r"^(?:C(?P<c>\d+))?(?:N(?P<n>\d+))?$")
@@ -107,12 +186,32 @@ CUES: tuple[Cue, ...] = (
     Cue(("TPOT", "time per output token"), "latency", "ms", "tpot"),
     Cue(("ITL", "inter-token latency"), "latency", "ms", "itl"),
     Cue(("E2E", "端到端", "end-to-end latency", "e2e latency", "request latency"), "latency", "s", "e2e_latency"),
-    Cue(("单流", "per-stream", "per stream", "single-stream", "single stream", "decode speed", "生成阶段速度"),
-        "per_stream_token_rate", "tokens/s", "per_stream_decode_rate_median"),
-    Cue(("聚合输出", "aggregate output", "output throughput", "输出吞吐", "输出 token 吞吐", "输出token吞吐",
-         "output token throughput"), "aggregate_token_rate", "tokens/s", "output_tokens_per_s"),
-    Cue(("总 token 吞吐", "总token吞吐", "total token throughput", "total throughput"), "aggregate_token_rate",
-        "tokens/s", "total_tokens_per_s"),
+    Cue(
+        ("单流", "per-stream", "per stream", "single-stream", "single stream", "decode speed", "生成阶段速度"),
+        "per_stream_token_rate",
+        "tokens/s",
+        "per_stream_decode_rate_median",
+    ),
+    Cue(
+        (
+            "聚合输出",
+            "aggregate output",
+            "output throughput",
+            "输出吞吐",
+            "输出 token 吞吐",
+            "输出token吞吐",
+            "output token throughput",
+        ),
+        "aggregate_token_rate",
+        "tokens/s",
+        "output_tokens_per_s",
+    ),
+    Cue(
+        ("总 token 吞吐", "总token吞吐", "total token throughput", "total throughput"),
+        "aggregate_token_rate",
+        "tokens/s",
+        "total_tokens_per_s",
+    ),
     Cue(("throughput", "吞吐"), "aggregate_token_rate", "tokens/s", None),
     Cue(("请求吞吐", "request throughput", "QPS"), "request_rate", "requests/s", "request_throughput"),
     Cue(("ISL", "input sequence length"), "token_count", "tokens", "isl"),
@@ -124,14 +223,22 @@ CUES: tuple[Cue, ...] = (
     Cue(("实际输入", "input tokens", "输入共"), "token_count", "tokens", "input_tokens"),
     Cue(("输出共", "output tokens", "实际输出", "输出分别"), "token_count", "tokens", "output_tokens"),
     Cue(("失败", "失败请求", "failed", "errors", "rejected", "拒绝"), "request_count", "requests", "requests_failed"),
-    Cue(("峰值输出", "峰值输出 token 吞吐", "峰值输出token吞吐", "peak output", "peak output token throughput"),
-        "aggregate_token_rate", "tokens/s", "peak_output_tokens_per_s"),
+    Cue(
+        ("峰值输出", "峰值输出 token 吞吐", "峰值输出token吞吐", "peak output", "peak output token throughput"),
+        "aggregate_token_rate",
+        "tokens/s",
+        "peak_output_tokens_per_s",
+    ),
     Cue(("峰值并发", "峰值并发请求", "peak concurrent"), "concurrency", None, "peak_concurrent_requests"),
     Cue(("unknown",), "request_count", "requests", "requests_unknown"),
     Cue(("API 请求", "requests", "请求", "completed"), "request_count", "requests", "requests_ok"),
     Cue(("组记录", "record groups", "runs"), "record_count", "runs", "record_groups"),
-    Cue(("同窗均值功耗合计", "均值功耗合计", "sum of card means", "sum of the cards' mean"), "power_card_mean_sum", "W",
-        "power_sum_of_card_means_w"),
+    Cue(
+        ("同窗均值功耗合计", "均值功耗合计", "sum of card means", "sum of the cards' mean"),
+        "power_card_mean_sum",
+        "W",
+        "power_sum_of_card_means_w",
+    ),
     Cue(("峰值合计", "peak of the sum", "peak total power"), "power_peak_of_sum", "W", "power_peak_of_sum_w"),
     Cue(("summed over the", "sum over the cards"), "power_card_mean_sum", "W", "power_sum_of_card_means_w"),
     Cue(("功耗", "power"), "power", "W", "power_w"),
@@ -144,9 +251,24 @@ CUES: tuple[Cue, ...] = (
     Cue(("分配", "allocation"), "model_allocation", "GiB", None),
     Cue(("显存", "GPU memory", "memory"), "device_memory", "MiB", None),
     Cue(("并发", "concurrency", "max-num-seqs", "调度槽", "slots"), "concurrency", None, None),
-    Cue(("窗口", "上下文", "context", "max-model-len", "分块", "chunk", "输入目标", "输出上限", "input target",
-         "output cap"), "token_setting", "tokens", None),
-)  # fmt: skip
+    Cue(
+        (
+            "窗口",
+            "上下文",
+            "context",
+            "max-model-len",
+            "分块",
+            "chunk",
+            "输入目标",
+            "输出上限",
+            "input target",
+            "output cap",
+        ),
+        "token_setting",
+        "tokens",
+        None,
+    ),
+)
 
 # Statistic words -> the metric suffix (ttft + p50 -> ttft_p50).
 STATS: tuple[tuple[tuple[str, ...], str], ...] = (
@@ -164,8 +286,32 @@ STATS: tuple[tuple[tuple[str, ...], str], ...] = (
 )
 
 # Words that make a % or x a change (percent_change / ratio) rather than a level.
-CHANGE_WORDS = ("增", "降", "回落", "快", "慢", "高", "低", "提升", "下降", "改善", "faster", "slower", "higher", "lower",
-                "increase", "decrease", "drop", "gain", "improv", "change", "fell", "rose", "up", "down")  # fmt: skip
+CHANGE_WORDS = (
+    "增",
+    "降",
+    "回落",
+    "快",
+    "慢",
+    "高",
+    "低",
+    "提升",
+    "下降",
+    "改善",
+    "faster",
+    "slower",
+    "higher",
+    "lower",
+    "increase",
+    "decrease",
+    "drop",
+    "gain",
+    "improv",
+    "change",
+    "fell",
+    "rose",
+    "up",
+    "down",
+)
 NEGATIVE_WORDS = ("降", "回落", "慢", "低", "下降", "减", "slower", "lower", "decrease", "drop", "fell", "down")
 # Cold / warm words for naming probe runs (a label token "cold" or "warm").
 LABEL_WORDS: dict[str, str] = {"冷": "cold", "暖": "warm", "热": "warm", "cold": "cold", "warm": "warm"}

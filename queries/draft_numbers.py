@@ -123,8 +123,9 @@ class Report:
 
 # ----------------------------------------------------------------------------- structure
 
-_FULLWIDTH = str.maketrans({**{chr(0xFF10 + i): str(i) for i in range(10)}, "．": ".", "％": "%", "＋": "+",
-                            "＝": "=", "：": "：", "（": "（"})  # fmt: skip
+_FULLWIDTH = str.maketrans(
+    {**{chr(0xFF10 + i): str(i) for i in range(10)}, "．": ".", "％": "%", "＋": "+", "＝": "=", "：": "：", "（": "（"}
+)
 _MD_HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
 _NUM_HEADING = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+(\S.*)$")
 _TABLE_SEP = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
@@ -188,7 +189,9 @@ def read_report(text: str) -> Report:
                 number, htext = plain.group(1), plain.group(2)  # type: ignore[union-attr]
                 depth = number.count(".") + 1
             title_seen = True
-            label = f"{number} {htext if not md or not number else htext[len(number):].lstrip('. ')}" if number else htext
+            label = (
+                f"{number} {htext if not md or not number else htext[len(number) :].lstrip('. ')}" if number else htext
+            )
             stack = [(d, t) for d, t in stack if d < depth] + [(depth, label.strip())]
             section = number or htext.strip()
             tables_in_section = 0
@@ -218,15 +221,43 @@ def read_report(text: str) -> Report:
                 if n == 0:
                     header = [c.strip() for c in texts]
                     for col, (c, off) in enumerate(cells):
-                        segs.append(Segment("cell", c, ln, off, section, heading, tables_in_section, None,
-                                            header[col], [], header, is_label=True))  # fmt: skip
+                        segs.append(
+                            Segment(
+                                "cell",
+                                c,
+                                ln,
+                                off,
+                                section,
+                                heading,
+                                tables_in_section,
+                                None,
+                                header[col],
+                                [],
+                                header,
+                                is_label=True,
+                            )
+                        )
                     continue
                 row_id += 1
                 label = texts[0].strip() if texts else ""
                 for col, (c, off) in enumerate(cells):
-                    segs.append(Segment("cell", c, ln, off, section, heading, tables_in_section, label,
-                                        header[col] if col < len(header) else None, [t.strip() for t in texts],
-                                        header, is_label=(col == 0), row_id=row_id))  # fmt: skip
+                    segs.append(
+                        Segment(
+                            "cell",
+                            c,
+                            ln,
+                            off,
+                            section,
+                            heading,
+                            tables_in_section,
+                            label,
+                            header[col] if col < len(header) else None,
+                            [t.strip() for t in texts],
+                            header,
+                            is_label=(col == 0),
+                            row_id=row_id,
+                        )
+                    )
             continue
         if stripped[0] in SUPERSCRIPTS:
             mark = stripped[0]
@@ -251,7 +282,7 @@ def read_report(text: str) -> Report:
         start = 0
         pieces = []
         for m in _SENTENCE_END.finditer(body):
-            pieces.append((start, body[start:m.end()]))
+            pieces.append((start, body[start : m.end()]))
             start = m.end()
         pieces.append((start, body[start:]))
         for pstart, piece in pieces:
@@ -293,7 +324,7 @@ TOKEN = re.compile(
   | (?P<ident>(?<![A-Za-z0-9_.\-])[A-Za-z][A-Za-z_]*(?:-[A-Za-z_]+)*-?\d[A-Za-z0-9_.]*(?:-[A-Za-z0-9_.]+)*)
   | (?P<ordinal>第\s?\d+)
   | (?P<cjk>(?<![两二三四五六七八九十第])[两二三四五六七八九十]+(?=[{CLASSIFIERS}]))
-  | (?P<word>\b(?:{'|'.join(EN_WORDS)})\b(?=\s+[A-Za-z]))
+  | (?P<word>\b(?:{"|".join(EN_WORDS)})\b(?=\s+[A-Za-z]))
   | (?P<num>(?:(?P<approx>{_APPROX})\s*)?(?P<sign>(?:(?<=[\s(（:：=])|^)[+\-−]|[+−])?(?P<digits>{_NUM}{_SCALE}?)(?![\d]))
     """,
     re.VERBOSE | re.IGNORECASE,
@@ -328,7 +359,7 @@ def _unit_at(text: str, pos: int) -> tuple[str | None, int]:
         return None, pos
     unit = m.group("unit")
     end = m.end()
-    nxt = text[end:end + 1]
+    nxt = text[end : end + 1]
     if unit in ("x", "×") and nxt.isalnum():
         return None, pos  # "8×H20", "60×实际": a multiplication, not a ratio
     if unit.isascii() and unit[-1].isalpha() and nxt.isascii() and (nxt.isalnum() or nxt == "_"):
@@ -341,7 +372,7 @@ def _unit_at(text: str, pos: int) -> tuple[str | None, int]:
 
 
 def _count_noun(text: str, pos: int) -> str | None:
-    rest = text[pos:pos + 12].lstrip()
+    rest = text[pos : pos + 12].lstrip()
     if rest[:1] in "个次条组份":
         rest = rest[1:].lstrip()
     rest = rest.removeprefix("API ").lstrip()
@@ -360,8 +391,11 @@ def scan(text: str) -> tuple[list[_Tok], list[tuple[int, int, str, str]]]:
         m = TOKEN.search(text, pos)
         if not m:
             break
-        kind = m.lastgroup if m.lastgroup in ("na", "secref", "date", "version", "ident", "ordinal", "cjk", "word") \
-            else "num"  # fmt: skip
+        kind = (
+            m.lastgroup
+            if m.lastgroup in ("na", "secref", "date", "version", "ident", "ordinal", "cjk", "word")
+            else "num"
+        )
         for g in ("na", "secref", "date", "version", "ident", "ordinal", "cjk", "word", "num"):
             if m.group(g) is not None:
                 kind = g
@@ -390,11 +424,14 @@ def scan(text: str) -> tuple[list[_Tok], list[tuple[int, int, str, str]]]:
             v = cjk_value(tok)
             if v is None:
                 continue
-            unit = {"卡": "GPUs", "台": "nodes", "人": "users", "倍": "x", "层": "layers"}.get(text[e:e + 1])
+            unit = {"卡": "GPUs", "台": "nodes", "人": "users", "倍": "x", "层": "layers"}.get(text[e : e + 1])
             unit = unit or _count_noun(text, e)
-            end = e + 1 if text[e:e + 1] in "卡台人倍" else e
-            found.append(_Tok(s, end, text[s:end + (1 if end == e and text[e:e + 1] else 0)], str(v), (str(v),),
-                              unit, "word"))  # fmt: skip
+            end = e + 1 if text[e : e + 1] in "卡台人倍" else e
+            found.append(
+                _Tok(
+                    s, end, text[s : end + (1 if end == e and text[e : e + 1] else 0)], str(v), (str(v),), unit, "word"
+                )
+            )
         elif kind == "word":
             v = EN_WORDS[tok.lower()]
             unit = _count_noun(text, e)
@@ -413,7 +450,7 @@ def scan(text: str) -> tuple[list[_Tok], list[tuple[int, int, str, str]]]:
 def _ident(tok: str, s: int, e: int) -> _Tok | str:
     """A name with digits in it: a layout setting (TP8, top-6), a scope label (C4N8), or a name."""
     for prefix, (unit, _kind) in SETTING_PREFIXES.items():
-        rest = tok[len(prefix):]
+        rest = tok[len(prefix) :]
         if tok.upper().startswith(prefix.upper()) and rest.isdigit():
             return _Tok(s, e, tok, rest, (rest,), unit, "setting")
     if SCOPE_LABEL.match(tok) and any(ch.isdigit() for ch in tok):
@@ -427,7 +464,7 @@ def _number(text: str, m: re.Match) -> tuple[list[_Tok] | tuple | None, int]:
     s = m.start()
     digits = m.group("digits")
     e = m.end()
-    nxt = text[e:e + 1]
+    nxt = text[e : e + 1]
     unit, uend = _unit_at(text, e)
     if unit is None and nxt.isascii() and nxt.isalpha() and nxt not in "xX":
         # digits glued to letters that are no unit: a name ("6000D", "7B", "5070Ti")
@@ -444,7 +481,7 @@ def _number(text: str, m: re.Match) -> tuple[list[_Tok] | tuple | None, int]:
         m2 = _SECOND.match(text, r.end())
         if m2:
             unit2, uend2 = _unit_at(text, m2.end())
-            glued = text[m2.end():m2.end() + 1]
+            glued = text[m2.end() : m2.end() + 1]
             if unit2 is not None or not (glued.isascii() and glued.isalpha()):
                 body = text[s:uend2]
                 try:
@@ -464,14 +501,27 @@ def _number(text: str, m: re.Match) -> tuple[list[_Tok] | tuple | None, int]:
             if not sm:
                 break
             m2 = _MEMBER.match(text, sm.end())
-            if not m2 or text[m2.end():m2.end() + 1].isascii() and text[m2.end():m2.end() + 1].isalpha() and \
-                    _unit_at(text, m2.end())[0] is None:  # fmt: skip
+            if (
+                not m2
+                or text[m2.end() : m2.end() + 1].isascii()
+                and text[m2.end() : m2.end() + 1].isalpha()
+                and _unit_at(text, m2.end())[0] is None
+            ):
                 break
             u2, ue2 = _unit_at(text, m2.end())
             sg = m2.group("sign") or ""
-            members.append(_Tok(m2.start(), ue2, text[m2.start():ue2], _value_text(sg, m2.group("digits"),
-                                text[m2.end():ue2]), (sg + m2.group("digits"),), u2, form,
-                                m2.group("approx") is not None))  # fmt: skip
+            members.append(
+                _Tok(
+                    m2.start(),
+                    ue2,
+                    text[m2.start() : ue2],
+                    _value_text(sg, m2.group("digits"), text[m2.end() : ue2]),
+                    (sg + m2.group("digits"),),
+                    u2,
+                    form,
+                    m2.group("approx") is not None,
+                )
+            )
             pos = ue2
         if len(members) > 1:
             break
@@ -495,7 +545,9 @@ def _value_text(sign: str, digits: str, unit_text: str) -> str:
     unit_text = unit_text.strip().lstrip("-")
     for per in ("/卡", "/card", "/GPU"):
         unit_text = unit_text.removesuffix(per)
-    return f"{sign}{digits}{unit_text if unit_text in ('%', 'x', '×', '倍') else (' ' + unit_text if unit_text else '')}"
+    return (
+        f"{sign}{digits}{unit_text if unit_text in ('%', 'x', '×', '倍') else (' ' + unit_text if unit_text else '')}"
+    )
 
 
 def _for_parser(text: str) -> str:
@@ -552,25 +604,41 @@ def find_numbers(text: str) -> Findings:
                     g = group
                 grouped[id(t)] = g
             member = sum(1 for f in found if f.group == g) if g is not None else 0
-            before = seg.text[max(cstart, prev_end if t.form not in ("pair", "list") else cstart):t.start]
+            before = seg.text[max(cstart, prev_end if t.form not in ("pair", "list") else cstart) : t.start]
             # "失败、unknown、重试均为 0", "failed, unknown and retried were all 0": one number, one claim per subject
-            subjects: list[str | None] = [*_shared_subjects(seg.text[prev_end:t.start])]
+            subjects: list[str | None] = [*_shared_subjects(seg.text[prev_end : t.start])]
             for subject in subjects or [None]:
-                found.append(Found(
-                    text=t.text, value=t.value, core=t.core, unit=t.unit, form=t.form, place=p,
-                    sentence=seg.text.strip(),
-                    paragraph=(seg.para if seg.para is not None else report.lines[seg.line - 1]).strip(),
-                    earlier=(seg.para or "")[:seg.offset] if seg.kind == "prose" else "",
-                    lead=seg.text[:t.start], before=before if subject is None else subject,
-                    after=seg.text[t.end:cend], segment=n, group=g, member=member, approx=t.approx,
-                    footnote=t.footnote, subject=subject,
-                ))  # fmt: skip
+                found.append(
+                    Found(
+                        text=t.text,
+                        value=t.value,
+                        core=t.core,
+                        unit=t.unit,
+                        form=t.form,
+                        place=p,
+                        sentence=seg.text.strip(),
+                        paragraph=(seg.para if seg.para is not None else report.lines[seg.line - 1]).strip(),
+                        earlier=(seg.para or "")[: seg.offset] if seg.kind == "prose" else "",
+                        lead=seg.text[: t.start],
+                        before=before if subject is None else subject,
+                        after=seg.text[t.end : cend],
+                        segment=n,
+                        group=g,
+                        member=member,
+                        approx=t.approx,
+                        footnote=t.footnote,
+                        subject=subject,
+                    )
+                )
             prev_end = t.end
     return Findings(report, found, skipped)
 
 
-_SHARED = re.compile(r"(?P<subjects>[^，；;。：:]+?)\s*(?:均为|都为|都是|皆为|were all|are all|all were|were both|"
-                     r"are both)\s*$", re.IGNORECASE)
+_SHARED = re.compile(
+    r"(?P<subjects>[^，；;。：:]+?)\s*(?:均为|都为|都是|皆为|were all|are all|all were|were both|"
+    r"are both)\s*$",
+    re.IGNORECASE,
+)
 _SUBJECT_SEP = re.compile(r"\s*(?:、|，|,|\band\b|和|与|及)\s*")
 
 
@@ -593,8 +661,17 @@ def _place(seg: Segment, start: int, end: int) -> Place:
         pos = seg.offset + start
         ppos, line, col = max(br for br in seg.breaks if br[0] <= pos)
         a, b = col + pos - ppos, col + pos - ppos + (end - start)
-    return Place(section=seg.section, heading=seg.heading, line=line, start=a, end=b, table=seg.table, row=seg.row,
-                 column=seg.column, footnote=seg.footnote)  # fmt: skip
+    return Place(
+        section=seg.section,
+        heading=seg.heading,
+        line=line,
+        start=a,
+        end=b,
+        table=seg.table,
+        row=seg.row,
+        column=seg.column,
+        footnote=seg.footnote,
+    )
 
 
 def numbers_in(text: str) -> list[tuple[str, ...]]:

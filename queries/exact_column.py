@@ -38,7 +38,9 @@ class ExactColumn(Sequence[Fraction]):
     def __init__(self, array: Any, scale: Fraction | int = 1) -> None:
         a = np.asarray(array)
         if a.ndim != 1 or a.dtype not in (np.float64, np.int64):
-            raise TypeError(f"an exact column holds a 1-D float64 or int64 array, not {a.dtype} of {a.ndim} dimension(s)")
+            raise TypeError(
+                f"an exact column holds a 1-D float64 or int64 array, not {a.dtype} of {a.ndim} dimension(s)"
+            )
         if a.dtype == np.float64 and not np.isfinite(a).all():
             raise ValueError(f"{int((~np.isfinite(a)).sum())} value(s) of the column are not finite")
         if not scale > 0:

@@ -144,7 +144,9 @@ SCALE = {"K": Fraction(10**3), "k": Fraction(10**3), "M": Fraction(10**6), "万"
 RATIO_UNITS = {"x": "x", "×": "x", "X": "x", "倍": "x"}
 
 _NUMBER = re.compile(
-    r"""^(?P<sign>[+""" + re.escape(MINUS) + r"""])?\s*
+    r"""^(?P<sign>[+"""
+    + re.escape(MINUS)
+    + r"""])?\s*
         (?P<int>\d{1,3}(?:,\d{3})+|\d+)?(?:\.(?P<frac>\d+))?
         (?P<scale>[KkM万](?![A-Za-z]))?\s*(?P<unit>.*?)\s*$""",
     re.VERBOSE,
@@ -187,7 +189,7 @@ def _strip_approx(text: str) -> tuple[str, bool]:
         changed = False
         for word in APPROX:
             if t.lower().startswith(word.lower()):
-                t = t[len(word):].lstrip()
+                t = t[len(word) :].lstrip()
                 approx = changed = True
     return t, approx
 
@@ -217,9 +219,14 @@ def _parse(text: str) -> Printed:
         if re.search(r"\d", unit):
             raise ValueError(f"not one printed number: {text!r}")
     return Printed(
-        text=text, value=sign * digits * scale, step=step * scale, unit=unit or None,
-        approx=approx, signed=m.group("sign") is not None, decimals=len(frac),
-    )  # fmt: skip
+        text=text,
+        value=sign * digits * scale,
+        step=step * scale,
+        unit=unit or None,
+        approx=approx,
+        signed=m.group("sign") is not None,
+        decimals=len(frac),
+    )
 
 
 _RANGE_SEP = re.compile(r"\s*(?:\.\.|\u2026|\bto\b|至|～|~|[-\u2013\u2014])\s*")
@@ -232,7 +239,7 @@ def parse_range(text: str) -> tuple[Printed, Printed]:
     body, approx = _strip_approx(text)
     # try every separator position; the first split whose both halves parse wins
     for m in _RANGE_SEP.finditer(body):
-        left, right = body[: m.start()], body[m.end():]
+        left, right = body[: m.start()], body[m.end() :]
         if not left.strip() or not right.strip():
             continue
         if left.rstrip()[-1:] in "+" + MINUS:

@@ -71,7 +71,12 @@ ROWS: tuple[Row, ...] = (
     Row("range", ("K", "K", "..."), "K", "the smallest and largest of values of one kind"),
     Row("convert", ("K",), "K", "a unit conversion keeps the kind"),
     Row("product", ("K", "S", "..."), "K", "at most one operand not a scaling kind; it gives the kind"),
-    Row("product", ("S", "S", "..."), "S", "count x count is a count; with a ratio, a ratio; constants alone, a constant"),
+    Row(
+        "product",
+        ("S", "S", "..."),
+        "S",
+        "count x count is a count; with a ratio, a ratio; constants alone, a constant",
+    ),
     *(Row("product", tuple(sorted(k)), v[0], v[1]) for k, v in PRODUCTS.items()),
 )
 
@@ -159,9 +164,14 @@ def markdown() -> str:
     """The kind table of docs/claims.md: every kind, then every row of the algebra."""
     lines = ["| kind | what it is |", "|---|---|"]
     lines += [f"| `{k}` | {v} |" for k, v in KINDS.items()]
-    lines += ["", f"Scaling kinds (`S`): {', '.join(f'`{k}`' for k in sorted(SCALAR_KINDS))}. "
-              "`K` is any one kind; `...` more operands of the same pattern.", "",
-              "| op | operand kinds | result kind | definition |", "|---|---|---|---|"]  # fmt: skip
+    lines += [
+        "",
+        f"Scaling kinds (`S`): {', '.join(f'`{k}`' for k in sorted(SCALAR_KINDS))}. "
+        "`K` is any one kind; `...` more operands of the same pattern.",
+        "",
+        "| op | operand kinds | result kind | definition |",
+        "|---|---|---|---|",
+    ]
     for op in OPS:
         for r in ROWS:
             if r.op == op:

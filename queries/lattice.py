@@ -20,7 +20,16 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-LEVELS: tuple[str, ...] = ("refused", "n/a", "not-derivable", "mismatch", "estimated", "reported", "rounded", "measured")
+LEVELS: tuple[str, ...] = (
+    "refused",
+    "n/a",
+    "not-derivable",
+    "mismatch",
+    "estimated",
+    "reported",
+    "rounded",
+    "measured",
+)
 # the best verdict a derivation can have with an operand at this level
 CAP: dict[str, str] = {
     "refused": "refused",
@@ -92,16 +101,24 @@ def combine(own: str, inputs: list[Evidence]) -> Outcome:
         return Outcome(own, provenance, None)
     cap = CAP[w.level]
     rule = w.rule if w.level == "refused" else "R9" if w.level == "n/a" else None
-    why = f"operand {w.source} is {w.level}" + (f" ({w.rule})" if w.rule and w.level == "refused" else "") \
-        + (f": {w.why}" if w.why else "")  # fmt: skip
+    why = (
+        f"operand {w.source} is {w.level}"
+        + (f" ({w.rule})" if w.rule and w.level == "refused" else "")
+        + (f": {w.why}" if w.why else "")
+    )
     if cap == "estimated":
         why = f"derived from an estimate ({w.source}): an estimate, never verified"
     return Outcome(cap, provenance, w, rule, why)
 
 
 # a metric value's flag (ledger.vocab.Provenance) as an evidence level, and back
-_FLAG_LEVEL = {"measured": "measured", "derived": "measured", "reported": "reported", "estimated": "estimated",
-               "n/a": "n/a"}  # fmt: skip
+_FLAG_LEVEL = {
+    "measured": "measured",
+    "derived": "measured",
+    "reported": "reported",
+    "estimated": "estimated",
+    "n/a": "n/a",
+}
 _LEVEL_FLAG = {"measured": "derived", "reported": "reported", "estimated": "estimated", "n/a": "n/a"}
 
 

@@ -49,17 +49,41 @@ from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.records import UNCONFIRMED_ZONE
 from bench_ledger.store import Ledger, unknown
 
-__all__ = ["METRICS", "ROW_METRICS", "Evaluator", "Metric", "RunMetrics", "distribution_values", "evaluate",
-           "evaluate_metric", "list_metrics",
-           "percentile_linear",
-           "run_metrics", "run_metrics_per_run", "scope_of"]  # fmt: skip
+__all__ = [
+    "METRICS",
+    "ROW_METRICS",
+    "Evaluator",
+    "Metric",
+    "RunMetrics",
+    "distribution_values",
+    "evaluate",
+    "evaluate_metric",
+    "list_metrics",
+    "percentile_linear",
+    "run_metrics",
+    "run_metrics_per_run",
+    "scope_of",
+]
 
 METRICS: dict[str, Metric] = {mt.name: mt for mt in [*request_metrics(), *hardware_metrics()]}
 
 # The columns of `ledger metrics` (one row per run), in order.
-ROW_METRICS = ("requests_ok", "requests_failed", "requests_unknown", "input_tokens", "output_tokens", "wall_clock_s",
-               "total_tpm", "output_tpm", "output_tokens_per_s", "ttft_p50", "ttft_p99", "e2e_latency_p50",
-               "per_stream_decode_rate_median", "cache_hit_tokens")  # fmt: skip
+ROW_METRICS = (
+    "requests_ok",
+    "requests_failed",
+    "requests_unknown",
+    "input_tokens",
+    "output_tokens",
+    "wall_clock_s",
+    "total_tpm",
+    "output_tpm",
+    "output_tokens_per_s",
+    "ttft_p50",
+    "ttft_p99",
+    "e2e_latency_p50",
+    "per_stream_decode_rate_median",
+    "cache_hit_tokens",
+)
 
 R, B, D, L, A = (t.__table__ for t in (m.Run, m.Batch, m.Deployment, m.Launch, m.Artefact))
 
@@ -78,8 +102,16 @@ def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
     ctx = Ctx(scope=scope, kind="batch")
     runs: Sequence[Any] = []
     # Captured rows belong to a run's first revision (Run.origin_id); settings come from the current one.
-    q = sa.select(sa.func.coalesce(R.c.origin_id, R.c.id).label("id"), R.c.duration_s, R.c.started_at, R.c.ended_at, B.c.name.label("batch"), B.c.id.label("bid"),
-                  R.c.deployment_id, B.c.deployment_id.label("bdep")).join(B, B.c.id == R.c.batch_id)  # fmt: skip
+    q = sa.select(
+        sa.func.coalesce(R.c.origin_id, R.c.id).label("id"),
+        R.c.duration_s,
+        R.c.started_at,
+        R.c.ended_at,
+        B.c.name.label("batch"),
+        B.c.id.label("bid"),
+        R.c.deployment_id,
+        B.c.deployment_id.label("bdep"),
+    ).join(B, B.c.id == R.c.batch_id)
     if scope.run is not None:
         ctx.kind = "run"
         if scope.run.startswith("#"):
@@ -90,7 +122,11 @@ def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
                 raise NotFound(f"run label {scope.run!r} needs its batch (labels are unique within a batch)")
             runs = conn.execute(q.where(R.c.label == scope.run, B.c.name == scope.batch, _current_runs())).all()
         if not runs:
-            raise NotFound(f"no run {scope.run!r}") if scope.batch is None else unknown(conn, "run", scope.run, scope.batch)
+            raise (
+                NotFound(f"no run {scope.run!r}")
+                if scope.batch is None
+                else unknown(conn, "run", scope.run, scope.batch)
+            )
     elif scope.deployment is not None:
         dep = conn.execute(sa.select(D.c.id).where(D.c.name == scope.deployment)).scalar()
         if dep is None:
@@ -98,8 +134,9 @@ def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
         ctx.deployment_id = dep
         if scope.launch is not None:
             ctx.kind = "launch"
-            lid = conn.execute(sa.select(L.c.id).where(L.c.deployment_id == dep, L.c.attempt == scope.launch,
-                                                       current(L))).scalar()  # fmt: skip
+            lid = conn.execute(
+                sa.select(L.c.id).where(L.c.deployment_id == dep, L.c.attempt == scope.launch, current(L))
+            ).scalar()
             if lid is None:
                 raise NotFound(f"no launch attempt {scope.launch} of deployment {scope.deployment!r}")
             ctx.launch_ids = [lid]
@@ -129,18 +166,20 @@ def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
         batches = []
     if len(batches) > 1:
         raise Refused(
-            "R2", f"{metric.name} over {scope.describe()}",
+            "R2",
+            f"{metric.name} over {scope.describe()}",
             f"the scope spans batches {', '.join(batches)}: no total, rate, percentile or series is computed "
             "across batches",
             "evaluate it per batch (Scope(batch=...)) and show the rows side by side, each labelled",
-        )  # fmt: skip
+        )
     if metric.family == "requests" and not metric.pools and len(ctx.run_ids) > 1:
         raise Refused(
-            "R7", f"{metric.name} over {scope.describe()}",
+            "R7",
+            f"{metric.name} over {scope.describe()}",
             f"the scope holds {len(ctx.run_ids)} runs (different load points); a {metric.statistic} pooled over "
             "them mixes loads",
             "evaluate it per run (Scope(batch=..., run=LABEL)) and show the runs side by side",
-        )  # fmt: skip
+        )
     return ctx
 
 
@@ -168,9 +207,13 @@ def _hardware_scope(conn: sa.Connection, ctx: Ctx, scope: Scope, runs: Sequence[
     if scope.window is not None:
         ctx.window = parse_window(scope.window)
     elif ctx.window is not None and (unzoned := [r.id for r in rows if UNCONFIRMED_ZONE in (r.note or "")]):
-        ctx.window, ctx.window_note = None, (
-            f"samples of artefact(s) {', '.join(map(str, unzoned))} carry host-local times with an unconfirmed time "
-            "zone: they cannot be placed in the run's window (import them with --time-zone)")  # fmt: skip
+        ctx.window, ctx.window_note = (
+            None,
+            (
+                f"samples of artefact(s) {', '.join(map(str, unzoned))} carry host-local times with an unconfirmed time "
+                "zone: they cannot be placed in the run's window (import them with --time-zone)"
+            ),
+        )
 
 
 def evaluate(ledger: Ledger, metric: str, scope: Scope) -> MetricValue:
@@ -215,8 +258,13 @@ class Evaluator:
         key = (metric, scope)
         if key not in self._memo:
             mt = METRICS.get(metric)
-            run_scope = (mt is not None and scope.batch is not None and scope.run is not None
-                         and not scope.run.startswith("#") and scope == Scope(batch=scope.batch, run=scope.run))  # fmt: skip
+            run_scope = (
+                mt is not None
+                and scope.batch is not None
+                and scope.run is not None
+                and not scope.run.startswith("#")
+                and scope == Scope(batch=scope.batch, run=scope.run)
+            )
             if run_scope and supported(mt):  # type: ignore[arg-type]
                 self._whole_batch(ledger, mt, scope.batch)  # type: ignore[arg-type]
             elif run_scope and isinstance(mt.plan, Dist):  # type: ignore[union-attr]
@@ -242,10 +290,14 @@ class Evaluator:
             CAP = m.Capture.__table__
             with ledger.connection() as conn:
                 rows = conn.execute(
-                    sa.select(R.c.label, origin.label("origin"),
-                              sa.exists().where(CAP.c.run_id == origin, CAP.c.record_count > 0).label("has"))
-                    .join(B, B.c.id == R.c.batch_id).where(B.c.name == batch, _current_runs())
-                ).all()  # fmt: skip
+                    sa.select(
+                        R.c.label,
+                        origin.label("origin"),
+                        sa.exists().where(CAP.c.run_id == origin, CAP.c.record_count > 0).label("has"),
+                    )
+                    .join(B, B.c.id == R.c.batch_id)
+                    .where(B.c.name == batch, _current_runs())
+                ).all()
             self._bare[batch] = {r.label: r.origin for r in rows if not r.has}
         origin_id = self._bare[batch].get(scope.run)
         if origin_id is not None:
@@ -257,8 +309,12 @@ class Evaluator:
             return
         self._batched.add((batch, mt.name))
         origin = sa.func.coalesce(R.c.origin_id, R.c.id)
-        stmt = (sa.select(R.c.id, R.c.label, origin.label("origin"), R.c.duration_s).join(B, B.c.id == R.c.batch_id)
-                .where(B.c.name == batch, _current_runs()).order_by(R.c.id))  # fmt: skip
+        stmt = (
+            sa.select(R.c.id, R.c.label, origin.label("origin"), R.c.duration_s)
+            .join(B, B.c.id == R.c.batch_id)
+            .where(B.c.name == batch, _current_runs())
+            .order_by(R.c.id)
+        )
         with ledger.connection() as conn:
             if batch not in self._runs:
                 self._runs[batch] = {r.label: RunRef(r.id, r.origin, batch, r.duration_s) for r in conn.execute(stmt)}
@@ -272,7 +328,9 @@ class Evaluator:
 
 def scope_of(ledger: Ledger, run_id: int) -> Scope:
     with ledger.connection() as conn:
-        row = conn.execute(sa.select(R.c.label, B.c.name).join(B, B.c.id == R.c.batch_id).where(R.c.id == run_id)).first()
+        row = conn.execute(
+            sa.select(R.c.label, B.c.name).join(B, B.c.id == R.c.batch_id).where(R.c.id == run_id)
+        ).first()
     if row is None:
         raise NotFound(f"no run with id {run_id}; `ledger runs` lists them")
     return Scope(batch=row.name, run=f"#{run_id}")
@@ -295,15 +353,31 @@ class RunMetrics:
     sampling: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        out: dict = {k: getattr(self, k) for k in ("run_id", "batch", "label", "tool", "input_target_tokens",
-                                                    "output_cap_tokens", "concurrency", "request_count")}  # fmt: skip
+        out: dict = {
+            k: getattr(self, k)
+            for k in (
+                "run_id",
+                "batch",
+                "label",
+                "tool",
+                "input_target_tokens",
+                "output_cap_tokens",
+                "concurrency",
+                "request_count",
+            )
+        }
         out["metrics"] = {
-            name: {"value": None if v.value is None else float(v.value),
-                   "exact": None if v.value is None else str(v.value),
-                   "unit": v.unit, "flag": v.flag, "na_reason": v.na_reason, "inputs": v.inputs}
+            name: {
+                "value": None if v.value is None else float(v.value),
+                "exact": None if v.value is None else str(v.value),
+                "unit": v.unit,
+                "flag": v.flag,
+                "na_reason": v.na_reason,
+                "inputs": v.inputs,
+            }
             | ({"sampling": self.sampling[name].as_dict()} if name in self.sampling else {})
             for name, v in self.values.items()
-        }  # fmt: skip
+        }
         return out
 
     def flat(self) -> dict:
@@ -316,8 +390,9 @@ class RunMetrics:
         return out
 
 
-def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | None = None,
-                metrics: tuple[str, ...] = ROW_METRICS) -> list[RunMetrics]:  # fmt: skip
+def run_metrics(
+    ledger: Ledger, batches: list[str] | None = None, run_id: int | None = None, metrics: tuple[str, ...] = ROW_METRICS
+) -> list[RunMetrics]:
     """One row per run (of the named batches, or one run), never pooled across runs or batches (R2).
 
     Request metrics come from the batch path (:mod:`queries.metrics_batch`: a few grouped statements
@@ -326,10 +401,23 @@ def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | 
     for name in metrics:
         if name not in METRICS:
             raise NotFound(f"no metric named {name!r}; known: {', '.join(METRICS)}")
-    stmt = (sa.select(R.c.id, B.c.name.label("batch"), R.c.label, R.c.tool, R.c.input_target_tokens,
-                      R.c.output_cap_tokens, R.c.concurrency, R.c.request_count,
-                      sa.func.coalesce(R.c.origin_id, R.c.id).label("origin"), R.c.duration_s)
-            .join(B, B.c.id == R.c.batch_id).where(_current_runs()).order_by(B.c.id, R.c.id))  # fmt: skip
+    stmt = (
+        sa.select(
+            R.c.id,
+            B.c.name.label("batch"),
+            R.c.label,
+            R.c.tool,
+            R.c.input_target_tokens,
+            R.c.output_cap_tokens,
+            R.c.concurrency,
+            R.c.request_count,
+            sa.func.coalesce(R.c.origin_id, R.c.id).label("origin"),
+            R.c.duration_s,
+        )
+        .join(B, B.c.id == R.c.batch_id)
+        .where(_current_runs())
+        .order_by(B.c.id, R.c.id)
+    )
     with ledger.connection() as conn:
         if batches:
             known = {r[0] for r in conn.execute(sa.select(B.c.name).where(B.c.name.in_(batches)))}
@@ -352,19 +440,30 @@ def run_metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | 
         with gc_paused() if len(fast) == len(metrics) else contextlib.nullcontext():
             named = [(name, METRICS[name]) for name in metrics]
             for r in rows:
-                rm = RunMetrics(r.id, r.batch, r.label, r.tool, r.input_target_tokens, r.output_cap_tokens,
-                                r.concurrency, r.request_count)  # fmt: skip
+                rm = RunMetrics(
+                    r.id,
+                    r.batch,
+                    r.label,
+                    r.tool,
+                    r.input_target_tokens,
+                    r.output_cap_tokens,
+                    r.concurrency,
+                    r.request_count,
+                )
                 got, mine = values[r.id], rm.values
                 for name, mt in named:
                     v = got.get(name)
-                    mine[name] = v if v is not None else mt.value(conn, _resolve(conn, Scope(batch=r.batch, run=f"#{r.id}"), mt))
+                    mine[name] = (
+                        v if v is not None else mt.value(conn, _resolve(conn, Scope(batch=r.batch, run=f"#{r.id}"), mt))
+                    )
                 out.append(rm)
         fill_reported(conn, out)
     return out
 
 
-def run_metrics_per_run(ledger: Ledger, batches: list[str] | None = None, run_id: int | None = None,
-                        metrics: tuple[str, ...] = ROW_METRICS) -> list[RunMetrics]:  # fmt: skip
+def run_metrics_per_run(
+    ledger: Ledger, batches: list[str] | None = None, run_id: int | None = None, metrics: tuple[str, ...] = ROW_METRICS
+) -> list[RunMetrics]:
     """The reference for :func:`run_metrics`: every metric of every run by :func:`evaluate` itself (its own
     connection, scope resolution and statements), one metric and run at a time, then the tool's reported
     figures filled in as :func:`run_metrics` fills them. Slow; for tests."""
@@ -395,5 +494,3 @@ def to_arrow(rows: list[RunMetrics]):
     import pyarrow as pa
 
     return pa.Table.from_pylist([r.flat() for r in rows])
-
-

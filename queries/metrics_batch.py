@@ -64,7 +64,7 @@ from bench_ledger.queries.metrics_requests import (
     Wall,
     cache_value,
     count_value,
-    dist_value,  # fmt: skip
+    dist_value,
     exact,
     fields_used,
     precheck_caps,
@@ -121,9 +121,13 @@ def read_captures(conn: sa.Connection, runs: sa.Select) -> dict[int, list[Captur
     a capture's fields gathered by ``array_agg`` (one row per capture, not per field)."""
     out: dict[int, list[CaptureInfo]] = defaultdict(list)
     cols = (CAP.c.id, CAP.c.run_id, CAP.c.record_count, CAP.c.sampled, CAP.c.sample_note)
-    stmt = (sa.select(*cols, sa.func.array_agg(CF.c.field).label("fields"))
-            .select_from(CAP.outerjoin(CF, CF.c.capture_id == CAP.c.id))
-            .where(CAP.c.run_id.in_(runs), CAP.c.record_count > 0).group_by(*cols).order_by(CAP.c.id))  # fmt: skip
+    stmt = (
+        sa.select(*cols, sa.func.array_agg(CF.c.field).label("fields"))
+        .select_from(CAP.outerjoin(CF, CF.c.capture_id == CAP.c.id))
+        .where(CAP.c.run_id.in_(runs), CAP.c.record_count > 0)
+        .group_by(*cols)
+        .order_by(CAP.c.id)
+    )
     for r in conn.execute(stmt):
         fields = {f for f in r.fields if f is not None}  # a capture without fields: one NULL from the outer join
         out[r.run_id].append(CaptureInfo(r.id, r.run_id, r.record_count, bool(r.sampled), r.sample_note, fields))
@@ -138,14 +142,20 @@ def _aggregate_columns(c: Any) -> list[sa.ColumnElement]:
     """Counts by status, ok-token totals with how many lack them, first send / last end, clocks, over
     the columns ``c`` (the request table's, or a subquery's with the same names)."""
     ok = c.status == "ok"
-    cols: list[sa.ColumnElement] = [sa.func.count().label("n"),
-            *(sa.func.sum(sa.case((c.status == s, 1), else_=0)).label(s) for s in ("ok", "failed", "unknown")),
-            sa.func.min(c.send_ns).label("first_send"), sa.func.max(c.end_ns).label("last_end"),
-            sa.func.min(c.clock).label("clock_min"), sa.func.max(c.clock).label("clock_max"),
-            sa.func.count(c.send_ns).label("timed")]  # fmt: skip
+    cols: list[sa.ColumnElement] = [
+        sa.func.count().label("n"),
+        *(sa.func.sum(sa.case((c.status == s, 1), else_=0)).label(s) for s in ("ok", "failed", "unknown")),
+        sa.func.min(c.send_ns).label("first_send"),
+        sa.func.max(c.end_ns).label("last_end"),
+        sa.func.min(c.clock).label("clock_min"),
+        sa.func.max(c.clock).label("clock_max"),
+        sa.func.count(c.send_ns).label("timed"),
+    ]
     for col in TOKEN_COLUMNS:
-        cols += [sa.func.sum(sa.case((ok, c[col]))).label(f"{col}_total"),
-                 sa.func.sum(sa.case((sa.and_(ok, c[col].is_(None)), 1), else_=0)).label(f"{col}_missing")]
+        cols += [
+            sa.func.sum(sa.case((ok, c[col]))).label(f"{col}_total"),
+            sa.func.sum(sa.case((sa.and_(ok, c[col].is_(None)), 1), else_=0)).label(f"{col}_missing"),
+        ]
     return cols
 
 
@@ -173,8 +183,9 @@ def run_filter(runs: sa.Select, ids: Iterable[int] | None = None) -> sa.ColumnEl
     return Q.c.run_id.in_(runs)
 
 
-def read_aggregates(conn: sa.Connection, runs: sa.Select, where: sa.ColumnElement[bool] | None = None
-                    ) -> dict[int, SimpleNamespace]:  # fmt: skip
+def read_aggregates(
+    conn: sa.Connection, runs: sa.Select, where: sa.ColumnElement[bool] | None = None
+) -> dict[int, SimpleNamespace]:
     """Counts, ok-token totals and first send / last end per run: one GROUP BY run_id (``where``: the
     runs' rows, :func:`run_filter`)."""
     where = Q.c.run_id.in_(runs) if where is None else where
@@ -205,8 +216,9 @@ def ranks_read(n: int, ps: Iterable[int]) -> list[int]:
     return sorted(out)
 
 
-def read_runs(conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregates: bool,
-              ids: Iterable[int] | None = None) -> tuple[dict[int, SimpleNamespace], list[OrderStats]]:  # fmt: skip
+def read_runs(
+    conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregates: bool, ids: Iterable[int] | None = None
+) -> tuple[dict[int, SimpleNamespace], list[OrderStats]]:
     """The aggregates of every run (if asked) and, per distribution of ``wanted`` and per run, (n values,
     n NULL, {rank: value}) for the ranks :func:`ranks_read` names (none when a value is NULL: the metric
     is n/a then).
@@ -254,8 +266,9 @@ def _value_columns(wanted: Wanted) -> list[sa.ColumnElement]:
     return cols
 
 
-def _stats_arrow(conn: sa.Connection, runs: sa.Select, wanted: Wanted, where: sa.ColumnElement[bool] | None = None
-                 ) -> tuple[list[OrderStats], list[int]]:  # fmt: skip
+def _stats_arrow(
+    conn: sa.Connection, runs: sa.Select, wanted: Wanted, where: sa.ColumnElement[bool] | None = None
+) -> tuple[list[OrderStats], list[int]]:
     """DuckDB: per distribution one statement, (run_id, v) of its member rows (and whether each is
     ``pending``) as Arrow; its rows grouped by run (they come in stored order, which is by run after an
     import; otherwise a stable sort by run) and each run's ranks from :func:`_order_stats`. One statement
@@ -326,8 +339,10 @@ def _stat_columns(x: Any, wanted: Wanted) -> list[sa.ColumnElement]:
     cols: list[sa.ColumnElement] = []
     for i, (rows, _) in enumerate(wanted):
         m, v = x.c[f"m{i}"], x.c[f"v{i}"]
-        cols += [sa.func.count().filter(m).label(f"n{i}"),
-                 sa.func.array_agg(v).filter(sa.and_(m, v.is_not(None))).label(f"a{i}")]  # fmt: skip
+        cols += [
+            sa.func.count().filter(m).label(f"n{i}"),
+            sa.func.array_agg(v).filter(sa.and_(m, v.is_not(None))).label(f"a{i}"),
+        ]
         if rows.pending is not None:
             cols.append(sa.func.count().filter(x.c[f"p{i}"]).label(f"p{i}"))
     return cols
@@ -384,8 +399,9 @@ def pg_shares(conn: sa.Connection, runs_count: int) -> int:
     return 1 if runs_count < 2 else min(runs_count, pg_parallel_workers(conn))
 
 
-def _pg_rows_shared(conn: sa.Connection, runs: sa.Select, statement: Callable[[sa.Select], sa.Select],
-                    runs_count: int) -> list[dict[str, Any]]:  # fmt: skip
+def _pg_rows_shared(
+    conn: sa.Connection, runs: sa.Select, statement: Callable[[sa.Select], sa.Select], runs_count: int
+) -> list[dict[str, Any]]:
     """PostgreSQL: the rows of ``statement(runs)`` (:func:`_pg_rows`), read in :func:`pg_shares` shares
     at once, share k over the runs whose id is k modulo the shares, all on one snapshot
     (:func:`bench_ledger.store.on_one_snapshot`): the rows one statement here would read, share by
@@ -432,15 +448,18 @@ def array_rows(conn: sa.Connection, stmt: sa.Select) -> list[dict[str, Any]]:
             offsets, values = lists.offsets.to_numpy(), lists.flatten().to_numpy(zero_copy_only=False)
             start = offsets[0]  # flatten() begins at the first list's values
             valid = lists.is_valid().to_numpy(zero_copy_only=False)
-            cols[name] = [values[a - start:b - start] if ok else None
-                          for a, b, ok in zip(offsets[:-1], offsets[1:], valid, strict=True)]  # fmt: skip
+            cols[name] = [
+                values[a - start : b - start] if ok else None
+                for a, b, ok in zip(offsets[:-1], offsets[1:], valid, strict=True)
+            ]
         else:
             cols[name] = col.to_pylist()
     return [dict(zip(cols, r, strict=True)) for r in zip(*cols.values(), strict=True)] if cols else []
 
 
-def _read_lateral(conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregates: bool, runs_count: int
-                  ) -> tuple[dict[int, SimpleNamespace], list[OrderStats], list[int]]:  # fmt: skip
+def _read_lateral(
+    conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregates: bool, runs_count: int
+) -> tuple[dict[int, SimpleNamespace], list[OrderStats], list[int]]:
     """PostgreSQL, distributions over the request table alone: one statement, one run at a time
     (LATERAL), the aggregates (if asked) and every distribution's value array from one index scan
     of the run's requests, whose values are computed once per row (OFFSET 0 keeps PostgreSQL from
@@ -468,8 +487,12 @@ def _read_lateral(conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregat
 def _stats_grouped(conn: sa.Connection, runs: sa.Select, wanted: Wanted) -> tuple[list[OrderStats], list[int]]:
     """PostgreSQL, a distribution over a joined source (chunk gaps, gap sums): one GROUP BY run_id."""
     rows = wanted[0][0]
-    x = (sa.select(Q.c.run_id.label("run_id"), *_value_columns(wanted)).select_from(rows.source)
-         .where(Q.c.run_id.in_(runs), rows.member).subquery("x"))  # fmt: skip
+    x = (
+        sa.select(Q.c.run_id.label("run_id"), *_value_columns(wanted))
+        .select_from(rows.source)
+        .where(Q.c.run_id.in_(runs), rows.member)
+        .subquery("x")
+    )
     out: list[OrderStats] = [{}]
     pending = [0]
     for mp in _pg_rows(conn, sa.select(x.c.run_id, *_stat_columns(x, wanted)).group_by(x.c.run_id)):
@@ -477,8 +500,9 @@ def _stats_grouped(conn: sa.Connection, runs: sa.Select, wanted: Wanted) -> tupl
     return out, pending
 
 
-def batch_values(conn: sa.Connection, runs: list[RunRef], metrics: list[Metric], selection: sa.Select
-                 ) -> dict[int, dict[str, MetricValue]]:  # fmt: skip
+def batch_values(
+    conn: sa.Connection, runs: list[RunRef], metrics: list[Metric], selection: sa.Select
+) -> dict[int, dict[str, MetricValue]]:
     """The metrics (all :func:`supported`) of every run, keyed by run id then metric name.
 
     ``selection`` is a SELECT of one column: the ids the runs' captured rows carry (``RunRef.origin``);
@@ -503,10 +527,21 @@ def batch_values(conn: sa.Connection, runs: list[RunRef], metrics: list[Metric],
     shared = _Shared()
     with gc_paused():  # ~14 values per run, each a few dicts and Fractions, none in a cycle
         for r in runs:
-            ctx = Ctx(scope=Scope(batch=r.batch, run=f"#{r.id}"), kind="run", run_ids=[r.origin],
-                      batch_names=[r.batch], durations={r.origin: r.duration_s})  # fmt: skip
-            one = _OneRun(conn, ctx, caps.get(r.origin, []), aggs.get(r.origin, empty),
-                          {key: st.get(r.origin, none) for key, st in stats.items()}, shared)  # fmt: skip
+            ctx = Ctx(
+                scope=Scope(batch=r.batch, run=f"#{r.id}"),
+                kind="run",
+                run_ids=[r.origin],
+                batch_names=[r.batch],
+                durations={r.origin: r.duration_s},
+            )
+            one = _OneRun(
+                conn,
+                ctx,
+                caps.get(r.origin, []),
+                aggs.get(r.origin, empty),
+                {key: st.get(r.origin, none) for key, st in stats.items()},
+                shared,
+            )
             for mt in metrics:
                 out[r.id][mt.name] = one.value(mt)
     return out
@@ -524,8 +559,15 @@ class _Shared:
 class _OneRun:
     """One run's figures (read for all runs at once) through the decision functions evaluate uses."""
 
-    def __init__(self, conn: sa.Connection, ctx: Ctx, caps: list[CaptureInfo], agg: SimpleNamespace,
-                 stats: dict[int, tuple[int, int, dict[int, float]]], shared: _Shared) -> None:  # fmt: skip
+    def __init__(
+        self,
+        conn: sa.Connection,
+        ctx: Ctx,
+        caps: list[CaptureInfo],
+        agg: SimpleNamespace,
+        stats: dict[int, tuple[int, int, dict[int, float]]],
+        shared: _Shared,
+    ) -> None:
         self.conn, self.ctx, self.caps, self.agg, self.stats = conn, ctx, caps, agg, stats
         self.done: dict[str, MetricValue] = {}
         # all precheck_caps's pass and fields_used depend on: the captures (all of this run's, so none
@@ -573,14 +615,31 @@ class _OneRun:
         if kind is Dist:
             assert isinstance(plan, Dist)
             n, missing, known = self.stats[id(plan.sql)]
-            return dist_value(mt, ctx, caps, plan.stat, plan.population, n, missing, lambda: _OrderStats(n, known),
-                              self.fields(mt) if n and not missing else None)  # fmt: skip
+            return dist_value(
+                mt,
+                ctx,
+                caps,
+                plan.stat,
+                plan.population,
+                n,
+                missing,
+                lambda: _OrderStats(n, known),
+                self.fields(mt) if n and not missing else None,
+            )
         if kind is Count:
             assert isinstance(plan, Count)
             return count_value(mt, ctx, caps, agg.n, getattr(agg, plan.status), self.fields(mt))
         if kind is Total:
             assert isinstance(plan, Total)
             col = plan.column
-            return total_value(mt, ctx, caps, col, getattr(agg, f"{col}_total"), agg.ok or 0,
-                               getattr(agg, f"{col}_missing"), self.fields(mt))  # fmt: skip
+            return total_value(
+                mt,
+                ctx,
+                caps,
+                col,
+                getattr(agg, f"{col}_total"),
+                agg.ok or 0,
+                getattr(agg, f"{col}_missing"),
+                self.fields(mt),
+            )
         raise ValueError(f"no batch path for {mt.name}")

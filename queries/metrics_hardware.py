@@ -44,18 +44,30 @@ A = m.Artefact.__table__
 
 # What a statistic across cards may be, per quantity kind: (allowed, rule, why). The one place.
 ACROSS_CARDS: dict[str, tuple[str, str, str]] = {
-    "power": ("sum of card means, peak of the simultaneous sum, sum of card peaks", "R14",
-              "three different numbers, each printed with its name; a mean over cards is none of them, and "
-              "average and instantaneous power are different counters, never combined"),
-    "activity_time_percent": ("none (per card only)", "R13",
-                              "one card's share of time a kernel ran; a sum or mean over cards is not a share of "
-                              "any card's time, nor SM occupancy or MFU"),
-    "memory_busy_percent": ("none (per card only)", "R13",
-                            "one card's memory-controller busy time; a sum or mean over cards is not a bandwidth"),
+    "power": (
+        "sum of card means, peak of the simultaneous sum, sum of card peaks",
+        "R14",
+        "three different numbers, each printed with its name; a mean over cards is none of them, and "
+        "average and instantaneous power are different counters, never combined",
+    ),
+    "activity_time_percent": (
+        "none (per card only)",
+        "R13",
+        "one card's share of time a kernel ran; a sum or mean over cards is not a share of "
+        "any card's time, nor SM occupancy or MFU",
+    ),
+    "memory_busy_percent": (
+        "none (per card only)",
+        "R13",
+        "one card's memory-controller busy time; a sum or mean over cards is not a bandwidth",
+    ),
     "utilization_percent": ("none (per card only)", "R13", "one card's engine busy time; not additive over cards"),
 }
-NOT_ACROSS = ("none (per card only)", "R13", "a counter is the card's that measured it; the ledger computes no "
-              "statistic across cards for this kind")
+NOT_ACROSS = (
+    "none (per card only)",
+    "R13",
+    "a counter is the card's that measured it; the ledger computes no statistic across cards for this kind",
+)
 
 
 def across_cards(kind: str) -> tuple[str, str, str]:
@@ -107,16 +119,39 @@ def read_cards(conn: sa.Connection, where: list) -> list[CardSamples]:
     a day of 16 cards' dmon is 16.6M rows)."""
     import numpy as np
 
-    stmt = (sa.select(HS.c.artefact_id, HS.c.node, HS.c.gpu, HS.c.counter, HS.c.unit, sa.func.count().label("samples"),
-                      sa.func.min(HS.c.line).label("first_line"), sa.func.max(HS.c.line).label("last_line"),
-                      sa.func.bool_and(HS.c.ts.is_not(None)).label("timed"),
-                      sa.func.array_agg(HS.c.value).filter(HS.c.value.is_not(None)).label("vals"))
-            .where(*where).group_by(HS.c.artefact_id, HS.c.node, HS.c.gpu, HS.c.counter, HS.c.unit)
-            .order_by(HS.c.artefact_id, HS.c.counter, HS.c.node, HS.c.gpu, HS.c.unit))  # fmt: skip
+    stmt = (
+        sa.select(
+            HS.c.artefact_id,
+            HS.c.node,
+            HS.c.gpu,
+            HS.c.counter,
+            HS.c.unit,
+            sa.func.count().label("samples"),
+            sa.func.min(HS.c.line).label("first_line"),
+            sa.func.max(HS.c.line).label("last_line"),
+            sa.func.bool_and(HS.c.ts.is_not(None)).label("timed"),
+            sa.func.array_agg(HS.c.value).filter(HS.c.value.is_not(None)).label("vals"),
+        )
+        .where(*where)
+        .group_by(HS.c.artefact_id, HS.c.node, HS.c.gpu, HS.c.counter, HS.c.unit)
+        .order_by(HS.c.artefact_id, HS.c.counter, HS.c.node, HS.c.gpu, HS.c.unit)
+    )
     empty = np.empty(0, np.float64)
-    return [CardSamples(r["artefact_id"], r["node"], r["gpu"], r["counter"], r["unit"], r["samples"], r["first_line"],
-                        r["last_line"], bool(r["timed"]), ExactColumn(empty if r["vals"] is None else r["vals"]))
-            for r in array_rows(conn, stmt)]  # fmt: skip
+    return [
+        CardSamples(
+            r["artefact_id"],
+            r["node"],
+            r["gpu"],
+            r["counter"],
+            r["unit"],
+            r["samples"],
+            r["first_line"],
+            r["last_line"],
+            bool(r["timed"]),
+            ExactColumn(empty if r["vals"] is None else r["vals"]),
+        )
+        for r in array_rows(conn, stmt)
+    ]
 
 
 def _load(conn: sa.Connection, ctx: Ctx, metric: Metric, counter: str, gpu: str | None = None):
@@ -129,11 +164,16 @@ def _load(conn: sa.Connection, ctx: Ctx, metric: Metric, counter: str, gpu: str 
         return na(metric, ctx, ctx.window_note), None, None
     if ctx.window is not None:
         untimed = conn.execute(
-            sa.select(sa.func.count()).where(HS.c.artefact_id.in_(ctx.hw_artefact_ids), HS.c.counter == counter,
-                                             HS.c.ts.is_(None))
-        ).scalar_one()  # fmt: skip
+            sa.select(sa.func.count()).where(
+                HS.c.artefact_id.in_(ctx.hw_artefact_ids), HS.c.counter == counter, HS.c.ts.is_(None)
+            )
+        ).scalar_one()
         if untimed:
-            return na(metric, ctx, "samples have no timestamps (dmon without -o DT): a window cannot select them"), None, None
+            return (
+                na(metric, ctx, "samples have no timestamps (dmon without -o DT): a window cannot select them"),
+                None,
+                None,
+            )
     where = _where(ctx.hw_artefact_ids, counter, ctx.window)
     if gpu is None:
         groups = read_cards(conn, where)
@@ -149,10 +189,18 @@ def _load(conn: sa.Connection, ctx: Ctx, metric: Metric, counter: str, gpu: str 
         names = list(dict.fromkeys(card_name(k) for k in keys))
         hits = match_cards(names, gpu)
         if len(hits) != 1:
-            return na(metric, ctx, f"card {gpu!r} {'ambiguous' if hits else 'not found'}; cards: {sorted(names)}"), None, None
+            return (
+                na(metric, ctx, f"card {gpu!r} {'ambiguous' if hits else 'not found'}; cards: {sorted(names)}"),
+                None,
+                None,
+            )
         mine = {(k.artefact_id, k.node, k.gpu) for k in keys if card_name(k) == hits[0]}
-        card = sa.or_(*(sa.and_(HS.c.artefact_id == a, HS.c.gpu == g, HS.c.node.is_(None) if n is None else HS.c.node == n)
-                        for a, n, g in sorted(mine, key=repr)))  # fmt: skip
+        card = sa.or_(
+            *(
+                sa.and_(HS.c.artefact_id == a, HS.c.gpu == g, HS.c.node.is_(None) if n is None else HS.c.node == n)
+                for a, n, g in sorted(mine, key=repr)
+            )
+        )
         groups = read_cards(conn, [*where, card])
     cards: dict[str, list[CardSamples]] = defaultdict(list)
     for g in sorted(groups, key=lambda g: (g.artefact_id, g.gpu)):  # each card's files in file order
@@ -164,8 +212,10 @@ def _per_card(cards: dict[str, list[CardSamples]]) -> dict[str, ExactColumn]:
     """Each card's values over its files, as one exact column (a card with only '-' values is kept, empty)."""
     import numpy as np
 
-    return {c: gs[0].values if len(gs) == 1 else ExactColumn(np.concatenate([g.values.array for g in gs]))
-            for c, gs in cards.items()}  # fmt: skip
+    return {
+        c: gs[0].values if len(gs) == 1 else ExactColumn(np.concatenate([g.values.array for g in gs]))
+        for c, gs in cards.items()
+    }
 
 
 def _max(values: ExactColumn) -> Fraction:
@@ -188,13 +238,27 @@ def card_stat(counter: str, stat: str) -> Callable:
         per = {c: (None if not len(v) else mean(v) if stat == "mean" else _max(v)) for c, v in cards.items()}
         shown = {c: (None if v is None else float(v)) for c, v in per.items()}
         if len(per) > 1:
-            return na(metric, ctx, f"per-card statistic: {len(per)} cards in scope; name one (Scope.gpu)",
-                      per_card=shown, counter=counter, unit=unit)  # fmt: skip
-        (card, value), = per.items()
+            return na(
+                metric,
+                ctx,
+                f"per-card statistic: {len(per)} cards in scope; name one (Scope.gpu)",
+                per_card=shown,
+                counter=counter,
+                unit=unit,
+            )
+        ((card, value),) = per.items()
         if value is None:
             return na(metric, ctx, f"card {card} printed no value for {counter!r}")
-        return derived(metric, ctx, value, unit=unit, card=card, counter=counter, samples=len(cards[card]),
-                       artefacts=ctx.hw_artefact_ids)  # fmt: skip
+        return derived(
+            metric,
+            ctx,
+            value,
+            unit=unit,
+            card=card,
+            counter=counter,
+            samples=len(cards[card]),
+            artefacts=ctx.hw_artefact_ids,
+        )
 
     return compute
 
@@ -203,8 +267,14 @@ def power_counters_in(conn: sa.Connection, artefact_ids: list[int]) -> list[str]
     """The power counters (:data:`POWER_COUNTERS`) sampled in these artefacts, in that table's order."""
     if not artefact_ids:
         return []
-    found = {r[0] for r in conn.execute(sa.select(HS.c.counter).distinct().where(
-        HS.c.artefact_id.in_(artefact_ids), HS.c.counter.in_(list(POWER_COUNTERS))))}  # fmt: skip
+    found = {
+        r[0]
+        for r in conn.execute(
+            sa.select(HS.c.counter)
+            .distinct()
+            .where(HS.c.artefact_id.in_(artefact_ids), HS.c.counter.in_(list(POWER_COUNTERS)))
+        )
+    }
     return [c for c in POWER_COUNTERS if c in found]
 
 
@@ -226,9 +296,17 @@ def power_values(conn: sa.Connection, ctx: Ctx, metrics: list[Metric], counter: 
     if chosen is None:
         present = power_counters_in(conn, ctx.hw_artefact_ids)
         if len(present) > 1:
-            return [na(mt, ctx, f"several power counters in this scope ({', '.join(present)}): average and "
-                       "instantaneous power are different counters, never combined (R14); `ledger hardware` "
-                       "shows each", counters=present) for mt in metrics]  # fmt: skip
+            return [
+                na(
+                    mt,
+                    ctx,
+                    f"several power counters in this scope ({', '.join(present)}): average and "
+                    "instantaneous power are different counters, never combined (R14); `ledger hardware` "
+                    "shows each",
+                    counters=present,
+                )
+                for mt in metrics
+            ]
         chosen = present[0] if present else "pwr"
     bad, groups, unit = _load(conn, ctx, metrics[0], chosen)
     if bad:
@@ -243,12 +321,28 @@ def power_values(conn: sa.Connection, ctx: Ctx, metrics: list[Metric], counter: 
     for mt in metrics:
         stat = stats[mt.name]
         if stat == "sum_of_means":
-            out.append(derived(mt, ctx, sum((mean(v) for v in cards.values()), Fraction(0)), unit=unit,
-                               per_card_mean={c: float(mean(v)) for c, v in cards.items()}, **base))  # fmt: skip
+            out.append(
+                derived(
+                    mt,
+                    ctx,
+                    sum((mean(v) for v in cards.values()), Fraction(0)),
+                    unit=unit,
+                    per_card_mean={c: float(mean(v)) for c, v in cards.items()},
+                    **base,
+                )
+            )
         elif stat == "sum_of_peaks":
             peaks = {c: _max(v) for c, v in cards.items()}
-            out.append(derived(mt, ctx, sum(peaks.values(), Fraction(0)), unit=unit,
-                               per_card_peak={c: float(v) for c, v in peaks.items()}, **base))  # fmt: skip
+            out.append(
+                derived(
+                    mt,
+                    ctx,
+                    sum(peaks.values(), Fraction(0)),
+                    unit=unit,
+                    per_card_peak={c: float(v) for c, v in peaks.items()},
+                    **base,
+                )
+            )
         else:
             out.append(_peak_of_sum(conn, ctx, mt, chosen, groups, unit, base))
     return out
@@ -262,8 +356,15 @@ def _epoch_us(conn: sa.Connection, ts: sa.ColumnElement) -> sa.ColumnElement:
     return sa.cast(sa.extract("epoch", ts) * 1_000_000, sa.Float)  # PostgreSQL: EXTRACT is numeric (exact)
 
 
-def _peak_of_sum(conn: sa.Connection, ctx: Ctx, metric: Metric, counter: str,
-                 groups: dict[str, list[CardSamples]], unit: str, base: dict[str, Any]) -> MetricValue:  # fmt: skip
+def _peak_of_sum(
+    conn: sa.Connection,
+    ctx: Ctx,
+    metric: Metric,
+    counter: str,
+    groups: dict[str, list[CardSamples]],
+    unit: str,
+    base: dict[str, Any],
+) -> MetricValue:
     """The peak over aligned ticks of the sum over cards (R14). A tick is a timestamp (every row has one,
     ``-o DT``) or else a tick index within one file; a card's later row at a tick (by tick, then line)
     replaces its earlier one; only ticks at which every card printed count; of equal sums the tick that
@@ -278,8 +379,12 @@ def _peak_of_sum(conn: sa.Connection, ctx: Ctx, metric: Metric, counter: str,
     nodes = {g.node or f"artefact{g.artefact_id}" for g in every}
     files = {g.artefact_id for g in every}  # the files that hold this counter, not every sampled file
     if not timed and (len(nodes) > 1 or len(files) > 1):
-        return na(metric, ctx, "samples of several nodes/files without timestamps: ticks align across "
-                  "nodes only by time (-o DT)", **base)  # fmt: skip
+        return na(
+            metric,
+            ctx,
+            "samples of several nodes/files without timestamps: ticks align across nodes only by time (-o DT)",
+            **base,
+        )
     names = list(groups)
     index = {name: i for i, name in enumerate(names)}
 
@@ -287,10 +392,19 @@ def _peak_of_sum(conn: sa.Connection, ctx: Ctx, metric: Metric, counter: str,
         return sa.func.array_agg(aggregate_order_by(sa.cast(col, sa.Float), HS.c.tick, HS.c.line))
 
     key = _epoch_us(conn, HS.c.ts) if timed else HS.c.tick
-    stmt = (sa.select(HS.c.artefact_id, HS.c.node, HS.c.gpu, agg(key).label("k"), agg(HS.c.tick).label("t"),
-                      agg(HS.c.line).label("l"), agg(HS.c.value).label("v"))
-            .where(*_where(ctx.hw_artefact_ids, counter, ctx.window), HS.c.value.is_not(None))
-            .group_by(HS.c.artefact_id, HS.c.node, HS.c.gpu))  # fmt: skip
+    stmt = (
+        sa.select(
+            HS.c.artefact_id,
+            HS.c.node,
+            HS.c.gpu,
+            agg(key).label("k"),
+            agg(HS.c.tick).label("t"),
+            agg(HS.c.line).label("l"),
+            agg(HS.c.value).label("v"),
+        )
+        .where(*_where(ctx.hw_artefact_ids, counter, ctx.window), HS.c.value.is_not(None))
+        .group_by(HS.c.artefact_id, HS.c.node, HS.c.gpu)
+    )
     rows = array_rows(conn, stmt)
     if not rows:
         return na(metric, ctx, "no tick at which every card printed its power", **base)
@@ -315,25 +429,55 @@ def _peak_of_sum(conn: sa.Connection, ctx: Ctx, metric: Metric, counter: str,
     exact = {int(i): sum((Fraction(float(x)) for x in vl[kl == i]), Fraction(0)) for i in near[np.argsort(first[near])]}
     best = max(exact, key=lambda i: exact[i])  # of equal sums the first to occur
     at = datetime(1970, 1, 1) + timedelta(microseconds=int(keys[best])) if timed else int(keys[best])
-    return derived(metric, ctx, exact[best], unit=unit, aligned_by="timestamp" if timed else "tick index",
-                   ticks=int(full.sum()), ticks_incomplete=int(len(keys) - full.sum()), at=str(at), **base)  # fmt: skip
+    return derived(
+        metric,
+        ctx,
+        exact[best],
+        unit=unit,
+        aligned_by="timestamp" if timed else "tick index",
+        ticks=int(full.sum()),
+        ticks_incomplete=int(len(keys) - full.sum()),
+        at=str(at),
+        **base,
+    )
 
 
-POWER_STATS = (("power_sum_of_card_means_w", "sum_of_means"), ("power_peak_of_sum_w", "peak_of_sum"),
-               ("power_sum_of_card_peaks_w", "sum_of_peaks"))  # fmt: skip
+POWER_STATS = (
+    ("power_sum_of_card_means_w", "sum_of_means"),
+    ("power_peak_of_sum_w", "peak_of_sum"),
+    ("power_sum_of_card_peaks_w", "sum_of_peaks"),
+)
 
 
 def power_metric(name: str, counter: str | None = None) -> Metric:
     """One of the three power metrics (:data:`POWER_STATS`), over one named counter or the scope's only one."""
     stat = dict(POWER_STATS)[name]
     unit, kind, statistic, interval, formula = {
-        "sum_of_means": ("W", "power_card_mean_sum", "sum of means", "window", "SUM over cards of MEAN(power) of the card (R14)"),
-        "peak_of_sum": ("W", "power_peak_of_sum", "peak of sums", "window, ticks aligned",
-                        "MAX over aligned ticks of SUM over cards of power (R14)"),
-        "sum_of_peaks": ("W", "power_sum_of_peaks", "sum of peaks", "window", "SUM over cards of MAX(power) of the card (R14)"),
-    }[stat]  # fmt: skip
-    formula += "; one power counter: " + ("the scope's only one of " + ", ".join(POWER_COUNTERS) if counter is None
-                                          else repr(counter))  # fmt: skip
+        "sum_of_means": (
+            "W",
+            "power_card_mean_sum",
+            "sum of means",
+            "window",
+            "SUM over cards of MEAN(power) of the card (R14)",
+        ),
+        "peak_of_sum": (
+            "W",
+            "power_peak_of_sum",
+            "peak of sums",
+            "window, ticks aligned",
+            "MAX over aligned ticks of SUM over cards of power (R14)",
+        ),
+        "sum_of_peaks": (
+            "W",
+            "power_sum_of_peaks",
+            "sum of peaks",
+            "window",
+            "SUM over cards of MAX(power) of the card (R14)",
+        ),
+    }[stat]
+    formula += "; one power counter: " + (
+        "the scope's only one of " + ", ".join(POWER_COUNTERS) if counter is None else repr(counter)
+    )
     return Metric(name, unit, kind, statistic, interval, (), formula, "hardware", power(stat, counter))
 
 
@@ -341,22 +485,33 @@ def power_metric(name: str, counter: str | None = None) -> Metric:
 
 
 def _facts(conn: sa.Connection, artefact_ids: list[int], kind: str) -> list:
-    return list(conn.execute(
-        sa.select(LF.c.artefact_id, LF.c.line, LF.c.process, LF.c.value, LF.c.text)
-        .where(LF.c.artefact_id.in_(artefact_ids), LF.c.kind == kind).order_by(LF.c.artefact_id, LF.c.line)
-    ))  # fmt: skip
+    return list(
+        conn.execute(
+            sa.select(LF.c.artefact_id, LF.c.line, LF.c.process, LF.c.value, LF.c.text)
+            .where(LF.c.artefact_id.in_(artefact_ids), LF.c.kind == kind)
+            .order_by(LF.c.artefact_id, LF.c.line)
+        )
+    )
 
 
 def log_artefacts(conn: sa.Connection, ctx: Ctx) -> list[int]:
     L = m.Launch.__table__
     ids: list[int] = []
     if ctx.launch_ids:
-        ids = [r[0] for r in conn.execute(sa.select(L.c.log_artefact_id).where(L.c.id.in_(ctx.launch_ids)))
-               if r[0] is not None]  # fmt: skip
+        ids = [
+            r[0]
+            for r in conn.execute(sa.select(L.c.log_artefact_id).where(L.c.id.in_(ctx.launch_ids)))
+            if r[0] is not None
+        ]
     if ctx.kind == "deployment" and ctx.deployment_id is not None:
-        ids += [r[0] for r in conn.execute(
-            sa.select(A.c.id).where(A.c.deployment_id == ctx.deployment_id, A.c.format == "vllm-server-log")
-            .order_by(A.c.id))]  # fmt: skip
+        ids += [
+            r[0]
+            for r in conn.execute(
+                sa.select(A.c.id)
+                .where(A.c.deployment_id == ctx.deployment_id, A.c.format == "vllm-server-log")
+                .order_by(A.c.id)
+            )
+        ]
     return sorted(set(ids))
 
 
@@ -370,23 +525,43 @@ def kv_capacity_ratio(conn: sa.Connection, ctx: Ctx, metric: Metric):
         return na(metric, ctx, "no 'GPU KV cache size' line in the server log(s)")
     distinct = sorted({Decimal(p.value) for p in pools if p.value is not None})
     if len(distinct) != 1:
-        return na(metric, ctx, f"KV pool differs between engines / launches: {[str(d) for d in distinct]}; "
-                  "name one launch", pools=[p.text for p in pools])  # fmt: skip
-    windows = sorted({Decimal(w.value) for w in _facts(conn, logs, "max_concurrency_window_tokens") if w.value is not None})
+        return na(
+            metric,
+            ctx,
+            f"KV pool differs between engines / launches: {[str(d) for d in distinct]}; name one launch",
+            pools=[p.text for p in pools],
+        )
+    windows = sorted(
+        {Decimal(w.value) for w in _facts(conn, logs, "max_concurrency_window_tokens") if w.value is not None}
+    )
     basis = "log: Maximum concurrency for N tokens per request"
     if len(windows) != 1:
         dep = None
         if ctx.deployment_id is not None:
-            dep = conn.execute(sa.select(m.Deployment.__table__.c.max_model_len)
-                               .where(m.Deployment.__table__.c.id == ctx.deployment_id)).scalar()  # fmt: skip
+            dep = conn.execute(
+                sa.select(m.Deployment.__table__.c.max_model_len).where(
+                    m.Deployment.__table__.c.id == ctx.deployment_id
+                )
+            ).scalar()
         if dep is None:
-            return na(metric, ctx, "window tokens unknown: no 'Maximum concurrency for N tokens' line and no "
-                      "deployment max_model_len")  # fmt: skip
+            return na(
+                metric,
+                ctx,
+                "window tokens unknown: no 'Maximum concurrency for N tokens' line and no deployment max_model_len",
+            )
         windows, basis = [Decimal(dep)], "deployment.max_model_len"
     pool, window = distinct[0], windows[0]
-    return derived(metric, ctx, Fraction(pool) / Fraction(window), kv_pool_tokens=str(pool), window_tokens=str(window),
-                   window_basis=basis, per="one engine / DP group", log_artefacts=logs,
-                   meaning="theoretical capacity in full windows; not requests served at once (R5)")  # fmt: skip
+    return derived(
+        metric,
+        ctx,
+        Fraction(pool) / Fraction(window),
+        kv_pool_tokens=str(pool),
+        window_tokens=str(window),
+        window_basis=basis,
+        per="one engine / DP group",
+        log_artefacts=logs,
+        meaning="theoretical capacity in full windows; not requests served at once (R5)",
+    )
 
 
 def seconds_to_ready(conn: sa.Connection, ctx: Ctx, metric: Metric):
@@ -398,12 +573,25 @@ def seconds_to_ready(conn: sa.Connection, ctx: Ctx, metric: Metric):
     facts = _facts(conn, logs, "seconds_to_ready") if logs else []
     if facts:
         f = facts[-1]
-        return derived(metric, ctx, Fraction(Decimal(f.value)), log_artefact=f.artefact_id, line=f.line,
-                       basis="first log timestamp to the ready line, 1 s resolution, a lower bound")  # fmt: skip
-    row = conn.execute(sa.select(L.c.seconds_to_ready, L.c.seconds_to_ready_flag).where(L.c.id == ctx.launch_ids[0])).one()
+        return derived(
+            metric,
+            ctx,
+            Fraction(Decimal(f.value)),
+            log_artefact=f.artefact_id,
+            line=f.line,
+            basis="first log timestamp to the ready line, 1 s resolution, a lower bound",
+        )
+    row = conn.execute(
+        sa.select(L.c.seconds_to_ready, L.c.seconds_to_ready_flag).where(L.c.id == ctx.launch_ids[0])
+    ).one()
     if row.seconds_to_ready is not None and row.seconds_to_ready_flag != "n/a":
-        return derived(metric, ctx, Fraction(Decimal(row.seconds_to_ready)), flag=row.seconds_to_ready_flag,
-                       basis="declared for the launch, not read from a log")  # fmt: skip
+        return derived(
+            metric,
+            ctx,
+            Fraction(Decimal(row.seconds_to_ready)),
+            flag=row.seconds_to_ready_flag,
+            basis="declared for the launch, not read from a log",
+        )
     return na(metric, ctx, "no ready line in a linked log and no declared seconds_to_ready")
 
 
@@ -414,17 +602,44 @@ def hardware_metrics() -> list[Metric]:
             continue  # a counter the ledger keeps but offers no metric for
         stem, unit, kind = c.stem, c.unit, c.kind
         for stat in ("mean", "max"):
-            out.append(Metric(f"{stem}_{stat}", unit, kind, f"per-card {stat}", "the window's samples of one card",
-                              (), f"{stat.upper()}(value) of dmon column {counter!r} per card (unit as printed)",
-                              "hardware", card_stat(counter, stat)))  # fmt: skip
+            out.append(
+                Metric(
+                    f"{stem}_{stat}",
+                    unit,
+                    kind,
+                    f"per-card {stat}",
+                    "the window's samples of one card",
+                    (),
+                    f"{stat.upper()}(value) of dmon column {counter!r} per card (unit as printed)",
+                    "hardware",
+                    card_stat(counter, stat),
+                )
+            )
     out += [power_metric(name) for name, _ in POWER_STATS]
     out += [
-        Metric("kv_capacity_ratio", "x", "capacity_ratio", "capacity ratio", "one launch's engine", (),
-               "log kv_cache_tokens / max_concurrency_window_tokens (else deployment.max_model_len) (R5)", "log",
-               kv_capacity_ratio),
-        Metric("seconds_to_ready", "s", "startup_time", "duration", "process start to READY of one launch", (),
-               "log fact seconds_to_ready; else launch.seconds_to_ready as declared (R8)", "log", seconds_to_ready),
-    ]  # fmt: skip
+        Metric(
+            "kv_capacity_ratio",
+            "x",
+            "capacity_ratio",
+            "capacity ratio",
+            "one launch's engine",
+            (),
+            "log kv_cache_tokens / max_concurrency_window_tokens (else deployment.max_model_len) (R5)",
+            "log",
+            kv_capacity_ratio,
+        ),
+        Metric(
+            "seconds_to_ready",
+            "s",
+            "startup_time",
+            "duration",
+            "process start to READY of one launch",
+            (),
+            "log fact seconds_to_ready; else launch.seconds_to_ready as declared (R8)",
+            "log",
+            seconds_to_ready,
+        ),
+    ]
     return out
 
 

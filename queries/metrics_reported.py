@@ -42,49 +42,79 @@ EQUIVALENTS: dict[str, dict[str, tuple[str, Fraction, str]]] = {
     Tool.LLMPERF: {  # token_benchmark_ray.py metrics_summary
         "requests_ok": ("results_num_completed_requests", Fraction(1), "results_num_completed_requests"),
         "requests_failed": ("results_number_errors", Fraction(1), "results_number_errors"),
-        "output_tpm": ("results_mean_output_throughput_token_per_s", Fraction(60),
-                       "results_mean_output_throughput_token_per_s (tok/s) x 60"),
-        "output_tokens_per_s": ("results_mean_output_throughput_token_per_s", Fraction(1),
-                                "results_mean_output_throughput_token_per_s (tok/s)"),
+        "output_tpm": (
+            "results_mean_output_throughput_token_per_s",
+            Fraction(60),
+            "results_mean_output_throughput_token_per_s (tok/s) x 60",
+        ),
+        "output_tokens_per_s": (
+            "results_mean_output_throughput_token_per_s",
+            Fraction(1),
+            "results_mean_output_throughput_token_per_s (tok/s)",
+        ),
         "ttft_p50": ("results_ttft_s_quantiles_p50", Fraction(1), "results_ttft_s_quantiles_p50 (pandas linear)"),
     },
     Tool.TRTLLM_BENCH: {  # reporting.py: totals over total_latency
-        "total_tpm": ("performance.system_total_throughput_tok_s", Fraction(60),
-                      "performance.system_total_throughput_tok_s x 60"),
-        "output_tpm": ("performance.system_output_throughput_tok_s", Fraction(60),
-                       "performance.system_output_throughput_tok_s x 60"),
-        "output_tokens_per_s": ("performance.system_output_throughput_tok_s", Fraction(1),
-                                "performance.system_output_throughput_tok_s"),
+        "total_tpm": (
+            "performance.system_total_throughput_tok_s",
+            Fraction(60),
+            "performance.system_total_throughput_tok_s x 60",
+        ),
+        "output_tpm": (
+            "performance.system_output_throughput_tok_s",
+            Fraction(60),
+            "performance.system_output_throughput_tok_s x 60",
+        ),
+        "output_tokens_per_s": (
+            "performance.system_output_throughput_tok_s",
+            Fraction(1),
+            "performance.system_output_throughput_tok_s",
+        ),
     },
     Tool.INFERENCE_PERF: {  # reportgen/base.py summarize_requests
         "requests_ok": ("successes.count", Fraction(1), "successes.count"),
         "requests_failed": ("failures.count", Fraction(1), "failures.count"),
-        "total_tpm": ("successes.throughput.total_tokens_per_sec", Fraction(60),
-                      "successes.throughput.total_tokens_per_sec x 60"),
-        "output_tpm": ("successes.throughput.output_tokens_per_sec", Fraction(60),
-                       "successes.throughput.output_tokens_per_sec x 60"),
-        "output_tokens_per_s": ("successes.throughput.output_tokens_per_sec", Fraction(1),
-                                "successes.throughput.output_tokens_per_sec"),
-        "ttft_p50": ("successes.latency.time_to_first_token.median", Fraction(1),
-                     "successes.latency.time_to_first_token.median (np.median)"),
+        "total_tpm": (
+            "successes.throughput.total_tokens_per_sec",
+            Fraction(60),
+            "successes.throughput.total_tokens_per_sec x 60",
+        ),
+        "output_tpm": (
+            "successes.throughput.output_tokens_per_sec",
+            Fraction(60),
+            "successes.throughput.output_tokens_per_sec x 60",
+        ),
+        "output_tokens_per_s": (
+            "successes.throughput.output_tokens_per_sec",
+            Fraction(1),
+            "successes.throughput.output_tokens_per_sec",
+        ),
+        "ttft_p50": (
+            "successes.latency.time_to_first_token.median",
+            Fraction(1),
+            "successes.latency.time_to_first_token.median (np.median)",
+        ),
     },
-}  # fmt: skip
+}
 
 
 _MS = Fraction(1, 1000)
 # vLLM bench serve / SGLang bench_serving: {stat}_{series}_ms (tools.SERVING_LATENCY_STAT); AIPerf: {series}.{stat}
 _SERVING_SERIES = {"ttft": ("ttft",), "tpot": ("tpot",), "itl": ("itl",), "e2e_latency": ("e2el", "e2e_latency")}
 _SERVING_TOTALS = {  # metric -> keys (vLLM's first, then SGLang's), scale
-    "requests_ok": (("completed",), Fraction(1)), "requests_failed": (("failed",), Fraction(1)),
-    "input_tokens": (("total_input_tokens",), Fraction(1)), "output_tokens": (("total_output_tokens",), Fraction(1)),
-    "wall_clock_s": (("duration",), Fraction(1)), "request_throughput": (("request_throughput",), Fraction(1)),
+    "requests_ok": (("completed",), Fraction(1)),
+    "requests_failed": (("failed",), Fraction(1)),
+    "input_tokens": (("total_input_tokens",), Fraction(1)),
+    "output_tokens": (("total_output_tokens",), Fraction(1)),
+    "wall_clock_s": (("duration",), Fraction(1)),
+    "request_throughput": (("request_throughput",), Fraction(1)),
     "output_tokens_per_s": (("output_throughput",), Fraction(1)),
     "total_tokens_per_s": (("total_token_throughput", "total_throughput"), Fraction(1)),
     "total_tpm": (("total_token_throughput", "total_throughput"), Fraction(60)),
     "output_tpm": (("output_throughput",), Fraction(60)),
     "peak_output_tokens_per_s": (("max_output_tokens_per_s",), Fraction(1)),
     "peak_concurrent_requests": (("max_concurrent_requests",), Fraction(1)),
-}  # fmt: skip
+}
 # AIPerf: its inter_token_latency is (request_latency - TTFT) / (OSL - 1) per request, the ledger's TPOT;
 # its inter_chunk_latency the gaps between chunks, the ledger's ITL (aiperf metrics/types)
 _AIPERF_SERIES = {
@@ -96,12 +126,15 @@ _AIPERF_SERIES = {
     "osl": "output_sequence_length",
 }
 _AIPERF_TOTALS = {
-    "requests_ok": ("request_count.avg", Fraction(1)), "requests_failed": ("error_request_count.avg", Fraction(1)),
-    "input_tokens": ("total_isl.avg", Fraction(1)), "output_tokens": ("total_osl.avg", Fraction(1)),
-    "wall_clock_s": ("benchmark_duration.avg", Fraction(1)), "request_throughput": ("request_throughput.avg", Fraction(1)),
+    "requests_ok": ("request_count.avg", Fraction(1)),
+    "requests_failed": ("error_request_count.avg", Fraction(1)),
+    "input_tokens": ("total_isl.avg", Fraction(1)),
+    "output_tokens": ("total_osl.avg", Fraction(1)),
+    "wall_clock_s": ("benchmark_duration.avg", Fraction(1)),
+    "request_throughput": ("request_throughput.avg", Fraction(1)),
     "output_tokens_per_s": ("output_token_throughput.avg", Fraction(1)),
     "total_tokens_per_s": ("total_token_throughput.avg", Fraction(1)),
-}  # fmt: skip
+}
 _SERVING_TOOLS = (Tool.VLLM_BENCH, Tool.VLLM_BENCHMARK_SERVING, Tool.SGLANG_BENCH)
 
 
@@ -158,12 +191,23 @@ class Reported:
             if key in values:
                 value, text, file_name, fmt = values[key]
                 return MetricValue(
-                    metric.metric, scope, Fraction(Decimal(value)) * scale, metric.unit, metric.quantity_kind,
-                    "reported", None,
-                    {"basis": f"reported by {tool} in {file_name}", "reported_key": key, "reported_text": text,
-                     "file": file_name, "scale": str(scale), "printed_rounded": fmt in PRINTED_ROUNDED},
+                    metric.metric,
+                    scope,
+                    Fraction(Decimal(value)) * scale,
+                    metric.unit,
+                    metric.quantity_kind,
+                    "reported",
+                    None,
+                    {
+                        "basis": f"reported by {tool} in {file_name}",
+                        "reported_key": key,
+                        "reported_text": text,
+                        "file": file_name,
+                        "scale": str(scale),
+                        "printed_rounded": fmt in PRINTED_ROUNDED,
+                    },
                     [rid],
-                )  # fmt: skip
+                )
         return None
 
     def _run_id(self, conn: sa.Connection, scope: Any) -> int | None:
@@ -175,9 +219,10 @@ class Reported:
                 B = m.Batch.__table__
                 R = m.Run.__table__
                 self._runs[key] = conn.execute(
-                    sa.select(R.c.id).join(B, B.c.id == R.c.batch_id)
+                    sa.select(R.c.id)
+                    .join(B, B.c.id == R.c.batch_id)
                     .where(R.c.label == scope.run, B.c.name == scope.batch, current(R))
-                ).scalar()  # fmt: skip
+                ).scalar()
         return self._runs[key]
 
     def _published(self, conn: sa.Connection, rid: int) -> tuple[str | None, dict[str, tuple[str, str, str, str]]]:
@@ -193,7 +238,7 @@ class Reported:
                     .join(A, A.c.id == PV.c.artefact_id)
                     .where(PV.c.run_id == row[1], PV.c.flag == "reported", current(PV), PV.c.value.is_not(None))
                     .order_by(PV.c.id)
-                ):  # fmt: skip
+                ):
                     values.setdefault(key, (str(value), text, name, fmt))
             self._values[rid] = (row[0] if row else None, values)
         return self._values[rid]
@@ -219,7 +264,7 @@ def fill_reported(conn: sa.Connection, rows: list) -> None:
         .join(PV, PV.c.run_id == origin)
         .where(R.c.id.in_(list(wanted)), PV.c.key.in_(keys), PV.c.flag == "reported", current(PV))
         .order_by(PV.c.id)
-    ):  # fmt: skip
+    ):
         if value is not None:
             found.setdefault((rid, key), (value, text, art))
     for rm in rows:
@@ -230,11 +275,21 @@ def fill_reported(conn: sa.Connection, rows: list) -> None:
             value, text, art = hit
             old = rm.values[name]
             rm.values[name] = MetricValue(
-                name, old.scope, Fraction(Decimal(value)) * scale, old.unit, old.quantity_kind, "reported", None,
-                {"basis": f"the tool's own {how}: reported, not derived here ({old.metric}: {old.na_reason})",
-                 "reported_key": key, "reported_text": text, "artefact": art},
+                name,
+                old.scope,
+                Fraction(Decimal(value)) * scale,
+                old.unit,
+                old.quantity_kind,
+                "reported",
+                None,
+                {
+                    "basis": f"the tool's own {how}: reported, not derived here ({old.metric}: {old.na_reason})",
+                    "reported_key": key,
+                    "reported_text": text,
+                    "artefact": art,
+                },
                 list(old.run_ids) or [rm.run_id],
-            )  # fmt: skip
+            )
 
 
 def markdown() -> str:

@@ -178,8 +178,9 @@ class Rows:
 
     def select(self, runs: sa.Select) -> sa.Select:
         """(run_id, v) of the runs ``runs`` selects, unsorted."""
-        return (sa.select(Q.c.run_id, self.v.label("v")).select_from(self.source)
-                .where(Q.c.run_id.in_(runs), self.member))  # fmt: skip
+        return (
+            sa.select(Q.c.run_id, self.v.label("v")).select_from(self.source).where(Q.c.run_id.in_(runs), self.member)
+        )
 
 
 @dataclass(frozen=True)
@@ -221,21 +222,39 @@ class Metric:
         return run_plan(conn, ctx, self, self.plan) if isinstance(self.plan, Plan) else self.plan(conn, ctx, self)
 
     def describe(self) -> dict:
-        return {"name": self.name, "unit": self.unit, "quantity_kind": self.quantity_kind,
-                "statistic": self.statistic, "interval": self.interval,
-                "needs": [" + ".join(s) for s in self.needs], "formula": self.formula, "family": self.family}  # fmt: skip
+        return {
+            "name": self.name,
+            "unit": self.unit,
+            "quantity_kind": self.quantity_kind,
+            "statistic": self.statistic,
+            "interval": self.interval,
+            "needs": [" + ".join(s) for s in self.needs],
+            "formula": self.formula,
+            "family": self.family,
+        }
 
 
 def na(metric: Metric, ctx: Ctx, reason: str, **inputs: object) -> MetricValue:
     # ``inputs`` is a new dict at every call (keyword arguments): the value owns it
-    return MetricValue(metric.name, ctx.scope, None, metric.unit, metric.quantity_kind, "n/a", reason,
-                       inputs, list(ctx.run_ids))  # fmt: skip
+    return MetricValue(
+        metric.name, ctx.scope, None, metric.unit, metric.quantity_kind, "n/a", reason, inputs, list(ctx.run_ids)
+    )
 
 
-def derived(metric: Metric, ctx: Ctx, value: Fraction, unit: str | None = None, flag: str = "derived",
-            **inputs: object) -> MetricValue:  # fmt: skip
-    return MetricValue(metric.name, ctx.scope, value, unit or metric.unit, metric.quantity_kind, flag,  # type: ignore[arg-type]
-                       None, inputs, list(ctx.run_ids))  # fmt: skip
+def derived(
+    metric: Metric, ctx: Ctx, value: Fraction, unit: str | None = None, flag: str = "derived", **inputs: object
+) -> MetricValue:
+    return MetricValue(
+        metric.name,
+        ctx.scope,
+        value,
+        unit or metric.unit,
+        metric.quantity_kind,
+        flag,  # type: ignore[arg-type]
+        None,
+        inputs,
+        list(ctx.run_ids),
+    )
 
 
 # --------------------------------------------------------------------------- captures and fields
@@ -255,8 +274,9 @@ def captures(conn: sa.Connection, run_ids: list[int]) -> list[CaptureInfo]:
     """Captures of the runs that hold per-request records (aggregate-only files hold none)."""
     rows = conn.execute(
         sa.select(CAP.c.id, CAP.c.run_id, CAP.c.record_count, CAP.c.sampled, CAP.c.sample_note)
-        .where(CAP.c.run_id.in_(run_ids), CAP.c.record_count > 0).order_by(CAP.c.id)
-    ).all()  # fmt: skip
+        .where(CAP.c.run_id.in_(run_ids), CAP.c.record_count > 0)
+        .order_by(CAP.c.id)
+    ).all()
     out = [CaptureInfo(r.id, r.run_id, r.record_count, bool(r.sampled), r.sample_note, set()) for r in rows]
     if out:
         by_id = {c.id: c for c in out}
@@ -277,13 +297,21 @@ def precheck_caps(ctx: Ctx, metric: Metric, caps: list[CaptureInfo]) -> MetricVa
         return na(metric, ctx, "no per-request records in this scope's artefacts (aggregates only)")
     bare = sorted(set(ctx.run_ids) - {c.run_id for c in caps})
     if bare:
-        return na(metric, ctx, f"no per-request records for run(s) {', '.join(map(str, bare))} of the scope "
-                  "(aggregates only)", runs_without_records=bare)  # fmt: skip
+        return na(
+            metric,
+            ctx,
+            f"no per-request records for run(s) {', '.join(map(str, bare))} of the scope (aggregates only)",
+            runs_without_records=bare,
+        )
     sampled = [c for c in caps if c.sampled]
     if sampled:
         note = sampled[0].sample_note or "the file keeps only a sample of its records"
-        return na(metric, ctx, f"records are a sample ({note}): aggregates over them cannot be derived",
-                  sampled_captures=[c.id for c in sampled])  # fmt: skip
+        return na(
+            metric,
+            ctx,
+            f"records are a sample ({note}): aggregates over them cannot be derived",
+            sampled_captures=[c.id for c in sampled],
+        )
     total = sum(c.record_count for c in caps)
     for options in [metric.needs] if metric.needs else []:
         sets = _option_sets(options)
@@ -293,8 +321,12 @@ def precheck_caps(ctx: Ctx, metric: Metric, caps: list[CaptureInfo]) -> MetricVa
             covered = sum(c.record_count for c in have)
             if not have:
                 return na(metric, ctx, f"{want} not captured", coverage=f"0 of {total} requests")
-            return na(metric, ctx, f"{want} captured for {covered} of {total} requests",
-                      coverage=f"{covered} of {total} requests")  # fmt: skip
+            return na(
+                metric,
+                ctx,
+                f"{want} captured for {covered} of {total} requests",
+                coverage=f"{covered} of {total} requests",
+            )
     return None
 
 
@@ -337,17 +369,24 @@ def status_counts_sql(run_ids: list[int]) -> sa.Select:
     ).where(Q.c.run_id.in_(run_ids))
 
 
-def count_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], n: int, count: int | None,
-                fields: list[str] | None = None) -> MetricValue:  # fmt: skip
+def count_value(
+    metric: Metric, ctx: Ctx, caps: list[CaptureInfo], n: int, count: int | None, fields: list[str] | None = None
+) -> MetricValue:
     """``fields``: the fields used, where the caller has them (:func:`_fields`); likewise in the other
     decision functions."""
-    return derived(metric, ctx, Fraction(int(count or 0)), runs=ctx.run_ids, requests=int(n),
-                   fields=_fields(caps, metric, fields))  # fmt: skip
+    return derived(
+        metric, ctx, Fraction(int(count or 0)), runs=ctx.run_ids, requests=int(n), fields=_fields(caps, metric, fields)
+    )
 
 
 def record_groups(metric: Metric, ctx: Ctx) -> MetricValue:
-    return derived(metric, ctx, Fraction(len(ctx.run_ids)), runs=ctx.run_ids,
-                   basis="runs (record groups) in the scope: a count of records, never of requests (R2)")  # fmt: skip
+    return derived(
+        metric,
+        ctx,
+        Fraction(len(ctx.run_ids)),
+        runs=ctx.run_ids,
+        basis="runs (record groups) in the scope: a count of records, never of requests (R2)",
+    )
 
 
 def totals_sql(run_ids: list[int], column: sa.ColumnElement[Any]) -> sa.Select:
@@ -358,15 +397,33 @@ def totals_sql(run_ids: list[int], column: sa.ColumnElement[Any]) -> sa.Select:
     ).where(Q.c.run_id.in_(run_ids), OK)
 
 
-def total_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], column: str, total: int | None, ok: int,
-                missing: int | None, fields: list[str] | None = None) -> MetricValue:  # fmt: skip
+def total_value(
+    metric: Metric,
+    ctx: Ctx,
+    caps: list[CaptureInfo],
+    column: str,
+    total: int | None,
+    ok: int,
+    missing: int | None,
+    fields: list[str] | None = None,
+) -> MetricValue:
     if ok == 0:
         return na(metric, ctx, "no ok requests", requests_ok=0)
     if missing:
-        return na(metric, ctx, f"{column} reported for {ok - missing} of {ok} ok requests",
-                  coverage=f"{ok - missing} of {ok} ok requests")  # fmt: skip
-    return derived(metric, ctx, Fraction(int(total)), runs=ctx.run_ids, requests_ok=int(ok),  # type: ignore[arg-type]
-                   fields=_fields(caps, metric, fields))  # fmt: skip
+        return na(
+            metric,
+            ctx,
+            f"{column} reported for {ok - missing} of {ok} ok requests",
+            coverage=f"{ok - missing} of {ok} ok requests",
+        )
+    return derived(
+        metric,
+        ctx,
+        Fraction(int(total)),  # type: ignore[arg-type]
+        runs=ctx.run_ids,
+        requests_ok=int(ok),
+        fields=_fields(caps, metric, fields),
+    )
 
 
 def wall_clock_sql(run_ids: list[int]) -> sa.Select:
@@ -389,13 +446,25 @@ def wall_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], fetch: Callabl
         if row.clocks > 1:
             return na(metric, ctx, "requests are on different clocks: no common wall clock")
         if row.first_send is not None and row.last_end is not None and row.last_end > row.first_send:
-            return derived(metric, ctx, Fraction(int(row.last_end) - int(row.first_send), E9), runs=ctx.run_ids,
-                           requests_timed=int(row.timed), fields=["end_time", "send_time"],
-                           basis="first send to last end of the run's requests, one clock")  # fmt: skip
+            return derived(
+                metric,
+                ctx,
+                Fraction(int(row.last_end) - int(row.first_send), E9),
+                runs=ctx.run_ids,
+                requests_timed=int(row.timed),
+                fields=["end_time", "send_time"],
+                basis="first send to last end of the run's requests, one clock",
+            )
     durations = [ctx.durations.get(r) for r in ctx.run_ids]
     if len(durations) == 1 and durations[0] is not None:
-        return derived(metric, ctx, Fraction(durations[0]), flag="reported", runs=ctx.run_ids,
-                       basis="tool's own duration (run.duration_s): the records have no send/end times")  # fmt: skip
+        return derived(
+            metric,
+            ctx,
+            Fraction(durations[0]),
+            flag="reported",
+            runs=ctx.run_ids,
+            basis="tool's own duration (run.duration_s): the records have no send/end times",
+        )
     return na(metric, ctx, "no send/end times captured and the tool recorded no duration")
 
 
@@ -472,8 +541,10 @@ def decode_rate_expr(gap_sum: sa.ColumnElement | None = None) -> sa.ColumnElemen
 
 def _needs_gaps(q: sa.FromClause) -> sa.ColumnElement[bool]:
     """A request whose first-to-last-token span can only come from its chunk gaps."""
-    return sa.and_(sa.or_(q.c.latency_s.is_(None), q.c.ttft_s.is_(None)),
-                   sa.or_(q.c.end_ns.is_(None), q.c.first_token_ns.is_(None)))  # fmt: skip
+    return sa.and_(
+        sa.or_(q.c.latency_s.is_(None), q.c.ttft_s.is_(None)),
+        sa.or_(q.c.end_ns.is_(None), q.c.first_token_ns.is_(None)),
+    )
 
 
 def decode_rate_rows(runs: sa.Select) -> Rows:
@@ -485,18 +556,22 @@ def decode_rate_rows(runs: sa.Select) -> Rows:
 
     def full() -> Rows:
         q2 = Q.alias("q2")
-        gs = (sa.select(G.c.artefact_id, G.c.request_idx, sa.func.sum(G.c.gap_s).label("s"))
-              .select_from(G.join(q2, sa.and_(q2.c.artefact_id == G.c.artefact_id, q2.c.idx == G.c.request_idx)))
-              .where(q2.c.run_id.in_(runs), q2.c.status == "ok", q2.c.output_tokens > 1, _needs_gaps(q2))
-              .group_by(G.c.artefact_id, G.c.request_idx).subquery("gs"))  # fmt: skip
+        gs = (
+            sa.select(G.c.artefact_id, G.c.request_idx, sa.func.sum(G.c.gap_s).label("s"))
+            .select_from(G.join(q2, sa.and_(q2.c.artefact_id == G.c.artefact_id, q2.c.idx == G.c.request_idx)))
+            .where(q2.c.run_id.in_(runs), q2.c.status == "ok", q2.c.output_tokens > 1, _needs_gaps(q2))
+            .group_by(G.c.artefact_id, G.c.request_idx)
+            .subquery("gs")
+        )
         source = Q.outerjoin(gs, sa.and_(gs.c.artefact_id == Q.c.artefact_id, gs.c.request_idx == Q.c.idx))
         return Rows(source, decode_rate_expr(gap_sum=gs.c.s), member)
 
     return Rows(Q, decode_rate_expr(gap_sum=sa.null()), member, pending=_needs_gaps(Q), full=full)
 
 
-def values_sql(run_ids: list[int] | sa.Select, expr: sa.ColumnElement, where: sa.ColumnElement | None = None,
-               by_run: bool = False) -> Any:  # fmt: skip
+def values_sql(
+    run_ids: list[int] | sa.Select, expr: sa.ColumnElement, where: sa.ColumnElement | None = None, by_run: bool = False
+) -> Any:
     """The values of a distribution over ok requests, sorted; ``by_run``: their :class:`Rows` (batch path)."""
     member = OK if where is None else sa.and_(OK, where)
     if by_run:
@@ -528,20 +603,42 @@ def apply_stat(stat: str, values: Sequence[Fraction]) -> Fraction:
     raise ValueError(stat)
 
 
-def dist_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], stat: str, population: str, n: int,
-               missing: int, values: Callable[[], Sequence[Fraction]], fields: list[str] | None = None
-               ) -> MetricValue:  # fmt: skip
+def dist_value(
+    metric: Metric,
+    ctx: Ctx,
+    caps: list[CaptureInfo],
+    stat: str,
+    population: str,
+    n: int,
+    missing: int,
+    values: Callable[[], Sequence[Fraction]],
+    fields: list[str] | None = None,
+) -> MetricValue:
     """The decision of a :class:`Dist` plan: n values of which ``missing`` are NULL; ``values()`` sorted."""
     if missing:
-        return na(metric, ctx, f"value missing for {missing} of {n} {population}",
-                  coverage=f"{n - missing} of {n} {population}")  # fmt: skip
+        return na(
+            metric,
+            ctx,
+            f"value missing for {missing} of {n} {population}",
+            coverage=f"{n - missing} of {n} {population}",
+        )
     if not n:
         return na(metric, ctx, f"no {population}")
     vals = values()
-    return derived(metric, ctx, apply_stat(stat, vals), runs=ctx.run_ids, values=len(vals),
-                   population=population, fields=_fields(caps, metric, fields),
-                   method="numpy linear (type 7)" if stat.startswith("p") else
-                   "population (ddof 0), as numpy" if stat == "std" else stat)  # fmt: skip
+    return derived(
+        metric,
+        ctx,
+        apply_stat(stat, vals),
+        runs=ctx.run_ids,
+        values=len(vals),
+        population=population,
+        fields=_fields(caps, metric, fields),
+        method="numpy linear (type 7)"
+        if stat.startswith("p")
+        else "population (ddof 0), as numpy"
+        if stat == "std"
+        else stat,
+    )
 
 
 def cache_value(metric: Metric, ctx: Ctx, bad: MetricValue | None, fetch: Callable[[], object]) -> MetricValue:
@@ -556,10 +653,15 @@ def cache_value(metric: Metric, ctx: Ctx, bad: MetricValue | None, fetch: Callab
     if row.ok == 0:
         return na(metric, ctx, "no ok requests")
     if row.missing:
-        return na(metric, ctx, f"cached_tokens reported for {row.ok - row.missing} of {row.ok} ok requests",
-                  coverage=f"{row.ok - row.missing} of {row.ok} ok requests")  # fmt: skip
-    return derived(metric, ctx, Fraction(int(row.total)), runs=ctx.run_ids, requests_ok=int(row.ok),
-                   fields=["cached_tokens"])  # fmt: skip
+        return na(
+            metric,
+            ctx,
+            f"cached_tokens reported for {row.ok - row.missing} of {row.ok} ok requests",
+            coverage=f"{row.ok - row.missing} of {row.ok} ok requests",
+        )
+    return derived(
+        metric, ctx, Fraction(int(row.total)), runs=ctx.run_ids, requests_ok=int(row.ok), fields=["cached_tokens"]
+    )
 
 
 def run_plan(conn: sa.Connection, ctx: Ctx, metric: Metric, plan: Plan) -> MetricValue:
@@ -567,7 +669,9 @@ def run_plan(conn: sa.Connection, ctx: Ctx, metric: Metric, plan: Plan) -> Metri
     if isinstance(plan, Groups):
         return record_groups(metric, ctx)
     if isinstance(plan, Wall):
-        return wall_value(metric, ctx, captures(conn, ctx.run_ids), lambda: conn.execute(wall_clock_sql(ctx.run_ids)).one())
+        return wall_value(
+            metric, ctx, captures(conn, ctx.run_ids), lambda: conn.execute(wall_clock_sql(ctx.run_ids)).one()
+        )
     if isinstance(plan, Rate):
         return rate_value(metric, ctx, [t.value(conn, ctx) for t in plan.tokens], plan.wall.value(conn, ctx), plan.per)
     bad, caps = precheck(conn, ctx, metric)
@@ -583,8 +687,9 @@ def run_plan(conn: sa.Connection, ctx: Ctx, metric: Metric, plan: Plan) -> Metri
         return total_value(metric, ctx, caps, plan.column, row.total, row.ok, row.missing)
     raw = [r.v for r in conn.execute(plan.sql(ctx.run_ids))]
     missing = sum(1 for v in raw if v is None)
-    return dist_value(metric, ctx, caps, plan.stat, plan.population, len(raw), missing,
-                      lambda: sorted(exact(v) for v in raw))  # fmt: skip
+    return dist_value(
+        metric, ctx, caps, plan.stat, plan.population, len(raw), missing, lambda: sorted(exact(v) for v in raw)
+    )
 
 
 # --------------------------------------------------------------------------- the request metrics
@@ -604,91 +709,271 @@ LAT_NEEDS = (("latency_s",), ("send_time", "end_time"))
 
 
 def request_metrics() -> list[Metric]:
-    input_tokens = Metric("input_tokens", "tokens", "token_count", "total", _OK, (("input_tokens", "status"),),
-                          "SUM(input_tokens) WHERE status = 'ok' (actual, not the input target)", "requests",
-                          Total("input_tokens"), pools=True)  # fmt: skip
-    output_tokens = Metric("output_tokens", "tokens", "token_count", "total", _OK, (("output_tokens", "status"),),
-                           "SUM(output_tokens) WHERE status = 'ok' (actual, not the output cap)", "requests",
-                           Total("output_tokens"), pools=True)  # fmt: skip
-    wall = Metric("wall_clock_s", "s", "duration", "span", "first send to last end of the run's requests, one clock",
-                  (), "(MAX(end_ns) - MIN(send_ns)) / 1e9; else run.duration_s (flagged: tool's own duration)",
-                  "requests", Wall())  # fmt: skip
-    requests_ok = Metric("requests_ok", "requests", "request_count", "count", "the scope's API requests",
-                         (("status",),), "COUNT(*) FROM request WHERE status = 'ok'", "requests", Count("ok"),
-                         pools=True)  # fmt: skip
+    input_tokens = Metric(
+        "input_tokens",
+        "tokens",
+        "token_count",
+        "total",
+        _OK,
+        (("input_tokens", "status"),),
+        "SUM(input_tokens) WHERE status = 'ok' (actual, not the input target)",
+        "requests",
+        Total("input_tokens"),
+        pools=True,
+    )
+    output_tokens = Metric(
+        "output_tokens",
+        "tokens",
+        "token_count",
+        "total",
+        _OK,
+        (("output_tokens", "status"),),
+        "SUM(output_tokens) WHERE status = 'ok' (actual, not the output cap)",
+        "requests",
+        Total("output_tokens"),
+        pools=True,
+    )
+    wall = Metric(
+        "wall_clock_s",
+        "s",
+        "duration",
+        "span",
+        "first send to last end of the run's requests, one clock",
+        (),
+        "(MAX(end_ns) - MIN(send_ns)) / 1e9; else run.duration_s (flagged: tool's own duration)",
+        "requests",
+        Wall(),
+    )
+    requests_ok = Metric(
+        "requests_ok",
+        "requests",
+        "request_count",
+        "count",
+        "the scope's API requests",
+        (("status",),),
+        "COUNT(*) FROM request WHERE status = 'ok'",
+        "requests",
+        Count("ok"),
+        pools=True,
+    )
     out = [
         requests_ok,
-        Metric("requests_failed", "requests", "request_count", "count", "the scope's API requests", (("status",),),
-               "COUNT(*) FROM request WHERE status = 'failed'", "requests", Count("failed"), pools=True),
-        Metric("requests_unknown", "requests", "request_count", "count", "the scope's API requests", (),
-               "COUNT(*) FROM request WHERE status = 'unknown'", "requests", Count("unknown"), pools=True),
-        Metric("record_groups", "runs", "record_count", "count", "runs (record groups) of the scope", (),
-               "COUNT(*) FROM run", "requests", Groups(), pools=True),
+        Metric(
+            "requests_failed",
+            "requests",
+            "request_count",
+            "count",
+            "the scope's API requests",
+            (("status",),),
+            "COUNT(*) FROM request WHERE status = 'failed'",
+            "requests",
+            Count("failed"),
+            pools=True,
+        ),
+        Metric(
+            "requests_unknown",
+            "requests",
+            "request_count",
+            "count",
+            "the scope's API requests",
+            (),
+            "COUNT(*) FROM request WHERE status = 'unknown'",
+            "requests",
+            Count("unknown"),
+            pools=True,
+        ),
+        Metric(
+            "record_groups",
+            "runs",
+            "record_count",
+            "count",
+            "runs (record groups) of the scope",
+            (),
+            "COUNT(*) FROM run",
+            "requests",
+            Groups(),
+            pools=True,
+        ),
         input_tokens,
         output_tokens,
         wall,
-        Metric("total_tpm", "tokens/min", "aggregate_token_rate", "rate over common wall clock", "wall_clock_s",
-               (), "60 × (input_tokens + output_tokens) / wall_clock_s (R3)", "requests",
-               Rate((input_tokens, output_tokens), wall, 60)),
-        Metric("output_tpm", "tokens/min", "aggregate_token_rate", "rate over common wall clock", "wall_clock_s",
-               (), "60 × output_tokens / wall_clock_s (R3)", "requests", Rate((output_tokens,), wall, 60)),
-        Metric("output_tokens_per_s", "tokens/s", "aggregate_token_rate", "rate over common wall clock",
-               "wall_clock_s", (), "output_tokens / wall_clock_s (aggregate, not per stream: R4)", "requests",
-               Rate((output_tokens,), wall, 1)),
-        Metric("total_tokens_per_s", "tokens/s", "aggregate_token_rate", "rate over common wall clock",
-               "wall_clock_s", (), "(input_tokens + output_tokens) / wall_clock_s (R3)", "requests",
-               Rate((input_tokens, output_tokens), wall, 1)),
-        Metric("request_throughput", "requests/s", "request_rate", "rate over common wall clock", "wall_clock_s",
-               (), "requests_ok / wall_clock_s", "requests", Rate((requests_ok,), wall, 1)),
-        Metric("per_stream_decode_rate_median", "tokens/s", "per_stream_token_rate", "per-stream rate, median",
-               "first to last token of each stream", (("output_tokens", "ttft_s", "latency_s"),
-                                                      ("output_tokens", "first_token_time", "end_time"),
-                                                      ("output_tokens", "chunk_gaps")),
-               "MEDIAN over ok requests with output_tokens > 1 of (output_tokens - 1) / (latency_s - ttft_s) (R4)",
-               "requests", Dist(lambda ids, by_run=False: decode_rate_rows(ids) if by_run else
-                                values_sql(ids, decode_rate_expr(), Q.c.output_tokens > 1),
-                                "p50", "ok requests with more than one output token")),
-        Metric("cache_hit_tokens", "tokens", "cache_hit_tokens", "total", _OK, (("cached_tokens",),),
-               "SUM(cached_tokens) WHERE status = 'ok'; n/a where not captured, never 0 (R9)", "requests",
-               Cache(), pools=True),
-    ]  # fmt: skip
+        Metric(
+            "total_tpm",
+            "tokens/min",
+            "aggregate_token_rate",
+            "rate over common wall clock",
+            "wall_clock_s",
+            (),
+            "60 × (input_tokens + output_tokens) / wall_clock_s (R3)",
+            "requests",
+            Rate((input_tokens, output_tokens), wall, 60),
+        ),
+        Metric(
+            "output_tpm",
+            "tokens/min",
+            "aggregate_token_rate",
+            "rate over common wall clock",
+            "wall_clock_s",
+            (),
+            "60 × output_tokens / wall_clock_s (R3)",
+            "requests",
+            Rate((output_tokens,), wall, 60),
+        ),
+        Metric(
+            "output_tokens_per_s",
+            "tokens/s",
+            "aggregate_token_rate",
+            "rate over common wall clock",
+            "wall_clock_s",
+            (),
+            "output_tokens / wall_clock_s (aggregate, not per stream: R4)",
+            "requests",
+            Rate((output_tokens,), wall, 1),
+        ),
+        Metric(
+            "total_tokens_per_s",
+            "tokens/s",
+            "aggregate_token_rate",
+            "rate over common wall clock",
+            "wall_clock_s",
+            (),
+            "(input_tokens + output_tokens) / wall_clock_s (R3)",
+            "requests",
+            Rate((input_tokens, output_tokens), wall, 1),
+        ),
+        Metric(
+            "request_throughput",
+            "requests/s",
+            "request_rate",
+            "rate over common wall clock",
+            "wall_clock_s",
+            (),
+            "requests_ok / wall_clock_s",
+            "requests",
+            Rate((requests_ok,), wall, 1),
+        ),
+        Metric(
+            "per_stream_decode_rate_median",
+            "tokens/s",
+            "per_stream_token_rate",
+            "per-stream rate, median",
+            "first to last token of each stream",
+            (
+                ("output_tokens", "ttft_s", "latency_s"),
+                ("output_tokens", "first_token_time", "end_time"),
+                ("output_tokens", "chunk_gaps"),
+            ),
+            "MEDIAN over ok requests with output_tokens > 1 of (output_tokens - 1) / (latency_s - ttft_s) (R4)",
+            "requests",
+            Dist(
+                lambda ids, by_run=False: (
+                    decode_rate_rows(ids) if by_run else values_sql(ids, decode_rate_expr(), Q.c.output_tokens > 1)
+                ),
+                "p50",
+                "ok requests with more than one output token",
+            ),
+        ),
+        Metric(
+            "cache_hit_tokens",
+            "tokens",
+            "cache_hit_tokens",
+            "total",
+            _OK,
+            (("cached_tokens",),),
+            "SUM(cached_tokens) WHERE status = 'ok'; n/a where not captured, never 0 (R9)",
+            "requests",
+            Cache(),
+            pools=True,
+        ),
+    ]
     for name, unit, kind, what in (
-        ("peak_output_tokens_per_s", "tokens/s", "aggregate_token_rate",
-         "the largest number of output tokens in one second of the run (vLLM's peak output throughput)"),
-        ("peak_concurrent_requests", "requests", "concurrency",
-         "the largest number of requests in flight at once (vLLM's peak concurrent requests)"),
-    ):  # fmt: skip
-        out.append(Metric(name, unit, kind, "max", "the run's seconds", (), f"{what}; not recomputed here",
-                          "reported", _tool_only))  # fmt: skip
+        (
+            "peak_output_tokens_per_s",
+            "tokens/s",
+            "aggregate_token_rate",
+            "the largest number of output tokens in one second of the run (vLLM's peak output throughput)",
+        ),
+        (
+            "peak_concurrent_requests",
+            "requests",
+            "concurrency",
+            "the largest number of requests in flight at once (vLLM's peak concurrent requests)",
+        ),
+    ):
+        out.append(
+            Metric(
+                name, unit, kind, "max", "the run's seconds", (), f"{what}; not recomputed here", "reported", _tool_only
+            )
+        )
     every = STATISTICS
     dists = [
-        ("ttft", TTFT_NEEDS, lambda ids, by_run=False: values_sql(ids, ttft_expr(), sa.or_(
-            Q.c.output_tokens.is_(None), Q.c.output_tokens > 0), by_run),
-         every,
-         "time to first token (ttft_s, else first_token - send); a request with 0 output tokens has no first token",
-         "ok requests with output"),
-        ("tpot", (("ttft_s", "latency_s", "output_tokens"),),
-         lambda ids, by_run=False: values_sql(ids, tpot_expr(), Q.c.output_tokens > 1, by_run), every,
-         "(latency_s - ttft_s) / (output_tokens - 1), output_tokens > 1 (vLLM's TPOT)",
-         "ok requests with more than one output token"),
-        ("itl", (("chunk_gaps",),), itl_sql, every,
-         "gaps between streamed chunks of ok requests, flattened (one chunk may carry several tokens)",
-         "chunk gaps of ok requests"),
-        ("e2e_latency", LAT_NEEDS, lambda ids, by_run=False: values_sql(ids, latency_expr(), None, by_run),
-         every, "end-to-end latency (latency_s, else end - send)", "ok requests"),
-        ("isl", (("input_tokens", "status"),),
-         lambda ids, by_run=False: values_sql(ids, Q.c.input_tokens, None, by_run), every,
-         "input tokens of each request (actual, not the input target)", "ok requests"),
-        ("osl", (("output_tokens", "status"),),
-         lambda ids, by_run=False: values_sql(ids, Q.c.output_tokens, None, by_run), every,
-         "output tokens of each request (actual, not the output cap)", "ok requests"),
-    ]  # fmt: skip
+        (
+            "ttft",
+            TTFT_NEEDS,
+            lambda ids, by_run=False: values_sql(
+                ids, ttft_expr(), sa.or_(Q.c.output_tokens.is_(None), Q.c.output_tokens > 0), by_run
+            ),
+            every,
+            "time to first token (ttft_s, else first_token - send); a request with 0 output tokens has no first token",
+            "ok requests with output",
+        ),
+        (
+            "tpot",
+            (("ttft_s", "latency_s", "output_tokens"),),
+            lambda ids, by_run=False: values_sql(ids, tpot_expr(), Q.c.output_tokens > 1, by_run),
+            every,
+            "(latency_s - ttft_s) / (output_tokens - 1), output_tokens > 1 (vLLM's TPOT)",
+            "ok requests with more than one output token",
+        ),
+        (
+            "itl",
+            (("chunk_gaps",),),
+            itl_sql,
+            every,
+            "gaps between streamed chunks of ok requests, flattened (one chunk may carry several tokens)",
+            "chunk gaps of ok requests",
+        ),
+        (
+            "e2e_latency",
+            LAT_NEEDS,
+            lambda ids, by_run=False: values_sql(ids, latency_expr(), None, by_run),
+            every,
+            "end-to-end latency (latency_s, else end - send)",
+            "ok requests",
+        ),
+        (
+            "isl",
+            (("input_tokens", "status"),),
+            lambda ids, by_run=False: values_sql(ids, Q.c.input_tokens, None, by_run),
+            every,
+            "input tokens of each request (actual, not the input target)",
+            "ok requests",
+        ),
+        (
+            "osl",
+            (("output_tokens", "status"),),
+            lambda ids, by_run=False: values_sql(ids, Q.c.output_tokens, None, by_run),
+            every,
+            "output tokens of each request (actual, not the output cap)",
+            "ok requests",
+        ),
+    ]
     for base, needs, sql, stats, formula, population in dists:
         unit, kind_of = ("tokens", "token_count") if base in ("isl", "osl") else ("s", "latency")
         for stat in stats:
             kind = stat if stat in ("mean", "max", "min", "std") else "percentile"
             method = "" if kind != "percentile" else ", numpy linear (type 7)"
-            out.append(Metric(f"{base}_{stat.replace('.', '_')}", unit, kind_of, kind, population, needs,
-                              f"{stat.upper()}{method} of {formula}", "requests",
-                              Dist(sql, stat, population)))  # fmt: skip
+            out.append(
+                Metric(
+                    f"{base}_{stat.replace('.', '_')}",
+                    unit,
+                    kind_of,
+                    kind,
+                    population,
+                    needs,
+                    f"{stat.upper()}{method} of {formula}",
+                    "requests",
+                    Dist(sql, stat, population),
+                )
+            )
     return out

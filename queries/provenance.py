@@ -29,8 +29,14 @@ def _safe(x: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_." else "_" for ch in x)
 
 
-def prov_document(claims: ClaimsFile, ledger: Any, claim_id: str, *, claims_path: Path | None = None,
-                  steps: list[EvidenceStep] | None = None):  # fmt: skip
+def prov_document(
+    claims: ClaimsFile,
+    ledger: Any,
+    claim_id: str,
+    *,
+    claims_path: Path | None = None,
+    steps: list[EvidenceStep] | None = None,
+):
     """A ``prov.model.ProvDocument`` of the claim's evidence chain."""
     from bench_ledger.ingest import package_version
     from prov.model import PROV, ProvDocument
@@ -38,12 +44,16 @@ def prov_document(claims: ClaimsFile, ledger: Any, claim_id: str, *, claims_path
     steps = steps if steps is not None else explain(claims, ledger, claim_id, claims_path=claims_path)
     doc = ProvDocument()
     doc.add_namespace(*NAMESPACE)
-    ledger_agent = doc.agent("bl:agent/bench-ledger", {"prov:type": PROV["SoftwareAgent"], "bl:version": package_version()})
+    ledger_agent = doc.agent(
+        "bl:agent/bench-ledger", {"prov:type": PROV["SoftwareAgent"], "bl:version": package_version()}
+    )
     audit = doc.activity("bl:audit", other_attributes={"prov:label": f"audit of {claims.source_report.slug}"})
     doc.wasAssociatedWith(audit, ledger_agent)
     src = next(s for s in steps if s.level == "source report")
-    report = doc.entity(f"bl:report/{_safe(src.detail['slug'])}",
-                        {"prov:label": claims.source_report.title, "bl:sha256": src.detail.get("sha256") or "n/a"})  # fmt: skip
+    report = doc.entity(
+        f"bl:report/{_safe(src.detail['slug'])}",
+        {"prov:label": claims.source_report.title, "bl:sha256": src.detail.get("sha256") or "n/a"},
+    )
     made: set[str] = set()
     current: str | None = None  # the claim whose metric the run/request/artefact steps belong to
 
@@ -65,8 +75,15 @@ def prov_document(claims: ClaimsFile, ledger: Any, claim_id: str, *, claims_path
             cid = d["claim"]
             if once(claim_entity(cid)):
                 c = claims.by_id()[cid]
-                ent = doc.entity(claim_entity(cid), {"prov:label": f"{c.text} {c.unit or ''}".strip(), "bl:kind": c.kind,
-                                                     "bl:verdict": d["verdict"], "bl:rule": d.get("rule") or "none"})  # fmt: skip
+                ent = doc.entity(
+                    claim_entity(cid),
+                    {
+                        "prov:label": f"{c.text} {c.unit or ''}".strip(),
+                        "bl:kind": c.kind,
+                        "bl:verdict": d["verdict"],
+                        "bl:rule": d.get("rule") or "none",
+                    },
+                )
                 doc.wasDerivedFrom(ent, report)
                 doc.used(audit, ent)
         elif s.level in ("formula", "metric") and "claim" in d and ("formula" in d or "metric" in d):
@@ -95,14 +112,26 @@ def prov_document(claims: ClaimsFile, ledger: Any, claim_id: str, *, claims_path
         elif s.level == "runs" and current is not None:
             run = f"bl:run/{d['run_id']}"
             if once(run):
-                doc.entity(run, {"prov:type": PROV["Collection"], "bl:batch": d["batch"],
-                                 "prov:label": f"run {d['run_id']} {d['label']} (batch {d['batch']})"})  # fmt: skip
+                doc.entity(
+                    run,
+                    {
+                        "prov:type": PROV["Collection"],
+                        "bl:batch": d["batch"],
+                        "prov:label": f"run {d['run_id']} {d['label']} (batch {d['batch']})",
+                    },
+                )
         elif s.level == "requests" and current is not None:
             ident = f"bl:requests/run{d['run_id']}/artefact{d['artefact_id']}"
             if once(ident):
-                doc.entity(ident, {"prov:label": f"{d['count']} request records", "bl:count": d["count"],
-                                   "bl:fields": ",".join(d["fields"]) or "none",
-                                   "bl:lines": "n/a" if not d["lines"] else f"{d['lines'][0]}-{d['lines'][1]}"})  # fmt: skip
+                doc.entity(
+                    ident,
+                    {
+                        "prov:label": f"{d['count']} request records",
+                        "bl:count": d["count"],
+                        "bl:fields": ",".join(d["fields"]) or "none",
+                        "bl:lines": "n/a" if not d["lines"] else f"{d['lines'][0]}-{d['lines'][1]}",
+                    },
+                )
                 doc.wasDerivedFrom(ident, f"bl:artefact/{d['artefact_id']}")
                 doc.wasGeneratedBy(ident, f"bl:import/{d['artefact_id']}")
                 doc.hadMember(f"bl:run/{d['run_id']}", ident)
@@ -134,4 +163,3 @@ def _tool_of(steps: list[EvidenceStep], run_id: int | None) -> tuple[str, str | 
         if s.level == "runs" and s.detail.get("run_id") == run_id and s.detail.get("tool"):
             return s.detail["tool"], s.detail.get("tool_version")
     return None
-

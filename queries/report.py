@@ -49,8 +49,10 @@ RUN_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("per_stream_decode_rate_median", "decode tok/s per stream (median)", ",.2f"),
 )
 MARKERS = {"derived": "d", "reported": "r", "estimated": "e", "measured": "m"}
-MARKER_LEGEND = ("d = derived here from the captured records; r = the tool's own figure, or computed from one (reported: the weakest input decides); "
-                 "e = estimated; m = measured; n/a[k] = not available, reason in footnote k")  # fmt: skip
+MARKER_LEGEND = (
+    "d = derived here from the captured records; r = the tool's own figure, or computed from one (reported: the weakest input decides); "
+    "e = estimated; m = measured; n/a[k] = not available, reason in footnote k"
+)
 # why a run's figure is in the run table but not on a distribution drawn from its per-request records
 NOT_FROM_RECORDS = (
     "the run's figure is the tool's own ({flag}), not derived here from per-request records; "
@@ -59,12 +61,18 @@ NOT_FROM_RECORDS = (
 POWER_STATS = ("power_sum_of_card_means_w", "power_peak_of_sum_w", "power_sum_of_card_peaks_w")
 # the per-card columns: (quantity kind, statistic, heading); each sampler's counter of that kind fills it
 # (dmon pwr / sm / mem, nvidia-smi power.draw / utilization.gpu / utilization.memory, dcgmi POWER / GPUTL / MCUTL)
-CARD_STATS = (("power", "mean", "power mean"), ("power", "max", "power max"),
-              ("activity_time_percent", "mean", "GPU activity time mean"),
-              ("memory_busy_percent", "mean", "memory busy mean"))  # fmt: skip
+CARD_STATS = (
+    ("power", "mean", "power mean"),
+    ("power", "max", "power max"),
+    ("activity_time_percent", "mean", "GPU activity time mean"),
+    ("memory_busy_percent", "mean", "memory busy mean"),
+)
 PLOTTED_KINDS = ("power", "activity_time_percent")  # a plot over time per counter of these kinds
-SAMPLERS = {"nvidia-smi-dmon": "nvidia-smi dmon", "nvidia-smi-csv": "nvidia-smi --query-gpu (CSV)",
-            "dcgmi-dmon": "dcgmi dmon"}  # fmt: skip
+SAMPLERS = {
+    "nvidia-smi-dmon": "nvidia-smi dmon",
+    "nvidia-smi-csv": "nvidia-smi --query-gpu (CSV)",
+    "dcgmi-dmon": "dcgmi dmon",
+}
 
 
 def figure(v: MetricValue, fmt: str, notes: dict[str, int]) -> str:
@@ -204,8 +212,14 @@ R, B, A, D, L = (t.__table__ for t in (m.Run, m.Batch, m.Artefact, m.Deployment,
 Q, CAP, CF, HS, LF = (t.__table__ for t in (m.Request, m.Capture, m.CaptureField, m.HardwareSample, m.LogFact))
 
 
-def build_report(ledger: Ledger, batches: list[str] | None = None, claims_file: Path | None = None,
-                 *, synthetic: bool = False, auditor: Any = None) -> ReportData:  # fmt: skip
+def build_report(
+    ledger: Ledger,
+    batches: list[str] | None = None,
+    claims_file: Path | None = None,
+    *,
+    synthetic: bool = False,
+    auditor: Any = None,
+) -> ReportData:
     """Everything `ledger report` shows for the named batches (default: every batch), side by side,
     and the audit of ``claims_file`` when given (``auditor``: a :class:`queries.audit.Auditor` of
     that file already run, so its verdicts are not computed twice)."""
@@ -221,12 +235,28 @@ def build_report(ledger: Ledger, batches: list[str] | None = None, claims_file: 
     rows = run_metrics(ledger, names) if names else []
     data = ReportData(
         title="bench-ledger report: " + (", ".join(names) or "no batches"),
-        batches=names, generated_at=now(), ledger_url=ledger.display_url,
+        batches=names,
+        generated_at=now(),
+        ledger_url=ledger.display_url,
         synthetic_batches=[b for b in names if b in _synthetic_batches(ledger)] if names else [],
-        runs=[RunRow(r.batch, r.run_id, r.label, r.input_target_tokens, r.output_cap_tokens, r.concurrency,
-                     r.request_count, r.values) for r in rows],
-        launches=[], cards=[], power={}, plots=[],
-    )  # fmt: skip
+        runs=[
+            RunRow(
+                r.batch,
+                r.run_id,
+                r.label,
+                r.input_target_tokens,
+                r.output_cap_tokens,
+                r.concurrency,
+                r.request_count,
+                r.values,
+            )
+            for r in rows
+        ],
+        launches=[],
+        cards=[],
+        power={},
+        plots=[],
+    )
     if synthetic:
         data.synthetic_batches = list(names)
     _run_evidence(ledger, data, rows)
@@ -244,8 +274,9 @@ def _synthetic_batches(ledger: Ledger) -> set[str]:
         for name, meta in conn.execute(sa.select(B.c.name, R.c.metadata_json).join(R, R.c.batch_id == B.c.id)):
             if meta and "synthetic" in json.loads(meta):
                 out.add(name)
-        for (name,) in conn.execute(sa.select(B.c.name).join(A, A.c.batch_id == B.c.id)
-                                    .where(A.c.file_name.contains("SYNTHETIC"))):  # fmt: skip
+        for (name,) in conn.execute(
+            sa.select(B.c.name).join(A, A.c.batch_id == B.c.id).where(A.c.file_name.contains("SYNTHETIC"))
+        ):
             out.add(name)
     return out
 
@@ -263,15 +294,16 @@ def _run_evidence(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> N
         chain = run_chain(ledger, list(origins))
         for name, mv in r.values.items():
             mt = METRICS[name]
-            head = (f"metric {name} over run {r.run_id} {r.label} (batch {r.batch}) = "
-                    + (f"{float(mv.value):.6g} {mv.unit} ({mv.flag})" if mv.value is not None
-                       else f"n/a ({mv.na_reason})"))  # fmt: skip
+            head = f"metric {name} over run {r.run_id} {r.label} (batch {r.batch}) = " + (
+                f"{float(mv.value):.6g} {mv.unit} ({mv.flag})" if mv.value is not None else f"n/a ({mv.na_reason})"
+            )
             lines = [head, f"  formula: {mt.formula}", f"  over: {mt.interval}"]
             if mv.inputs:
                 lines.append(f"  inputs: {_jsonable(mv.inputs)}")
             lines += ["  " + x for x in chain]
-            data.evidence[evidence_id(r.run_id, name)] = Evidence(evidence_id(r.run_id, name),
-                                                                 f"{name}, run {r.run_id} {r.label}", lines)  # fmt: skip
+            data.evidence[evidence_id(r.run_id, name)] = Evidence(
+                evidence_id(r.run_id, name), f"{name}, run {r.run_id} {r.label}", lines
+            )
 
 
 def anchor(*parts: object) -> str:
@@ -297,37 +329,64 @@ def _jsonable(x: Any) -> str:
 
 def _launches(ledger: Ledger, data: ReportData) -> None:
     with ledger.connection() as conn:
-        q = (sa.select(L.c.id, L.c.attempt, L.c.outcome, L.c.cause, L.c.log_artefact_id, D.c.name.label("dep"),
-                       A.c.file_name, A.c.sha256)
-             .join(D, D.c.id == L.c.deployment_id).outerjoin(A, A.c.id == L.c.log_artefact_id)
-             .where(current(L)).order_by(D.c.id, L.c.attempt))  # fmt: skip
+        q = (
+            sa.select(
+                L.c.id,
+                L.c.attempt,
+                L.c.outcome,
+                L.c.cause,
+                L.c.log_artefact_id,
+                D.c.name.label("dep"),
+                A.c.file_name,
+                A.c.sha256,
+            )
+            .join(D, D.c.id == L.c.deployment_id)
+            .outerjoin(A, A.c.id == L.c.log_artefact_id)
+            .where(current(L))
+            .order_by(D.c.id, L.c.attempt)
+        )
         launches = conn.execute(q).all()
         stamps: dict[int, list] = defaultdict(list)
         ids = [x.log_artefact_id for x in launches if x.log_artefact_id is not None]
         if ids:
             for aid, kind, at, line in conn.execute(
                 sa.select(LF.c.artefact_id, LF.c.kind, LF.c.logged_at, LF.c.line)
-                .where(LF.c.artefact_id.in_(ids), LF.c.logged_at.is_not(None)).order_by(LF.c.artefact_id, LF.c.line)
-            ):  # fmt: skip
+                .where(LF.c.artefact_id.in_(ids), LF.c.logged_at.is_not(None))
+                .order_by(LF.c.artefact_id, LF.c.line)
+            ):
                 stamps[aid].append((kind, at, line))
     for x in launches:
         mv = evaluate(ledger, "seconds_to_ready", Scope(deployment=x.dep, launch=x.attempt))
         facts = stamps.get(x.log_artefact_id, [])
         at = sorted(f[1] for f in facts)
         ready = next((f[1] for f in facts if f[0] == "ready"), None)
-        data.launches.append(LaunchRow(x.dep, x.attempt, x.outcome, x.cause, mv,
-                                       f"{x.file_name} sha256 {x.sha256}" if x.file_name else None,
-                                       at[0] if at else None, at[-1] if at else None, ready,
-                                       anchor("ev-launch", x.id)))  # fmt: skip
-        lines = [f"launch {x.attempt} of {x.dep}: outcome {x.outcome} (declared)" + (f"; {x.cause}" if x.cause else ""),
-                 "metric seconds_to_ready = " + (f"{float(mv.value):g} s ({mv.flag})" if mv.value is not None
-                                                  else f"n/a ({mv.na_reason})"),
-                 f"  formula: {METRICS['seconds_to_ready'].formula}"]  # fmt: skip
+        data.launches.append(
+            LaunchRow(
+                x.dep,
+                x.attempt,
+                x.outcome,
+                x.cause,
+                mv,
+                f"{x.file_name} sha256 {x.sha256}" if x.file_name else None,
+                at[0] if at else None,
+                at[-1] if at else None,
+                ready,
+                anchor("ev-launch", x.id),
+            )
+        )
+        lines = [
+            f"launch {x.attempt} of {x.dep}: outcome {x.outcome} (declared)" + (f"; {x.cause}" if x.cause else ""),
+            "metric seconds_to_ready = "
+            + (f"{float(mv.value):g} s ({mv.flag})" if mv.value is not None else f"n/a ({mv.na_reason})"),
+            f"  formula: {METRICS['seconds_to_ready'].formula}",
+        ]
         if mv.inputs:
             lines.append(f"  inputs: {_jsonable(mv.inputs)}")
         if x.file_name:
-            lines.append(f"  artefact {x.log_artefact_id} {x.file_name} [vllm-server-log] sha256 {x.sha256}"
-                         + (f", timestamped lines {facts[0][2]}-{facts[-1][2]}" if facts else ""))  # fmt: skip
+            lines.append(
+                f"  artefact {x.log_artefact_id} {x.file_name} [vllm-server-log] sha256 {x.sha256}"
+                + (f", timestamped lines {facts[0][2]}-{facts[-1][2]}" if facts else "")
+            )
         else:
             lines.append("  no server log linked to this launch")
         eid = anchor("ev-launch", x.id)
@@ -336,8 +395,12 @@ def _launches(ledger: Ledger, data: ReportData) -> None:
 
 def _hw_artefacts(conn: sa.Connection, batch: str) -> list[int]:
     has = sa.exists().where(HS.c.artefact_id == A.c.id)
-    return [r[0] for r in conn.execute(sa.select(A.c.id).join(B, B.c.id == A.c.batch_id)
-                                       .where(B.c.name == batch, has).order_by(A.c.id))]  # fmt: skip
+    return [
+        r[0]
+        for r in conn.execute(
+            sa.select(A.c.id).join(B, B.c.id == A.c.batch_id).where(B.c.name == batch, has).order_by(A.c.id)
+        )
+    ]
 
 
 def _hardware(ledger: Ledger, data: ReportData) -> None:
@@ -372,7 +435,9 @@ def _card_rows(ledger: Ledger, data: ReportData, batch: str) -> list[CardRow]:
         for i in range(max(len(v) for v in counters.values())):
             chosen = {k: v[i] for k, v in counters.items() if i < len(v)}
             fmt = next(iter(chosen.values())).format
-            row = CardRow(batch, card, {}, f"{fmt}, artefact {art}: " + ", ".join(sorted({x.counter for x in chosen.values()})))
+            row = CardRow(
+                batch, card, {}, f"{fmt}, artefact {art}: " + ", ".join(sorted({x.counter for x in chosen.values()}))
+            )
             for kind, stat, _ in CARD_STATS:
                 if kind not in chosen:
                     continue
@@ -380,19 +445,26 @@ def _card_rows(ledger: Ledger, data: ReportData, batch: str) -> list[CardRow]:
                 col = card_column(kind, stat)
                 row.values[col], row.units[col] = (c.mean if stat == "mean" else c.max), c.unit
                 exact = f" (exact mean {c.exact_mean})" if stat == "mean" and c.exact_mean else ""
-                lines[col].append(f"  card {card}: {row.values[col]} {c.unit}{exact} of counter {c.counter!r} over {c.values} "
-                                  f"values of {c.samples} samples; artefact {art} [{fmt}] lines {c.lines}")  # fmt: skip
-                meaning = f"  {c.counter!r} ({SAMPLERS.get(fmt, fmt)}): {meaning_of(c.counter) or 'no meaning recorded'}"
+                lines[col].append(
+                    f"  card {card}: {row.values[col]} {c.unit}{exact} of counter {c.counter!r} over {c.values} "
+                    f"values of {c.samples} samples; artefact {art} [{fmt}] lines {c.lines}"
+                )
+                meaning = (
+                    f"  {c.counter!r} ({SAMPLERS.get(fmt, fmt)}): {meaning_of(c.counter) or 'no meaning recorded'}"
+                )
                 if meaning not in meanings[col]:
                     meanings[col].append(meaning)
             rows.append(row)
     for kind, stat, heading in CARD_STATS:
         eid = anchor("ev-hw", batch, card_column(kind, stat))
-        head = [f"{heading}, batch {batch}: the {stat} of each card's own samples of one counter of kind {kind!r}, in "
-                "its unit as printed; cards are never pooled (R13, R14); counters:"]  # fmt: skip
+        head = [
+            f"{heading}, batch {batch}: the {stat} of each card's own samples of one counter of kind {kind!r}, in "
+            "its unit as printed; cards are never pooled (R13, R14); counters:"
+        ]
         col = card_column(kind, stat)
-        data.evidence[eid] = Evidence(eid, f"{heading} per card, batch {batch}",
-                                      head + meanings[col] + (lines[col] or ["  none sampled"]))  # fmt: skip
+        data.evidence[eid] = Evidence(
+            eid, f"{heading} per card, batch {batch}", head + meanings[col] + (lines[col] or ["  none sampled"])
+        )
     return rows
 
 
@@ -426,13 +498,22 @@ def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
             mine = [r for r in rows if r.batch == b]
             if not mine:
                 continue
-            plot = Plot(anchor("cdf", metric.split("_p50")[0], b), f"{what.capitalize()} per run, batch {b} (CDF)",
-                        f"cumulative share of the ok requests of each run whose {what} is at most x; one line per run",
-                        "s", "derived here from the per-request records (the same population as "
-                        f"{metric}: {METRICS[metric].interval})", b in syn, "cdf",
-                        x_label=f"{what} (s)", y_label="share of requests")  # fmt: skip
-            plot.notes.append("error bars: each run's 95% sampling interval of its p50 and p99, where its sample "
-                              "supports one (docs/statistics.md)")  # fmt: skip
+            plot = Plot(
+                anchor("cdf", metric.split("_p50")[0], b),
+                f"{what.capitalize()} per run, batch {b} (CDF)",
+                f"cumulative share of the ok requests of each run whose {what} is at most x; one line per run",
+                "s",
+                "derived here from the per-request records (the same population as "
+                f"{metric}: {METRICS[metric].interval})",
+                b in syn,
+                "cdf",
+                x_label=f"{what} (s)",
+                y_label="share of requests",
+            )
+            plot.notes.append(
+                "error bars: each run's 95% sampling interval of its p50 and p99, where its sample "
+                "supports one (docs/statistics.md)"
+            )
             for r in mine:
                 mv = r.values[metric]
                 if mv.value is None:
@@ -444,21 +525,40 @@ def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
                 xs = distribution_values(ledger, metric, mv.run_ids)
                 n = len(xs)
                 base = metric.removesuffix("_p50")
-                bars = [(p / 100, si.low, si.high) for p in (50, 99)
-                        if (si := r.sampling.get(f"{base}_p{p}")) is not None and si.low is not None
-                        and si.high is not None]  # fmt: skip
-                plot.series.append(Series(f"{r.label}", b, xs, [(i + 1) / n for i in range(n)],
-                                          group=_tier(r.input_target_tokens), bars=bars))  # fmt: skip
+                bars = [
+                    (p / 100, si.low, si.high)
+                    for p in (50, 99)
+                    if (si := r.sampling.get(f"{base}_p{p}")) is not None and si.low is not None and si.high is not None
+                ]
+                plot.series.append(
+                    Series(
+                        f"{r.label}",
+                        b,
+                        xs,
+                        [(i + 1) / n for i in range(n)],
+                        group=_tier(r.input_target_tokens),
+                        bars=bars,
+                    )
+                )
             data.plots.append(plot)
     for metric, what in (("total_tpm", "total TPM"), ("output_tpm", "output TPM")):
-        plot = Plot(anchor("tpm", metric), f"{what} against concurrency, per input tier",
-                    f"{what} of each run (60 x tokens / the run's common wall clock, R3) against its concurrency; "
-                    "one panel per input target, one series per batch and output cap (batches never pooled, R2)",
-                    "tokens/min", "derived here from the per-request records of each run; a series marked "
-                    "'reported' is computed from the tool's own figures (its duration or throughput, R15)",
-                    any(b in syn for b in data.batches), "tpm", x_label="concurrency", y_label=f"{what} (tokens/min)")  # fmt: skip
-        plot.notes.append("no error bars: a run's TPM is one run-level rate, whose variation shows only across "
-                          "repeated runs (ledger compare --stats)")  # fmt: skip
+        plot = Plot(
+            anchor("tpm", metric),
+            f"{what} against concurrency, per input tier",
+            f"{what} of each run (60 x tokens / the run's common wall clock, R3) against its concurrency; "
+            "one panel per input target, one series per batch and output cap (batches never pooled, R2)",
+            "tokens/min",
+            "derived here from the per-request records of each run; a series marked "
+            "'reported' is computed from the tool's own figures (its duration or throughput, R15)",
+            any(b in syn for b in data.batches),
+            "tpm",
+            x_label="concurrency",
+            y_label=f"{what} (tokens/min)",
+        )
+        plot.notes.append(
+            "no error bars: a run's TPM is one run-level rate, whose variation shows only across "
+            "repeated runs (ledger compare --stats)"
+        )
         groups: dict[tuple, list[RunMetrics]] = defaultdict(list)
         for r in rows:
             mv = r.values[metric]
@@ -471,9 +571,15 @@ def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
         for (tier, b, cap, flag), rs in order:
             rs.sort(key=lambda r: r.concurrency or 0)
             mark = "" if flag == "derived" else f" ({flag}: the tool's figures)"
-            plot.series.append(Series(f"batch {b}, out cap {cap if cap is not None else '?'}{mark}", b,
-                                      [float(r.concurrency or 0) for r in rs], [float(r.values[metric].value or 0) for r in rs],
-                                      group=_tier(tier)))  # fmt: skip
+            plot.series.append(
+                Series(
+                    f"batch {b}, out cap {cap if cap is not None else '?'}{mark}",
+                    b,
+                    [float(r.concurrency or 0) for r in rs],
+                    [float(r.values[metric].value or 0) for r in rs],
+                    group=_tier(tier),
+                )
+            )
         data.plots.append(plot)
     _trend_plot(ledger, data)
     _hardware_plots(ledger, data)
@@ -485,7 +591,9 @@ def _trend_plot(ledger: Ledger, data: ReportData, metric: str = "ttft_p50") -> N
     from bench_ledger.queries.stats.runs import trend
 
     with ledger.connection() as conn:
-        sealed = [r[0] for r in conn.execute(sa.select(B.c.name).where(B.c.name.in_(data.batches), B.c.status == "closed"))]
+        sealed = [
+            r[0] for r in conn.execute(sa.select(B.c.name).where(B.c.name.in_(data.batches), B.c.status == "closed"))
+        ]
     if len(sealed) < 2:
         return
     try:
@@ -494,22 +602,42 @@ def _trend_plot(ledger: Ledger, data: ReportData, metric: str = "ttft_p50") -> N
         return
     if not series:
         return
-    plot = Plot(f"trend-{metric}", f"{metric} over the sealed batches, per comparability key",
-                f"{metric} of each run of one comparability key, in the order the batches were sealed, with its 95% "
-                "sampling interval; dashed lines: change points (ruptures PELT, docs/statistics.md); keys never pooled",
-                METRICS[metric].unit, "derived here from the per-request records of each run",
-                any(b in data.synthetic_batches for b in sealed), "trend", x_label="point (batch order)",
-                y_label=f"{metric} ({METRICS[metric].unit})")  # fmt: skip
+    plot = Plot(
+        f"trend-{metric}",
+        f"{metric} over the sealed batches, per comparability key",
+        f"{metric} of each run of one comparability key, in the order the batches were sealed, with its 95% "
+        "sampling interval; dashed lines: change points (ruptures PELT, docs/statistics.md); keys never pooled",
+        METRICS[metric].unit,
+        "derived here from the per-request records of each run",
+        any(b in data.synthetic_batches for b in sealed),
+        "trend",
+        x_label="point (batch order)",
+        y_label=f"{metric} ({METRICS[metric].unit})",
+    )
     for t in series:
         pts = [(i + 1, p) for i, p in enumerate(t.points) if p.value is not None]
-        plot.series.append(Series(f"key {t.key[:12]}", ", ".join(sorted({p.batch for p in t.points})),
-                                  [float(i) for i, _ in pts], [float(p.value or 0) for _, p in pts],
-                                  bars=[(float(i), p.low, p.high) for i, p in pts if p.low is not None and p.high is not None],
-                                  marks=[float(c.index + 1) for c in t.changes or []]))  # fmt: skip
-        plot.notes.append(f"key {t.key[:12]}: " + (f"insufficient data ({t.reason})" if t.changes is None else
-                          f"{len(t.changes)} change point(s)" + "".join(
-                              f"; at point {c.index + 1} (batch {t.points[c.index].batch}) {c.before:.4g} -> {c.after:.4g}"
-                              for c in t.changes)))  # fmt: skip
+        plot.series.append(
+            Series(
+                f"key {t.key[:12]}",
+                ", ".join(sorted({p.batch for p in t.points})),
+                [float(i) for i, _ in pts],
+                [float(p.value or 0) for _, p in pts],
+                bars=[(float(i), p.low, p.high) for i, p in pts if p.low is not None and p.high is not None],
+                marks=[float(c.index + 1) for c in t.changes or []],
+            )
+        )
+        plot.notes.append(
+            f"key {t.key[:12]}: "
+            + (
+                f"insufficient data ({t.reason})"
+                if t.changes is None
+                else f"{len(t.changes)} change point(s)"
+                + "".join(
+                    f"; at point {c.index + 1} (batch {t.points[c.index].batch}) {c.before:.4g} -> {c.after:.4g}"
+                    for c in t.changes
+                )
+            )
+        )
     data.plots.append(plot)
 
 
@@ -530,38 +658,77 @@ def _hardware_plots(ledger: Ledger, data: ReportData) -> None:
                 continue
             windows, why = _run_windows(conn, b)
             files = {a.id: a for a in conn.execute(sa.select(A.c.id, A.c.format, A.c.note).where(A.c.id.in_(arts)))}
-            counters = [r[0] for r in conn.execute(sa.select(HS.c.counter).distinct().where(HS.c.artefact_id.in_(arts))
-                                                   .order_by(HS.c.counter))]  # fmt: skip
-            for counter in sorted((c for c in counters if kind_of(c) in PLOTTED_KINDS), key=lambda c: (PLOTTED_KINDS.index(kind_of(c)), c)):
+            counters = [
+                r[0]
+                for r in conn.execute(
+                    sa.select(HS.c.counter).distinct().where(HS.c.artefact_id.in_(arts)).order_by(HS.c.counter)
+                )
+            ]
+            for counter in sorted(
+                (c for c in counters if kind_of(c) in PLOTTED_KINDS), key=lambda c: (PLOTTED_KINDS.index(kind_of(c)), c)
+            ):
                 power = kind_of(counter) == "power"
-                rows = conn.execute(sa.select(HS.c.node, HS.c.gpu, HS.c.artefact_id, HS.c.ts, HS.c.value, HS.c.unit)
-                                    .where(HS.c.artefact_id.in_(arts), HS.c.counter == counter)
-                                    .order_by(HS.c.node, HS.c.gpu, HS.c.ts, HS.c.tick)).all()  # fmt: skip
+                rows = conn.execute(
+                    sa.select(HS.c.node, HS.c.gpu, HS.c.artefact_id, HS.c.ts, HS.c.value, HS.c.unit)
+                    .where(HS.c.artefact_id.in_(arts), HS.c.counter == counter)
+                    .order_by(HS.c.node, HS.c.gpu, HS.c.ts, HS.c.tick)
+                ).all()
                 mine = sorted({r.artefact_id for r in rows})
                 samplers = ", ".join(sorted({SAMPLERS.get(files[a].format, files[a].format) for a in mine}))
                 local = {a for a in mine if UNCONFIRMED_ZONE in (files[a].note or "")}
                 # host-local times of an unknown zone and UTC times are two clocks: never one axis
                 for part, zoned in ((sorted(set(mine) - local), True), (sorted(local), False)):
                     if part:
-                        _hardware_plot(data, b, counter, power, [r for r in rows if r.artefact_id in part], part,
-                                       samplers, meaning_of(counter), zoned, windows, why,
-                                       "" if zoned or len(part) == len(mine) else "-local")  # fmt: skip
+                        _hardware_plot(
+                            data,
+                            b,
+                            counter,
+                            power,
+                            [r for r in rows if r.artefact_id in part],
+                            part,
+                            samplers,
+                            meaning_of(counter),
+                            zoned,
+                            windows,
+                            why,
+                            "" if zoned or len(part) == len(mine) else "-local",
+                        )
 
 
-def _hardware_plot(data: ReportData, b: str, counter: str, power: bool, rows: list, arts: list[int], samplers: str,
-                   meaning: str | None, zoned: bool, windows: list, why: str | None, suffix: str) -> None:  # fmt: skip
+def _hardware_plot(
+    data: ReportData,
+    b: str,
+    counter: str,
+    power: bool,
+    rows: list,
+    arts: list[int],
+    samplers: str,
+    meaning: str | None,
+    zoned: bool,
+    windows: list,
+    why: str | None,
+    suffix: str,
+) -> None:
     """One counter's samples per card over time; ``zoned``: their times are UTC (else host-local, zone unconfirmed)."""
     units = sorted({r.unit for r in rows})
     clock = "UTC" if zoned else "host local time as printed, time zone unconfirmed"
-    plot = Plot(anchor("hw", counter, b) + suffix, f"{'Power' if power else 'GPU activity time'} per card over time ({counter}), batch {b}",
-                f"{meaning or counter} of each card as sampled by {samplers}, one line per card",
-                "/".join(units) or "unit n/a", f"measured: {samplers} samples of artefacts {arts} (counter {counter!r}, unit as printed)",
-                b in data.synthetic_batches, "timeseries", x_label=f"time ({clock}; s from the first sample)",
-                y_label=f"{counter} ({'/'.join(units) or 'unit n/a'})")  # fmt: skip
+    plot = Plot(
+        anchor("hw", counter, b) + suffix,
+        f"{'Power' if power else 'GPU activity time'} per card over time ({counter}), batch {b}",
+        f"{meaning or counter} of each card as sampled by {samplers}, one line per card",
+        "/".join(units) or "unit n/a",
+        f"measured: {samplers} samples of artefacts {arts} (counter {counter!r}, unit as printed)",
+        b in data.synthetic_batches,
+        "timeseries",
+        x_label=f"time ({clock}; s from the first sample)",
+        y_label=f"{counter} ({'/'.join(units) or 'unit n/a'})",
+    )
     untimed = [r for r in rows if r.ts is None]
     if untimed:
-        plot.missing.append(f"{len(untimed)} samples without a timestamp (the sampler printed none: dmon without -o DT, "
-                            "dcgmi dmon without --start and --interval): not placed in time")  # fmt: skip
+        plot.missing.append(
+            f"{len(untimed)} samples without a timestamp (the sampler printed none: dmon without -o DT, "
+            "dcgmi dmon without --start and --interval): not placed in time"
+        )
     timed = [r for r in rows if r.ts is not None and r.value is not None]
     data.plots.append(plot)
     if not timed:
@@ -576,8 +743,9 @@ def _hardware_plot(data: ReportData, b: str, counter: str, power: bool, rows: li
     plot.series = [per[c] for c in sorted(per, key=_card_key)]
     plot.notes.append(f"t = 0 is {t0.isoformat(sep=' ')} {'UTC' if zoned else '(' + clock + ')'}")
     if not zoned:
-        why = ("the samples' times are host-local of an unconfirmed time zone (import them with --time-zone)"
-               + (f"; and {why}" if why else ""))  # fmt: skip
+        why = "the samples' times are host-local of an unconfirmed time zone (import them with --time-zone)" + (
+            f"; and {why}" if why else ""
+        )
     else:
         plot.windows = [(label, (s - t0).total_seconds(), (e - t0).total_seconds()) for label, s, e in windows]
     if plot.windows:
@@ -588,39 +756,57 @@ def _hardware_plot(data: ReportData, b: str, counter: str, power: bool, rows: li
 
 def _run_windows(conn: sa.Connection, batch: str) -> tuple[list[tuple[str, datetime, datetime]], str | None]:
     """Each run's wall-clock window, where the run has one (declared or read from its file); else why not."""
-    runs = conn.execute(sa.select(R.c.label, R.c.started_at, R.c.ended_at).join(B, B.c.id == R.c.batch_id)
-                        .where(B.c.name == batch, current(R)).order_by(R.c.id)).all()  # fmt: skip
+    runs = conn.execute(
+        sa.select(R.c.label, R.c.started_at, R.c.ended_at)
+        .join(B, B.c.id == R.c.batch_id)
+        .where(B.c.name == batch, current(R))
+        .order_by(R.c.id)
+    ).all()
     out = [(r.label, r.started_at, r.ended_at) for r in runs if r.started_at is not None and r.ended_at is not None]
     if len(out) == len(runs):
         return out, None
     none = len(runs) - len(out)
-    return out, (f"{none} of {len(runs)} runs have no wall-clock start and end (their files give none; request "
-                 "times on a monotonic clock cannot be placed against dmon's wall clock, and are not guessed)")  # fmt: skip
+    return out, (
+        f"{none} of {len(runs)} runs have no wall-clock start and end (their files give none; request "
+        "times on a monotonic clock cannot be placed against dmon's wall clock, and are not guessed)"
+    )
 
 
 def _timeline_plot(data: ReportData) -> None:
     if not data.launches:
         return
-    plot = Plot("launch-timeline", "Launch timeline", "each engine start attempt, in order, from its first to its "
-                "last timestamped log line read (each bar starts at 0; the label gives the log time of its first "
-                "line), coloured by declared outcome, with a mark at the READY line; a bar is the span of the log "
-                "lines read, a lower bound of the attempt's duration", "minutes (log clock)", "measured: timestamps of the server-log lines read by the vllm-server-log importer; "
-                "outcome declared in the manifest", data.synthetic, "timeline", x_label="log time (the log prints no year)",
-                y_label="launch")  # fmt: skip
+    plot = Plot(
+        "launch-timeline",
+        "Launch timeline",
+        "each engine start attempt, in order, from its first to its "
+        "last timestamped log line read (each bar starts at 0; the label gives the log time of its first "
+        "line), coloured by declared outcome, with a mark at the READY line; a bar is the span of the log "
+        "lines read, a lower bound of the attempt's duration",
+        "minutes (log clock)",
+        "measured: timestamps of the server-log lines read by the vllm-server-log importer; "
+        "outcome declared in the manifest",
+        data.synthetic,
+        "timeline",
+        x_label="log time (the log prints no year)",
+        y_label="launch",
+    )
     for x in data.launches:
         label = f"{x.deployment} #{x.attempt} ({x.outcome})"
         if x.first_line_at is not None:
             label += f" {x.first_line_at}"
         if x.first_line_at is None:
-            plot.missing.append(f"{label}: no timestamped line read from its log" if x.log else f"{label}: no log linked")
+            plot.missing.append(
+                f"{label}: no timestamped line read from its log" if x.log else f"{label}: no log linked"
+            )
             continue
         ts = [_log_time(t) for t in (x.first_line_at, x.last_line_at, x.ready_at or x.last_line_at)]
         t0, t1, t2 = ts
         if t0 is None or t1 is None or t2 is None:
-            plot.missing.append(f"{label}: log timestamps {x.first_line_at!r}..{x.last_line_at!r} not in 'MM-DD HH:MM:SS'")
+            plot.missing.append(
+                f"{label}: log timestamps {x.first_line_at!r}..{x.last_line_at!r} not in 'MM-DD HH:MM:SS'"
+            )
             continue
-        plot.series.append(Series(label, x.deployment, [t0, t1], [1.0 if x.ready_at else 0.0, t2],
-                                  group=x.outcome))  # fmt: skip
+        plot.series.append(Series(label, x.deployment, [t0, t1], [1.0 if x.ready_at else 0.0, t2], group=x.outcome))
     data.plots.append(plot)
 
 
@@ -652,11 +838,22 @@ def _audit(ledger: Ledger, data: ReportData, claims_file: Path, auditor: Any = N
     for verdict in VERDICTS:
         rows = [r for r in report.results if r.verdict == verdict]
         if rows:
-            data.audit[verdict] = [AuditRow(r.claim_id, r.text, r.unit, r.verdict, r.rule, r.recomputed,
-                                            r.why or r.missing or r.margin or "; ".join(r.notes) or None,
-                                            anchor("ev-claim", r.claim_id)) for r in rows]  # fmt: skip
+            data.audit[verdict] = [
+                AuditRow(
+                    r.claim_id,
+                    r.text,
+                    r.unit,
+                    r.verdict,
+                    r.rule,
+                    r.recomputed,
+                    r.why or r.missing or r.margin or "; ".join(r.notes) or None,
+                    anchor("ev-claim", r.claim_id),
+                )
+                for r in rows
+            ]
     source = source_step(claims, ledger, claims_file)
     for r in report.results:
         steps = [*claim_steps(auditor, r.claim_id), source]
-        data.evidence[anchor("ev-claim", r.claim_id)] = Evidence(anchor("ev-claim", r.claim_id), f"claim {r.claim_id}",
-                                                           [s.text for s in steps])  # fmt: skip
+        data.evidence[anchor("ev-claim", r.claim_id)] = Evidence(
+            anchor("ev-claim", r.claim_id), f"claim {r.claim_id}", [s.text for s in steps]
+        )

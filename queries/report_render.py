@@ -31,11 +31,13 @@ from bench_ledger.queries.report import (
     figure,
 )
 
-CARD_LEGEND = ("each card's own samples of one counter of the sampler named in 'source', unit as printed; GPU "
-               "activity time is dmon `sm` / nvidia-smi `utilization.gpu` / dcgmi `GPUTL`, the share of time a kernel "
-               "ran, not SM occupancy, tensor utilisation or MFU; memory busy is dmon `mem` / `utilization.memory` / "
-               "`MCUTL`, memory-controller busy time, not bandwidth utilisation (R13); power counters are never "
-               "combined (R14)")
+CARD_LEGEND = (
+    "each card's own samples of one counter of the sampler named in 'source', unit as printed; GPU "
+    "activity time is dmon `sm` / nvidia-smi `utilization.gpu` / dcgmi `GPUTL`, the share of time a kernel "
+    "ran, not SM occupancy, tensor utilisation or MFU; memory busy is dmon `mem` / `utilization.memory` / "
+    "`MCUTL`, memory-controller busy time, not bandwidth utilisation (R13); power counters are never "
+    "combined (R14)"
+)
 SYNTHETIC_NOTE = "SYNTHETIC data: generated, not measured on real hardware"
 OUTCOME_COLOURS = {"ready": "#2a9d3f", "failed": "#c0392b", "unknown": "#7f8c8d"}
 
@@ -44,9 +46,11 @@ OUTCOME_COLOURS = {"ready": "#2a9d3f", "failed": "#c0392b", "unknown": "#7f8c8d"
 
 
 def _workload(r) -> tuple[str, str]:
-    return (f"{r.input_target_tokens if r.input_target_tokens is not None else '?'} / "
-            f"{r.output_cap_tokens if r.output_cap_tokens is not None else '?'}",
-            f"{r.concurrency if r.concurrency is not None else '?'} / {r.request_count if r.request_count is not None else '?'}")  # fmt: skip
+    return (
+        f"{r.input_target_tokens if r.input_target_tokens is not None else '?'} / "
+        f"{r.output_cap_tokens if r.output_cap_tokens is not None else '?'}",
+        f"{r.concurrency if r.concurrency is not None else '?'} / {r.request_count if r.request_count is not None else '?'}",
+    )
 
 
 def run_tables(data: ReportData) -> tuple[dict[str, list[dict]], dict[str, int]]:
@@ -55,8 +59,14 @@ def run_tables(data: ReportData) -> tuple[dict[str, list[dict]], dict[str, int]]
     out: dict[str, list[dict]] = {}
     for r in data.runs:
         inout, cn = _workload(r)
-        cells = [{"text": figure(r.values[name], fmt, notes), "ev": evidence_id(r.run_id, name),
-                  "na": r.values[name].value is None} for name, _, fmt in RUN_COLUMNS]  # fmt: skip
+        cells = [
+            {
+                "text": figure(r.values[name], fmt, notes),
+                "ev": evidence_id(r.run_id, name),
+                "na": r.values[name].value is None,
+            }
+            for name, _, fmt in RUN_COLUMNS
+        ]
         out.setdefault(r.batch, []).append({"run": f"{r.run_id} {r.label}", "inout": inout, "cn": cn, "cells": cells})
     return out, notes
 
@@ -69,11 +79,27 @@ def hardware_rows(data: ReportData) -> tuple[list[dict], list[dict], dict[str, i
     notes: dict[str, int] = {}
     power = []
     for b, stats in data.power.items():
-        power.append({"batch": b, "cells": [{"text": figure(stats[s], ",.1f", notes), "ev": anchor("ev-hw", b, s)}
-                                            for s in POWER_STATS]})  # fmt: skip
-    cards = [{"batch": c.batch, "card": c.card, "source": c.source,
-              "cells": [{"text": _card_cell(c, card_column(kind, stat)), "ev": anchor("ev-hw", c.batch, card_column(kind, stat))}
-                        for kind, stat, _ in CARD_STATS]} for c in data.cards]  # fmt: skip
+        power.append(
+            {
+                "batch": b,
+                "cells": [{"text": figure(stats[s], ",.1f", notes), "ev": anchor("ev-hw", b, s)} for s in POWER_STATS],
+            }
+        )
+    cards = [
+        {
+            "batch": c.batch,
+            "card": c.card,
+            "source": c.source,
+            "cells": [
+                {
+                    "text": _card_cell(c, card_column(kind, stat)),
+                    "ev": anchor("ev-hw", c.batch, card_column(kind, stat)),
+                }
+                for kind, stat, _ in CARD_STATS
+            ],
+        }
+        for c in data.cards
+    ]
     return power, cards, notes
 
 
@@ -87,10 +113,19 @@ def launch_rows(data: ReportData) -> tuple[list[dict], dict[str, int]]:
     notes: dict[str, int] = {}
     rows = []
     for x in data.launches:
-        rows.append({"deployment": x.deployment, "attempt": x.attempt, "outcome": x.outcome, "cause": x.cause or "",
-                     "ready": figure(x.seconds_to_ready, ",.0f", notes), "log": x.log or "no log linked",
-                     "first": x.first_line_at or "n/a", "last": x.last_line_at or "n/a",
-                     "ev": x.evidence})  # fmt: skip
+        rows.append(
+            {
+                "deployment": x.deployment,
+                "attempt": x.attempt,
+                "outcome": x.outcome,
+                "cause": x.cause or "",
+                "ready": figure(x.seconds_to_ready, ",.0f", notes),
+                "log": x.log or "no log linked",
+                "first": x.first_line_at or "n/a",
+                "last": x.last_line_at or "n/a",
+                "ev": x.evidence,
+            }
+        )
     return rows, notes
 
 
@@ -102,8 +137,14 @@ def _figure(nrows: int, ncols: int, width: float, height: float, left_in: float 
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height), layout=None)
-    grid = {"left": left_in / width, "right": 1 - 0.15 / width, "top": 1 - 0.5 / height, "bottom": 0.55 / height,
-            "wspace": 0.32, "hspace": 0.55}  # fmt: skip
+    grid = {
+        "left": left_in / width,
+        "right": 1 - 0.15 / width,
+        "top": 1 - 0.5 / height,
+        "bottom": 0.55 / height,
+        "wspace": 0.32,
+        "hspace": 0.55,
+    }
     axes = fig.subplots(nrows, ncols, squeeze=False, gridspec_kw=grid)
     return fig, [ax for row in axes for ax in row]
 
@@ -116,10 +157,13 @@ def _svg(fig, salt: str) -> str:
         buf = io.StringIO()
         fig.savefig(buf, format="svg", metadata={"Date": None})
     text = buf.getvalue()
-    text = text[text.index("<svg"):]  # drop the XML declaration and DOCTYPE: the SVG is inline
+    text = text[text.index("<svg") :]  # drop the XML declaration and DOCTYPE: the SVG is inline
     # ids unique per plot (several SVGs share one HTML document); matplotlib escapes the text it writes
-    return re.sub(r'id="([^"]+)"', lambda mo: f'id="{salt}-{mo.group(1)}"',
-                  re.sub(r'(href="#|url\(#)([^")]+)', lambda mo: f"{mo.group(1)}{salt}-{mo.group(2)}", text))
+    return re.sub(
+        r'id="([^"]+)"',
+        lambda mo: f'id="{salt}-{mo.group(1)}"',
+        re.sub(r'(href="#|url\(#)([^")]+)', lambda mo: f"{mo.group(1)}{salt}-{mo.group(2)}", text),
+    )
 
 
 def _groups(plot: Plot) -> list[str]:
@@ -174,8 +218,14 @@ def fallback_font(chars: frozenset[str]) -> str | None:
 
 
 def _plot_texts(plot: Plot) -> list[str]:
-    return [plot.title, plot.x_label, plot.y_label, *(s.label for s in plot.series), *(s.group for s in plot.series),
-            *(w[0] for w in plot.windows)]  # fmt: skip
+    return [
+        plot.title,
+        plot.x_label,
+        plot.y_label,
+        *(s.label for s in plot.series),
+        *(s.group for s in plot.series),
+        *(w[0] for w in plot.windows),
+    ]
 
 
 def _keyed(plot: Plot, lacks) -> tuple[Plot, list[tuple[str, str]]]:
@@ -188,9 +238,14 @@ def _keyed(plot: Plot, lacks) -> tuple[Plot, list[tuple[str, str]]]:
             return text
         return keys.setdefault(text, f"[{len(keys) + 1}]")
 
-    keyed = replace(plot, title=key(plot.title), x_label=key(plot.x_label), y_label=key(plot.y_label),
-                    series=[replace(s, label=key(s.label), group=key(s.group)) for s in plot.series],
-                    windows=[(key(w[0]), w[1], w[2]) for w in plot.windows])  # fmt: skip
+    keyed = replace(
+        plot,
+        title=key(plot.title),
+        x_label=key(plot.x_label),
+        y_label=key(plot.y_label),
+        series=[replace(s, label=key(s.label), group=key(s.group)) for s in plot.series],
+        windows=[(key(w[0]), w[1], w[2]) for w in plot.windows],
+    )
     return keyed, [(k, text) for text, k in keys.items()]
 
 
@@ -237,11 +292,25 @@ def _draw(plot: Plot) -> str:
                 ax.plot(s.x, s.y, color=colour, linewidth=0.7, label=s.label)
             for pos, low, high in s.bars:  # sampling intervals
                 if plot.kind == "cdf":
-                    ax.errorbar([(low + high) / 2], [pos], xerr=[[(high - low) / 2]], color=colour, capsize=2,
-                                linewidth=0.8, fmt="none")  # fmt: skip
+                    ax.errorbar(
+                        [(low + high) / 2],
+                        [pos],
+                        xerr=[[(high - low) / 2]],
+                        color=colour,
+                        capsize=2,
+                        linewidth=0.8,
+                        fmt="none",
+                    )
                 else:
-                    ax.errorbar([pos], [(low + high) / 2], yerr=[[(high - low) / 2]], color=colour, capsize=2,
-                                linewidth=0.8, fmt="none")  # fmt: skip
+                    ax.errorbar(
+                        [pos],
+                        [(low + high) / 2],
+                        yerr=[[(high - low) / 2]],
+                        color=colour,
+                        capsize=2,
+                        linewidth=0.8,
+                        fmt="none",
+                    )
             for x in s.marks:  # change points: the first point of the new segment
                 ax.axvline(x - 0.5, color=colour, linestyle="--", linewidth=1.0)
         if plot.kind == "tpm":
@@ -311,11 +380,23 @@ def render_html(data: ReportData) -> str:
     launches, launch_notes = launch_rows(data)
     plots = [dict(zip(("p", "svg", "keys"), (p, *render_plot(p)), strict=True)) for p in data.plots]
     return template.render(
-        d=data, runs=runs, run_notes=run_notes, columns=[h for _, h, _ in RUN_COLUMNS], legend=MARKER_LEGEND,
-        power=power, power_heads=POWER_STATS, cards=cards, card_heads=[h for _, _, h in CARD_STATS], hw_notes=hw_notes,
-        launches=launches, launch_notes=launch_notes, plots=plots, verdicts=[v for v in VERDICTS if v in data.audit],
-        synthetic_note=SYNTHETIC_NOTE, card_legend=CARD_LEGEND,
-    )  # fmt: skip
+        d=data,
+        runs=runs,
+        run_notes=run_notes,
+        columns=[h for _, h, _ in RUN_COLUMNS],
+        legend=MARKER_LEGEND,
+        power=power,
+        power_heads=POWER_STATS,
+        cards=cards,
+        card_heads=[h for _, _, h in CARD_STATS],
+        hw_notes=hw_notes,
+        launches=launches,
+        launch_notes=launch_notes,
+        plots=plots,
+        verdicts=[v for v in VERDICTS if v in data.audit],
+        synthetic_note=SYNTHETIC_NOTE,
+        card_legend=CARD_LEGEND,
+    )
 
 
 # --------------------------------------------------------------------------- Markdown
@@ -365,32 +446,44 @@ def render_markdown(data: ReportData) -> str:
     if data.synthetic:
         batches = md_text(", ".join(data.synthetic_batches)) or "the audited ledger"
         out += [f"**{SYNTHETIC_NOTE}** (batches: {batches}).", ""]
-    out += [f"Ledger {md_code(data.ledger_url)}, generated {data.generated_at:%Y-%m-%d %H:%M:%S} UTC. {MARKER_LEGEND}. "
-            "Batches are shown side by side, never pooled (R2).", ""]  # fmt: skip
+    out += [
+        f"Ledger {md_code(data.ledger_url)}, generated {data.generated_at:%Y-%m-%d %H:%M:%S} UTC. {MARKER_LEGEND}. "
+        "Batches are shown side by side, never pooled (R2).",
+        "",
+    ]
     runs, notes = run_tables(data)
     out += ["## Runs", ""]
     for b, rows in runs.items():
         out += [f"### batch {md_text(b)}", ""]
-        out += _md_table(["run", "in/out", "C/N", *[h for _, h, _ in RUN_COLUMNS]],
-                         [[r["run"], r["inout"], r["cn"], *[_md_notes(c["text"], notes, "r") for c in r["cells"]]]
-                          for r in rows])  # fmt: skip
+        out += _md_table(
+            ["run", "in/out", "C/N", *[h for _, h, _ in RUN_COLUMNS]],
+            [[r["run"], r["inout"], r["cn"], *[_md_notes(c["text"], notes, "r") for c in r["cells"]]] for r in rows],
+        )
         out.append("")
     out += ["in/out = input target / output cap (settings, not actual lengths, R3); C/N = concurrency / requests.", ""]
     launches, lnotes = launch_rows(data)
     if launches:
         out += ["## Launches", ""]
-        out += _md_table(["deployment", "attempt", "outcome", "seconds to ready", "cause", "server log"],
-                         [[x["deployment"], x["attempt"], x["outcome"], _md_notes(x["ready"], lnotes, "l"), x["cause"],
-                           x["log"]] for x in launches])  # fmt: skip
+        out += _md_table(
+            ["deployment", "attempt", "outcome", "seconds to ready", "cause", "server log"],
+            [
+                [x["deployment"], x["attempt"], x["outcome"], _md_notes(x["ready"], lnotes, "l"), x["cause"], x["log"]]
+                for x in launches
+            ],
+        )
         out.append("")
     power, cards, hnotes = hardware_rows(data)
     if power:
         out += ["## Hardware statistics", "", "Three different power statistics (R14), per batch:", ""]
-        out += _md_table(["batch", *POWER_STATS], [[p["batch"], *[_md_notes(c["text"], hnotes, "h") for c in p["cells"]]]
-                                                   for p in power])  # fmt: skip
+        out += _md_table(
+            ["batch", *POWER_STATS],
+            [[p["batch"], *[_md_notes(c["text"], hnotes, "h") for c in p["cells"]]] for p in power],
+        )
         out += ["", f"Per card and sampler file ({CARD_LEGEND}):", ""]
-        out += _md_table(["batch", "card", "source", *[h for _, _, h in CARD_STATS]],
-                         [[c["batch"], c["card"], c["source"], *[x["text"] for x in c["cells"]]] for c in cards])  # fmt: skip
+        out += _md_table(
+            ["batch", "card", "source", *[h for _, _, h in CARD_STATS]],
+            [[c["batch"], c["card"], c["source"], *[x["text"] for x in c["cells"]]] for c in cards],
+        )
         out.append("")
     if data.audit:
         src = data.audit_source or {}
@@ -398,9 +491,13 @@ def render_markdown(data: ReportData) -> str:
         for verdict in [v for v in VERDICTS if v in data.audit]:
             arows = data.audit[verdict]
             out += [f"### {verdict} ({len(arows)})", ""]
-            out += _md_table(["claim", "printed", "unit", "rule", "recomputed", "detail"],
-                             [[r.claim_id, r.printed, r.unit or "", r.rule or "", r.recomputed or "", (r.detail or "")[:160]]
-                              for r in arows])  # fmt: skip
+            out += _md_table(
+                ["claim", "printed", "unit", "rule", "recomputed", "detail"],
+                [
+                    [r.claim_id, r.printed, r.unit or "", r.rule or "", r.recomputed or "", (r.detail or "")[:160]]
+                    for r in arows
+                ],
+            )
             out.append("")
     foot = [(f"r{k}", t) for t, k in notes.items()] + [(f"l{k}", t) for t, k in lnotes.items()]
     foot += [(f"h{k}", t) for t, k in hnotes.items()]

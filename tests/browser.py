@@ -18,15 +18,25 @@ import time
 import urllib.request
 from pathlib import Path
 
-FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--window-size=1400,1000"]  # fmt: skip
+FLAGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--window-size=1400,1000",
+]
 
 
 def find() -> tuple[str, str] | None:
     """(chromium, chromedriver) paths, or None when either is missing."""
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
-    driver = shutil.which("chromedriver") or ("/usr/bin/chromedriver" if os.path.exists("/usr/bin/chromedriver") else None)
+    driver = shutil.which("chromedriver") or (
+        "/usr/bin/chromedriver" if os.path.exists("/usr/bin/chromedriver") else None
+    )
     return (browser, driver) if browser and driver else None
 
 
@@ -37,8 +47,12 @@ def require() -> tuple[str, str]:
     found = find()
     if found is None:
         if os.environ.get("CI") == "true":
-            pytest.fail("Chromium and chromedriver are required in CI (.ci/run installs Debian's chromium, chromium-driver)")
-        pytest.skip("browser test skipped: Chromium/chromedriver not installed (apt-get install chromium chromium-driver)")
+            pytest.fail(
+                "Chromium and chromedriver are required in CI (.ci/run installs Debian's chromium, chromium-driver)"
+            )
+        pytest.skip(
+            "browser test skipped: Chromium/chromedriver not installed (apt-get install chromium chromium-driver)"
+        )
     return found
 
 
@@ -51,8 +65,9 @@ def _free_port() -> int:
 class Browser:
     def __init__(self, browser: str, driver: str, *, profile: Path) -> None:
         self.port = _free_port()
-        self.proc = subprocess.Popen([driver, f"--port={self.port}"], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.DEVNULL)  # fmt: skip
+        self.proc = subprocess.Popen(
+            [driver, f"--port={self.port}"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         self.base = f"http://127.0.0.1:{self.port}"
         deadline = time.monotonic() + 30
         while True:
@@ -64,17 +79,22 @@ class Browser:
                     self.proc.kill()
                     raise
                 time.sleep(0.2)
-        caps = {"capabilities": {"alwaysMatch": {
-            "browserName": "chrome",
-            "goog:chromeOptions": {"binary": browser, "args": [*FLAGS, f"--user-data-dir={profile}"]},
-            "goog:loggingPrefs": {"browser": "ALL"},
-        }}}  # fmt: skip
+        caps = {
+            "capabilities": {
+                "alwaysMatch": {
+                    "browserName": "chrome",
+                    "goog:chromeOptions": {"binary": browser, "args": [*FLAGS, f"--user-data-dir={profile}"]},
+                    "goog:loggingPrefs": {"browser": "ALL"},
+                }
+            }
+        }
         self.session = self._call("POST", "/session", caps)["sessionId"]
 
     def _call(self, method: str, path: str, body: dict | None = None) -> dict:
         data = None if body is None else json.dumps(body).encode()
-        req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers={"Content-Type": "application/json"})  # fmt: skip
+        req = urllib.request.Request(
+            self.base + path, data=data, method=method, headers={"Content-Type": "application/json"}
+        )
         with urllib.request.urlopen(req, timeout=120) as resp:
             return json.loads(resp.read() or b"{}").get("value") or {}
 

@@ -21,8 +21,15 @@ def run(*args: object, code: int = 0) -> Result:
 
 # What a `ledger` command loads when it runs (the CLI defers it past --help), imported once by the
 # fork server so a spawned command starts without paying for the imports again.
-_PRELOAD = ["bench_ledger.cli", "bench_ledger.store", "bench_ledger.ingest", "bench_ledger.books",
-            "bench_ledger.importers", "bench_ledger.seal3", "tests.clirun"]  # fmt: skip
+_PRELOAD = [
+    "bench_ledger.cli",
+    "bench_ledger.store",
+    "bench_ledger.ingest",
+    "bench_ledger.books",
+    "bench_ledger.importers",
+    "bench_ledger.seal3",
+    "tests.clirun",
+]
 
 
 def _ledger_process(args: list[str], out: str) -> None:

@@ -175,6 +175,7 @@ def _pg_template() -> str:
     statements: list[tuple[str, Any]] = []
     try:
         with Ledger(_pg_schema_url(schema)) as led:
+
             def record(conn, cursor, statement, parameters, context, executemany) -> None:  # noqa: ANN001
                 statements.append((statement, parameters))
 
@@ -189,7 +190,9 @@ def _pg_template() -> str:
         admin.dispose()
     assert not any(schema in stmt for stmt, _ in statements), "the migration names its schema: cannot replay it"
     writes = [stmt for stmt, params in statements if not stmt.lstrip().upper().startswith("SELECT")]
-    assert all(not params for stmt, params in statements if stmt in writes), "a statement with parameters: cannot join it"
+    assert all(not params for stmt, params in statements if stmt in writes), (
+        "a statement with parameters: cannot join it"
+    )
     return ";\n".join(writes)
 
 
@@ -268,22 +271,29 @@ class _PgWorkerSchema:
     def _reset_sql(conn: sa.Connection, schema: str) -> str | None:
         """The script that empties ``schema`` back to what the migration left in it, or None when the
         migration's own rows are not plain text or numbers (then every test gets a new schema)."""
-        tables = conn.exec_driver_sql(f"SELECT tablename FROM pg_tables WHERE schemaname = '{schema}' "
-                                      "ORDER BY tablename").scalars().all()  # fmt: skip
+        tables = (
+            conn.exec_driver_sql(f"SELECT tablename FROM pg_tables WHERE schemaname = '{schema}' ORDER BY tablename")
+            .scalars()
+            .all()
+        )
         sql = ["SET LOCAL session_replication_role = replica", "SET LOCAL lock_timeout = '20s'"]
         sql += [f"DELETE FROM {schema}.{t}" for t in tables]
         for t in tables:
             for row in conn.exec_driver_sql(f"SELECT * FROM {schema}.{t}").all():
                 if not all(v is None or type(v) in (str, int) for v in row):
                     return None
-                values = ", ".join("NULL" if v is None else str(v) if type(v) is int else
-                                   "'" + v.replace("'", "''") + "'" for v in row)  # fmt: skip
+                values = ", ".join(
+                    "NULL" if v is None else str(v) if type(v) is int else "'" + v.replace("'", "''") + "'" for v in row
+                )
                 sql.append(f"INSERT INTO {schema}.{t} VALUES ({values})")
-        for seq, start in conn.exec_driver_sql(f"SELECT sequencename, start_value FROM pg_sequences "
-                                               f"WHERE schemaname = '{schema}'").all():  # fmt: skip
+        for seq, start in conn.exec_driver_sql(
+            f"SELECT sequencename, start_value FROM pg_sequences WHERE schemaname = '{schema}'"
+        ).all():
             sql.append(f"SELECT setval('{schema}.{seq}', {start}, false)")
-        sql.append(f"SELECT pg_stat_reset_single_table_counters(oid) FROM pg_class WHERE relnamespace = "
-                   f"'{schema}'::regnamespace AND relkind = 'r'")  # fmt: skip
+        sql.append(
+            f"SELECT pg_stat_reset_single_table_counters(oid) FROM pg_class WHERE relnamespace = "
+            f"'{schema}'::regnamespace AND relkind = 'r'"
+        )
         return ";\n".join(sql)
 
     def drop(self) -> None:
@@ -354,7 +364,11 @@ def unwritten_ledger(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator
     worker's schema the rows an earlier test left were deleted, and once autovacuum has marked their
     space free, later inserts fill it from wherever the free-space map starts, out of insertion order."""
     with contextlib.ExitStack() as stack:
-        url = _duckdb_copy(request, tmp_path) if request.param == "duckdb" else stack.enter_context(_own_pg_schema(request))
+        url = (
+            _duckdb_copy(request, tmp_path)
+            if request.param == "duckdb"
+            else stack.enter_context(_own_pg_schema(request))
+        )
         yield stack.enter_context(_thrown_away(Ledger(url)))
 
 
@@ -422,8 +436,13 @@ def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginMa
     if pluginmanager.hasplugin("xdist"):
         return
     group = parser.getgroup("xdist (not installed)")
-    group.addoption("-n", "--numprocesses", dest="numprocesses", default=None,
-                    help="ignored: pytest-xdist is not installed (pip install -e '.[test]')")  # fmt: skip
+    group.addoption(
+        "-n",
+        "--numprocesses",
+        dest="numprocesses",
+        default=None,
+        help="ignored: pytest-xdist is not installed (pip install -e '.[test]')",
+    )
     group.addoption("--dist", dest="dist", default="no", help="ignored: pytest-xdist is not installed")
 
 
@@ -584,4 +603,3 @@ def demo_copy(demo_built: Path, tmp_path: Path) -> str:
     path = tmp_path / "demo.duckdb"
     shutil.copyfile(demo_built / "ledger.duckdb", path)
     return f"duckdb:///{path}"
-

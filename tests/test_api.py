@@ -64,7 +64,9 @@ def test_read_only_connection_does_not_lock_the_cli_out(demo_copy: str) -> None:
     assert bl.runs(ledger).num_rows == 20
     code, out = spawn("close", "m17", "--db", demo_copy).communicate(timeout=120)  # another process
     assert code == 0, out
-    checks = bl.verify(ledger).checks  # the closed m17 by its seal, the open fx and the launch logs (no batch) by import digests
+    checks = bl.verify(
+        ledger
+    ).checks  # the closed m17 by its seal, the open fx and the launch logs (no batch) by import digests
     assert sorted((c.batch, c.unbatched) for c in checks) == [("", True), ("fx", False), ("m17", False)]
     assert all(c.ok for c in checks)
     with pytest.raises(Exception, match="read-only"):

@@ -55,14 +55,23 @@ def run(claims: list[dict]) -> dict:
     return {r.claim_id: r for r in audit(cf, ledger=None, evaluate=fake_evaluate).results}
 
 
-def m(cid: str, text: str, name: str, kind: str, unit: str | None = None, run: str | None = "50k-200-c4n8", **kw) -> dict:
+def m(
+    cid: str, text: str, name: str, kind: str, unit: str | None = None, run: str | None = "50k-200-c4n8", **kw
+) -> dict:
     scope = {"batch": "fx", **({"run": run} if run else {})}
     return {"id": cid, "text": text, "unit": unit, "kind": kind, "metric": {"name": name, "scope": scope}, **kw}
 
 
 def d(cid: str, text: str, kind: str, op: str, operands: list, unit: str | None = None, **kw) -> dict:
     flags = {k: kw.pop(k) for k in list(kw) if k in ("attributes_to", "series", "from_unit")}
-    return {"id": cid, "text": text, "unit": unit, "kind": kind, "derived": {"op": op, "operands": operands, **flags}, **kw}
+    return {
+        "id": cid,
+        "text": text,
+        "unit": unit,
+        "kind": kind,
+        "derived": {"op": op, "operands": operands, **flags},
+        **kw,
+    }
 
 
 # --------------------------------------------------------------------------- the lattice, every pair
@@ -72,12 +81,28 @@ LEVELS = ("refused", "n/a", "not-derivable", "mismatch", "estimated", "reported"
 # own arithmetic -> the verdict for a weakest operand at each level of LEVELS (written out by hand)
 EXPECTED = {
     "refused": ("refused",) * 8,
-    "not-derivable": ("refused", "refused", "not-derivable", "not-derivable", "not-derivable", "not-derivable",
-                      "not-derivable", "not-derivable"),
+    "not-derivable": (
+        "refused",
+        "refused",
+        "not-derivable",
+        "not-derivable",
+        "not-derivable",
+        "not-derivable",
+        "not-derivable",
+        "not-derivable",
+    ),
     "mismatch": ("refused", "refused", "not-derivable", "mismatch", "mismatch", "mismatch", "mismatch", "mismatch"),
-    "consistent": ("refused", "refused", "not-derivable", "mismatch", "estimated", "consistent", "consistent",
-                   "consistent"),
-}  # fmt: skip
+    "consistent": (
+        "refused",
+        "refused",
+        "not-derivable",
+        "mismatch",
+        "estimated",
+        "consistent",
+        "consistent",
+        "consistent",
+    ),
+}
 PROVENANCE = ("n/a", "n/a", "n/a", "n/a", "estimated", "derived from reported", "derived from rounded", "derived")
 
 
@@ -130,25 +155,37 @@ OUT = m("out", "607", "output_tokens", "token_count", "tokens")
 
 
 def test_ratio_of_two_mismatched_claims_is_a_mismatch() -> None:
-    r = run([m("a", "1,900,000", "total_tpm", "aggregate_token_rate", "tokens/min"),
-             m("b", "20,000", "total_tpm", "aggregate_token_rate", "tokens/min", run="decode-2k"),
-             d("q", "95.0", "ratio", "ratio", ["a", "b"], "x")])  # fmt: skip
+    r = run(
+        [
+            m("a", "1,900,000", "total_tpm", "aggregate_token_rate", "tokens/min"),
+            m("b", "20,000", "total_tpm", "aggregate_token_rate", "tokens/min", run="decode-2k"),
+            d("q", "95.0", "ratio", "ratio", ["a", "b"], "x"),
+        ]
+    )
     assert r["a"].verdict == r["b"].verdict == "mismatch"
     assert r["q"].verdict == "mismatch" and r["q"].weakest == "a"
     assert r["q"].why.startswith("operand a is mismatch: recomputed 1,840,234 vs printed 1,900,000")
 
 
 def test_product_with_a_not_derivable_operand_is_not_derivable() -> None:
-    r = run([m("wall", "13.05", "wall_clock_s", "duration", "s", run="cold-50k-cold"),
-             d("t", "26.1", "duration", "product", ["wall", {"value": "2", "exact": True}], "s")])  # fmt: skip
+    r = run(
+        [
+            m("wall", "13.05", "wall_clock_s", "duration", "s", run="cold-50k-cold"),
+            d("t", "26.1", "duration", "product", ["wall", {"value": "2", "exact": True}], "s"),
+        ]
+    )
     assert r["wall"].verdict == "not-derivable"
     assert r["t"].verdict == "not-derivable" and r["t"].weakest == "wall"
     assert r["t"].missing == "operand wall is not-derivable: the capture has no send/end times"
 
 
 def test_convert_of_a_refused_claim_is_refused_with_its_rule() -> None:
-    r = run([m("fb", "92,153", "fb_memory_used_max", "device_memory", "MiB", run=None),
-             d("gib", "90.0", "device_memory", "convert", ["fb"], "GiB")])  # fmt: skip
+    r = run(
+        [
+            m("fb", "92,153", "fb_memory_used_max", "device_memory", "MiB", run=None),
+            d("gib", "90.0", "device_memory", "convert", ["fb"], "GiB"),
+        ]
+    )
     assert r["fb"].verdict == "refused" and r["fb"].rule == "R12"
     assert r["gib"].verdict == "refused" and r["gib"].rule == "R12" and r["gib"].weakest == "fb"
     assert r["gib"].why.startswith("operand fb is refused (R12)")
@@ -163,23 +200,42 @@ def test_a_good_derivation_says_derived_from_rounded() -> None:
 
 
 def test_cache_hit_tokens_from_ttft_are_refused_r9_even_when_said_measured() -> None:
-    r = run([m("input", "75,654", "input_tokens", "token_count", "tokens", run="cold-50k-cold"),
-             m("cold", "11.019", "ttft_p50", "latency", "s", run="cold-50k-cold"),
-             m("warm", "0.336", "ttft_p50", "latency", "s", run="cold-50k-warm"),
-             d("hits", "73,347", "cache_hit_tokens", "product",
-               ["input", {"op": "difference", "operands": [{"value": "1", "exact": True},
-                                                           {"op": "ratio", "operands": ["warm", "cold"]}]}],
-               "tokens", says="measured")])  # fmt: skip
+    r = run(
+        [
+            m("input", "75,654", "input_tokens", "token_count", "tokens", run="cold-50k-cold"),
+            m("cold", "11.019", "ttft_p50", "latency", "s", run="cold-50k-cold"),
+            m("warm", "0.336", "ttft_p50", "latency", "s", run="cold-50k-warm"),
+            d(
+                "hits",
+                "73,347",
+                "cache_hit_tokens",
+                "product",
+                [
+                    "input",
+                    {
+                        "op": "difference",
+                        "operands": [{"value": "1", "exact": True}, {"op": "ratio", "operands": ["warm", "cold"]}],
+                    },
+                ],
+                "tokens",
+                says="measured",
+            ),
+        ]
+    )
     assert r["hits"].verdict == "refused" and r["hits"].rule == "R9"
     assert "TTFT includes scheduling and fixed overheads" in r["hits"].why
 
 
 def test_cache_cost_needs_captured_hit_tokens() -> None:
     price = {"value": "0.2", "unit": "CNY/Mtok", "kind": "price_per_token"}
-    r = run([m("input", "75,654", "input_tokens", "token_count", "tokens", run="cold-50k-cold"),
-             m("hits", "75,000", "cache_hit_tokens", "cache_hit_tokens", "tokens", run="cold-50k-warm"),
-             d("cost-bad", "15,130.8", "cache_cost", "product", ["input", price]),
-             d("cost-ok", "15,000", "cache_cost", "product", ["hits", price])])  # fmt: skip
+    r = run(
+        [
+            m("input", "75,654", "input_tokens", "token_count", "tokens", run="cold-50k-cold"),
+            m("hits", "75,000", "cache_hit_tokens", "cache_hit_tokens", "tokens", run="cold-50k-warm"),
+            d("cost-bad", "15,130.8", "cache_cost", "product", ["input", price]),
+            d("cost-ok", "15,000", "cache_cost", "product", ["hits", price]),
+        ]
+    )
     assert r["cost-bad"].verdict == "refused" and r["cost-bad"].rule == "R9"
     assert "no operand is a captured cache field" in r["cost-bad"].why
     assert r["hits"].verdict == "reproduced"
@@ -192,30 +248,56 @@ def test_cache_cost_needs_captured_hit_tokens() -> None:
 def test_total_tpm_is_60_tokens_over_the_common_wall_clock() -> None:
     """R3 as the report defines it: 60 x (input + output) / wall clock."""
     wall = {"metric": "wall_clock_s", "scope": {"batch": "fx", "run": "50k-200-c4n8"}, "kind": "duration"}
-    r = run([IN, OUT,
-             d("tpm", "1,840,234", "aggregate_token_rate", "product",
-               [{"value": "60", "unit": "s/min", "exact": True},
-                {"op": "divide", "operands": [{"op": "sum", "operands": ["in", "out"]}, wall]}], "tokens/min"),
-             d("tpm-ratio", "30,670.6", "aggregate_token_rate", "ratio",
-               [{"op": "sum", "operands": ["in", "out"]}, wall], "tokens/s")])  # fmt: skip
+    r = run(
+        [
+            IN,
+            OUT,
+            d(
+                "tpm",
+                "1,840,234",
+                "aggregate_token_rate",
+                "product",
+                [
+                    {"value": "60", "unit": "s/min", "exact": True},
+                    {"op": "divide", "operands": [{"op": "sum", "operands": ["in", "out"]}, wall]},
+                ],
+                "tokens/min",
+            ),
+            d(
+                "tpm-ratio",
+                "30,670.6",
+                "aggregate_token_rate",
+                "ratio",
+                [{"op": "sum", "operands": ["in", "out"]}, wall],
+                "tokens/s",
+            ),
+        ]
+    )
     assert r["tpm"].verdict == "consistent", r["tpm"].why
     assert r["tpm-ratio"].verdict == "consistent", r["tpm-ratio"].why
 
 
 def test_an_undefined_combination_is_a_named_kind_error_not_r1() -> None:
-    r = run([m("cold", "11.019", "ttft_p50", "latency", "s", run="cold-50k-cold"),
-             m("pw", "3,814", "power_sum_of_card_means_w", "power_card_mean_sum", "W", run=None),
-             d("x", "0.0029", "ratio", "divide", ["cold", "pw"])])  # fmt: skip
+    r = run(
+        [
+            m("cold", "11.019", "ttft_p50", "latency", "s", run="cold-50k-cold"),
+            m("pw", "3,814", "power_sum_of_card_means_w", "power_card_mean_sum", "W", run=None),
+            d("x", "0.0029", "ratio", "divide", ["cold", "pw"]),
+        ]
+    )
     assert r["x"].verdict == "refused" and r["x"].rule == "kinds"
     assert r["x"].why.startswith("no row of the kind table gives divide(latency, power_card_mean_sum)")
 
 
-@pytest.mark.parametrize(("kind", "name", "printed"), [
-    ("mfu", "gpu_activity_time_pct_mean", "90.7"),
-    ("sm_active_percent", "gpu_activity_time_pct_mean", "90.7"),
-    ("tensor_active_percent", "gpu_activity_time_pct_mean", "90.7"),
-    ("memory_bandwidth_utilization", "memory_busy_pct_mean", "5.4"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("kind", "name", "printed"),
+    [
+        ("mfu", "gpu_activity_time_pct_mean", "90.7"),
+        ("sm_active_percent", "gpu_activity_time_pct_mean", "90.7"),
+        ("tensor_active_percent", "gpu_activity_time_pct_mean", "90.7"),
+        ("memory_bandwidth_utilization", "memory_busy_pct_mean", "5.4"),
+    ],
+)
 def test_counters_claimed_as_what_they_are_not_are_refused_r13(kind: str, name: str, printed: str) -> None:
     counter = "activity_time_percent" if "activity" in name else "memory_busy_percent"
     r = run([m("dmon", printed, name, counter, "%", run=None), d("claim", printed, kind, "convert", ["dmon"], "%")])
@@ -255,9 +337,20 @@ def test_sum_of_card_means_claimed_as_peak_of_sum_is_refused_r14() -> None:
 
 
 def test_metric_operand_of_the_wrong_kind_is_refused() -> None:
-    r = run([d("x", "2", "ratio", "ratio", [
-        {"metric": "record_groups", "scope": {"batch": "fx"}, "kind": "request_count"},
-        {"metric": "requests_ok", "scope": {"batch": "fx"}, "kind": "request_count"}])])  # fmt: skip
+    r = run(
+        [
+            d(
+                "x",
+                "2",
+                "ratio",
+                "ratio",
+                [
+                    {"metric": "record_groups", "scope": {"batch": "fx"}, "kind": "request_count"},
+                    {"metric": "requests_ok", "scope": {"batch": "fx"}, "kind": "request_count"},
+                ],
+            )
+        ]
+    )
     assert r["x"].verdict == "refused" and r["x"].rule == "R2"
     assert "record_groups is of kind record_count; the operand says request_count" in r["x"].why
 
@@ -266,29 +359,53 @@ def test_metric_operand_of_the_wrong_kind_is_refused() -> None:
 
 
 def q(cid: str, text: str, context: dict | None = None) -> dict:
-    return {"id": cid, "text": text, "unit": "tokens/s", "kind": "aggregate_token_rate",
-            "quoted": {"source": "archive"}, **({"context": context} if context else {})}  # fmt: skip
+    return {
+        "id": cid,
+        "text": text,
+        "unit": "tokens/s",
+        "kind": "aggregate_token_rate",
+        "quoted": {"source": "archive"},
+        **({"context": context} if context else {}),
+    }
 
 
 def test_attribution_without_any_context_is_refused_listing_the_unknown_factors() -> None:
-    r = run([q("a", "6,660"), q("b", "3,761"), d("hw", "1.77x", "ratio", "ratio", ["a", "b"], "x", attributes_to="hardware")])
+    r = run(
+        [
+            q("a", "6,660"),
+            q("b", "3,761"),
+            d("hw", "1.77x", "ratio", "ratio", ["a", "b"], "x", attributes_to="hardware"),
+        ]
+    )
     assert r["hw"].verdict == "refused" and r["hw"].rule == "R6"
-    assert r["hw"].why.startswith("the other factors are not known to be equal (unknown: model, hardware, gpu_count, engine")
+    assert r["hw"].why.startswith(
+        "the other factors are not known to be equal (unknown: model, hardware, gpu_count, engine"
+    )
 
 
 def test_attribution_with_a_partial_context_is_refused() -> None:
-    r = run([q("a", "6,660", {"hardware": "RTX 6000D", "gpu_count": "8"}), q("b", "3,761", {"hardware": "H20", "gpu_count": "8"}),
-             d("hw", "1.77x", "ratio", "ratio", ["a", "b"], "x", attributes_to="hardware")])  # fmt: skip
+    r = run(
+        [
+            q("a", "6,660", {"hardware": "RTX 6000D", "gpu_count": "8"}),
+            q("b", "3,761", {"hardware": "H20", "gpu_count": "8"}),
+            d("hw", "1.77x", "ratio", "ratio", ["a", "b"], "x", attributes_to="hardware"),
+        ]
+    )
     assert r["hw"].verdict == "refused" and r["hw"].rule == "R6"
     assert "unknown: model, engine, engine_version, weights_version, layout" in r["hw"].why
 
 
 def test_equal_resources_and_pairing_need_known_factors() -> None:
-    r = run([q("a", "100"), q("b", "102"),
-             d("eq", "2%", "percent_change", "percent_change", ["a", "b"], "%") | {"derived": {
-                 "op": "percent_change", "operands": ["a", "b"], "claims_equal_resources": True}},
-             d("pair", "2%", "percent_change", "percent_change", ["a", "b"], "%") | {"derived": {
-                 "op": "percent_change", "operands": ["a", "b"], "claims_paired": True}}])  # fmt: skip
+    r = run(
+        [
+            q("a", "100"),
+            q("b", "102"),
+            d("eq", "2%", "percent_change", "percent_change", ["a", "b"], "%")
+            | {"derived": {"op": "percent_change", "operands": ["a", "b"], "claims_equal_resources": True}},
+            d("pair", "2%", "percent_change", "percent_change", ["a", "b"], "%")
+            | {"derived": {"op": "percent_change", "operands": ["a", "b"], "claims_paired": True}},
+        ]
+    )
     assert r["eq"].verdict == "refused" and r["eq"].why.startswith("the GPU count is not known on both sides")
     assert r["pair"].verdict == "refused" and r["pair"].rule == "R6"
 
@@ -303,10 +420,17 @@ def test_misspelt_context_key_and_attribution_factor_are_errors() -> None:
 
 
 def test_a_series_of_quoted_points_without_stage_is_refused() -> None:
-    r = run([q("p1", "2,577.0"), q("p2", "2,329.1"), q("p3", "2,753.8"),
-             d("s", "2,329.1 .. 2,753.8", "aggregate_token_rate", "range", ["p1", "p2", "p3"], "tokens/s", series=True),
-             q("s1", "2,577.0", {"batch": "one stage"}), q("s2", "2,329.1", {"batch": "one stage"}),
-             d("ok", "2,329.1 .. 2,577.0", "aggregate_token_rate", "range", ["s1", "s2"], "tokens/s", series=True)])
+    r = run(
+        [
+            q("p1", "2,577.0"),
+            q("p2", "2,329.1"),
+            q("p3", "2,753.8"),
+            d("s", "2,329.1 .. 2,753.8", "aggregate_token_rate", "range", ["p1", "p2", "p3"], "tokens/s", series=True),
+            q("s1", "2,577.0", {"batch": "one stage"}),
+            q("s2", "2,329.1", {"batch": "one stage"}),
+            d("ok", "2,329.1 .. 2,577.0", "aggregate_token_rate", "range", ["s1", "s2"], "tokens/s", series=True),
+        ]
+    )
     assert r["s"].verdict == "refused" and r["s"].rule == "R2"
     assert r["s"].why == "nothing shows the points come from one stage: no batch known for p1, p2, p3"
     assert r["ok"].verdict == "consistent"

@@ -26,18 +26,45 @@ from bench_ledger.store import Ledger
 from click.testing import CliRunner
 
 TIMED = [
-    {"status": "ok", "input_tokens": 100, "output_tokens": 10, "cached_tokens": 64, "send_time": 1000.0,
-     "first_token_time": 1000.5, "end_time": 1005.0, "ttft_s": 0.5, "latency_s": 5.0},
-    {"status": "ok", "input_tokens": 200, "output_tokens": 20, "cached_tokens": 0, "send_time": 1001.0,
-     "first_token_time": 1002.5, "end_time": 1006.0, "ttft_s": 1.5, "latency_s": 5.0},
-]  # fmt: skip
-UNTIMED = [{"status": "ok", "input_tokens": 100, "output_tokens": 10}, {"status": "ok", "input_tokens": 200,
-                                                                         "output_tokens": 20}]  # fmt: skip
-HEAD = {"tool": "t", "input_target_tokens": 100, "output_cap_tokens": 20, "concurrency": 2, "request_count": 2,
-        "seed": 1}  # fmt: skip
+    {
+        "status": "ok",
+        "input_tokens": 100,
+        "output_tokens": 10,
+        "cached_tokens": 64,
+        "send_time": 1000.0,
+        "first_token_time": 1000.5,
+        "end_time": 1005.0,
+        "ttft_s": 0.5,
+        "latency_s": 5.0,
+    },
+    {
+        "status": "ok",
+        "input_tokens": 200,
+        "output_tokens": 20,
+        "cached_tokens": 0,
+        "send_time": 1001.0,
+        "first_token_time": 1002.5,
+        "end_time": 1006.0,
+        "ttft_s": 1.5,
+        "latency_s": 5.0,
+    },
+]
+UNTIMED = [
+    {"status": "ok", "input_tokens": 100, "output_tokens": 10},
+    {"status": "ok", "input_tokens": 200, "output_tokens": 20},
+]
+HEAD = {
+    "tool": "t",
+    "input_target_tokens": 100,
+    "output_cap_tokens": 20,
+    "concurrency": 2,
+    "request_count": 2,
+    "seed": 1,
+}
 
 
 FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
+
 
 def _ok(res) -> None:
     assert res.exit_code == 0, res.output
@@ -82,8 +109,9 @@ def results(url: str, claims: list[dict]) -> dict:
         return {r.claim_id: r for r in audit(cf, led).results}
 
 
-def metric(cid: str, text: str, name: str, kind: str, unit: str | None, run: str | None = "A", batch: str = "b1",
-           **kw) -> dict:  # fmt: skip
+def metric(
+    cid: str, text: str, name: str, kind: str, unit: str | None, run: str | None = "A", batch: str = "b1", **kw
+) -> dict:
     scope = {"batch": batch, **({"run": run} if run else {})}
     return {"id": cid, "text": text, "unit": unit, "kind": kind, "metric": {"name": name, "scope": scope}, **kw}
 
@@ -92,22 +120,39 @@ def metric(cid: str, text: str, name: str, kind: str, unit: str | None, run: str
 
 
 def test_product_of_a_not_derivable_wall_clock_is_not_derivable(small: str) -> None:
-    r = results(small, [
-        metric("wall", "6", "wall_clock_s", "duration", "s", run="P"),
-        {"id": "twice", "text": "12", "unit": "s", "kind": "duration",
-         "derived": {"op": "product", "operands": ["wall", {"value": "2", "exact": True}]}},
-    ])  # fmt: skip
+    r = results(
+        small,
+        [
+            metric("wall", "6", "wall_clock_s", "duration", "s", run="P"),
+            {
+                "id": "twice",
+                "text": "12",
+                "unit": "s",
+                "kind": "duration",
+                "derived": {"op": "product", "operands": ["wall", {"value": "2", "exact": True}]},
+            },
+        ],
+    )
     assert r["wall"].verdict == "not-derivable"
     assert r["twice"].verdict == "not-derivable" and r["twice"].weakest == "wall"
     assert r["twice"].missing.startswith("operand wall is not-derivable: ")
 
 
 def test_ratio_of_mismatched_claims_is_a_mismatch(small: str) -> None:
-    r = results(small, [
-        metric("tpm", "3,400", "total_tpm", "aggregate_token_rate", "tokens/min"),
-        metric("out", "310", "output_tpm", "aggregate_token_rate", "tokens/min"),
-        {"id": "share", "text": "11.0", "unit": "x", "kind": "ratio", "derived": {"op": "ratio", "operands": ["tpm", "out"]}},
-    ])  # fmt: skip
+    r = results(
+        small,
+        [
+            metric("tpm", "3,400", "total_tpm", "aggregate_token_rate", "tokens/min"),
+            metric("out", "310", "output_tpm", "aggregate_token_rate", "tokens/min"),
+            {
+                "id": "share",
+                "text": "11.0",
+                "unit": "x",
+                "kind": "ratio",
+                "derived": {"op": "ratio", "operands": ["tpm", "out"]},
+            },
+        ],
+    )
     assert r["tpm"].verdict == r["out"].verdict == "mismatch"
     assert r["tpm"].recomputed == "3,300"
     assert r["share"].verdict == "mismatch" and r["share"].weakest == "tpm"
@@ -117,13 +162,22 @@ def test_ratio_of_mismatched_claims_is_a_mismatch(small: str) -> None:
 
 
 def test_cache_hit_tokens_from_ttft_refused_but_from_the_cache_field_reproduced(small: str) -> None:
-    r = results(small, [
-        metric("hits", "64", "cache_hit_tokens", "cache_hit_tokens", "tokens"),
-        metric("input", "300", "input_tokens", "token_count", "tokens"),
-        metric("ttft", "1.0", "ttft_p50", "latency", "s"),
-        {"id": "guess", "text": "150", "unit": "tokens", "kind": "cache_hit_tokens", "says": "measured",
-         "derived": {"op": "product", "operands": ["input", "ttft", {"value": "0.5", "exact": True}]}},
-    ])  # fmt: skip
+    r = results(
+        small,
+        [
+            metric("hits", "64", "cache_hit_tokens", "cache_hit_tokens", "tokens"),
+            metric("input", "300", "input_tokens", "token_count", "tokens"),
+            metric("ttft", "1.0", "ttft_p50", "latency", "s"),
+            {
+                "id": "guess",
+                "text": "150",
+                "unit": "tokens",
+                "kind": "cache_hit_tokens",
+                "says": "measured",
+                "derived": {"op": "product", "operands": ["input", "ttft", {"value": "0.5", "exact": True}]},
+            },
+        ],
+    )
     assert r["hits"].verdict == "reproduced"
     assert r["guess"].verdict == "refused" and r["guess"].rule == "R9"
 
@@ -133,14 +187,26 @@ def test_cache_hit_tokens_from_ttft_refused_but_from_the_cache_field_reproduced(
 
 def test_total_tpm_as_60_tokens_over_wall_clock(small: str) -> None:
     wall = {"metric": "wall_clock_s", "scope": {"batch": "b1", "run": "A"}, "kind": "duration"}
-    r = results(small, [
-        metric("in", "300", "input_tokens", "token_count", "tokens"),
-        metric("out", "30", "output_tokens", "token_count", "tokens"),
-        {"id": "tpm", "text": "3,300", "unit": "tokens/min", "kind": "aggregate_token_rate",
-         "derived": {"op": "product", "operands": [
-             {"value": "60", "unit": "s/min", "exact": True},
-             {"op": "divide", "operands": [{"op": "sum", "operands": ["in", "out"]}, wall]}]}},
-    ])  # fmt: skip
+    r = results(
+        small,
+        [
+            metric("in", "300", "input_tokens", "token_count", "tokens"),
+            metric("out", "30", "output_tokens", "token_count", "tokens"),
+            {
+                "id": "tpm",
+                "text": "3,300",
+                "unit": "tokens/min",
+                "kind": "aggregate_token_rate",
+                "derived": {
+                    "op": "product",
+                    "operands": [
+                        {"value": "60", "unit": "s/min", "exact": True},
+                        {"op": "divide", "operands": [{"op": "sum", "operands": ["in", "out"]}, wall]},
+                    ],
+                },
+            },
+        ],
+    )
     assert r["tpm"].verdict == "consistent", r["tpm"].why
     assert r["tpm"].recomputed == "3,300"
 
@@ -156,8 +222,14 @@ def test_record_groups_claimed_as_requests_refused(small: str) -> None:
 
 def _cli(url: str, tmp_path: Path, claims: list[dict], *args: str):
     path = tmp_path / "mine.yaml"
-    path.write_text(yaml.safe_dump({"version": 1, "source_report": {"slug": "r", "title": "T"}, "claims": claims},
-                                   allow_unicode=True, sort_keys=False), encoding="utf-8")  # fmt: skip
+    path.write_text(
+        yaml.safe_dump(
+            {"version": 1, "source_report": {"slug": "r", "title": "T"}, "claims": claims},
+            allow_unicode=True,
+            sort_keys=False,
+        ),
+        encoding="utf-8",
+    )
     return CliRunner().invoke(main, ["audit", "--db", url, str(path), *args])
 
 
@@ -173,49 +245,92 @@ DMON = """# gpu    pwr  gtemp     sm    mem
 def test_ledger_scopes_use_the_recorded_factors(small: str) -> None:
     """b1/A (h20-1017) vs b2/A (h20-old): the ledger records weights 1017 vs old and batch b1 vs b2;
     nothing is repeated in a context, and the attribution to the weights is still refused."""
-    r = results(small, [
-        metric("new", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min"),
-        metric("old", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", batch="b2"),
-        {"id": "w", "text": "1.00x", "unit": "x", "kind": "ratio",
-         "derived": {"op": "ratio", "operands": ["new", "old"], "attributes_to": "weights_version"}},
-    ])  # fmt: skip
+    r = results(
+        small,
+        [
+            metric("new", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min"),
+            metric("old", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", batch="b2"),
+            {
+                "id": "w",
+                "text": "1.00x",
+                "unit": "x",
+                "kind": "ratio",
+                "derived": {"op": "ratio", "operands": ["new", "old"], "attributes_to": "weights_version"},
+            },
+        ],
+    )
     assert r["w"].verdict == "refused" and r["w"].rule == "R6"
-    assert r["w"].why.startswith("weights_version is not the only difference; differences: weights_version "
-                                 "(1017 vs old), batch (b1 vs b2)")  # fmt: skip
+    assert r["w"].why.startswith(
+        "weights_version is not the only difference; differences: weights_version (1017 vs old), batch (b1 vs b2)"
+    )
 
 
 def test_a_ledger_scope_against_a_partial_context_is_not_attributable(small: str) -> None:
     """The ledger side's hardware, engine, layout... are recorded; the quoted side gives only its
     weights and batch: those factors are unknown there, so the ratio is not a weights ratio."""
-    r = results(small, [
-        metric("new", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", context={"weights_version": "1017"}),
-        {"id": "old", "text": "3,000", "unit": "tokens/min", "kind": "aggregate_token_rate",
-         "context": {"weights_version": "old", "batch": "b1"}, "quoted": {"source": "earlier stage"}},
-        {"id": "w", "text": "+10%", "unit": "%", "kind": "percent_change",
-         "derived": {"op": "percent_change", "operands": ["old", "new"], "attributes_to": "weights_version"}},
-    ])  # fmt: skip
+    r = results(
+        small,
+        [
+            metric(
+                "new", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", context={"weights_version": "1017"}
+            ),
+            {
+                "id": "old",
+                "text": "3,000",
+                "unit": "tokens/min",
+                "kind": "aggregate_token_rate",
+                "context": {"weights_version": "old", "batch": "b1"},
+                "quoted": {"source": "earlier stage"},
+            },
+            {
+                "id": "w",
+                "text": "+10%",
+                "unit": "%",
+                "kind": "percent_change",
+                "derived": {"op": "percent_change", "operands": ["old", "new"], "attributes_to": "weights_version"},
+            },
+        ],
+    )
     assert r["w"].verdict == "refused" and r["w"].rule == "R6"
-    assert r["w"].why.startswith("the other factors are not known to be equal (unknown: model, hardware, gpu_count, engine, "
-                                 "engine_version, layout, engine_options, workload, seed")  # fmt: skip
+    assert r["w"].why.startswith(
+        "the other factors are not known to be equal (unknown: model, hardware, gpu_count, engine, "
+        "engine_version, layout, engine_options, workload, seed"
+    )
     assert "differences: weights_version (old vs 1017)" in r["w"].why
 
 
 def test_a_context_contradicting_the_ledger_refuses_the_derivation(small: str) -> None:
-    r = results(small, [
-        metric("new", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", context={"weights_version": "old"}),
-        metric("old", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", batch="b2"),
-        {"id": "w", "text": "1.00x", "unit": "x", "kind": "ratio", "derived": {"op": "ratio", "operands": ["new", "old"]}},
-    ])  # fmt: skip
+    r = results(
+        small,
+        [
+            metric(
+                "new", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", context={"weights_version": "old"}
+            ),
+            metric("old", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", batch="b2"),
+            {
+                "id": "w",
+                "text": "1.00x",
+                "unit": "x",
+                "kind": "ratio",
+                "derived": {"op": "ratio", "operands": ["new", "old"]},
+            },
+        ],
+    )
     assert r["w"].verdict == "refused" and r["w"].rule == "R6"
     assert "context weights_version='old', the ledger records '1017' for run:b1/A" in r["w"].why
 
 
 def test_cli_a_context_contradicting_the_ledger_is_an_error(small: str, tmp_path: Path) -> None:
-    out = _cli(small, tmp_path, [
-        metric("new", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", context={"weights_version": "old"})])
+    out = _cli(
+        small,
+        tmp_path,
+        [metric("new", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", context={"weights_version": "old"})],
+    )
     assert out.exit_code == 2
-    assert ("claim new, field context: context weights_version='old' contradicts the ledger, which records '1017' "
-            "for run:b1/A") in out.stderr  # fmt: skip
+    assert (
+        "claim new, field context: context weights_version='old' contradicts the ledger, which records '1017' "
+        "for run:b1/A"
+    ) in out.stderr
     assert "reproduced" not in out.stdout
 
 
@@ -225,28 +340,51 @@ def test_cli_a_context_contradicting_the_ledger_is_an_error(small: str, tmp_path
 def test_cli_unknown_names_list_the_valid_ones_and_exit_2(small_own: str, tmp_path: Path) -> None:
     small = small_own
     (tmp_path / "dmon.txt").write_text(DMON)
-    _ok(CliRunner().invoke(main, ["import", "--db", small, str(tmp_path / "dmon.txt"), "--batch", "hw", "--node", "n0",
-                                  "-q"]))  # fmt: skip
-    out = _cli(small, tmp_path, [
-        metric("m", "3,300", "totl_tpm", "aggregate_token_rate", "tokens/min"),
-        metric("r", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", run="B"),
-        metric("b", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", batch="b3"),
-        {"id": "g", "text": "85", "unit": "%", "kind": "activity_time_percent",
-         "metric": {"name": "gpu_activity_time_pct_mean", "scope": {"batch": "hw", "gpu": "n0:gpu7"}}},
-        {"id": "d", "text": "1", "kind": "startup_time", "unit": "s",
-         "metric": {"name": "seconds_to_ready", "scope": {"deployment": "h20-1017", "launch": 3}}},
-    ])  # fmt: skip
+    _ok(
+        CliRunner().invoke(
+            main, ["import", "--db", small, str(tmp_path / "dmon.txt"), "--batch", "hw", "--node", "n0", "-q"]
+        )
+    )
+    out = _cli(
+        small,
+        tmp_path,
+        [
+            metric("m", "3,300", "totl_tpm", "aggregate_token_rate", "tokens/min"),
+            metric("r", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", run="B"),
+            metric("b", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min", batch="b3"),
+            {
+                "id": "g",
+                "text": "85",
+                "unit": "%",
+                "kind": "activity_time_percent",
+                "metric": {"name": "gpu_activity_time_pct_mean", "scope": {"batch": "hw", "gpu": "n0:gpu7"}},
+            },
+            {
+                "id": "d",
+                "text": "1",
+                "kind": "startup_time",
+                "unit": "s",
+                "metric": {"name": "seconds_to_ready", "scope": {"deployment": "h20-1017", "launch": 3}},
+            },
+        ],
+    )
     assert out.exit_code == 2, out.output
     assert out.stdout == ""  # no verdicts
     err = out.stderr
     assert "5 error(s); no verdicts were given" in err
-    assert re.search(r"line \d+: claim m, field metric.name: no metric named 'totl_tpm' \(did you mean total_tpm, "
-                     r"output_tpm\?\); `ledger metrics --list` lists the \d+ metrics", err)  # fmt: skip
-    assert ("claim r, field metric.scope.run: no run labelled 'B' in batch 'b1'; its runs: A, P "
-            "(`ledger runs --batch b1`)") in err  # fmt: skip
+    assert re.search(
+        r"line \d+: claim m, field metric.name: no metric named 'totl_tpm' \(did you mean total_tpm, "
+        r"output_tpm\?\); `ledger metrics --list` lists the \d+ metrics",
+        err,
+    )
+    assert (
+        "claim r, field metric.scope.run: no run labelled 'B' in batch 'b1'; its runs: A, P (`ledger runs --batch b1`)"
+    ) in err
     assert "claim b, field metric.scope.batch: no batch named 'b3'; batches: fx, b1, b2, hw (`ledger batches`)" in err
-    assert ("claim g, field metric.scope.gpu: no card 'n0:gpu7' in batch hw; its cards: n0:gpu0, n0:gpu1 "
-            "(`ledger cards --batch hw`)") in err  # fmt: skip
+    assert (
+        "claim g, field metric.scope.gpu: no card 'n0:gpu7' in batch hw; its cards: n0:gpu0, n0:gpu1 "
+        "(`ledger cards --batch hw`)"
+    ) in err
     assert "claim d, field metric.scope.launch: deployment 'h20-1017' has no launch 3; its launches: 1, 2" in err
     cards = CliRunner().invoke(main, ["cards", "--db", small, "--batch", "hw"])
     assert cards.exit_code == 0 and "n0:gpu0" in cards.output and "n0:gpu1" in cards.output
@@ -260,7 +398,8 @@ def test_cli_metrics_list(small: str) -> None:
 
 def test_cli_every_file_error_at_once_with_lines(small: str, tmp_path: Path) -> None:
     path = tmp_path / "mine.yaml"
-    path.write_text("""version: 1
+    path.write_text(
+        """version: 1
 source_report: {slug: r, title: T}
 claims:
   - id: share
@@ -280,7 +419,9 @@ claims:
     kind: ratio
     context: {hardwre: H20}
     derived: {op: ratio, operands: [out, outt], attributes_to: hardwar}
-""", encoding="utf-8")
+""",
+        encoding="utf-8",
+    )
     out = CliRunner().invoke(main, ["audit", "--db", small, str(path)])
     assert out.exit_code == 2 and out.stdout == ""
     lines = out.stderr.splitlines()
@@ -297,7 +438,7 @@ claims:
         "  line 20: claim hw, field derived.attributes_to: unknown factor 'hardwar'; factors: model, hardware, gpu_count, "
         "engine, engine_version, weights_version, layout, engine_options, workload, seed, warm_prefix_cache, "
         "warm_process, warm_compile, warm_file_cache, batch",
-    ]  # fmt: skip
+    ]
 
 
 # --------------------------------------------------------------------------- output an auditor can read
@@ -318,13 +459,25 @@ def _from_column(line: str, col: int) -> str:
 def test_cli_output_legend_margins_cjk_width_hint_and_fail_on(small: str, tmp_path: Path) -> None:
     from rich.cells import cell_len
 
-    out = _cli(small, tmp_path, [
-        metric("tpm", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min"),
-        metric("tpm-zh", "总吞吐约 3,300", "total_tpm", "aggregate_token_rate", "tokens/min") | {"value": "3,300"},
-        metric("out-wrong", "310", "output_tpm", "aggregate_token_rate", "tokens/min"),
-        metric("ttft", "首字约 1.0 秒", "ttft_p50", "latency", "s") | {"value": "1.0"},
-        {"id": "q", "text": "6,660", "unit": "tokens/s", "kind": "aggregate_token_rate", "quoted": {"source": "archive"}},
-    ], "--fail-on", "mismatch,quoted")  # fmt: skip
+    out = _cli(
+        small,
+        tmp_path,
+        [
+            metric("tpm", "3,300", "total_tpm", "aggregate_token_rate", "tokens/min"),
+            metric("tpm-zh", "总吞吐约 3,300", "total_tpm", "aggregate_token_rate", "tokens/min") | {"value": "3,300"},
+            metric("out-wrong", "310", "output_tpm", "aggregate_token_rate", "tokens/min"),
+            metric("ttft", "首字约 1.0 秒", "ttft_p50", "latency", "s") | {"value": "1.0"},
+            {
+                "id": "q",
+                "text": "6,660",
+                "unit": "tokens/s",
+                "kind": "aggregate_token_rate",
+                "quoted": {"source": "archive"},
+            },
+        ],
+        "--fail-on",
+        "mismatch,quoted",
+    )
     assert out.exit_code == 1, out.stderr
     text = out.stdout
     assert "legend" in text and "NOT checked" in text and "never better than its weakest operand" in text
@@ -336,10 +489,15 @@ def test_cli_output_legend_margins_cjk_width_hint_and_fail_on(small: str, tmp_pa
     lines = text.splitlines()
     head = lines.index("reproduced (3)") + 1
     unit_col = cell_len(lines[head][: lines[head].index("unit")])
-    rows = {line.split()[0]: line for line in lines[head + 2: head + 5]}
+    rows = {line.split()[0]: line for line in lines[head + 2 : head + 5]}
     assert set(rows) == {"tpm", "tpm-zh", "ttft"}
     # the unit column starts at one display column whether the printed text is CJK or not
     assert {k: _from_column(v, unit_col).split()[0] for k, v in rows.items()} == {
-        "tpm": "tokens/min", "tpm-zh": "tokens/min", "ttft": "s"}
-    assert out.stderr.strip().splitlines() == ["failing (--fail-on mismatch): 1 claim(s) mismatch: out-wrong",
-                                               "failing (--fail-on quoted): 1 claim(s) quoted: q"]
+        "tpm": "tokens/min",
+        "tpm-zh": "tokens/min",
+        "ttft": "s",
+    }
+    assert out.stderr.strip().splitlines() == [
+        "failing (--fail-on mismatch): 1 claim(s) mismatch: out-wrong",
+        "failing (--fail-on quoted): 1 claim(s) quoted: q",
+    ]

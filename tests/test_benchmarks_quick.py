@@ -39,26 +39,52 @@ def test_quick_benchmark_completes_and_writes_its_report(tmp_path: Path) -> None
     backends = _backends()
     out = tmp_path / "BENCHMARKS.quick.md"
     raw = tmp_path / "not-yet" / "figures.json"  # its folder made by the script
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "run.py"), "--quick", "--out", str(out),
-                           "--json", str(raw), "--backends", ",".join(backends)],
-                          cwd=ROOT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "LEDGER_BENCH_PG_URL": PG_URL})  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "run.py"),
+            "--quick",
+            "--out",
+            str(out),
+            "--json",
+            str(raw),
+            "--backends",
+            ",".join(backends),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "LEDGER_BENCH_PG_URL": PG_URL},
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     text = out.read_text()
     assert {"figures", "baselines"} <= set(json.loads(raw.read_text()))
     assert "## Import" in text and "## Machine" in text and "## Baselines" in text
-    assert re.search(r"^- python speed: \d+\.\d{3} s for 2,000,000 integer additions in a loop \(best of 5\)$", text, re.M), text
+    assert re.search(
+        r"^- python speed: \d+\.\d{3} s for 2,000,000 integer additions in a loop \(best of 5\)$", text, re.M
+    ), text
     assert "exit " not in text, text  # every `ledger import` of the benchmark succeeded
-    imported = [tuple(c.strip() for c in line.split("|")[1:3]) for line in text.split("## Import")[1].split("\n## ")[0].splitlines()
-                if line.startswith(("| duckdb |", "| postgresql |"))]  # fmt: skip
-    assert imported == [("duckdb", "vLLM detailed JSON Lines"), ("duckdb", "ledger JSON Lines (one file per run)"),
-                        ("duckdb", "nvidia-smi dmon -o DT (long rows)")] + [(b, "vLLM detailed JSON Lines") for b in backends[1:]]
+    imported = [
+        tuple(c.strip() for c in line.split("|")[1:3])
+        for line in text.split("## Import")[1].split("\n## ")[0].splitlines()
+        if line.startswith(("| duckdb |", "| postgresql |"))
+    ]
+    assert imported == [
+        ("duckdb", "vLLM detailed JSON Lines"),
+        ("duckdb", "ledger JSON Lines (one file per run)"),
+        ("duckdb", "nvidia-smi dmon -o DT (long rows)"),
+    ] + [(b, "vLLM detailed JSON Lines") for b in backends[1:]]
     for b in backends:  # the metrics and audit timings ran (quick: 100 claims) on every backend
         assert f"- {b}: every run's metrics for 10 runs:" in text and f"- {b}: audit of 100 claims:" in text, text
     assert "- duckdb: ledger check of one run of 5,000 requests:" in text, text
     if "postgresql" in backends:  # each PostgreSQL figure timed on a server done vacuuming the earlier ones
-        assert re.search(r"^- postgresql: before its figures the benchmark waited \d+\.\d s in all for autovacuum "
-                         r"workers to finish \(`Pg\.settle`\)$", text, re.M), text
+        assert re.search(
+            r"^- postgresql: before its figures the benchmark waited \d+\.\d s in all for autovacuum "
+            r"workers to finish \(`Pg\.settle`\)$",
+            text,
+            re.M,
+        ), text
     assert "- duckdb: ledger hardware of the dmon batch (57,600 samples): " in text, text
     # the fixed cost of a command that opens a ledger, next to the interpreter's own start-up
     for what in ("start-up: ledger --help", "start-up: ledger status", "start-up: ledger import of one vLLM result"):
@@ -88,8 +114,10 @@ def _long(chunks) -> list[tuple]:
         if isinstance(c, WideSamples):
             d = c.table.to_pydict()
             for name, unit in zip(c.counters, c.units, strict=True):
-                out += [(d["line"][i], c.node, d["gpu"][i], d["tick"][i], d["ts"][i], name, d[name][i], unit)
-                        for i in range(c.table.num_rows)]  # fmt: skip
+                out += [
+                    (d["line"][i], c.node, d["gpu"][i], d["tick"][i], d["ts"][i], name, d[name][i], unit)
+                    for i in range(c.table.num_rows)
+                ]
         else:
             out += list(zip(c.line, c.node, c.gpu, c.tick, c.ts, c.counter, c.value, c.unit, strict=True))
     return sorted(out, key=lambda r: (r[0], r[5]))
@@ -97,8 +125,10 @@ def _long(chunks) -> list[tuple]:
 
 def _both(path: Path) -> tuple[object, object]:
     res = []
-    for chunks in (lambda: dmon._Reader(path, "n").chunks(),  # the readers, without the importer's
-                   lambda: dmon._wide_chunks(path, "n")):  # refusal of a cut last line  # fmt: skip
+    for chunks in (
+        lambda: dmon._Reader(path, "n").chunks(),  # the readers, without the importer's
+        lambda: dmon._wide_chunks(path, "n"),
+    ):  # refusal of a cut last line
         try:
             res.append(_long(chunks()))
         except ParseError as exc:
@@ -110,12 +140,16 @@ def _big(path: Path, ticks: int = 2500, gpus: int = 16) -> list[str]:
     lines = []
     for t in range(ticks):
         if t % 20 == 0:
-            lines += ["#Date       Time        gpu    pwr     sm    mem     fb",
-                      "#YYYYMMDD   HH:MM:SS    Idx      W      %      %     MB"]  # fmt: skip
+            lines += [
+                "#Date       Time        gpu    pwr     sm    mem     fb",
+                "#YYYYMMDD   HH:MM:SS    Idx      W      %      %     MB",
+            ]
         day, rest = 4 + (t + 86_000) // 86_400, (t + 86_000) % 86_400
         hh, mm, ss = rest // 3600, rest // 60 % 60, rest % 60
         for g in range(gpus):
-            lines.append(f" 202401{day:02d}   {hh:02d}:{mm:02d}:{ss:02d}    {g:3d}  {100 + g:5d}  {t % 101:5d}      -  {t:5d}")
+            lines.append(
+                f" 202401{day:02d}   {hh:02d}:{mm:02d}:{ss:02d}    {g:3d}  {100 + g:5d}  {t % 101:5d}      -  {t:5d}"
+            )
     return lines
 
 
@@ -171,9 +205,17 @@ def _check_seal_output(stdout: str, backends: list[str], runs: int) -> None:
             assert r["digest_share"] == r["digest_s"] / (r["import_s"] - r["digest_s"])
             line = next(ln for ln in block.splitlines() if ln.startswith(f"| {r['backend']} |"))
             cells = [c.strip() for c in line.strip("|").split("|")]
-            assert cells == [r["backend"], f"{r['import_s']:.2f} s", f"{r['digest_s']:.2f} s", f"{r['digest_share']:.1%}",
-                             f"{r['close_s']:.2f} s", f"{r['close_ratio']:.2f}x", f"{r['close_mb']:,.0f} MB",
-                             f"{r['verify_s']:.2f} s", f"{r['verify_ratio']:.2f}x"]  # fmt: skip
+            assert cells == [
+                r["backend"],
+                f"{r['import_s']:.2f} s",
+                f"{r['digest_s']:.2f} s",
+                f"{r['digest_share']:.1%}",
+                f"{r['close_s']:.2f} s",
+                f"{r['close_ratio']:.2f}x",
+                f"{r['close_mb']:,.0f} MB",
+                f"{r['verify_s']:.2f} s",
+                f"{r['verify_ratio']:.2f}x",
+            ]
 
 
 def test_quick_seal_benchmark_reports_ratios_of_its_own_run() -> None:
@@ -186,9 +228,21 @@ def test_quick_seal_benchmark_reports_ratios_of_its_own_run() -> None:
 
     backends = _backends()
     env = {**os.environ, "LEDGER_BENCH_PG_URL": PG_URL}
-    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "seal_bench.py"), "--quick", "--repeat", "1",
-                           *(a for b in backends for a in ("--backend", b))],
-                          cwd=ROOT, capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "seal_bench.py"),
+            "--quick",
+            "--repeat",
+            "1",
+            *(a for b in backends for a in ("--backend", b)),
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     _check_seal_output(proc.stdout, backends, 1)
 
@@ -206,8 +260,17 @@ def test_seal_benchmark_repeats_whole_runs(monkeypatch: pytest.MonkeyPatch, caps
         assert data.stat().st_size > 0
         calls.append((backend, data.name, tmp.name))
         k = len(calls)
-        return {"backend": backend, "rows": 32_001, "import_s": 2.0 * k, "import_mb": 100.0, "digest_s": 0.25 * k,
-                "close_s": 1.5 * k, "close_mb": 200.0 + k, "verify_s": 1.25 * k, "verify_mb": 90.0}  # fmt: skip
+        return {
+            "backend": backend,
+            "rows": 32_001,
+            "import_s": 2.0 * k,
+            "import_mb": 100.0,
+            "digest_s": 0.25 * k,
+            "close_s": 1.5 * k,
+            "close_mb": 200.0 + k,
+            "verify_s": 1.25 * k,
+            "verify_mb": 90.0,
+        }
 
     monkeypatch.setattr(seal_bench, "one_backend", one_backend)
     monkeypatch.setattr(seal_bench.gen, "vllm_and_ledger", lambda path, *a, **k: path.write_text("{}\n"))

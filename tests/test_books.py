@@ -33,14 +33,27 @@ def bench_json(path: Path, n: int = 5, *, date: str = "20260707-100000", rate: f
     rnd = random.Random(n)
     ttfts = [round(rnd.uniform(0.02, 0.2), 6) for _ in range(n)]
     data = {
-        "date": date, "backend": "vllm", "model_id": "/models/Qwen2.5-7B", "num_prompts": n,
-        "request_rate": rate, "max_concurrency": 4, "duration": 3.5, "completed": n, "failed": 0,
-        "total_input_tokens": 100 * n, "total_output_tokens": 20 * n, "output_throughput": 28.571428571428573,
-        "mean_ttft_ms": sum(ttfts) / n * 1000, "input_lens": [100] * n, "output_lens": [20] * n,
-        "ttfts": ttfts, "itls": [[0.01, 0.011, 0.0125] for _ in range(n)],
-        "latencies": [t + 0.5 for t in ttfts], "errors": [""] * n,
+        "date": date,
+        "backend": "vllm",
+        "model_id": "/models/Qwen2.5-7B",
+        "num_prompts": n,
+        "request_rate": rate,
+        "max_concurrency": 4,
+        "duration": 3.5,
+        "completed": n,
+        "failed": 0,
+        "total_input_tokens": 100 * n,
+        "total_output_tokens": 20 * n,
+        "output_throughput": 28.571428571428573,
+        "mean_ttft_ms": sum(ttfts) / n * 1000,
+        "input_lens": [100] * n,
+        "output_lens": [20] * n,
+        "ttfts": ttfts,
+        "itls": [[0.01, 0.011, 0.0125] for _ in range(n)],
+        "latencies": [t + 0.5 for t in ttfts],
+        "errors": [""] * n,
         "start_times": [1000.0 + i * 0.25 for i in range(n)],
-    }  # fmt: skip
+    }
     path.write_text(json.dumps(data))
     return path
 
@@ -157,8 +170,15 @@ def test_rewritten_seal_row_is_caught_by_the_file(closed: tuple[Ledger, Path]) -
 
 def test_import_into_closed_batch_refused(closed: tuple[Ledger, Path], tmp_path: Path) -> None:
     ledger, _ = closed
-    res = cli("import", bench_json(tmp_path / "more.json", 3, date="20260707-110000"), "--batch", "fx",
-              "--db", ledger.url, code=3)  # fmt: skip
+    res = cli(
+        "import",
+        bench_json(tmp_path / "more.json", 3, date="20260707-110000"),
+        "--batch",
+        "fx",
+        "--db",
+        ledger.url,
+        code=3,
+    )
     assert "refused (R10): import into batch 'fx'" in res.output
 
 
@@ -225,7 +245,7 @@ def test_merkle_stream_is_rfc9162_mth() -> None:
     assert sl.leaf_hash(b"a") == hashlib.sha256(b"\x00a").digest()
 
 
-@pytest.mark.parametrize("text", ["plain", "é中文🙂", "tab\tnl\nquote\"back\\", "\x00\x01\x1f\x7f", "\u2028\u2029"])
+@pytest.mark.parametrize("text", ["plain", "é中文🙂", 'tab\tnl\nquote"back\\', "\x00\x01\x1f\x7f", "\u2028\u2029"])
 def test_fast_canonical_form_is_rfc8785(text: str) -> None:
     row = {"b": text, "a": 1, "z": None, "t": True, "f": repr(0.1), "big": str(2**60), "neg": -(2**53 - 1)}
     assert sl.canonical("request", row) == rfc8785.dumps(["request", row])
@@ -235,11 +255,18 @@ def test_seal_digest_vector() -> None:
     at = datetime(2026, 7, 7, 9, 39, 20)
     for scheme in ("bench-ledger-seal/2", "bench-ledger-seal/1"):
         expected = hashlib.sha256(
-            b'["' + scheme.encode() + b'","' + b"0" * 64 + b'","fx","' + b"ab" * 32 + b'",100,"2026-07-07T09:39:20.000000"]'
+            b'["'
+            + scheme.encode()
+            + b'","'
+            + b"0" * 64
+            + b'","fx","'
+            + b"ab" * 32
+            + b'",100,"2026-07-07T09:39:20.000000"]'
         ).hexdigest()
         assert sl.seal_digest(sl.ZERO_DIGEST, "fx", "ab" * 32, 100, at, scheme) == expected
     assert sl.seal_digest(sl.ZERO_DIGEST, "fx", "ab" * 32, 100, at) == sl.seal_digest(
-        sl.ZERO_DIGEST, "fx", "ab" * 32, 100, at, "bench-ledger-seal/2")
+        sl.ZERO_DIGEST, "fx", "ab" * 32, 100, at, "bench-ledger-seal/2"
+    )
 
 
 def _request_artefact(ledger: Ledger) -> int:
@@ -256,9 +283,11 @@ def test_a_corrected_run_keeps_its_records_in_metrics_and_listings(ledger_url: s
     from bench_ledger.store import Ledger
 
     f = tmp_path / "r.jsonl"
-    f.write_text('{"ledger_requests": 1, "run": "r1", "tool": "t", "clock": "epoch_s"}\n'
-                 '{"status": "ok", "input_tokens": 100, "output_tokens": 10, "send_time": 1700000000, "end_time": 1700000002}\n'
-                 '{"status": "ok", "input_tokens": 100, "output_tokens": 20, "send_time": 1700000001, "end_time": 1700000004}\n')  # fmt: skip
+    f.write_text(
+        '{"ledger_requests": 1, "run": "r1", "tool": "t", "clock": "epoch_s"}\n'
+        '{"status": "ok", "input_tokens": 100, "output_tokens": 10, "send_time": 1700000000, "end_time": 1700000002}\n'
+        '{"status": "ok", "input_tokens": 100, "output_tokens": 20, "send_time": 1700000001, "end_time": 1700000004}\n'
+    )
     runner = CliRunner()
     assert runner.invoke(main, ["init", "--db", ledger_url]).exit_code == 0
     res = runner.invoke(main, ["import", "--db", ledger_url, "--batch", "b", "--run", "r1", str(f)])

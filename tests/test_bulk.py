@@ -14,7 +14,7 @@ from bench_ledger.store import Ledger
 
 I32, I64 = (-(2**31), 2**31 - 1), (-(2**63), 2**63 - 1)
 FLOATS = [-0.0, 5e-324, 1e-300, 0.1, 1 / 3, 1.7976931348623157e308, 12345.678901234567]
-TEXTS = ["ok", "a, \"quoted\"\nline", "ünïcödé ✓ 漢字", "", "\\N", "NULL"]
+TEXTS = ["ok", 'a, "quoted"\nline', "ünïcödé ✓ 漢字", "", "\\N", "NULL"]
 
 
 def ints(lo_hi: tuple[int, int], k: int) -> list[int | None]:
@@ -25,36 +25,62 @@ def ints(lo_hi: tuple[int, int], k: int) -> list[int | None]:
 def _requests(artefact_id: int) -> pa.Table:
     """Request rows with every column's extremes, and a NULL in each nullable column."""
     n = 7
-    return pa.table({
-        "artefact_id": pa.array([artefact_id] * n, pa.int32()), "idx": pa.array(range(n), pa.int32()),
-        "run_id": pa.array([1] * n, pa.int32()), "line": pa.array(ints(I32, 3), pa.int32()),
-        "status": pa.array(["ok", "failed", "unknown", "ok", "ok", "failed", "ok"]),
-        "error": pa.array([None, *TEXTS]), "retries": pa.array(ints(I32, 1), pa.int32()),
-        "input_tokens": pa.array(ints(I32, 2), pa.int32()), "output_tokens": pa.array([None] * n, pa.int32()),
-        "clock": pa.array(["epoch_s", None, "monotonic_s", "epoch_ns", "x", "", "é"]),
-        "send_ns": pa.array(ints(I64, 9), pa.int64()), "first_token_ns": pa.array(ints(I64, 8), pa.int64()),
-        "end_ns": pa.array([None, *ints(I64, 1)[:-1]], pa.int64()),
-        "ttft_s": pa.array(FLOATS, pa.float64()), "latency_s": pa.array([None, *FLOATS[1:]], pa.float64()),
-        "queue_s": pa.array([None] * n, pa.float64()), "itl_mean_s": pa.array(FLOATS[::-1], pa.float64()),
-        "chunk_count": pa.array(ints(I32, 5), pa.int32()), "cached_tokens": pa.array(ints(I32, 6), pa.int32()),
-    })  # fmt: skip
+    return pa.table(
+        {
+            "artefact_id": pa.array([artefact_id] * n, pa.int32()),
+            "idx": pa.array(range(n), pa.int32()),
+            "run_id": pa.array([1] * n, pa.int32()),
+            "line": pa.array(ints(I32, 3), pa.int32()),
+            "status": pa.array(["ok", "failed", "unknown", "ok", "ok", "failed", "ok"]),
+            "error": pa.array([None, *TEXTS]),
+            "retries": pa.array(ints(I32, 1), pa.int32()),
+            "input_tokens": pa.array(ints(I32, 2), pa.int32()),
+            "output_tokens": pa.array([None] * n, pa.int32()),
+            "clock": pa.array(["epoch_s", None, "monotonic_s", "epoch_ns", "x", "", "é"]),
+            "send_ns": pa.array(ints(I64, 9), pa.int64()),
+            "first_token_ns": pa.array(ints(I64, 8), pa.int64()),
+            "end_ns": pa.array([None, *ints(I64, 1)[:-1]], pa.int64()),
+            "ttft_s": pa.array(FLOATS, pa.float64()),
+            "latency_s": pa.array([None, *FLOATS[1:]], pa.float64()),
+            "queue_s": pa.array([None] * n, pa.float64()),
+            "itl_mean_s": pa.array(FLOATS[::-1], pa.float64()),
+            "chunk_count": pa.array(ints(I32, 5), pa.int32()),
+            "cached_tokens": pa.array(ints(I32, 6), pa.int32()),
+        }
+    )
 
 
 def _gaps(artefact_id: int) -> pa.Table:
-    return pa.table({"artefact_id": pa.array([artefact_id] * 4, pa.int32()), "request_idx": pa.array(range(4), pa.int32()),
-                     "gaps": pa.array([[], FLOATS, [0.5] * 1000, [-0.0]], pa.list_(pa.float64()))})  # fmt: skip
+    return pa.table(
+        {
+            "artefact_id": pa.array([artefact_id] * 4, pa.int32()),
+            "request_idx": pa.array(range(4), pa.int32()),
+            "gaps": pa.array([[], FLOATS, [0.5] * 1000, [-0.0]], pa.list_(pa.float64())),
+        }
+    )
 
 
 def _samples(artefact_id: int) -> pa.Table:
-    ts = [dt.datetime(1999, 12, 31, 23, 59, 59, 999999), dt.datetime(2000, 1, 1), None,
-          dt.datetime(2026, 12, 2, 15, 4, 5, 123456), dt.datetime(1970, 1, 1)]  # fmt: skip
-    return pa.table({
-        "artefact_id": pa.array([artefact_id] * 5, pa.int32()), "line": pa.array(range(5), pa.int32()),
-        "counter": pa.array(["pwr", "sm", "mem", "pwr", "fb"]), "node": pa.array(["n0", None, "n1", "", "n0"]),
-        "gpu": pa.array([0, 1, 2, 3, 4], pa.int32()), "tick": pa.array([0, 1, 2, 3, 4], pa.int32()),
-        "ts": pa.array(ts, pa.timestamp("us")), "value": pa.array([250.5, None, -0.0, 1e300, 5e-324], pa.float64()),
-        "unit": pa.array(["W", "%", "MiB", "W", "MiB"]),
-    })  # fmt: skip
+    ts = [
+        dt.datetime(1999, 12, 31, 23, 59, 59, 999999),
+        dt.datetime(2000, 1, 1),
+        None,
+        dt.datetime(2026, 12, 2, 15, 4, 5, 123456),
+        dt.datetime(1970, 1, 1),
+    ]
+    return pa.table(
+        {
+            "artefact_id": pa.array([artefact_id] * 5, pa.int32()),
+            "line": pa.array(range(5), pa.int32()),
+            "counter": pa.array(["pwr", "sm", "mem", "pwr", "fb"]),
+            "node": pa.array(["n0", None, "n1", "", "n0"]),
+            "gpu": pa.array([0, 1, 2, 3, 4], pa.int32()),
+            "tick": pa.array([0, 1, 2, 3, 4], pa.int32()),
+            "ts": pa.array(ts, pa.timestamp("us")),
+            "value": pa.array([250.5, None, -0.0, 1e300, 5e-324], pa.float64()),
+            "unit": pa.array(["W", "%", "MiB", "W", "MiB"]),
+        }
+    )
 
 
 def _stored(conn: sa.Connection, table: str, artefact_id: int) -> list[tuple]:
@@ -63,7 +89,9 @@ def _stored(conn: sa.Connection, table: str, artefact_id: int) -> list[tuple]:
 
 
 @pytest.mark.parametrize(("table", "make"), [("request", _requests), ("hardware_sample", _samples)])
-def test_binary_copy_stores_what_csv_copy_stores(pg_ledger: Ledger, table: str, make, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_binary_copy_stores_what_csv_copy_stores(
+    pg_ledger: Ledger, table: str, make, monkeypatch: pytest.MonkeyPatch
+) -> None:
     assert bulk.pg_binary_encodable(table, make(1).schema)
     calls: list[int] = []
     real = bulk.pg_binary_rows
@@ -116,8 +144,14 @@ def test_binary_rows_are_the_manuals_rows_whatever_leads(order: str) -> None:
     records; the others field by field: both the manual's form, in the order given (the block may be
     empty, or every column)."""
     table = _requests(1).drop_columns(["chunk_count"]).append_column("chunk_count", pa.array([None] * 7, pa.int32()))
-    fixed = pa.table({"a": pa.array(range(7), pa.int32()), "b": pa.array([None] * 7, pa.int64()),
-                      "c": pa.array(FLOATS, pa.float64()), "d": pa.array(ints(I64, 1), pa.int64()).fill_null(5)})  # fmt: skip
+    fixed = pa.table(
+        {
+            "a": pa.array(range(7), pa.int32()),
+            "b": pa.array([None] * 7, pa.int64()),
+            "c": pa.array(FLOATS, pa.float64()),
+            "d": pa.array(ints(I64, 1), pa.int64()).fill_null(5),
+        }
+    )
     for data in (table, fixed, fixed.select(["a", "c"]), table.select(["status", "artefact_id"])):
         if order == "same layout first":
             data = data.select(bulk._same_layout_first(data))
@@ -172,7 +206,9 @@ def test_duckdb_holds_no_rows_of_a_bulk_insert_before_the_commit(tmp_path) -> No
             before = pa.total_allocated_bytes()
             for _ in range(3):
                 n = 500_000
-                rows = pa.table({"a": pa.array(range(n), pa.int64()), "s": pa.array(["util"] * n), "v": pa.array([1.5] * n)})
+                rows = pa.table(
+                    {"a": pa.array(range(n), pa.int64()), "s": pa.array(["util"] * n), "v": pa.array([1.5] * n)}
+                )
                 size = rows.nbytes
                 bulk.bulk_insert(conn, "duckdb", "t", rows)
                 del rows

@@ -41,10 +41,13 @@ def test_every_claim_gets_its_expected_verdict(audit_json: dict):
     of the file, each with its pinned verdict."""
     results = audit_json["results"]
     assert [r["claim_id"] for r in results] == [c.id for c in load_claims(CLAIMS).claims]
-    wrong = [f"{r['claim_id']}: got {r['verdict']}{' ' + r['rule'] if r['rule'] else ''} "
-             f"({r['why'] or r['missing'] or r['margin']}), expected {r['expected_verdict']}"
-             f"{' ' + r['expected_rule'] if r['expected_rule'] else ''}"
-             for r in results if not r["as_expected"]]  # fmt: skip
+    wrong = [
+        f"{r['claim_id']}: got {r['verdict']}{' ' + r['rule'] if r['rule'] else ''} "
+        f"({r['why'] or r['missing'] or r['margin']}), expected {r['expected_verdict']}"
+        f"{' ' + r['expected_rule'] if r['expected_rule'] else ''}"
+        for r in results
+        if not r["as_expected"]
+    ]
     assert not wrong, "\n".join(wrong)
 
 
@@ -55,13 +58,16 @@ def test_c64_stream_median_change_gets_its_sampling_verdict(audit_json: dict):
     r = next(x for x in audit_json["results"] if x["claim_id"] == "c64-stream-median-change")
     s = r["sampling"]
     assert (r["verdict"], s["verdict"]) == ("consistent", "unknown sampling error")
-    assert s["reason"] == ("old-c64-stream-median has no per-request records here (a quoted or aggregate-only "
-                           "figure): its sampling error is unknown, not zero")  # fmt: skip
+    assert s["reason"] == (
+        "old-c64-stream-median has no per-request records here (a quoted or aggregate-only "
+        "figure): its sampling error is unknown, not zero"
+    )
     assert s["operands"]["old-c64-stream-median"] is None
     new = s["operands"]["c64-stream-median-1017"]
     assert new["status"] == "interval" and new["n"] == 64 and new["low"] < 51.03 < new["high"]
     assert "sampling: unknown sampling error: old-c64-stream-median has no per-request records here" in " ".join(
-        r["notes"])
+        r["notes"]
+    )
 
 
 def test_cli_audit_groups_and_gates(demo_url: str, audit_json: dict):

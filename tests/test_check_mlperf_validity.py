@@ -21,36 +21,77 @@ def imp(url: str, *paths: Path) -> None:
 
 
 def validity(ledger: Ledger) -> list[tuple[str, str, str, str]]:
-    return [(r.run.rsplit("_", 1)[-1], r.key, r.reported, r.status) for r in check(ledger, batch="m")
-            if r.section == IDENTITY and (r.definition or "").startswith("R15 validity")]  # fmt: skip
+    return [
+        (r.run.rsplit("_", 1)[-1], r.key, r.reported, r.status)
+        for r in check(ledger, batch="m")
+        if r.section == IDENTITY and (r.definition or "").startswith("R15 validity")
+    ]
 
 
 def test_real_summaries_agree_with_their_detail_logs(ledger: Ledger, ledger_url: str, samples: Path) -> None:
     src = samples / "mlperf-loadgen"
     imp(ledger_url, *(src / name.format(kind) for name in (SERVER, OFFLINE) for kind in ("summary", "detail")))
     rows = check(ledger, batch="m")
-    got = [(r.key, r.reported, r.status, r.definition) for r in rows
-           if r.section == IDENTITY and (r.definition or "").startswith("R15 validity") and r.run.endswith("Server")]
+    got = [
+        (r.key, r.reported, r.status, r.definition)
+        for r in rows
+        if r.section == IDENTITY and (r.definition or "").startswith("R15 validity") and r.run.endswith("Server")
+    ]
     assert got == [
-        ("Performance constraints satisfied", "Yes", "agree", "R15 validity: summary 'Performance constraints "
-         "satisfied' = detail result_perf_constraints_met (loadgen results.cc)"),
-        ("Min duration satisfied", "Yes", "agree",
-         "R15 validity: summary 'Min duration satisfied' = detail result_min_duration_met (loadgen results.cc)"),
-        ("Min queries satisfied", "Yes", "agree",
-         "R15 validity: summary 'Min queries satisfied' = detail result_min_queries_met (loadgen results.cc)"),
-        ("Early stopping satisfied", "Yes", "agree",
-         "R15 validity: summary 'Early stopping satisfied' = detail early_stopping_met (loadgen results.cc)"),
-        ("Result is", "VALID", "agree",
-         "R15 validity: summary 'Result is' = VALID iff its printed constraints are met (loadgen results.cc LogSummary)"),
-        ("detail.result_validity", "VALID", "agree",
-         "R15 validity: detail result_validity = VALID iff every constraint key is true (loadgen results.cc LogDetail)"),
-        ("detail.result_validity", "VALID", "agree", "R15 validity: summary 'Result is' = detail result_validity "
-         "(loadgen results.cc; 'Skipped' min queries: detail INVALID)"),
-    ]  # fmt: skip
+        (
+            "Performance constraints satisfied",
+            "Yes",
+            "agree",
+            "R15 validity: summary 'Performance constraints "
+            "satisfied' = detail result_perf_constraints_met (loadgen results.cc)",
+        ),
+        (
+            "Min duration satisfied",
+            "Yes",
+            "agree",
+            "R15 validity: summary 'Min duration satisfied' = detail result_min_duration_met (loadgen results.cc)",
+        ),
+        (
+            "Min queries satisfied",
+            "Yes",
+            "agree",
+            "R15 validity: summary 'Min queries satisfied' = detail result_min_queries_met (loadgen results.cc)",
+        ),
+        (
+            "Early stopping satisfied",
+            "Yes",
+            "agree",
+            "R15 validity: summary 'Early stopping satisfied' = detail early_stopping_met (loadgen results.cc)",
+        ),
+        (
+            "Result is",
+            "VALID",
+            "agree",
+            "R15 validity: summary 'Result is' = VALID iff its printed constraints are met (loadgen results.cc LogSummary)",
+        ),
+        (
+            "detail.result_validity",
+            "VALID",
+            "agree",
+            "R15 validity: detail result_validity = VALID iff every constraint key is true (loadgen results.cc LogDetail)",
+        ),
+        (
+            "detail.result_validity",
+            "VALID",
+            "agree",
+            "R15 validity: summary 'Result is' = detail result_validity "
+            "(loadgen results.cc; 'Skipped' min queries: detail INVALID)",
+        ),
+    ]
     offline = [(k, t, s) for run, k, t, s in validity(ledger) if run == "Offline"]
-    assert offline == [("Min duration satisfied", "Yes", "agree"), ("Min queries satisfied", "Yes", "agree"),
-                       ("Early stopping satisfied", "Yes", "agree"), ("Result is", "VALID", "agree"),
-                       ("detail.result_validity", "VALID", "agree"), ("detail.result_validity", "VALID", "agree")]  # fmt: skip
+    assert offline == [
+        ("Min duration satisfied", "Yes", "agree"),
+        ("Min queries satisfied", "Yes", "agree"),
+        ("Early stopping satisfied", "Yes", "agree"),
+        ("Result is", "VALID", "agree"),
+        ("detail.result_validity", "VALID", "agree"),
+        ("detail.result_validity", "VALID", "agree"),
+    ]
     cli = CliRunner().invoke(main, ["check", "--db", ledger_url, "--batch", "m", "--fail-on", "disagree"])
     assert cli.exit_code == 0, cli.output
 
@@ -73,17 +114,27 @@ def test_a_summary_edited_to_invalid_disagrees(ledger: Ledger, ledger_url: str, 
     bad = [(k, t, s) for _, k, t, s in validity(ledger) if s != "agree"]
     assert bad == [("Result is", "INVALID", "disagree"), ("detail.result_validity", "VALID", "disagree")]
     reason = next(r.reason for r in check(ledger, batch="m") if r.key == "Result is" and r.status == "disagree")
-    assert reason == ("R15 validity: summary 'Result is' = VALID iff its printed constraints are met (loadgen results.cc "
-                      "LogSummary): expected 'VALID' (constraints Performance constraints satisfied Yes, Min duration "
-                      "satisfied Yes, Min queries satisfied Yes, Early stopping satisfied Yes)")  # fmt: skip
+    assert reason == (
+        "R15 validity: summary 'Result is' = VALID iff its printed constraints are met (loadgen results.cc "
+        "LogSummary): expected 'VALID' (constraints Performance constraints satisfied Yes, Min duration "
+        "satisfied Yes, Min queries satisfied Yes, Early stopping satisfied Yes)"
+    )
     cli = CliRunner().invoke(main, ["check", "--db", ledger_url, "--batch", "m", "--fail-on", "disagree"])
     assert cli.exit_code == 1
 
 
-def test_a_detail_constraint_edited_to_false_disagrees(ledger: Ledger, ledger_url: str, samples: Path,
-                                                       tmp_path: Path) -> None:  # fmt: skip
-    imp(ledger_url, *_copy(samples, tmp_path, None, ('"key": "early_stopping_met", "value": true',
-                                                     '"key": "early_stopping_met", "value": false')))
+def test_a_detail_constraint_edited_to_false_disagrees(
+    ledger: Ledger, ledger_url: str, samples: Path, tmp_path: Path
+) -> None:
+    imp(
+        ledger_url,
+        *_copy(
+            samples,
+            tmp_path,
+            None,
+            ('"key": "early_stopping_met", "value": true', '"key": "early_stopping_met", "value": false'),
+        ),
+    )
     bad = [(k, t, s) for _, k, t, s in validity(ledger) if s != "agree"]
     assert bad == [("Early stopping satisfied", "Yes", "disagree"), ("detail.result_validity", "VALID", "disagree")]
 

@@ -41,25 +41,32 @@ def _row_walk(key: str, rec: Records) -> tuple[Fraction, str]:
     def second_of(t: Fraction, r: dict) -> int:
         second, into = divmod(t - lo, 1)
         if into < BOUNDARY or 1 - into < BOUNDARY:
-            raise NotDerivable(f"request {r['idx']} has a time within 1 us of a second boundary ({float(t - lo):.9f} "
-                               "s): the start times, kept to the ns, cannot place it")  # fmt: skip
+            raise NotDerivable(
+                f"request {r['idx']} has a time within 1 us of a second boundary ({float(t - lo):.9f} "
+                "s): the start times, kept to the ns, cannot place it"
+            )
         return int(second)
 
     if key == "max_concurrent_requests":
         for start, r in zip(starts, rec.ok, strict=True):
-            for second in range(second_of(start, r) if start != lo else 0,
-                                second_of(start + Fraction(r["latency_s"]), r) + 1):  # fmt: skip
+            for second in range(
+                second_of(start, r) if start != lo else 0, second_of(start + Fraction(r["latency_s"]), r) + 1
+            ):
                 buckets[second] = buckets.get(second, 0) + 1
-        return Fraction(max(buckets.values())), (f"the fullest whole second of the successful requests' spans "
-                                                 f"(start to start + latency), of {len(buckets)} seconds")  # fmt: skip
+        return Fraction(max(buckets.values())), (
+            f"the fullest whole second of the successful requests' spans "
+            f"(start to start + latency), of {len(buckets)} seconds"
+        )
     for start, r, gaps in zip(starts, rec.ok, rec.record_gaps(), strict=True):
         t = start + Fraction(r["ttft_s"])
         for g in (0.0, *gaps):
             t += Fraction(g)
             second = second_of(t, r)
             buckets[second] = buckets.get(second, 0) + 1
-    return Fraction(max(buckets.values())), (f"the fullest whole second of the successful requests' token times "
-                                             f"(start + ttft + itls), of {len(buckets)} seconds")  # fmt: skip
+    return Fraction(max(buckets.values())), (
+        f"the fullest whole second of the successful requests' token times "
+        f"(start + ttft + itls), of {len(buckets)} seconds"
+    )
 
 
 def outcome(fn, key: str, rec: Records) -> tuple:
@@ -77,8 +84,14 @@ class _Rows:
         self.flat = [g for r, gs in zip(rows, gaps, strict=True) if r["status"] == "ok" for g in gs]
 
     def ok_column(self, name: str) -> pa.ChunkedArray:
-        return pa.chunked_array([pa.array([r[name] for r in self.rows_ if r["status"] == "ok"],
-                                          type=pa.float64() if name.endswith("_s") else pa.int64())])  # fmt: skip
+        return pa.chunked_array(
+            [
+                pa.array(
+                    [r[name] for r in self.rows_ if r["status"] == "ok"],
+                    type=pa.float64() if name.endswith("_s") else pa.int64(),
+                )
+            ]
+        )
 
     def status_counts(self) -> StatusCounts:
         return StatusCounts({s: sum(r["status"] == s for r in self.rows_) for s in {r["status"] for r in self.rows_}})
@@ -90,8 +103,9 @@ class _Rows:
         return self.rows_, {}
 
 
-def records(rows: list[dict], gaps: list[list[float]], fields=("status", "send_time", "ttft_s", "latency_s",
-                                                                "chunk_gaps")) -> Records:  # fmt: skip
+def records(
+    rows: list[dict], gaps: list[list[float]], fields=("status", "send_time", "ttft_s", "latency_s", "chunk_gaps")
+) -> Records:
     return Records(_Rows(rows, gaps), set(fields), None)  # type: ignore[arg-type]
 
 
@@ -106,12 +120,23 @@ def generated(rng: random.Random) -> tuple[list[dict], list[list[float]]]:
         send = base + rng.randint(0, 5) * 10**9 + off
         n = rng.choice((0, 0, 1, 3, 10, 200, 3000))
         step = rng.choice((0.1, 0.2, 1 / 3, 0.25, 0.5, 0.000999, 0.001, 0.0010001, rng.random() * 0.05))
-        gs = [step if rng.random() < 0.8 else rng.choice((0.0, 1e-6, 9.99e-7, 1.001e-6, rng.random())) for _ in range(n)]
+        gs = [
+            step if rng.random() < 0.8 else rng.choice((0.0, 1e-6, 9.99e-7, 1.001e-6, rng.random())) for _ in range(n)
+        ]
         ttft = rng.choice((0.0, 1.0, 0.5, 1e-6, 9.99e-7, 1 - 1e-6, 0.999999, 0.9999989, 0.1 + 0.2, rng.random()))
         status = "failed" if rng.random() < 0.1 else "ok"
         lat = ttft + sum(gs) + rng.choice((0.0, 1e-6, 0.5, rng.random()))
-        rows.append({"artefact_id": 1, "idx": i, "status": status, "send_ns": send, "ttft_s": ttft, "latency_s": lat,
-                     "chunk_count": (n + 1) if (n or rng.random() < 0.5) else None})  # fmt: skip
+        rows.append(
+            {
+                "artefact_id": 1,
+                "idx": i,
+                "status": status,
+                "send_ns": send,
+                "ttft_s": ttft,
+                "latency_s": lat,
+                "chunk_count": (n + 1) if (n or rng.random() < 0.5) else None,
+            }
+        )
         gaps.append(gs)
     return rows, gaps
 
@@ -139,20 +164,33 @@ def test_generated_cases_reach_both_answers() -> None:
 def test_float_rounding_near_a_boundary_placed_exactly() -> None:
     """0.1 added ten times is 0.9999999999999999 in float but 1 exactly as rationals plus the 1 ns the
     start sits past the second... the exact sum decides: here 1 us + 1 ns past the boundary is placed."""
-    rows = [{"artefact_id": 1, "idx": 0, "status": "ok", "send_ns": 10**15, "ttft_s": 1.001e-6, "latency_s": 2.0,
-             "chunk_count": 11}]  # fmt: skip
+    rows = [
+        {
+            "artefact_id": 1,
+            "idx": 0,
+            "status": "ok",
+            "send_ns": 10**15,
+            "ttft_s": 1.001e-6,
+            "latency_s": 2.0,
+            "chunk_count": 11,
+        }
+    ]
     gaps = [[0.1] * 10]
     for key in KEYS:
         assert outcome(_peak_second, key, records(rows, gaps)) == outcome(_row_walk, key, records(rows, gaps))
     assert _peak_second("max_output_tokens_per_s", records(rows, gaps))[0] == 10
 
 
-VLLM_SAMPLES = ("vllm-bench-serve/benchmaq_tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.json",
-                "vllm-bench-sweep/vllm_sweep_v0.25.1", "vllm")  # fmt: skip
+VLLM_SAMPLES = (
+    "vllm-bench-serve/benchmaq_tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.json",
+    "vllm-bench-sweep/vllm_sweep_v0.25.1",
+    "vllm",
+)
 
 
-def test_columns_equal_the_row_walk_on_the_real_vllm_samples(ledger: Ledger, ledger_url: str, samples: Path,
-                                                             tmp_path: Path) -> None:  # fmt: skip
+def test_columns_equal_the_row_walk_on_the_real_vllm_samples(
+    ledger: Ledger, ledger_url: str, samples: Path, tmp_path: Path
+) -> None:
     for i, p in enumerate(VLLM_SAMPLES):
         res = CliRunner().invoke(main, ["import", "--db", ledger_url, "-q", "--batch", f"s{i}", str(samples / p)])
         assert res.exit_code == 0, res.output
@@ -161,7 +199,9 @@ def test_columns_equal_the_row_walk_on_the_real_vllm_samples(ledger: Ledger, led
     obj["latencies"] = [t + sum(g) for t, g in zip(obj["ttfts"], obj["itls"], strict=True)]
     obj["date"] = "20260428-091917"
     (tmp_path / "with_latencies.json").write_text(json.dumps(obj))
-    res = CliRunner().invoke(main, ["import", "--db", ledger_url, "-q", "--batch", "w", str(tmp_path / "with_latencies.json")])
+    res = CliRunner().invoke(
+        main, ["import", "--db", ledger_url, "-q", "--batch", "w", str(tmp_path / "with_latencies.json")]
+    )
     assert res.exit_code == 0, res.output
     placed = 0
     with ledger.engine.connect() as conn:
@@ -198,8 +238,9 @@ def test_the_benchmark_check_input_reports_vllms_peaks(ledger: Ledger, ledger_ur
     assert [(by[k].recomputed, by[k].status) for k in KEYS] == [(420.0, "agree"), (104.0, "agree")]
 
 
-def test_postgresql_reads_the_columns_and_gaps_at_once_with_the_same_rows(pg_ledger: Ledger, tmp_path: Path,
-                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_postgresql_reads_the_columns_and_gaps_at_once_with_the_same_rows(
+    pg_ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On PostgreSQL a vLLM run's check reads the ok records' columns and their chunk gaps at once, on two
     connections of one snapshot (_RunRows.read_ahead); its rows are those of the one-read-at-a-time path
     (the server allowing no parallel read)."""

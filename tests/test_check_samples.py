@@ -62,6 +62,8 @@ if __name__ == "__main__":  # rewrite the pins from this checkout (DuckDB), as t
         with Ledger(url) as led:
             led.init()
         outputs = check_outputs(url, Path(sys.argv[1]))
-    PINS.write_text("# folder of ../shared/samples -> lines and sha256 of `ledger check --batch FOLDER` "
-                    "(tests/test_check_samples.py)\n" + "".join(f"{k} {pin(v)}\n" for k, v in outputs.items()))
+    PINS.write_text(
+        "# folder of ../shared/samples -> lines and sha256 of `ledger check --batch FOLDER` "
+        "(tests/test_check_samples.py)\n" + "".join(f"{k} {pin(v)}\n" for k, v in outputs.items())
+    )
     print(f"wrote {PINS}: {len(outputs)} folders")

@@ -51,8 +51,9 @@ def check(cov: Coverage, name: str) -> None:
 
 
 def test_case_study_coverage(demo_copy: str, tmp_path: Path) -> None:
-    cov = measure(CASESTUDY / "h20-dsv41-flash-report.zh.txt", CASESTUDY / "claims.yaml", demo_copy,
-                  tmp_path / "draft.yaml")  # fmt: skip
+    cov = measure(
+        CASESTUDY / "h20-dsv41-flash-report.zh.txt", CASESTUDY / "claims.yaml", demo_copy, tmp_path / "draft.yaml"
+    )
     assert cov.total == len(load_claims(CASESTUDY / "claims.yaml").claims)
     check(cov, "case study")
 
@@ -68,6 +69,10 @@ def test_second_report_over_the_real_samples(tmp_path: Path, samples: Path) -> N
         files = sorted((samples / "llmperf").glob(f"*{provider}*"))
         run("import", "--db", db, "-q", "--batch", "llmperf", "--run", f"{provider}-70b", *map(str, files))
     run("import", "--db", db, "-q", "--batch", "dmon", "--node", "box0", *map(str, (samples / "dmon").iterdir()))
-    cov = measure(DRAFT_FIXTURES / "serving-samples-report.en.md", DRAFT_FIXTURES / "serving-samples-claims.yaml",
-                  db, tmp_path / "draft.yaml")  # fmt: skip
+    cov = measure(
+        DRAFT_FIXTURES / "serving-samples-report.en.md",
+        DRAFT_FIXTURES / "serving-samples-claims.yaml",
+        db,
+        tmp_path / "draft.yaml",
+    )
     check(cov, "second report")

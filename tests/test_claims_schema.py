@@ -69,8 +69,11 @@ def test_case_study_validates_against_json_schema_shape():
 
 def test_bad_file_names_the_field(tmp_path):
     bad = tmp_path / "c.yaml"
-    bad.write_text("version: 1\nsource_report: {slug: x, title: t}\nclaims:\n  - {id: a, text: '1', kind: nope, "
-                   "quoted: {source: s}}\n", encoding="utf-8")
+    bad.write_text(
+        "version: 1\nsource_report: {slug: x, title: t}\nclaims:\n  - {id: a, text: '1', kind: nope, "
+        "quoted: {source: s}}\n",
+        encoding="utf-8",
+    )
     with pytest.raises(InputError, match="line 4: claim a, field kind: unknown quantity kind 'nope'; known: "):
         load_claims(bad)
 
@@ -86,8 +89,9 @@ def test_a_claims_file_nested_50000_deep_names_its_line_and_field(tmp_path, monk
     path.write_text("version: 1\nclaims: " + "[" * 50_000 + "]" * 50_000 + "\n")
     with pytest.raises(ParseError) as err:
         load_claims(path)
-    assert str(err.value) == (f"{path}, line 2 column 1008: field 'claims': exceeded maximum nesting depth "
-                              "(while increasing flow level)")  # fmt: skip
+    assert str(err.value) == (
+        f"{path}, line 2 column 1008: field 'claims': exceeded maximum nesting depth (while increasing flow level)"
+    )
     monkeypatch.delattr(yaml, "CSafeLoader")
     with pytest.raises(ParseError) as err:
         load_claims(path)

@@ -19,8 +19,6 @@ from tests.clirun import run
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
 
-
-
 @pytest.fixture
 def small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path]:
     """A DuckDB ledger with one llmperf run (batch lp, run p1) and a report about it whose numbers
@@ -28,7 +26,17 @@ def small(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[str, Path]:
     monkeypatch.delenv("LEDGER_DB", raising=False)
     url = f"duckdb:///{tmp_path / 'ledger.duckdb'}"
     run("init", "--db", url)
-    run("import", "--db", url, "--batch", "lp", "--run", "p1", "-q", str(FIXTURES / "llmperf" / "individual_responses.json"))
+    run(
+        "import",
+        "--db",
+        url,
+        "--batch",
+        "lp",
+        "--run",
+        "p1",
+        "-q",
+        str(FIXTURES / "llmperf" / "individual_responses.json"),
+    )
     with Ledger(url) as led:
         ttft = evaluate(led, "ttft_p50", Scope(batch="lp", run="p1")).value
         ok = evaluate(led, "requests_ok", Scope(batch="lp", run="p1")).value
@@ -47,8 +55,7 @@ def test_draft_writes_a_valid_reviewable_file_and_it_audits(small: tuple[str, Pa
     url, report = small
     out = tmp_path / "draft.yaml"
     res = run("claims", "draft", str(report), "--db", url, "--batch", "lp", "-o", str(out))
-    assert res.output == (f"wrote {out}: 3 numbers found, 5 skipped; by basis: metric 2, na 1; "
-                          "by confidence: high 3\n")  # fmt: skip
+    assert res.output == (f"wrote {out}: 3 numbers found, 5 skipped; by basis: metric 2, na 1; by confidence: high 3\n")
     cf = load_claims(out)
     assert all(c.draft for c in cf.claims)
     metrics = {(c.metric.name, c.metric.scope.batch, c.metric.scope.run) for c in cf.claims if c.metric}

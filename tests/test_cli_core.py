@@ -89,7 +89,10 @@ def test_bad_manifest_names_the_field(tmp_path: Path, ledger_url: str) -> None:
     bad.write_text("deployments:\n  - name: x\n    tp: eight\n")
     res = run("declare", "--db", ledger_url, str(bad), ok=False)
     assert res.exit_code == 1
-    assert res.output == f"error: {bad}, line 3: deployments.0.tp: Input should be a valid integer, unable to parse string as an integer\n"
+    assert (
+        res.output
+        == f"error: {bad}, line 3: deployments.0.tp: Input should be a valid integer, unable to parse string as an integer\n"
+    )
 
 
 def test_unknown_run_and_batch(ledger_url: str) -> None:
@@ -161,8 +164,12 @@ def test_a_listing_piped_to_a_reader_that_leaves_exits_quietly(tmp_path: Path) -
 
     env = {k: v for k, v in os.environ.items() if k != "LEDGER_DEBUG"}
     for debug in ({}, {"LEDGER_DEBUG": "1"}):
-        proc = subprocess.Popen([sys.executable, "-c", "from bench_ledger.cli import run; run()", "formats"],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**env, **debug})  # fmt: skip
+        proc = subprocess.Popen(
+            [sys.executable, "-c", "from bench_ledger.cli import run; run()", "formats"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env={**env, **debug},
+        )
         assert proc.stdout is not None and proc.stderr is not None
         proc.stdout.close()  # before the interpreter has started: every write of the command fails
         err = proc.stderr.read()

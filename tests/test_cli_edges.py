@@ -11,13 +11,12 @@ NATIVE = Path(__file__).resolve().parent / "fixtures" / "ledger_requests" / "nat
 CSV = Path(__file__).resolve().parent / "fixtures" / "ledger_requests" / "native.csv"
 
 
-
-
 def test_import_into_a_new_batch_says_it_created_it(ledger_url: str) -> None:
     run("init", "--db", ledger_url)
     first = run("import", "--db", ledger_url, "--batch", "fx", str(NATIVE))
-    assert first.stderr == (f"note: batch 'fx' did not exist: created it (open) for {NATIVE.name}; "
-                            "`ledger batches` lists them\n")  # fmt: skip
+    assert first.stderr == (
+        f"note: batch 'fx' did not exist: created it (open) for {NATIVE.name}; `ledger batches` lists them\n"
+    )
     again = run("import", "--db", ledger_url, "--batch", "fx", "--run", "csv", str(CSV))  # an existing batch: no note
     assert again.stderr == ""
     typo = run("import", "--db", ledger_url, "--batch", "fxx", "--run", "other", str(CSV.with_name("epoch_ns.csv")))
@@ -30,8 +29,9 @@ def test_no_command_but_init_creates_a_ledger_file(tmp_path, monkeypatch) -> Non
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("LEDGER_DB", raising=False)
     res = run("status", code=1)
-    assert res.output == ("error: no ledger at ledger.duckdb (no such file): "
-                          "`ledger init --db duckdb:///ledger.duckdb` creates one\n")  # fmt: skip
+    assert res.output == (
+        "error: no ledger at ledger.duckdb (no such file): `ledger init --db duckdb:///ledger.duckdb` creates one\n"
+    )
     res = run("import", "--db", "foo", "--batch", "b", str(NATIVE), code=1)  # no scheme: a DuckDB file, not created
     assert res.output == "error: no ledger at foo (no such file): `ledger init --db duckdb:///foo` creates one\n"
     assert list(tmp_path.iterdir()) == []
@@ -43,8 +43,10 @@ def test_no_command_but_init_creates_a_ledger_file(tmp_path, monkeypatch) -> Non
 def test_a_bad_db_url_is_a_usage_error(tmp_path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     res = run("status", "--db", "mysql://u@h/db", code=2)
-    assert res.output == ("error: --db / $LEDGER_DB: unsupported database 'mysql' in mysql://u@h/db: "
-                          "use duckdb:///FILE or postgresql+psycopg://USER@HOST/DB\n")  # fmt: skip
+    assert res.output == (
+        "error: --db / $LEDGER_DB: unsupported database 'mysql' in mysql://u@h/db: "
+        "use duckdb:///FILE or postgresql+psycopg://USER@HOST/DB\n"
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -53,11 +55,15 @@ def test_a_db_url_naming_a_driver_not_installed_is_a_usage_error(tmp_path, monke
     monkeypatch.chdir(tmp_path)
     for driver in ("psycopg2", "asyncpg"):
         res = run("status", "--db", f"postgresql+{driver}://u:secret@h/db", code=2)
-        assert res.output == (f"error: --db / $LEDGER_DB: driver '{driver}' in postgresql+{driver}://u:***@h/db is "
-                              "not supported: the ledger uses DuckDB's (duckdb:///FILE) and PostgreSQL's psycopg 3 "
-                              "(postgresql+psycopg://USER@HOST/DB, or postgresql://)\n")  # fmt: skip
+        assert res.output == (
+            f"error: --db / $LEDGER_DB: driver '{driver}' in postgresql+{driver}://u:***@h/db is "
+            "not supported: the ledger uses DuckDB's (duckdb:///FILE) and PostgreSQL's psycopg 3 "
+            "(postgresql+psycopg://USER@HOST/DB, or postgresql://)\n"
+        )
     res = run("status", "--db", "duckdb+other:///l.duckdb", code=2)
-    assert res.output.startswith("error: --db / $LEDGER_DB: driver 'other' in duckdb+other:///l.duckdb is not supported")
+    assert res.output.startswith(
+        "error: --db / $LEDGER_DB: driver 'other' in duckdb+other:///l.duckdb is not supported"
+    )
     assert list(tmp_path.iterdir()) == []
 
 
@@ -65,9 +71,11 @@ def test_duckdb_url_settings_are_a_documented_few(tmp_path, monkeypatch) -> None
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("LEDGER_DB", "duckdb:///l.duckdb?allow_unsigned_extensions=true")
     res = run("init", code=2)
-    assert res.output == ("error: --db / $LEDGER_DB: DuckDB setting(s) allow_unsigned_extensions "
-                          "not allowed in a ledger URL; allowed: threads, memory_limit, temp_directory, "
-                          "max_temp_directory_size\n")  # fmt: skip
+    assert res.output == (
+        "error: --db / $LEDGER_DB: DuckDB setting(s) allow_unsigned_extensions "
+        "not allowed in a ledger URL; allowed: threads, memory_limit, temp_directory, "
+        "max_temp_directory_size\n"
+    )
     assert list(tmp_path.iterdir()) == []
     monkeypatch.setenv("LEDGER_DB", "duckdb:///l.duckdb?threads=1&memory_limit=1GB")
     run("init")
@@ -80,8 +88,10 @@ def test_demo_refuses_a_folder_it_did_not_make(tmp_path) -> None:
     (mine / "ledger.duckdb").write_text("a user's ledger")
     (mine / "data" / "keep.txt").write_text("a user's file")
     res = run("demo", "--out", str(mine), code=1)
-    assert res.output == (f"error: {mine} is not empty and was not made by `ledger demo` (no .bench-ledger-demo in it): "
-                          "nothing deleted; give a new or empty folder with --out\n")  # fmt: skip
+    assert res.output == (
+        f"error: {mine} is not empty and was not made by `ledger demo` (no .bench-ledger-demo in it): "
+        "nothing deleted; give a new or empty folder with --out\n"
+    )
     assert (mine / "ledger.duckdb").read_text() == "a user's ledger"
     assert (mine / "data" / "keep.txt").read_text() == "a user's file"
     assert sorted(p.name for p in mine.iterdir()) == ["data", "ledger.duckdb"]
@@ -102,7 +112,9 @@ def test_usage_mistakes_exit_2(ledger_url: str) -> None:
     res = run("import", "--db", ledger_url, str(CSV), code=2)  # runs, but no --batch
     assert res.output == f"error: {CSV}: holds benchmark runs; name the batch they belong to with --batch\n"
     res = run("check", "--db", ledger_url, "--fail-on", "bogus", code=2)
-    assert "Error: Invalid value for --fail-on: unknown bogus; choose from agree, disagree, not-re-derivable" in res.output
+    assert (
+        "Error: Invalid value for --fail-on: unknown bogus; choose from agree, disagree, not-re-derivable" in res.output
+    )
     assert json.loads(run("status", "--db", ledger_url, "--json").output)["counts"]["artefact"] == 1
 
 
@@ -173,8 +185,9 @@ def test_import_copy_keeps_a_verified_copy_and_never_follows_a_symlink(ledger_ur
     sha2 = hashlib.sha256(CSV.read_bytes()).hexdigest()
     (store / sha2[:2]).symlink_to(elsewhere)
     res = run("import", "--db", ledger_url, "--batch", "b", "--copy", str(CSV), code=1)
-    assert res.output == (f"error: {store / sha2[:2]} leads outside the artefact store {store} (a symlink?): "
-                          "nothing copied\n")  # fmt: skip
+    assert res.output == (
+        f"error: {store / sha2[:2]} leads outside the artefact store {store} (a symlink?): nothing copied\n"
+    )
     assert list(elsewhere.iterdir()) == [] and len(_stored(ledger_url)) == 1
 
 
@@ -184,9 +197,12 @@ MANIFEST_DIR = Path(__file__).resolve().parent / "fixtures" / "manifest"
 def _manifest(folder: Path, log: str | None = None, report: str = "report.txt") -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "report.txt").write_text((MANIFEST_DIR / "report.txt").read_text())
-    text = ("version: 1\nsource_reports:\n  - {slug: r, title: R, file: " + json.dumps(report) + "}\n"
-            "deployments:\n  - name: d\n    launches:\n      - {attempt: 1, outcome: ready"
-            + (", log: " + json.dumps(log) if log else "") + "}\n")  # fmt: skip
+    text = (
+        "version: 1\nsource_reports:\n  - {slug: r, title: R, file: " + json.dumps(report) + "}\n"
+        "deployments:\n  - name: d\n    launches:\n      - {attempt: 1, outcome: ready"
+        + (", log: " + json.dumps(log) if log else "")
+        + "}\n"
+    )
     (folder / "system.yaml").write_text(text)
     return folder / "system.yaml"
 
@@ -196,11 +212,16 @@ def test_manifest_files_stay_inside_the_manifest_folder(ledger_url: str, tmp_pat
     (tmp_path / "secret.log").write_text("not yours\n")
     m = _manifest(tmp_path / "m", log="../secret.log")
     res = run("declare", "--db", ledger_url, str(m), code=1)
-    assert res.output == (f"error: manifest deployments.0.launches.0.log: '../secret.log' is outside the manifest's "
-                          f"folder {m.parent}: name a file inside it\n")  # fmt: skip
+    assert res.output == (
+        f"error: manifest deployments.0.launches.0.log: '../secret.log' is outside the manifest's "
+        f"folder {m.parent}: name a file inside it\n"
+    )
     m = _manifest(tmp_path / "m2", report=str(tmp_path / "secret.log"))  # absolute
     res = run("declare", "--db", ledger_url, str(m), code=1)
-    assert f"error: manifest source_reports.0.file: '{tmp_path / 'secret.log'}' is outside the manifest's folder" in res.output
+    assert (
+        f"error: manifest source_reports.0.file: '{tmp_path / 'secret.log'}' is outside the manifest's folder"
+        in res.output
+    )
     (tmp_path / "m3").mkdir()
     (tmp_path / "m3" / "link.log").symlink_to(tmp_path / "secret.log")  # a symlink leading out
     m = _manifest(tmp_path / "m3", log="link.log")

@@ -24,8 +24,16 @@ def counts(url: str) -> dict[str, int]:
 # The folders of ../shared/samples whose formats the first importers cover (MANIFEST.md's first part).
 FIRST_FORMATS = ("vllm", "sglang", "llmperf", "dmon", "vllm-server-log")
 # The folders of MANIFEST.md's "More formats" that issue 15's importers cover (aiperf and guidellm: issue 14).
-MORE_FORMATS = ("inference-perf", "trtllm-bench", "mlperf-loadgen", "genai-bench", "vllm-bench-serve",
-                "vllm-bench-sweep", "nvidia-smi", "dcgmi-dmon")  # fmt: skip
+MORE_FORMATS = (
+    "inference-perf",
+    "trtllm-bench",
+    "mlperf-loadgen",
+    "genai-bench",
+    "vllm-bench-serve",
+    "vllm-bench-sweep",
+    "nvidia-smi",
+    "dcgmi-dmon",
+)
 
 
 def test_every_real_sample_imports_through_detection(ledger_url: str, samples: Path) -> None:
@@ -58,9 +66,21 @@ def test_every_more_formats_sample_imports_through_detection(ledger_url: str, sa
     # on the two repetitions)
     assert [(b["name"], b["runs"], b["requests"], b["artefacts"]) for b in batches] == [("more", 11, 179, 21)]
     formats = run("formats").output
-    for name in ("inference-perf", "inference-perf-prometheus", "inference-perf-requests", "inference-perf-config",
-                 "trtllm-bench", "mlperf-summary", "mlperf-detail", "genai-bench", "genai-bench-metadata",
-                 "vllm-sweep-summary", "vllm-bench-console", "nvidia-smi-csv", "dcgmi-dmon"):  # fmt: skip
+    for name in (
+        "inference-perf",
+        "inference-perf-prometheus",
+        "inference-perf-requests",
+        "inference-perf-config",
+        "trtllm-bench",
+        "mlperf-summary",
+        "mlperf-detail",
+        "genai-bench",
+        "genai-bench-metadata",
+        "vllm-sweep-summary",
+        "vllm-bench-console",
+        "nvidia-smi-csv",
+        "dcgmi-dmon",
+    ):
         assert f"\n{name} " in "\n" + formats, name
 
 
@@ -77,14 +97,26 @@ def test_same_bytes_twice_is_a_no_op(ledger_url: str, samples: Path) -> None:
 def test_pair_attaches_to_one_run_and_show_run_lists_fields(ledger_url: str, samples: Path) -> None:
     run("init", "--db", ledger_url)
     d = samples / "llmperf"
-    run("import", "--db", ledger_url, "--batch", "b", "--run", "groq",
-        str(d / "individual_groq_70b.json"), str(d / "summary_groq_70b.json"))  # fmt: skip
+    run(
+        "import",
+        "--db",
+        ledger_url,
+        "--batch",
+        "b",
+        "--run",
+        "groq",
+        str(d / "individual_groq_70b.json"),
+        str(d / "summary_groq_70b.json"),
+    )
     runs = json.loads(run("runs", "--db", ledger_url, "--json").output)
     assert [(r["label"], r["requests"], r["artefacts"]) for r in runs] == [("groq", 150, 2)]
     shown = run("show", "run", str(runs[0]["id"]), "--db", ledger_url).output
     assert "requests: 150 (150 ok, 0 failed, 0 unknown)" in shown
     assert "fields captured: error, input_tokens, itl_mean_s, latency_s, output_tokens, status, ttft_s" in shown
-    assert "not captured (n/a): retries, send_time, first_token_time, end_time, queue_s, chunk_gaps, cached_tokens" in shown
+    assert (
+        "not captured (n/a): retries, send_time, first_token_time, end_time, queue_s, chunk_gaps, cached_tokens"
+        in shown
+    )
     assert "results_ttft_s_mean" in shown and "0.22786034579078357 s" in shown
 
 
@@ -122,7 +154,14 @@ def test_unknown_format_lists_every_importer_tried(ledger_url: str, tmp_path: Pa
     res = run("import", "--db", ledger_url, "--batch", "b", str(f), ok=False)
     assert res.exit_code == 1
     assert f"{f}: format not recognised; tried:" in res.output
-    for name in ("vllm-bench", "sglang-bench", "llmperf-individual", "nvidia-smi-dmon", "vllm-server-log", "ledger-requests"):
+    for name in (
+        "vllm-bench",
+        "sglang-bench",
+        "llmperf-individual",
+        "nvidia-smi-dmon",
+        "vllm-server-log",
+        "ledger-requests",
+    ):
         assert f"  {name}: " in res.output
 
 
@@ -152,11 +191,25 @@ def test_row_progress_only_on_a_terminal_and_never_quiet(monkeypatch, capsys) ->
 
 def test_several_runs_with_records_in_one_file_import(ledger_url: str, tmp_path: Path) -> None:
     """Request rows are keyed by artefact and record index: runs of one file keep counting."""
-    line = {"backend": "sglang", "dataset_name": "random", "request_rate": 1.0, "max_concurrency": 2,
-            "random_input_len": 10, "random_output_len": 5, "duration": 2.0, "completed": 2,
-            "total_input_tokens": 20, "total_output_tokens": 10, "output_throughput": 5.0,
-            "input_lens": [10, 10], "output_lens": [5, 5], "ttfts": [0.1, 0.2], "itls": [[0.1] * 4, [0.1] * 4],
-            "generated_texts": ["a", "b"], "errors": ["", ""]}  # fmt: skip
+    line = {
+        "backend": "sglang",
+        "dataset_name": "random",
+        "request_rate": 1.0,
+        "max_concurrency": 2,
+        "random_input_len": 10,
+        "random_output_len": 5,
+        "duration": 2.0,
+        "completed": 2,
+        "total_input_tokens": 20,
+        "total_output_tokens": 10,
+        "output_throughput": 5.0,
+        "input_lens": [10, 10],
+        "output_lens": [5, 5],
+        "ttfts": [0.1, 0.2],
+        "itls": [[0.1] * 4, [0.1] * 4],
+        "generated_texts": ["a", "b"],
+        "errors": ["", ""],
+    }
     f = tmp_path / "sg.jsonl"
     f.write_text(json.dumps(line) + "\n" + json.dumps({**line, "request_rate": 2.0}) + "\n")
     run("init", "--db", ledger_url)
@@ -188,8 +241,11 @@ def test_iter_runs_numbers_records_across_the_artefact() -> None:
         for i in idx:
             for name, column in cols.items():
                 column.append(i if name == "idx" else "ok" if name == "status" else None)
-        return ParsedRun(info=RunInfo(label=label, tool="t"), requests=RequestColumns(**cols),
-                         capture=Capture(fields=["status"], record_count=len(idx), success_rule="test"))  # fmt: skip
+        return ParsedRun(
+            info=RunInfo(label=label, tool="t"),
+            requests=RequestColumns(**cols),
+            capture=Capture(fields=["status"], record_count=len(idx), success_rule="test"),
+        )
 
     runs = [parsed_run("a", [0, 1, 2]), parsed_run("b", [0, 1]), parsed_run("c", [7, 9])]
     got = [r.requests.idx for r in ParsedArtefact(format="t", format_version=None, runs=runs).iter_runs()]

@@ -28,10 +28,13 @@ def sweep_ledger(ledger_url: str, samples: Path) -> str:
     return ledger_url
 
 
-@pytest.mark.parametrize("command", [["runs"], ["metrics", "--batch", "sweep"], ["check", "--batch", "sweep"],
-                                     ["hardware", "--batch", "sweep"]])  # fmt: skip
-def test_tables_fit_80_columns_and_wide_shows_everything(sweep_ledger: str, command: list[str],
-                                                           monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    "command",
+    [["runs"], ["metrics", "--batch", "sweep"], ["check", "--batch", "sweep"], ["hardware", "--batch", "sweep"]],
+)
+def test_tables_fit_80_columns_and_wide_shows_everything(
+    sweep_ledger: str, command: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("COLUMNS", "80")
     out = run(*command, "--db", sweep_ledger).output
     table = out.split("\n== across cards")[0]  # hardware's per-statistic notes below are sentences, not a table
@@ -64,9 +67,18 @@ def test_piped_tables_keep_their_rows_whole(sweep_ledger: str) -> None:
     """No $COLUMNS and no terminal (CliRunner's stdout): one line per row, as before (stable for pipes)."""
     out = run("runs", "--db", sweep_ledger).output.splitlines()
     assert out[-1] == "(2 cell(s) cut in the middle ('…'); --wide shows everything)"
-    assert len(out) == 4 and out[0].split() == ["id", "batch", "label", "tool", "input_target_tokens",
-                                                "output_cap_tokens", "concurrency", "request_count", "requests",
-                                                "artefacts"]  # fmt: skip
+    assert len(out) == 4 and out[0].split() == [
+        "id",
+        "batch",
+        "label",
+        "tool",
+        "input_target_tokens",
+        "output_cap_tokens",
+        "concurrency",
+        "request_count",
+        "requests",
+        "artefacts",
+    ]
 
 
 def test_a_real_h100_console_sweep_fits(ledger_url: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -24,9 +24,17 @@ def test_concurrent_imports_and_closes_end_with_a_verifiable_seal(ledger: Ledger
         "close fx a": ["close", "fx", "--seal-file", str(seals), *db],
         "close fx b": ["close", "fx", "--seal-file", str(seals), *db],
         **{f"close {g}": ["close", g, "--seal-file", str(seals), *db] for g in ("g1", "g2", "g3")},
-        **{f"import {i}": ["import", str(bench_json(tmp_path / f"more{i}.json", 4 + i, date=f"20260708-10000{i}")),
-                           "--batch", "fx", *db] for i in range(3)},
-    }  # fmt: skip
+        **{
+            f"import {i}": [
+                "import",
+                str(bench_json(tmp_path / f"more{i}.json", 4 + i, date=f"20260708-10000{i}")),
+                "--batch",
+                "fx",
+                *db,
+            ]
+            for i in range(3)
+        },
+    }
     procs = {name: spawn(*args) for name, args in jobs.items()}
     results = {name: p.communicate(timeout=TIMEOUT_S) for name, p in procs.items()}
     for name, (code, out) in results.items():
@@ -50,7 +58,11 @@ def test_concurrent_imports_and_closes_end_with_a_verifiable_seal(ledger: Ledger
     assert [x["previous_digest"] for x in lines[1:]] == [x["digest"] for x in lines[:-1]]  # one chain, no fork
     out = cli("verify", "--seal-file", seals, *db).output
     assert [line.split(":")[0] for line in out.splitlines() if not line.startswith("declared rows: ok, ")] == [
-        "batch fx", "batch g1", "batch g2", "batch g3"]  # (DuckDB: and its declared rows, each as the ledger wrote it)
+        "batch fx",
+        "batch g1",
+        "batch g2",
+        "batch g3",
+    ]  # (DuckDB: and its declared rows, each as the ledger wrote it)
     assert out.count(": ok, seal ") == 4
     imported = [n for n in results if n.startswith("import") and results[n][0] == 0]
     runs = json.loads(cli("runs", "--batch", "fx", "--json", *db).output)

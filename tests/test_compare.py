@@ -22,9 +22,23 @@ def declared(ledger: Ledger, ledger_url: str, fixtures: Path, tmp_path: Path) ->
     res = CliRunner().invoke(main, ["declare", "--db", ledger_url, str(tmp_path / "system.yaml")])
     assert res.exit_code == 0, res.output
     with ledger.session() as s:
-        s.add(m.Deployment(name="6000d-sglang", gpu_model="RTX 6000D", gpus_per_node=8, nodes=1, engine="sglang",
-                           engine_version="0.5", weights_version="1017", tp=8, dp=1, ep=8, pp=1,
-                           fingerprint="2" * 64, recorded_at=datetime(2026, 1, 1)))  # fmt: skip
+        s.add(
+            m.Deployment(
+                name="6000d-sglang",
+                gpu_model="RTX 6000D",
+                gpus_per_node=8,
+                nodes=1,
+                engine="sglang",
+                engine_version="0.5",
+                weights_version="1017",
+                tp=8,
+                dp=1,
+                ep=8,
+                pp=1,
+                fingerprint="2" * 64,
+                recorded_at=datetime(2026, 1, 1),
+            )
+        )
     return ledger
 
 
@@ -41,7 +55,7 @@ def test_stack_ratio_and_unequal_resources(declared: Ledger) -> None:
     names = {f.name for f in c.differences}
     assert {"hardware", "gpu_count", "engine", "engine_version", "layout"} <= names
     assert c.stack_ratio and not c.equal_resources and c.attributable_to is None
-    assert next(f for f in c.differences if f.name == "gpu_count") .a == "16"
+    assert next(f for f in c.differences if f.name == "gpu_count").a == "16"
 
 
 def test_refusals(declared: Ledger) -> None:
@@ -72,23 +86,42 @@ def test_cli_compare_exit_codes(declared: Ledger, ledger_url: str) -> None:
     ok = CliRunner().invoke(main, ["compare", "--db", ledger_url, "deployment:h20-1017", "deployment:6000d-sglang"])
     assert ok.exit_code == 0, ok.output
     assert "hardware" in ok.output and "stack ratio: yes" in ok.output
-    bad = CliRunner().invoke(main, ["compare", "--db", ledger_url, "deployment:h20-1017", "deployment:6000d-sglang",
-                                    "--equal-resources"])  # fmt: skip
+    bad = CliRunner().invoke(
+        main, ["compare", "--db", ledger_url, "deployment:h20-1017", "deployment:6000d-sglang", "--equal-resources"]
+    )
     assert bad.exit_code == 3
-    assert "refused (R6): call deployment:h20-1017 vs deployment:6000d-sglang an equal-resource comparison" in bad.output
+    assert (
+        "refused (R6): call deployment:h20-1017 vs deployment:6000d-sglang an equal-resource comparison" in bad.output
+    )
 
 
-def test_saturated_inference_perf_stage_is_named_in_the_comparison(ledger: Ledger, ledger_url: str, samples: Path) -> None:
+def test_saturated_inference_perf_stage_is_named_in_the_comparison(
+    ledger: Ledger, ledger_url: str, samples: Path
+) -> None:
     d = samples / "inference-perf"
-    res = CliRunner().invoke(main, ["import", "--db", ledger_url, "--batch", "ip", "-q",
-                                    str(d / "kubecon-na-2025_vllm_stage_0_lifecycle_metrics.json"),
-                                    str(d / "kubecon-na-2025_vllm_stage_6_lifecycle_metrics.json")])  # fmt: skip
+    res = CliRunner().invoke(
+        main,
+        [
+            "import",
+            "--db",
+            ledger_url,
+            "--batch",
+            "ip",
+            "-q",
+            str(d / "kubecon-na-2025_vllm_stage_0_lifecycle_metrics.json"),
+            str(d / "kubecon-na-2025_vllm_stage_6_lifecycle_metrics.json"),
+        ],
+    )
     assert res.exit_code == 0, res.output
     c = compare(ledger, "run:1", "run:2")
     work = next(f for f in c.differences if f.name == "workload")
-    assert (work.a, work.b) == ("rate 1.0 / in ? / out ? / C ? / N 60 / dataset ?",
-                                "rate 183.38 / in ? / out ? / C ? / N 11002 / dataset ?")  # fmt: skip
+    assert (work.a, work.b) == (
+        "rate 1.0 / in ? / out ? / C ? / N 60 / dataset ?",
+        "rate 183.38 / in ? / out ? / C ? / N 11002 / dataset ?",
+    )
     (note,) = [n for n in c.notes if "requested" in n]
-    assert note == ("run 2 (inference-perf inference-perf/kubecon-na-2025_vllm stage 6): achieved 58.1% of the "
-                    "requested rate: the load it was offered is not the requested one; compare it as the achieved "
-                    "load, not the requested rate")  # fmt: skip
+    assert note == (
+        "run 2 (inference-perf inference-perf/kubecon-na-2025_vllm stage 6): achieved 58.1% of the "
+        "requested rate: the load it was offered is not the requested one; compare it as the achieved "
+        "load, not the requested rate"
+    )

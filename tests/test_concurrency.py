@@ -33,11 +33,27 @@ def run(*args: str) -> str:
 
 def request_file(path: Path, label: str, seed: int) -> Path:
     """A ledger-requests file (docs/request-format.md) of REQUESTS records; ``seed`` makes the bytes differ."""
-    head = {"ledger_requests": 1, "run": label, "tool": "racer", "clock": "epoch_s",
-            "token_source": "server_usage", "success_rule": "HTTP 200"}  # fmt: skip
+    head = {
+        "ledger_requests": 1,
+        "run": label,
+        "tool": "racer",
+        "clock": "epoch_s",
+        "token_source": "server_usage",
+        "success_rule": "HTTP 200",
+    }
     lines = [json.dumps(head)]
-    lines += [json.dumps({"status": "ok", "input_tokens": 100 + seed, "output_tokens": 10 + k,
-                          "send_time": 1751880000 + k, "end_time": 1751880001 + k}) for k in range(REQUESTS)]  # fmt: skip
+    lines += [
+        json.dumps(
+            {
+                "status": "ok",
+                "input_tokens": 100 + seed,
+                "output_tokens": 10 + k,
+                "send_time": 1751880000 + k,
+                "end_time": 1751880001 + k,
+            }
+        )
+        for k in range(REQUESTS)
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -110,7 +126,7 @@ def test_eight_imports_of_one_run_label(pg_url: str, tmp_path: Path) -> None:
     # eight results are eight runs (issue 37): a label taken meanwhile gets the next free one, as in order
     assert sorted((r["label"], r["requests"], r["artefacts"]) for r in runs) == sorted(
         [("other", REQUESTS, 1), ("same", REQUESTS, 1), *((f"same #{k}", REQUESTS, 1) for k in range(2, PROCESSES + 1))]
-    )  # fmt: skip
+    )
     assert counts(pg_url)["capture"] == PROCESSES + 1
 
 
@@ -130,7 +146,9 @@ def test_eight_imports_of_four_llmperf_pairs(pg_url: str, tmp_path: Path, sample
     records = (samples / "llmperf" / "individual_groq_70b.json").read_text()
     paths = []
     for i in range(PROCESSES // 2):
-        (tmp_path / f"p{i}_summary.json").write_text(summary.replace('"llama2-70b-4096_550_150_summary"', f'"p{i}_summary"'))
+        (tmp_path / f"p{i}_summary.json").write_text(
+            summary.replace('"llama2-70b-4096_550_150_summary"', f'"p{i}_summary"')
+        )
         (tmp_path / f"p{i}_individual_responses.json").write_text(records + "\n" * (i + 1))  # other bytes, same records
         paths += [tmp_path / f"p{i}_summary.json", tmp_path / f"p{i}_individual_responses.json"]
     run("import", "--db", pg_url, "--batch", "lp", str(tmp_path / "p0_summary.json"))  # the batch exists already
@@ -148,7 +166,9 @@ def test_eight_imports_of_four_vllm_console_and_result_pairs(pg_url: str, tmp_pa
     result = json.loads((d / f"benchmaq_{name}.json").read_text())
     paths = []
     for i in range(PROCESSES // 2):
-        (tmp_path / f"p{i}.stdout.txt").write_text(console.replace(f"result_filename='{name}.json'", f"result_filename='p{i}.json'"))
+        (tmp_path / f"p{i}.stdout.txt").write_text(
+            console.replace(f"result_filename='{name}.json'", f"result_filename='p{i}.json'")
+        )
         (tmp_path / f"benchmaq_p{i}.json").write_text(json.dumps({**result, "date": f"20260428-08191{i}"}))
         paths += [tmp_path / f"p{i}.stdout.txt", tmp_path / f"benchmaq_p{i}.json"]
     run("import", "--db", pg_url, "--batch", "v", str(paths[0]))  # the batch exists already

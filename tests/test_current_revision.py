@@ -49,8 +49,9 @@ def build_corrected(ledger: Ledger, tmp_path: Path) -> dict:
     cli("import", bench_json(tmp_path / "a.json"), "--batch", "fx", "--db", ledger.url)
     with ledger.session() as s:
         old = s.scalar(sa.select(m.Run.id))
-        pv = s.scalar(sa.select(m.PublishedValue.id).where(m.PublishedValue.run_id == old,
-                                                             m.PublishedValue.key == "duration"))  # fmt: skip
+        pv = s.scalar(
+            sa.select(m.PublishedValue.id).where(m.PublishedValue.run_id == old, m.PublishedValue.key == "duration")
+        )
     imported = now()
     while now().replace(microsecond=0) <= imported:
         time.sleep(0.05)

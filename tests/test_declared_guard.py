@@ -30,7 +30,10 @@ runs:
   - {batch: b, label: qps1, request_rate: 1.0, request_count: 150, tool: vllm-bench}
   - {batch: b, label: qps2, request_rate: 2.0, request_count: 150, tool: vllm-bench}
 """
-VLLM = ("openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json", "openai-2.0qps-Qwen2.5-Coder-7B-Instruct-20260707-094353.json")
+VLLM = (
+    "openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json",
+    "openai-2.0qps-Qwen2.5-Coder-7B-Instruct-20260707-094353.json",
+)
 
 # (table, a raw change behind the ledger): one row of each declared table
 TAMPER = [
@@ -71,8 +74,16 @@ def test_the_ledgers_own_writes_verify_clean(ledger_url: str, samples: Path, tmp
     run("init", "--db", ledger_url)
     _build(ledger_url, samples, tmp_path)
     # an artefact of a run attached to another run afterwards (a correction), and a group import
-    run("import", samples / "vllm" / "openai-4.0qps-Qwen2.5-Coder-7B-Instruct-20260707-094620.json", "--batch", "b",
-        "--run", "spare", "--db", ledger_url)  # fmt: skip
+    run(
+        "import",
+        samples / "vllm" / "openai-4.0qps-Qwen2.5-Coder-7B-Instruct-20260707-094620.json",
+        "--batch",
+        "b",
+        "--run",
+        "spare",
+        "--db",
+        ledger_url,
+    )
     run("import", samples / "llmperf", "--batch", "lp", "--db", ledger_url)
     run("declare", tmp_path / "m.yaml", "--db", ledger_url)  # declaring again changes nothing
     out = run("verify", "--db", ledger_url).output
@@ -90,8 +101,9 @@ def test_the_ledgers_own_writes_verify_clean(ledger_url: str, samples: Path, tmp
 
 
 @pytest.mark.parametrize(("table", "sql"), TAMPER, ids=[f"{t}-{s.split()[0].lower()}" for t, s in TAMPER])
-def test_duckdb_verify_names_a_declared_row_changed_behind_the_ledger(samples: Path, tmp_path: Path, table: str,
-                                                                       sql: str) -> None:  # fmt: skip
+def test_duckdb_verify_names_a_declared_row_changed_behind_the_ledger(
+    samples: Path, tmp_path: Path, table: str, sql: str
+) -> None:
     url = f"duckdb:///{tmp_path / 'l.duckdb'}"
     run("init", "--db", url)
     _build(url, samples, tmp_path)
@@ -106,10 +118,14 @@ def test_duckdb_verify_names_a_declared_row_changed_behind_the_ledger(samples: P
         assert "batch b: " not in run("verify", "--db", url, code=1).output  # nothing was sealed
 
 
-@pytest.mark.parametrize(("table", "sql"), [*TAMPER, ("run", "TRUNCATE run CASCADE"),
-                                            ("launch", "DELETE FROM launch")], ids=lambda x: x.split()[0].lower())  # fmt: skip
-def test_postgresql_refuses_raw_changes_of_declared_rows(pg_ledger: Ledger, samples: Path, tmp_path: Path,
-                                                         table: str, sql: str) -> None:  # fmt: skip
+@pytest.mark.parametrize(
+    ("table", "sql"),
+    [*TAMPER, ("run", "TRUNCATE run CASCADE"), ("launch", "DELETE FROM launch")],
+    ids=lambda x: x.split()[0].lower(),
+)
+def test_postgresql_refuses_raw_changes_of_declared_rows(
+    pg_ledger: Ledger, samples: Path, tmp_path: Path, table: str, sql: str
+) -> None:
     url = pg_ledger.url
     _build(url, samples, tmp_path)
     with pytest.raises(sa.exc.DBAPIError, match=rf"refused by R10: (UPDATE|DELETE|TRUNCATE) of {table}"):
@@ -122,8 +138,10 @@ def test_a_disabled_trigger_is_named_by_verify(pg_ledger: Ledger, samples: Path,
     _build(pg_ledger.url, samples, tmp_path)
     _raw(pg_ledger.url, "ALTER TABLE run DISABLE TRIGGER ledger_writer_only")
     out = run("verify", "--db", pg_ledger.url, code=1).output
-    assert "database guards: trigger ledger_writer_only on run is disabled (tgenabled 'D'): " \
-           "ALTER TABLE run ENABLE TRIGGER ledger_writer_only" in out  # fmt: skip
+    assert (
+        "database guards: trigger ledger_writer_only on run is disabled (tgenabled 'D'): "
+        "ALTER TABLE run ENABLE TRIGGER ledger_writer_only" in out
+    )
 
 
 def test_an_upgraded_ledger_says_which_declared_rows_it_could_not_check(ledger_url: str, tmp_path: Path) -> None:
@@ -145,7 +163,9 @@ def test_an_upgraded_ledger_says_which_declared_rows_it_could_not_check(ledger_u
             _raw(ledger_url, "UPDATE batch SET description = 'x'")
         return
     out = run("verify", "--db", ledger_url, code=1).output
-    assert ("declared rows: NOT VERIFIED\n  not checked: table batch: 1 row(s) have no digest (the ledger keeps none "
-            "from before migration 0018: these rows were written before it), so they cannot be compared with what "
-            "the ledger wrote: id=1\n") in out  # fmt: skip
+    assert (
+        "declared rows: NOT VERIFIED\n  not checked: table batch: 1 row(s) have no digest (the ledger keeps none "
+        "from before migration 0018: these rows were written before it), so they cannot be compared with what "
+        "the ledger wrote: id=1\n"
+    ) in out
     assert json.loads(run("status", "--db", ledger_url, "--json").output)["revision"] == "0018"

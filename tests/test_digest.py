@@ -12,7 +12,7 @@ from bench_ledger import digest as dg
 from bench_ledger.store import Ledger
 
 ROWS = [  # (i, s, f, t, b)
-    (1, "a\nb,\"c\"", 0.1, datetime(2026, 7, 7, 9, 39, 20, 123456), True),
+    (1, 'a\nb,"c"', 0.1, datetime(2026, 7, 7, 9, 39, 20, 123456), True),
     (2, "", -0.0, datetime(1969, 12, 31, 23, 59, 59), False),
     (2**62, None, 2.7671128393945798e17, None, None),
     (-5, "é中🙂", 5e-324, datetime(2026, 1, 1), True),
@@ -23,8 +23,13 @@ TAGS = ["i", "s", "f", "t", "b"]
 def _sql(backend: str) -> str:
     def lit(v, tag):
         if v is None:
-            return {"i": "CAST(NULL AS BIGINT)", "s": "CAST(NULL AS VARCHAR)", "f": "CAST(NULL AS DOUBLE PRECISION)",
-                    "t": "CAST(NULL AS TIMESTAMP)", "b": "CAST(NULL AS BOOLEAN)"}[tag]  # fmt: skip
+            return {
+                "i": "CAST(NULL AS BIGINT)",
+                "s": "CAST(NULL AS VARCHAR)",
+                "f": "CAST(NULL AS DOUBLE PRECISION)",
+                "t": "CAST(NULL AS TIMESTAMP)",
+                "b": "CAST(NULL AS BOOLEAN)",
+            }[tag]
         if tag == "s":
             return "'" + v.replace("'", "''") + "'"
         if tag == "f":
@@ -56,8 +61,12 @@ def _expected() -> bytes:
         elif tag == "f":
             h.update(b"".join(struct.pack("<d", 0.0 if v is None else v) for v in vals))
         elif tag == "t":
-            h.update(b"".join(struct.pack("<q", 0 if v is None else (v - epoch) // (datetime(1970, 1, 1, 0, 0, 0, 1) - epoch))
-                              for v in vals))  # fmt: skip
+            h.update(
+                b"".join(
+                    struct.pack("<q", 0 if v is None else (v - epoch) // (datetime(1970, 1, 1, 0, 0, 0, 1) - epoch))
+                    for v in vals
+                )
+            )
         else:
             h.update(b"".join(struct.pack("<q", int(v or 0)) for v in vals))
     return h.digest()
@@ -66,7 +75,7 @@ def _expected() -> bytes:
 def test_chunk_digest_is_the_same_on_both_backends(ledger: Ledger) -> None:
     with ledger.connection() as conn:
         data = dg.read_rows(conn, ledger.backend, _sql(ledger.backend), [f"c{k}" for k in range(5)], TAGS)
-    assert data.column("c1").to_pylist() == ["é中🙂", "a\nb,\"c\"", "", None]
+    assert data.column("c1").to_pylist() == ["é中🙂", 'a\nb,"c"', "", None]
     digests = dg.chunk_digests("probe", dg.columns(data, TAGS), data.num_rows)
     assert digests == [_expected()]
     assert dg.root_of(digests) == hashlib.sha256(_expected()).hexdigest()
@@ -90,9 +99,11 @@ def test_postgresql_aggregated_read_gives_the_same_rows_and_digest(ledger: Ledge
         data = dg.sorted_by_key(dg.read_pg_columns(conn, unordered, names, tags, [True] * 5), ["c0", "c1"])
         assert data.equals(dg.read_rows(conn, ledger.backend, _sql(ledger.backend), names, tags))
         assert dg.chunk_digests("probe", dg.columns(data, TAGS), data.num_rows) == [_expected()]
-        many_sql = ("SELECT CAST(g % 2 AS BIGINT) AS k, CAST(g AS BIGINT) AS a, CAST(g AS DOUBLE PRECISION) / 3 AS b, "
-                    "DATE '1969-12-30' + g AS d, CASE WHEN g % 7 = 0 THEN NULL ELSE DATE '2026-01-01' END AS e "
-                    "FROM generate_series(1, 3000) g")  # fmt: skip
+        many_sql = (
+            "SELECT CAST(g % 2 AS BIGINT) AS k, CAST(g AS BIGINT) AS a, CAST(g AS DOUBLE PRECISION) / 3 AS b, "
+            "DATE '1969-12-30' + g AS d, CASE WHEN g % 7 = 0 THEN NULL ELSE DATE '2026-01-01' END AS e "
+            "FROM generate_series(1, 3000) g"
+        )
         cols, ts = ["k", "a", "b", "d", "e"], ["i", "i", "f", "d", "d"]
         many = dg.read_pg_columns(conn, many_sql, cols, ts, [False, False, False, False, True])
         many = dg.sorted_by_key(many, ["k", "a"])
@@ -119,14 +130,16 @@ def test_fingerprints_keep_their_values() -> None:
 
     rnd = random.Random(7)
     n = 5000
-    data = pa.table({
-        "a": pa.array([rnd.randint(-2**63, 2**63 - 1) if i % 11 else None for i in range(n)], pa.int64()),
-        "s": pa.array([rnd.choice(["x", "", "é中", None, "n/a"]) for i in range(n)], pa.large_string()),
-        "f": pa.array([rnd.random() * 1e10 if i % 7 else None for i in range(n)], pa.float64()),
-        "b": pa.array([rnd.choice([True, False, None]) for i in range(n)], pa.bool_()),
-        "t": pa.array([rnd.randint(0, 2**50) if i % 5 else None for i in range(n)], pa.timestamp("us")),
-        "d": pa.array([rnd.randint(-1000, 30000) if i % 3 else None for i in range(n)], pa.date32()),
-    })  # fmt: skip
+    data = pa.table(
+        {
+            "a": pa.array([rnd.randint(-(2**63), 2**63 - 1) if i % 11 else None for i in range(n)], pa.int64()),
+            "s": pa.array([rnd.choice(["x", "", "é中", None, "n/a"]) for i in range(n)], pa.large_string()),
+            "f": pa.array([rnd.random() * 1e10 if i % 7 else None for i in range(n)], pa.float64()),
+            "b": pa.array([rnd.choice([True, False, None]) for i in range(n)], pa.bool_()),
+            "t": pa.array([rnd.randint(0, 2**50) if i % 5 else None for i in range(n)], pa.timestamp("us")),
+            "d": pa.array([rnd.randint(-1000, 30000) if i % 3 else None for i in range(n)], pa.date32()),
+        }
+    )
     fp = dg.fingerprints(dg.columns(data, ["i", "s", "f", "b", "t", "d"]), n).to_pylist()
     assert fp[:3] == [9180061474634216120, 2077015399613755608, 1755011580098027426]
     assert (sum(fp) % 2**64, fp[-1]) == (17482826473284461877, 17729518886751019873)
@@ -137,10 +150,14 @@ def _gaps(lo: int, hi: int, artefact_id: int = 7):
     import pyarrow as pa
 
     n = hi - lo
-    return pa.table({"artefact_id": pa.array([artefact_id] * n, pa.int32()),
-                     "request_idx": pa.array([i // 3 for i in range(lo, hi)], pa.int32()),
-                     "seq": pa.array([i % 3 for i in range(lo, hi)], pa.int32()),
-                     "gap_s": pa.array([i / 7 for i in range(lo, hi)], pa.float64())})  # fmt: skip
+    return pa.table(
+        {
+            "artefact_id": pa.array([artefact_id] * n, pa.int32()),
+            "request_idx": pa.array([i // 3 for i in range(lo, hi)], pa.int32()),
+            "seq": pa.array([i % 3 for i in range(lo, hi)], pa.int32()),
+            "gap_s": pa.array([i / 7 for i in range(lo, hi)], pa.float64()),
+        }
+    )
 
 
 def test_held_rows_hashed_as_they_arrive_give_the_part_of_all_of_them() -> None:
@@ -186,6 +203,8 @@ def test_import_digest_of_rows_out_of_key_order_is_read_back(ledger: Ledger, mon
     r = ingest.import_file(ledger, path, vllm_bench.IMPORTER, ingest.ImportTarget(batch="b"))
     assert "request" in fed and "chunk_gap" in fed
     with ledger.engine.connect() as c:
-        stored = dict(c.exec_driver_sql(f"SELECT table_name, root FROM artefact_digest WHERE artefact_id = {r.artefact_id}").all())
+        stored = dict(
+            c.exec_driver_sql(f"SELECT table_name, root FROM artefact_digest WHERE artefact_id = {r.artefact_id}").all()
+        )
         parts = seal3.artefact_parts(c, ledger.backend, [r.artefact_id])[r.artefact_id]
     assert stored == {p.table: p.root for p in parts}

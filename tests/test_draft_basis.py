@@ -87,8 +87,14 @@ def test_drafted_derivations_audit_consistent(tmp_path: Path) -> None:
     cf = drafted(tmp_path, ZH)
     report = audit(cf, None)
     verdicts = {r.text: r.verdict for r in report.results if r.basis == "derived"}
-    assert verdicts == {"约 −16.2%": "consistent", "约 86.9 倍": "consistent", "约 9.6%": "consistent",
-                        "约 95.577 GiB": "consistent", "24": "consistent", "九次": "consistent"}  # fmt: skip
+    assert verdicts == {
+        "约 −16.2%": "consistent",
+        "约 86.9 倍": "consistent",
+        "约 9.6%": "consistent",
+        "约 95.577 GiB": "consistent",
+        "24": "consistent",
+        "九次": "consistent",
+    }
 
 
 # ----------------------------------------------------------------------------- metric proposals
@@ -129,8 +135,12 @@ def value(name: str, scope: Scope, x: str | None, reason: str | None = None) -> 
     return MetricValue(name, scope, Fraction(x), mt.unit, mt.quantity_kind, "derived")
 
 
-RUNS = [RunScope("fx", "50k-200-c4n8", 50000, 200, 4, 8), RunScope("fx", "50k-200-c8n16", 50000, 200, 8, 16),
-        RunScope("fx", "cold-50k-cold", 50000, None, 1, 1), RunScope("fx", "cold-50k-warm", 50000, None, 1, 1)]  # fmt: skip
+RUNS = [
+    RunScope("fx", "50k-200-c4n8", 50000, 200, 4, 8),
+    RunScope("fx", "50k-200-c8n16", 50000, 200, 8, 16),
+    RunScope("fx", "cold-50k-cold", 50000, None, 1, 1),
+    RunScope("fx", "cold-50k-warm", 50000, None, 1, 1),
+]
 
 
 def scope(label: str) -> Scope:
@@ -144,11 +154,15 @@ VALUES = {
     ("output_tpm", scope("50k-200-c4n8")): value("output_tpm", scope("50k-200-c4n8"), "2800.4"),  # off
     ("total_tpm", scope("cold-50k-cold")): value("total_tpm", scope("cold-50k-cold"), None, "no times captured"),
     ("total_tpm", scope("cold-50k-warm")): value("total_tpm", scope("cold-50k-warm"), None, "no times captured"),
-    **{(m, scope("cold-50k-cold")): value(m, scope("cold-50k-cold"), "11.019") for m in
-       ("ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", "ttft_max")},  # one request: every statistic agrees
-    **{(m, scope("cold-50k-warm")): value(m, scope("cold-50k-warm"), "0.336") for m in
-       ("ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", "ttft_max")},
-}  # fmt: skip
+    **{
+        (m, scope("cold-50k-cold")): value(m, scope("cold-50k-cold"), "11.019")
+        for m in ("ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", "ttft_max")
+    },  # one request: every statistic agrees
+    **{
+        (m, scope("cold-50k-warm")): value(m, scope("cold-50k-warm"), "0.336")
+        for m in ("ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", "ttft_max")
+    },
+}
 
 REPORT = """Metric test
 3.3 档位
@@ -194,8 +208,12 @@ def test_named_scope_whose_metric_is_na_is_proposed_for_the_audit_to_say_so(tmp_
 def test_unique_match_without_context_needs_enough_digits(tmp_path: Path) -> None:
     runs = [RunScope("b", f"r{i}", None, None, i, i) for i in range(1, 5)]
     rates = {"r1": "133.391", "r2": "51.2", "r3": "70.4", "r4": "90.8"}
-    vals = {("per_stream_decode_rate_median", Scope(batch="b", run=r)):
-            value("per_stream_decode_rate_median", Scope(batch="b", run=r), x) for r, x in rates.items()}  # fmt: skip
+    vals = {
+        ("per_stream_decode_rate_median", Scope(batch="b", run=r)): value(
+            "per_stream_decode_rate_median", Scope(batch="b", run=r), x
+        )
+        for r, x in rates.items()
+    }
     cf = drafted(tmp_path, "t\n1 x\n单流速度为 133.39 token/s。\n单流速度约 51 token/s。\n", view=FakeView(runs, vals))
     first, second = by_text(cf, "133.39 token/s"), by_text(cf, "约 51 token/s")
     assert (first.metric.scope.run, first.evidence["basis"]["confidence"]) == ("r1", "low")

@@ -30,7 +30,10 @@ FOUND = [
     ("2 台 ×8×H20", [("2 台", ("2",), "nodes", "number"), ("8", ("8",), None, "number")]),
     ("总 TPM＝60×实际输入", [("60", ("60",), None, "number")]),
     # M / K / 万 scales
-    ("KV 池由约 18.61M 降至 16.59M", [("约 18.61M", ("18.61M",), None, "number"), ("16.59M", ("16.59M",), None, "number")]),
+    (
+        "KV 池由约 18.61M 降至 16.59M",
+        [("约 18.61M", ("18.61M",), None, "number"), ("16.59M", ("16.59M",), None, "number")],
+    ),
     ("共 3.5万 次请求", [("3.5万", ("3.5万",), None, "number")]),
     # ranges: en dash, hyphen between ratios, "..", with units on one or both ends
     ("输出 TPM 为 419–165,230，", [("419–165,230", ("419", "165,230"), None, "range")]),
@@ -39,15 +42,26 @@ FOUND = [
     ("TPOT 22.0–25.8ms", [("22.0–25.8ms", ("22.0", "25.8"), "ms", "range")]),
     ("spans 21,170 .. 1,840,234", [("21,170 .. 1,840,234", ("21,170", "1,840,234"), None, "range")]),
     # "from a to b" is two numbers (a change), not a range
-    ("rises from 120.42 to 365.80 tok/s", [("120.42", ("120.42",), None, "number"),
-                                           ("365.80 tok/s", ("365.80",), "tokens/s", "number")]),  # fmt: skip
+    (
+        "rises from 120.42 to 365.80 tok/s",
+        [("120.42", ("120.42",), None, "number"), ("365.80 tok/s", ("365.80",), "tokens/s", "number")],
+    ),
     # a/b pairs share the unit printed after the last member; a、b、c lists too
     ("冷/暖 TTFT 为 11.019/0.336 秒", [("11.019", ("11.019",), "s", "pair"), ("0.336 秒", ("0.336",), "s", "pair")]),
     ("p50 / max 0.49 / 9.83s", [("0.49", ("0.49",), "s", "pair"), ("9.83s", ("9.83",), "s", "pair")]),
-    ("390、270、450 秒", [("390", ("390",), "s", "list"), ("270", ("270",), "s", "list"), ("450 秒", ("450",), "s", "list")]),
+    (
+        "390、270、450 秒",
+        [("390", ("390",), "s", "list"), ("270", ("270",), "s", "list"), ("450 秒", ("450",), "s", "list")],
+    ),
     # layout settings whose digits are a number; number words with a classifier or a noun
-    ("TP8×DP2＋EP16", [("TP8", ("8",), "GPUs", "setting"), ("DP2", ("2",), "groups", "setting"),
-                      ("EP16", ("16",), "GPUs", "setting")]),  # fmt: skip
+    (
+        "TP8×DP2＋EP16",
+        [
+            ("TP8", ("8",), "GPUs", "setting"),
+            ("DP2", ("2",), "groups", "setting"),
+            ("EP16", ("16",), "GPUs", "setting"),
+        ],
+    ),
     ("全卡互见 NV18，top-6", [("NV18", ("18",), "links", "setting"), ("top-6", ("6",), "experts", "setting")]),
     ("九次启动：五次失败", [("九次", ("9",), None, "word"), ("五次", ("5",), None, "word")]),
     ("二十四个专家", [("二十四个", ("24",), "experts", "word")]),
@@ -61,11 +75,15 @@ FOUND = [
 
 @pytest.mark.parametrize("text,expected", FOUND, ids=[t for t, _ in FOUND])
 def test_finder_finds_each_printed_form(text: str, expected: list) -> None:
-    found, _ = scan(text.translate(str.maketrans({chr(0xFF10 + i): str(i) for i in range(10)} | {"．": ".", "％": "%", "＋": "+"})))
+    found, _ = scan(
+        text.translate(str.maketrans({chr(0xFF10 + i): str(i) for i in range(10)} | {"．": ".", "％": "%", "＋": "+"}))
+    )
     assert [(t.text.strip(), t.core, t.unit, t.form) for t in found] == expected
 
 
-@pytest.mark.parametrize("text", ["约 86.9 倍", "+18.5%", "约 −16.2%", "16.59M", "2.16×", "约 21.13 GiB", "133.39 tok/s"])
+@pytest.mark.parametrize(
+    "text", ["约 86.9 倍", "+18.5%", "约 −16.2%", "16.59M", "2.16×", "约 21.13 GiB", "133.39 tok/s"]
+)
 def test_found_values_parse_with_the_shared_parser(text: str) -> None:
     """The finder only locates: the value it hands on is read by queries.intervals, as the audit reads it."""
     (t,), _ = scan(text)
@@ -78,9 +96,11 @@ SKIPPED = [
     ("2026 年 7 月 7 日发布", ["2026 年 7 月 7 日"], "a date or time"),
     ("系列 · 第 11 篇", ["第 11"], "an ordinal (第…)"),
     ("见《报告》§3.1", ["§3.1"], "a section reference"),
-    ("DeepSeek-V4.1-Flash on H20, SM120, Qwen2.5-Coder-7B-Instruct, 6000D",
-     ["DeepSeek-V4.1-Flash", "H20", "SM120", "Qwen2.5-Coder-7B-Instruct", "6000D"],
-     "a name with digits in it (model, hardware, file or option)"),  # fmt: skip
+    (
+        "DeepSeek-V4.1-Flash on H20, SM120, Qwen2.5-Coder-7B-Instruct, 6000D",
+        ["DeepSeek-V4.1-Flash", "H20", "SM120", "Qwen2.5-Coder-7B-Instruct", "6000D"],
+        "a name with digits in it (model, hardware, file or option)",
+    ),
     ("50K/C4N8 and C64", ["C4N8", "C64"], "a scope label (C = concurrency, N = requests): read as context"),
 ]
 
@@ -117,9 +137,14 @@ The output throughput rose from 120.42 to
 def test_locators_in_plain_text_sections_tables_and_titles() -> None:
     f = find_numbers(ZH)
     got = [(x.text, x.place.section, x.place.row, x.place.column, x.place.line) for x in f.found]
-    assert got == [("16 卡", "title", None, None, 1), ("322", "1", None, None, 3), ("0", "1", None, None, 3),
-                   ("4", "2.1", "50K / 200", "C / N", 7), ("8", "2.1", "50K / 200", "C / N", 7),
-                   ("1,840,234", "2.1", "50K / 200", "总 TPM", 7)]  # fmt: skip
+    assert got == [
+        ("16 卡", "title", None, None, 1),
+        ("322", "1", None, None, 3),
+        ("0", "1", None, None, 3),
+        ("4", "2.1", "50K / 200", "C / N", 7),
+        ("8", "2.1", "50K / 200", "C / N", 7),
+        ("1,840,234", "2.1", "50K / 200", "总 TPM", 7),
+    ]
     assert f.found[-1].place.locator == "§2.1 row 50K / 200, col 总 TPM (line 7:23-31)"
     why = {(s.text, s.why) for s in f.skipped}
     assert ("1", "a section number") in why and ("2.1", "a section number") in why
@@ -131,13 +156,20 @@ def test_locators_in_plain_text_sections_tables_and_titles() -> None:
 def test_markdown_headings_list_ordinals_and_wrapped_paragraphs() -> None:
     f = find_numbers(EN)
     got = [(x.text, x.place.section, x.place.line, x.place.start) for x in f.found]
-    assert got == [("8 GPUs", "title", 1, 15), ("5 runs", "3.2", 5, 19), ("120.42", "3.2", 8, 32),
-                   ("365.80 tok/s", "3.2", 9, 0), ("about 3.04x", "3.2", 9, 14)]  # fmt: skip
+    assert got == [
+        ("8 GPUs", "title", 1, 15),
+        ("5 runs", "3.2", 5, 19),
+        ("120.42", "3.2", 8, 32),
+        ("365.80 tok/s", "3.2", 9, 0),
+        ("about 3.04x", "3.2", 9, 14),
+    ]
     # the paragraph is one context even though it wraps: the ratio's sentence holds both operands
     ratio = f.found[-1]
     assert "120.42" in ratio.sentence and "365.80" in ratio.sentence
-    assert [(s.text, s.why) for s in f.skipped if s.why == "a list ordinal"] == [("1", "a list ordinal"),
-                                                                               ("2", "a list ordinal")]  # fmt: skip
+    assert [(s.text, s.why) for s in f.skipped if s.why == "a list ordinal"] == [
+        ("1", "a list ordinal"),
+        ("2", "a list ordinal"),
+    ]
 
 
 def test_numbers_shared_by_several_subjects_become_one_claim_each() -> None:

@@ -90,8 +90,26 @@ def test_order_and_distinct_values_are_those_of_the_fractions(name: str) -> None
     assert list(values) == sorted(merged) and counts.tolist() == [merged[v] for v in sorted(merged)]
 
 
-STATS = ("count", "mean", "sum", "median", "min", "max", "mode", "std", "variance", "p1", "p25", "p50", "p75",
-         "p90", "p99", "p99.9", "p001", "p999")  # fmt: skip
+STATS = (
+    "count",
+    "mean",
+    "sum",
+    "median",
+    "min",
+    "max",
+    "mode",
+    "std",
+    "variance",
+    "p1",
+    "p25",
+    "p50",
+    "p75",
+    "p90",
+    "p99",
+    "p99.9",
+    "p001",
+    "p999",
+)
 
 
 @pytest.mark.parametrize("definition", sorted(DEFINITIONS))
@@ -172,16 +190,38 @@ def test_a_vllm_check_reads_columns_never_rows(ledger, ledger_url: str, tmp_path
 
     from tests.clirun import run
 
-    obj = {"date": "20260301-120000", "endpoint_type": "openai", "backend": "openai", "model_id": "m",
-           "num_prompts": 5, "request_rate": "inf", "max_concurrency": 2, "duration": 4.0,
-           "completed": 4, "failed": 1, "total_input_tokens": 40, "total_output_tokens": 13,
-           "request_throughput": 1.0, "output_throughput": 3.25, "input_lens": [10, 10, 10, 10, 10],
-           "output_lens": [4, 3, 2, 4, 0], "ttfts": [0.04, 0.05, 0.125, 0.04, 0.0],
-           "itls": [[0.01, 0.02, 0.03], [0.02, 0.02], [0.5], [0.0, -0.0, 5e-324], []],
-           "latencies": [1.5, 0.25, 0.75, 0.3, 0.0], "errors": ["", "", "", "", "HTTP 500"],
-           "mean_ttft_ms": 63.75, "median_ttft_ms": 45.0, "std_ttft_ms": 35.0, "p99_ttft_ms": 123.5,
-           "mean_tpot_ms": 300.0, "p99_tpot_ms": 620.0, "median_itl_ms": 20.0, "p99_itl_ms": 462.4,
-           "std_e2el_ms": 500.0, "mean_e2el_ms": 700.0}  # fmt: skip
+    obj = {
+        "date": "20260301-120000",
+        "endpoint_type": "openai",
+        "backend": "openai",
+        "model_id": "m",
+        "num_prompts": 5,
+        "request_rate": "inf",
+        "max_concurrency": 2,
+        "duration": 4.0,
+        "completed": 4,
+        "failed": 1,
+        "total_input_tokens": 40,
+        "total_output_tokens": 13,
+        "request_throughput": 1.0,
+        "output_throughput": 3.25,
+        "input_lens": [10, 10, 10, 10, 10],
+        "output_lens": [4, 3, 2, 4, 0],
+        "ttfts": [0.04, 0.05, 0.125, 0.04, 0.0],
+        "itls": [[0.01, 0.02, 0.03], [0.02, 0.02], [0.5], [0.0, -0.0, 5e-324], []],
+        "latencies": [1.5, 0.25, 0.75, 0.3, 0.0],
+        "errors": ["", "", "", "", "HTTP 500"],
+        "mean_ttft_ms": 63.75,
+        "median_ttft_ms": 45.0,
+        "std_ttft_ms": 35.0,
+        "p99_ttft_ms": 123.5,
+        "mean_tpot_ms": 300.0,
+        "p99_tpot_ms": 620.0,
+        "median_itl_ms": 20.0,
+        "p99_itl_ms": 462.4,
+        "std_e2el_ms": 500.0,
+        "mean_e2el_ms": 700.0,
+    }
     (tmp_path / "v.json").write_text(json.dumps(obj))
     run("import", "--db", ledger_url, "-q", "--batch", "v", tmp_path / "v.json")
     want = [r.as_dict() for r in chk.check(ledger, batch="v")]

@@ -69,7 +69,8 @@ def test_readme_names_schema_revision_seal_and_files(closed_fx) -> None:
     assert readme["tables"]["source_report"]["sealed"] is False
     assert readme["intoto_statement"] == "statement.intoto.json"
     assert sorted(p.name for p in folder.iterdir() if p.suffix == ".csv") == sorted(
-        f"{t}.csv" for t in readme["tables"])
+        f"{t}.csv" for t in readme["tables"]
+    )
 
 
 def test_other_tools_read_the_export(closed_fx) -> None:
@@ -86,8 +87,12 @@ def test_other_tools_read_the_export(closed_fx) -> None:
 def test_seal_recomputes_from_the_export_alone(closed_fx) -> None:
     """docs/recompute_seal.py: pyarrow and the standard library only (docs/seals.md)."""
     _, folder, digest = closed_fx
-    run = subprocess.run([sys.executable, str(ROOT / "docs" / "recompute_seal.py"), str(folder)],
-                         capture_output=True, text=True, check=False)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, str(ROOT / "docs" / "recompute_seal.py"), str(folder)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.splitlines()[-1] == f"digest      {digest}"
 
@@ -117,8 +122,9 @@ def test_a_changed_row_is_refused_before_anything_is_written(closed_fx, tmp_path
         assert target.status().counts["batch"] == 0 and target.status().counts["request"] == 0
 
 
-def test_a_listed_file_that_is_no_parquet_or_lies_outside_the_folder_is_refused(closed_fx, tmp_path: Path,
-                                                                               ledger_url: str) -> None:  # fmt: skip
+def test_a_listed_file_that_is_no_parquet_or_lies_outside_the_folder_is_refused(
+    closed_fx, tmp_path: Path, ledger_url: str
+) -> None:
     """A table file that is not Parquet but whose sha256 README.json names crashed (ArrowInvalid, exit 70), and
     a README.json naming ../x or an absolute path had that file read (issue 39). Both refused, nothing written."""
     _, folder, _ = closed_fx
@@ -128,22 +134,33 @@ def test_a_listed_file_that_is_no_parquet_or_lies_outside_the_folder_is_refused(
     readme["tables"]["run"]["sha256"] = hashlib.sha256((bad / "run.parquet").read_bytes()).hexdigest()
     (bad / "README.json").write_text(json.dumps(readme))
     result = CliRunner().invoke(main, ["import-export", str(bad), "--db", ledger_url])
-    assert (result.exit_code, result.output.split(" (")[0]) == (1, f"error: {bad / 'run.parquet'}: not a Parquet file of table 'run'")
+    assert (result.exit_code, result.output.split(" (")[0]) == (
+        1,
+        f"error: {bad / 'run.parquet'}: not a Parquet file of table 'run'",
+    )
     outside = tmp_path / "outside.parquet"
     shutil.copyfile(folder / "run.parquet", outside)
-    for name, why in (("../outside.parquet", "is not a file name in the export folder"),
-                      (str(outside), "is not a file name in the export folder")):  # fmt: skip
+    for name, why in (
+        ("../outside.parquet", "is not a file name in the export folder"),
+        (str(outside), "is not a file name in the export folder"),
+    ):
         readme["tables"]["run"]["parquet"] = name
         (bad / "README.json").write_text(json.dumps(readme))
         result = CliRunner().invoke(main, ["import-export", str(bad), "--db", ledger_url])
-        assert (result.exit_code, result.output) == (1, f"error: {bad / 'README.json'}: tables.run.parquet: {name!r} {why}; "
-                                                        "refused (an export names its own files only)\n")  # fmt: skip
+        assert (result.exit_code, result.output) == (
+            1,
+            f"error: {bad / 'README.json'}: tables.run.parquet: {name!r} {why}; "
+            "refused (an export names its own files only)\n",
+        )
     (bad / "link.parquet").symlink_to(outside)
     readme["tables"]["run"]["parquet"] = "link.parquet"
     (bad / "README.json").write_text(json.dumps(readme))
     result = CliRunner().invoke(main, ["import-export", str(bad), "--db", ledger_url])
-    assert (result.exit_code, result.output) == (1, f"error: {bad / 'README.json'}: tables.run.parquet: {bad / 'link.parquet'} "
-                                                    "is a link out of the export folder; refused\n")  # fmt: skip
+    assert (result.exit_code, result.output) == (
+        1,
+        f"error: {bad / 'README.json'}: tables.run.parquet: {bad / 'link.parquet'} "
+        "is a link out of the export folder; refused\n",
+    )
     with Ledger(ledger_url) as target:
         assert target.status().counts["batch"] == 0
 
@@ -152,12 +169,15 @@ def test_import_into_a_ledger_that_holds_the_batch_is_refused(closed_fx) -> None
     url, folder, _ = closed_fx
     result = CliRunner().invoke(main, ["import-export", str(folder), "--db", url])
     assert result.exit_code == 3
-    assert result.output.startswith("refused (R10): import the export of batch 'fx'\n  why: the sealed rows keep their "
-                                    "ids and the target already holds some of them: batch.id 1 already in the target")  # fmt: skip
+    assert result.output.startswith(
+        "refused (R10): import the export of batch 'fx'\n  why: the sealed rows keep their "
+        "ids and the target already holds some of them: batch.id 1 already in the target"
+    )
 
 
-def test_open_batch_export_carries_its_content_root_and_reloads_open(demo_copy: str, tmp_path: Path,
-                                                                     ledger_url: str) -> None:  # fmt: skip
+def test_open_batch_export_carries_its_content_root_and_reloads_open(
+    demo_copy: str, tmp_path: Path, ledger_url: str
+) -> None:
     with Ledger(demo_copy) as ledger:
         r = export_batch(ledger, "m17", tmp_path / "m17")
     readme = json.loads((tmp_path / "m17" / "README.json").read_text())

@@ -42,7 +42,11 @@ def test_a_factor_two_names_state_differently_is_left_out() -> None:
     [
         ("Qwen/Qwen3-32B", "/models/Qwen/Qwen3-32B", True),
         ("Llama-3.3-70B", "meta-llama/Llama-3.3-70B-Instruct", True),
-        ("DeepSeek-V4.1-Flash", "/root/.cache/huggingface/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/snapshots/0123abcd", True),
+        (
+            "DeepSeek-V4.1-Flash",
+            "/root/.cache/huggingface/hub/models--deepseek-ai--DeepSeek-V4.1-Flash/snapshots/0123abcd",
+            True,
+        ),
         ("Qwen/Qwen3-32B", "Qwen/Qwen3-8B", False),
         ("llama2-70b", "llama-2-7b", False),
     ],

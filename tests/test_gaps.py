@@ -29,12 +29,26 @@ def gap_file(path: Path, *, itls: bool = True, seed: int = 17) -> Path:
     n = len(LENGTHS)
     gaps = [[round(rnd.uniform(0.001, 0.05), 6) for _ in range(k)] for k in LENGTHS]
     ttfts = [round(rnd.uniform(0.02, 0.2), 6) for _ in range(n)]
-    data = {"date": "20260707-100000", "backend": "vllm", "model_id": "/models/Qwen2.5-7B", "num_prompts": n,
-            "request_rate": 2.0, "max_concurrency": 4, "duration": 3.5, "completed": n, "failed": 0,
-            "total_input_tokens": 100 * n, "total_output_tokens": 20 * n, "input_lens": [100] * n,
-            "output_lens": [len(g) + 1 for g in gaps], "ttfts": ttfts, **({"itls": gaps} if itls else {}),
-            "latencies": [t + 0.5 for t in ttfts], "errors": [""] * n,
-            "start_times": [1000.0 + i * 0.25 for i in range(n)]}  # fmt: skip
+    data = {
+        "date": "20260707-100000",
+        "backend": "vllm",
+        "model_id": "/models/Qwen2.5-7B",
+        "num_prompts": n,
+        "request_rate": 2.0,
+        "max_concurrency": 4,
+        "duration": 3.5,
+        "completed": n,
+        "failed": 0,
+        "total_input_tokens": 100 * n,
+        "total_output_tokens": 20 * n,
+        "input_lens": [100] * n,
+        "output_lens": [len(g) + 1 for g in gaps],
+        "ttfts": ttfts,
+        **({"itls": gaps} if itls else {}),
+        "latencies": [t + 0.5 for t in ttfts],
+        "errors": [""] * n,
+        "start_times": [1000.0 + i * 0.25 for i in range(n)],
+    }
     path.write_text(json.dumps(data))
     return path
 
@@ -50,13 +64,16 @@ PINNED = {
 
 def _parts(ledger: Ledger) -> dict[str, tuple[int, str]]:
     with ledger.engine.connect() as conn:
-        rows = conn.exec_driver_sql("SELECT table_name, row_count, root FROM artefact_digest WHERE artefact_id = 1").all()
+        rows = conn.exec_driver_sql(
+            "SELECT table_name, row_count, root FROM artefact_digest WHERE artefact_id = 1"
+        ).all()
     return {t: (int(n), r) for t, n, r in rows}
 
 
 @pytest.mark.parametrize("fast", [False, True], ids=["python-path", "fast-path"])
-def test_seal_of_gaps_is_the_one_made_before_the_arrays(ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                                       fast: bool) -> None:  # fmt: skip
+def test_seal_of_gaps_is_the_one_made_before_the_arrays(
+    ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fast: bool
+) -> None:
     """The import digest of a file with gaps (empty lists included) is byte for byte the one the
     row-per-gap table gave (PINNED), and close + verify recompute it from the database."""
     if fast:
@@ -122,8 +139,10 @@ def test_ledger_migrated_from_0013_with_gaps_still_verifies(ledger: Ledger, tmp_
     out = cli("verify", "--db", ledger.url, code=0 if ledger.backend == "postgresql" else 1).output
     assert "batch fx: ok, seal " in out and "batch open (open): ok, 1 artefact(s) match their import digests" in out
     if ledger.backend == "duckdb":
-        assert "declared rows: NOT VERIFIED\n  not checked: table batch: 2 row(s) have no digest (the ledger keeps none " \
-               "from before migration 0018" in out  # fmt: skip
+        assert (
+            "declared rows: NOT VERIFIED\n  not checked: table batch: 2 row(s) have no digest (the ledger keeps none "
+            "from before migration 0018" in out
+        )
 
 
 def test_migration_refuses_gap_rows_with_a_hole(ledger: Ledger, tmp_path: Path) -> None:
@@ -151,7 +170,10 @@ def test_create_schema_builds_the_view(tmp_path: Path) -> None:
     with engine.begin() as conn:
         conn.exec_driver_sql("INSERT INTO request_gaps VALUES (1, 0, [0.5, 0.25]), (1, 2, [0.125])")
         assert conn.exec_driver_sql("SELECT * FROM chunk_gap ORDER BY request_idx, seq").all() == [
-            (1, 0, 0, 0.5), (1, 0, 1, 0.25), (1, 2, 0, 0.125)]
+            (1, 0, 0, 0.5),
+            (1, 0, 1, 0.25),
+            (1, 2, 0, 0.125),
+        ]
     engine.dispose()
 
 
@@ -176,26 +198,35 @@ def test_rows_and_arrays_round_trip() -> None:
 def _behind(ledger: Ledger, sql: str) -> None:
     """A raw write behind the ledger (PostgreSQL: its triggers bypassed)."""
     with ledger.engine.begin() as conn:
-        conn.exec_driver_sql(("SET LOCAL session_replication_role = replica; " if ledger.backend == "postgresql" else "") + sql)
+        conn.exec_driver_sql(
+            ("SET LOCAL session_replication_role = replica; " if ledger.backend == "postgresql" else "") + sql
+        )
 
 
 def _view_rows(ledger: Ledger) -> list[tuple]:
     """The view's rows in key order, each double as its bits (so -0.0 and 0.0 differ)."""
     with ledger.engine.connect() as conn:
-        rows = conn.exec_driver_sql("SELECT artefact_id, request_idx, seq, gap_s FROM chunk_gap "
-                                    "ORDER BY artefact_id, request_idx, seq").all()  # fmt: skip
+        rows = conn.exec_driver_sql(
+            "SELECT artefact_id, request_idx, seq, gap_s FROM chunk_gap ORDER BY artefact_id, request_idx, seq"
+        ).all()
     return [(a, r, s, None if g is None else struct.pack("<d", g)) for a, r, s, g in rows]
 
 
 def _read_rows(ledger: Ledger) -> list[tuple] | None:
     with ledger.engine.connect() as conn:
-        arrays = gp.read(conn, ledger.backend, "SELECT artefact_id, request_idx, gaps FROM request_gaps",
-                         ["artefact_id", "request_idx"])  # fmt: skip
+        arrays = gp.read(
+            conn,
+            ledger.backend,
+            "SELECT artefact_id, request_idx, gaps FROM request_gaps",
+            ["artefact_id", "request_idx"],
+        )
     if arrays is None:
         return None
     rows = sorted(gp.rows_of(arrays).to_pylist(), key=lambda d: (d["artefact_id"], d["request_idx"], d["seq"]))
-    return [(d["artefact_id"], d["request_idx"], d["seq"], None if d["gap_s"] is None else struct.pack("<d", d["gap_s"]))
-            for d in rows]  # fmt: skip
+    return [
+        (d["artefact_id"], d["request_idx"], d["seq"], None if d["gap_s"] is None else struct.pack("<d", d["gap_s"]))
+        for d in rows
+    ]
 
 
 def test_read_gives_the_view_s_rows(ledger: Ledger, tmp_path: Path) -> None:
@@ -205,15 +236,15 @@ def test_read_gives_the_view_s_rows(ledger: Ledger, tmp_path: Path) -> None:
     cli("import", gap_file(tmp_path / "gaps.json"), "--batch", "fx", "--db", ledger.url)
     arr = "ARRAY[-0.0, 5e-324, 1.7976931348623157e308, 0.1, 2.2250738585072014e-308]"
     empty = "CAST(ARRAY[] AS DOUBLE PRECISION[])" if ledger.backend == "postgresql" else "CAST([] AS DOUBLE[])"
-    _behind(ledger, f"INSERT INTO request_gaps VALUES (1, 100, {arr}), (1, 101, {empty}), "
-                    "(2, 0, ARRAY[0.5])")  # fmt: skip
+    _behind(ledger, f"INSERT INTO request_gaps VALUES (1, 100, {arr}), (1, 101, {empty}), (2, 0, ARRAY[0.5])")
     view = _view_rows(ledger)
     assert len(view) == sum(LENGTHS) + 5 + 1
     assert _read_rows(ledger) == view
 
 
-def test_arrays_of_another_form_are_read_through_the_view(ledger: Ledger, tmp_path: Path,
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_arrays_of_another_form_are_read_through_the_view(
+    ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Fail closed: an array that is not a plain list of doubles (a NULL element; on PostgreSQL also
     a two-dimensional one), written behind the ledger, is read as the view gives it, so verify names
     the change (PostgreSQL: gaps.read gives None and the seal reads the view, without first sorting a copy
@@ -222,6 +253,7 @@ def test_arrays_of_another_form_are_read_through_the_view(ledger: Ledger, tmp_pa
 
     sorted_copies: list[str] = []
     real = seal3._in_key_order
+
     def spy(conn, backend, source, sql):  # noqa: ANN001, ANN202
         sorted_copies.append(source)
         return real(conn, backend, source, sql)
@@ -253,17 +285,22 @@ def test_pg_doubles_reads_the_binary_array_exactly(ledger: Ledger) -> None:
     with ledger.connection() as conn:
         raw = conn.connection.driver_connection
         with raw.cursor(binary=True) as cur:
+
             def got(sql: str, *params: object) -> bytes:
                 cur.execute(sql, params)
                 assert cur.pgresult is not None
                 return cur.pgresult.get_value(0, 0)
 
             a = gp.pg_doubles(got("SELECT %s::double precision[]", values))
-            assert a.dtype == "float64" and [struct.pack("<d", v) for v in a.tolist()] == [struct.pack("<d", v) for v in values]
+            assert a.dtype == "float64" and [struct.pack("<d", v) for v in a.tolist()] == [
+                struct.pack("<d", v) for v in values
+            ]
             assert gp.pg_doubles(got("SELECT CAST(ARRAY[] AS double precision[])")).tolist() == []
-            for sql, what in (("SELECT ARRAY[1.0, NULL]::double precision[]", "NULLs True"),
-                              ("SELECT ARRAY[[1.0], [2.0]]::double precision[]", "2 dimensions"),
-                              ("SELECT ARRAY[1, 2]::bigint[]", "element type 20")):  # fmt: skip
+            for sql, what in (
+                ("SELECT ARRAY[1.0, NULL]::double precision[]", "NULLs True"),
+                ("SELECT ARRAY[[1.0], [2.0]]::double precision[]", "2 dimensions"),
+                ("SELECT ARRAY[1, 2]::bigint[]", "element type 20"),
+            ):
                 with pytest.raises(ValueError, match=what):
                     gp.pg_doubles(got(sql))
 
@@ -277,7 +314,9 @@ def test_rows_in_slices_are_rows_of_in_order() -> None:
     for bound in (1, 2, 3, 4, 100):
         slices = list(gp.rows_in_slices(arrays, bound))
         assert pa.concat_tables(slices).equals(whole)
-        assert all(s.num_rows <= bound or s.column("request_idx").unique().to_pylist() == [s["request_idx"][0].as_py()]
-                   for s in slices)  # fmt: skip
+        assert all(
+            s.num_rows <= bound or s.column("request_idx").unique().to_pylist() == [s["request_idx"][0].as_py()]
+            for s in slices
+        )
     assert [s.num_rows for s in gp.rows_in_slices(arrays, 3)] == [3, 5, 3]
     assert list(gp.rows_in_slices(arrays.slice(0, 0))) == []

@@ -101,8 +101,17 @@ def test_linking_a_launch_log_stays_allowed(imported: Ledger) -> None:
 def test_backfill_import_refused(ledger: Ledger, tmp_path: Path) -> None:
     cli("import", requests_file(tmp_path / "a.jsonl", 4, cached=False), "--batch", "b", "--db", ledger.url)
     # the user says it is the same run (a file of another label is another run: test_run_identity)
-    res = cli("import", requests_file(tmp_path / "b.jsonl", 4, cached=True), "--batch", "b", "--run", "r1", "--db", ledger.url,
-              code=3)  # fmt: skip
+    res = cli(
+        "import",
+        requests_file(tmp_path / "b.jsonl", 4, cached=True),
+        "--batch",
+        "b",
+        "--run",
+        "r1",
+        "--db",
+        ledger.url,
+        code=3,
+    )
     assert "refused (R9): import cached_tokens for the 4 requests of run 'r1'" in res.output
     assert "cached_tokens was not captured by artefact 1 for run r1; later captures are not backfilled" in res.output
     assert "import it as a new run or batch" in res.output

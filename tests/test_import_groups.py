@@ -18,7 +18,9 @@ def counts(url: str) -> dict[str, int]:
 
 def request_file(path: Path, label: str, seed: int, extra: dict | None = None, n: int = 3, **head) -> Path:
     header = {"ledger_requests": 1, "run": label, "tool": "t", "clock": "epoch_s", **head}
-    recs = [{"status": "ok", "input_tokens": 10 + seed, "send_time": 1751880000.25 + k, **(extra or {})} for k in range(n)]
+    recs = [
+        {"status": "ok", "input_tokens": 10 + seed, "send_time": 1751880000.25 + k, **(extra or {})} for k in range(n)
+    ]
     path.write_text("\n".join(json.dumps(x) for x in [header, *recs]) + "\n")
     return path
 
@@ -38,13 +40,15 @@ def groups(monkeypatch: pytest.MonkeyPatch) -> list[int]:
 
 
 def test_small_files_are_written_in_one_transaction_with_the_output_of_one_by_one(
-        ledger_url: str, tmp_path: Path, groups: list[int]) -> None:  # fmt: skip
+    ledger_url: str, tmp_path: Path, groups: list[int]
+) -> None:
     files = [request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i) for i in range(5)]
     out = run("import", "--db", ledger_url, "--batch", "b", *files)
     assert groups == [5]
     assert out.stdout.splitlines()[::2] == [
         f"{f}: imported as artefact {i} [ledger-requests] sha256 {ingest.sha256_file(f)[0][:12]}…: 1 run(s), 3 requests"
-        for i, f in enumerate(files, start=1)]  # fmt: skip
+        for i, f in enumerate(files, start=1)
+    ]
     assert out.stdout.splitlines()[1::2] == [f"  run {i} run {i - 1}: 3 requests" for i in range(1, 6)]
     assert out.stderr == "note: batch 'b' did not exist: created it (open) for r0.jsonl; `ledger batches` lists them\n"
     c = counts(ledger_url)
@@ -55,12 +59,16 @@ def test_small_files_are_written_in_one_transaction_with_the_output_of_one_by_on
     if ledger_url.startswith("duckdb"):  # and the declared rows the group wrote, each with its digest
         assert out.endswith("\ndeclared rows: ok, 6 rows match the digests the ledger kept at its writes\n")
     again = run("import", "--db", ledger_url, "--batch", "b", *files).stdout
-    assert again.splitlines() == [f"{f}: already imported as artefact {i} ({f.name}, ledger-requests, sha256 "
-                                  f"{ingest.sha256_file(f)[0][:12]}…); nothing changed" for i, f in enumerate(files, start=1)]
+    assert again.splitlines() == [
+        f"{f}: already imported as artefact {i} ({f.name}, ledger-requests, sha256 "
+        f"{ingest.sha256_file(f)[0][:12]}…); nothing changed"
+        for i, f in enumerate(files, start=1)
+    ]
 
 
 def test_a_file_that_fails_to_parse_in_the_middle_leaves_the_others_imported(
-        ledger_url: str, tmp_path: Path, groups: list[int]) -> None:  # fmt: skip
+    ledger_url: str, tmp_path: Path, groups: list[int]
+) -> None:
     good = [request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i) for i in range(4)]
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"ledger_requests": 1, "run": "bad", "tool": "t"}\n{"status": "ok", "input_tokens": 12.5}\n')
@@ -86,18 +94,23 @@ runs:
 
 
 def test_a_group_that_fails_while_written_is_rolled_back_and_imported_file_by_file(
-        ledger_url: str, tmp_path: Path, groups: list[int]) -> None:  # fmt: skip
+    ledger_url: str, tmp_path: Path, groups: list[int]
+) -> None:
     (tmp_path / "system.yaml").write_text(MANIFEST)
     run("declare", "--db", ledger_url, tmp_path / "system.yaml")
     files = [request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i) for i in range(4)]
     odd = request_file(tmp_path / "odd.jsonl", "odd", 9, concurrency=8)  # two declared runs agree: refused as ambiguous
     out = run("import", "--db", ledger_url, "--batch", "b", files[0], files[1], odd, files[2], files[3], code=1)
     assert groups == [5, 1, 1, 1, 1, 1]  # the group, rolled back; then each file alone
-    assert (f"error: {odd}: run 'odd' (per-request records) could belong to 2 runs of batch 'b' by declared workload "
-            "(concurrency 8): run 1 'd1', run 2 'd2'; none was chosen: name one with --run LABEL") in out.stderr
+    assert (
+        f"error: {odd}: run 'odd' (per-request records) could belong to 2 runs of batch 'b' by declared workload "
+        "(concurrency 8): run 1 'd1', run 2 'd2'; none was chosen: name one with --run LABEL"
+    ) in out.stderr
     for f in (*files[:2], *files[2:]):  # each other file: imported, with its own note
-        assert (f"note: {f.name}: run '{f.stem.replace('r', 'run ')}' (per-request records) matches none of the 2 "
-                "declared run(s) of batch 'b' still free for it by workload; imported as a new run") in out.stderr
+        assert (
+            f"note: {f.name}: run '{f.stem.replace('r', 'run ')}' (per-request records) matches none of the 2 "
+            "declared run(s) of batch 'b' still free for it by workload; imported as a new run"
+        ) in out.stderr
     assert [x.split(":")[0] for x in out.stdout.splitlines() if not x.startswith("  run")] == list(map(str, files))
     c = counts(ledger_url)
     assert (c["artefact"], c["capture"], c["request"]) == (4, 4, 12)
@@ -106,7 +119,8 @@ def test_a_group_that_fails_while_written_is_rolled_back_and_imported_file_by_fi
 
 
 def test_two_files_of_a_group_on_one_run_are_imported_one_after_the_other(
-        ledger_url: str, samples: Path, tmp_path: Path, groups: list[int]) -> None:  # fmt: skip
+    ledger_url: str, samples: Path, tmp_path: Path, groups: list[int]
+) -> None:
     """llmperf's two files of one run given in one command: each is imported alone, and
     the second pairs with the first's run."""
     files = [samples / "llmperf" / f for f in ("individual_groq_70b.json", "summary_groq_70b.json")]
@@ -124,16 +138,26 @@ def digest_roots(url: str) -> list[tuple]:
     from bench_ledger.store import Ledger
 
     with Ledger(url) as led, led.session() as s:
-        return [tuple(r) for r in s.execute(sa.text(
-            "SELECT artefact_id, table_name, row_count, root FROM artefact_digest "
-            "WHERE table_name NOT IN ('artefact', 'capture') ORDER BY artefact_id, table_name"))]  # fmt: skip
+        return [
+            tuple(r)
+            for r in s.execute(
+                sa.text(
+                    "SELECT artefact_id, table_name, row_count, root FROM artefact_digest "
+                    "WHERE table_name NOT IN ('artefact', 'capture') ORDER BY artefact_id, table_name"
+                )
+            )
+        ]
 
 
-def test_a_groups_digests_hashed_once_are_those_of_one_file_at_a_time(ledger_url: str, tmp_path: Path, groups: list[int]) -> None:
+def test_a_groups_digests_hashed_once_are_those_of_one_file_at_a_time(
+    ledger_url: str, tmp_path: Path, groups: list[int]
+) -> None:
     """seal3.PooledRows: a group's request and chunk-gap rows are hashed once for all its files; each
     artefact's parts are the ones an import of the file alone stores, and verify agrees."""
-    files = [request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i, {"chunk_gaps": [0.25, 0.5][: i % 3]}, n=3 + i)
-             for i in range(6)]  # fmt: skip
+    files = [
+        request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i, {"chunk_gaps": [0.25, 0.5][: i % 3]}, n=3 + i)
+        for i in range(6)
+    ]
     assert run("import", "--db", ledger_url, "--batch", "b", *files).exit_code == 0
     assert groups == [6]
     assert run("verify", "--db", ledger_url).output.startswith("batch b (open): ok, 6 artefact(s) match")
@@ -151,8 +175,14 @@ def test_pooled_rows_out_of_key_order_are_read_back() -> None:
     from bench_ledger import seal3
 
     pooled = seal3.PooledRows()
-    t = pa.table({"artefact_id": pa.array([2, 1], pa.int32()), "request_idx": pa.array([0, 0], pa.int32()),
-                  "seq": pa.array([0, 0], pa.int32()), "gap_s": pa.array([0.5, 0.25])})  # fmt: skip
+    t = pa.table(
+        {
+            "artefact_id": pa.array([2, 1], pa.int32()),
+            "request_idx": pa.array([0, 0], pa.int32()),
+            "seq": pa.array([0, 0], pa.int32()),
+            "gap_s": pa.array([0.5, 0.25]),
+        }
+    )
     pooled.add("chunk_gap", t)
     parts, counts = pooled.parts([1, 2])
     assert parts["chunk_gap"] is None and counts["chunk_gap"] == {1: 1, 2: 1}  # the caller reads both back
@@ -168,8 +198,14 @@ def test_pooled_rows_of_an_artefact_split_over_two_writes_are_one_part() -> None
     from bench_ledger import seal3
 
     def gaps(art: list[int], idx: list[int]) -> pa.Table:
-        return pa.table({"artefact_id": pa.array(art, pa.int32()), "request_idx": pa.array(idx, pa.int32()),
-                         "seq": pa.array([0] * len(art), pa.int32()), "gap_s": pa.array([0.5] * len(art))})  # fmt: skip
+        return pa.table(
+            {
+                "artefact_id": pa.array(art, pa.int32()),
+                "request_idx": pa.array(idx, pa.int32()),
+                "seq": pa.array([0] * len(art), pa.int32()),
+                "gap_s": pa.array([0.5] * len(art)),
+            }
+        )
 
     whole, split = seal3.PooledRows(), seal3.PooledRows()
     whole.add("chunk_gap", gaps([1, 2, 2, 2, 3], [0, 0, 1, 2, 0]))
@@ -180,7 +216,9 @@ def test_pooled_rows_of_an_artefact_split_over_two_writes_are_one_part() -> None
     assert a == b and a["chunk_gap"][2].count == 3 and a["chunk_gap"][4] == seal3.HeldPart("chunk_gap", 4, 0, [])
 
 
-def test_detection_asks_the_last_format_first_and_finds_the_same(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_detection_asks_the_last_format_first_and_finds_the_same(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from bench_ledger import importers
 
     path = request_file(tmp_path / "r.jsonl", "r", 1)
@@ -195,7 +233,8 @@ def test_detection_asks_the_last_format_first_and_finds_the_same(tmp_path: Path,
 
 
 def test_groups_prepared_ahead_keep_the_order_and_a_repeat_in_a_later_group(
-        ledger_url: str, tmp_path: Path, groups: list[int], monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    ledger_url: str, tmp_path: Path, groups: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The next group is hashed and parsed while the one before is written: outputs stay in file order,
     and a file of an earlier group given again (not committed when the later group was prepared) is
     already imported, not a failed group."""
@@ -212,7 +251,8 @@ def test_groups_prepared_ahead_keep_the_order_and_a_repeat_in_a_later_group(
 
 
 def test_groups_on_postgresql_start_small_and_double_so_the_database_starts_early(
-        ledger_url: str, tmp_path: Path, groups: list[int], monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    ledger_url: str, tmp_path: Path, groups: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """On PostgreSQL the first group is FIRST_GROUP_FILES files, each next one twice the one before, up to
     GROUP_FILES (its writes wait for the first group's parse only); on DuckDB every group is GROUP_FILES
     files (a commit there costs more than the wait; profile note 35)."""
@@ -226,7 +266,8 @@ def test_groups_on_postgresql_start_small_and_double_so_the_database_starts_earl
 
 
 def test_files_already_in_the_ledger_are_answered_from_the_groups_query(
-        ledger_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    ledger_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A group's one query names the artefact of each file already imported: the message is the one
     import_file gives, without a hash, a session and a query per file (1,000 files: 18.6 s on
     PostgreSQL at load ~5, each a new connection)."""
@@ -240,7 +281,8 @@ def test_files_already_in_the_ledger_are_answered_from_the_groups_query(
 
 
 def test_a_batch_of_files_beyond_the_row_limit_is_split_into_groups_of_about_equal_size(
-        ledger_url: str, tmp_path: Path, groups: list[int], monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+    ledger_url: str, tmp_path: Path, groups: list[int], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Files prepared together whose requests pass GROUP_ROWS are the fewest groups within it, of about
     equal size: cut where a group reached the limit, 7 files of 3 requests under a limit of 18 were a
     group of 6 and a group of 1 (256 files of 1,000 requests: 250 and 6, a transaction each, profile
@@ -262,8 +304,9 @@ def test_a_batch_of_files_beyond_the_row_limit_is_split_into_groups_of_about_equ
     assert groups == [3]
 
 
-def test_ctrl_c_while_a_group_is_written_says_what_was_kept(ledger_url: str, tmp_path: Path,
-                                                            monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_ctrl_c_while_a_group_is_written_says_what_was_kept(
+    ledger_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Ctrl-C in the write of the second group: the first group's files are committed and stay, the second
     group is rolled back. The message said "nothing of the unfinished command was written" (issue 39)."""
     monkeypatch.setattr(ingest, "GROUP_FILES", 4)
@@ -282,5 +325,6 @@ def test_ctrl_c_while_a_group_is_written_says_what_was_kept(ledger_url: str, tmp
     assert calls == [4, 4] and out.stderr.splitlines()[-1] + "\n" == (
         "interrupted (Ctrl-C): the 4 file(s) imported before it are kept (each committed); the file or group of files "
         "being written was rolled back and the files after it were not read; run the same command again to import "
-        "them (files already imported are skipped)\n")  # fmt: skip
+        "them (files already imported are skipped)\n"
+    )
     assert counts(ledger_url)["artefact"] == 4

@@ -28,8 +28,10 @@ def test_a_named_format_its_own_sniff_rejects_is_refused(samples: Path) -> None:
     path = samples / VLLM
     with pytest.raises(InputError) as exc:
         importers.choose(path, "sglang-bench")
-    assert str(exc.value) == (f"{path}: --format sglang-bench refused: has vLLM's 'endpoint_type' key; "
-                              "pass --force-format to import it as sglang-bench anyway")  # fmt: skip
+    assert str(exc.value) == (
+        f"{path}: --format sglang-bench refused: has vLLM's 'endpoint_type' key; "
+        "pass --force-format to import it as sglang-bench anyway"
+    )
     assert importers.choose(path, "sglang-bench", force=True).name == "sglang-bench"
     assert importers.choose(path, "vllm-bench").name == "vllm-bench"
 

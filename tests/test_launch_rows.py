@@ -21,12 +21,16 @@ SERVE = "vllm_sweep_v0.25.1/SERVE--max_num_seqs=4"
 LOG = "vllm-server-log/vllm-7B-1gpuA10080GB-0.5GRAM.log"
 
 
-
-
 def launches(ledger: Ledger) -> list[tuple[int, str, str, str | None]]:
     with ledger.connection() as conn:
-        return [tuple(r) for r in conn.execute(sa.select(
-            m.Launch.attempt, m.Launch.outcome, m.Launch.label, m.Launch.log_artefact_id).order_by(m.Launch.id))]
+        return [
+            tuple(r)
+            for r in conn.execute(
+                sa.select(m.Launch.attempt, m.Launch.outcome, m.Launch.label, m.Launch.log_artefact_id).order_by(
+                    m.Launch.id
+                )
+            )
+        ]
 
 
 def served_by(samples: Path, tmp_path: Path, model: str) -> Path:
@@ -39,15 +43,25 @@ def served_by(samples: Path, tmp_path: Path, model: str) -> Path:
     return folder
 
 
-def test_sweep_setting_is_one_launch_found_again_by_its_label(ledger: Ledger, ledger_url: str, samples: Path,
-                                                              tmp_path: Path) -> None:  # fmt: skip
+def test_sweep_setting_is_one_launch_found_again_by_its_label(
+    ledger: Ledger, ledger_url: str, samples: Path, tmp_path: Path
+) -> None:
     run("declare", str(Path(__file__).parent / "fixtures/manifest/system.yaml"), "--db", ledger_url)
     dep = "h20-1017"
     sweep = served_by(samples, tmp_path, "DeepSeek-V4.1-Flash")  # the model h20-1017 declares
     first = run("import", str(sweep / "run=0.json"), "--batch", "sw", "--deployment", dep, "--db", ledger_url)
     assert f"  launch {dep}#3 ({SERVE})\n" in first.output  # the manifest declared attempts 1 and 2
-    again = run("import", str(sweep / "run=1.json"), str(sweep / "summary.json"), "--batch", "sw",
-                "--deployment", dep, "--db", ledger_url)  # fmt: skip
+    again = run(
+        "import",
+        str(sweep / "run=1.json"),
+        str(sweep / "summary.json"),
+        "--batch",
+        "sw",
+        "--deployment",
+        dep,
+        "--db",
+        ledger_url,
+    )
     assert again.output.count(f"  launch {dep}#3 ({SERVE})\n") == 2
     assert launches(ledger)[-1] == (3, "unknown", SERVE, None) and len([x for x in launches(ledger) if x[2]]) == 1
     shown = json.loads(run("show", "run", str(first_run(ledger, "sw")), "--json", "--db", ledger_url).output)
@@ -58,19 +72,23 @@ def test_sweep_setting_is_one_launch_found_again_by_its_label(ledger: Ledger, le
 
 def first_run(ledger: Ledger, batch: str) -> int:
     with ledger.connection() as conn:
-        return conn.execute(sa.select(sa.func.min(m.Run.id)).join(m.Batch, m.Batch.id == m.Run.batch_id)
-                            .where(m.Batch.name == batch)).scalar_one()  # fmt: skip
+        return conn.execute(
+            sa.select(sa.func.min(m.Run.id)).join(m.Batch, m.Batch.id == m.Run.batch_id).where(m.Batch.name == batch)
+        ).scalar_one()
 
 
 def test_without_a_deployment_no_launch_row_and_a_note(ledger: Ledger, ledger_url: str, samples: Path) -> None:
     res = CliRunner().invoke(main, ["import", str(samples / SWEEP / "run=0.json"), "--batch", "sw", "--db", ledger_url])
     assert res.exit_code == 0, res.output
-    assert (f"note: run=0.json: the file names launch {SERVE}: no launch row without a deployment (--deployment, or "
-            "the batch's); kept as run.metadata.launch\n") in res.output
+    assert (
+        f"note: run=0.json: the file names launch {SERVE}: no launch row without a deployment (--deployment, or "
+        "the batch's); kept as run.metadata.launch\n"
+    ) in res.output
     assert launches(ledger) == []
     out = run("show", "run", str(first_run(ledger, "sw")), "--db", ledger_url).output
-    assert (f"  launch: n/a (the run names launch '{SERVE}' but has no deployment, and launches belong to a "
-            "deployment)\n") in out
+    assert (
+        f"  launch: n/a (the run names launch '{SERVE}' but has no deployment, and launches belong to a deployment)\n"
+    ) in out
 
 
 def test_inference_perf_report_folder_is_one_launch(ledger: Ledger, ledger_url: str, samples: Path) -> None:
@@ -81,26 +99,37 @@ def test_inference_perf_report_folder_is_one_launch(ledger: Ledger, ledger_url: 
     assert len(labelled) == 1 and labelled[0][:2] == (3, "unknown")
     assert res.output.count(f"  launch h20-1017#3 ({labelled[0][2]})\n") == len(files)
     with ledger.connection() as conn:
-        metas = [json.loads(r[0])["launch"] for r in conn.execute(
-            sa.select(m.Run.metadata_json).join(m.Batch, m.Batch.id == m.Run.batch_id).where(m.Batch.name == "ip"))]
+        metas = [
+            json.loads(r[0])["launch"]
+            for r in conn.execute(
+                sa.select(m.Run.metadata_json).join(m.Batch, m.Batch.id == m.Run.batch_id).where(m.Batch.name == "ip")
+            )
+        ]
     assert len(metas) == 3 and set(metas) == {labelled[0][2]}  # stage 0, stage 6, all stages
 
 
-def test_declared_launch_label_and_log_give_runs_the_measured_compile_state(ledger: Ledger, ledger_url: str,
-                                                                          samples: Path, tmp_path: Path) -> None:  # fmt: skip
+def test_declared_launch_label_and_log_give_runs_the_measured_compile_state(
+    ledger: Ledger, ledger_url: str, samples: Path, tmp_path: Path
+) -> None:
     shutil.copyfile(samples / LOG, tmp_path / "serve.log")
     (tmp_path / "m.yaml").write_text(
         "version: 1\ndeployments:\n  - name: a100\n    launches:\n"
-        f"      - {{attempt: 1, outcome: ready, log: serve.log, label: '{SERVE}'}}\n", encoding="utf-8")  # fmt: skip
+        f"      - {{attempt: 1, outcome: ready, log: serve.log, label: '{SERVE}'}}\n",
+        encoding="utf-8",
+    )
     run("declare", str(tmp_path / "m.yaml"), "--db", ledger_url)
-    res = run("import", str(samples / SWEEP / "run=0.json"), "--batch", "sw", "--deployment", "a100", "--db", ledger_url)
+    res = run(
+        "import", str(samples / SWEEP / "run=0.json"), "--batch", "sw", "--deployment", "a100", "--db", ledger_url
+    )
     assert f"  launch a100#1 ({SERVE})\n" in res.output
     assert [x[:3] for x in launches(ledger)] == [(1, "ready", SERVE)]  # found by its label, none added
     rid = first_run(ledger, "sw")
     out = run("show", "run", str(rid), "--db", ledger_url).output
     assert f"  launch: a100#1 ({SERVE})\n" in out
-    assert ("  compile cache (measured): warm (log artefact 1: measured: compiled graphs loaded from the compile cache "
-            "(line 35), none compiled)\n") in out
+    assert (
+        "  compile cache (measured): warm (log artefact 1: measured: compiled graphs loaded from the compile cache "
+        "(line 35), none compiled)\n"
+    ) in out
     logs = json.loads(run("logs", "--deployment", "a100", "--json", "--db", ledger_url).output)
     assert logs["logs"][0]["launch"] == f"a100#1 ({SERVE})"
     assert [r["run"] for r in logs["logs"][0]["runs"]] == [rid] and logs["logs"][0]["runs_reason"] is None
@@ -110,13 +139,19 @@ def test_declared_launch_label_and_log_give_runs_the_measured_compile_state(ledg
     assert f"  log of launch: a100#1 ({SERVE})\n" in run("show", "artefact", str(log_id), "--db", ledger_url).output
 
 
-def test_a_declared_launch_without_label_says_why_no_runs(ledger: Ledger, ledger_url: str, samples: Path,
-                                                          tmp_path: Path) -> None:  # fmt: skip
+def test_a_declared_launch_without_label_says_why_no_runs(
+    ledger: Ledger, ledger_url: str, samples: Path, tmp_path: Path
+) -> None:
     shutil.copyfile(samples / LOG, tmp_path / "serve.log")
-    (tmp_path / "m.yaml").write_text("version: 1\ndeployments:\n  - name: a100\n    launches:\n"
-                                     "      - {attempt: 1, outcome: ready, log: serve.log}\n", encoding="utf-8")  # fmt: skip
+    (tmp_path / "m.yaml").write_text(
+        "version: 1\ndeployments:\n  - name: a100\n    launches:\n"
+        "      - {attempt: 1, outcome: ready, log: serve.log}\n",
+        encoding="utf-8",
+    )
     run("declare", str(tmp_path / "m.yaml"), "--db", ledger_url)
     logs = json.loads(run("logs", "--deployment", "a100", "--json", "--db", ledger_url).output)
     assert logs["logs"][0]["runs"] is None
-    assert logs["logs"][0]["runs_reason"] == ("its launch has no label, and runs find their launch by label "
-                                              "(run.metadata.launch; a manifest launch's `label:`)")
+    assert logs["logs"][0]["runs_reason"] == (
+        "its launch has no label, and runs find their launch by label "
+        "(run.metadata.launch; a manifest launch's `label:`)"
+    )

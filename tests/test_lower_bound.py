@@ -25,10 +25,17 @@ def gen_lines(gen) -> list[str]:  # noqa: ANN001 - benchmarks/gen.py
 
 
 def test_lower_bound_quick_writes_every_request() -> None:
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "lower_bound.py"), "--quick", "--repeat", "1"],
-                         capture_output=True, text=True, timeout=300, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "lower_bound.py"), "--quick", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
     line = out.splitlines()[0]
-    got = re.search(r"floor [\d.]+ s, least import [\d.]+ s \([\d.]+x; ([\d,]+) request rows, ([\d,]+) gap arrays\)", line)
+    got = re.search(
+        r"floor [\d.]+ s, least import [\d.]+ s \([\d.]+x; ([\d,]+) request rows, ([\d,]+) gap arrays\)", line
+    )
     assert got, out
     requests, arrays = (int(g.replace(",", "")) for g in got.groups())
     assert requests == 10 * 200
@@ -38,19 +45,28 @@ def test_lower_bound_quick_writes_every_request() -> None:
 
     with_gaps = sum(len(g) > 0 for line in gen_lines(gen) for g in json.loads(line)["itls"])
     assert arrays == with_gaps
-    assert re.fullmatch(r"least import / floor: min [\d.]+x, median [\d.]+x over 1 pairs; load [\d.]+ at the end",
-                        out.splitlines()[1])  # fmt: skip
+    assert re.fullmatch(
+        r"least import / floor: min [\d.]+x, median [\d.]+x over 1 pairs; load [\d.]+ at the end", out.splitlines()[1]
+    )
 
 
 def test_lower_bound_ledger_format_writes_every_request_of_every_file(tmp_path: Path) -> None:
     """--ledger: the least store of the ledger's own JSON Lines files (one run per file) writes each
     file's requests (not its header line) and one array per request with gaps, and times what any import
     must do besides (the files' sha256, the rows' scheme-3 digest, the module imports)."""
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "lower_bound.py"), "--ledger", "--quick", "--repeat", "1"],
-                         capture_output=True, text=True, timeout=300, check=True).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "lower_bound.py"), "--ledger", "--quick", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
     line = out.splitlines()[0]
-    got = re.search(r"floor [\d.]+ s, least import [\d.]+ s \([\d.]+x; CPU [\d.]+ s; ([\d,]+) request rows, ([\d,]+) gap "
-                    r"arrays\); besides it: sha256 [\d.]+ s CPU, scheme-3 digest [\d.]+ s CPU, module imports [\d.]+ s", line)  # fmt: skip
+    got = re.search(
+        r"floor [\d.]+ s, least import [\d.]+ s \([\d.]+x; CPU [\d.]+ s; ([\d,]+) request rows, ([\d,]+) gap "
+        r"arrays\); besides it: sha256 [\d.]+ s CPU, scheme-3 digest [\d.]+ s CPU, module imports [\d.]+ s",
+        line,
+    )
     assert got, out
     requests, arrays = (int(g.replace(",", "")) for g in got.groups())
     sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -75,12 +91,23 @@ def test_lower_bound_postgresql_copies_every_row_an_import_made() -> None:
         if REQUIRE_PG:
             pytest.fail(f"PostgreSQL is required (LEDGER_REQUIRE_PG=1): {pg_problem()}")
         pytest.skip(f"PostgreSQL not reachable: {pg_problem()}")
-    out = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "lower_bound.py"), "--postgresql", "--quick", "--repeat", "1"],
-                         capture_output=True, text=True, timeout=300, check=True,
-                         env={**os.environ, "LEDGER_BENCH_PG_URL": PG_URL}).stdout  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "lower_bound.py"), "--postgresql", "--quick", "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+        env={**os.environ, "LEDGER_BENCH_PG_URL": PG_URL},
+    ).stdout
     pairs = [ln for ln in out.splitlines() if ln.startswith("load ")]
-    got = [re.fullmatch(r"load [\d.]+: floor [\d.]+ s, least store [\d.]+ s \([\d.]+x; ([\d,]+) request rows, ([\d,]+) "
-                        r"gap arrays\)", ln) for ln in pairs]  # fmt: skip
+    got = [
+        re.fullmatch(
+            r"load [\d.]+: floor [\d.]+ s, least store [\d.]+ s \([\d.]+x; ([\d,]+) request rows, ([\d,]+) "
+            r"gap arrays\)",
+            ln,
+        )
+        for ln in pairs
+    ]
     assert len(got) == 1 and got[0], out
     requests, arrays = (int(g.replace(",", "")) for g in got[0].groups())
     sys.path.insert(0, str(ROOT / "benchmarks"))

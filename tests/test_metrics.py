@@ -29,15 +29,51 @@ def write_requests(path: Path, header: dict, records: list[dict]) -> Path:
 
 # Run A (epoch seconds): three ok requests (5, 1 and 0 output tokens) and one failed.
 RUN_A = [
-    {"status": "ok", "input_tokens": 10, "output_tokens": 5, "send_time": 100.0, "first_token_time": 100.5,
-     "end_time": 102.5, "ttft_s": 0.5, "latency_s": 2.5, "chunk_gaps": [0.5, 0.5, 0.25, 0.75]},
-    {"status": "ok", "input_tokens": 20, "output_tokens": 1, "send_time": 101.0, "first_token_time": 101.2,
-     "end_time": 101.2, "ttft_s": 0.2, "latency_s": 0.2, "chunk_gaps": []},
-    {"status": "ok", "input_tokens": 30, "output_tokens": 0, "send_time": 101.5, "first_token_time": None,
-     "end_time": 103.0, "ttft_s": None, "latency_s": 1.5, "chunk_gaps": []},
-    {"status": "failed", "input_tokens": 40, "output_tokens": None, "send_time": 102.0, "first_token_time": None,
-     "end_time": None, "ttft_s": None, "latency_s": None, "chunk_gaps": None},
-]  # fmt: skip
+    {
+        "status": "ok",
+        "input_tokens": 10,
+        "output_tokens": 5,
+        "send_time": 100.0,
+        "first_token_time": 100.5,
+        "end_time": 102.5,
+        "ttft_s": 0.5,
+        "latency_s": 2.5,
+        "chunk_gaps": [0.5, 0.5, 0.25, 0.75],
+    },
+    {
+        "status": "ok",
+        "input_tokens": 20,
+        "output_tokens": 1,
+        "send_time": 101.0,
+        "first_token_time": 101.2,
+        "end_time": 101.2,
+        "ttft_s": 0.2,
+        "latency_s": 0.2,
+        "chunk_gaps": [],
+    },
+    {
+        "status": "ok",
+        "input_tokens": 30,
+        "output_tokens": 0,
+        "send_time": 101.5,
+        "first_token_time": None,
+        "end_time": 103.0,
+        "ttft_s": None,
+        "latency_s": 1.5,
+        "chunk_gaps": [],
+    },
+    {
+        "status": "failed",
+        "input_tokens": 40,
+        "output_tokens": None,
+        "send_time": 102.0,
+        "first_token_time": None,
+        "end_time": None,
+        "ttft_s": None,
+        "latency_s": None,
+        "chunk_gaps": None,
+    },
+]
 
 
 def imp(url: str, *args: str) -> None:
@@ -70,24 +106,40 @@ def build_two_batches(ledger: Ledger, ledger_url: str, tmp_path: Path) -> Ledger
     Batch b2: run A again (same deployment d1 as b1's run A)."""
     with ledger.session() as s:
         s.add(m.Deployment(name="d1", fingerprint="0" * 64, recorded_at=datetime(2026, 1, 1), max_model_len=16384))
-    head = {"clock": "epoch_s", "input_target_tokens": 50, "output_cap_tokens": 8, "concurrency": 2,
-            "request_count": 4, "seed": 1}  # fmt: skip
+    head = {
+        "clock": "epoch_s",
+        "input_target_tokens": 50,
+        "output_cap_tokens": 8,
+        "concurrency": 2,
+        "request_count": 4,
+        "seed": 1,
+    }
     a = write_requests(tmp_path / "a.jsonl", {"run": "A", "tool": "t", **head}, RUN_A)
     imp(ledger_url, str(a), "--batch", "b1", "--deployment", "d1")
-    b1 = write_requests(tmp_path / "b1.jsonl", {"run": "B", "tool": "t", "duration_s": 10.0}, [
-        {"status": "ok", "input_tokens": 100, "output_tokens": 10, "cached_tokens": 64},
-        {"status": "ok", "input_tokens": 100, "output_tokens": 20, "cached_tokens": 0},
-    ])  # fmt: skip
-    b2 = write_requests(tmp_path / "b2.jsonl", {"run": "B", "tool": "t"}, [
-        {"status": "ok", "input_tokens": 100, "output_tokens": 30},
-    ])  # fmt: skip
+    b1 = write_requests(
+        tmp_path / "b1.jsonl",
+        {"run": "B", "tool": "t", "duration_s": 10.0},
+        [
+            {"status": "ok", "input_tokens": 100, "output_tokens": 10, "cached_tokens": 64},
+            {"status": "ok", "input_tokens": 100, "output_tokens": 20, "cached_tokens": 0},
+        ],
+    )
+    b2 = write_requests(
+        tmp_path / "b2.jsonl",
+        {"run": "B", "tool": "t"},
+        [
+            {"status": "ok", "input_tokens": 100, "output_tokens": 30},
+        ],
+    )
     imp(ledger_url, str(b1), "--batch", "b1")
     imp(ledger_url, str(b2), "--batch", "b1", "--run", "B")
     empty = write_requests(tmp_path / "e.jsonl", {"run": "E", "tool": "t"}, [])
     imp(ledger_url, str(empty), "--batch", "b1")
-    sampled = write_requests(tmp_path / "s.jsonl", {"run": "S", "tool": "t", "sampled": True,
-                                                    "sample_note": "sample_size=2"},
-                             [{"status": "ok", "input_tokens": 1, "output_tokens": 2}])  # fmt: skip
+    sampled = write_requests(
+        tmp_path / "s.jsonl",
+        {"run": "S", "tool": "t", "sampled": True, "sample_note": "sample_size=2"},
+        [{"status": "ok", "input_tokens": 1, "output_tokens": 2}],
+    )
     imp(ledger_url, str(sampled), "--batch", "b1")
     a2 = write_requests(tmp_path / "a2.jsonl", {"run": "A", "tool": "t", **head}, RUN_A[:2])
     imp(ledger_url, str(a2), "--batch", "b2", "--deployment", "d1")
@@ -115,8 +167,10 @@ def test_percentile_is_the_textbook_interpolation_exactly() -> None:
     # percentile_linear folds a + frac·(b - a) into one fraction: the same rational, on values from doubles
     rng = random.Random(3)
     for _ in range(3000):
-        xs = sorted(F(rng.choice([rng.random(), rng.uniform(0, 1e6), float(rng.randint(0, 5))]))
-                    for _ in range(rng.randint(1, 40)))  # fmt: skip
+        xs = sorted(
+            F(rng.choice([rng.random(), rng.uniform(0, 1e6), float(rng.randint(0, 5))]))
+            for _ in range(rng.randint(1, 40))
+        )
         for p in (0, 1, 50, 90, 99, 100, F(1, 3), F(999, 10)):
             q = F(p)
             h = (len(xs) - 1) * q / 100
@@ -181,8 +235,11 @@ def test_latency_distributions(two_batches_read: Ledger) -> None:
 def test_decode_rate_is_double_arithmetic_on_both_backends(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
     # the span 0.4 - 0.1 is the double 0.30000000000000004; PostgreSQL once divided by it cast to NUMERIC
     # (15 significant digits: 0.3), so its rate differed from DuckDB's and from the definition
-    path = write_requests(tmp_path / "r.jsonl", {"run": "R", "tool": "t"},
-                          [{"status": "ok", "output_tokens": 3, "ttft_s": 0.1, "latency_s": 0.4}])  # fmt: skip
+    path = write_requests(
+        tmp_path / "r.jsonl",
+        {"run": "R", "tool": "t"},
+        [{"status": "ok", "output_tokens": 3, "ttft_s": 0.1, "latency_s": 0.4}],
+    )
     imp(ledger_url, str(path), "--batch", "b")
     want = F((3 - 1) / (0.4 - 0.1))
     assert want != F(2 / 0.3)
@@ -203,13 +260,19 @@ def test_missing_fields_are_na_never_zero(two_batches_read: Ledger) -> None:
 
 def test_empty_sampled_and_one_token(two_batches: Ledger, ledger_url: str, tmp_path: Path) -> None:
     led = two_batches
-    assert ev(led, "requests_ok", run="E").na_reason == "no per-request records in this scope's artefacts (aggregates only)"
+    assert (
+        ev(led, "requests_ok", run="E").na_reason
+        == "no per-request records in this scope's artefacts (aggregates only)"
+    )
     assert ev(led, "total_tpm", run="E").value is None
     s = ev(led, "output_tokens", run="S")
     assert s.value is None and s.na_reason.startswith("records are a sample (sample_size=2)")
     # a run whose only ok request has one output token: no TPOT, no decode rate
-    one = write_requests(tmp_path / "one.jsonl", {"run": "O", "tool": "t"},
-                         [{"status": "ok", "output_tokens": 1, "ttft_s": 0.1, "latency_s": 0.1}])  # fmt: skip
+    one = write_requests(
+        tmp_path / "one.jsonl",
+        {"run": "O", "tool": "t"},
+        [{"status": "ok", "output_tokens": 1, "ttft_s": 0.1, "latency_s": 0.1}],
+    )
     imp(ledger_url, str(one), "--batch", "b1")
     assert ev(led, "tpot_mean", run="O").na_reason == "no ok requests with more than one output token"
     assert ev(led, "per_stream_decode_rate_median", run="O").value is None
@@ -217,12 +280,16 @@ def test_empty_sampled_and_one_token(two_batches: Ledger, ledger_url: str, tmp_p
 
 
 def test_no_ok_requests(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
-    f = write_requests(tmp_path / "f.jsonl", {"run": "F", "tool": "t"},
-                       [{"status": "failed", "input_tokens": 5, "output_tokens": 0}])  # fmt: skip
+    f = write_requests(
+        tmp_path / "f.jsonl", {"run": "F", "tool": "t"}, [{"status": "failed", "input_tokens": 5, "output_tokens": 0}]
+    )
     imp(ledger_url, str(f), "--batch", "b")
     assert evaluate(ledger, "requests_failed", Scope(batch="b", run="F")).value == 1
     assert evaluate(ledger, "input_tokens", Scope(batch="b", run="F")).na_reason == "no ok requests"
-    assert evaluate(ledger, "ttft_mean", Scope(batch="b", run="F")).na_reason == "ttft_s or send_time + first_token_time not captured"
+    assert (
+        evaluate(ledger, "ttft_mean", Scope(batch="b", run="F")).na_reason
+        == "ttft_s or send_time + first_token_time not captured"
+    )
 
 
 # ------------------------------------------------------------------ refusals
@@ -245,8 +312,9 @@ def test_r7_no_percentile_pooled_over_runs(two_batches_read: Ledger) -> None:
     with pytest.raises(Refused) as exc:
         evaluate(two_batches_read, "ttft_p50", Scope(batch="b1"))
     assert exc.value.rule == "R7"
-    assert exc.value.why == ("the scope holds 4 runs (different load points); a percentile pooled over them mixes "
-                             "loads")  # fmt: skip
+    assert exc.value.why == (
+        "the scope holds 4 runs (different load points); a percentile pooled over them mixes loads"
+    )
     # counts add up within a batch; runs without records make it n/a, not a partial count
     v = evaluate(two_batches_read, "requests_ok", Scope(batch="b1"))
     assert v.value is None and v.na_reason.startswith("no per-request records for run(s)")
@@ -315,10 +383,26 @@ def test_kv_capacity_ratio_and_seconds_to_ready(ledger: Ledger, ledger_url: str,
         dep = m.Deployment(name="a100", fingerprint="1" * 64, recorded_at=datetime(2026, 1, 1))
         s.add(dep)
         s.flush()
-        s.add(m.Launch(deployment_id=dep.id, attempt=1, outcome="ready", seconds_to_ready=None,
-                       seconds_to_ready_flag="n/a", recorded_at=datetime(2026, 1, 1)))  # fmt: skip
-        s.add(m.Launch(deployment_id=dep.id, attempt=2, outcome="ready", seconds_to_ready=__import__("decimal").Decimal("390"),
-                       seconds_to_ready_flag="reported", recorded_at=datetime(2026, 1, 1)))  # fmt: skip
+        s.add(
+            m.Launch(
+                deployment_id=dep.id,
+                attempt=1,
+                outcome="ready",
+                seconds_to_ready=None,
+                seconds_to_ready_flag="n/a",
+                recorded_at=datetime(2026, 1, 1),
+            )
+        )
+        s.add(
+            m.Launch(
+                deployment_id=dep.id,
+                attempt=2,
+                outcome="ready",
+                seconds_to_ready=__import__("decimal").Decimal("390"),
+                seconds_to_ready_flag="reported",
+                recorded_at=datetime(2026, 1, 1),
+            )
+        )
     imp(ledger_url, str(samples / "vllm-server-log" / "vllm-7B-1gpuA10080GB-0.5GRAM.log"), "--deployment", "a100")
     v = evaluate(ledger, "kv_capacity_ratio", Scope(deployment="a100"))
     assert v.value == F(464848, 16384) and v.quantity_kind == "capacity_ratio"  # 28.37x: a capacity (R5)
@@ -335,8 +419,20 @@ def test_cli_metrics_two_batches_juxtaposed(_two_batches_url: str) -> None:
     res = CliRunner().invoke(main, ["metrics", "--db", ledger_url, "--batch", "b1", "--batch", "b2"])
     assert res.exit_code == 0, res.output
     lines = res.output.splitlines()
-    assert lines[0].split() == ["batch", "run", "in/out", "C/N", "ok/failed", "total", "TPM", "output", "TPM",
-                                "TTFT", "p50", "s"]
+    assert lines[0].split() == [
+        "batch",
+        "run",
+        "in/out",
+        "C/N",
+        "ok/failed",
+        "total",
+        "TPM",
+        "output",
+        "TPM",
+        "TTFT",
+        "p50",
+        "s",
+    ]
     a1 = next(line for line in lines if line.startswith("b1") and " A " in line)
     assert "50 / 8" in a1 and "2 / 4" in a1 and "3 d / 1 d" in a1 and "1,320 d" in a1 and "120 d" in a1
     assert "0.3500 d" in a1  # TTFT p50 of [0.2, 0.5]
@@ -347,8 +443,12 @@ def test_cli_metrics_two_batches_juxtaposed(_two_batches_url: str) -> None:
     js = CliRunner().invoke(main, ["metrics", "--db", ledger_url, "--run", "1", "--json"])
     assert js.exit_code == 0, js.output
     row = json.loads(js.output)[0]
-    assert row["metrics"]["total_tpm"] == {**row["metrics"]["total_tpm"], "value": 1320.0, "exact": "1320",
-                                           "flag": "derived"}  # fmt: skip
+    assert row["metrics"]["total_tpm"] == {
+        **row["metrics"]["total_tpm"],
+        "value": 1320.0,
+        "exact": "1320",
+        "flag": "derived",
+    }
     csv_out = CliRunner().invoke(main, ["metrics", "--db", ledger_url, "--batch", "b2", "--csv"])
     assert csv_out.exit_code == 0 and "total_tpm_flag" in csv_out.output.splitlines()[0]
 
@@ -365,8 +465,11 @@ def test_named_card_reads_only_its_rows_and_checks_every_card(
         imp(ledger_url, str(tmp_path / f), "--batch", "hw", *node)
     seen: list[int] = []  # the samples each read brings back
     read_cards = mh.read_cards
-    monkeypatch.setattr(mh, "read_cards", lambda conn, where: (got := read_cards(conn, where),
-                                                                seen.append(sum(g.samples for g in got)))[0])
+    monkeypatch.setattr(
+        mh,
+        "read_cards",
+        lambda conn, where: (got := read_cards(conn, where), seen.append(sum(g.samples for g in got)))[0],
+    )
     all_cards = evaluate(ledger, "gpu_activity_time_pct_mean", Scope(batch="hw"))
     art = sorted(c for c in all_cards.inputs["per_card"] if c.startswith("artefact"))
     assert all_cards.inputs["per_card"] == {"n0:gpu0": 65.0, "n0:gpu1": 70.0, art[0]: 80.0, art[1]: 40.0}
@@ -386,8 +489,11 @@ def test_named_card_reads_only_its_rows_and_checks_every_card(
 def _random_dmon(rng: random.Random, timed: bool) -> str:
     """dmon text of 3 cards whose ticks miss cards, repeat a card (a second line of one card at one time)
     and tie: powers of 2 or 3 W, the last two ticks all 3 W (the largest sum, so at least two ticks have it)."""
-    head = ("#Date       Time        gpu    pwr     sm\n#YYYYMMDD   HH:MM:SS    Idx      W      %\n" if timed
-            else "# gpu    pwr     sm\n# Idx      W      %\n")  # fmt: skip
+    head = (
+        "#Date       Time        gpu    pwr     sm\n#YYYYMMDD   HH:MM:SS    Idx      W      %\n"
+        if timed
+        else "# gpu    pwr     sm\n# Idx      W      %\n"
+    )
     lines = [head]
     n = rng.randint(5, 40)
     for t in range(n + 2):
@@ -401,7 +507,9 @@ def _random_dmon(rng: random.Random, timed: bool) -> str:
 
 
 @pytest.mark.parametrize("seed", range(6))
-def test_peak_of_sum_equals_its_definition_over_the_rows(ledger: Ledger, ledger_url: str, tmp_path: Path, seed: int) -> None:
+def test_peak_of_sum_equals_its_definition_over_the_rows(
+    ledger: Ledger, ledger_url: str, tmp_path: Path, seed: int
+) -> None:
     """power_peak_of_sum_w (read as one array per card, summed in numpy, the near-largest sums exactly)
     equals the definition over the raw rows: per aligned tick (the timestamp, else the tick index) each
     card's last row, the ticks where every card printed, the largest exact sum, and of equal sums the
@@ -416,9 +524,11 @@ def test_peak_of_sum_equals_its_definition_over_the_rows(ledger: Ledger, ledger_
         imp(ledger_url, str(tmp_path / f"d{i}.txt"), "--batch", "hw", "--node", "n0")
     HS = m.HardwareSample.__table__
     with ledger.connection() as conn:
-        rows = conn.execute(sa.select(HS.c.artefact_id, HS.c.line, HS.c.gpu, HS.c.tick, HS.c.ts, HS.c.value)
-                            .where(HS.c.counter == "pwr", HS.c.value.is_not(None))
-                            .order_by(HS.c.artefact_id, HS.c.line)).all()  # fmt: skip
+        rows = conn.execute(
+            sa.select(HS.c.artefact_id, HS.c.line, HS.c.gpu, HS.c.tick, HS.c.ts, HS.c.value)
+            .where(HS.c.counter == "pwr", HS.c.value.is_not(None))
+            .order_by(HS.c.artefact_id, HS.c.line)
+        ).all()
     cards = {r.gpu for r in rows}
     ticks: dict[object, dict[int, Fraction]] = {}
     for r in rows:
@@ -428,7 +538,11 @@ def test_peak_of_sum_equals_its_definition_over_the_rows(ledger: Ledger, ledger_
     top = max(full.values())
     first = next(k for k, v in full.items() if v == top)
     assert (got.value, got.inputs["at"], got.inputs["ticks"], got.inputs["ticks_incomplete"]) == (
-        top, str(first), len(full), len(ticks) - len(full))
+        top,
+        str(first),
+        len(full),
+        len(ticks) - len(full),
+    )
     assert got.inputs["aligned_by"] == ("timestamp" if timed else "tick index")
     assert sum(v == top for v in full.values()) > 1  # a tie (the file ends in two): the first tick is named
 
@@ -442,8 +556,10 @@ def test_the_first_run_metrics_of_a_process_imports_nothing(tmp_path: Path, fixt
     ledger_url = f"duckdb:///{tmp_path / 'm.duckdb'}"  # the DuckDB read path (Arrow, numpy) is the one timed
     assert CliRunner().invoke(main, ["init", "--db", ledger_url]).exit_code == 0
     imp(ledger_url, str(fixtures / "vllm_bench" / "detailed_start_times.json"), "--batch", "b")
-    code = ("import sys\nfrom bench_ledger.store import Ledger\nfrom bench_ledger.queries.metrics import run_metrics\n"
-            f"ledger = Ledger({ledger_url!r})\nbefore = set(sys.modules)\nrows = run_metrics(ledger, ['b'])\n"
-            "assert rows and rows[0].values['requests_ok'].value\nprint(sorted(set(sys.modules) - before))\n")  # fmt: skip
+    code = (
+        "import sys\nfrom bench_ledger.store import Ledger\nfrom bench_ledger.queries.metrics import run_metrics\n"
+        f"ledger = Ledger({ledger_url!r})\nbefore = set(sys.modules)\nrows = run_metrics(ledger, ['b'])\n"
+        "assert rows and rows[0].values['requests_ok'].value\nprint(sorted(set(sys.modules) - before))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out == "[]\n"

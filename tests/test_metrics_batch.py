@@ -58,25 +58,41 @@ def test_batch_path_covers_the_row_metrics() -> None:
 
 def test_batch_equals_evaluate_on_hand_fixtures(two_batches: Ledger, ledger_url: str, tmp_path: Path) -> None:  # noqa: F811
     led = two_batches
-    one = write_requests(tmp_path / "one.jsonl", {"run": "O", "tool": "t"},
-                         [{"status": "ok", "output_tokens": 1, "ttft_s": 0.1, "latency_s": 0.1}])  # fmt: skip
-    failed = write_requests(tmp_path / "f.jsonl", {"run": "F", "tool": "t", "duration_s": 0.0},
-                            [{"status": "failed", "input_tokens": 5, "output_tokens": 0}])  # fmt: skip
+    one = write_requests(
+        tmp_path / "one.jsonl",
+        {"run": "O", "tool": "t"},
+        [{"status": "ok", "output_tokens": 1, "ttft_s": 0.1, "latency_s": 0.1}],
+    )
+    failed = write_requests(
+        tmp_path / "f.jsonl",
+        {"run": "F", "tool": "t", "duration_s": 0.0},
+        [{"status": "failed", "input_tokens": 5, "output_tokens": 0}],
+    )
     # legacy writer: chunk gaps, no latency / TTFT / times: the decode span is the sum of the gaps
-    gaps = write_requests(tmp_path / "g.jsonl", {"run": "G", "tool": "t", "duration_s": 7.5}, [
-        {"status": "ok", "input_tokens": 3, "output_tokens": 4, "chunk_gaps": [0.1, 0.2, 0.3]},
-        {"status": "ok", "input_tokens": 3, "output_tokens": 9, "chunk_gaps": [0.25, 0.5]},
-        {"status": "ok", "input_tokens": 3, "output_tokens": 1, "chunk_gaps": []},
-        {"input_tokens": 3, "output_tokens": 2},
-    ])  # fmt: skip
+    gaps = write_requests(
+        tmp_path / "g.jsonl",
+        {"run": "G", "tool": "t", "duration_s": 7.5},
+        [
+            {"status": "ok", "input_tokens": 3, "output_tokens": 4, "chunk_gaps": [0.1, 0.2, 0.3]},
+            {"status": "ok", "input_tokens": 3, "output_tokens": 9, "chunk_gaps": [0.25, 0.5]},
+            {"status": "ok", "input_tokens": 3, "output_tokens": 1, "chunk_gaps": []},
+            {"input_tokens": 3, "output_tokens": 2},
+        ],
+    )
     imp(ledger_url, str(one), "--batch", "b1")
     imp(ledger_url, str(failed), "--batch", "b2")
     imp(ledger_url, str(gaps), "--batch", "b2")
     # two captures of one run on different clocks: no common wall clock
-    c1 = write_requests(tmp_path / "c1.jsonl", {"run": "C", "tool": "t", "clock": "epoch_s"},
-                        [{"status": "ok", "input_tokens": 1, "output_tokens": 2, "send_time": 1.0, "end_time": 2.0}])
-    c2 = write_requests(tmp_path / "c2.jsonl", {"run": "C", "tool": "t", "clock": "monotonic_s"},
-                        [{"status": "ok", "input_tokens": 1, "output_tokens": 2, "send_time": 5.0, "end_time": 9.0}])
+    c1 = write_requests(
+        tmp_path / "c1.jsonl",
+        {"run": "C", "tool": "t", "clock": "epoch_s"},
+        [{"status": "ok", "input_tokens": 1, "output_tokens": 2, "send_time": 1.0, "end_time": 2.0}],
+    )
+    c2 = write_requests(
+        tmp_path / "c2.jsonl",
+        {"run": "C", "tool": "t", "clock": "monotonic_s"},
+        [{"status": "ok", "input_tokens": 1, "output_tokens": 2, "send_time": 5.0, "end_time": 9.0}],
+    )
     imp(ledger_url, str(c1), "--batch", "b2")
     imp(ledger_url, str(c2), "--batch", "b2", "--run", "C")
     # a corrected run: the current revision is shown, captured rows stay on the first one
@@ -107,9 +123,18 @@ def _run_records(rng: random.Random, n: int, drop: set[str], clock_s: float) -> 
         gaps = [round(rng.uniform(0.002, 0.05), 6) for _ in range(rng.randint(0, 5))]
         lat = round(ttft + sum(gaps) + rng.random() * 0.01, 6)
         send = round(clock_s + rng.uniform(0, 30), 6)
-        rec = {"status": status, "input_tokens": rng.randint(1, 4000), "output_tokens": out_tok,
-               "cached_tokens": rng.choice([0, 16, 64]), "ttft_s": ttft, "latency_s": lat, "chunk_gaps": gaps,
-               "send_time": send, "first_token_time": round(send + ttft, 6), "end_time": round(send + lat, 6)}
+        rec = {
+            "status": status,
+            "input_tokens": rng.randint(1, 4000),
+            "output_tokens": out_tok,
+            "cached_tokens": rng.choice([0, 16, 64]),
+            "ttft_s": ttft,
+            "latency_s": lat,
+            "chunk_gaps": gaps,
+            "send_time": send,
+            "first_token_time": round(send + ttft, 6),
+            "end_time": round(send + lat, 6),
+        }
         if rng.random() < 0.05:  # a value missing here and there (the field is still captured)
             rec[rng.choice(["ttft_s", "latency_s", "output_tokens", "input_tokens", "end_time"])] = None
         if status is None:
@@ -137,8 +162,11 @@ def test_batch_equals_evaluate_on_generated_ledger(ledger: Ledger, ledger_url: s
         recs = _run_records(rng, rng.choice([0, 1, 2, 7, 60]) if i != 3 else 0, drop, 1000.0 * i)
         files.append(str(write_requests(tmp_path / f"r{i}.jsonl", head, recs)))
         if i == 8:  # a second capture of run r8 lacking some fields: coverage reasons
-            more = write_requests(tmp_path / "r8b.jsonl", {"run": "r8", "tool": "gen", "clock": "epoch_s"},
-                                  _run_records(rng, 9, {"cached_tokens", "chunk_gaps"}, 8000.0))
+            more = write_requests(
+                tmp_path / "r8b.jsonl",
+                {"run": "r8", "tool": "gen", "clock": "epoch_s"},
+                _run_records(rng, 9, {"cached_tokens", "chunk_gaps"}, 8000.0),
+            )
     # runs r0..r13 get ids 1..14 in file order; g0 = r0-r4 and r12-r13 (ids 1-5, 13, 14: not a range, the
     # batch-filtered statements take run_filter's IN path), g1 = r5-r11 (ids 6-12: BETWEEN)
     imp(ledger_url, *files[:5], "--batch", "g0")
@@ -146,7 +174,9 @@ def test_batch_equals_evaluate_on_generated_ledger(ledger: Ledger, ledger_url: s
     imp(ledger_url, *files[12:], "--batch", "g0")
     imp(ledger_url, str(more), "--batch", "g1", "--run", "r8")
     ref = reference(ledger)
-    assert {r.label: (r.batch, r.run_id) for r in ref} == {f"r{i}": ("g1" if 5 <= i < 12 else "g0", i + 1) for i in range(14)}
+    assert {r.label: (r.batch, r.run_id) for r in ref} == {
+        f"r{i}": ("g1" if 5 <= i < 12 else "g0", i + 1) for i in range(14)
+    }
     assert assert_same(ledger, ref) == 14
     assert assert_same(ledger, ref, ["g1"]) == 7
     assert assert_same(ledger, ref, ["g0"]) == 7
@@ -154,8 +184,14 @@ def test_batch_equals_evaluate_on_generated_ledger(ledger: Ledger, ledger_url: s
     values = [v for r in ref for v in r.values.values()]
     assert {v.flag for v in values} == {"derived", "reported", "n/a"}
     reasons = " | ".join(v.na_reason for v in values if v.na_reason)
-    for part in ("not captured", "captured for", "value missing for", "records are a sample", "no per-request records",
-                 "reported for"):
+    for part in (
+        "not captured",
+        "captured for",
+        "value missing for",
+        "records are a sample",
+        "no per-request records",
+        "reported for",
+    ):
         assert part in reasons, part
     assert sum(1 for v in values if v.flag == "derived" and v.metric.endswith(("_p50", "_p99", "_median"))) > 20
 
@@ -172,8 +208,13 @@ def test_batch_equals_evaluate_with_ties_nulls_and_sizes(ledger: Ledger, ledger_
         recs = []
         for j in range(n):
             ttft = rng.choice(few)
-            rec = {"status": "ok" if (i != 3 or j) else "failed", "input_tokens": 7, "output_tokens": rng.choice([1, 2, 9]),
-                   "ttft_s": ttft, "latency_s": ttft + rng.choice(few)}  # fmt: skip
+            rec = {
+                "status": "ok" if (i != 3 or j) else "failed",
+                "input_tokens": 7,
+                "output_tokens": rng.choice([1, 2, 9]),
+                "ttft_s": ttft,
+                "latency_s": ttft + rng.choice(few),
+            }
             if i == 6 and j == 2:
                 rec["latency_s"] = None  # a missing value: e2e n/a for this run, TTFT still derived
             recs.append(rec)
@@ -197,7 +238,10 @@ def test_run_filter_between_only_for_a_range_of_ids() -> None:
     from bench_ledger.queries.metrics_batch import run_filter
 
     sel = sa.select(sa.literal(1))
-    assert str(run_filter(sel, [3, 1, 2, 2]).compile(compile_kwargs={"literal_binds": True})) == "request.run_id BETWEEN 1 AND 3"
+    assert (
+        str(run_filter(sel, [3, 1, 2, 2]).compile(compile_kwargs={"literal_binds": True}))
+        == "request.run_id BETWEEN 1 AND 3"
+    )
     for ids in ([1, 3], [], None):
         assert " IN " in str(run_filter(sel, ids).compile()), ids
 
@@ -220,12 +264,12 @@ def test_order_stats_equal_a_partition_per_run() -> None:
     for nulls in (null, None):
         got = _order_stats(run, starts, nulls, vals, ps)
         for rid, s, n in zip(run[starts].tolist(), starts.tolist(), sizes, strict=True):
-            nn = 0 if nulls is None else int(nulls[s:s + n].sum())
+            nn = 0 if nulls is None else int(nulls[s : s + n].sum())
             if nn:
                 assert got[rid] == (n, nn, {}), rid
                 continue
             ranks = ranks_read(n, ps)
-            want = dict(zip(ranks, np.partition(vals[s:s + n], ranks)[ranks].tolist(), strict=True))
+            want = dict(zip(ranks, np.partition(vals[s : s + n], ranks)[ranks].tolist(), strict=True))
             assert got[rid][:2] == (n, 0) and got[rid][2] == want, rid
             assert all(type(v) is float for v in got[rid][2].values())
 
@@ -240,8 +284,12 @@ def test_pg_shares_read_the_runs_on_one_snapshot(pg_ledger: Ledger, tmp_path: Pa
 
     url = pg_ledger.url
     rec = {"status": "ok", "input_tokens": 1, "output_tokens": 2, "ttft_s": 0.1, "latency_s": 0.3}
-    imp(url, *(str(write_requests(tmp_path / f"s{i}.jsonl", {"run": f"s{i}", "tool": "t"}, [rec])) for i in range(7)),
-        "--batch", "s")  # fmt: skip
+    imp(
+        url,
+        *(str(write_requests(tmp_path / f"s{i}.jsonl", {"run": f"s{i}", "tool": "t"}, [rec])) for i in range(7)),
+        "--batch",
+        "s",
+    )
     late = write_requests(tmp_path / "late.jsonl", {"run": "late", "tool": "t"}, [rec])
     runs = sa.select(m.Run.__table__.c.id)
     calls: list[int] = []

@@ -18,8 +18,19 @@ def test_a_listed_importer_that_cannot_import_fails_loudly(monkeypatch: pytest.M
 
 
 def _pv(file_name: str, text: str, value: str | None) -> SimpleNamespace:
-    return SimpleNamespace(key="result_validity", text=text, value=value, quantity_kind=None, artefact_format="x",
-                           file_name=file_name, locator="$", batch="b", label="r", tool="mlperf", unit=None)  # fmt: skip
+    return SimpleNamespace(
+        key="result_validity",
+        text=text,
+        value=value,
+        quantity_kind=None,
+        artefact_format="x",
+        file_name=file_name,
+        locator="$",
+        batch="b",
+        label="r",
+        tool="mlperf",
+        unit=None,
+    )
 
 
 def test_a_text_value_repeated_in_two_files_is_compared_as_text() -> None:
@@ -97,7 +108,9 @@ def test_one_latency_statistic_pattern_for_vllm_sglang_and_check(tmp_path) -> No
     f.write_text(json.dumps({"num_prompts": 1, "completed": 1, "max_ttft_ms": 12.5, "p99_e2el_ms": 30.0}))
     (run,) = IMPORTER.parse(f, ParseOptions()).runs
     assert {p.key: (p.unit, p.quantity_kind) for p in run.published if p.key.endswith("_ms")} == {
-        "max_ttft_ms": ("ms", "latency"), "p99_e2el_ms": ("ms", "latency")}  # fmt: skip
+        "max_ttft_ms": ("ms", "latency"),
+        "p99_e2el_ms": ("ms", "latency"),
+    }
     m = SERVING_LATENCY_STAT.fullmatch("max_e2e_latency_ms")
     assert m is not None and (m["stat"], m["series"]) == ("max", "e2e_latency")
 
@@ -126,7 +139,8 @@ def test_request_metrics_are_typed_plans_both_evaluations_execute() -> None:
     requests = {n: mt for n, mt in METRICS.items() if mt.family == "requests"}
     assert requests and all(isinstance(mt.plan, Plan) for mt in requests.values())
     assert {n for n, mt in requests.items() if not supported(mt)} == {
-        n for n, mt in requests.items() if isinstance(mt.plan, Dist) and mt.plan.stat in ("mean", "std", "min", "p99.9")}  # fmt: skip
+        n for n, mt in requests.items() if isinstance(mt.plan, Dist) and mt.plan.stat in ("mean", "std", "min", "p99.9")
+    }
     tpm = METRICS["total_tpm"].plan
     assert isinstance(tpm, Rate) and [t.name for t in tpm.tokens] == ["input_tokens", "output_tokens"]
     assert tpm.wall is METRICS["wall_clock_s"] and tpm.per == 60

@@ -41,8 +41,13 @@ def test_prov_json_of_a_metric_claim_validates_and_names_every_link(demo_built: 
     assert isinstance(records["bl:requests/run7/artefact16"], ProvEntity)
     assert isinstance(records["bl:run/7"], ProvEntity)
     report = dict((str(k), v) for k, v in records["bl:report/h20-dsv41-flash"].attributes)
-    assert report["bl:sha256"] == hashlib.sha256((demo_built / "data" / "h20-dsv41-flash-report.zh.txt").read_bytes()).hexdigest()
-    rels = {(type(r).__name__, *[str(v) for _, v in r.formal_attributes[:2]]) for r in doc.get_records() if r.is_relation()}
+    assert (
+        report["bl:sha256"]
+        == hashlib.sha256((demo_built / "data" / "h20-dsv41-flash-report.zh.txt").read_bytes()).hexdigest()
+    )
+    rels = {
+        (type(r).__name__, *[str(v) for _, v in r.formal_attributes[:2]]) for r in doc.get_records() if r.is_relation()
+    }
     assert ("ProvGeneration", "bl:value/tier-50k-total-tpm", "bl:evaluate/tier-50k-total-tpm") in rels
     assert ("ProvUsage", "bl:evaluate/tier-50k-total-tpm", "bl:requests/run7/artefact16") in rels
     assert ("ProvDerivation", "bl:requests/run7/artefact16", "bl:artefact/16") in rels
@@ -56,10 +61,18 @@ def test_prov_json_of_a_metric_claim_validates_and_names_every_link(demo_built: 
 
 def test_prov_json_of_a_derived_claim_links_its_operands(demo_built: Path) -> None:
     _, doc = _prov(demo_built, "sys-gpus")
-    rels = {(type(r).__name__, *[str(v) for _, v in r.formal_attributes[:2]]) for r in doc.get_records() if r.is_relation()}
+    rels = {
+        (type(r).__name__, *[str(v) for _, v in r.formal_attributes[:2]]) for r in doc.get_records() if r.is_relation()
+    }
     assert ("ProvUsage", "bl:evaluate/sys-gpus", "bl:claim/sys-nodes") in rels
     assert ("ProvUsage", "bl:evaluate/sys-gpus", "bl:claim/sys-gpus-per-node") in rels
-    verdicts = {str(r.identifier): dict((str(k), v) for k, v in r.attributes).get("bl:verdict")
-                for r in doc.get_records(ProvEntity) if str(r.identifier).startswith("bl:claim/")}  # fmt: skip
-    assert verdicts == {"bl:claim/sys-gpus": "consistent", "bl:claim/sys-nodes": "quoted",
-                        "bl:claim/sys-gpus-per-node": "quoted"}  # fmt: skip
+    verdicts = {
+        str(r.identifier): dict((str(k), v) for k, v in r.attributes).get("bl:verdict")
+        for r in doc.get_records(ProvEntity)
+        if str(r.identifier).startswith("bl:claim/")
+    }
+    assert verdicts == {
+        "bl:claim/sys-gpus": "consistent",
+        "bl:claim/sys-nodes": "quoted",
+        "bl:claim/sys-gpus-per-node": "quoted",
+    }

@@ -103,13 +103,20 @@ def test_the_tools_figure_backs_a_claim_where_no_records_are(sglang_and_aiperf: 
     led = api.connect(sglang_and_aiperf)
     label = api.runs(led).to_pylist()
     sg = next(r["label"] for r in label if r["batch"] == "sg")
-    claim = {"id": "ttft", "text": "618 ms", "unit": "ms", "kind": "latency",
-             "metric": {"name": "ttft_mean", "scope": {"batch": "sg", "run": sg}}}  # fmt: skip
+    claim = {
+        "id": "ttft",
+        "text": "618 ms",
+        "unit": "ms",
+        "kind": "latency",
+        "metric": {"name": "ttft_mean", "scope": {"batch": "sg", "run": sg}},
+    }
     r = Auditor(_one_claim(claim), led).result("ttft")
     assert (r.verdict, r.provenance) == ("reproduced", "reported by sglang-bench in agg_local.jsonl")
     assert r.evidence["flag"] == "reported" and r.evidence["reported_key"] == "mean_ttft_ms"
-    assert r.notes[0].startswith("reported by sglang-bench in agg_local.jsonl as mean_ttft_ms = 618.0076370667666: "
-                                 "the ledger cannot recompute it")  # fmt: skip
+    assert r.notes[0].startswith(
+        "reported by sglang-bench in agg_local.jsonl as mean_ttft_ms = 618.0076370667666: "
+        "the ledger cannot recompute it"
+    )
     claim["text"] = "620 ms"  # a wrong print against the tool's own figure
     assert Auditor(_one_claim(claim), led).result("ttft").verdict == "mismatch"
 
@@ -117,21 +124,34 @@ def test_the_tools_figure_backs_a_claim_where_no_records_are(sglang_and_aiperf: 
 def test_records_recompute_and_the_tools_figure_is_compared(sglang_and_aiperf: str) -> None:
     led = api.connect(sglang_and_aiperf)
     ai = next(r["label"] for r in api.runs(led).to_pylist() if r["batch"] == "ai")
-    claim = {"id": "p95", "text": "82,477.21", "unit": "ms", "kind": "latency",
-             "metric": {"name": "ttft_p95", "scope": {"batch": "ai", "run": ai}}}  # fmt: skip
+    claim = {
+        "id": "p95",
+        "text": "82,477.21",
+        "unit": "ms",
+        "kind": "latency",
+        "metric": {"name": "ttft_p95", "scope": {"batch": "ai", "run": ai}},
+    }
     r = Auditor(_one_claim(claim), led).result("p95")
     assert (r.verdict, r.provenance) == ("reproduced", "derived")
     tool = r.evidence["tool_figure"]
-    assert (tool["key"], tool["file"], tool["inside_printed"]) == ("time_to_first_token.p95",
-                                                                   "profile_export_aiperf.json", True)  # fmt: skip
+    assert (tool["key"], tool["file"], tool["inside_printed"]) == (
+        "time_to_first_token.p95",
+        "profile_export_aiperf.json",
+        True,
+    )
     assert "the tool's own figure (reported by aiperf in profile_export_aiperf.json" in r.notes[-1]
 
 
 def test_a_mean_of_token_counts_is_not_held_to_the_integer_rule(sglang_and_aiperf: str) -> None:
     led = api.connect(sglang_and_aiperf)
     ai = next(r["label"] for r in api.runs(led).to_pylist() if r["batch"] == "ai")
-    claim = {"id": "osl", "text": "231.4", "unit": "tokens", "kind": "token_count",
-             "metric": {"name": "osl_mean", "scope": {"batch": "ai", "run": ai}}}  # fmt: skip
+    claim = {
+        "id": "osl",
+        "text": "231.4",
+        "unit": "tokens",
+        "kind": "token_count",
+        "metric": {"name": "osl_mean", "scope": {"batch": "ai", "run": ai}},
+    }
     r = Auditor(_one_claim(claim), led).result("osl")
     assert (r.verdict, r.recomputed) == ("reproduced", "231.429")
     quoted = {"id": "q", "text": "0.9", "kind": "other", "quoted": {"source": "the report"}}
@@ -146,7 +166,7 @@ def test_draft_binds_list_members_load_points_and_headings(sglang_and_aiperf: st
         "## `agent_flat` c1\n\n| metric | value |\n|---|--:|\n| TTFT avg (ms) | 37,389.38 |\n\n"
         "The highest TTFT p50 was at 2 concurrent, 31,479.67 ms. About 0.9 requests per second failed.\n",
         encoding="utf-8",
-    )  # fmt: skip
+    )
     out = tmp_path / "d.yaml"
     run("claims", "draft", report, "--db", sglang_and_aiperf, "--batch", "ai", "-o", out)
     claims = {(c["evidence"]["place"]["line"], c["text"]): c for c in yaml.safe_load(out.read_text())["claims"]}
@@ -170,18 +190,23 @@ def test_draft_uses_the_default_ledger_and_audit_warns_about_draft_claims(
     report = tmp_path / "r.md"
     report.write_text("# R\n\nWe sent 20 requests.\n", encoding="utf-8")
     res = run("claims", "draft", report, "-o", "d.yaml", code=1)
-    assert res.output == ("error: no ledger at ledger.duckdb (no such file): "
-                          "`ledger init --db duckdb:///ledger.duckdb` creates one\n")  # fmt: skip
+    assert res.output == (
+        "error: no ledger at ledger.duckdb (no such file): `ledger init --db duckdb:///ledger.duckdb` creates one\n"
+    )
     run("init")
     assert run("claims", "draft", report, "-o", "d.yaml").output == (
-        "wrote d.yaml: 1 numbers found, 0 skipped; by basis: quoted 1; by confidence: low 1\n")  # fmt: skip
+        "wrote d.yaml: 1 numbers found, 0 skipped; by basis: quoted 1; by confidence: low 1\n"
+    )
     assert run("claims", "draft", report, "--no-ledger", "-o", "e.yaml").output.endswith(
-        "(no ledger: no metric proposals)\n")  # fmt: skip
+        "(no ledger: no metric proposals)\n"
+    )
     res = run("claims", "draft", report, "--no-ledger", "--db", "duckdb:///x.duckdb", code=2)
     assert "--no-ledger drafts without a ledger: it takes neither --db nor --batch" in res.output
     res = run("audit", "d.yaml")
-    assert res.stderr.startswith("warning: 1 of 1 claims say `draft: true` (pre-l3-requests-ok): proposals of "
-                                 "`ledger claims draft`, not reviewed; review each and remove the flag\n")  # fmt: skip
+    assert res.stderr.startswith(
+        "warning: 1 of 1 claims say `draft: true` (pre-l3-requests-ok): proposals of "
+        "`ledger claims draft`, not reviewed; review each and remove the flag\n"
+    )
 
 
 def test_a_sub_kind_backs_its_kind_and_a_kind_mismatch_cites_the_kind_rule() -> None:
@@ -192,8 +217,13 @@ def test_a_sub_kind_backs_its_kind_and_a_kind_mismatch_cites_the_kind_rule() -> 
     def hits(ledger, name: str, sc: Scope) -> MetricValue:
         return MetricValue(name, sc, Fraction(120), "tokens", "cache_hit_tokens", "derived", run_ids=[1])
 
-    claim = {"id": "hit", "text": "120", "unit": "tokens", "kind": "token_count",
-             "metric": {"name": "cache_hit_tokens", "scope": {"batch": "b", "run": "r"}}}  # fmt: skip
+    claim = {
+        "id": "hit",
+        "text": "120",
+        "unit": "tokens",
+        "kind": "token_count",
+        "metric": {"name": "cache_hit_tokens", "scope": {"batch": "b", "run": "r"}},
+    }
     assert Auditor(_one_claim(claim), None, evaluate=hits).result("hit").verdict == "reproduced"
     claim["kind"], claim["unit"], claim["text"] = "latency", "s", "120 s"
     r = Auditor(_one_claim(claim), None, evaluate=hits).result("hit")
@@ -210,9 +240,12 @@ def test_draft_rejects_a_run_of_another_gpu_or_layout(cases: Path, ledger_url: s
     (folder / "agg.jsonl").write_bytes(src.read_bytes())
     run("import", "--db", ledger_url, "--batch", "sg", "-q", folder / "agg.jsonl")
     report = tmp_path / "r.md"
-    report.write_text("# R\n\n| Configuration | Mean TTFT |\n|---|---|\n| Aggregated (A100) | 618 ms |\n"
-                      "| Aggregated (H100, TP4) | 618 ms |\n| Aggregated (H100, TP1) | 618 ms |\n"
-                      "| Aggregated | 618 ms |\n", encoding="utf-8")  # fmt: skip
+    report.write_text(
+        "# R\n\n| Configuration | Mean TTFT |\n|---|---|\n| Aggregated (A100) | 618 ms |\n"
+        "| Aggregated (H100, TP4) | 618 ms |\n| Aggregated (H100, TP1) | 618 ms |\n"
+        "| Aggregated | 618 ms |\n",
+        encoding="utf-8",
+    )
     out = tmp_path / "d.yaml"
     run("claims", "draft", report, "--db", ledger_url, "-o", out)
     claims = {c["evidence"]["place"]["line"]: c for c in yaml.safe_load(out.read_text())["claims"]}
@@ -225,11 +258,15 @@ def test_draft_rejects_a_run_of_another_gpu_or_layout(cases: Path, ledger_url: s
 
 def test_draft_carries_a_sections_invalid_label(tmp_path: Path) -> None:
     report = tmp_path / "r.md"
-    report.write_text("# R\n\n## c2 — INVALID, do not cite\n\nOnly 14 of 20 requests completed.\n\n## c1\n\n"
-                      "All 20 requests completed.\n", encoding="utf-8")  # fmt: skip
+    report.write_text(
+        "# R\n\n## c2 — INVALID, do not cite\n\nOnly 14 of 20 requests completed.\n\n## c1\n\n"
+        "All 20 requests completed.\n",
+        encoding="utf-8",
+    )
     out = tmp_path / "d.yaml"
     run("claims", "draft", report, "--no-ledger", "-o", out)
     claims = {(c["evidence"]["place"]["line"], c["text"]): c for c in yaml.safe_load(out.read_text())["claims"]}
     assert claims[(5, "14")]["evidence"]["review"][0] == (
-        "the report marks its section invalid (c2 — INVALID, do not cite): a record, not a result to cite")
+        "the report marks its section invalid (c2 — INVALID, do not cite): a record, not a result to cite"
+    )
     assert not any("invalid" in r for r in claims[(9, "20 requests")]["evidence"].get("review", []))

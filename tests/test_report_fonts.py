@@ -18,9 +18,18 @@ LABEL, GROUP = "并发 5 用户", "输入 550 tokens"
 
 
 def _plot() -> Plot:
-    return Plot(id="p1", title="total TPM", what="w", unit="tokens/min", provenance="derived", synthetic=False,
-                kind="tpm", series=[Series(label=LABEL, batch="b", x=[1, 2, 4], y=[10.0, 20.0, 30.0], group=GROUP)],
-                x_label="concurrency", y_label="TPM")  # fmt: skip
+    return Plot(
+        id="p1",
+        title="total TPM",
+        what="w",
+        unit="tokens/min",
+        provenance="derived",
+        synthetic=False,
+        kind="tpm",
+        series=[Series(label=LABEL, batch="b", x=[1, 2, 4], y=[10.0, 20.0, 30.0], group=GROUP)],
+        x_label="concurrency",
+        y_label="TPM",
+    )
 
 
 def _render(plot: Plot) -> tuple[str | None, list[tuple[str, str]], list[str]]:
@@ -52,8 +61,9 @@ def test_without_a_cjk_font_the_text_stays_out_of_the_svg_as_keys(monkeypatch: p
     assert _glyph_fonts(svg) == {"DejaVuSans"} and LABEL not in svg
 
 
-def test_the_report_lists_the_keys_under_the_plot(ledger_url: str, samples: Path, tmp_path: Path,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_the_report_lists_the_keys_under_the_plot(
+    ledger_url: str, samples: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A real llmperf run labelled in Chinese (--run), its report written with no CJK font found."""
     records = samples / "llmperf" / "individual_groq_70b.json"
     run("import", "--db", ledger_url, "--batch", "b", "--run", LABEL, "-q", records)

@@ -21,8 +21,10 @@ from tests.clirun import run
 
 def hostile(field: str) -> str:
     """Markup, a script, Markdown's active characters and a mathtext command, named after its field."""
-    return (f'{field}"><script>document.title="pwned-{field}"</script><img src=x onerror=alert(1)>'
-            f"*_[x](javascript:alert(1))|`#~ $\\nocmd{{$ &amp; \\")  # fmt: skip
+    return (
+        f'{field}"><script>document.title="pwned-{field}"</script><img src=x onerror=alert(1)>'
+        f"*_[x](javascript:alert(1))|`#~ $\\nocmd{{$ &amp; \\"
+    )
 
 
 NAMES = ("batch", "run", "dep", "cause", "node", "slug", "title")
@@ -31,8 +33,10 @@ LOG = hostile("logfile").replace("/", "")  # a file name: anything but '/' and N
 # the llmperf files' model under a hostile owner (a deployment's model the files contradict is refused)
 MODEL = hostile("model") + "/llama2-70b-4096"
 CLAIM_TEXT, CLAIM_UNIT, CLAIM_NOTE = (hostile(f) for f in ("claimtext", "claimunit", "claimnote"))
-CSP = ("default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src 'none'; font-src 'none'; "
-       "connect-src 'none'; base-uri 'none'; form-action 'none'")  # fmt: skip
+CSP = (
+    "default-src 'none'; script-src 'none'; style-src 'unsafe-inline'; img-src 'none'; font-src 'none'; "
+    "connect-src 'none'; base-uri 'none'; form-action 'none'"
+)
 
 
 @pytest.fixture(scope="module")
@@ -45,23 +49,54 @@ def hostile_reports(module_ledger_url: str, tmp_path_factory: pytest.TempPathFac
     folder = tmp_path_factory.mktemp("hostile")
     shutil.copyfile(samples / "vllm-server-log" / "vllm-7B-1gpuA10080GB-0.5GRAM.log", folder / LOG)
     (folder / "report.txt").write_text("a report\n", encoding="utf-8")
-    manifest = {"version": 1,
-                "source_reports": [{"slug": SLUG, "title": TITLE, "file": "report.txt"}],
-                "deployments": [{"name": DEP, "model": MODEL, "gpu_model": hostile("gpu"),
-                                 "launches": [{"attempt": 1, "outcome": "ready", "cause": CAUSE, "log": LOG}]}],
-                "batches": [{"name": BATCH, "deployment": DEP, "description": hostile("description")}],
-                "runs": [{"batch": BATCH, "label": RUN, "concurrency": 5, "request_count": 150}]}  # fmt: skip
+    manifest = {
+        "version": 1,
+        "source_reports": [{"slug": SLUG, "title": TITLE, "file": "report.txt"}],
+        "deployments": [
+            {
+                "name": DEP,
+                "model": MODEL,
+                "gpu_model": hostile("gpu"),
+                "launches": [{"attempt": 1, "outcome": "ready", "cause": CAUSE, "log": LOG}],
+            }
+        ],
+        "batches": [{"name": BATCH, "deployment": DEP, "description": hostile("description")}],
+        "runs": [{"batch": BATCH, "label": RUN, "concurrency": 5, "request_count": 150}],
+    }
     (folder / "m.yaml").write_text(yaml.safe_dump(manifest, allow_unicode=True), encoding="utf-8")
-    claims = {"version": 1, "source_report": {"slug": SLUG, "title": TITLE},
-              "claims": [{"id": "c-1.x_y", "text": CLAIM_TEXT, "value": "0.22", "unit": CLAIM_UNIT, "kind": "latency",
-                          "note": CLAIM_NOTE, "quoted": {"source": hostile("source")}},
-                         {"id": "c-2", "text": "0.2219", "unit": "s", "kind": "latency",
-                          "metric": {"name": "ttft_p50", "scope": {"batch": BATCH, "run": RUN}}}]}  # fmt: skip
+    claims = {
+        "version": 1,
+        "source_report": {"slug": SLUG, "title": TITLE},
+        "claims": [
+            {
+                "id": "c-1.x_y",
+                "text": CLAIM_TEXT,
+                "value": "0.22",
+                "unit": CLAIM_UNIT,
+                "kind": "latency",
+                "note": CLAIM_NOTE,
+                "quoted": {"source": hostile("source")},
+            },
+            {
+                "id": "c-2",
+                "text": "0.2219",
+                "unit": "s",
+                "kind": "latency",
+                "metric": {"name": "ttft_p50", "scope": {"batch": BATCH, "run": RUN}},
+            },
+        ],
+    }
     (folder / "claims.yaml").write_text(yaml.safe_dump(claims, allow_unicode=True), encoding="utf-8")
     db = ("--db", module_ledger_url)
     run("declare", folder / "m.yaml", *db)
-    run("import", samples / "llmperf" / "individual_groq_70b.json", samples / "llmperf" / "summary_groq_70b.json",
-        "--batch", BATCH, *db)  # fmt: skip
+    run(
+        "import",
+        samples / "llmperf" / "individual_groq_70b.json",
+        samples / "llmperf" / "summary_groq_70b.json",
+        "--batch",
+        BATCH,
+        *db,
+    )
     run("import", samples / "dmon" / "dmon_3gpu_rtx30xx.txt", "--batch", BATCH, "--node", NODE, *db)
     out = folder / "report.html"
     run("report", "--batch", BATCH, "--claims", folder / "claims.yaml", "--out", out, *db)
@@ -93,10 +128,52 @@ def _page(text: str) -> _Page:
 
 
 # every element the report writes: its own markup and matplotlib's SVG
-REPORT_TAGS = {"html", "head", "meta", "title", "style", "body", "h1", "h2", "h3", "p", "nav", "a", "code", "table",
-               "thead", "tbody", "tr", "th", "td", "ol", "li", "span", "figure", "figcaption", "b", "br", "div", "pre",
-               "svg", "metadata", "defs", "g", "path", "use", "clippath", "rect", "rdf:rdf", "cc:work", "dc:type",
-               "dc:date", "dc:format", "dc:creator", "cc:agent", "dc:title"}  # fmt: skip
+REPORT_TAGS = {
+    "html",
+    "head",
+    "meta",
+    "title",
+    "style",
+    "body",
+    "h1",
+    "h2",
+    "h3",
+    "p",
+    "nav",
+    "a",
+    "code",
+    "table",
+    "thead",
+    "tbody",
+    "tr",
+    "th",
+    "td",
+    "ol",
+    "li",
+    "span",
+    "figure",
+    "figcaption",
+    "b",
+    "br",
+    "div",
+    "pre",
+    "svg",
+    "metadata",
+    "defs",
+    "g",
+    "path",
+    "use",
+    "clippath",
+    "rect",
+    "rdf:rdf",
+    "cc:work",
+    "dc:type",
+    "dc:date",
+    "dc:format",
+    "dc:creator",
+    "cc:agent",
+    "dc:title",
+}
 
 
 def test_hostile_names_are_text_in_the_html_report(hostile_reports: tuple[str, str]) -> None:
@@ -158,7 +235,7 @@ def test_no_script_runs_in_a_browser(hostile_reports: tuple[str, str], tmp_path:
         seen = b.script("""return {title: document.title,
             scripts: document.querySelectorAll('script, img, iframe, object').length,
             drawn: [...document.querySelectorAll('figure.plot svg')].filter(s => s.getBBox().width > 100).length,
-            svgs: document.querySelectorAll('figure.plot svg').length};""")  # fmt: skip
+            svgs: document.querySelectorAll('figure.plot svg').length};""")
         errors = [e for e in b.console() if e.get("level") == "SEVERE"]
     finally:
         b.close()

@@ -37,8 +37,9 @@ def test_sglang_lines_of_two_sources_are_one_run_each(ledger_url: str, samples: 
     assert len({r["label"] for r in got}) == 13
 
 
-def test_a_copy_of_sglang_results_for_another_model_is_seven_more_runs(ledger_url: str, samples: Path,
-                                                                      tmp_path: Path) -> None:  # fmt: skip
+def test_a_copy_of_sglang_results_for_another_model_is_seven_more_runs(
+    ledger_url: str, samples: Path, tmp_path: Path
+) -> None:
     other = tmp_path / "405b" / "llama_405b_online_output.jsonl"
     other.parent.mkdir()
     text = (samples / "sglang" / "llama_3_3_70b_online_output.jsonl").read_text()
@@ -46,8 +47,10 @@ def test_a_copy_of_sglang_results_for_another_model_is_seven_more_runs(ledger_ur
     out = imported(ledger_url, "sg", samples / "sglang", other)
     got = runs(ledger_url, "sg")
     assert len(got) == 14 and all(r["artefacts"] == 1 for r in got)
-    assert "note: llama_405b_online_output.jsonl: run label 'sglang random in<=1024 out<=1024 range_ratio=0.0 " \
-           "rate=1.0 c=inf' is taken by run 1" in out  # fmt: skip
+    assert (
+        "note: llama_405b_online_output.jsonl: run label 'sglang random in<=1024 out<=1024 range_ratio=0.0 "
+        "rate=1.0 c=inf' is taken by run 1" in out
+    )
     assert "sglang random in<=1024 out<=1024 range_ratio=0.0 rate=1.0 c=inf (405b)" in {r["label"] for r in got}
 
 
@@ -66,11 +69,15 @@ def _mlperf_pair(samples: Path, folder: Path) -> None:
     folder.mkdir(parents=True)
     src = samples / "mlperf-loadgen"
     for kind in ("summary", "detail"):
-        shutil.copy(src / f"NVIDIA_B200-SXM-180GBx8_TRT_llama2-70b-99_Server_mlperf_log_{kind}.txt",
-                    folder / f"mlperf_log_{kind}.txt")  # fmt: skip
+        shutil.copy(
+            src / f"NVIDIA_B200-SXM-180GBx8_TRT_llama2-70b-99_Server_mlperf_log_{kind}.txt",
+            folder / f"mlperf_log_{kind}.txt",
+        )
 
 
-def test_mlperf_pairs_in_two_folders_are_two_runs_of_two_artefacts(ledger_url: str, samples: Path, tmp_path: Path) -> None:
+def test_mlperf_pairs_in_two_folders_are_two_runs_of_two_artefacts(
+    ledger_url: str, samples: Path, tmp_path: Path
+) -> None:
     for name in ("a", "b"):
         _mlperf_pair(samples, tmp_path / name / "performance")
     (tmp_path / "b" / "performance" / "mlperf_log_detail.txt").open("a").write("\n")  # other bytes, one run's content
@@ -137,8 +144,9 @@ def test_attach_takes_settings_only_from_the_attached_artefact(ledger_url: str, 
     assert len(held) == 2
     out = run("attach", "--db", ledger_url, log, "--run", "2", "--reason", "the log is the target's").output
     assert "learned" not in out
-    assert ("  settings: run 1 holds other artefacts too: its settings are not this file's alone, so none was taken"
-            in out)  # fmt: skip
+    assert (
+        "  settings: run 1 holds other artefacts too: its settings are not this file's alone, so none was taken" in out
+    )
     target = next(r for r in runs(ledger_url, "v") if r["label"] == "target")
     assert (target["concurrency"], target["request_count"]) == (None, None)
 
@@ -152,7 +160,9 @@ def _manifest(tmp_path: Path, batch: str, label: str) -> Path:
 def test_a_superseded_run_id_is_refused_naming_the_current_one(ledger_url: str, samples: Path) -> None:
     imported(ledger_url, "v", sorted((samples / "vllm").glob("*.json"))[0])
     run("correct", "--db", ledger_url, "run", "1", "--set", "concurrency=8", "--reason", "the sweep ran at C8")
-    expected = "run 1 is superseded by a correction: the current revision is run 2 (`ledger history run 1` shows the chain)"
+    expected = (
+        "run 1 is superseded by a correction: the current revision is run 2 (`ledger history run 1` shows the chain)"
+    )
     for command in (("check", "--run", "1", "--fail-on", "disagree"), ("metrics", "--run", "1"), ("show", "run", "1")):
         out = run(*command, "--db", ledger_url, code=1).output
         assert expected in out, command
@@ -173,13 +183,16 @@ def test_compare_names_the_model_of_two_deployments(ledger_url: str, tmp_path: P
     assert differences["model"] == ("Qwen3-32B", "Qwen3-8B")
 
 
-def test_a_declared_run_is_matched_on_the_input_length_the_file_states(ledger_url: str, samples: Path,
-                                                                       tmp_path: Path) -> None:  # fmt: skip
+def test_a_declared_run_is_matched_on_the_input_length_the_file_states(
+    ledger_url: str, samples: Path, tmp_path: Path
+) -> None:
     """trtllm-bench states its workload as avg_input_length: the declared run of that input target is the one."""
     manifest = tmp_path / "m.yaml"
-    manifest.write_text("version: 1\nbatches:\n  - {name: t}\nruns:\n"
-                        "  - {batch: t, label: in2048, input_target_tokens: 2048, tool: trtllm-bench}\n"
-                        "  - {batch: t, label: in128, input_target_tokens: 128, tool: trtllm-bench}\n")  # fmt: skip
+    manifest.write_text(
+        "version: 1\nbatches:\n  - {name: t}\nruns:\n"
+        "  - {batch: t, label: in2048, input_target_tokens: 2048, tool: trtllm-bench}\n"
+        "  - {batch: t, label: in128, input_target_tokens: 128, tool: trtllm-bench}\n"
+    )
     run("init", "--db", ledger_url)
     run("declare", "--db", ledger_url, manifest)
     src = next((samples / "trtllm-bench").glob("*.json"))

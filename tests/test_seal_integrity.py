@@ -41,8 +41,9 @@ def test_deleted_seal_parts_are_reported(closed: tuple[Ledger, Path]) -> None:
     art = tb._request_artefact(ledger)
     raw(ledger, "DELETE FROM seal_part WHERE table_name = 'request'")
     res = cli("verify", "fx", "--db", ledger.url, code=1)
-    assert (f"seal_part rows of request of artefact {art} do not rebuild the seal's root for it: "
-            "deleted or rewritten") in res.output  # fmt: skip
+    assert (
+        f"seal_part rows of request of artefact {art} do not rebuild the seal's root for it: deleted or rewritten"
+    ) in res.output
 
 
 def test_batch_reopened_by_raw_sql_is_reported(closed: tuple[Ledger, Path]) -> None:
@@ -78,7 +79,9 @@ def test_the_deployment_is_sealed(ledger: Ledger, tmp_path: Path) -> None:
         with ledger.session() as s:
             s.scalar(sa.select(m.Deployment)).gpu_model = "H100"
     if ledger.backend == "postgresql":
-        with pytest.raises(sa.exc.DBAPIError, match="refused by R10: UPDATE of deployment h20: closed batch fx names it"):
+        with pytest.raises(
+            sa.exc.DBAPIError, match="refused by R10: UPDATE of deployment h20: closed batch fx names it"
+        ):
             raw(ledger, "UPDATE deployment SET gpu_model = 'H100'")
         return
     raw(ledger, "UPDATE deployment SET gpu_model = 'H100'")
@@ -127,8 +130,10 @@ def test_disabled_or_dropped_trigger_is_reported(ledger: Ledger) -> None:
     raw(ledger, "ALTER TABLE request DISABLE TRIGGER ledger_append_only")
     raw(ledger, "DROP TRIGGER ledger_closed_batch ON run")
     res = cli("status", "--db", ledger.url, code=1)
-    assert ("guard problem: trigger ledger_append_only on request is disabled (tgenabled 'D'): "
-            "ALTER TABLE request ENABLE TRIGGER ledger_append_only") in res.output  # fmt: skip
+    assert (
+        "guard problem: trigger ledger_append_only on request is disabled (tgenabled 'D'): "
+        "ALTER TABLE request ENABLE TRIGGER ledger_append_only"
+    ) in res.output
     assert "guard problem: trigger ledger_closed_batch on run is missing" in res.output
     res = cli("verify", "--db", ledger.url, code=1)
     assert "database guards: trigger ledger_append_only on request is disabled" in res.output
@@ -179,16 +184,41 @@ def test_a_failed_commit_puts_the_seal_file_back(ledger: Ledger, tmp_path: Path,
 def test_ledger_correct_and_history(ledger: Ledger, tmp_path: Path) -> None:
     cli("import", bench_json(tmp_path / "a.json"), "--batch", "fx", "--db", ledger.url)
     run = json.loads(cli("runs", "--json", "--db", ledger.url).output)[0]["id"]
-    out = cli("correct", "run", run, "--set", "concurrency=8", "--set", "seed=7", "--reason", "sweep ran at C8",
-              "--db", ledger.url).output  # fmt: skip
+    out = cli(
+        "correct",
+        "run",
+        run,
+        "--set",
+        "concurrency=8",
+        "--set",
+        "seed=7",
+        "--reason",
+        "sweep ran at C8",
+        "--db",
+        ledger.url,
+    ).output
     new = json.loads(cli("runs", "--json", "--db", ledger.url).output)[0]["id"]
-    assert out.splitlines() == [f"run {run} superseded by run {new}: concurrency=8, seed=7", "  reason: sweep ran at C8"]
+    assert out.splitlines() == [
+        f"run {run} superseded by run {new}: concurrency=8, seed=7",
+        "  reason: sweep ran at C8",
+    ]
     hist = cli("history", "run", new, "--db", ledger.url).output
     assert "concurrency=8, seed=7" in hist and "sweep ran at C8" in hist
     with ledger.session() as s:
         pv = s.scalar(sa.select(m.PublishedValue.id).where(m.PublishedValue.key == "duration"))
-    out = cli("correct", "published_value", pv, "--set", "value=3.50", "--set", "text=3.50", "--reason", "as printed",
-              "--db", ledger.url).output  # fmt: skip
+    out = cli(
+        "correct",
+        "published_value",
+        pv,
+        "--set",
+        "value=3.50",
+        "--set",
+        "text=3.50",
+        "--reason",
+        "as printed",
+        "--db",
+        ledger.url,
+    ).output
     assert out.startswith(f"published_value {pv} superseded by published_value ")
     bad = cli("correct", "run", new, "--set", "concurrency=eight", "--reason", "x", "--db", ledger.url, code=1)
     assert "error: --set 'concurrency=eight': 'eight' is not a valid integer for run.concurrency" in bad.output
@@ -206,7 +236,9 @@ def test_open_batch_change_found_by_the_import_digest(ledger: Ledger, tmp_path: 
     found by `verify` (table and rows) and the batch cannot be closed over it."""
     cli("import", bench_json(tmp_path / "a.json"), "--batch", "fx", "--db", ledger.url)
     art = tb._request_artefact(ledger)
-    assert "batch fx (open): ok, 1 artefact(s) match their import digests over" in cli("verify", "--db", ledger.url).output
+    assert (
+        "batch fx (open): ok, 1 artefact(s) match their import digests over" in cli("verify", "--db", ledger.url).output
+    )
     if ledger.backend == "postgresql":
         with pytest.raises(sa.exc.DBAPIError, match="refused by R9: UPDATE of request"):
             raw(ledger, "UPDATE request SET output_tokens = 21 WHERE idx = 2")
@@ -214,10 +246,15 @@ def test_open_batch_change_found_by_the_import_digest(ledger: Ledger, tmp_path: 
     raw(ledger, "UPDATE request SET output_tokens = 21 WHERE idx = 2")
     res = cli("verify", "--db", ledger.url, code=1)
     assert "batch fx (open): MISMATCH" in res.output
-    assert (f"artefact {art}, table request: 1 chunk(s) of 4096 rows differ from the import digest: "
-            f"rows (artefact_id={art}, idx=0) … (artefact_id={art}, idx=4)") in res.output  # fmt: skip
+    assert (
+        f"artefact {art}, table request: 1 chunk(s) of 4096 rows differ from the import digest: "
+        f"rows (artefact_id={art}, idx=0) … (artefact_id={art}, idx=4)"
+    ) in res.output
     res = cli("close", "fx", "--db", ledger.url, code=3)
-    assert "refused (R10): close batch 'fx'" in res.output and "rows changed behind the ledger since their import" in res.output
+    assert (
+        "refused (R10): close batch 'fx'" in res.output
+        and "rows changed behind the ledger since their import" in res.output
+    )
     raw(ledger, "UPDATE request_gaps SET gaps = gaps[1:2] WHERE request_idx = 4")  # the gap seq 2 of request 4 gone
     res = cli("verify", "fx", "--db", ledger.url, code=1)
     assert f"artefact {art}, table chunk_gap: 15 rows at import, 14 now;" in res.output
@@ -231,8 +268,11 @@ def test_import_digest_is_the_documented_encoding(ledger: Ledger, tmp_path: Path
     cli("import", bench_json(tmp_path / "a.json", 3), "--batch", "fx", "--db", ledger.url)
     with ledger.session() as s:
         art = tb._request_artefact(ledger)
-        gaps = s.execute(sa.select(m.ChunkGap.artefact_id, m.ChunkGap.request_idx, m.ChunkGap.seq, m.ChunkGap.gap_s)
-                         .order_by(m.ChunkGap.artefact_id, m.ChunkGap.request_idx, m.ChunkGap.seq)).all()  # fmt: skip
+        gaps = s.execute(
+            sa.select(m.ChunkGap.artefact_id, m.ChunkGap.request_idx, m.ChunkGap.seq, m.ChunkGap.gap_s).order_by(
+                m.ChunkGap.artefact_id, m.ChunkGap.request_idx, m.ChunkGap.seq
+            )
+        ).all()
         stored = s.get(m.ArtefactDigest, (art, "chunk_gap"))
     n = len(gaps)
     h = hashlib.sha256(b"bench-ledger-chunk/3\x00chunk_gap\x00" + struct.pack("<I", n))
@@ -243,8 +283,9 @@ def test_import_digest_is_the_documented_encoding(ledger: Ledger, tmp_path: Path
     assert stored.root == hashlib.sha256(h.digest()).hexdigest()
 
 
-def test_import_digest_is_hashed_from_the_rows_handed_to_the_database(ledger: Ledger, tmp_path: Path,
-                                                                      monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_import_digest_is_hashed_from_the_rows_handed_to_the_database(
+    ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Requests, chunk gaps and hardware samples are not selected back for the import digest (they
     are hashed from the Arrow tables of the bulk path, dmon's put in key order first), and the
     stored digest equals the one recomputed from the database."""
@@ -274,7 +315,9 @@ def test_import_digest_is_hashed_from_the_rows_handed_to_the_database(ledger: Le
         conn = s.connection()
         again = seal3.artefact_parts(conn, ledger.backend, "SELECT id FROM artefact")
         counts = {t: s.scalar(sa.text(f"SELECT count(*) FROM {t}")) for t in seal3.HELD_TABLES}
-    assert counts["request"] == 150 and counts["chunk_gap"] > 500 and counts["hardware_sample"] == 60 * len(gen.COUNTERS)
+    assert (
+        counts["request"] == 150 and counts["chunk_gap"] > 500 and counts["hardware_sample"] == 60 * len(gen.COUNTERS)
+    )
     assert {t: sum(n for (_, tt), (n, _) in stored.items() if tt == t) for t in seal3.HELD_TABLES} == counts
     assert stored == {(a, p.table): (p.count, p.root) for a, ps in again.items() for p in ps}
     assert cli("verify", "fx", "--db", ledger.url).output.count("2 artefact(s) match their import digests") == 1
@@ -289,14 +332,27 @@ def test_ledger_correct_launch_and_history(ledger: Ledger) -> None:
     cli("declare", "--db", ledger.url, manifest)
     with ledger.session() as s:
         old = s.scalar(sa.select(m.Launch.id).where(m.Launch.attempt == 2))
-    out = cli("correct", "launch", old, "--set", "seconds_to_ready=395", "--set", "cause=ready after 395 s",
-              "--reason", "the server log says 395 s", "--db", ledger.url).output  # fmt: skip
+    out = cli(
+        "correct",
+        "launch",
+        old,
+        "--set",
+        "seconds_to_ready=395",
+        "--set",
+        "cause=ready after 395 s",
+        "--reason",
+        "the server log says 395 s",
+        "--db",
+        ledger.url,
+    ).output
     with ledger.session() as s:
         new = s.scalar(sa.select(m.Launch.id).where(m.Launch.supersedes_id == old))
         row = s.get(m.Launch, new)
         assert (row.attempt, row.outcome, str(row.seconds_to_ready), row.revision) == (2, "ready", "395", 1)
-    assert out.splitlines() == [f"launch {old} superseded by launch {new}: seconds_to_ready=395, cause=ready after 395 s",
-                                "  reason: the server log says 395 s"]  # fmt: skip
+    assert out.splitlines() == [
+        f"launch {old} superseded by launch {new}: seconds_to_ready=395, cause=ready after 395 s",
+        "  reason: the server log says 395 s",
+    ]
     hist = cli("history", "launch", new, "--db", ledger.url).output.splitlines()
     assert (hist[1].split()[:2], hist[2].split()[:3]) == ([str(old), "0"], [str(new), "1", str(old)]) and len(hist) == 3
     assert "seconds_to_ready=395, cause=ready after 395 s" in hist[2] and "the server log says 395 s" in hist[2]
@@ -331,15 +387,22 @@ def test_verify_names_the_artefacts_it_cannot_check(ledger: Ledger, tmp_path: Pa
         raw(ledger, f"UPDATE hardware_sample SET value = value + 1 WHERE artefact_id = {loose} AND line = 3")
         res = cli("verify", "--db", ledger.url, code=1)
         assert "artefacts without a batch: MISMATCH" in res.output
-        assert f"artefact {loose}, table hardware_sample: 1 chunk(s) of 4096 rows differ from the import digest" in res.output
+        assert (
+            f"artefact {loose}, table hardware_sample: 1 chunk(s) of 4096 rows differ from the import digest"
+            in res.output
+        )
         raw(ledger, f"UPDATE hardware_sample SET value = value - 1 WHERE artefact_id = {loose} AND line = 3")
     _drop_import_digest(ledger, art)
     res = cli("verify", "--db", ledger.url, code=1)
-    why = (f"artefact {art} ({name}, imported {at:%Y-%m-%d %H:%M:%S} UTC): no import digest is stored for it (artefacts "
-           "imported before migration 0011 have none; otherwise its artefact_digest rows were deleted), so its rows "
-           "cannot be compared with what was imported")  # fmt: skip
-    assert res.output.splitlines()[:2] == ["batch fx (open): NOT VERIFIED, 1 artefact(s) cannot be checked "
-                                           "(0 checked, they match their import digests)", f"  not checked: {why}"]  # fmt: skip
+    why = (
+        f"artefact {art} ({name}, imported {at:%Y-%m-%d %H:%M:%S} UTC): no import digest is stored for it (artefacts "
+        "imported before migration 0011 have none; otherwise its artefact_digest rows were deleted), so its rows "
+        "cannot be compared with what was imported"
+    )
+    assert res.output.splitlines()[:2] == [
+        "batch fx (open): NOT VERIFIED, 1 artefact(s) cannot be checked (0 checked, they match their import digests)",
+        f"  not checked: {why}",
+    ]
     assert "artefacts without a batch: ok, 1 artefact(s)" in res.output
     assert not next(c for c in books_verify(ledger).checks if c.batch == "fx").ok
     out = cli("close", "fx", "--db", ledger.url).output
@@ -368,7 +431,9 @@ def _reads_whole(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return tables
 
 
-def test_digests_do_not_depend_on_the_stored_order(ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_digests_do_not_depend_on_the_stored_order(
+    ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Parts are read back unsorted (stored order is key order after an import) and put in key
     order: rows stored in reverse order give the same digests, seal and verify, and the large tables
     are still hashed a slice at a time, sorted by the database (not read whole)."""
@@ -377,9 +442,15 @@ def test_digests_do_not_depend_on_the_stored_order(ledger: Ledger, tmp_path: Pat
     # PostgreSQL: TRUNCATE gives the table new, empty storage, so the rows are stored in the order inserted
     # (after a DELETE an INSERT may fill free space that vacuum found in earlier pages: not a fixed order)
     empty = "TRUNCATE" if ledger.backend == "postgresql" else "DELETE FROM"
-    for table, order in (("request_gaps", "request_idx DESC"), ("request", "idx DESC")):  # chunk_gap: a view of request_gaps
-        raw(ledger, f"{bypass}CREATE TEMP TABLE t_{table} AS SELECT * FROM {table} ORDER BY {order}; "
-                    f"{empty} {table}; INSERT INTO {table} SELECT * FROM t_{table}")  # fmt: skip
+    for table, order in (
+        ("request_gaps", "request_idx DESC"),
+        ("request", "idx DESC"),
+    ):  # chunk_gap: a view of request_gaps
+        raw(
+            ledger,
+            f"{bypass}CREATE TEMP TABLE t_{table} AS SELECT * FROM {table} ORDER BY {order}; "
+            f"{empty} {table}; INSERT INTO {table} SELECT * FROM t_{table}",
+        )
     with ledger.engine.connect() as conn:
         first = conn.exec_driver_sql("SELECT idx FROM request LIMIT 1").scalar()
         gap = conn.exec_driver_sql("SELECT request_idx FROM chunk_gap LIMIT 1").scalar()
@@ -391,8 +462,9 @@ def test_digests_do_not_depend_on_the_stored_order(ledger: Ledger, tmp_path: Pat
     assert not {"request", "chunk_gap"} & set(whole), whole
 
 
-def test_hardware_samples_are_hashed_as_they_arrive(ledger: Ledger, ledger_url: str, tmp_path: Path,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_hardware_samples_are_hashed_as_they_arrive(
+    ledger: Ledger, ledger_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A dmon file's samples reach the import digest in key order (line by line, each line's counters in
     byte order), chunk after chunk, so they are hashed as they arrive instead of every sample being held
     and sorted at the end (a day of 16 cards: 6.4 GB); the digest equals the rows read back (`verify`)."""
@@ -416,7 +488,11 @@ def test_hardware_samples_are_hashed_as_they_arrive(ledger: Ledger, ledger_url: 
         return real(self, artefact_id)
 
     monkeypatch.setattr(seal3._Stream, "finish", finish)
-    for args in (["import", str(tmp_path / "d.txt"), "--batch", "hw", "--node", "n0"], ["close", "hw"], ["verify", "hw"]):
+    for args in (
+        ["import", str(tmp_path / "d.txt"), "--batch", "hw", "--node", "n0"],
+        ["close", "hw"],
+        ["verify", "hw"],
+    ):
         res = CliRunner().invoke(main, [*args, "--db", ledger_url])
         assert res.exit_code == 0, res.output
     assert ("hardware_sample", False, lines * len(gen.COUNTERS)) in finished
@@ -427,8 +503,9 @@ def _part_triples(parts: dict) -> dict[int, list[tuple[str, int, str]]]:
     return {a: [(p.table, p.count, p.root) for p in ps] for a, ps in parts.items()}
 
 
-def test_verify_hashes_the_large_tables_a_slice_at_a_time(unwritten_ledger: Ledger, samples: Path, tmp_path: Path,
-                                                          monkeypatch) -> None:  # noqa: ANN001
+def test_verify_hashes_the_large_tables_a_slice_at_a_time(
+    unwritten_ledger: Ledger, samples: Path, tmp_path: Path, monkeypatch
+) -> None:  # noqa: ANN001
     """`ledger verify` and `close` read requests, chunk gaps, request values and hardware samples a slice at
     a time (DuckDB's record batches; PostgreSQL's ranges of heap pages) and hash them as they come: the same
     counts, roots and seal_part rows as reading every row at once, with slices that cut artefacts and chunks
@@ -438,8 +515,15 @@ def test_verify_hashes_the_large_tables_a_slice_at_a_time(unwritten_ledger: Ledg
 
     ledger = unwritten_ledger  # on PostgreSQL too, the rows lie in the heap in the order they were inserted
 
-    cli("import", bench_json(tmp_path / "a.json", 12), bench_json(tmp_path / "b.json", 9, date="20260707-110000"),
-        "--batch", "s", "--db", ledger.url)  # fmt: skip
+    cli(
+        "import",
+        bench_json(tmp_path / "a.json", 12),
+        bench_json(tmp_path / "b.json", 9, date="20260707-110000"),
+        "--batch",
+        "s",
+        "--db",
+        ledger.url,
+    )
     for folder in ("guidellm", "dmon"):
         cli("import", samples / folder, "--batch", "s", "--db", ledger.url)
     with ledger.connection() as conn:
@@ -453,7 +537,9 @@ def test_verify_hashes_the_large_tables_a_slice_at_a_time(unwritten_ledger: Ledg
     assert set(read_whole) & set(s3.STREAMED_TABLES) == set()
     counts = {t: sum(c for ps in whole.values() for tt, c, _ in ps if tt == t) for t in s3.STREAMED_TABLES}
     assert all(n > 5 for n in counts.values()), counts  # every streamed table spans several slices
-    assert "batch s (open): ok, 4 artefact(s) match their import digests over" in cli("verify", "--db", ledger.url).output
+    assert (
+        "batch s (open): ok, 4 artefact(s) match their import digests over" in cli("verify", "--db", ledger.url).output
+    )
     # close keeps each streamed chunk's seal_part fields: the rows a whole part gives, chunks cut by slices
     from bench_ledger import digest as dg
 
@@ -470,8 +556,9 @@ def test_verify_hashes_the_large_tables_a_slice_at_a_time(unwritten_ledger: Ledg
     assert "batch s: ok, seal" in cli("verify", "--db", ledger.url).output
 
 
-def test_a_table_out_of_key_order_is_hashed_again_sorted_by_the_database(unwritten_ledger: Ledger, tmp_path: Path,
-                                                                        monkeypatch: pytest.MonkeyPatch) -> None:  # fmt: skip
+def test_a_table_out_of_key_order_is_hashed_again_sorted_by_the_database(
+    unwritten_ledger: Ledger, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Rows not stored in key order break the stream of their table; it is hashed again from the start,
     sorted by the database (DuckDB's sorted result; PostgreSQL a sorted temporary table, read by ranges of
     its pages), a slice at a time: the same parts as reading it whole, and no table read whole. DuckDB:
@@ -483,22 +570,37 @@ def test_a_table_out_of_key_order_is_hashed_again_sorted_by_the_database(unwritt
     ledger = unwritten_ledger
 
     def imported(name: str) -> int:
-        cli("import", bench_json(tmp_path / f"{name}.json", 400, date=f"2026070{len(list(tmp_path.glob('*.json')))}-100000"),
-            "--batch", "fx", "--db", ledger.url)  # fmt: skip
+        cli(
+            "import",
+            bench_json(tmp_path / f"{name}.json", 400, date=f"2026070{len(list(tmp_path.glob('*.json')))}-100000"),
+            "--batch",
+            "fx",
+            "--db",
+            ledger.url,
+        )
         with ledger.connection() as conn:
             return conn.exec_driver_sql("SELECT max(id) FROM artefact").scalar()
 
     arts = [imported("a"), imported("b")]
     if ledger.backend == "duckdb":
-        raw(ledger, f"CREATE TEMP TABLE moved AS SELECT * FROM request WHERE artefact_id = {arts[0]} AND idx = 1; "
-                    f"DELETE FROM request WHERE artefact_id = {arts[0]} AND idx = 1; INSERT INTO request SELECT * FROM moved")  # fmt: skip
+        raw(
+            ledger,
+            f"CREATE TEMP TABLE moved AS SELECT * FROM request WHERE artefact_id = {arts[0]} AND idx = 1; "
+            f"DELETE FROM request WHERE artefact_id = {arts[0]} AND idx = 1; INSERT INTO request SELECT * FROM moved",
+        )
     else:  # stored last artefact first (TRUNCATE: new storage, rows in the order inserted; a DELETE and a
         # VACUUM would free the space only when no other test's transaction still saw the deleted rows)
         arts.append(imported("c"))
-        raw(ledger, "SET LOCAL session_replication_role = replica; CREATE TEMP TABLE k AS SELECT * FROM request "
-                    "ORDER BY artefact_id DESC, idx; TRUNCATE request; INSERT INTO request SELECT * FROM k")  # fmt: skip
+        raw(
+            ledger,
+            "SET LOCAL session_replication_role = replica; CREATE TEMP TABLE k AS SELECT * FROM request "
+            "ORDER BY artefact_id DESC, idx; TRUNCATE request; INSERT INTO request SELECT * FROM k",
+        )
     with ledger.connection() as conn:
-        stored = [tuple(r) for r in conn.exec_driver_sql(f"SELECT artefact_id, idx FROM request WHERE artefact_id IN {tuple(arts)}")]
+        stored = [
+            tuple(r)
+            for r in conn.exec_driver_sql(f"SELECT artefact_id, idx FROM request WHERE artefact_id IN {tuple(arts)}")
+        ]
         assert stored != sorted(stored), "the rows are in key order: nothing to test"
         whole = _reads_whole(monkeypatch)
         monkeypatch.setattr(s3, "SLICE_ROWS", 64)  # several slices (PostgreSQL: a page each)

@@ -23,17 +23,30 @@ from bench_ledger.store import Ledger
 from tests.clirun import run
 
 FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
-HEAD = {"tool": "t", "input_target_tokens": 100, "output_cap_tokens": 20, "request_count": 2000, "seed": 1,
-        "concurrency": 8, "request_rate": "inf", "dataset": "random", "clock": "epoch_s"}  # fmt: skip
+HEAD = {
+    "tool": "t",
+    "input_target_tokens": 100,
+    "output_cap_tokens": 20,
+    "request_count": 2000,
+    "seed": 1,
+    "concurrency": 8,
+    "request_rate": "inf",
+    "dataset": "random",
+    "clock": "epoch_s",
+}
 # what the request format does not record, given by the claims' context so that only the weights differ
-SAME = {"engine_options": "as declared", **{w: "warm" for w in ("warm_prefix_cache", "warm_process", "warm_compile",
-                                                                  "warm_file_cache")}}  # fmt: skip
+SAME = {
+    "engine_options": "as declared",
+    **{w: "warm" for w in ("warm_prefix_cache", "warm_process", "warm_compile", "warm_file_cache")},
+}
 
 
 def _write(path: Path, header: dict, ttft: np.ndarray) -> Path:
     lines = [json.dumps({"ledger_requests": 1, **header})]
-    lines += [json.dumps({"status": "ok", "output_tokens": 20, "send_time": 1000 + i, "ttft_s": round(float(t), 6)})
-              for i, t in enumerate(ttft)]  # fmt: skip
+    lines += [
+        json.dumps({"status": "ok", "output_tokens": 20, "send_time": 1000 + i, "ttft_s": round(float(t), 6)})
+        for i, t in enumerate(ttft)
+    ]
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -98,8 +111,16 @@ def test_compare_stats_a_ten_percent_ttft_shift_differs(stats_ledger: str) -> No
     for name in ("ttft_mean", "ttft_p50", "ttft_p90"):
         ch = got[name]["change"]
         assert ch["verdict"] == "differs" and ch["low"] > 0 and 5 < ch["estimate"] < 15, ch
-    text = run("compare", "--db", stats_ledger, f"run:{ids['same-1']}", f"run:{ids['shift']}", "--stats",
-               "--metric", "ttft_p50").output  # fmt: skip
+    text = run(
+        "compare",
+        "--db",
+        stats_ledger,
+        f"run:{ids['same-1']}",
+        f"run:{ids['shift']}",
+        "--stats",
+        "--metric",
+        "ttft_p50",
+    ).output
     assert "ttft_p50" in text and "differs: +" in text and "no test: one run on a side (never significant)" in text
 
 
@@ -115,8 +136,19 @@ def test_compare_stats_with_repeats_tests_over_runs(stats_ledger: str) -> None:
 def test_compare_stats_refuses_an_attribution_within_sampling_error(stats_ledger: str) -> None:
     ids = _ids(stats_ledger, "pair")
     a, b = f"run:{ids['same-1']}", f"run:{ids['old-w']}"
-    res = run("compare", "--db", stats_ledger, a, b, "--stats", "--metric", "ttft_p50", "--attribute-to",
-              "weights_version", code=3)  # fmt: skip
+    res = run(
+        "compare",
+        "--db",
+        stats_ledger,
+        a,
+        b,
+        "--stats",
+        "--metric",
+        "ttft_p50",
+        "--attribute-to",
+        "weights_version",
+        code=3,
+    )
     assert f"refused (R6): attribute the change of ttft_p50 from {a} to {b} to weights_version" in res.output
     assert "why: the change is not shown to differ from sampling error (within sampling error: " in res.output
 
@@ -126,17 +158,42 @@ def test_audit_gives_comparisons_a_sampling_verdict(stats_ledger: str) -> None:
     weights is refused (R6); the shifted pair is not; a quoted operand makes the sampling error unknown."""
 
     def metric(cid: str, run: str) -> dict:
-        return {"id": cid, "text": "0.5", "unit": "s", "kind": "latency", "context": SAME,
-                "metric": {"name": "ttft_p50", "scope": {"batch": "pair", "run": run}}}  # fmt: skip
+        return {
+            "id": cid,
+            "text": "0.5",
+            "unit": "s",
+            "kind": "latency",
+            "context": SAME,
+            "metric": {"name": "ttft_p50", "scope": {"batch": "pair", "run": run}},
+        }
 
-    claims = [metric("new", "same-1"), metric("old", "old-w"), metric("up", "shift"),
-              {"id": "w", "text": "0%", "unit": "%", "kind": "percent_change",
-               "derived": {"op": "percent_change", "operands": ["old", "new"], "attributes_to": "weights_version"}},
-              {"id": "quoted", "text": "0.5", "unit": "s", "kind": "latency", "quoted": {"source": "elsewhere"}},
-              {"id": "q", "text": "0%", "unit": "%", "kind": "percent_change",
-               "derived": {"op": "percent_change", "operands": ["quoted", "new"]}},
-              {"id": "s", "text": "+10%", "unit": "%", "kind": "percent_change",
-               "derived": {"op": "percent_change", "operands": ["new", "up"]}}]  # fmt: skip
+    claims = [
+        metric("new", "same-1"),
+        metric("old", "old-w"),
+        metric("up", "shift"),
+        {
+            "id": "w",
+            "text": "0%",
+            "unit": "%",
+            "kind": "percent_change",
+            "derived": {"op": "percent_change", "operands": ["old", "new"], "attributes_to": "weights_version"},
+        },
+        {"id": "quoted", "text": "0.5", "unit": "s", "kind": "latency", "quoted": {"source": "elsewhere"}},
+        {
+            "id": "q",
+            "text": "0%",
+            "unit": "%",
+            "kind": "percent_change",
+            "derived": {"op": "percent_change", "operands": ["quoted", "new"]},
+        },
+        {
+            "id": "s",
+            "text": "+10%",
+            "unit": "%",
+            "kind": "percent_change",
+            "derived": {"op": "percent_change", "operands": ["new", "up"]},
+        },
+    ]
     cf = ClaimsFile.model_validate({"version": 1, "source_report": {"slug": "r", "title": "T"}, "claims": claims})
     with Ledger(stats_ledger) as led:
         r = {x.claim_id: x for x in audit(cf, led).results}
@@ -182,8 +239,11 @@ def test_trend_finds_the_step_and_keeps_keys_apart(stats_ledger: str) -> None:
 
 def test_plan_from_a_pilot_run(stats_ledger: str) -> None:
     ids = _ids(stats_ledger, "pair")
-    got = json.loads(run("plan", "--db", stats_ledger, "--detect", "5%", "--run", ids["same-1"], "--metric",
-                         "ttft_p50", "--json").output)[0]  # fmt: skip
+    got = json.loads(
+        run(
+            "plan", "--db", stats_ledger, "--detect", "5%", "--run", ids["same-1"], "--metric", "ttft_p50", "--json"
+        ).output
+    )[0]
     # lognormal, sigma 0.4: se of the log median ~ 1.2533 * 0.4 / sqrt(n), so 80% power at 95% for a 5% change
     # takes n = 2 (1.2533 * 0.4)^2 (1.96 + 0.8416)^2 / ln(1.05)^2 = 1,660 requests per run
     assert got["runs_per_side"] == 4 and 1300 < got["requests_per_run"] < 2100, got

@@ -94,8 +94,9 @@ def test_independent_ranks_are_scipys_quantile_test(n: int, p: float) -> None:
 def test_p99_of_150_requests_is_insufficient_sample() -> None:
     si = sampling_interval("p99", np.random.default_rng(1).lognormal(0, 0.5, 150))
     assert si.status == "insufficient sample" and si.low is None and si.estimate is not None
-    assert si.reason == ("150 effective of 150 requests; a two-sided 95% interval of p99 needs at least 368 "
-                         "independent requests")  # fmt: skip
+    assert si.reason == (
+        "150 effective of 150 requests; a two-sided 95% interval of p99 needs at least 368 independent requests"
+    )
     assert sampling_interval("p99", np.random.default_rng(1).lognormal(0, 0.5, 400)).status == "interval"
 
 

@@ -20,7 +20,9 @@ def test_migrations_build_exactly_the_models(empty_ledger_url: str) -> None:
         assert before is None and after == led.head_revision()
         with led.engine.connect() as conn:
             # the views (models.VIEWS: chunk_gap) are mapped as tables; Alembic reflects tables only
-            diff = compare_metadata(MigrationContext.configure(conn, opts={"include_object": m.include_object}), m.Base.metadata)
+            diff = compare_metadata(
+                MigrationContext.configure(conn, opts={"include_object": m.include_object}), m.Base.metadata
+            )
         assert diff == []
         assert set(sa.inspect(led.engine).get_view_names()) >= set(m.VIEWS)
         # compare_metadata does not compare primary keys: hardware_sample's key is logical only
@@ -69,8 +71,12 @@ def test_template_copy_is_the_migrated_schema(ledger_url: str) -> None:
     with Ledger(ledger_url) as led:
         assert led.revision() == led.head_revision()
         with led.engine.connect() as conn:
-            assert compare_metadata(MigrationContext.configure(conn, opts={"include_object": m.include_object}),
-                                    m.Base.metadata) == []
+            assert (
+                compare_metadata(
+                    MigrationContext.configure(conn, opts={"include_object": m.include_object}), m.Base.metadata
+                )
+                == []
+            )
         assert led.init() == (led.head_revision(), led.head_revision())
 
 
@@ -85,11 +91,13 @@ def test_head_and_stored_revision_without_alembic_are_alembics(ledger_url: str, 
     for url in (ledger_url, empty_ledger_url):
         with Ledger(url) as led, led.engine.connect() as conn:
             assert store.stored_revision(conn) == MigrationContext.configure(conn).get_current_revision()
-    code = ("import sys\n"
-            "from bench_ledger.store import Ledger\n"
-            f"led = Ledger({ledger_url!r}, create=False)\n"
-            "led.require_schema()\n"
-            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))\n")
+    code = (
+        "import sys\n"
+        "from bench_ledger.store import Ledger\n"
+        f"led = Ledger({ledger_url!r}, create=False)\n"
+        "led.require_schema()\n"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] == 'alembic'))\n"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "[]"
@@ -114,9 +122,14 @@ def test_duckdb_file_held_by_another_process(tmp_path) -> None:
     with Ledger(f"duckdb:///{path}") as led:
         led.init()
     holder = subprocess.Popen(
-        [sys.executable, "-c", f"import duckdb,sys,time; c=duckdb.connect({str(path)!r}); print('held', flush=True); time.sleep(30)"],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb,sys,time; c=duckdb.connect({str(path)!r}); print('held', flush=True); time.sleep(30)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert holder.stdout.readline().strip() == "held"
         with pytest.raises(LedgerLocked) as info:
@@ -165,7 +178,7 @@ def test_eight_engines_are_kept_and_a_ledger_never_closed_is_released_when_colle
     in_use = sum(e.users > 0 for e in store._ENGINES.values())  # held's, and other open ledgers'
     kept = [k[0] for k in store._ENGINES if k[0] in others]
     assert (ledger_url, False, True) in store._ENGINES and len(store._ENGINES) == store._ENGINES_KEPT
-    assert kept == others[len(others) - (store._ENGINES_KEPT - in_use):], (kept, in_use)
+    assert kept == others[len(others) - (store._ENGINES_KEPT - in_use) :], (kept, in_use)
     held.close()
     forgotten = Ledger(ledger_url)  # never closed: released when collected
     forgotten.status()
@@ -184,10 +197,14 @@ def test_refresh_statistics_analyzes_on_postgresql(ledger: Ledger) -> None:
     ledger.refresh_statistics(("request", "request_gaps"))  # a no-op on DuckDB, ANALYZE on PostgreSQL
     if ledger.backend == "postgresql":
         with ledger.engine.connect() as conn:
-            analyzed = conn.exec_driver_sql(
-                "SELECT relname FROM pg_stat_user_tables WHERE relname IN ('request', 'request_gaps') "
-                "AND last_analyze IS NOT NULL AND schemaname = current_schema()"
-            ).scalars().all()
+            analyzed = (
+                conn.exec_driver_sql(
+                    "SELECT relname FROM pg_stat_user_tables WHERE relname IN ('request', 'request_gaps') "
+                    "AND last_analyze IS NOT NULL AND schemaname = current_schema()"
+                )
+                .scalars()
+                .all()
+            )
         assert sorted(analyzed) == ["request", "request_gaps"]
 
 
@@ -212,8 +229,10 @@ def test_request_run_index_is_postgresqls_only(ledger: Ledger) -> None:
         if ledger.backend != "postgresql":
             return None
         with ledger.engine.connect() as conn:
-            return conn.exec_driver_sql("SELECT am.amname FROM pg_class c JOIN pg_am am ON am.oid = c.relam "
-                                        "WHERE c.oid = 'ix_request_run_id'::regclass").scalar()  # fmt: skip
+            return conn.exec_driver_sql(
+                "SELECT am.amname FROM pg_class c JOIN pg_am am ON am.oid = c.relam "
+                "WHERE c.oid = 'ix_request_run_id'::regclass"
+            ).scalar()
 
     on_pg = ledger.backend == "postgresql"
     assert names() == ({"ix_request_run_id"} if on_pg else set()) and method() == ("brin" if on_pg else None)
@@ -236,8 +255,12 @@ def test_superseding_rows_are_indexed_on_postgresql_only(ledger: Ledger) -> None
 
     def indexes() -> dict[str, str]:
         insp = sa.inspect(ledger.engine)
-        return {ix["name"]: str(ix.get("dialect_options", {}).get("postgresql_where"))
-                for t in set(SUPERSEDED.values()) for ix in insp.get_indexes(t) if ix["name"] in SUPERSEDED}  # fmt: skip
+        return {
+            ix["name"]: str(ix.get("dialect_options", {}).get("postgresql_where"))
+            for t in set(SUPERSEDED.values())
+            for ix in insp.get_indexes(t)
+            if ix["name"] in SUPERSEDED
+        }
 
     def migrate(how: str, revision: str) -> None:
         cfg = _alembic_config()
@@ -291,8 +314,11 @@ def test_a_command_keeps_one_connection(ledger_url: str, tmp_path) -> None:
     from tests.clirun import run
     from tests.test_metrics import write_requests
 
-    path = write_requests(tmp_path / "r.jsonl", {"run": "r", "tool": "t"},
-                          [{"status": "ok", "input_tokens": 3, "output_tokens": 2, "ttft_s": 0.1, "latency_s": 0.2}])  # fmt: skip
+    path = write_requests(
+        tmp_path / "r.jsonl",
+        {"run": "r", "tool": "t"},
+        [{"status": "ok", "input_tokens": 3, "output_tokens": 2, "ttft_s": 0.1, "latency_s": 0.2}],
+    )
     opened: list[object] = []
 
     def connected(dbapi: object, record: object) -> None:
@@ -300,8 +326,14 @@ def test_a_command_keeps_one_connection(ledger_url: str, tmp_path) -> None:
 
     sa.event.listen(Pool, "connect", connected)
     try:
-        for args in (["import", str(path), "--batch", "b"], ["metrics", "--batch", "b"], ["status"], ["batches"],
-                     ["verify"], ["close", "b"]):  # fmt: skip
+        for args in (
+            ["import", str(path), "--batch", "b"],
+            ["metrics", "--batch", "b"],
+            ["status"],
+            ["batches"],
+            ["verify"],
+            ["close", "b"],
+        ):
             opened.clear()
             run(args[0], "--db", ledger_url, *args[1:])
             assert len(opened) == 1, (args, len(opened))

@@ -104,7 +104,7 @@ def test_the_checker_sees_a_wrong_import(tmp_path: Path) -> None:
     assert part_of_module("bench_ledger.store") == "core"
     assert module_name(ROOT / "queries" / "audit.py") == "bench_ledger.queries.audit"
     assert module_name(ROOT / "ledger" / "cli" / "app.py") == "bench_ledger.cli.app"
-    assert ("bench_ledger.importers.base" in {t for _, t in imports_of(ROOT / "importers" / "dmon.py")})
+    assert "bench_ledger.importers.base" in {t for _, t in imports_of(ROOT / "importers" / "dmon.py")}
 
 
 def test_wheel_installs_one_import_package(tmp_path: Path) -> None:
@@ -121,17 +121,23 @@ def test_wheel_installs_one_import_package(tmp_path: Path) -> None:
         shutil.copy(ROOT / name, src / name)
     out = subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(tmp_path), str(src)],
-        capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert out.returncode == 0, out.stderr
     (wheel,) = tmp_path.glob("*.whl")
     names = zipfile.ZipFile(wheel).namelist()
     tops = {n.split("/")[0] for n in names}
     assert {t for t in tops if not t.endswith(".dist-info")} == {"bench_ledger"}
-    for needed in ("bench_ledger/migrations/env.py", "bench_ledger/migrations/script.py.mako",
-                   "bench_ledger/migrations/versions/0001_create_declared_tables.py",
-                   "bench_ledger/queries/metrics.py", "bench_ledger/importers/dmon.py",
-                   "bench_ledger/casestudy/claims.yaml"):  # fmt: skip
+    for needed in (
+        "bench_ledger/migrations/env.py",
+        "bench_ledger/migrations/script.py.mako",
+        "bench_ledger/migrations/versions/0001_create_declared_tables.py",
+        "bench_ledger/queries/metrics.py",
+        "bench_ledger/importers/dmon.py",
+        "bench_ledger/casestudy/claims.yaml",
+    ):
         assert needed in names, needed
 
 
@@ -145,10 +151,18 @@ VLLM_RESULT = ROOT / "tests" / "fixtures" / "vllm_bench" / "detailed_start_times
 LOADS = {
     "help": (["--help"], HEAVY, None),
     "status": (["status", "--db", "{url}"], ("alembic", "pyarrow", "pydantic", "numpy", "yaml", "psycopg"), None),
-    "import": (["import", "--db", "{url}", "--quiet", "--batch", "b", str(VLLM_RESULT)], ("alembic", "yaml", "psycopg"),
-               {"bench_ledger.importers", "bench_ledger.importers.base", "bench_ledger.importers._toolfiles",
-                "bench_ledger.importers.vllm_bench", "bench_ledger.importers.vllm_sweep"}),
-}  # fmt: skip
+    "import": (
+        ["import", "--db", "{url}", "--quiet", "--batch", "b", str(VLLM_RESULT)],
+        ("alembic", "yaml", "psycopg"),
+        {
+            "bench_ledger.importers",
+            "bench_ledger.importers.base",
+            "bench_ledger.importers._toolfiles",
+            "bench_ledger.importers.vllm_bench",
+            "bench_ledger.importers.vllm_sweep",
+        },
+    ),
+}
 
 
 @pytest.mark.parametrize("command", sorted(LOADS))
@@ -192,7 +206,9 @@ def test_the_console_script_freezes_the_heap_before_exit() -> None:
     import tomllib
 
     # pyproject's entry (an installed venv's script is written at `pip install`, maybe from an older one)
-    assert tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["ledger"] == "bench_ledger.cli:run"
+    assert (
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["scripts"]["ledger"] == "bench_ledger.cli:run"
+    )
     code = (
         "import gc, sys\n"
         "from bench_ledger.cli import run\n"
@@ -231,6 +247,9 @@ def test_mypy_is_clean_on_the_package(tmp_path: Path) -> None:
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "bench-ledger" / "mypy"
     out = subprocess.run(
         [sys.executable, "-m", "mypy", "--cache-dir", str(cache), "-p", "bench_ledger"],
-        cwd=tmp_path, capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert out.returncode == 0, out.stdout + out.stderr

@@ -31,19 +31,31 @@ def test_views_match_the_registry(ledger: Ledger, ledger_url: str, tmp_path: Pat
     assert (b2.requests_ok, b2.wall_clock_s, b2.output_tpm) == (2, 2.5, 60 * 6 / 2.5)
     assert fields == 9  # status, input/output tokens, send/first-token/end times, ttft, latency, chunk gaps
     # every figure of the view is the registry's metric of the same run (one definition)
-    view_to_metric = {"requests_ok": "requests_ok", "requests_failed": "requests_failed",
-                      "input_tokens_ok": "input_tokens", "output_tokens_ok": "output_tokens",
-                      "wall_clock_s": "wall_clock_s", "total_tpm": "total_tpm", "output_tpm": "output_tpm"}  # fmt: skip
+    view_to_metric = {
+        "requests_ok": "requests_ok",
+        "requests_failed": "requests_failed",
+        "input_tokens_ok": "input_tokens",
+        "output_tokens_ok": "output_tokens",
+        "wall_clock_s": "wall_clock_s",
+        "total_tpm": "total_tpm",
+        "output_tpm": "output_tpm",
+    }
     for rm in run_metrics(ledger, metrics=tuple(view_to_metric.values())):
         view = rows[rm.batch]
         for column, metric in view_to_metric.items():
             mv = rm.values[metric]
-            assert mv.value is not None and getattr(view, column) == pytest.approx(float(mv.value), rel=1e-12), (column, mv)
+            assert mv.value is not None and getattr(view, column) == pytest.approx(float(mv.value), rel=1e-12), (
+                column,
+                mv,
+            )
 
 
 def test_views_are_null_without_times(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
-    f = write_requests(tmp_path / "b.jsonl", {"run": "B", "tool": "t", "duration_s": 10.0},
-                       [{"status": "ok", "input_tokens": 1, "output_tokens": 2}])  # fmt: skip
+    f = write_requests(
+        tmp_path / "b.jsonl",
+        {"run": "B", "tool": "t", "duration_s": 10.0},
+        [{"status": "ok", "input_tokens": 1, "output_tokens": 2}],
+    )
     assert CliRunner().invoke(main, ["import", "--db", ledger_url, str(f), "--batch", "b"]).exit_code == 0
     with ledger.connection() as conn:
         r = conn.execute(sa.text("SELECT wall_clock_s, total_tpm FROM v_run_metrics")).one()

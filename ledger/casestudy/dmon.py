@@ -32,8 +32,9 @@ def _ar1(rng: random.Random, n: int, phi: float, sigma: float) -> list[float]:
     return out
 
 
-def _fit_total(grid: list[list[int]], total: int, lo: int, hi: int, rng: random.Random,
-               allowed: list[int] | None = None) -> None:
+def _fit_total(
+    grid: list[list[int]], total: int, lo: int, hi: int, rng: random.Random, allowed: list[int] | None = None
+) -> None:
     """Add or remove 1 at random cells (only at ticks in ``allowed``) until the grid sums to total."""
     ticks = allowed if allowed is not None else list(range(len(grid[0])))
     diff = total - sum(map(sum, grid))
@@ -58,8 +59,7 @@ def power_grid(rng: random.Random) -> list[list[int]]:
     dev_sum = [sum(raw[c][t] for c in range(cards)) for t in range(TICKS)]
     base = sum(dev_sum) / TICKS
     k = (PEAK_OF_SUM_W - SUM_OF_MEANS_W) / (max(dev_sum) - base)
-    grid = [[round(mean_card + k * (raw[c][t] - base / cards)) for t in range(TICKS)]
-            for c in range(cards)]
+    grid = [[round(mean_card + k * (raw[c][t] - base / cards)) for t in range(TICKS)] for c in range(cards)]
     peak_t = max(range(TICKS), key=lambda t: dev_sum[t])
     # The busiest tick sums to exactly 4,755 W; every other tick stays below it.
     _fit_column(grid, peak_t, PEAK_OF_SUM_W, rng)
@@ -85,11 +85,9 @@ def _fit_column(grid: list[list[int]], t: int, total: int, rng: random.Random) -
         diff -= step
 
 
-def percent_grid(rng: random.Random, mean: float, spread: float, lo: int, hi: int,
-                 cards: int) -> list[list[int]]:
+def percent_grid(rng: random.Random, mean: float, spread: float, lo: int, hi: int, cards: int) -> list[list[int]]:
     """Integer percentages whose mean over all cells is exactly ``mean`` (to one decimal)."""
-    grid = [[min(hi, max(lo, round(mean + rng.gauss(0.0, spread)))) for _ in range(TICKS)]
-            for _ in range(cards)]
+    grid = [[min(hi, max(lo, round(mean + rng.gauss(0.0, spread)))) for _ in range(TICKS)] for _ in range(cards)]
     _fit_total(grid, round(mean * cards * TICKS), lo, hi, rng)
     return grid
 
@@ -124,10 +122,21 @@ def dmon_pu_files(rng: random.Random, start: datetime) -> list[str]:
                 gtemp = 44 + (p - 180) // 9 + (gpu % 3)
                 mtemp = 41 + (p - 180) // 12 + (gpu % 2)
                 pclk = 1980 if p < 300 else 1980 - 15 * ((p - 285) // 10)
-                cells = [str(gpu), str(p), str(gtemp), str(mtemp), str(sm[c][t]), str(mem[c][t]),
-                         "0", "0", "0", "0", "2619", str(pclk)]
-                lines.append(f" {now:%Y%m%d}   {now:%H:%M:%S}" + "".join(f"{x:>7}" for x in cells)
-                             + " ")
+                cells = [
+                    str(gpu),
+                    str(p),
+                    str(gtemp),
+                    str(mtemp),
+                    str(sm[c][t]),
+                    str(mem[c][t]),
+                    "0",
+                    "0",
+                    "0",
+                    "0",
+                    "2619",
+                    str(pclk),
+                ]
+                lines.append(f" {now:%Y%m%d}   {now:%H:%M:%S}" + "".join(f"{x:>7}" for x in cells) + " ")
         texts.append("\n".join(lines) + "\n")
     return texts
 

@@ -92,23 +92,20 @@ def generate(out_dir: Path, seed: int = 20261017) -> Generated:
         job(f"fx/SYNTHETIC-fx-{spec.label}.json", dumps_result(result), "fx", spec.label)
         clock += timedelta(seconds=RUN_GAP_S)
     for label, ttft, out, _prefix in PROBES:
-        job(f"fx/SYNTHETIC-fx-{label}.jsonl", probe_jsonl(label, ttft, PROBE_INPUT, out), "fx",
-            label)
+        job(f"fx/SYNTHETIC-fx-{label}.jsonl", probe_jsonl(label, ttft, PROBE_INPUT, out), "fx", label)
 
     assert dmon_start is not None
     rng = random.Random(f"{seed}:dmon")
     for node, text in enumerate(dmon.dmon_pu_files(rng, dmon_start)):
         job(f"fx/dmon/SYNTHETIC-dmon-node{node}.txt", text, "fx", None, f"node{node}")
     mem_start = dmon_start + timedelta(seconds=dmon.TICKS + 20)
-    job("fx/dmon/SYNTHETIC-dmon-mem-node0.txt", dmon.dmon_mem_file(rng, mem_start), "fx", None,
-        "node0")
+    job("fx/dmon/SYNTHETIC-dmon-mem-node0.txt", dmon.dmon_mem_file(rng, mem_start), "fx", None, "node0")
 
     for launch in logs.LAUNCHES:
         _write(out_dir / launch.log_name, logs.launch_log(launch))
     shutil.copyfile(REPORT_SOURCE, out_dir / REPORT_FILE)
     manifest = _write(out_dir / "manifest.yaml", manifest_text(ALL_RUNS))
-    script = _write(out_dir / "import-commands.sh",
-                    import_commands((j.path, j.batch, j.run, j.node) for j in jobs))
+    script = _write(out_dir / "import-commands.sh", import_commands((j.path, j.batch, j.run, j.node) for j in jobs))
     script.chmod(0o755)
     return Generated(manifest, [ImportJob(out_dir / j.path, j.batch, j.run, j.node) for j in jobs])
 
@@ -119,8 +116,10 @@ def main(argv: list[str] | None = None) -> int:
         print("usage: python -m ledger.casestudy.generate OUT_DIR", file=sys.stderr)
         return 2
     generated = generate(Path(args[0]))
-    print(f"wrote {generated.manifest} and {len(generated.imports)} import jobs "
-          f"(SYNTHETIC data set; see import-commands.sh)")
+    print(
+        f"wrote {generated.manifest} and {len(generated.imports)} import jobs "
+        f"(SYNTHETIC data set; see import-commands.sh)"
+    )
     return 0
 
 

@@ -46,29 +46,58 @@ def manifest_runs(specs: Iterable[RunSpec]) -> list[ManifestRun]:
     runs = []
     for spec in specs:
         tool = Tool.VLLM_BENCHMARK_SERVING if spec.legacy else Tool.VLLM_BENCH
-        warm = {"prefix_cache": "cold", "process": "unknown" if spec.legacy else "warm",
-                "compile": "unknown", "file_cache": "unknown"}
-        runs.append(ManifestRun(spec.batch, spec.label, spec.input_target, spec.output_cap,
-                                spec.concurrency, spec.requests, BENCH_SEED, "random", tool, warm))
+        warm = {
+            "prefix_cache": "cold",
+            "process": "unknown" if spec.legacy else "warm",
+            "compile": "unknown",
+            "file_cache": "unknown",
+        }
+        runs.append(
+            ManifestRun(
+                spec.batch,
+                spec.label,
+                spec.input_target,
+                spec.output_cap,
+                spec.concurrency,
+                spec.requests,
+                BENCH_SEED,
+                "random",
+                tool,
+                warm,
+            )
+        )
     for label, _ttft, _out, prefix in PROBES:
-        warm = {"prefix_cache": prefix, "process": "warm",
-                "compile": "warm" if prefix == "warm" else "unknown", "file_cache": "unknown"}
-        runs.append(ManifestRun("fx", label, 50_000, None, 1, 1, None,
-                                "single fixed prompt (sent cold, then again warm)", "probe-script",
-                                warm))
+        warm = {
+            "prefix_cache": prefix,
+            "process": "warm",
+            "compile": "warm" if prefix == "warm" else "unknown",
+            "file_cache": "unknown",
+        }
+        runs.append(
+            ManifestRun(
+                "fx",
+                label,
+                50_000,
+                None,
+                1,
+                1,
+                None,
+                "single fixed prompt (sent cold, then again warm)",
+                "probe-script",
+                warm,
+            )
+        )
     return runs
 
 
 def _launches(launches: Iterable[Launch]) -> list[str]:
     return [
-        f"      - {{attempt: {x.attempt}, outcome: {x.outcome}, cause: {_q(x.cause)}, "
-        f"log: {x.log_name}}}"
+        f"      - {{attempt: {x.attempt}, outcome: {x.outcome}, cause: {_q(x.cause)}, log: {x.log_name}}}"
         for x in launches
     ]
 
 
-def _deployment(name: str, comment: str, weights: str, size: str | None,
-                launches: Iterable[Launch]) -> list[str]:
+def _deployment(name: str, comment: str, weights: str, size: str | None, launches: Iterable[Launch]) -> list[str]:
     return [
         f"  - name: {name}            # {comment}",
         "    gpu_model: H20",
@@ -76,15 +105,13 @@ def _deployment(name: str, comment: str, weights: str, size: str | None,
         "    nodes: 2",
         '    gpu_memory: "97871 MiB"',
         '    interconnect_intra: "NVLink/NVSwitch, NV18 all-to-all"',
-        '    interconnect_inter: "8 x 400 Gb/s Ethernet/RoCE ports per node (port count, not '
-        'measured bandwidth)"',
+        '    interconnect_inter: "8 x 400 Gb/s Ethernet/RoCE ports per node (port count, not measured bandwidth)"',
         "    engine: vllm",
         '    engine_version: "vllm/vllm-openai:v0.31.0"',
         "    model: DeepSeek-V4.1-Flash",
         f"    weights_version: {_q(weights)}",
         "    shards: 48",
-        f"    size_on_disk: {_q(size)}" + ("   # not published for the old weights" if size is None
-                                           else ""),
+        f"    size_on_disk: {_q(size)}" + ("   # not published for the old weights" if size is None else ""),
         "    tp: 8",
         "    dp: 2",
         "    ep: 16",
@@ -121,10 +148,8 @@ def manifest_text(specs: Iterable[RunSpec]) -> str:
         f"    file: {REPORT_FILE}",
         '    location: "shared/case-study/h20-dsv41-flash-report.zh.txt"',
         "deployments:",
-        *_deployment("h20-old", "old weights, final config (dspark, ms32); launches 1-8",
-                     "old", None, old),
-        *_deployment("h20-1017", "1017 weights, same engine config and layout",
-                     "1017", "510.31 GB", new),
+        *_deployment("h20-old", "old weights, final config (dspark, ms32); launches 1-8", "old", None, old),
+        *_deployment("h20-1017", "1017 weights, same engine config and layout", "1017", "510.31 GB", new),
         "batches:",
         '  - {name: fx, description: "16 record groups, 322 API requests, 0 failed, 0 unknown, '
         '0 retries (1017 weights)", deployment: h20-1017}',

@@ -63,15 +63,10 @@ def _natural_ins(rng: random.Random, spec: RunSpec) -> list[int]:
 def _natural_outs(rng: random.Random, spec: RunSpec, mean: float) -> list[int]:
     sigma = 0.18 if spec.input_target <= 100 else 0.45  # short tier: answers of similar length
     mu = math.log(mean) - sigma**2 / 2
-    return [
-        min(spec.output_cap, max(8, round(rng.lognormvariate(mu, sigma))))
-        for _ in range(spec.requests)
-    ]
+    return [min(spec.output_cap, max(8, round(rng.lognormvariate(mu, sigma)))) for _ in range(spec.requests)]
 
 
-def _solve_sums(
-    rng: random.Random, spec: RunSpec
-) -> tuple[list[int], list[int], float]:
+def _solve_sums(rng: random.Random, spec: RunSpec) -> tuple[list[int], list[int], float]:
     """Input and output lengths whose sums meet every printed TPM, and the solved wall clock."""
     ins = _natural_ins(rng, spec)
     outs = _natural_outs(rng, spec, spec.mean_out)
@@ -94,8 +89,9 @@ def _solve_sums(
         d_outs = sorted(range(-4, 5) if free_out else [0], key=abs)
         d_ins = sorted(range(-300, 301) if free_in else [0], key=abs)
         best: tuple[Fraction, int, int] | None = None
-        for d_out, d_in in sorted(((a, b) for a in d_outs for b in d_ins),
-                                  key=lambda ab: (abs(ab[0]) + abs(ab[1]), abs(ab[0]))):
+        for d_out, d_in in sorted(
+            ((a, b) for a in d_outs for b in d_ins), key=lambda ab: (abs(ab[0]) + abs(ab[1]), abs(ab[0]))
+        ):
             s_in, s_out = sum_in + d_in, sum_out + d_out
             solved = solve_wall_clock(s_in, s_out, spec.total_tpm, spec.output_tpm)
             if solved is None:
@@ -133,8 +129,7 @@ def build_run(spec: RunSpec, seed: int) -> RunRecords:
     prefill, decode = TIER_MODEL[spec.tier]
     shape = Shape.draw(rng, spec.requests)
     span = wall - LEGACY_START_OVERHEAD if spec.legacy else wall
-    tl = calibrated_timeline(ins, outs, spec.concurrency, span, prefill, decode, shape,
-                             spec.ttft_p50)
+    tl = calibrated_timeline(ins, outs, spec.concurrency, span, prefill, decode, shape, spec.ttft_p50)
     return RunRecords(spec, ins, outs, tl.starts, tl.ttfts, tl.latencies, _itls(rng, outs, tl), wall)
 
 
@@ -149,8 +144,7 @@ def _decode_stream(rng: random.Random, spec: RunSpec) -> RunRecords:
     assert solved is not None
     wall = solved[0]
     tl = Timeline([0.0], [wall - decode], [wall])
-    return RunRecords(spec, [sum_in], [out], tl.starts, tl.ttfts, tl.latencies,
-                      _itls(rng, [out], tl), wall)
+    return RunRecords(spec, [sum_in], [out], tl.starts, tl.ttfts, tl.latencies, _itls(rng, [out], tl), wall)
 
 
 def _short_c64(rng: random.Random, spec: RunSpec) -> RunRecords:
@@ -174,10 +168,7 @@ def _short_c64(rng: random.Random, spec: RunSpec) -> RunRecords:
     f = [rng.lognormvariate(0.0, 0.11) for _ in range(n)]
     fm = median(f)
     rates = [M17_STREAM_MEDIAN * x / fm for x in f]
-    caps = [
-        min(spec.output_cap, math.floor(r * (end - s - t) * 0.999) + 1)
-        for r, s, t in zip(rates, starts, ttfts)
-    ]
+    caps = [min(spec.output_cap, math.floor(r * (end - s - t) * 0.999) + 1) for r, s, t in zip(rates, starts, ttfts)]
     natural = [round(c * rng.uniform(0.80, 1.0)) for c in caps]
     outs = fit_ints(natural, sum(outs), 2, caps, rng)
     lats = [t + (o - 1) / r for t, o, r in zip(ttfts, outs, rates)]

@@ -51,9 +51,7 @@ def solve_wall_clock(
     return float((lo + hi) / 2), hi - lo
 
 
-def fit_ints(
-    values: list[int], total: int, lo: int, hi: int | list[int], rng: random.Random
-) -> list[int]:
+def fit_ints(values: list[int], total: int, lo: int, hi: int | list[int], rng: random.Random) -> list[int]:
     """Nudge integers by one at a time (random positions) until they sum to ``total``.
 
     Each value stays in [lo, hi] (``hi`` may be one bound per value).
@@ -131,9 +129,7 @@ def simulate(
     for i, (n_in, n_out) in enumerate(zip(ins, outs)):
         start = heapq.heappop(slots) + (shape.gaps[i] if i >= concurrency else shape.gaps[i] / 4)
         e = min(range(engines), key=lambda k: engine_free[k])
-        first_token = (
-            max(start, engine_free[e]) + n_in / prefill_rate * shape.prefill_jitter[i] + overhead
-        )
+        first_token = max(start, engine_free[e]) + n_in / prefill_rate * shape.prefill_jitter[i] + overhead
         engine_free[e] = first_token
         decode = (n_out - 1) / (decode_rate * shape.decode_jitter[i])
         starts.append(start)

@@ -63,9 +63,7 @@ def _stats(name: str, values_s: list[float], percentiles: tuple[float, ...]) -> 
 
 
 def _latency_stats(run: RunRecords, percentiles: tuple[float, ...]) -> dict[str, float]:
-    tpots = [
-        (lat - t) / (o - 1) for lat, t, o in zip(run.latencies, run.ttfts, run.outs) if o > 1
-    ]
+    tpots = [(lat - t) / (o - 1) for lat, t, o in zip(run.latencies, run.ttfts, run.outs) if o > 1]
     itls = [g for gaps in run.itls for g in gaps]
     stats: dict[str, float] = {}
     stats.update(_stats("ttft", run.ttfts, percentiles))
@@ -118,22 +116,31 @@ def _summary(run: RunRecords, duration: float, failed: int | None, goodput_key: 
     out: dict[str, Any] = {"duration": duration, "completed": len(run.ins)}
     if failed is not None:
         out["failed"] = failed
-    out.update({
-        "total_input_tokens": total_in,
-        "total_output_tokens": total_out,
-        "request_throughput": len(run.ins) / duration,
-        goodput_key: None,
-        "output_throughput": total_out / duration,
-        "total_token_throughput": (total_in + total_out) / duration,
-    })
+    out.update(
+        {
+            "total_input_tokens": total_in,
+            "total_output_tokens": total_out,
+            "request_throughput": len(run.ins) / duration,
+            goodput_key: None,
+            "output_throughput": total_out / duration,
+            "total_token_throughput": (total_in + total_out) / duration,
+        }
+    )
     return out
 
 
 def _arrays(run: RunRecords, **timing: list[float]) -> dict[str, Any]:
     """The per-request arrays; ``timing`` (latencies, start_times) only where the writer keeps them."""
     n = len(run.ins)
-    return {"input_lens": run.ins, "output_lens": run.outs, "ttfts": run.ttfts, "itls": run.itls, **timing,
-            "generated_texts": [PLACEHOLDER_TEXT] * n, "errors": [""] * n}
+    return {
+        "input_lens": run.ins,
+        "output_lens": run.outs,
+        "ttfts": run.ttfts,
+        "itls": run.itls,
+        **timing,
+        "generated_texts": [PLACEHOLDER_TEXT] * n,
+        "errors": [""] * n,
+    }
 
 
 def vllm_result(run: RunRecords, date: str, clock_base: float) -> dict[str, Any]:
@@ -171,8 +178,6 @@ def dumps_result(result: dict[str, Any]) -> str:
 
 def probe_jsonl(label: str, ttft_s: float, input_tokens: int, output_tokens: int) -> str:
     """The ledger's own per-request JSON Lines: a header line, then one line per request."""
-    head = {"ledger_requests": 1, "run": label, "tool": "probe-script",
-            "token_source": "server_usage"}
-    row = {"status": "ok", "input_tokens": input_tokens, "output_tokens": output_tokens,
-           "ttft_s": ttft_s}
+    head = {"ledger_requests": 1, "run": label, "tool": "probe-script", "token_source": "server_usage"}
+    row = {"status": "ok", "input_tokens": input_tokens, "output_tokens": output_tokens, "ttft_s": ttft_s}
     return json.dumps(head) + "\n" + json.dumps(row) + "\n"

@@ -37,7 +37,11 @@ class Interrupted(KeyboardInterrupt):
 
 def interrupt_of(exc: BaseException) -> bool:
     """Ctrl-C: KeyboardInterrupt, DuckDB's InterruptException, or a ledger error it caused."""
-    return isinstance(exc, KeyboardInterrupt) or _interrupt(exc) or (exc.__cause__ is not None and _interrupt(exc.__cause__))
+    return (
+        isinstance(exc, KeyboardInterrupt)
+        or _interrupt(exc)
+        or (exc.__cause__ is not None and _interrupt(exc.__cause__))
+    )
 
 
 class LedgerGroup(click.Group):
@@ -91,9 +95,13 @@ def _interrupt(exc: BaseException) -> bool:
 
 
 db_option = click.option(
-    "--db", "db", metavar="URL", envvar="LEDGER_DB", default=None,
+    "--db",
+    "db",
+    metavar="URL",
+    envvar="LEDGER_DB",
+    default=None,
     help="Ledger database URL [default: duckdb:///ledger.duckdb; env LEDGER_DB].",
-)  # fmt: skip
+)
 
 if TYPE_CHECKING:  # the store (SQLAlchemy, DuckDB, Alembic) loads when a command runs, not for --help
     from bench_ledger.store import Ledger
@@ -134,7 +142,9 @@ def parse_fail_on(text: str, known: tuple[str, ...]) -> list[str]:
     wanted = [v.strip() for v in text.split(",") if v.strip()]
     unknown = [v for v in wanted if v not in known]
     if unknown:
-        raise click.BadParameter(f"unknown {', '.join(unknown)}; choose from {', '.join(known)}", param_hint="--fail-on")
+        raise click.BadParameter(
+            f"unknown {', '.join(unknown)}; choose from {', '.join(known)}", param_hint="--fail-on"
+        )
     return wanted
 
 
@@ -153,10 +163,13 @@ def exit_on(wanted: list[str], found: dict[str, list[str]], what: str) -> None:
 
 WIDE = "ledger.wide"  # ctx.meta key set by --wide
 wide_option = click.option(
-    "--wide", is_flag=True, expose_value=False, is_eager=True,
+    "--wide",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
     callback=lambda ctx, _param, value: ctx.meta.__setitem__(WIDE, True) if value else None,
     help="Show every column and every cell whole, whatever the terminal's width.",
-)  # fmt: skip
+)
 MIN_CUT = 24  # display columns a cut cell keeps at least (a label's head and its distinguishing tail)
 MIN_WRAP = 20  # display columns a wrapped sentence column keeps at least
 GAP = 2  # spaces between columns
@@ -252,8 +265,13 @@ def _fit(columns: list[str], cells: list[list[str]], wrap: list[bool], width: in
     return widths
 
 
-def table(rows: list[dict], columns: list[str], title: str | None = None, whole: tuple[str, ...] = ("reason", "why"),
-          fold: tuple[str, ...] = ()) -> None:  # fmt: skip
+def table(
+    rows: list[dict],
+    columns: list[str],
+    title: str | None = None,
+    whole: tuple[str, ...] = ("reason", "why"),
+    fold: tuple[str, ...] = (),
+) -> None:
     """Render rows as a plain aligned table (display widths: CJK text aligns). In a terminal (or with
     $COLUMNS) the table fits its width: headers wrap after '_', long cells lose their middle ('…', so
     distinguishing suffixes stay visible), the ``whole`` columns (sentences) wrap, and columns that still
@@ -297,8 +315,9 @@ def table(rows: list[dict], columns: list[str], title: str | None = None, whole:
         emit(parts)
         folded_text = "; ".join(f"{columns[i]}: {row[i]}" for i in folded if row[i])
         if folded_text:
-            for line in textwrap.wrap(folded_text, max(width or 0, len(INDENT) + MIN_WRAP), initial_indent=INDENT,
-                                      subsequent_indent=INDENT):  # fmt: skip
+            for line in textwrap.wrap(
+                folded_text, max(width or 0, len(INDENT) + MIN_WRAP), initial_indent=INDENT, subsequent_indent=INDENT
+            ):
                 click.echo(line)
             cut += sum(row[i] != whole_row[i] for i in folded)
     if folded or cut:

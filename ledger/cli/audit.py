@@ -35,7 +35,7 @@ LEGEND = (
     ("estimated", "computed from targets or estimates: flagged, never verified"),
     ("n/a-kept", "the report marks it n/a and it stays n/a (no backfill, R9)"),
     ("refused", "a rule of the rulebook forbids the derivation (its rule and why)"),
-)  # fmt: skip
+)
 WIDTH = 120
 MAX_WIDTH = {"claim": 30, "printed": 22, "unit": 10, "recomputed": 28, "detail": 54, "expected": 20}
 
@@ -75,8 +75,14 @@ def render_table(rows: list[dict], columns: list[str], title: str) -> str:
     for r in rows:
         t.add_row(*(Text("" if r.get(c) is None else str(r.get(c))) for c in columns))
     buf = io.StringIO()
-    Console(file=buf, width=terminal_width() or WIDTH, color_system=None, force_terminal=False, legacy_windows=False,
-            soft_wrap=False).print(t)  # fmt: skip
+    Console(
+        file=buf,
+        width=terminal_width() or WIDTH,
+        color_system=None,
+        force_terminal=False,
+        legacy_windows=False,
+        soft_wrap=False,
+    ).print(t)
     lines = [line.rstrip() for line in buf.getvalue().splitlines()]
     return title + "\n" + "\n".join(line for line in lines if line)
 
@@ -91,8 +97,13 @@ def _detail(r) -> str | None:
 @main.command()
 @with_ledger
 @click.argument("claims_file", metavar="CLAIMS.yaml", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--fail-on", "fail_on", metavar="VERDICT,...", default="",
-              help="Exit 1 when one of these verdicts occurs (e.g. mismatch,refused); stderr names the claims.")
+@click.option(
+    "--fail-on",
+    "fail_on",
+    metavar="VERDICT,...",
+    default="",
+    help="Exit 1 when one of these verdicts occurs (e.g. mismatch,refused); stderr names the claims.",
+)
 @json_option
 def audit(ledger: Ledger, claims_file: Path, fail_on: str, as_json: bool) -> None:
     """Check every number of a claims file against the ledger; print the verdicts grouped.
@@ -115,9 +126,11 @@ def audit(ledger: Ledger, claims_file: Path, fail_on: str, as_json: bool) -> Non
     unreviewed = [c.id for c in claims.claims if c.draft]
     if unreviewed:
         shown = ", ".join(unreviewed[:5]) + (f" and {len(unreviewed) - 5} more" if len(unreviewed) > 5 else "")
-        click.echo(f"warning: {len(unreviewed)} of {len(claims.claims)} claims say `draft: true` ({shown}): "
-                   "proposals of `ledger claims draft`, not reviewed; review each and remove the flag",
-                   err=True)  # fmt: skip
+        click.echo(
+            f"warning: {len(unreviewed)} of {len(claims.claims)} claims say `draft: true` ({shown}): "
+            "proposals of `ledger claims draft`, not reviewed; review each and remove the flag",
+            err=True,
+        )
     report = run_audit(claims, ledger)
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False, default=str))
@@ -142,11 +155,24 @@ def print_audit(report, claims_file: Path) -> None:
         if not rows:
             continue
         click.echo("")
-        click.echo(render_table(
-            [{"claim": r.claim_id, "printed": r.text, "unit": r.unit, "rule": r.rule, "recomputed": r.recomputed,
-              "detail": _detail(r), "expected": None if r.as_expected else f"expected {r.expected_verdict}"}
-             for r in rows],
-            ["claim", "printed", "unit", "rule", "recomputed", "detail", "expected"], f"{verdict} ({len(rows)})"))  # fmt: skip
+        click.echo(
+            render_table(
+                [
+                    {
+                        "claim": r.claim_id,
+                        "printed": r.text,
+                        "unit": r.unit,
+                        "rule": r.rule,
+                        "recomputed": r.recomputed,
+                        "detail": _detail(r),
+                        "expected": None if r.as_expected else f"expected {r.expected_verdict}",
+                    }
+                    for r in rows
+                ],
+                ["claim", "printed", "unit", "rule", "recomputed", "detail", "expected"],
+                f"{verdict} ({len(rows)})",
+            )
+        )
         if verdict == "mismatch":
             click.echo("  why each differs:")
             for r in rows:
@@ -163,8 +189,14 @@ def print_audit(report, claims_file: Path) -> None:
 @click.argument("claims_file", metavar="CLAIMS.yaml", type=click.Path(exists=True, dir_okay=False, path_type=Path))
 @click.argument("claim_id")
 @json_option
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "prov-json"]), default="text", show_default=True,
-              help="prov-json: the chain as W3C PROV-JSON (entities, activities, agents).")
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "prov-json"]),
+    default="text",
+    show_default=True,
+    help="prov-json: the chain as W3C PROV-JSON (entities, activities, agents).",
+)
 def explain(ledger: Ledger, claims_file: Path, claim_id: str, as_json: bool, fmt: str) -> None:
     """Print the evidence chain of one claim: claim -> formula or metric -> runs -> requests
     (how many, which fields) -> artefacts (sha256, file, lines) -> source report.
@@ -185,12 +217,21 @@ def explain(ledger: Ledger, claims_file: Path, claim_id: str, as_json: bool, fmt
     if fmt == "prov-json":
         from bench_ledger.queries.provenance import prov_document
 
-        click.echo(prov_document(claims, ledger, claim_id, claims_path=claims_file, steps=steps)
-                   .serialize(format="json", indent=2))  # fmt: skip
+        click.echo(
+            prov_document(claims, ledger, claim_id, claims_path=claims_file, steps=steps).serialize(
+                format="json", indent=2
+            )
+        )
         return
     if as_json or fmt == "json":
-        click.echo(json.dumps([{"level": s.level, "text": s.text.strip(), "detail": s.detail} for s in steps],
-                              indent=2, ensure_ascii=False, default=str))  # fmt: skip
+        click.echo(
+            json.dumps(
+                [{"level": s.level, "text": s.text.strip(), "detail": s.detail} for s in steps],
+                indent=2,
+                ensure_ascii=False,
+                default=str,
+            )
+        )
         return
     for s in steps:
         click.echo(s.text)
@@ -200,10 +241,21 @@ DEMO_MARKER = ".bench-ledger-demo"  # the demo rebuilds only a folder holding th
 
 
 @main.command()
-@click.option("--db", "db", metavar="URL", default=None,
-              help="Ledger to build the demo in [default: a fresh bench-ledger-demo/ledger.duckdb].")
-@click.option("--out", "out", type=click.Path(file_okay=False, path_type=Path), default=Path("bench-ledger-demo"),
-              show_default=True, help="Folder for the generated (SYNTHETIC) raw files.")
+@click.option(
+    "--db",
+    "db",
+    metavar="URL",
+    default=None,
+    help="Ledger to build the demo in [default: a fresh bench-ledger-demo/ledger.duckdb].",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("bench-ledger-demo"),
+    show_default=True,
+    help="Folder for the generated (SYNTHETIC) raw files.",
+)
 @click.pass_context
 def demo(ctx: click.Context, db: str | None, out: Path) -> None:
     """Build the reference report's case study and audit every number it publishes.
@@ -228,14 +280,18 @@ def demo(ctx: click.Context, db: str | None, out: Path) -> None:
     data = out / "data"
     marker = out / DEMO_MARKER
     if out.is_dir() and any(out.iterdir()) and not marker.is_file():
-        raise InputError(f"{out} is not empty and was not made by `ledger demo` (no {marker.name} in it): "
-                         "nothing deleted; give a new or empty folder with --out")  # fmt: skip
+        raise InputError(
+            f"{out} is not empty and was not made by `ledger demo` (no {marker.name} in it): "
+            "nothing deleted; give a new or empty folder with --out"
+        )
     for own in (data, marker, out / "ledger.duckdb", out / "ledger.duckdb.wal", out / "report.html"):
         # what the demo deletes or writes is its own, inside OUT: a link would take it elsewhere
         if own.is_symlink() or (own == data and own.exists() and not own.is_dir()):
             what = "a symbolic link" if own.is_symlink() else "not a folder"
-            raise InputError(f"{own} is {what}: `ledger demo` deletes and writes only its own files inside {out}; "
-                             "nothing deleted or written; remove it or give another folder with --out")  # fmt: skip
+            raise InputError(
+                f"{own} is {what}: `ledger demo` deletes and writes only its own files inside {out}; "
+                "nothing deleted or written; remove it or give another folder with --out"
+            )
     out.mkdir(parents=True, exist_ok=True)
     marker.write_text("made by `ledger demo`: it may delete data/ and ledger.duckdb here when run again\n")
     if data.exists():

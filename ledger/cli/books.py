@@ -24,7 +24,9 @@ if TYPE_CHECKING:  # the store (SQLAlchemy, DuckDB, Alembic) loads when a comman
 @main.command()
 @with_ledger
 @click.argument("batch")
-@click.option("--seal-file", type=click.Path(dir_okay=False, path_type=Path), help="Append the seal to this file (JSON Lines).")
+@click.option(
+    "--seal-file", type=click.Path(dir_okay=False, path_type=Path), help="Append the seal to this file (JSON Lines)."
+)
 def close(ledger: Ledger, batch: str, seal_file: Path | None) -> None:
     """Seal a batch and close it: no imports, edits or reopening afterwards (R10).
 
@@ -52,7 +54,9 @@ def close(ledger: Ledger, batch: str, seal_file: Path | None) -> None:
 @main.command()
 @with_ledger
 @click.argument("batch", required=False)
-@click.option("--seal-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Compare with this seal file too.")
+@click.option(
+    "--seal-file", type=click.Path(exists=True, dir_okay=False, path_type=Path), help="Compare with this seal file too."
+)
 @json_option
 def verify(ledger: Ledger, batch: str | None, seal_file: Path | None, as_json: bool) -> None:
     """Recompute the seals of closed batches, the import digests of open batches' artefacts and (DuckDB)
@@ -70,17 +74,43 @@ def verify(ledger: Ledger, batch: str | None, seal_file: Path | None, as_json: b
 
     res = do_verify(ledger, batch, seal_file)
     if as_json:
-        checks = [{"batch": None if c.unbatched else c.batch,
-                   "books": "no batch" if c.unbatched else "open" if c.is_open else "closed",
-                   "verdict": "ok" if c.ok else "mismatch" if c.problems or c.diffs else "not verified",
-                   "seal": None if c.is_open else c.digest, "rows": c.row_count, "artefacts": c.artefacts,
-                   "problems": c.problems, "differences": [d.describe() for d in c.diffs], "unchecked": c.unchecked}
-                  for c in res.checks]  # fmt: skip
+        checks = [
+            {
+                "batch": None if c.unbatched else c.batch,
+                "books": "no batch" if c.unbatched else "open" if c.is_open else "closed",
+                "verdict": "ok" if c.ok else "mismatch" if c.problems or c.diffs else "not verified",
+                "seal": None if c.is_open else c.digest,
+                "rows": c.row_count,
+                "artefacts": c.artefacts,
+                "problems": c.problems,
+                "differences": [d.describe() for d in c.diffs],
+                "unchecked": c.unchecked,
+            }
+            for c in res.checks
+        ]
         rows = res.declared
-        declared = None if rows is None else {"verdict": "ok" if rows.ok else "mismatch" if rows.problems else "not verified",
-                                              "rows": rows.rows, "problems": rows.problems, "unchecked": rows.unchecked}  # fmt: skip
-        click.echo(json.dumps({"ok": res.ok, "guard_problems": res.guard_problems, "merged_runs": res.merged_runs,
-                               "checks": checks, "declared_rows": declared}, indent=2))  # fmt: skip
+        declared = (
+            None
+            if rows is None
+            else {
+                "verdict": "ok" if rows.ok else "mismatch" if rows.problems else "not verified",
+                "rows": rows.rows,
+                "problems": rows.problems,
+                "unchecked": rows.unchecked,
+            }
+        )
+        click.echo(
+            json.dumps(
+                {
+                    "ok": res.ok,
+                    "guard_problems": res.guard_problems,
+                    "merged_runs": res.merged_runs,
+                    "checks": checks,
+                    "declared_rows": declared,
+                },
+                indent=2,
+            )
+        )
         if not res.ok:
             sys.exit(EXIT_FAILURE)
         return
@@ -91,7 +121,13 @@ def verify(ledger: Ledger, batch: str | None, seal_file: Path | None, as_json: b
     for p in res.merged_runs:
         click.echo(f"merged: {p}", err=True)
     for c in res.checks:
-        name = "artefacts without a batch" if c.unbatched else f"batch {c.batch} (open)" if c.is_open else f"batch {c.batch}"
+        name = (
+            "artefacts without a batch"
+            if c.unbatched
+            else f"batch {c.batch} (open)"
+            if c.is_open
+            else f"batch {c.batch}"
+        )
         if c.ok and c.is_open:
             click.echo(f"{name}: ok, {c.artefacts} artefact(s) match their import digests over {c.row_count:,} rows")
             continue
@@ -101,8 +137,11 @@ def verify(ledger: Ledger, batch: str | None, seal_file: Path | None, as_json: b
         if c.problems or c.diffs:
             click.echo(f"{name}: MISMATCH", err=True)
         else:
-            click.echo(f"{name}: NOT VERIFIED, {len(c.unchecked)} artefact(s) cannot be checked "
-                       f"({c.artefacts} checked, they match their import digests)", err=True)  # fmt: skip
+            click.echo(
+                f"{name}: NOT VERIFIED, {len(c.unchecked)} artefact(s) cannot be checked "
+                f"({c.artefacts} checked, they match their import digests)",
+                err=True,
+            )
         for p in c.problems:
             click.echo(f"  {p}", err=True)
         for d in c.diffs:
@@ -126,8 +165,14 @@ def verify(ledger: Ledger, batch: str | None, seal_file: Path | None, as_json: b
 @with_ledger
 @click.argument("table_name", metavar="TABLE", type=click.Choice(["run", "published_value", "launch"]))
 @click.argument("row_id", type=int)
-@click.option("--set", "assignments", metavar="FIELD=VALUE", multiple=True, required=True,
-              help="A corrected field (repeatable); `null` empties a nullable field.")
+@click.option(
+    "--set",
+    "assignments",
+    metavar="FIELD=VALUE",
+    multiple=True,
+    required=True,
+    help="A corrected field (repeatable); `null` empties a nullable field.",
+)
 @click.option("--reason", required=True, help="Why: kept with the new revision and shown by `ledger history`.")
 def correct(ledger: Ledger, table_name: str, row_id: int, assignments: tuple[str, ...], reason: str) -> None:
     """Correct a run, published value or launch of an open batch: a new revision that names what it
@@ -142,15 +187,19 @@ def correct(ledger: Ledger, table_name: str, row_id: int, assignments: tuple[str
 
     changes = parse_changes(table_name, list(assignments))
     new_id = do_correct(ledger, table_name, row_id, reason, changes)
-    click.echo(f"{table_name} {row_id} superseded by {table_name} {new_id}: "
-               + ", ".join(f"{k}={v}" for k, v in changes.items()))  # fmt: skip
+    click.echo(
+        f"{table_name} {row_id} superseded by {table_name} {new_id}: "
+        + ", ".join(f"{k}={v}" for k, v in changes.items())
+    )
     click.echo(f"  reason: {reason.strip()}")
 
 
 @main.command()
 @with_ledger
 @click.argument("artefact_id", metavar="ARTEFACT", type=int)
-@click.option("--run", "run_id", metavar="RUN", type=int, required=True, help="Id of the run it belongs to (`ledger runs`).")
+@click.option(
+    "--run", "run_id", metavar="RUN", type=int, required=True, help="Id of the run it belongs to (`ledger runs`)."
+)
 @click.option("--reason", required=True, help="Why: kept with the new revisions and shown by `ledger history`.")
 def attach(ledger: Ledger, artefact_id: int, run_id: int, reason: str) -> None:
     """Attach an already imported artefact's reported values to another run of its batch.
@@ -166,9 +215,11 @@ def attach(ledger: Ledger, artefact_id: int, run_id: int, reason: str) -> None:
     from bench_ledger.books import attach as do_attach
 
     done = do_attach(ledger, artefact_id, run_id, reason)
-    click.echo(f"artefact {done.artefact_id}: {done.moved} reported value(s) moved from run {done.from_run_id} to run "
-               f"{done.superseded_run_id}, now revision run {done.run_id}"
-               + (": learned " + ", ".join(f"{k}={v}" for k, v in done.learned.items()) if done.learned else ""))  # fmt: skip
+    click.echo(
+        f"artefact {done.artefact_id}: {done.moved} reported value(s) moved from run {done.from_run_id} to run "
+        f"{done.superseded_run_id}, now revision run {done.run_id}"
+        + (": learned " + ", ".join(f"{k}={v}" for k, v in done.learned.items()) if done.learned else "")
+    )
     if done.not_learned:
         click.echo(f"  settings: {done.not_learned}")
     click.echo(f"  reason: {reason.strip()}")
@@ -194,7 +245,15 @@ def history(ledger: Ledger, table_name: str, row_id: int, as_json: bool) -> None
     if as_json:
         click.echo(json.dumps(rows, indent=2, default=str))
     else:
-        changed = [""] + [", ".join(f"{k}={r[k]}" for k in r if k not in _FIXED and r[k] != prev[k])
-                          for prev, r in zip(rows, rows[1:])]  # fmt: skip
+        changed = [""] + [
+            ", ".join(f"{k}={r[k]}" for k in r if k not in _FIXED and r[k] != prev[k])
+            for prev, r in zip(rows, rows[1:])
+        ]
         cols = ["id", "revision", "supersedes_id", "recorded_at", "changed", "correction_reason"]
-        table([{**r, "recorded_at": f"{r['recorded_at']:%Y-%m-%d %H:%M:%S}", "changed": c} for r, c in zip(rows, changed)], cols)
+        table(
+            [
+                {**r, "recorded_at": f"{r['recorded_at']:%Y-%m-%d %H:%M:%S}", "changed": c}
+                for r, c in zip(rows, changed)
+            ],
+            cols,
+        )

@@ -26,8 +26,14 @@ def _confidence(ctx: click.Context, param: click.Parameter, value: float) -> flo
     return value
 
 
-confidence_option = click.option("--confidence", type=float, default=0.95, show_default=True, callback=_confidence,
-                                 help="Confidence level of the sampling intervals.")  # fmt: skip
+confidence_option = click.option(
+    "--confidence",
+    type=float,
+    default=0.95,
+    show_default=True,
+    callback=_confidence,
+    help="Confidence level of the sampling intervals.",
+)
 
 if TYPE_CHECKING:  # the store (SQLAlchemy, DuckDB, Alembic) loads when a command runs, not for --help
     from bench_ledger.store import Ledger
@@ -53,17 +59,34 @@ def batches(ledger: Ledger, as_json: bool) -> None:
         table(rows, ["id", "name", "status", "deployment", "runs", "requests", "artefacts", "closed_at"])
 
 
-RUN_COLUMNS = ["id", "batch", "label", "tool", "input_target_tokens", "output_cap_tokens", "concurrency",
-               "request_count", "requests", "artefacts"]  # fmt: skip
+RUN_COLUMNS = [
+    "id",
+    "batch",
+    "label",
+    "tool",
+    "input_target_tokens",
+    "output_cap_tokens",
+    "concurrency",
+    "request_count",
+    "requests",
+    "artefacts",
+]
 
 
 @main.command()
 @with_ledger
 @click.option("--batch", "batches", metavar="B", multiple=True, help="Only runs of this batch (repeatable).")
-@click.option("--column", "columns", metavar="NAME", multiple=True,
-              type=click.Choice(RUN_COLUMNS + [f for f in RUN_FACTORS if f not in RUN_COLUMNS]),
-              help="Also show this column: a factor the run's files state (model, tp, hardware...) or a run column (repeatable).")  # fmt: skip
-@click.option("--as-of", "as_of", type=click.DateTime(), help="As the ledger stood then (UTC): latest revisions recorded by then.")
+@click.option(
+    "--column",
+    "columns",
+    metavar="NAME",
+    multiple=True,
+    type=click.Choice(RUN_COLUMNS + [f for f in RUN_FACTORS if f not in RUN_COLUMNS]),
+    help="Also show this column: a factor the run's files state (model, tp, hardware...) or a run column (repeatable).",
+)
+@click.option(
+    "--as-of", "as_of", type=click.DateTime(), help="As the ledger stood then (UTC): latest revisions recorded by then."
+)
 @json_option
 @wide_option
 def runs(ledger: Ledger, batches: tuple[str, ...], columns: tuple[str, ...], as_of, as_json: bool) -> None:
@@ -84,8 +107,10 @@ def runs(ledger: Ledger, batches: tuple[str, ...], columns: tuple[str, ...], as_
         click.echo(to_json(rows))
     else:
         extra = [c for c in dict.fromkeys(columns) if c not in RUN_COLUMNS]
-        table([{**r, **{c: r["factors"][c]["value"] if c in r["factors"] else "n/a" for c in extra}} for r in rows],
-              RUN_COLUMNS + extra)  # fmt: skip
+        table(
+            [{**r, **{c: r["factors"][c]["value"] if c in r["factors"] else "n/a" for c in extra}} for r in rows],
+            RUN_COLUMNS + extra,
+        )
 
 
 @main.group()
@@ -100,14 +125,27 @@ SHOW_LIMIT = 40  # reported values `show run` prints unless --limit says otherwi
 @show.command("run")
 @with_ledger
 @click.argument("run_id", type=int)
-@click.option("--section", "sections", type=click.Choice(SHOW_RUN_SECTIONS), multiple=True,
-              help="Only this part (repeatable): run (workload, warm state, launch), artefacts (captures and their "
-                   "fields), reported (the tool's values) [default: all].")
+@click.option(
+    "--section",
+    "sections",
+    type=click.Choice(SHOW_RUN_SECTIONS),
+    multiple=True,
+    help="Only this part (repeatable): run (workload, warm state, launch), artefacts (captures and their "
+    "fields), reported (the tool's values) [default: all].",
+)
 @click.option("--key", "key", metavar="GLOB", help="Only reported values whose key matches (e.g. '*ttft*').")
-@click.option("--limit", "limit", type=click.IntRange(min=0), default=SHOW_LIMIT, show_default=True,
-              help="Reported values printed at most; 0 prints all (a guidellm file reports thousands).")
+@click.option(
+    "--limit",
+    "limit",
+    type=click.IntRange(min=0),
+    default=SHOW_LIMIT,
+    show_default=True,
+    help="Reported values printed at most; 0 prints all (a guidellm file reports thousands).",
+)
 @json_option
-def show_run(ledger: Ledger, run_id: int, sections: tuple[str, ...], key: str | None, limit: int, as_json: bool) -> None:
+def show_run(
+    ledger: Ledger, run_id: int, sections: tuple[str, ...], key: str | None, limit: int, as_json: bool
+) -> None:
     """Show a run: workload, warm state, requests and captured fields, the tool's reported aggregates.
 
     The reported values are listed up to --limit, and a last line says how many were left out;
@@ -137,16 +175,22 @@ def show_run(ledger: Ledger, run_id: int, sections: tuple[str, ...], key: str | 
 
 def _show_run_summary(d) -> None:
     r = d.run
-    click.echo(f"  tool: {r.tool or 'n/a'}   dataset: {d.dataset or 'n/a'}   seed: {d.seed if d.seed is not None else 'n/a'}")
-    click.echo(f"  workload: input target {r.input_target_tokens or 'n/a'} tokens, output cap {r.output_cap_tokens or 'n/a'}"
-               f" tokens, C {r.concurrency or 'n/a'}, N {r.request_count or 'n/a'}, rate {d.request_rate or 'n/a'}")  # fmt: skip
+    click.echo(
+        f"  tool: {r.tool or 'n/a'}   dataset: {d.dataset or 'n/a'}   seed: {d.seed if d.seed is not None else 'n/a'}"
+    )
+    click.echo(
+        f"  workload: input target {r.input_target_tokens or 'n/a'} tokens, output cap {r.output_cap_tokens or 'n/a'}"
+        f" tokens, C {r.concurrency or 'n/a'}, N {r.request_count or 'n/a'}, rate {d.request_rate or 'n/a'}"
+    )
     click.echo("  warm state: " + ", ".join(f"{k} {v}" for k, v in d.warm.items()))
     if d.factors:
         click.echo("  stated by its files:")
         for k, f in d.factors.items():
             click.echo(f"    {k:<14} {f['value']}  ({f['at']})")
     la = d.launch
-    click.echo(f"  launch: {la['deployment']}#{la['attempt']} ({la['label']})" if la else f"  launch: n/a ({d.launch_reason})")
+    click.echo(
+        f"  launch: {la['deployment']}#{la['attempt']} ({la['label']})" if la else f"  launch: n/a ({d.launch_reason})"
+    )
     click.echo(f"  compile cache (measured): {d.warm_compile_measured or 'unknown'} ({d.warm_compile_basis})")
     sc = d.status_counts
     click.echo(f"  requests: {r.requests} ({sc['ok']} ok, {sc['failed']} failed, {sc['unknown']} unknown)")
@@ -177,8 +221,10 @@ def _show_run_reported(d, key: str | None, limit: int) -> None:
         text = p.text if p.flag != "n/a" else f"n/a ({p.na_reason})"
         click.echo(f"    {p.key:<{width}}  {text} {p.unit or ''}".rstrip())
     if len(shown) < len(matching):
-        click.echo(f"  ... {len(matching) - len(shown):,} more reported values{what} left out (--limit {limit}); "
-                   "--limit 0 prints all, --key GLOB picks some, --json prints everything")
+        click.echo(
+            f"  ... {len(matching) - len(shown):,} more reported values{what} left out (--limit {limit}); "
+            "--limit 0 prints all, --key GLOB picks some, --json prints everything"
+        )
 
 
 @main.command()
@@ -189,10 +235,20 @@ def _show_run_reported(d, key: str | None, limit: int) -> None:
 @click.option("--csv", "as_csv", is_flag=True, help="Print CSV (value, flag and reason per metric).")
 @click.option("--list", "as_list", is_flag=True, help="List every registered metric (name, unit, quantity kind).")
 @wide_option
-@click.option("--ci", "with_ci", is_flag=True, help="Also show each statistic's sampling interval (docs/statistics.md).")
+@click.option(
+    "--ci", "with_ci", is_flag=True, help="Also show each statistic's sampling interval (docs/statistics.md)."
+)
 @confidence_option
-def metrics(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, as_json: bool, as_csv: bool,
-            as_list: bool = False, with_ci: bool = False, confidence: float = 0.95) -> None:  # fmt: skip
+def metrics(
+    ledger: Ledger,
+    batches: tuple[str, ...],
+    run_id: int | None,
+    as_json: bool,
+    as_csv: bool,
+    as_list: bool = False,
+    with_ci: bool = False,
+    confidence: float = 0.95,
+) -> None:
     """One row per run: workload settings, total and output TPM, TTFT p50, each with its provenance.
 
     Rows of several batches are shown side by side, each labelled with its batch; nothing is
@@ -237,30 +293,50 @@ def metrics(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, as_jso
     out = []
     for r in rows:
         v = r.values
-        out.append({
-            "batch": r.batch, "run": f"{r.run_id} {r.label}",
-            "in/out": f"{r.input_target_tokens or '?'} / {r.output_cap_tokens or '?'}",
-            "C/N": f"{r.concurrency or '?'} / {r.request_count or '?'}",
-            "ok/failed": f"{_cell(v['requests_ok'], ',.0f', notes)} / {_cell(v['requests_failed'], ',.0f', notes)}",
-            "total TPM": _cell(v["total_tpm"], ",.0f", notes), "output TPM": _cell(v["output_tpm"], ",.0f", notes),
-            "TTFT p50 s": _cell(v["ttft_p50"], ".4f", notes),
-        })  # fmt: skip
+        out.append(
+            {
+                "batch": r.batch,
+                "run": f"{r.run_id} {r.label}",
+                "in/out": f"{r.input_target_tokens or '?'} / {r.output_cap_tokens or '?'}",
+                "C/N": f"{r.concurrency or '?'} / {r.request_count or '?'}",
+                "ok/failed": f"{_cell(v['requests_ok'], ',.0f', notes)} / {_cell(v['requests_failed'], ',.0f', notes)}",
+                "total TPM": _cell(v["total_tpm"], ",.0f", notes),
+                "output TPM": _cell(v["output_tpm"], ",.0f", notes),
+                "TTFT p50 s": _cell(v["ttft_p50"], ".4f", notes),
+            }
+        )
     table(out, ["batch", "run", "in/out", "C/N", "ok/failed", "total TPM", "output TPM", "TTFT p50 s"])
     shown = sorted({r.batch for r in rows})
     if len(shown) > 1:
         click.echo(f"{len(shown)} batches side by side ({', '.join(shown)}): nothing is pooled across batches (R2)")
-    prose("d = derived here from the captured records; r = the tool's own figure, or computed from one (reported: the weakest input decides); "
-          "in/out = input target / output cap (settings, not actual lengths, R3); C/N = concurrency / requests")  # fmt: skip
+    prose(
+        "d = derived here from the captured records; r = the tool's own figure, or computed from one (reported: the weakest input decides); "
+        "in/out = input target / output cap (settings, not actual lengths, R3); C/N = concurrency / requests"
+    )
     for text, k in notes.items():
         click.echo(f"[{k}] n/a: {text}")
     if with_ci:
-        ci = [{"batch": r.batch, "run": f"{r.run_id} {r.label}", "metric": name, "estimate": f"{si.estimate:.4g}",
-               f"{confidence:.0%} interval": si.text() if si.status == "interval" else si.status,
-               "n": si.n, "n_eff": f"{si.n_effective:.0f}", "reason": si.reason or ""}
-              for r in rows for name, si in r.sampling.items() if si.status != "n/a"]  # fmt: skip
+        ci = [
+            {
+                "batch": r.batch,
+                "run": f"{r.run_id} {r.label}",
+                "metric": name,
+                "estimate": f"{si.estimate:.4g}",
+                f"{confidence:.0%} interval": si.text() if si.status == "interval" else si.status,
+                "n": si.n,
+                "n_eff": f"{si.n_effective:.0f}",
+                "reason": si.reason or "",
+            }
+            for r in rows
+            for name, si in r.sampling.items()
+            if si.status != "n/a"
+        ]
         click.echo("")
-        table(ci, ["batch", "run", "metric", "estimate", f"{confidence:.0%} interval", "n", "n_eff", "reason"],
-              title="== sampling intervals (n_eff: effective requests, queueing makes neighbours alike)")  # fmt: skip
+        table(
+            ci,
+            ["batch", "run", "metric", "estimate", f"{confidence:.0%} interval", "n", "n_eff", "reason"],
+            title="== sampling intervals (n_eff: effective requests, queueing makes neighbours alike)",
+        )
         skipped: dict[str, set[str]] = {}
         for r in rows:
             for name, si in r.sampling.items():
@@ -282,8 +358,13 @@ def each_batch(batches: tuple[str, ...]) -> list[str | None]:
 @with_ledger
 @click.option("--batch", "batches", metavar="B", multiple=True, help="Only runs of this batch (repeatable).")
 @click.option("--run", "run_id", type=int, metavar="ID", help="Only this run.")
-@click.option("--fail-on", "fail_on", metavar="STATUS,...", default="",
-              help="Exit 1 when one of these occurs: agree, disagree, not-re-derivable.")
+@click.option(
+    "--fail-on",
+    "fail_on",
+    metavar="STATUS,...",
+    default="",
+    help="Exit 1 when one of these occurs: agree, disagree, not-re-derivable.",
+)
 @json_option
 @wide_option
 def check(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, fail_on: str, as_json: bool) -> None:
@@ -312,15 +393,23 @@ def check(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, fail_on:
         click.echo(json.dumps([r.as_dict() for r in rows], indent=2, default=str))
         exit_on(wanted, found, "reported value(s)")
         return
-    show = [{**r.as_dict(), "run": f"{r.run_id}", "recomputed": "" if r.recomputed is None else repr(r.recomputed)}
-            for r in rows]  # fmt: skip
+    show = [
+        {**r.as_dict(), "run": f"{r.run_id}", "recomputed": "" if r.recomputed is None else repr(r.recomputed)}
+        for r in rows
+    ]
     statuses = ("agree", "disagree", "not re-derivable")
     for section, title, cols in (
-        (RECORDS, "recomputed from records", ["batch", "run", "key", "reported", "recomputed", "tolerance", "status",
-                                              "definition", "reason"]),
-        (IDENTITY, "internal identities", ["batch", "run", "key", "reported", "recomputed", "tolerance", "status",
-                                           "definition"]),
-    ):  # fmt: skip
+        (
+            RECORDS,
+            "recomputed from records",
+            ["batch", "run", "key", "reported", "recomputed", "tolerance", "status", "definition", "reason"],
+        ),
+        (
+            IDENTITY,
+            "internal identities",
+            ["batch", "run", "key", "reported", "recomputed", "tolerance", "status", "definition"],
+        ),
+    ):
         part = [r for r in show if r["section"] == section]
         if section == IDENTITY and not part:
             continue
@@ -338,16 +427,32 @@ def check(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, fail_on:
 @click.argument("a")
 @click.argument("b")
 @click.option("--metric", metavar="M", help="Also give B / A of this metric, labelled with what differs.")
-@click.option("--attribute-to", "claim_factor", metavar="FACTOR", help="Claim the difference is due to FACTOR (R6, R8).")
+@click.option(
+    "--attribute-to", "claim_factor", metavar="FACTOR", help="Claim the difference is due to FACTOR (R6, R8)."
+)
 @click.option("--equal-resources", is_flag=True, help="Claim an equal-resource comparison (R6).")
 @click.option("--paired", is_flag=True, help="Claim a per-request paired comparison (R6).")
-@click.option("--stats", "with_stats", is_flag=True,
-              help="Per metric: is the difference beyond sampling error (docs/statistics.md)?")
+@click.option(
+    "--stats",
+    "with_stats",
+    is_flag=True,
+    help="Per metric: is the difference beyond sampling error (docs/statistics.md)?",
+)
 @confidence_option
 @json_option
 @wide_option
-def compare(ledger: Ledger, a: str, b: str, metric: str | None, claim_factor: str | None, equal_resources: bool,
-            paired: bool, as_json: bool, with_stats: bool = False, confidence: float = 0.95) -> None:  # fmt: skip
+def compare(
+    ledger: Ledger,
+    a: str,
+    b: str,
+    metric: str | None,
+    claim_factor: str | None,
+    equal_resources: bool,
+    paired: bool,
+    as_json: bool,
+    with_stats: bool = False,
+    confidence: float = 0.95,
+) -> None:
     """List every factor that differs between A and B (run:ID, batch:NAME, deployment:NAME).
 
     A claim the factors do not support is refused with its rule (exit 3). `--stats` adds, per
@@ -378,14 +483,20 @@ def compare(ledger: Ledger, a: str, b: str, metric: str | None, claim_factor: st
     if as_json:
         click.echo(json.dumps(res.as_dict() if res else asdict(cmp), indent=2, default=str))
         return
-    table([{"factor": f.name, "A": f.a, "B": f.b} for f in cmp.differences], ["factor", "A", "B"],
-          title=f"A = {a}\nB = {b}\nfactors that differ:")  # fmt: skip
+    table(
+        [{"factor": f.name, "A": f.a, "B": f.b} for f in cmp.differences],
+        ["factor", "A", "B"],
+        title=f"A = {a}\nB = {b}\nfactors that differ:",
+    )
     click.echo(f"attributable to: {cmp.attributable_to or 'none (not exactly one difference)'}")
-    click.echo(f"stack ratio: {'yes' if cmp.stack_ratio else 'no'}   equal resources: "
-               f"{'yes' if cmp.equal_resources else 'no'}   paired: {'yes' if cmp.paired else 'no'}")  # fmt: skip
+    click.echo(
+        f"stack ratio: {'yes' if cmp.stack_ratio else 'no'}   equal resources: "
+        f"{'yes' if cmp.equal_resources else 'no'}   paired: {'yes' if cmp.paired else 'no'}"
+    )
     for note in cmp.notes:
         click.echo(f"  note: {note}")
     if res:
+
         def shown(v) -> str:
             return f"{float(v.value):.6g} {v.unit} ({v.flag})" if v.value is not None else f"n/a ({v.na_reason})"
 
@@ -393,8 +504,17 @@ def compare(ledger: Ledger, a: str, b: str, metric: str | None, claim_factor: st
         click.echo(f"B / A = {'n/a' if res.ratio is None else f'{float(res.ratio):.4g}'}: {res.label}")
 
 
-def _compare_stats(ledger: Ledger, a: str, b: str, metric: str | None, claim_factor: str | None,
-                   equal_resources: bool, paired: bool, as_json: bool, confidence: float) -> None:  # fmt: skip
+def _compare_stats(
+    ledger: Ledger,
+    a: str,
+    b: str,
+    metric: str | None,
+    claim_factor: str | None,
+    equal_resources: bool,
+    paired: bool,
+    as_json: bool,
+    confidence: float,
+) -> None:
     from dataclasses import asdict
 
     from bench_ledger.queries.compare import compare as do_compare
@@ -402,23 +522,43 @@ def _compare_stats(ledger: Ledger, a: str, b: str, metric: str | None, claim_fac
 
     # the factors first (R6, R8), then, for the one metric named, whether its change is beyond sampling error
     cmp = do_compare(ledger, a, b, claim_factor, equal_resources=equal_resources, paired=paired)
-    res = compare_stats(ledger, a, b, (metric,) if metric else STATS_METRICS, confidence, claim_factor if metric else None)
+    res = compare_stats(
+        ledger, a, b, (metric,) if metric else STATS_METRICS, confidence, claim_factor if metric else None
+    )
     if as_json:
         click.echo(json.dumps({"comparison": asdict(cmp), "stats": res.as_dict()}, indent=2, default=str))
         return
-    table([{"factor": f.name, "A": f.a, "B": f.b} for f in cmp.differences], ["factor", "A", "B"],
-          title=f"A = {a}\nB = {b}\nfactors that differ:")  # fmt: skip
-    click.echo(f"comparability key: A {(res.key_a or 'none (no deployment recorded)')[:12]}, "
-               f"B {(res.key_b or 'none (no deployment recorded)')[:12]}")  # fmt: skip
+    table(
+        [{"factor": f.name, "A": f.a, "B": f.b} for f in cmp.differences],
+        ["factor", "A", "B"],
+        title=f"A = {a}\nB = {b}\nfactors that differ:",
+    )
+    click.echo(
+        f"comparability key: A {(res.key_a or 'none (no deployment recorded)')[:12]}, "
+        f"B {(res.key_b or 'none (no deployment recorded)')[:12]}"
+    )
 
     def vals(pairs: list[tuple[int, float | None]]) -> str:
         return ", ".join("n/a" if v is None else f"{v:.4g}" for _, v in pairs)
 
-    rows = [{"metric": r.metric, "A": vals(r.a), "B": vals(r.b),
-             "sampling verdict (B vs A)": r.change.text() if r.change else "n/a: repeated runs, the run is the replicate",
-             "over runs": r.test.text() if r.test else ""} for r in res.rows]  # fmt: skip
-    table(rows, ["metric", "A", "B", "sampling verdict (B vs A)", "over runs"],
-          title=f"== statistics ({confidence:.0%}); A, B: each run's value", whole=("sampling verdict (B vs A)", "over runs"))  # fmt: skip
+    rows = [
+        {
+            "metric": r.metric,
+            "A": vals(r.a),
+            "B": vals(r.b),
+            "sampling verdict (B vs A)": r.change.text()
+            if r.change
+            else "n/a: repeated runs, the run is the replicate",
+            "over runs": r.test.text() if r.test else "",
+        }
+        for r in res.rows
+    ]
+    table(
+        rows,
+        ["metric", "A", "B", "sampling verdict (B vs A)", "over runs"],
+        title=f"== statistics ({confidence:.0%}); A, B: each run's value",
+        whole=("sampling verdict (B vs A)", "over runs"),
+    )
 
 
 @main.command()
@@ -428,8 +568,9 @@ def _compare_stats(ledger: Ledger, a: str, b: str, metric: str | None, claim_fac
 @click.option("--batch", "batches", metavar="B", multiple=True, help="Only runs of this sealed batch (repeatable).")
 @confidence_option
 @json_option
-def trend(ledger: Ledger, metric: str, key: str | None, batches: tuple[str, ...], confidence: float,
-          as_json: bool) -> None:  # fmt: skip
+def trend(
+    ledger: Ledger, metric: str, key: str | None, batches: tuple[str, ...], confidence: float, as_json: bool
+) -> None:
     """A metric over the sealed batches' runs of one comparability key, in time, with change points.
 
     Runs of different keys (system, workload, warm state, tool) are separate series, never pooled (R2).
@@ -448,13 +589,24 @@ def trend(ledger: Ledger, metric: str, key: str | None, batches: tuple[str, ...]
         click.echo(json.dumps([t.as_dict() for t in series], indent=2, default=str))
         return
     for t in series:
+
         def iv(p) -> str:
             return "" if p.low is None else f"[{p.low:.4g}, {p.high:.4g}]"
 
-        table([{"#": i + 1, "batch": p.batch, "run": f"{p.run_id} {p.label}",
-                "value": "n/a" if p.value is None else f"{p.value:.4g}", f"{confidence:.0%} interval": iv(p)}
-               for i, p in enumerate(t.points)], ["#", "batch", "run", "value", f"{confidence:.0%} interval"],
-              title=f"== {metric} ({t.unit}), key {t.key[:12]}: {len(t.points)} points")  # fmt: skip
+        table(
+            [
+                {
+                    "#": i + 1,
+                    "batch": p.batch,
+                    "run": f"{p.run_id} {p.label}",
+                    "value": "n/a" if p.value is None else f"{p.value:.4g}",
+                    f"{confidence:.0%} interval": iv(p),
+                }
+                for i, p in enumerate(t.points)
+            ],
+            ["#", "batch", "run", "value", f"{confidence:.0%} interval"],
+            title=f"== {metric} ({t.unit}), key {t.key[:12]}: {len(t.points)} points",
+        )
         for note in t.notes:
             click.echo(f"note: {note}")
         if t.changes is None:
@@ -463,8 +615,10 @@ def trend(ledger: Ledger, metric: str, key: str | None, batches: tuple[str, ...]
             click.echo("no change point")
         for c in t.changes or []:
             rel = "" if c.relative is None else f" ({100 * c.relative:+.1f}%)"
-            click.echo(f"change point at #{c.index + 1} (batch {t.points[c.index].batch}): {c.before:.4g} -> "
-                       f"{c.after:.4g}{rel}, {confidence:.0%} interval of the step [{c.low:+.4g}, {c.high:+.4g}]")  # fmt: skip
+            click.echo(
+                f"change point at #{c.index + 1} (batch {t.points[c.index].batch}): {c.before:.4g} -> "
+                f"{c.after:.4g}{rel}, {confidence:.0%} interval of the step [{c.low:+.4g}, {c.high:+.4g}]"
+            )
 
 
 def _relative(ctx: click.Context, param: click.Parameter, value: str) -> float:
@@ -480,14 +634,21 @@ def _relative(ctx: click.Context, param: click.Parameter, value: str) -> float:
 
 @main.command()
 @with_ledger
-@click.option("--detect", "detect", required=True, callback=_relative, metavar="CHANGE",
-              help="The relative change to resolve, e.g. 5%.")
+@click.option(
+    "--detect",
+    "detect",
+    required=True,
+    callback=_relative,
+    metavar="CHANGE",
+    help="The relative change to resolve, e.g. 5%.",
+)
 @click.option("--run", "run_id", type=int, required=True, metavar="ID", help="The pilot run.")
 @click.option("--metric", "metrics", metavar="M", multiple=True, help="Metric(s) to plan for (repeatable).")
 @confidence_option
 @json_option
-def plan(ledger: Ledger, detect: float, run_id: int, metrics: tuple[str, ...], confidence: float,
-         as_json: bool) -> None:  # fmt: skip
+def plan(
+    ledger: Ledger, detect: float, run_id: int, metrics: tuple[str, ...], confidence: float, as_json: bool
+) -> None:
     """How many requests per run (and runs per side) resolve a relative change, from a pilot run.
 
     \b
@@ -497,19 +658,37 @@ def plan(ledger: Ledger, detect: float, run_id: int, metrics: tuple[str, ...], c
     from bench_ledger.queries.stats.planning import POWER
     from bench_ledger.queries.stats.runs import plan as do_plan
 
-    chosen = metrics or ("ttft_p50", "ttft_p90", "ttft_p99", "ttft_mean", "e2e_latency_p50", "per_stream_decode_rate_median")
+    chosen = metrics or (
+        "ttft_p50",
+        "ttft_p90",
+        "ttft_p99",
+        "ttft_mean",
+        "e2e_latency_p50",
+        "per_stream_decode_rate_median",
+    )
     plans = do_plan(ledger, run_id, detect, chosen, confidence)
     if as_json:
         click.echo(json.dumps([p.as_dict() for p in plans], indent=2, default=str))
         return
-    table([{"metric": p.metric, "pilot": f"{p.pilot.n} requests, {p.pilot.n_effective or 0:.0f} effective",
-            "requests per run": "n/a" if p.requests is None else f"{p.requests:,}",
-            "runs per side": p.runs_per_side, "reason": p.reason or ""} for p in plans],
-          ["metric", "pilot", "requests per run", "runs per side", "reason"],
-          title=f"to resolve a {100 * detect:.3g}% change at {confidence:.0%} confidence with {POWER:.0%} power "
-                f"(pilot: run {run_id})")  # fmt: skip
-    click.echo("runs per side: the fewest for which a test over runs can reach the confidence at all; how many more "
-               "depends on run-to-run variation, which one pilot run cannot show")  # fmt: skip
+    table(
+        [
+            {
+                "metric": p.metric,
+                "pilot": f"{p.pilot.n} requests, {p.pilot.n_effective or 0:.0f} effective",
+                "requests per run": "n/a" if p.requests is None else f"{p.requests:,}",
+                "runs per side": p.runs_per_side,
+                "reason": p.reason or "",
+            }
+            for p in plans
+        ],
+        ["metric", "pilot", "requests per run", "runs per side", "reason"],
+        title=f"to resolve a {100 * detect:.3g}% change at {confidence:.0%} confidence with {POWER:.0%} power "
+        f"(pilot: run {run_id})",
+    )
+    click.echo(
+        "runs per side: the fewest for which a test over runs can reach the confidence at all; how many more "
+        "depends on run-to-run variation, which one pilot run cannot show"
+    )
 
 
 @main.command()

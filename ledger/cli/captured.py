@@ -43,8 +43,11 @@ def show_artefact(ledger: Ledger, artefact_id: int, as_json: bool) -> None:
     if a.note:
         click.echo(f"  note: {a.note}")
     click.echo("  rows produced: " + ", ".join(f"{t} {n:,}" for t, n in a.rows.items()))
-    table([{**r, "sampled": "yes" if r["sampled"] else "no"} for r in a.runs],
-          ["run", "batch", "label", "records", "requests", "sampled"], title="  runs:")  # fmt: skip
+    table(
+        [{**r, "sampled": "yes" if r["sampled"] else "no"} for r in a.runs],
+        ["run", "batch", "label", "records", "requests", "sampled"],
+        title="  runs:",
+    )
     if a.launches:
         click.echo(f"  log of launch: {', '.join(a.launches)}")
     click.echo("  published values by flag: " + (", ".join(f"{k} {n}" for k, n in a.flags.items()) or "none"))
@@ -78,22 +81,42 @@ def hardware(ledger: Ledger, batch: str, as_json: bool) -> None:
         click.echo(to_json(v.as_dict()))
         return
     table(v.artefacts, ["id", "file", "format", "node"], title=f"hardware samples of batch {batch}: artefacts")
-    rows = [{"card": c.card, "counter": c.counter, "unit": c.unit, "kind": c.quantity_kind,
-             "samples": c.samples, "values": c.values, "mean": _num(c.mean), "min": _num(c.min), "max": _num(c.max),
-             "source": f"measured: artefact {c.artefact} [{c.format}] lines {c.lines}"} for c in v.cards]  # fmt: skip
+    rows = [
+        {
+            "card": c.card,
+            "counter": c.counter,
+            "unit": c.unit,
+            "kind": c.quantity_kind,
+            "samples": c.samples,
+            "values": c.values,
+            "mean": _num(c.mean),
+            "min": _num(c.min),
+            "max": _num(c.max),
+            "source": f"measured: artefact {c.artefact} [{c.format}] lines {c.lines}",
+        }
+        for c in v.cards
+    ]
     click.echo("")
-    table(rows, ["card", "counter", "unit", "kind", "samples", "values", "mean", "min", "max", "source"],
-          title="== per card (each card's own figures)")  # fmt: skip
+    table(
+        rows,
+        ["card", "counter", "unit", "kind", "samples", "values", "mean", "min", "max", "source"],
+        title="== per card (each card's own figures)",
+    )
     click.echo("")
     click.echo("== across cards")
     for a in v.across:
-        click.echo(f"  {a.counter} [{a.unit}] ({a.quantity_kind}, {a.cards} card(s)): across cards: {a.allowed} "
-                   f"({a.rule}: {a.why})")  # fmt: skip
+        click.echo(
+            f"  {a.counter} [{a.unit}] ({a.quantity_kind}, {a.cards} card(s)): across cards: {a.allowed} "
+            f"({a.rule}: {a.why})"
+        )
         if a.meaning:
             click.echo(f"    measures: {a.meaning}")
         for val in a.values:
-            shown = (f"{val['value']:.6g} {val['unit']} ({val['flag']})" if val["value"] is not None
-                     else f"n/a ({val['na_reason']})")  # fmt: skip
+            shown = (
+                f"{val['value']:.6g} {val['unit']} ({val['flag']})"
+                if val["value"] is not None
+                else f"n/a ({val['na_reason']})"
+            )
             click.echo(f"    {val['metric']}: {shown}")
     for note in v.notes:
         click.echo(f"note: {note}")
@@ -145,5 +168,8 @@ def logs(ledger: Ledger, batch: str | None, deployment: str | None, kinds: tuple
             shown = f"declared {st['declared'] or 'n/a'}, logged {st['logged'] or 'n/a'}"
             click.echo(f"      {st['setting']}: {st['status']} ({shown}; {st['reason']})")
     click.echo("")
-    table([{**f.as_dict(), "where": f"{f.file}:{f.line}", "value": f.text} for f in facts],
-          ["where", "process", "kind", "value", "unit", "logged_at"], title="== facts (value as printed)")  # fmt: skip
+    table(
+        [{**f.as_dict(), "where": f"{f.file}:{f.line}", "value": f.text} for f in facts],
+        ["where", "process", "kind", "value", "unit", "logged_at"],
+        title="== facts (value as printed)",
+    )

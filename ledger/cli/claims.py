@@ -33,16 +33,35 @@ def _write(path: Path, text: str) -> None:
 
 @claims.command("draft")
 @click.argument("report", metavar="REPORT.md|.txt", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--db", "db", metavar="URL", envvar="LEDGER_DB", default=None,
-              help="Ledger to check metric proposals against [default: duckdb:///ledger.duckdb; env LEDGER_DB].")
-@click.option("--no-ledger", "no_ledger", is_flag=True,
-              help="Draft without a ledger: no metric proposals (derivations, n/a and quotes only).")
-@click.option("--batch", "batches", metavar="B", multiple=True, help="Only consider runs of these batches (repeatable).")
-@click.option("-o", "--output", "output", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the draft here [default: standard output].")
+@click.option(
+    "--db",
+    "db",
+    metavar="URL",
+    envvar="LEDGER_DB",
+    default=None,
+    help="Ledger to check metric proposals against [default: duckdb:///ledger.duckdb; env LEDGER_DB].",
+)
+@click.option(
+    "--no-ledger",
+    "no_ledger",
+    is_flag=True,
+    help="Draft without a ledger: no metric proposals (derivations, n/a and quotes only).",
+)
+@click.option(
+    "--batch", "batches", metavar="B", multiple=True, help="Only consider runs of these batches (repeatable)."
+)
+@click.option(
+    "-o",
+    "--output",
+    "output",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the draft here [default: standard output].",
+)
 @click.pass_context
-def draft(ctx: click.Context, report: Path, db: str | None, no_ledger: bool, batches: tuple[str, ...],
-          output: Path | None) -> None:  # fmt: skip
+def draft(
+    ctx: click.Context, report: Path, db: str | None, no_ledger: bool, batches: tuple[str, ...], output: Path | None
+) -> None:
     """Find every number of a report and draft a claims file for a person to review.
 
     Each number gets its exact text, its locator (section, table row and column, line and span),
@@ -70,10 +89,13 @@ def draft(ctx: click.Context, report: Path, db: str | None, no_ledger: bool, bat
             result = draft_claims(report, ledger, list(batches), out_path=output)
     text = result.to_yaml()
     cov = result.claims.draft.coverage if result.claims.draft else {}
-    summary = (f"{cov.get('numbers_found', 0)} numbers found, {cov.get('skipped', 0)} skipped; by basis: "
-               + ", ".join(f"{k} {v}" for k, v in cov.get("by_basis", {}).items())
-               + "; by confidence: " + ", ".join(f"{k} {v}" for k, v in cov.get("by_confidence", {}).items())
-               + (" (no ledger: no metric proposals)" if no_ledger else ""))  # fmt: skip
+    summary = (
+        f"{cov.get('numbers_found', 0)} numbers found, {cov.get('skipped', 0)} skipped; by basis: "
+        + ", ".join(f"{k} {v}" for k, v in cov.get("by_basis", {}).items())
+        + "; by confidence: "
+        + ", ".join(f"{k} {v}" for k, v in cov.get("by_confidence", {}).items())
+        + (" (no ledger: no metric proposals)" if no_ledger else "")
+    )
     if output is None:
         click.echo(text, nl=False)
         click.echo(summary, err=True)
@@ -103,12 +125,20 @@ def diff(draft_file: Path, reviewed_file: Path, as_json: bool) -> None:
         click.echo(json.dumps(rep.as_dict(), indent=2, ensure_ascii=False, default=str))
         return
     s = rep.summary()
-    click.echo(f"accepted {s['accepted']}, changed {s['changed']} (basis changed {s['basis_changed']}), "
-               f"removed {s['removed']}, added {s['added']}")  # fmt: skip
+    click.echo(
+        f"accepted {s['accepted']}, changed {s['changed']} (basis changed {s['basis_changed']}), "
+        f"removed {s['removed']}, added {s['added']}"
+    )
     if rep.changed:
         click.echo("")
-        table([{"claim": c.claim_id, "field": c.field, "draft": _short(c.draft), "reviewed": _short(c.reviewed)}
-               for c in rep.changed], ["claim", "field", "draft", "reviewed"], title="changed")  # fmt: skip
+        table(
+            [
+                {"claim": c.claim_id, "field": c.field, "draft": _short(c.draft), "reviewed": _short(c.reviewed)}
+                for c in rep.changed
+            ],
+            ["claim", "field", "draft", "reviewed"],
+            title="changed",
+        )
     for title, ids in (("removed (in the draft only)", rep.removed), ("added (in the reviewed file only)", rep.added)):
         if ids:
             click.echo(f"\n{title}: {', '.join(ids)}")
@@ -123,8 +153,9 @@ def _short(v: object) -> str:
 
 @claims.command("coverage")
 @click.argument("draft_file", metavar="DRAFT.yaml", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.argument("reference_file", metavar="REFERENCE.yaml", type=click.Path(exists=True, dir_okay=False,
-                                                                          path_type=Path))  # fmt: skip
+@click.argument(
+    "reference_file", metavar="REFERENCE.yaml", type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
 @json_option
 @wide_option
 def coverage(draft_file: Path, reference_file: Path, as_json: bool) -> None:
@@ -156,5 +187,8 @@ def coverage(draft_file: Path, reference_file: Path, as_json: bool) -> None:
         rows = [m for m in misses if not (title == "basis differs" and m.why == "not located")]
         if rows:
             click.echo("")
-            table([{"claim": m.claim_id, "text": m.text, "locator": m.locator, "why": m.why} for m in rows],
-                  ["claim", "text", "locator", "why"], title=f"{title} ({len(rows)})")  # fmt: skip
+            table(
+                [{"claim": m.claim_id, "text": m.text, "locator": m.locator, "why": m.why} for m in rows],
+                ["claim", "text", "locator", "why"],
+                title=f"{title} ({len(rows)})",
+            )

@@ -54,8 +54,19 @@ def status(db: str | None, as_json: bool) -> None:
     with open_ledger(db, migrated=False) as ledger:
         st = ledger.status()
     if as_json:
-        click.echo(json.dumps({"url": st.url, "backend": st.backend, "revision": st.revision, "head": st.head,
-                               "counts": st.counts, "guard_problems": st.guard_problems}, indent=2))  # fmt: skip
+        click.echo(
+            json.dumps(
+                {
+                    "url": st.url,
+                    "backend": st.backend,
+                    "revision": st.revision,
+                    "head": st.head,
+                    "counts": st.counts,
+                    "guard_problems": st.guard_problems,
+                },
+                indent=2,
+            )
+        )
         if st.guard_problems:
             sys.exit(EXIT_FAILURE)
         return
@@ -64,8 +75,14 @@ def status(db: str | None, as_json: bool) -> None:
     state = "up to date" if st.revision == st.head else "run `ledger init`"
     click.echo(f"schema:   {st.revision or 'none'} (head {st.head}, {state})")
     if st.backend == "postgresql" and st.revision == st.head:
-        click.echo("guards:   " + (f"{len(st.guard_problems)} PROBLEM(S)" if st.guard_problems
-                                   else "append-only and closed-batch triggers present and enabled"))  # fmt: skip
+        click.echo(
+            "guards:   "
+            + (
+                f"{len(st.guard_problems)} PROBLEM(S)"
+                if st.guard_problems
+                else "append-only and closed-batch triggers present and enabled"
+            )
+        )
     elif st.backend == "duckdb":
         click.echo("guards:   session guards only (DuckDB 1.x has no triggers; `ledger verify` detects raw SQL)")
     for name, n in sorted(st.counts.items()):
@@ -99,8 +116,13 @@ def declare(db: str | None, manifest: Path) -> None:
             click.echo(f"{kind}: {done.created.get(kind, 0)} declared, {done.unchanged.get(kind, 0)} already there")
         failed = False
         for dep, attempt, log in done.launch_logs:
-            failed |= not import_one(ledger, log, "vllm-server-log", ImportTarget(batch=None, deployment=dep,
-                                                                                 launch=(dep, attempt)), quiet=False)  # fmt: skip
+            failed |= not import_one(
+                ledger,
+                log,
+                "vllm-server-log",
+                ImportTarget(batch=None, deployment=dep, launch=(dep, attempt)),
+                quiet=False,
+            )
     if failed:
         sys.exit(EXIT_FAILURE)
 
@@ -114,8 +136,15 @@ def import_one(ledger: Ledger, path: Path, fmt: str | None, target, quiet: bool,
 IMPORTED, ALREADY, SKIPPED, FAILED = "imported", "already imported", "skipped", "failed"
 
 
-def import_outcome(ledger: Ledger, path: Path, fmt: str | None, target, quiet: bool, force_format: bool = False,
-                   found_in_folder: bool = False) -> str:  # fmt: skip
+def import_outcome(
+    ledger: Ledger,
+    path: Path,
+    fmt: str | None,
+    target,
+    quiet: bool,
+    force_format: bool = False,
+    found_in_folder: bool = False,
+) -> str:
     """:func:`import_one`, saying which of IMPORTED, ALREADY, SKIPPED, FAILED happened. A file met
     while walking a folder (``found_in_folder``) that no format recognises is SKIPPED, with the reason;
     a file named on the command line is then FAILED."""
@@ -128,8 +157,15 @@ def import_outcome(ledger: Ledger, path: Path, fmt: str | None, target, quiet: b
     return shown_outcome(ledger, path, target, quiet, outcome, found_in_folder)
 
 
-def shown_outcome(ledger: Ledger, path: Path, target, quiet: bool, outcome, found_in_folder: bool = False,
-                  into: list[dict] | None = None) -> str:  # fmt: skip
+def shown_outcome(
+    ledger: Ledger,
+    path: Path,
+    target,
+    quiet: bool,
+    outcome,
+    found_in_folder: bool = False,
+    into: list[dict] | None = None,
+) -> str:
     """Print what importing ``path`` did: ``outcome(progress)`` returns its ImportResult or raises what
     the import raised (``bench_ledger.ingest.import_files``); IMPORTED, ALREADY, SKIPPED or FAILED.
     With ``into`` (``--json``) nothing is printed: the file's result is appended to it as a dict."""
@@ -142,8 +178,11 @@ def shown_outcome(ledger: Ledger, path: Path, target, quiet: bool, outcome, foun
         return entry["outcome"]
     if entry["created_batch"]:
         near = f" (did you mean {', '.join(entry['did_you_mean'])}?)" if entry["did_you_mean"] else ""
-        click.echo(f"note: batch {entry['created_batch']!r} did not exist: created it (open) for {path.name}{near}; "
-                   "`ledger batches` lists them", err=True)  # fmt: skip
+        click.echo(
+            f"note: batch {entry['created_batch']!r} did not exist: created it (open) for {path.name}{near}; "
+            "`ledger batches` lists them",
+            err=True,
+        )
     for note in entry["notes"]:
         click.echo(f"note: {note}", err=True)
     runs = entry["runs"]
@@ -151,8 +190,10 @@ def shown_outcome(ledger: Ledger, path: Path, target, quiet: bool, outcome, foun
     parts += [f"{entry['samples']:,} samples"] if entry["samples"] else []
     parts += [f"{entry['log_facts']} log facts"] if entry["log_facts"] else []
     parts += [f"{entry['reported_values']} reported values"] if entry["reported_values"] else []
-    click.echo(f"{path}: imported as artefact {entry['artefact_id']} [{entry['format']}] sha256 {entry['sha256'][:12]}…: "
-               f"{', '.join(parts) or 'nothing'}")  # fmt: skip
+    click.echo(
+        f"{path}: imported as artefact {entry['artefact_id']} [{entry['format']}] sha256 {entry['sha256'][:12]}…: "
+        f"{', '.join(parts) or 'nothing'}"
+    )
     if not quiet:
         for r in runs:
             click.echo(f"  run {r['id']} {r['label']}: {r['requests']} requests")
@@ -170,33 +211,58 @@ def file_result(ledger: Ledger, path: Path, target, quiet: bool, outcome, found_
     from bench_ledger.errors import FormatRefused, UnknownFormat, near_names
     from bench_ledger.ingest import options_not_applied, runs_of_artefact
 
-    entry: dict = {"file": str(path), "outcome": FAILED, "error": None, "message": None, "artefact_id": None,
-                   "format": None, "sha256": None, "runs": [], "samples": 0, "log_facts": 0, "reported_values": 0,
-                   "created_batch": None, "did_you_mean": [], "notes": [], "launches": [], "launch_note": None}  # fmt: skip
+    entry: dict = {
+        "file": str(path),
+        "outcome": FAILED,
+        "error": None,
+        "message": None,
+        "artefact_id": None,
+        "format": None,
+        "sha256": None,
+        "runs": [],
+        "samples": 0,
+        "log_facts": 0,
+        "reported_values": 0,
+        "created_batch": None,
+        "did_you_mean": [],
+        "notes": [],
+        "launches": [],
+        "launch_note": None,
+    }
     try:
         with RowProgress(path, enabled=not quiet) as shown:
             res = outcome(shown)
     except UnknownFormat as exc:
         if not found_in_folder:
             return {**entry, "error": str(exc)}
-        return {**entry, "outcome": SKIPPED, "message": f"{path}: skipped: format not recognised ({len(exc.reasons)} "
-                f"formats tried; `ledger import {path}` shows why each refused it)"}  # fmt: skip
+        return {
+            **entry,
+            "outcome": SKIPPED,
+            "message": f"{path}: skipped: format not recognised ({len(exc.reasons)} "
+            f"formats tried; `ledger import {path}` shows why each refused it)",
+        }
     except AlreadyImported as exc:
         entry["artefact_id"] = exc.artefact_id
         if exc.artefact_id is not None:
             where, differ = options_not_applied(ledger, exc.artefact_id, target)
             if differ:
-                return {**entry, "error": f"{exc}: it is in {where}; {', '.join(differ)} not applied: an artefact "
-                        "keeps the batch, deployment, node and time zone it was imported with, and no correction "
-                        "changes them (captured rows never move, R9)"}  # fmt: skip
+                return {
+                    **entry,
+                    "error": f"{exc}: it is in {where}; {', '.join(differ)} not applied: an artefact "
+                    "keeps the batch, deployment, node and time zone it was imported with, and no correction "
+                    "changes them (captured rows never move, R9)",
+                }
         if target.run and exc.artefact_id is not None:
             held = runs_of_artefact(ledger, exc.artefact_id)
             if target.run not in {label for _, label, _ in held}:
                 where = ", ".join(f"run {rid} {label!r} of batch {b!r}" for rid, label, b in held) or "no run"
-                return {**entry, "error": f"{exc}: it is in {where}; --run {target.run!r} was not applied (an import "
-                        f"never moves what was captured). To attach it to another run, as a correction: "
-                        f"`ledger attach {exc.artefact_id} --run RUN_ID --reason \"...\"` "
-                        "(`ledger runs --batch B` lists the ids)"}  # fmt: skip
+                return {
+                    **entry,
+                    "error": f"{exc}: it is in {where}; --run {target.run!r} was not applied (an import "
+                    f"never moves what was captured). To attach it to another run, as a correction: "
+                    f'`ledger attach {exc.artefact_id} --run RUN_ID --reason "..."` '
+                    "(`ledger runs --batch B` lists the ids)",
+                }
         return {**entry, "outcome": ALREADY, "message": str(exc)}
     except (Refused, UsageError):  # the command is wrong, not the file: stop (exit 3 / exit 2)
         raise
@@ -209,10 +275,21 @@ def file_result(ledger: Ledger, path: Path, target, quiet: bool, outcome, found_
 
         with ledger.connection() as conn:
             entry["did_you_mean"] = near_names(res.created_batch, known_names(conn, "batch"))
-    return {**entry, "outcome": IMPORTED, "artefact_id": res.artefact_id, "format": res.format, "sha256": res.sha256,
-            "runs": [{"id": i, "label": label, "requests": n} for i, label, n in res.runs], "samples": res.samples,
-            "log_facts": res.log_facts, "reported_values": res.published, "created_batch": res.created_batch,
-            "notes": list(res.notes), "launches": list(res.launches), "launch_note": res.launch_note}  # fmt: skip
+    return {
+        **entry,
+        "outcome": IMPORTED,
+        "artefact_id": res.artefact_id,
+        "format": res.format,
+        "sha256": res.sha256,
+        "runs": [{"id": i, "label": label, "requests": n} for i, label, n in res.runs],
+        "samples": res.samples,
+        "log_facts": res.log_facts,
+        "reported_values": res.published,
+        "created_batch": res.created_batch,
+        "notes": list(res.notes),
+        "launches": list(res.launches),
+        "launch_note": res.launch_note,
+    }
 
 
 def files_to_import(paths: tuple[Path, ...]) -> list[tuple[Path, bool]]:
@@ -235,25 +312,50 @@ def files_to_import(paths: tuple[Path, ...]) -> list[tuple[Path, bool]]:
 @db_option
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, path_type=Path))
 @click.option("--batch", "batch", metavar="B", help="Batch the runs belong to (created open if new).")
-@click.option("--run", "run", metavar="LABEL",
-              help="Attach to this run label instead of the one the content pairs it with (a paired file, a declared run) "
-                   "or labels it; `ledger attach` moves an already imported artefact.")
+@click.option(
+    "--run",
+    "run",
+    metavar="LABEL",
+    help="Attach to this run label instead of the one the content pairs it with (a paired file, a declared run) "
+    "or labels it; `ledger attach` moves an already imported artefact.",
+)
 @click.option("--deployment", metavar="NAME", help="Deployment (system under test) the artefact describes.")
 @click.option("--format", "fmt", metavar="F", help="Name the format (see `ledger formats`) instead of detecting it.")
-@click.option("--force-format", is_flag=True, help="Import as --format even when that format's own check rejects the file.")
+@click.option(
+    "--force-format", is_flag=True, help="Import as --format even when that format's own check rejects the file."
+)
 @click.option("--node", metavar="NODE", help="Node the samples came from (nvidia-smi dmon).")
-@click.option("--time-zone", "time_zone", metavar="TZ",
-              help="IANA zone of the host-local timestamps of GPU samples (nvidia-smi CSV); else unconfirmed.")
-@click.option("--start", "start", metavar="ISO", type=click.DateTime(["%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]),
-              help="When sample 0 was taken, for samplers that print no times (dcgmi dmon); with --interval.")
-@click.option("--interval", "interval_s", metavar="SECONDS", type=click.FloatRange(min=0, min_open=True),
-              help="Seconds between samples (dcgmi dmon -d, in seconds); with --start.")
+@click.option(
+    "--time-zone",
+    "time_zone",
+    metavar="TZ",
+    help="IANA zone of the host-local timestamps of GPU samples (nvidia-smi CSV); else unconfirmed.",
+)
+@click.option(
+    "--start",
+    "start",
+    metavar="ISO",
+    type=click.DateTime(["%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M:%S"]),
+    help="When sample 0 was taken, for samplers that print no times (dcgmi dmon); with --interval.",
+)
+@click.option(
+    "--interval",
+    "interval_s",
+    metavar="SECONDS",
+    type=click.FloatRange(min=0, min_open=True),
+    help="Seconds between samples (dcgmi dmon -d, in seconds); with --start.",
+)
 @click.option("--copy/--no-copy", default=False, help="Keep a content-addressed copy next to the ledger.")
 @click.option("--quiet", "-q", is_flag=True, help="No progress, one line per file.")
-@click.option("--json", "as_json", is_flag=True,
-              help="Print one JSON document: each file's outcome, artefact, runs and counts, and the totals.")
-def import_(db, paths, batch, run, deployment, fmt, force_format, node, time_zone, start, interval_s, copy, quiet,
-            as_json) -> None:  # fmt: skip
+@click.option(
+    "--json",
+    "as_json",
+    is_flag=True,
+    help="Print one JSON document: each file's outcome, artefact, runs and counts, and the totals.",
+)
+def import_(
+    db, paths, batch, run, deployment, fmt, force_format, node, time_zone, start, interval_s, copy, quiet, as_json
+) -> None:
     """Import benchmark outputs, GPU samples or server logs; the format is detected from content.
 
     Each file is its own transaction: a bad file leaves nothing behind and the others still
@@ -290,11 +392,21 @@ def import_(db, paths, batch, run, deployment, fmt, force_format, node, time_zon
         try:
             ZoneInfo(time_zone)
         except (ZoneInfoNotFoundError, ValueError):
-            raise click.UsageError(f"--time-zone {time_zone!r} is not an IANA time zone (e.g. Europe/Berlin, UTC)") from None
+            raise click.UsageError(
+                f"--time-zone {time_zone!r} is not an IANA time zone (e.g. Europe/Berlin, UTC)"
+            ) from None
     with open_ledger(db) as ledger:
         store = ledger.artefact_folder() if copy else None
-        target = ImportTarget(batch=batch, run=run, deployment=deployment, node=node, store_copy=store,
-                              time_zone=time_zone, start=start, interval_s=interval_s)
+        target = ImportTarget(
+            batch=batch,
+            run=run,
+            deployment=deployment,
+            node=node,
+            store_copy=store,
+            time_zone=time_zone,
+            start=start,
+            interval_s=interval_s,
+        )
         tally = dict.fromkeys((IMPORTED, ALREADY, SKIPPED, FAILED), 0)
         # small files go in groups, one transaction each; every file keeps its own outcome (ingest.import_files)
         last: list[importers.Importer] = []  # the format detected last: asked first for the next file
@@ -322,8 +434,10 @@ def import_(db, paths, batch, run, deployment, fmt, force_format, node, time_zon
     if results is not None:
         click.echo(json.dumps({"files": results, "counts": tally}, indent=2))
     elif any(p.is_dir() for p in paths):
-        click.echo(f"{tally[IMPORTED]} imported, {tally[ALREADY]} already imported, {tally[SKIPPED]} skipped "
-                   f"(format not recognised{' or refused by --format' if fmt else ''}), {tally[FAILED]} failed")  # fmt: skip
+        click.echo(
+            f"{tally[IMPORTED]} imported, {tally[ALREADY]} already imported, {tally[SKIPPED]} skipped "
+            f"(format not recognised{' or refused by --format' if fmt else ''}), {tally[FAILED]} failed"
+        )
     if tally[FAILED]:
         sys.exit(EXIT_FAILURE)
 
@@ -368,6 +482,7 @@ def formats(as_json: bool) -> None:
       ledger formats
     """
     from bench_ledger import importers
+
     rows = [{"name": i.name, "description": i.description} for i in importers.all_importers()]
     if as_json:
         click.echo(json.dumps(rows, indent=2))

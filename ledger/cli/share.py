@@ -12,8 +12,15 @@ if TYPE_CHECKING:  # the store loads when a command runs, not for --help
     from bench_ledger.store import Ledger
 
 
-def write_report(ledger: Ledger, batches: list[str] | None, claims_file: Path | None, fmt: str,
-                 out: Path | None, synthetic: bool = False, auditor=None) -> Path | None:  # fmt: skip
+def write_report(
+    ledger: Ledger,
+    batches: list[str] | None,
+    claims_file: Path | None,
+    fmt: str,
+    out: Path | None,
+    synthetic: bool = False,
+    auditor=None,
+) -> Path | None:
     """Build and write the report; returns the file written (None: Markdown printed to stdout)."""
     from bench_ledger.queries.report import build_report
     from bench_ledger.queries.report_render import render_html, render_markdown
@@ -33,15 +40,28 @@ def write_report(ledger: Ledger, batches: list[str] | None, claims_file: Path | 
 
 @main.command()
 @with_ledger
-@click.option("--batch", "batches", metavar="B", multiple=True, help="Batches to show side by side (repeatable) [default: all].")
-@click.option("--claims", "claims_file", metavar="CLAIMS.yaml", type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="Also audit this claims file (verdicts grouped, each claim's evidence chain).")
+@click.option(
+    "--batch", "batches", metavar="B", multiple=True, help="Batches to show side by side (repeatable) [default: all]."
+)
+@click.option(
+    "--claims",
+    "claims_file",
+    metavar="CLAIMS.yaml",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="Also audit this claims file (verdicts grouped, each claim's evidence chain).",
+)
 @click.option("--format", "fmt", type=click.Choice(["html", "md"]), default="html", show_default=True)
-@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="File to write [default: report.html; Markdown goes to stdout].")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="File to write [default: report.html; Markdown goes to stdout].",
+)
 @click.option("--synthetic", is_flag=True, help="Label every table and plot as synthetic data.")
-def report(ledger: Ledger, batches: tuple[str, ...], claims_file: Path | None, fmt: str, out: Path | None,
-           synthetic: bool) -> None:  # fmt: skip
+def report(
+    ledger: Ledger, batches: tuple[str, ...], claims_file: Path | None, fmt: str, out: Path | None, synthetic: bool
+) -> None:
     """Write one self-contained report: runs, launches, hardware, audit, plots, evidence.
 
     The HTML file needs no network to open (plots are inline SVG, no scripts, no fonts fetched).
@@ -62,8 +82,13 @@ def report(ledger: Ledger, batches: tuple[str, ...], claims_file: Path | None, f
 @main.command()
 @with_ledger
 @click.argument("batch")
-@click.option("--to", "folder", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="New or empty folder for the export.")
+@click.option(
+    "--to",
+    "folder",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="New or empty folder for the export.",
+)
 @click.option("--csv", "csv", is_flag=True, help="Write CSV files beside the Parquet ones.")
 def export(ledger: Ledger, batch: str, folder: Path, csv: bool) -> None:
     """Export a batch: every table as Parquet (and CSV), README.json with schema revision and seal.

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = '0003'
-down_revision = '0002'
+revision = "0003"
+down_revision = "0002"
 branch_labels = None
 depends_on = None
 

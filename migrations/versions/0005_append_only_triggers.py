@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = '0005'
-down_revision = '0004'
+revision = "0005"
+down_revision = "0004"
 branch_labels = None
 depends_on = None
 
@@ -92,19 +92,31 @@ def _pg_upgrade() -> None:
     op.execute(PG_FUNCTIONS)
     for table in CAPTURED + SEALS:
         rule = "R9" if table in CAPTURED else "R10"
-        op.execute(f"CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON {table} "
-                   f"FOR EACH ROW EXECUTE FUNCTION ledger_refuse_append_only('{rule}')")  # fmt: skip
-        op.execute(f"CREATE TRIGGER ledger_append_only_truncate BEFORE TRUNCATE ON {table} "
-                   f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('{rule}')")  # fmt: skip
+        op.execute(
+            f"CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON {table} "
+            f"FOR EACH ROW EXECUTE FUNCTION ledger_refuse_append_only('{rule}')"
+        )
+        op.execute(
+            f"CREATE TRIGGER ledger_append_only_truncate BEFORE TRUNCATE ON {table} "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('{rule}')"
+        )
     for table in ("run", "published_value", "artefact"):
-        op.execute(f"CREATE TRIGGER ledger_closed_batch BEFORE INSERT OR UPDATE OR DELETE ON {table} "
-                   f"FOR EACH ROW EXECUTE FUNCTION ledger_guard_closed_batch()")  # fmt: skip
-    op.execute("CREATE TRIGGER ledger_closed_batch BEFORE UPDATE OR DELETE ON batch "
-               "FOR EACH ROW EXECUTE FUNCTION ledger_guard_batch()")  # fmt: skip
-    op.execute("CREATE TRIGGER ledger_closed_batch_truncate BEFORE TRUNCATE ON batch "
-               "FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('R10')")  # fmt: skip
-    op.execute("CREATE TRIGGER ledger_launch BEFORE UPDATE OR DELETE ON launch "
-               "FOR EACH ROW EXECUTE FUNCTION ledger_guard_launch()")  # fmt: skip
+        op.execute(
+            f"CREATE TRIGGER ledger_closed_batch BEFORE INSERT OR UPDATE OR DELETE ON {table} "
+            f"FOR EACH ROW EXECUTE FUNCTION ledger_guard_closed_batch()"
+        )
+    op.execute(
+        "CREATE TRIGGER ledger_closed_batch BEFORE UPDATE OR DELETE ON batch "
+        "FOR EACH ROW EXECUTE FUNCTION ledger_guard_batch()"
+    )
+    op.execute(
+        "CREATE TRIGGER ledger_closed_batch_truncate BEFORE TRUNCATE ON batch "
+        "FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('R10')"
+    )
+    op.execute(
+        "CREATE TRIGGER ledger_launch BEFORE UPDATE OR DELETE ON launch "
+        "FOR EACH ROW EXECUTE FUNCTION ledger_guard_launch()"
+    )
 
 
 def _pg_downgrade() -> None:
@@ -115,8 +127,12 @@ def _pg_downgrade() -> None:
         op.execute(f"DROP TRIGGER IF EXISTS ledger_closed_batch ON {table}")
     op.execute("DROP TRIGGER IF EXISTS ledger_closed_batch_truncate ON batch")
     op.execute("DROP TRIGGER IF EXISTS ledger_launch ON launch")
-    for fn in ("ledger_refuse_append_only()", "ledger_guard_closed_batch()",
-               "ledger_guard_batch()", "ledger_guard_launch()"):  # fmt: skip
+    for fn in (
+        "ledger_refuse_append_only()",
+        "ledger_guard_closed_batch()",
+        "ledger_guard_batch()",
+        "ledger_guard_launch()",
+    ):
         op.execute(f"DROP FUNCTION IF EXISTS {fn}")
 
 

@@ -54,10 +54,14 @@ def _drop_guards(dialect: str) -> None:
 def _create_guards(dialect: str) -> None:
     """The append-only guards of migration 0005 on the recreated table."""
     if dialect == "postgresql":
-        op.execute(f"CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON {TABLE} "
-                   f"FOR EACH ROW EXECUTE FUNCTION ledger_refuse_append_only('R9')")  # fmt: skip
-        op.execute(f"CREATE TRIGGER ledger_append_only_truncate BEFORE TRUNCATE ON {TABLE} "
-                   f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('R9')")  # fmt: skip
+        op.execute(
+            f"CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON {TABLE} "
+            f"FOR EACH ROW EXECUTE FUNCTION ledger_refuse_append_only('R9')"
+        )
+        op.execute(
+            f"CREATE TRIGGER ledger_append_only_truncate BEFORE TRUNCATE ON {TABLE} "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('R9')"
+        )
 
 
 def _recreate(*constraints: sa.Constraint) -> None:
@@ -69,7 +73,9 @@ def _recreate(*constraints: sa.Constraint) -> None:
     op.rename_table(NEW, TABLE)
     if dialect == "postgresql" and constraints:  # constraint names follow the table name
         op.execute(f"ALTER TABLE {TABLE} RENAME CONSTRAINT pk_{NEW} TO pk_{TABLE}")
-        op.execute(f"ALTER TABLE {TABLE} RENAME CONSTRAINT fk_{NEW}_artefact_id_artefact TO fk_{TABLE}_artefact_id_artefact")
+        op.execute(
+            f"ALTER TABLE {TABLE} RENAME CONSTRAINT fk_{NEW}_artefact_id_artefact TO fk_{TABLE}_artefact_id_artefact"
+        )
     _create_guards(dialect)
 
 

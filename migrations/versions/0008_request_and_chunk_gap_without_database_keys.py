@@ -142,10 +142,14 @@ def _drop_guards(dialect: str, table: str) -> None:
 def _create_guards(dialect: str, table: str) -> None:
     """The append-only guards of migration 0005 on a recreated table."""
     if dialect == "postgresql":
-        op.execute(f"CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON {table} "
-                   f"FOR EACH ROW EXECUTE FUNCTION ledger_refuse_append_only('R9')")  # fmt: skip
-        op.execute(f"CREATE TRIGGER ledger_append_only_truncate BEFORE TRUNCATE ON {table} "
-                   f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('R9')")  # fmt: skip
+        op.execute(
+            f"CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON {table} "
+            f"FOR EACH ROW EXECUTE FUNCTION ledger_refuse_append_only('R9')"
+        )
+        op.execute(
+            f"CREATE TRIGGER ledger_append_only_truncate BEFORE TRUNCATE ON {table} "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('R9')"
+        )
 
 
 def _recreate(table: str, columns: list[sa.schema.SchemaItem], copied: str, order: str) -> None:
@@ -160,7 +164,9 @@ def _recreate(table: str, columns: list[sa.schema.SchemaItem], copied: str, orde
     _create_guards(dialect, table)
 
 
-def _restore(table: str, columns: list[sa.schema.SchemaItem], copied: str, order: str, *constraints: sa.Constraint) -> None:
+def _restore(
+    table: str, columns: list[sa.schema.SchemaItem], copied: str, order: str, *constraints: sa.Constraint
+) -> None:
     """Downgrade: rename the keyless table away, create ``table`` with its keys, copy, drop the old one.
 
     Not create-then-rename as in the upgrade: DuckDB does not update the referenced table's record of
@@ -201,16 +207,25 @@ def downgrade() -> None:
     _drop_views()
     op.drop_index(op.f("ix_request_run_id"), table_name="request")  # DuckDB renames no table with an index
     _restore(
-        "request", _request_columns(), REQUEST_COLUMNS, "artefact_id, idx",
+        "request",
+        _request_columns(),
+        REQUEST_COLUMNS,
+        "artefact_id, idx",
         sa.ForeignKeyConstraint(["artefact_id"], ["artefact.id"], name=op.f("fk_request_artefact_id_artefact")),
         sa.ForeignKeyConstraint(["run_id"], ["run.id"], name=op.f("fk_request_run_id_run")),
         sa.PrimaryKeyConstraint("artefact_id", "idx", name=op.f("pk_request")),
-    )  # fmt: skip
+    )
     op.create_index(op.f("ix_request_run_id"), "request", ["run_id"], unique=False)
     _restore(  # after request: its foreign key needs request's primary key
-        "chunk_gap", _gap_columns(), GAP_COLUMNS, "artefact_id, request_idx, seq",
-        sa.ForeignKeyConstraint(["artefact_id", "request_idx"], ["request.artefact_id", "request.idx"],
-                                name=op.f("fk_chunk_gap_artefact_id_request")),
+        "chunk_gap",
+        _gap_columns(),
+        GAP_COLUMNS,
+        "artefact_id, request_idx, seq",
+        sa.ForeignKeyConstraint(
+            ["artefact_id", "request_idx"],
+            ["request.artefact_id", "request.idx"],
+            name=op.f("fk_chunk_gap_artefact_id_request"),
+        ),
         sa.PrimaryKeyConstraint("artefact_id", "request_idx", "seq", name=op.f("pk_chunk_gap")),
-    )  # fmt: skip
+    )
     _create_views()

@@ -74,11 +74,15 @@ def upgrade() -> None:
     if op.get_bind().dialect.name != "postgresql":
         return
     op.execute(PG_FUNCTIONS)
-    op.execute("CREATE TRIGGER ledger_sealed_deployment BEFORE UPDATE OR DELETE ON deployment "
-               "FOR EACH ROW EXECUTE FUNCTION ledger_guard_sealed_deployment()")  # fmt: skip
+    op.execute(
+        "CREATE TRIGGER ledger_sealed_deployment BEFORE UPDATE OR DELETE ON deployment "
+        "FOR EACH ROW EXECUTE FUNCTION ledger_guard_sealed_deployment()"
+    )
     for table in BACKFILL_TABLES:
-        op.execute(f"CREATE TRIGGER ledger_no_backfill AFTER INSERT ON {table} REFERENCING NEW TABLE AS new_rows "
-                   f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_backfill()")  # fmt: skip
+        op.execute(
+            f"CREATE TRIGGER ledger_no_backfill AFTER INSERT ON {table} REFERENCING NEW TABLE AS new_rows "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_backfill()"
+        )
 
 
 def downgrade() -> None:

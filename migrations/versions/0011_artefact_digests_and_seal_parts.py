@@ -54,13 +54,19 @@ def upgrade() -> None:
     )
     if op.get_bind().dialect.name == "postgresql":
         for table in TABLES:
-            op.execute(f"CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON {table} "
-                       f"FOR EACH ROW EXECUTE FUNCTION ledger_refuse_append_only('R10')")  # fmt: skip
-            op.execute(f"CREATE TRIGGER ledger_append_only_truncate BEFORE TRUNCATE ON {table} "
-                       f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('R10')")  # fmt: skip
+            op.execute(
+                f"CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON {table} "
+                f"FOR EACH ROW EXECUTE FUNCTION ledger_refuse_append_only('R10')"
+            )
+            op.execute(
+                f"CREATE TRIGGER ledger_append_only_truncate BEFORE TRUNCATE ON {table} "
+                f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('R10')"
+            )
         # an artefact's digest is written by its own import only (migration 0010's no-backfill rule)
-        op.execute("CREATE TRIGGER ledger_no_backfill AFTER INSERT ON artefact_digest REFERENCING NEW TABLE AS new_rows "
-                   "FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_backfill()")  # fmt: skip
+        op.execute(
+            "CREATE TRIGGER ledger_no_backfill AFTER INSERT ON artefact_digest REFERENCING NEW TABLE AS new_rows "
+            "FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_backfill()"
+        )
 
 
 def downgrade() -> None:

@@ -42,12 +42,18 @@ def upgrade() -> None:
         sa.CheckConstraint("flag IN ('measured', 'reported')", name=op.f("ck_request_value_flag")),
     )
     if op.get_bind().dialect.name == "postgresql":
-        op.execute("CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON request_value "
-                   "FOR EACH ROW EXECUTE FUNCTION ledger_refuse_append_only('R9')")  # fmt: skip
-        op.execute("CREATE TRIGGER ledger_append_only_truncate BEFORE TRUNCATE ON request_value "
-                   "FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('R9')")  # fmt: skip
-        op.execute("CREATE TRIGGER ledger_no_backfill AFTER INSERT ON request_value REFERENCING NEW TABLE AS new_rows "
-                   "FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_backfill()")  # fmt: skip
+        op.execute(
+            "CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON request_value "
+            "FOR EACH ROW EXECUTE FUNCTION ledger_refuse_append_only('R9')"
+        )
+        op.execute(
+            "CREATE TRIGGER ledger_append_only_truncate BEFORE TRUNCATE ON request_value "
+            "FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('R9')"
+        )
+        op.execute(
+            "CREATE TRIGGER ledger_no_backfill AFTER INSERT ON request_value REFERENCING NEW TABLE AS new_rows "
+            "FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_backfill()"
+        )
 
 
 def downgrade() -> None:

@@ -43,43 +43,59 @@ branch_labels = None
 depends_on = None
 
 VIEW_SQL = {
-    "duckdb": ("CREATE VIEW chunk_gap AS SELECT artefact_id, request_idx, "
-               "CAST(generate_subscripts(gaps, 1) - 1 AS INTEGER) AS seq, unnest(gaps) AS gap_s FROM request_gaps"),
-    "postgresql": ("CREATE VIEW chunk_gap AS SELECT g.artefact_id, g.request_idx, CAST(u.k - 1 AS INTEGER) AS seq, "
-                   "u.gap_s FROM request_gaps g CROSS JOIN LATERAL unnest(g.gaps) WITH ORDINALITY AS u(gap_s, k)"),
-}  # fmt: skip
+    "duckdb": (
+        "CREATE VIEW chunk_gap AS SELECT artefact_id, request_idx, "
+        "CAST(generate_subscripts(gaps, 1) - 1 AS INTEGER) AS seq, unnest(gaps) AS gap_s FROM request_gaps"
+    ),
+    "postgresql": (
+        "CREATE VIEW chunk_gap AS SELECT g.artefact_id, g.request_idx, CAST(u.k - 1 AS INTEGER) AS seq, "
+        "u.gap_s FROM request_gaps g CROSS JOIN LATERAL unnest(g.gaps) WITH ORDINALITY AS u(gap_s, k)"
+    ),
+}
 
 # the first request whose gap rows are not seq 0..n-1 (a hole, a duplicate, a negative seq), if any
-_HOLES = ("SELECT artefact_id, request_idx FROM chunk_gap GROUP BY artefact_id, request_idx "
-          "HAVING min(seq) <> 0 OR max(seq) <> count(*) - 1 OR count(DISTINCT seq) <> count(*) "
-          "ORDER BY artefact_id, request_idx LIMIT 1")  # fmt: skip
+_HOLES = (
+    "SELECT artefact_id, request_idx FROM chunk_gap GROUP BY artefact_id, request_idx "
+    "HAVING min(seq) <> 0 OR max(seq) <> count(*) - 1 OR count(DISTINCT seq) <> count(*) "
+    "ORDER BY artefact_id, request_idx LIMIT 1"
+)
 
 
 def _refusal(artefact: str, request: str) -> str:
     """SQL of the refusal's text naming the artefact and request (concatenation: no ``%``, which the
     drivers' parameter styles would read)."""
-    return (f"'chunk_gap rows of artefact ' || CAST({artefact} AS VARCHAR) || ' request ' || CAST({request} AS VARCHAR) || "
-            "' are not numbered 0, 1, ... without a hole: they cannot become one array; nothing was migrated "
-            "(restore the rows: `ledger verify` names them)'")  # fmt: skip
+    return (
+        f"'chunk_gap rows of artefact ' || CAST({artefact} AS VARCHAR) || ' request ' || CAST({request} AS VARCHAR) || "
+        "' are not numbered 0, 1, ... without a hole: they cannot become one array; nothing was migrated "
+        "(restore the rows: `ledger verify` names them)'"
+    )
 
 
 def _refuse_holes(dialect: str) -> None:
     """Fail (a database error: the store reports it, nothing is migrated) if a request's gaps have holes."""
     if dialect == "postgresql":
-        op.execute("DO $$ DECLARE a integer; r integer; BEGIN "
-                   f"SELECT artefact_id, request_idx INTO a, r FROM ({_HOLES}) h; "
-                   f"IF a IS NOT NULL THEN RAISE EXCEPTION USING MESSAGE = {_refusal('a', 'r')}; END IF; END $$")  # fmt: skip
+        op.execute(
+            "DO $$ DECLARE a integer; r integer; BEGIN "
+            f"SELECT artefact_id, request_idx INTO a, r FROM ({_HOLES}) h; "
+            f"IF a IS NOT NULL THEN RAISE EXCEPTION USING MESSAGE = {_refusal('a', 'r')}; END IF; END $$"
+        )
     else:
         op.execute(f"SELECT error({_refusal('artefact_id', 'request_idx')}) FROM ({_HOLES}) h")
 
 
 def _guards(table: str) -> None:
-    op.execute(f"CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON {table} "
-               f"FOR EACH ROW EXECUTE FUNCTION ledger_refuse_append_only('R9')")  # fmt: skip
-    op.execute(f"CREATE TRIGGER ledger_append_only_truncate BEFORE TRUNCATE ON {table} "
-               f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('R9')")  # fmt: skip
-    op.execute(f"CREATE TRIGGER ledger_no_backfill AFTER INSERT ON {table} REFERENCING NEW TABLE AS new_rows "
-               f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_backfill()")  # fmt: skip
+    op.execute(
+        f"CREATE TRIGGER ledger_append_only BEFORE UPDATE OR DELETE ON {table} "
+        f"FOR EACH ROW EXECUTE FUNCTION ledger_refuse_append_only('R9')"
+    )
+    op.execute(
+        f"CREATE TRIGGER ledger_append_only_truncate BEFORE TRUNCATE ON {table} "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_append_only('R9')"
+    )
+    op.execute(
+        f"CREATE TRIGGER ledger_no_backfill AFTER INSERT ON {table} REFERENCING NEW TABLE AS new_rows "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_refuse_backfill()"
+    )
 
 
 def upgrade() -> None:
@@ -92,8 +108,10 @@ def upgrade() -> None:
         sa.Column("gaps", sa.ARRAY(sa.Float()), nullable=False),
     )
     agg = "array_agg(gap_s ORDER BY seq)" if dialect == "postgresql" else "list(gap_s ORDER BY seq)"
-    op.execute(f"INSERT INTO request_gaps (artefact_id, request_idx, gaps) SELECT artefact_id, request_idx, {agg} "
-               "FROM chunk_gap GROUP BY artefact_id, request_idx ORDER BY artefact_id, request_idx")  # fmt: skip
+    op.execute(
+        f"INSERT INTO request_gaps (artefact_id, request_idx, gaps) SELECT artefact_id, request_idx, {agg} "
+        "FROM chunk_gap GROUP BY artefact_id, request_idx ORDER BY artefact_id, request_idx"
+    )
     op.drop_table("chunk_gap")
     op.execute(VIEW_SQL[dialect])
     if dialect == "postgresql":
@@ -109,8 +127,10 @@ def downgrade() -> None:
         sa.Column("seq", sa.Integer(), autoincrement=False, nullable=False),
         sa.Column("gap_s", sa.Float(), nullable=False),
     )
-    op.execute("INSERT INTO chunk_gap_0014 (artefact_id, request_idx, seq, gap_s) "
-               "SELECT artefact_id, request_idx, seq, gap_s FROM chunk_gap ORDER BY artefact_id, request_idx, seq")  # fmt: skip
+    op.execute(
+        "INSERT INTO chunk_gap_0014 (artefact_id, request_idx, seq, gap_s) "
+        "SELECT artefact_id, request_idx, seq, gap_s FROM chunk_gap ORDER BY artefact_id, request_idx, seq"
+    )
     op.execute("DROP VIEW chunk_gap")
     op.drop_table("request_gaps")  # its triggers go with it
     op.rename_table("chunk_gap_0014", "chunk_gap")

@@ -29,8 +29,12 @@ TABLES = ("run", "published_value", "launch")
 def upgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         for table in TABLES:
-            op.create_index(f"ix_{table}_supersedes_id", table, ["supersedes_id"],
-                            postgresql_where=sa.text("supersedes_id IS NOT NULL"))  # fmt: skip
+            op.create_index(
+                f"ix_{table}_supersedes_id",
+                table,
+                ["supersedes_id"],
+                postgresql_where=sa.text("supersedes_id IS NOT NULL"),
+            )
 
 
 def downgrade() -> None:

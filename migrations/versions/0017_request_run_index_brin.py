@@ -32,8 +32,13 @@ PAGES_PER_RANGE = 32
 def upgrade() -> None:
     if op.get_bind().dialect.name == "postgresql":
         op.drop_index("ix_request_run_id", table_name="request")
-        op.create_index("ix_request_run_id", "request", ["run_id"], postgresql_using="brin",
-                        postgresql_with={"pages_per_range": PAGES_PER_RANGE, "autosummarize": "on"})  # fmt: skip
+        op.create_index(
+            "ix_request_run_id",
+            "request",
+            ["run_id"],
+            postgresql_using="brin",
+            postgresql_with={"pages_per_range": PAGES_PER_RANGE, "autosummarize": "on"},
+        )
 
 
 def downgrade() -> None:

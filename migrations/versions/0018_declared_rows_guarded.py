@@ -56,10 +56,14 @@ def upgrade() -> None:
         return
     op.execute(PG_FUNCTION)
     for table in DECLARED:
-        op.execute(f"CREATE TRIGGER ledger_writer_only BEFORE UPDATE OR DELETE ON {table} "
-                   f"FOR EACH ROW EXECUTE FUNCTION ledger_guard_declared()")  # fmt: skip
-        op.execute(f"CREATE TRIGGER ledger_writer_only_truncate BEFORE TRUNCATE ON {table} "
-                   f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_guard_declared()")  # fmt: skip
+        op.execute(
+            f"CREATE TRIGGER ledger_writer_only BEFORE UPDATE OR DELETE ON {table} "
+            f"FOR EACH ROW EXECUTE FUNCTION ledger_guard_declared()"
+        )
+        op.execute(
+            f"CREATE TRIGGER ledger_writer_only_truncate BEFORE TRUNCATE ON {table} "
+            f"FOR EACH STATEMENT EXECUTE FUNCTION ledger_guard_declared()"
+        )
 
 
 def downgrade() -> None:

@@ -46,8 +46,16 @@ class Change:
     method: str = "Price-Bonett: standard errors from each side's interval, combined (independent samples)"
 
     def as_dict(self) -> dict:
-        return {"op": self.op, "verdict": self.verdict, "estimate": self.estimate, "low": self.low,
-                "high": self.high, "confidence": self.confidence, "reason": self.reason, "method": self.method}  # fmt: skip
+        return {
+            "op": self.op,
+            "verdict": self.verdict,
+            "estimate": self.estimate,
+            "low": self.low,
+            "high": self.high,
+            "confidence": self.confidence,
+            "reason": self.reason,
+            "method": self.method,
+        }
 
     def text(self) -> str:
         if self.low is None or self.high is None or self.estimate is None:
@@ -60,15 +68,24 @@ class Change:
         return f"{self.verdict}: {shown[0]}, {self.confidence:.0%} interval [{shown[1]}, {shown[2]}]"
 
 
-def change_verdict(a: SamplingInterval | None, b: SamplingInterval | None, op: Op = "percent_change",
-                   labels: tuple[str, str] = ("A", "B"), confidence: float | None = None) -> Change:  # fmt: skip
+def change_verdict(
+    a: SamplingInterval | None,
+    b: SamplingInterval | None,
+    op: Op = "percent_change",
+    labels: tuple[str, str] = ("A", "B"),
+    confidence: float | None = None,
+) -> Change:
     """The sampling verdict of B against A; ``None`` for a side with no per-request records in the ledger."""
     conf = confidence or (a.confidence if a else b.confidence if b else DEFAULT_CONFIDENCE)
     for side, label in ((a, labels[0]), (b, labels[1])):
         if side is None:
-            return Change(op, "unknown sampling error", confidence=conf,
-                          reason=f"{label} has no per-request records here (a quoted or aggregate-only figure): "
-                          "its sampling error is unknown, not zero")  # fmt: skip
+            return Change(
+                op,
+                "unknown sampling error",
+                confidence=conf,
+                reason=f"{label} has no per-request records here (a quoted or aggregate-only figure): "
+                "its sampling error is unknown, not zero",
+            )
     assert a is not None and b is not None
     for side, label in ((a, labels[0]), (b, labels[1])):
         if side.status == "insufficient sample":
@@ -87,8 +104,12 @@ def change_verdict(a: SamplingInterval | None, b: SamplingInterval | None, op: O
         lo, hi, null = est - z * se, est + z * se, 0.0
     else:
         if min(a.low, b.low, a.estimate, b.estimate) <= 0:
-            return Change(op, "unknown sampling error", confidence=conf,
-                          reason="a ratio's interval is taken on the log scale, which needs positive values")  # fmt: skip
+            return Change(
+                op,
+                "unknown sampling error",
+                confidence=conf,
+                reason="a ratio's interval is taken on the log scale, which needs positive values",
+            )
         se = math.hypot(math.log(a.high / a.low) / (2 * z_a), math.log(b.high / b.low) / (2 * z_b))
         log_est = math.log(b.estimate / a.estimate)
         lo, hi = math.exp(log_est - z * se), math.exp(log_est + z * se)

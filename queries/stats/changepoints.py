@@ -46,8 +46,16 @@ class ChangePoint:
         return None if self.before == 0 else self.size / self.before
 
     def as_dict(self) -> dict:
-        return {"index": self.index, "before": self.before, "after": self.after, "size": self.size,
-                "relative": self.relative, "low": self.low, "high": self.high, "confidence": self.confidence}  # fmt: skip
+        return {
+            "index": self.index,
+            "before": self.before,
+            "after": self.after,
+            "size": self.size,
+            "relative": self.relative,
+            "low": self.low,
+            "high": self.high,
+            "confidence": self.confidence,
+        }
 
 
 def change_points(values: Sequence[float], confidence: float = 0.95) -> list[ChangePoint] | None:

@@ -37,9 +37,15 @@ class Plan:
     reason: str | None = None
 
     def as_dict(self) -> dict:
-        return {"metric": self.metric, "detect": self.detect, "requests_per_run": self.requests,
-                "runs_per_side": self.runs_per_side, "power": POWER, "pilot": self.pilot.as_dict(),
-                "reason": self.reason}  # fmt: skip
+        return {
+            "metric": self.metric,
+            "detect": self.detect,
+            "requests_per_run": self.requests,
+            "runs_per_side": self.runs_per_side,
+            "power": POWER,
+            "pilot": self.pilot.as_dict(),
+            "reason": self.reason,
+        }
 
 
 def min_runs_per_side(confidence: float) -> int:

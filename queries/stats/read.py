@@ -26,9 +26,12 @@ def ordered_values(conn: sa.Connection, mt: Metric, run_ids: list[int]) -> dict[
     rows = plan.sql(list(run_ids), by_run=True)
     if rows.full is not None:
         rows = rows.full()
-    stmt = (sa.select(Q.c.run_id, rows.v.label("v")).select_from(rows.source)
-            .where(Q.c.run_id.in_(list(run_ids)), rows.member)
-            .order_by(Q.c.run_id, Q.c.send_ns.is_(None), Q.c.send_ns, Q.c.artefact_id, Q.c.idx))  # fmt: skip
+    stmt = (
+        sa.select(Q.c.run_id, rows.v.label("v"))
+        .select_from(rows.source)
+        .where(Q.c.run_id.in_(list(run_ids)), rows.member)
+        .order_by(Q.c.run_id, Q.c.send_ns.is_(None), Q.c.send_ns, Q.c.artefact_id, Q.c.idx)
+    )
     got = conn.execute(stmt).all()
     out: dict[int, list[float]] = {r: [] for r in run_ids}
     for rid, v in got:
@@ -43,8 +46,10 @@ def _why_none(mv: MetricValue, mt: Metric | None) -> str | None:
     if mv.flag in ("reported", "estimated"):
         return f"a {mv.flag} figure, not computed from requests here: its sampling error is unknown"
     if mt is None or not isinstance(mt.plan, Dist):
-        return ("a count, total or run-level rate, not a statistic of a sample of requests: its variation shows "
-                "only across repeated runs (ledger compare --stats with repeats)")  # fmt: skip
+        return (
+            "a count, total or run-level rate, not a statistic of a sample of requests: its variation shows "
+            "only across repeated runs (ledger compare --stats with repeats)"
+        )
     if mt.name.startswith("itl_"):
         return "chunk gaps come many per request, in no stored order here: intervals are offered per request"
     if len(mv.run_ids) != 1:
@@ -52,8 +57,9 @@ def _why_none(mv: MetricValue, mt: Metric | None) -> str | None:
     return None
 
 
-def intervals_of(conn: sa.Connection, values: Iterable[MetricValue], confidence: float = DEFAULT_CONFIDENCE
-                 ) -> list[SamplingInterval]:  # fmt: skip
+def intervals_of(
+    conn: sa.Connection, values: Iterable[MetricValue], confidence: float = DEFAULT_CONFIDENCE
+) -> list[SamplingInterval]:
     """The sampling interval of each metric value (n/a with the reason where it has none); one read per metric."""
     from bench_ledger.queries.metrics import METRICS
 

@@ -34,9 +34,16 @@ class RunTest:
     method: str = "Mann-Whitney U over runs (scipy.stats.mannwhitneyu), Benjamini-Hochberg across metrics"
 
     def as_dict(self) -> dict:
-        return {"metric": self.metric, "runs_a": self.runs_a, "runs_b": self.runs_b, "p_value": self.p_value,
-                "q_value": self.q_value, "significant": self.significant, "reason": self.reason,
-                "method": self.method}  # fmt: skip
+        return {
+            "metric": self.metric,
+            "runs_a": self.runs_a,
+            "runs_b": self.runs_b,
+            "p_value": self.p_value,
+            "q_value": self.q_value,
+            "significant": self.significant,
+            "reason": self.reason,
+            "method": self.method,
+        }
 
     def text(self) -> str:
         if self.significant is None:
@@ -57,8 +64,10 @@ def run_tests(per_metric: Mapping[str, tuple[Sequence[float], Sequence[float]]],
         if len(a) == 0 or len(b) == 0:
             t.reason = f"no value on side {'A' if not a else 'B'} (n/a)"
         elif len(a) < 2 or len(b) < 2:
-            t.reason = (f"{len(a)} run(s) against {len(b)}: run-to-run variation is unknown with one run on a side, "
-                        "so the difference is never called significant; repeat the runs")  # fmt: skip
+            t.reason = (
+                f"{len(a)} run(s) against {len(b)}: run-to-run variation is unknown with one run on a side, "
+                "so the difference is never called significant; repeat the runs"
+            )
         else:
             t.p_value = float(sps.mannwhitneyu(a, b, alternative="two-sided").pvalue)
         out.append(t)

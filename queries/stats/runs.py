@@ -25,8 +25,18 @@ from bench_ledger.store import Ledger
 
 __all__ = ["STATS_METRICS", "MetricStats", "StatsComparison", "Trend", "compare_stats", "plan", "trend"]
 
-STATS_METRICS = ("ttft_mean", "ttft_p50", "ttft_p90", "ttft_p99", "e2e_latency_p50", "e2e_latency_p99", "tpot_p50",
-                 "per_stream_decode_rate_median", "total_tpm", "output_tpm")  # fmt: skip
+STATS_METRICS = (
+    "ttft_mean",
+    "ttft_p50",
+    "ttft_p90",
+    "ttft_p99",
+    "e2e_latency_p50",
+    "e2e_latency_p99",
+    "tpot_p50",
+    "per_stream_decode_rate_median",
+    "total_tpm",
+    "output_tpm",
+)
 R, B = m.Run.__table__, m.Batch.__table__
 
 
@@ -48,12 +58,19 @@ def _one_key(ledger: Ledger, spec: str, run_ids: list[int]) -> str | None:
     distinct = set(keys.values())
     if len(run_ids) > 1 and (len(distinct) > 1 or None in distinct):
         unknown = [str(r) for r, k in keys.items() if k is None]
-        why = (f"run(s) {', '.join(unknown)} have no deployment recorded, so they are comparable to nothing"
-               if unknown else f"its {len(run_ids)} runs are of {len(distinct)} comparability keys (load points, "
-               "workloads, systems or warm states differ)")  # fmt: skip
-        raise Refused("R7", f"treat the runs of {spec} as replicates", why,
-                      "name runs of one key (ledger trend --batch B lists each run's key), e.g. run:ID or a batch "
-                      "of repeats of one load point")  # fmt: skip
+        why = (
+            f"run(s) {', '.join(unknown)} have no deployment recorded, so they are comparable to nothing"
+            if unknown
+            else f"its {len(run_ids)} runs are of {len(distinct)} comparability keys (load points, "
+            "workloads, systems or warm states differ)"
+        )
+        raise Refused(
+            "R7",
+            f"treat the runs of {spec} as replicates",
+            why,
+            "name runs of one key (ledger trend --batch B lists each run's key), e.g. run:ID or a batch "
+            "of repeats of one load point",
+        )
     return keys[run_ids[0]]
 
 
@@ -67,10 +84,14 @@ class MetricStats:
     test: RunTest | None = None
 
     def as_dict(self) -> dict:
-        return {"metric": self.metric, "unit": self.unit, "a": [{"run": r, "value": v} for r, v in self.a],
-                "b": [{"run": r, "value": v} for r, v in self.b],
-                "change": None if self.change is None else self.change.as_dict(),
-                "run_test": None if self.test is None else self.test.as_dict()}  # fmt: skip
+        return {
+            "metric": self.metric,
+            "unit": self.unit,
+            "a": [{"run": r, "value": v} for r, v in self.a],
+            "b": [{"run": r, "value": v} for r, v in self.b],
+            "change": None if self.change is None else self.change.as_dict(),
+            "run_test": None if self.test is None else self.test.as_dict(),
+        }
 
 
 @dataclass
@@ -83,12 +104,24 @@ class StatsComparison:
     rows: list[MetricStats] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return {"a": self.a, "b": self.b, "key_a": self.key_a, "key_b": self.key_b, "confidence": self.confidence,
-                "metrics": [r.as_dict() for r in self.rows]}  # fmt: skip
+        return {
+            "a": self.a,
+            "b": self.b,
+            "key_a": self.key_a,
+            "key_b": self.key_b,
+            "confidence": self.confidence,
+            "metrics": [r.as_dict() for r in self.rows],
+        }
 
 
-def compare_stats(ledger: Ledger, a: str, b: str, metrics: tuple[str, ...] = STATS_METRICS,
-                  confidence: float = DEFAULT_CONFIDENCE, claim_factor: str | None = None) -> StatsComparison:  # fmt: skip
+def compare_stats(
+    ledger: Ledger,
+    a: str,
+    b: str,
+    metrics: tuple[str, ...] = STATS_METRICS,
+    confidence: float = DEFAULT_CONFIDENCE,
+    claim_factor: str | None = None,
+) -> StatsComparison:
     """Per metric: with one run per side, the sampling verdict of B against A (within-run sampling error);
     with repeats, a test over runs with false-discovery control across the metrics. A claim attributing the
     change of one metric to a factor is refused while that change is not shown to differ (R6)."""
@@ -105,8 +138,9 @@ def compare_stats(ledger: Ledger, a: str, b: str, metrics: tuple[str, ...] = STA
         vb = [(r.run_id, None if r.values[name].value is None else float(r.values[name].value)) for r in rows_b]  # type: ignore[arg-type]
         change = None
         if single:
-            change = change_verdict(rows_a[0].sampling[name], rows_b[0].sampling[name], "percent_change", (a, b),
-                                    confidence)  # fmt: skip
+            change = change_verdict(
+                rows_a[0].sampling[name], rows_b[0].sampling[name], "percent_change", (a, b), confidence
+            )
         out.rows.append(MetricStats(name, METRICS[name].unit, va, vb, change))
         per_metric[name] = ([v for _, v in va if v is not None], [v for _, v in vb if v is not None])
     for row, test in zip(out.rows, run_tests(per_metric, confidence), strict=True):
@@ -120,9 +154,12 @@ def compare_stats(ledger: Ledger, a: str, b: str, metrics: tuple[str, ...] = STA
         )
         if not shown:
             what = row.change.text() if single and row.change else (row.test.text() if row.test else "no test")
-            raise Refused("R6", f"attribute the change of {row.metric} from {a} to {b} to {claim_factor}",
-                          f"the change is not shown to differ from sampling error ({what})",
-                          "measure more requests or repeat the runs (ledger plan --detect), or report no change")  # fmt: skip
+            raise Refused(
+                "R6",
+                f"attribute the change of {row.metric} from {a} to {b} to {claim_factor}",
+                f"the change is not shown to differ from sampling error ({what})",
+                "measure more requests or repeat the runs (ledger plan --detect), or report no change",
+            )
     return out
 
 
@@ -148,18 +185,32 @@ class Trend:
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict:
-        return {"metric": self.metric, "unit": self.unit, "key": self.key, "confidence": self.confidence,
-                "notes": self.notes,
-                "points": [p.__dict__ for p in self.points], "min_points": MIN_POINTS,
-                "verdict": "insufficient data" if self.changes is None else f"{len(self.changes)} change point(s)",
-                "reason": self.reason,
-                "change_points": None if self.changes is None else [
-                    c.as_dict() | {"batch": self.points[c.index].batch, "run_id": self.points[c.index].run_id}
-                    for c in self.changes]}  # fmt: skip
+        return {
+            "metric": self.metric,
+            "unit": self.unit,
+            "key": self.key,
+            "confidence": self.confidence,
+            "notes": self.notes,
+            "points": [p.__dict__ for p in self.points],
+            "min_points": MIN_POINTS,
+            "verdict": "insufficient data" if self.changes is None else f"{len(self.changes)} change point(s)",
+            "reason": self.reason,
+            "change_points": None
+            if self.changes is None
+            else [
+                c.as_dict() | {"batch": self.points[c.index].batch, "run_id": self.points[c.index].run_id}
+                for c in self.changes
+            ],
+        }
 
 
-def trend(ledger: Ledger, metric: str, key: str | None = None, batches: tuple[str, ...] = (),
-          confidence: float = DEFAULT_CONFIDENCE) -> list[Trend]:  # fmt: skip
+def trend(
+    ledger: Ledger,
+    metric: str,
+    key: str | None = None,
+    batches: tuple[str, ...] = (),
+    confidence: float = DEFAULT_CONFIDENCE,
+) -> list[Trend]:
     """One series per comparability key (never pooled across keys): the runs of sealed batches in the order
     the batches were sealed (then run start, id), their values and intervals, and the change points."""
     _known((metric,))
@@ -167,8 +218,12 @@ def trend(ledger: Ledger, metric: str, key: str | None = None, batches: tuple[st
         raise UsageError("name the series: --key KEY (a comparability key, or its first 12+ characters) or --batch B")
     if key is not None and len(key) < 12:
         raise UsageError(f"--key {key!r}: give at least 12 characters of the key (ledger trend --batch B shows them)")
-    stmt = (sa.select(R.c.id, R.c.label, B.c.name.label("batch"), B.c.status).join(B, B.c.id == R.c.batch_id)
-            .where(current(R)).order_by(B.c.closed_at, B.c.id, R.c.started_at, R.c.id))  # fmt: skip
+    stmt = (
+        sa.select(R.c.id, R.c.label, B.c.name.label("batch"), B.c.status)
+        .join(B, B.c.id == R.c.batch_id)
+        .where(current(R))
+        .order_by(B.c.closed_at, B.c.id, R.c.started_at, R.c.id)
+    )
     with ledger.connection() as conn:
         if batches:
             rows = conn.execute(sa.select(B.c.name, B.c.status).where(B.c.name.in_(batches))).all()
@@ -177,9 +232,12 @@ def trend(ledger: Ledger, metric: str, key: str | None = None, batches: tuple[st
                 if name not in found:
                     raise NotFound(f"no batch named {name!r}; `ledger batches` lists them")
                 if found[name] != "closed":
-                    raise Refused("R10", f"a trend over batch {name!r}",
-                                  f"batch {name!r} is {found[name]}: its numbers may still change",
-                                  f"close it first (ledger close {name}), or leave it out")  # fmt: skip
+                    raise Refused(
+                        "R10",
+                        f"a trend over batch {name!r}",
+                        f"batch {name!r} is {found[name]}: its numbers may still change",
+                        f"close it first (ledger close {name}), or leave it out",
+                    )
             stmt = stmt.where(B.c.name.in_(batches))
         else:
             stmt = stmt.where(B.c.status == "closed")
@@ -193,8 +251,11 @@ def trend(ledger: Ledger, metric: str, key: str | None = None, batches: tuple[st
     if key is not None and len({k for k in groups}) > 1:
         raise UsageError(f"--key {key!r} matches {len(groups)} keys: give more of it")
     if not groups:
-        raise NotFound("no run of a sealed batch has " + (f"the key {key}" if key else "a recorded deployment")
-                       + " (runs without a deployment have no comparability key)")  # fmt: skip
+        raise NotFound(
+            "no run of a sealed batch has "
+            + (f"the key {key}" if key else "a recorded deployment")
+            + " (runs without a deployment have no comparability key)"
+        )
     keyless = [f"{r.id} {r.label} (batch {r.batch})" for r in runs if keys.get(r.id) is None]
     notes = [f"left out, no deployment recorded (no comparability key): run(s) {', '.join(keyless)}"] if keyless else []
     out = []
@@ -207,8 +268,16 @@ def trend(ledger: Ledger, metric: str, key: str | None = None, batches: tuple[st
         for rm in chosen:
             v = rm.values[metric]
             si = rm.sampling.get(metric)
-            points.append(Point(rm.batch, rm.run_id, rm.label, None if v.value is None else float(v.value),
-                                si.low if si else None, si.high if si else None))  # fmt: skip
+            points.append(
+                Point(
+                    rm.batch,
+                    rm.run_id,
+                    rm.label,
+                    None if v.value is None else float(v.value),
+                    si.low if si else None,
+                    si.high if si else None,
+                )
+            )
         values = [p.value for p in points]
         reason = None
         if any(v is None for v in values):

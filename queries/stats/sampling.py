@@ -61,10 +61,18 @@ class SamplingInterval:
     extra: dict = field(default_factory=dict)
 
     def as_dict(self) -> dict:
-        return {"statistic": self.statistic, "status": self.status, "estimate": self.estimate, "low": self.low,
-                "high": self.high, "confidence": self.confidence, "n": self.n,
-                "n_effective": None if self.n_effective is None else round(self.n_effective, 1),
-                "method": self.method, "reason": self.reason}  # fmt: skip
+        return {
+            "statistic": self.statistic,
+            "status": self.status,
+            "estimate": self.estimate,
+            "low": self.low,
+            "high": self.high,
+            "confidence": self.confidence,
+            "n": self.n,
+            "n_effective": None if self.n_effective is None else round(self.n_effective, 1),
+            "method": self.method,
+            "reason": self.reason,
+        }
 
     def text(self, fmt: str = ".4g") -> str:
         if self.status == "interval":
@@ -102,9 +110,9 @@ def percentile_ranks(n: int, n_eff: np.ndarray | float, p: float, confidence: fl
     return np.where(ok, lo, -1), np.where(ok, hi, -1)
 
 
-def percentile_bounds(series: np.ndarray, p: float, confidence: float = DEFAULT_CONFIDENCE,
-                      ordered: np.ndarray | None = None
-                      ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+def percentile_bounds(
+    series: np.ndarray, p: float, confidence: float = DEFAULT_CONFIDENCE, ordered: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(estimate, low, high, sufficient, n_eff) of the p-quantile of each row of ``series`` (values in request
     order); the estimate is numpy's linear percentile, as the metrics compute it; low/high NaN where
     insufficient. ``ordered``: the rows already sorted (several percentiles of one matrix sort it once)."""
@@ -123,8 +131,9 @@ def percentile_bounds(series: np.ndarray, p: float, confidence: float = DEFAULT_
     return est, low, high, ok, n_eff
 
 
-def mean_bounds(series: np.ndarray, confidence: float = DEFAULT_CONFIDENCE
-                ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:  # fmt: skip
+def mean_bounds(
+    series: np.ndarray, confidence: float = DEFAULT_CONFIDENCE
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """(mean, low, high, sufficient, n_eff) of each row: Student's t with the effective sample size."""
     _check_confidence(confidence)
     x = np.atleast_2d(np.asarray(series, dtype=np.float64))
@@ -137,16 +146,20 @@ def mean_bounds(series: np.ndarray, confidence: float = DEFAULT_CONFIDENCE
     return mu, np.where(ok, mu - half, np.nan), np.where(ok, mu + half, np.nan), ok, n_eff
 
 
-def sampling_interval(statistic: str, values_in_order: np.ndarray, confidence: float = DEFAULT_CONFIDENCE
-                      ) -> SamplingInterval:  # fmt: skip
+def sampling_interval(
+    statistic: str, values_in_order: np.ndarray, confidence: float = DEFAULT_CONFIDENCE
+) -> SamplingInterval:
     """The sampling interval of ``statistic`` (``p50``, ``p90``, ``p99``..., ``mean``; ``max`` has none) of one
     run's per-request values, in the order the requests were sent."""
     _check_confidence(confidence)
     x = np.asarray(values_in_order, dtype=np.float64)
     n = len(x)
     if statistic == "max":
-        return not_sampled(statistic, "a maximum is the sample's extreme, not an estimate: it has no "
-                           "distribution-free interval", confidence)  # fmt: skip
+        return not_sampled(
+            statistic,
+            "a maximum is the sample's extreme, not an estimate: it has no distribution-free interval",
+            confidence,
+        )
     if n == 0:
         return not_sampled(statistic, "no values", confidence)
     if statistic == "mean":
@@ -156,11 +169,15 @@ def sampling_interval(statistic: str, values_in_order: np.ndarray, confidence: f
     elif statistic.startswith("p") and statistic[1:].isdigit() and 0 < int(statistic[1:]) < 100:
         p = int(statistic[1:]) / 100
         est, low, high, ok, n_eff = percentile_bounds(x, p, confidence)
-        method = ("order statistics, binomial over the effective sample size of the indicator series "
-                  "(scipy.stats.binom; Geyer's initial positive sequence)")  # fmt: skip
+        method = (
+            "order statistics, binomial over the effective sample size of the indicator series "
+            "(scipy.stats.binom; Geyer's initial positive sequence)"
+        )
         need = needed_for_percentile(p, confidence)
-        short = (f"{n_eff[0]:.0f} effective of {n} requests; a two-sided {confidence:.0%} interval of "
-                 f"{statistic} needs at least {need} independent requests")  # fmt: skip
+        short = (
+            f"{n_eff[0]:.0f} effective of {n} requests; a two-sided {confidence:.0%} interval of "
+            f"{statistic} needs at least {need} independent requests"
+        )
     else:
         return not_sampled(statistic, f"no sampling interval is defined for the statistic {statistic!r}", confidence)
     common = dict(estimate=float(est[0]), confidence=confidence, n=n, n_effective=float(n_eff[0]), method=method)

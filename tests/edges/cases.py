@@ -66,7 +66,9 @@ WRONG_DATA = [
     ),
 ]
 
-IP_REQUESTS = (Path(__file__).parents[1] / "fixtures/inference_perf/reports-1/per_request_lifecycle_metrics.json").read_text()
+IP_REQUESTS = (
+    Path(__file__).parents[1] / "fixtures/inference_perf/reports-1/per_request_lifecycle_metrics.json"
+).read_text()
 IP_CONFIG = "api:\n  type: completion\nload:\n  type: constant\nserver:\n  type: vllm\n  model_name: m\n"
 
 TRACEBACKS = [
@@ -91,12 +93,34 @@ TRACEBACKS = [
     # issue 39: json reads 1e400 as infinity (stored as "the tool wrote Infinity"), inference-perf's NaN
     # and 1e309 times and a Latin-1 byte in its config were internal errors
     ("1e400 duration", *_replace(I.vllm_file(), '"duration": 2.5', '"duration": 1e400')),
-    ("1e400 duration, JSON Lines", "vllm.jsonl", I.vllm_lines(I.vllm(), I.vllm(label="r2", duration=1.5))[1].replace(b"1.5", b"-1e400")),
-    ("inference-perf NaN end time", "per_request_lifecycle_metrics.json", IP_REQUESTS.replace('"end_time": 100.4', '"end_time": NaN').encode()),
-    ("inference-perf 1e309 start time", "per_request_lifecycle_metrics.json",
-     IP_REQUESTS.replace('"start_time": 100.5', '"start_time": 1e309').encode()),
-    ("inference-perf Infinity token time", "per_request_lifecycle_metrics.json",
-     IP_REQUESTS.replace("[100.1, 100.2, 100.4]", "[100.1, Infinity, 100.4]").encode()),
-    ("Latin-1 byte in inference-perf's config", "config.yaml", IP_CONFIG.encode().replace(b"name: m", b"name: caf\xe9")),
-    ("inference-perf config nested 50,000 deep", "config.yaml", (IP_CONFIG + "  x: " + "[" * 50_000 + "]" * 50_000 + "\n").encode()),
-]  # fmt: skip
+    (
+        "1e400 duration, JSON Lines",
+        "vllm.jsonl",
+        I.vllm_lines(I.vllm(), I.vllm(label="r2", duration=1.5))[1].replace(b"1.5", b"-1e400"),
+    ),
+    (
+        "inference-perf NaN end time",
+        "per_request_lifecycle_metrics.json",
+        IP_REQUESTS.replace('"end_time": 100.4', '"end_time": NaN').encode(),
+    ),
+    (
+        "inference-perf 1e309 start time",
+        "per_request_lifecycle_metrics.json",
+        IP_REQUESTS.replace('"start_time": 100.5', '"start_time": 1e309').encode(),
+    ),
+    (
+        "inference-perf Infinity token time",
+        "per_request_lifecycle_metrics.json",
+        IP_REQUESTS.replace("[100.1, 100.2, 100.4]", "[100.1, Infinity, 100.4]").encode(),
+    ),
+    (
+        "Latin-1 byte in inference-perf's config",
+        "config.yaml",
+        IP_CONFIG.encode().replace(b"name: m", b"name: caf\xe9"),
+    ),
+    (
+        "inference-perf config nested 50,000 deep",
+        "config.yaml",
+        (IP_CONFIG + "  x: " + "[" * 50_000 + "]" * 50_000 + "\n").encode(),
+    ),
+]

@@ -34,16 +34,43 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
 _NUMBER = re.compile(rb"(?<![\w.])-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?(?![\w.])")
 _KEY = re.compile(rb'"([A-Za-z_][\w.:]*)"\s*:\s*')
 _STRING = re.compile(rb'"(?:[^"\\\n]|\\.)*"')
-NUMBERS = [b"-1", b"-0.5", b"NaN", b"Infinity", b"-Infinity", b"1e400", b"-1e400", str(2**70).encode(),
-           b"9" * 5000, b'"x"', b"null", b"true", b"[]", b"{}", b"0", b"2147483648", b"-", b"1.5e-320"]  # fmt: skip
+NUMBERS = [
+    b"-1",
+    b"-0.5",
+    b"NaN",
+    b"Infinity",
+    b"-Infinity",
+    b"1e400",
+    b"-1e400",
+    str(2**70).encode(),
+    b"9" * 5000,
+    b'"x"',
+    b"null",
+    b"true",
+    b"[]",
+    b"{}",
+    b"0",
+    b"2147483648",
+    b"-",
+    b"1.5e-320",
+]
 STRINGS = [b"\\u0000", b"\\ud800", b"\\udc00x", b"x" * 100_000, b"\\\\", b'\\"', "\u00e9\u4e2d".encode()]
 
 
 def seeds() -> list[tuple[str, bytes]]:
     """(file name, bytes) of every seed: the built inputs and the repository's fixture files."""
-    built = [I.vllm_file(), I.vllm_lines(I.vllm(), I.vllm(label="r2")), I.dmon_file(), I.dmon_file(I.DMON_T),
-             I.log_file(), I.ledger_csv(), I.llmperf_individual(), I.llmperf_summary(),
-             ("gpu.csv", I.NVIDIA_SMI_CSV.encode()), ("dcgmi.txt", I.DCGMI_DMON.encode())]  # fmt: skip
+    built = [
+        I.vllm_file(),
+        I.vllm_lines(I.vllm(), I.vllm(label="r2")),
+        I.dmon_file(),
+        I.dmon_file(I.DMON_T),
+        I.log_file(),
+        I.ledger_csv(),
+        I.llmperf_individual(),
+        I.llmperf_summary(),
+        ("gpu.csv", I.NVIDIA_SMI_CSV.encode()),
+        ("dcgmi.txt", I.DCGMI_DMON.encode()),
+    ]
     files = sorted(
         p for p in FIXTURES.rglob("*") if p.is_file() and p.stat().st_size < 200_000 and "manifest" not in p.parts
     )
@@ -115,8 +142,17 @@ def _lines(rng: random.Random, data: bytes) -> bytes:
 
 
 MUTATIONS: list[Callable[[random.Random, bytes], bytes]] = [
-    _cut, _no_last_newline, _byte, _number, _number, _number, _double_key, _string, _nest, _lines,
-]  # fmt: skip
+    _cut,
+    _no_last_newline,
+    _byte,
+    _number,
+    _number,
+    _number,
+    _double_key,
+    _string,
+    _nest,
+    _lines,
+]
 
 
 def corpus(seed: int = 13, n: int = 240) -> list[tuple[str, str, bytes]]:
@@ -137,8 +173,24 @@ def corpus(seed: int = 13, n: int = 240) -> list[tuple[str, str, bytes]]:
 
 # --------------------------------------------------------------------------- issue 39: the real samples
 
-EXTREMES = [b"1e309", b"-1e309", b"1E+309", b"-1", b"-0.0", b"-0", b"1e-400", str(2**64).encode(),
-            str(-(2**63) - 1).encode(), b"9" * 400, b"0.1e1000", b"+1", b"0x10", b"1_000", b"NaN", b"-Infinity"]  # fmt: skip
+EXTREMES = [
+    b"1e309",
+    b"-1e309",
+    b"1E+309",
+    b"-1",
+    b"-0.0",
+    b"-0",
+    b"1e-400",
+    str(2**64).encode(),
+    str(-(2**63) - 1).encode(),
+    b"9" * 400,
+    b"0.1e1000",
+    b"+1",
+    b"0x10",
+    b"1_000",
+    b"NaN",
+    b"-Infinity",
+]
 OTHER_TYPES = [b"null", b"true", b"[]", b"{}", b'"1"', b'"NaN"', b'"-1"', b'"abc"', b"[1, 2]", b'{"a": 1}']
 
 
@@ -172,19 +224,30 @@ def _encoding(rng: random.Random, data: bytes) -> bytes:
 
 
 REAL_MUTATIONS: list[Callable[[random.Random, bytes], bytes]] = [
-    *MUTATIONS, _extreme, _extreme, _extreme, _other_type, _other_type, _encoding,
-]  # fmt: skip
+    *MUTATIONS,
+    _extreme,
+    _extreme,
+    _extreme,
+    _other_type,
+    _other_type,
+    _encoding,
+]
 
 
 def real_seeds(samples: Path, max_bytes: int | None = None) -> list[tuple[str, bytes]]:
     """(path relative to ``samples``, bytes) of every real sample file (MANIFEST.md aside), sorted; with
     ``max_bytes``, only the files at most that large."""
     files = sorted(p for p in samples.rglob("*") if p.is_file() and p.name != "MANIFEST.md")
-    return [(str(p.relative_to(samples)), p.read_bytes()) for p in files
-            if max_bytes is None or p.stat().st_size <= max_bytes]  # fmt: skip
+    return [
+        (str(p.relative_to(samples)), p.read_bytes())
+        for p in files
+        if max_bytes is None or p.stat().st_size <= max_bytes
+    ]
 
 
-def real_corpus(samples: Path, per_seed: int, seed: int = 39, max_bytes: int | None = None) -> list[tuple[str, str, bytes]]:
+def real_corpus(
+    samples: Path, per_seed: int, seed: int = 39, max_bytes: int | None = None
+) -> list[tuple[str, str, bytes]]:
     """``per_seed`` mutated inputs of every real sample: (id, relative path, bytes). The inputs of a file
     depend only on the seed and its path, so a sample added later does not change the others'."""
     out = []
@@ -200,8 +263,19 @@ def real_corpus(samples: Path, per_seed: int, seed: int = 39, max_bytes: int | N
     return out
 
 
-TABLES = ("batch", "artefact", "run", "published_value", "capture", "request", "request_gaps", "request_value",
-          "hardware_sample", "log_fact", "launch")  # fmt: skip
+TABLES = (
+    "batch",
+    "artefact",
+    "run",
+    "published_value",
+    "capture",
+    "request",
+    "request_gaps",
+    "request_value",
+    "hardware_sample",
+    "log_fact",
+    "launch",
+)
 
 
 def _counts(ledger) -> dict[str, int]:
@@ -264,14 +338,17 @@ def garbage(ledger) -> dict[str, set[str]]:
     by_run = "FROM request r JOIN run u ON u.id = r.run_id JOIN batch b ON b.id = u.batch_id WHERE "
     by_artefact = "JOIN artefact a ON a.id = x.artefact_id JOIN batch b ON b.id = a.batch_id WHERE "
     checks = {f"request.{c}": by_run + bad_float(f"r.{c}") for c in ("ttft_s", "latency_s", "queue_s", "itl_mean_s")}
-    checks |= {f"request.{c}": f"{by_run}r.{c} < 0" for c in ("input_tokens", "output_tokens", "cached_tokens",
-                                                            "retries", "chunk_count")}  # fmt: skip
+    checks |= {
+        f"request.{c}": f"{by_run}r.{c} < 0"
+        for c in ("input_tokens", "output_tokens", "cached_tokens", "retries", "chunk_count")
+    }
     checks["chunk_gap.gap_s"] = f"FROM chunk_gap x {by_artefact}{bad_float('x.gap_s')}"
     checks["request_value"] = f"FROM request_value x {by_artefact}(x.value = {nan} OR abs(x.value) = 'Infinity')"
     for counter, d in SAMPLE_DOMAINS.items():
         hi = f" OR x.value > {d.hi}" if d.hi is not None else ""
-        checks[f"sample.{counter}"] = (f"FROM hardware_sample x {by_artefact}x.counter = '{counter}' AND "
-                                       f"(x.value < {d.lo} OR x.value = {nan}{hi})")  # fmt: skip
+        checks[f"sample.{counter}"] = (
+            f"FROM hardware_sample x {by_artefact}x.counter = '{counter}' AND (x.value < {d.lo} OR x.value = {nan}{hi})"
+        )
     checks["sample"] = f"FROM hardware_sample x {by_artefact}(x.value = {nan} OR abs(x.value) = 'Infinity')"
     checks["log_fact"] = f"FROM log_fact x {by_artefact}(lower(CAST(x.value AS VARCHAR)) LIKE '%n%')"
     kinds = ", ".join(f"'{k}'" for k in sorted(NON_NEGATIVE_KINDS))
@@ -279,8 +356,10 @@ def garbage(ledger) -> dict[str, set[str]]:
     checks["published.not finite"] = f"{pv}lower(CAST(x.value AS VARCHAR)) LIKE '%n%'"  # nan, inf(inity)
     run = "FROM run x JOIN batch b ON b.id = x.batch_id WHERE "
     checks["run.duration_s"] = run + bad_float("x.duration_s")
-    checks |= {f"run.{c}": f"{run}x.{c} < 0" for c in ("input_target_tokens", "output_cap_tokens", "concurrency",
-                                                      "request_count")}  # fmt: skip
+    checks |= {
+        f"run.{c}": f"{run}x.{c} < 0"
+        for c in ("input_target_tokens", "output_cap_tokens", "concurrency", "request_count")
+    }
     if ledger.backend == "duckdb":  # PostgreSQL cannot hold a NUL in text at all
         checks["request.error NUL"] = f"{by_run}strpos(r.error, chr(0)) > 0"
         checks["run.label NUL"] = f"{run}strpos(x.label, chr(0)) > 0"

@@ -11,12 +11,29 @@ import json
 
 def vllm(**change) -> dict:
     """A vLLM `bench serve` result of 3 requests (the second failed), as a dict to change."""
-    obj = {"date": "20260301-130000", "endpoint_type": "openai", "backend": "vllm", "label": "r1", "model_id": "m",
-           "num_prompts": 3, "request_rate": "inf", "max_concurrency": 2, "duration": 2.5, "completed": 2, "failed": 1,
-           "total_input_tokens": 30, "total_output_tokens": 12, "mean_ttft_ms": 150.0,
-           "input_lens": [10, 10, 10], "output_lens": [6, 0, 6], "ttfts": [0.1, 0.0, 0.2],
-           "itls": [[0.01, 0.02], [], [0.03]], "latencies": [0.5, 0.0, 0.7], "errors": ["", "HTTP 500", ""],
-           "start_times": [1000.25, 1000.5, 1001.0]}  # fmt: skip
+    obj = {
+        "date": "20260301-130000",
+        "endpoint_type": "openai",
+        "backend": "vllm",
+        "label": "r1",
+        "model_id": "m",
+        "num_prompts": 3,
+        "request_rate": "inf",
+        "max_concurrency": 2,
+        "duration": 2.5,
+        "completed": 2,
+        "failed": 1,
+        "total_input_tokens": 30,
+        "total_output_tokens": 12,
+        "mean_ttft_ms": 150.0,
+        "input_lens": [10, 10, 10],
+        "output_lens": [6, 0, 6],
+        "ttfts": [0.1, 0.0, 0.2],
+        "itls": [[0.01, 0.02], [], [0.03]],
+        "latencies": [0.5, 0.0, 0.7],
+        "errors": ["", "HTTP 500", ""],
+        "start_times": [1000.25, 1000.5, 1001.0],
+    }
     obj.update(change)
     return obj
 
@@ -77,17 +94,35 @@ def ledger_csv(text: str = LEDGER_CSV) -> tuple[str, bytes]:
 
 
 def llmperf_individual(**change) -> tuple[str, bytes]:
-    rec = {"error_code": None, "error_msg": "", "inter_token_latency_s": 0.02, "ttft_s": 0.5,
-           "end_to_end_latency_s": 3.0, "request_output_throughput_token_per_s": 50.0, "number_total_tokens": 700,
-           "number_output_tokens": 150, "number_input_tokens": 550}  # fmt: skip
+    rec = {
+        "error_code": None,
+        "error_msg": "",
+        "inter_token_latency_s": 0.02,
+        "ttft_s": 0.5,
+        "end_to_end_latency_s": 3.0,
+        "request_output_throughput_token_per_s": 50.0,
+        "number_total_tokens": 700,
+        "number_output_tokens": 150,
+        "number_input_tokens": 550,
+    }
     return "individual_responses.json", json.dumps([rec, {**rec, **change}], indent=4).encode()
 
 
 def llmperf_summary(**change) -> tuple[str, bytes]:
-    obj = {"version": "2023-08-31", "name": "tiny_550_150_summary", "model": "tiny", "mean_input_tokens": 550,
-           "stddev_input_tokens": 0, "mean_output_tokens": 150, "stddev_output_tokens": 0,
-           "num_concurrent_requests": 2, "results_ttft_s_quantiles_p50": 0.5625, "results_ttft_s_mean": 0.5625,
-           "results_end_to_end_latency_s_mean": 3.0, "results_num_completed_requests": 2}  # fmt: skip
+    obj = {
+        "version": "2023-08-31",
+        "name": "tiny_550_150_summary",
+        "model": "tiny",
+        "mean_input_tokens": 550,
+        "stddev_input_tokens": 0,
+        "mean_output_tokens": 150,
+        "stddev_output_tokens": 0,
+        "num_concurrent_requests": 2,
+        "results_ttft_s_quantiles_p50": 0.5625,
+        "results_ttft_s_mean": 0.5625,
+        "results_end_to_end_latency_s_mean": 3.0,
+        "results_num_completed_requests": 2,
+    }
     obj.update(change)
     return "summary.json", json.dumps(obj, indent=4).encode()
 

@@ -30,8 +30,10 @@ def _outside_domains(led: Ledger) -> dict[str, int]:
     checks["gap_s"] = f"SELECT count(*) FROM chunk_gap WHERE gap_s < 0 OR gap_s = {nan} OR abs(gap_s) = 'Infinity'"
     for counter, d in SAMPLE_DOMAINS.items():
         hi = f" OR value > {d.hi}" if d.hi is not None else ""
-        checks[counter] = (f"SELECT count(*) FROM hardware_sample WHERE counter = '{counter}' AND "
-                           f"(value < {d.lo} OR value = {nan}{hi})")  # fmt: skip
+        checks[counter] = (
+            f"SELECT count(*) FROM hardware_sample WHERE counter = '{counter}' AND "
+            f"(value < {d.lo} OR value = {nan}{hi})"
+        )
     checks["any sample"] = f"SELECT count(*) FROM hardware_sample WHERE value = {nan} OR abs(value) = 'Infinity'"
     kinds = ", ".join(f"'{k}'" for k in sorted(NON_NEGATIVE_KINDS))
     checks["published"] = f"SELECT count(*) FROM published_value WHERE quantity_kind IN ({kinds}) AND value LIKE '-%'"
@@ -77,7 +79,9 @@ def test_every_fuzz_input_is_imported_in_domain_or_refused_cleanly(ledger: Ledge
     assert imported >= 20 and refused >= 100, (imported, refused)  # the corpus exercises both outcomes
 
 
-def test_the_real_samples_mutated_import_in_domain_or_fail_cleanly(ledger: Ledger, samples: Path, tmp_path: Path) -> None:
+def test_the_real_samples_mutated_import_in_domain_or_fail_cleanly(
+    ledger: Ledger, samples: Path, tmp_path: Path
+) -> None:
     """Issue 39: the CI sample of benchmarks/fuzz.py's corpus (the first mutated input of every real sample
     file up to 250 kB: every sample folder): exit 0 with every stored value in its domain, or exit 1 with a message
     naming the file and nothing written; never a traceback."""
@@ -114,12 +118,14 @@ def test_what_the_fuzz_corpus_found_is_refused_naming_the_file(ledger_url: str, 
     genai = (samples / GENAI_BENCH).read_text()
     at = genai.index('"ttft": 0.20842880569398403')
     cases = {
-        "genai.json": genai[:at] + '"ttft": ' + "9" * 400 + genai[at + len('"ttft": 0.20842880569398403'):],
+        "genai.json": genai[:at] + '"ttft": ' + "9" * 400 + genai[at + len('"ttft": 0.20842880569398403') :],
         "aiperf.csv": (samples / AIPERF_CSV).read_bytes().replace(b"Request Latency", b"Request Lat\xe9ncy", 1),
         "dcgmi.txt": (samples / DCGMI).read_bytes().replace(b"POWER ", b"POWER\x00", 1),
         "aiperf-field.csv": (samples / AIPERF_CSV).read_bytes().replace(b"27.76", b"2" * 140_000, 1),
         "mlperf.txt": (samples / MLPERF).read_bytes().replace(b'"line_no": 53', b'"line_no": ' + b"9" * 5000, 1),
-        "config.yaml": (samples / IP_CONFIG).read_bytes().replace(b"question_len: 64", b"question_len: " + b"9" * 5000, 1),
+        "config.yaml": (samples / IP_CONFIG)
+        .read_bytes()
+        .replace(b"question_len: 64", b"question_len: " + b"9" * 5000, 1),
     }
     for name, data in cases.items():
         (tmp_path / name).write_bytes(data if isinstance(data, bytes) else data.encode())
@@ -135,5 +141,8 @@ def test_what_the_fuzz_corpus_found_is_refused_naming_the_file(ledger_url: str, 
     for name, tail in expected.items():
         path = tmp_path / name
         sep = "," if tail.startswith(("line", "byte", "$")) else ":"
-        assert run("import", "--db", ledger_url, "--batch", "b", "-q", path, code=1).output == f"error: {path}{sep} {tail}\n"
+        assert (
+            run("import", "--db", ledger_url, "--batch", "b", "-q", path, code=1).output
+            == f"error: {path}{sep} {tail}\n"
+        )
     assert run("batches", "--db", ledger_url).output == "(none)\n"

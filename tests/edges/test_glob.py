@@ -11,11 +11,19 @@ from bench_ledger.ingest import request_tables
 
 
 def _result(n: int, scale: float, rng: random.Random) -> dict:
-    return {"endpoint_type": "openai-chat", "backend": "vllm", "label": "r", "num_prompts": n, "duration": 10.0,
-            "completed": n, "input_lens": [rng.randint(1, 99) for _ in range(n)],
-            "output_lens": [rng.randint(1, 99) for _ in range(n)],
-            "ttfts": [scale * rng.random() for _ in range(n)], "latencies": [1 + scale * rng.random() for _ in range(n)],
-            "errors": [""] * n}  # fmt: skip
+    return {
+        "endpoint_type": "openai-chat",
+        "backend": "vllm",
+        "label": "r",
+        "num_prompts": n,
+        "duration": 10.0,
+        "completed": n,
+        "input_lens": [rng.randint(1, 99) for _ in range(n)],
+        "output_lens": [rng.randint(1, 99) for _ in range(n)],
+        "ttfts": [scale * rng.random() for _ in range(n)],
+        "latencies": [1 + scale * rng.random() for _ in range(n)],
+        "errors": [""] * n,
+    }
 
 
 def test_fast_path_reads_the_named_file_not_a_glob_match(tmp_path: Path) -> None:

@@ -61,7 +61,9 @@ def test_a_device_is_refused_before_anything_is_read(tmp_path: Path) -> None:
         main, ["import", "--db", url, "--batch", "b", "--format", "nvidia-smi-dmon", "/dev/zero"]
     )
     assert (result.exit_code, result.output) == (
-        1, "error: /dev/zero: not a regular file (a device, pipe or socket); save it to a file and import that\n")  # fmt: skip
+        1,
+        "error: /dev/zero: not a regular file (a device, pipe or socket); save it to a file and import that\n",
+    )
 
 
 @pytest.mark.parametrize(
@@ -102,11 +104,16 @@ def _big(tmp_path: Path, **bad) -> Path:
     """A vLLM JSON Lines file above the fast path's size, with one value changed in its second line."""
     rng = random.Random(11)
     n = 6000
-    obj = I.vllm(num_prompts=n, input_lens=[rng.randint(1, 99) for _ in range(n)],
-                 output_lens=[rng.randint(1, 99) for _ in range(n)], ttfts=[rng.random() for _ in range(n)],
-                 latencies=[1 + rng.random() for _ in range(n)], errors=[""] * n,
-                 itls=[[rng.random() / 10, rng.random() / 10] for _ in range(n)],
-                 start_times=[1000 + i / 7 for i in range(n)])  # fmt: skip
+    obj = I.vllm(
+        num_prompts=n,
+        input_lens=[rng.randint(1, 99) for _ in range(n)],
+        output_lens=[rng.randint(1, 99) for _ in range(n)],
+        ttfts=[rng.random() for _ in range(n)],
+        latencies=[1 + rng.random() for _ in range(n)],
+        errors=[""] * n,
+        itls=[[rng.random() / 10, rng.random() / 10] for _ in range(n)],
+        start_times=[1000 + i / 7 for i in range(n)],
+    )
     second = {**obj, "label": "r2"}
     for key, (i, value) in bad.items():
         second[key] = [*obj[key][:i], value, *obj[key][i + 1 :]]
@@ -119,14 +126,21 @@ def _big(tmp_path: Path, **bad) -> Path:
 @pytest.mark.parametrize(
     ("bad", "message"),
     [
-        ({"ttfts": (17, -0.25)},
-         "line 2, record 6017: field 'ttft_s': -0.25 is below 0 (a time to first token in seconds: a finite number, >= 0)"),
-        ({"itls": (5, [0.01, -0.5])},
-         "request 6005: field 'gap_s': -0.5 is below 0 (a gap between streamed chunks in seconds: a finite number, >= 0)"),
-        ({"output_lens": (3, -7)}, "line 2, record 6003: field 'output_tokens': -7 is below 0 (a token count: an integer, "
-                                   ">= 0, <= 2,147,483,647)"),
+        (
+            {"ttfts": (17, -0.25)},
+            "line 2, record 6017: field 'ttft_s': -0.25 is below 0 (a time to first token in seconds: a finite number, >= 0)",
+        ),
+        (
+            {"itls": (5, [0.01, -0.5])},
+            "request 6005: field 'gap_s': -0.5 is below 0 (a gap between streamed chunks in seconds: a finite number, >= 0)",
+        ),
+        (
+            {"output_lens": (3, -7)},
+            "line 2, record 6003: field 'output_tokens': -7 is below 0 (a token count: an integer, "
+            ">= 0, <= 2,147,483,647)",
+        ),
     ],
-)  # fmt: skip
+)
 def test_the_duckdb_parsed_path_checks_every_domain(ledger: Ledger, tmp_path: Path, bad: dict, message: str) -> None:
     path = _big(tmp_path, **bad)
     before = ledger.status().counts

@@ -16,8 +16,10 @@ OPTS = ParseOptions()
 
 
 def accepting(path: Path) -> list[str]:
-    found = {i.name: i for i in [*importers.all_importers(), aiperf.IMPORTER, aiperf_aggregate.IMPORTER,
-                                 genai_perf_summary.IMPORTER]}
+    found = {
+        i.name: i
+        for i in [*importers.all_importers(), aiperf.IMPORTER, aiperf_aggregate.IMPORTER, genai_perf_summary.IMPORTER]
+    }
     return [name for name, imp in found.items() if imp.sniff(read_head(path)) is None]
 
 
@@ -58,8 +60,20 @@ def test_records_failed_carry_only_error_isl(fixtures: Path) -> None:
     assert req.input_tokens[2:] == [550, None]  # error_isl; metrics null on the last
     assert req.output_tokens[2:] == [None, None] and req.ttft_s[2:] == [None, None]
     cap = run.capture
-    assert cap.fields == sorted(["status", "error", "send_time", "end_time", "ttft_s", "latency_s", "itl_mean_s",
-                                 "chunk_gaps", "input_tokens", "output_tokens"])
+    assert cap.fields == sorted(
+        [
+            "status",
+            "error",
+            "send_time",
+            "end_time",
+            "ttft_s",
+            "latency_s",
+            "itl_mean_s",
+            "chunk_gaps",
+            "input_tokens",
+            "output_tokens",
+        ]
+    )
     assert (cap.clock, cap.token_source, cap.sampled) == ("epoch_ns", "client_tokenizer", False)
     assert "was_cancelled" in cap.success_rule
     assert run.info.label == "aiperf aiperf (4 requests)"  # the artifact folder names the run
@@ -80,7 +94,10 @@ def test_records_080_schema_and_server_usage(fixtures: Path) -> None:
     [
         ("bad_unit.jsonl", "line 1: field 'metrics.time_to_first_token.unit': unknown time unit 'fortnights'"),
         ("bad_value.jsonl", "line 2: field 'metrics.time_to_first_token.value': expected a number, got 'abc'"),
-        ("truncated.jsonl", "line 2 column 61: invalid JSON: Expecting ',' delimiter; the last line has no line end: the file may have been cut while it was written"),
+        (
+            "truncated.jsonl",
+            "line 2 column 61: invalid JSON: Expecting ',' delimiter; the last line has no line end: the file may have been cut while it was written",
+        ),
     ],
 )
 def test_records_errors(fixtures: Path, name: str, message: str) -> None:
@@ -96,10 +113,18 @@ def test_aggregate_published(fixtures: Path) -> None:
     assert run.requests is None and run.capture.fields == [] and run.capture.record_count == 0
     pub = {p.key: p for p in run.published}
     p99 = pub["request_latency.p99"]
-    assert (p99.text, p99.value, p99.unit, p99.quantity_kind) == ("9381.628943169999", Decimal("9381.628943169999"), "ms", "latency")
+    assert (p99.text, p99.value, p99.unit, p99.quantity_kind) == (
+        "9381.628943169999",
+        Decimal("9381.628943169999"),
+        "ms",
+        "latency",
+    )
     assert p99.locator == "$.request_latency.p99" and p99.flag == "reported"
     assert pub["time_to_first_token.avg"].text == "1588.797775365"
-    assert (pub["request_throughput.avg"].unit, pub["request_throughput.avg"].quantity_kind) == ("requests/sec", "request_rate")
+    assert (pub["request_throughput.avg"].unit, pub["request_throughput.avg"].quantity_kind) == (
+        "requests/sec",
+        "request_rate",
+    )
     assert pub["output_token_throughput_per_user.avg"].quantity_kind == "per_stream_token_rate"
     assert pub["benchmark_duration.avg"].quantity_kind == "duration"
     assert (pub["request_count.avg"].text, pub["request_count.avg"].quantity_kind) == ("200.0", "request_count")
@@ -108,7 +133,10 @@ def test_aggregate_published(fixtures: Path) -> None:
     power = pub["telemetry_data.endpoints.localhost:9401.gpus.gpu_0.metrics.gpu_power_usage.max"]
     assert (power.text, power.unit, power.quantity_kind) == ("299.28", "W", "power")
     assert power.locator == "$.telemetry_data.endpoints['localhost:9401'].gpus.gpu_0.metrics.gpu_power_usage.max"
-    assert pub["telemetry_data.endpoints.localhost:9401.gpus.gpu_0.metrics.gpu_memory_used.avg"].quantity_kind == "device_memory"
+    assert (
+        pub["telemetry_data.endpoints.localhost:9401.gpus.gpu_0.metrics.gpu_memory_used.avg"].quantity_kind
+        == "device_memory"
+    )
     assert not any(k.startswith("input_config") for k in pub)
 
 

@@ -26,8 +26,24 @@ def rows(path: Path, node: str | None = None, time_zone: str | None = None) -> l
         if isinstance(chunk, WideSamples):  # one row per card and tick: unpivot as the store does
             d = chunk.table.to_pydict()
             for counter, unit in zip(chunk.counters, chunk.units, strict=True):
-                out += [dict(zip(names, (d["line"][i], chunk.node, d["gpu"][i], d["tick"][i], d["ts"][i], counter,
-                                         d[counter][i], unit))) for i in range(chunk.table.num_rows)]  # fmt: skip
+                out += [
+                    dict(
+                        zip(
+                            names,
+                            (
+                                d["line"][i],
+                                chunk.node,
+                                d["gpu"][i],
+                                d["tick"][i],
+                                d["ts"][i],
+                                counter,
+                                d[counter][i],
+                                unit,
+                            ),
+                        )
+                    )
+                    for i in range(chunk.table.num_rows)
+                ]
             continue
         assert isinstance(chunk, SampleColumns)
         for r in zip(chunk.line, chunk.node, chunk.gpu, chunk.tick, chunk.ts, chunk.counter, chunk.value, chunk.unit):
@@ -64,9 +80,25 @@ def test_real_sample_values_units_and_locators(samples: Path) -> None:
     assert art.format == "nvidia-smi-dmon" and art.published == [] and art.log_facts == []
     got = rows(samples / SAMPLE, node="rig-1")
     assert len(got) == 3 * 11  # 3 GPUs x 11 counters (gpu is the key, not a counter)
-    assert {r["counter"] for r in got} == {"pwr", "gtemp", "mtemp", "sm", "mem", "enc", "dec", "jpg", "ofa", "mclk", "pclk"}
+    assert {r["counter"] for r in got} == {
+        "pwr",
+        "gtemp",
+        "mtemp",
+        "sm",
+        "mem",
+        "enc",
+        "dec",
+        "jpg",
+        "ofa",
+        "mclk",
+        "pclk",
+    }
     pwr = pick(got, "pwr")
-    assert [(r["gpu"], r["value"], r["unit"], r["line"]) for r in pwr] == [(0, 119.0, "W", 3), (1, 159.0, "W", 4), (2, 219.0, "W", 5)]
+    assert [(r["gpu"], r["value"], r["unit"], r["line"]) for r in pwr] == [
+        (0, 119.0, "W", 3),
+        (1, 159.0, "W", 4),
+        (2, 219.0, "W", 5),
+    ]
     assert [r["value"] for r in pick(got, "mtemp")] == [None, None, None]
     assert {r["unit"] for r in pick(got, "mtemp")} == {"C"}
     assert [r["value"] for r in pick(got, "sm")] == [100.0, 100.0, 100.0]
@@ -83,12 +115,20 @@ def test_date_time_columns_blank_lines_dashes_and_repeated_headers(fixtures: Pat
     got = rows(fixtures / "dmon/dt_midnight.txt")
     fb = pick(got, "fb")
     assert [(r["line"], r["gpu"], r["tick"], r["value"]) for r in fb] == [
-        (3, 0, 0, 239.0), (4, 1, 0, 92153.0), (6, 0, 1, 240.0), (7, 1, 1, 93702.0), (10, 0, 2, 241.0), (11, 1, 2, 93702.0)
+        (3, 0, 0, 239.0),
+        (4, 1, 0, 92153.0),
+        (6, 0, 1, 240.0),
+        (7, 1, 1, 93702.0),
+        (10, 0, 2, 241.0),
+        (11, 1, 2, 93702.0),
     ]
     assert [r["ts"] for r in fb] == [
-        datetime(2024, 1, 4, 23, 59, 59), datetime(2024, 1, 4, 23, 59, 59),
-        datetime(2024, 1, 5, 0, 0, 0), datetime(2024, 1, 5, 0, 0, 0),
-        datetime(2024, 1, 5, 0, 0, 1), datetime(2024, 1, 5, 0, 0, 1),
+        datetime(2024, 1, 4, 23, 59, 59),
+        datetime(2024, 1, 4, 23, 59, 59),
+        datetime(2024, 1, 5, 0, 0, 0),
+        datetime(2024, 1, 5, 0, 0, 0),
+        datetime(2024, 1, 5, 0, 0, 1),
+        datetime(2024, 1, 5, 0, 0, 1),
     ]
     assert {r["unit"] for r in fb} == {"MB"}
     assert {r["unit"] for r in pick(got, "rxpci")} == {"MB/s"}
@@ -108,15 +148,20 @@ def test_date_and_time_are_host_local_of_an_unconfirmed_zone_unless_declared(tmp
     regular = tmp_path / "dmon.txt"
     regular.write_text(I.DMON_DT)
     note = IMPORTER.parse(regular, ParseOptions()).note
-    assert note is not None and note.endswith(f"Date and Time: host local wall-clock time as printed; {UNCONFIRMED_ZONE} "
-                                              "(local time of the host, no zone in the file)")  # fmt: skip
+    assert note is not None and note.endswith(
+        f"Date and Time: host local wall-clock time as printed; {UNCONFIRMED_ZONE} "
+        "(local time of the host, no zone in the file)"
+    )
     note = IMPORTER.parse(regular, ParseOptions(time_zone="Asia/Shanghai")).note
-    assert note is not None and note.endswith("Date and Time: host local wall-clock time converted to UTC; time zone "
-                                              "declared by the user: Asia/Shanghai")  # fmt: skip
+    assert note is not None and note.endswith(
+        "Date and Time: host local wall-clock time converted to UTC; time zone declared by the user: Asia/Shanghai"
+    )
     irregular = tmp_path / "dmon_no_units.txt"  # no units line: read by the line reader
     irregular.write_text("".join(ln for ln in I.DMON_DT.splitlines(keepends=True) if not ln.startswith("#YYYY")))
     assert {type(c).__name__ for p in (regular, irregular) for c in IMPORTER.parse(p, ParseOptions()).samples} == {
-        "WideSamples", "SampleColumns"}
+        "WideSamples",
+        "SampleColumns",
+    }
     for path in (regular, irregular):
         local = [r["ts"] for r in pick(rows(path), "sm")]
         utc = [r["ts"] for r in pick(rows(path, time_zone="Asia/Shanghai"), "sm")]
@@ -131,14 +176,24 @@ def test_no_units_line_means_unconfirmed_units(fixtures: Path) -> None:
     assert {r["unit"] for r in got} == {UNCONFIRMED}
     pwr = pick(got, "pwr")
     # no time column: a tick ends when a GPU index repeats
-    assert [(r["gpu"], r["tick"], r["value"]) for r in pwr] == [(0, 0, 300.0), (1, 0, 310.0), (0, 1, 320.0), (1, 1, 330.0)]
+    assert [(r["gpu"], r["tick"], r["value"]) for r in pwr] == [
+        (0, 0, 300.0),
+        (1, 0, 310.0),
+        (0, 1, 320.0),
+        (1, 1, 330.0),
+    ]
 
 
 def test_a_changed_header_starts_a_new_column_set(fixtures: Path) -> None:
     got = rows(fixtures / "dmon/header_change.txt")
     assert {r["counter"] for r in got if r["line"] >= 7} == {"pwr", "gtemp", "sm", "mem"}
     assert [(r["line"], r["value"], r["unit"], r["tick"]) for r in pick(got, "sm")] == [
-        (3, 100.0, "%", 0), (4, 100.0, "%", 0), (7, 99.0, "%", 1), (8, 98.0, "%", 1), (12, 97.0, "%", 2), (13, 96.0, "%", 2)
+        (3, 100.0, "%", 0),
+        (4, 100.0, "%", 0),
+        (7, 99.0, "%", 1),
+        (8, 98.0, "%", 1),
+        (12, 97.0, "%", 2),
+        (13, 96.0, "%", 2),
     ]
     assert [r["line"] for r in pick(got, "mtemp")] == [3, 4]
 
@@ -177,7 +232,10 @@ def test_time_past_a_c_int_names_line_and_field(tmp_path: Path) -> None:
     path.write_text("#Date Time gpu pwr\n#YYYYMMDD HH:MM:SS Idx W\n20260301 13:54:2147483648 0 100\n")
     with pytest.raises(ParseError) as err:
         drain(path)
-    assert str(err.value) == f"{path}, line 3: field 'Date/Time': not a YYYYMMDD HH:MM:SS time: '20260301 13:54:2147483648'"
+    assert (
+        str(err.value)
+        == f"{path}, line 3: field 'Date/Time': not a YYYYMMDD HH:MM:SS time: '20260301 13:54:2147483648'"
+    )
 
 
 def test_data_before_names_line(fixtures: Path) -> None:
@@ -197,7 +255,9 @@ def _write_big(path: Path, ticks: int, gpus: int = 16) -> int:
             lines.append("#YYYYMMDD   HH:MM:SS    Idx      W      %      %     MB")
         hh, mm, ss = t // 3600, t // 60 % 60, t % 60
         for g in range(gpus):
-            lines.append(f" 20240104   {hh:02d}:{mm:02d}:{ss:02d}    {g:3d}  {100 + g:5d}  {t % 101:5d}      -  {t:5d} ")
+            lines.append(
+                f" 20240104   {hh:02d}:{mm:02d}:{ss:02d}    {g:3d}  {100 + g:5d}  {t % 101:5d}      -  {t:5d} "
+            )
     path.write_text("\n".join(lines) + "\n")
     return len(lines)
 
@@ -226,8 +286,24 @@ def test_streams_in_chunks_and_keeps_ticks_across_chunk_and_block_edges(tmp_path
 
 
 def test_counter_meanings_say_what_is_measured() -> None:
-    needed = {"sm", "mem", "pwr", "gtemp", "mtemp", "fb", "bar1", "ccpm", "enc", "dec", "jpg", "ofa",
-              "rxpci", "txpci", "mclk", "pclk"}
+    needed = {
+        "sm",
+        "mem",
+        "pwr",
+        "gtemp",
+        "mtemp",
+        "fb",
+        "bar1",
+        "ccpm",
+        "enc",
+        "dec",
+        "jpg",
+        "ofa",
+        "rxpci",
+        "txpci",
+        "mclk",
+        "pclk",
+    }
     assert needed <= DMON.keys()
     assert "NOT SM occupancy" in DMON["sm"].meaning and "MFU" in DMON["sm"].meaning
     assert "NOT memory bandwidth utilisation" in DMON["mem"].meaning
@@ -247,7 +323,9 @@ def _dmon_file(path: Path, ticks: int = 300, gpus: int = 4, names: str = "pwr   
         if t % 20 == 0:
             lines += head
         for g in range(gpus):
-            lines.append(f" 20240105   10:{t // 60 % 60:02d}:{t % 60:02d}    {g:3d}  {100 + g:5d}  {t % 101:5d}  {t % 7:5d}")
+            lines.append(
+                f" 20240105   10:{t // 60 % 60:02d}:{t % 60:02d}    {g:3d}  {100 + g:5d}  {t % 101:5d}  {t % 7:5d}"
+            )
     path.write_text("\n".join(lines) + "\n")
     return path
 
@@ -276,16 +354,20 @@ def test_hardware_sample_key_is_kept_by_the_importer_and_sealed(ledger, tmp_path
 
     a = _dmon_file(tmp_path / "a.txt")
     b = tmp_path / "b.txt"  # a header change mid-file (the line reader takes over) and other values
-    b.write_text(a.read_text().replace(" 20240105   10:00:1", " 20240105   10:00:2", 1)
-                 + "# gpu    pwr     sm\n# Idx      W      %\n    0    90     5\n    1    91     6\n")
+    b.write_text(
+        a.read_text().replace(" 20240105   10:00:1", " 20240105   10:00:2", 1)
+        + "# gpu    pwr     sm\n# Idx      W      %\n    0    90     5\n    1    91     6\n"
+    )
     cli("import", a, b, "--batch", "hw", "--node", "n0", "--db", ledger.url)
     with ledger.engine.connect() as conn:
-        total, dup, orphans = conn.execute(sa.text(
-            "SELECT (SELECT count(*) FROM hardware_sample), "
-            "(SELECT count(*) FROM (SELECT artefact_id, line, counter FROM hardware_sample "
-            " GROUP BY artefact_id, line, counter HAVING count(*) > 1) d), "
-            "(SELECT count(*) FROM hardware_sample h WHERE NOT EXISTS (SELECT 1 FROM artefact a WHERE a.id = h.artefact_id))"
-        )).one()  # fmt: skip
+        total, dup, orphans = conn.execute(
+            sa.text(
+                "SELECT (SELECT count(*) FROM hardware_sample), "
+                "(SELECT count(*) FROM (SELECT artefact_id, line, counter FROM hardware_sample "
+                " GROUP BY artefact_id, line, counter HAVING count(*) > 1) d), "
+                "(SELECT count(*) FROM hardware_sample h WHERE NOT EXISTS (SELECT 1 FROM artefact a WHERE a.id = h.artefact_id))"
+            )
+        ).one()
         art = conn.execute(sa.text("SELECT min(id) FROM artefact")).scalar_one()
         line = conn.execute(sa.text(f"SELECT min(line) FROM hardware_sample WHERE artefact_id = {art}")).scalar_one()
     assert (total, dup, orphans) == (2 * 300 * 4 * 3 + 2 * 2, 0, 0)

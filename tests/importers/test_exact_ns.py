@@ -17,11 +17,39 @@ def _reference(*cols: list[float | None]) -> list[int | None]:
 
 def _values(rng: random.Random, n: int) -> list[float | None]:
     out: list[float | None] = []
-    edges = [0.0, -0.0, EXACT_MIN, math.nextafter(EXACT_MIN, 1), 1e-7 * 3, 0.1, 0.30000000000000004, 1.005, 2.0,
-             999999.999999999, 123456.0000000005, 52341.123456789123, 4194303.999999999, math.nextafter(FAST_NS_MAX, 0),
-             FAST_NS_MAX, FAST_NS_MAX + 0.5, 5e6 + 0.123456789, 999999999.9999999, 1.0, 10.0, 1000.0, 1e8,
-             math.nextafter(1.0, 0), math.nextafter(1.0, 2), math.nextafter(1000.0, 0), 9.999999999, 0.999999999,
-             123.000000001, 123.0000000005, 0.000000123, 1.000000001e-7]
+    edges = [
+        0.0,
+        -0.0,
+        EXACT_MIN,
+        math.nextafter(EXACT_MIN, 1),
+        1e-7 * 3,
+        0.1,
+        0.30000000000000004,
+        1.005,
+        2.0,
+        999999.999999999,
+        123456.0000000005,
+        52341.123456789123,
+        4194303.999999999,
+        math.nextafter(FAST_NS_MAX, 0),
+        FAST_NS_MAX,
+        FAST_NS_MAX + 0.5,
+        5e6 + 0.123456789,
+        999999999.9999999,
+        1.0,
+        10.0,
+        1000.0,
+        1e8,
+        math.nextafter(1.0, 0),
+        math.nextafter(1.0, 2),
+        math.nextafter(1000.0, 0),
+        9.999999999,
+        0.999999999,
+        123.000000001,
+        123.0000000005,
+        0.000000123,
+        1.000000001e-7,
+    ]
     for v in edges:
         out += [v, -v]
     for _ in range(n):

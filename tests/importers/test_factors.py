@@ -17,8 +17,10 @@ from bench_ledger.importers.base import ParseOptions
 REAL = Path(__file__).resolve().parents[2] / ".." / "shared" / "real-reports"
 SGLANG_PD = "tonyli15-sglang-pd-disagg/benchmarks/results"
 AIPERF_NEW = "anud18-aiperf-ngrok-endpoint-errors/results/nvfp4/w0_agent/agent_flat/c2/profile_export_aiperf.json"
-VLLM_ZH = ("wentao274-vllm-h100-concurrency-zh/reports/benchmark/nvidia_h100/MiniMax-M2.5/test_01/01/"
-           "8-320-i10240-o256/bench-test_01-8-320-i10240-o256.log")  # fmt: skip
+VLLM_ZH = (
+    "wentao274-vllm-h100-concurrency-zh/reports/benchmark/nvidia_h100/MiniMax-M2.5/test_01/01/"
+    "8-320-i10240-o256/bench-test_01-8-320-i10240-o256.log"
+)
 SWEEP = "vllm-bench-sweep/vllm_sweep_v0.25.1/SERVE--max_num_seqs=4-BENCH--max_concurrency=2-num_prompts=8"
 
 
@@ -42,18 +44,23 @@ def test_vllm_bench_result(samples: Path) -> None:
     # a local model path is the model as written; backend 'openai' names the API, not the engine
     assert factors(samples / "vllm/openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json") == {
         "model": ("/model/ModelScope/Qwen/Qwen2.5-Coder-7B-Instruct", "$.model_id"),
-        "request_rate": ("1.0", "$.request_rate"), "prompt_count": ("150", "$.num_prompts"),
-    }  # fmt: skip
+        "request_rate": ("1.0", "$.request_rate"),
+        "prompt_count": ("150", "$.num_prompts"),
+    }
     assert factors(samples / "vllm-bench-serve/benchmaq_tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.json") == {
-        "model": ("Qwen/Qwen3.6-27B", "$.model_id"), "engine": ("vllm", "$.backend"),
-        "concurrency": ("1", "$.max_concurrency"), "request_rate": ("inf", "$.request_rate"),
+        "model": ("Qwen/Qwen3.6-27B", "$.model_id"),
+        "engine": ("vllm", "$.backend"),
+        "concurrency": ("1", "$.max_concurrency"),
+        "request_rate": ("inf", "$.request_rate"),
         "prompt_count": ("50", "$.num_prompts"),
-    }  # fmt: skip
+    }
 
 
 def test_vllm_bench_fast_path_states_the_same_factors(samples: Path, tmp_path: Path) -> None:
     """Both parse paths read the factors from the same header (vllm_bench._header)."""
-    line = json.loads((samples / "vllm-bench-serve/benchmaq_tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.json").read_text())
+    line = json.loads(
+        (samples / "vllm-bench-serve/benchmaq_tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.json").read_text()
+    )
     line["tp"] = 2  # as `vllm bench serve --metadata tp=2` writes it
     path = tmp_path / "append.jsonl"
     path.write_text("\n".join(json.dumps(line) for _ in range(8)) + "\n")
@@ -62,27 +69,38 @@ def test_vllm_bench_fast_path_states_the_same_factors(samples: Path, tmp_path: P
     slow = [r.info.factors for r in vllm_bench._runs(path, fast=False)]
     assert fast == slow
     assert {k: (v.value, v.at) for k, v in fast[7].items()} == {
-        "model": ("Qwen/Qwen3.6-27B", "line 8 $.model_id"), "engine": ("vllm", "line 8 $.backend"),
-        "tp": ("2", "line 8 $.tp"), "concurrency": ("1", "line 8 $.max_concurrency"),
-        "request_rate": ("inf", "line 8 $.request_rate"), "prompt_count": ("50", "line 8 $.num_prompts"),
-    }  # fmt: skip
+        "model": ("Qwen/Qwen3.6-27B", "line 8 $.model_id"),
+        "engine": ("vllm", "line 8 $.backend"),
+        "tp": ("2", "line 8 $.tp"),
+        "concurrency": ("1", "line 8 $.max_concurrency"),
+        "request_rate": ("inf", "line 8 $.request_rate"),
+        "prompt_count": ("50", "line 8 $.num_prompts"),
+    }
 
 
 def test_vllm_console(samples: Path) -> None:
     assert factors(samples / "vllm-bench-serve/benchmaq_tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.stdout.txt") == {
-        "model": ("Qwen/Qwen3.6-27B", "line 3 model"), "engine": ("vllm", "line 3 backend"),
-        "dataset": ("random", "line 3 dataset_name"), "input_len": ("4096", "line 3 random_input_len"),
-        "output_len": ("128", "line 3 random_output_len"), "concurrency": ("1", "line 3 max_concurrency"),
-        "request_rate": ("inf", "line 3 request_rate"), "prompt_count": ("50", "line 3 num_prompts"),
-    }  # fmt: skip
+        "model": ("Qwen/Qwen3.6-27B", "line 3 model"),
+        "engine": ("vllm", "line 3 backend"),
+        "dataset": ("random", "line 3 dataset_name"),
+        "input_len": ("4096", "line 3 random_input_len"),
+        "output_len": ("128", "line 3 random_output_len"),
+        "concurrency": ("1", "line 3 max_concurrency"),
+        "request_rate": ("inf", "line 3 request_rate"),
+        "prompt_count": ("50", "line 3 num_prompts"),
+    }
     # the served name is kept where it differs from the model
     assert factors(real(VLLM_ZH))["served_model"] == ("minimax-m2.5", "line 3 served_model_name")
     assert factors(real(VLLM_ZH))["model"] == ("/userdata/llms/MiniMax/MiniMax-M2.5", "line 3 model")
 
 
 def test_vllm_sweep(samples: Path) -> None:
-    expected = {"model": ("facebook/opt-125m", "$.model_id"), "concurrency": ("2", "$.max_concurrency"),
-                "request_rate": ("inf", "$.request_rate"), "prompt_count": ("8", "$.num_prompts")}  # fmt: skip
+    expected = {
+        "model": ("facebook/opt-125m", "$.model_id"),
+        "concurrency": ("2", "$.max_concurrency"),
+        "request_rate": ("inf", "$.request_rate"),
+        "prompt_count": ("8", "$.num_prompts"),
+    }
     assert factors(samples / SWEEP / "run=0.json") == expected
     assert factors(samples / SWEEP / "summary.json", 1) == {k: (v, f"item 1 {at}") for k, (v, at) in expected.items()}
 
@@ -90,24 +108,31 @@ def test_vllm_sweep(samples: Path) -> None:
 def test_sglang_bench(samples: Path) -> None:
     # random dataset: its lengths; no server_info in this file
     assert factors(samples / "sglang/llama_3_3_70b_online_output.jsonl", 1) == {
-        "engine": ("sglang", "line 2 $.backend"), "dataset": ("random", "line 2 $.dataset_name"),
-        "request_rate": ("2.0", "line 2 $.request_rate"), "input_len": ("1024", "line 2 $.random_input_len"),
+        "engine": ("sglang", "line 2 $.backend"),
+        "dataset": ("random", "line 2 $.dataset_name"),
+        "request_rate": ("2.0", "line 2 $.request_rate"),
+        "input_len": ("1024", "line 2 $.random_input_len"),
         "output_len": ("1024", "line 2 $.random_output_len"),
-    }  # fmt: skip
+    }
     # sharegpt: the random lengths are unused argparse defaults
     assert "input_len" not in factors(samples / "sglang/llama_3_3_70b_online_output.jsonl", 5)
 
 
 def test_sglang_bench_server_info() -> None:
     assert factors(real(f"{SGLANG_PD}/agg_local.jsonl")) == {
-        "engine": ("sglang", "line 1 $.backend"), "dataset": ("random", "line 1 $.dataset_name"),
-        "concurrency": ("200", "line 1 $.max_concurrency"), "request_rate": ("inf", "line 1 $.request_rate"),
-        "input_len": ("512", "line 1 $.random_input_len"), "output_len": ("128", "line 1 $.random_output_len"),
+        "engine": ("sglang", "line 1 $.backend"),
+        "dataset": ("random", "line 1 $.dataset_name"),
+        "concurrency": ("200", "line 1 $.max_concurrency"),
+        "request_rate": ("inf", "line 1 $.request_rate"),
+        "input_len": ("512", "line 1 $.random_input_len"),
+        "output_len": ("128", "line 1 $.random_output_len"),
         "model": ("Qwen/Qwen2.5-3B-Instruct", "line 1 $.server_info.model_path"),
-        "engine_version": ("0.5.5.post3", "line 1 $.server_info.version"), "tp": ("1", "line 1 $.server_info.tp_size"),
-        "dp": ("1", "line 1 $.server_info.dp_size"), "pp": ("1", "line 1 $.server_info.pp_size"),
+        "engine_version": ("0.5.5.post3", "line 1 $.server_info.version"),
+        "tp": ("1", "line 1 $.server_info.tp_size"),
+        "dp": ("1", "line 1 $.server_info.dp_size"),
+        "pp": ("1", "line 1 $.server_info.pp_size"),
         "ep": ("1", "line 1 $.server_info.ep_size"),
-    }  # fmt: skip
+    }
     # prefill and decode: what both state alike; their versions differ (0.5.5.post3, 0.5.6): none
     pd = factors(real(f"{SGLANG_PD}/pd_inter_node_gh200_a100.jsonl"))
     assert pd["model"] == ("Qwen/Qwen2.5-3B-Instruct", "line 1 $.server_info.prefill[0].model_path")
@@ -117,22 +142,28 @@ def test_sglang_bench_server_info() -> None:
 
 def test_trtllm_bench(samples: Path) -> None:
     assert factors(samples / "trtllm-bench/latency_rtx6000_qwen25-0.5b_in128_out40_bs1.json") == {
-        "model": ("Qwen/Qwen2.5-0.5B-Instruct", "$.engine.model"), "engine": ("TRT", "$.engine.backend"),
+        "model": ("Qwen/Qwen2.5-0.5B-Instruct", "$.engine.model"),
+        "engine": ("TRT", "$.engine.backend"),
         "engine_version": ("1.2.0", "$.engine.version"),
         "hardware": ("NVIDIA RTX PRO 6000 Blackwell Server Edition", "$.machine.name"),
-        "gpu_count": ("1", "$.world_info.world_size"), "tp": ("1", "$.world_info.tp_size"),
-        "pp": ("1", "$.world_info.pp_size"), "ep": ("1", "$.world_info.ep_size"),
+        "gpu_count": ("1", "$.world_info.world_size"),
+        "tp": ("1", "$.world_info.tp_size"),
+        "pp": ("1", "$.world_info.pp_size"),
+        "ep": ("1", "$.world_info.ep_size"),
         "dataset": ("/workspace/trtllm-latency/artifacts/datasets_seq1065/in128_out40.json", "$.dataset.dataset_path"),
         "input_len": ("128.0", "$.request_info.avg_input_length"),
-        "output_len": ("40.0", "$.request_info.avg_output_length"), "prompt_count": ("20", "$.request_info.num_requests"),
-    }  # fmt: skip
+        "output_len": ("40.0", "$.request_info.avg_output_length"),
+        "prompt_count": ("20", "$.request_info.num_requests"),
+    }
 
 
 def test_llmperf(samples: Path) -> None:
     assert factors(samples / "llmperf/summary_groq_70b.json") == {
-        "model": ("llama2-70b-4096", "$.model"), "input_len": ("550", "$.mean_input_tokens"),
-        "output_len": ("150", "$.mean_output_tokens"), "concurrency": ("5", "$.num_concurrent_requests"),
-    }  # fmt: skip
+        "model": ("llama2-70b-4096", "$.model"),
+        "input_len": ("550", "$.mean_input_tokens"),
+        "output_len": ("150", "$.mean_output_tokens"),
+        "concurrency": ("5", "$.num_concurrent_requests"),
+    }
     assert factors(samples / "llmperf/individual_groq_70b.json") == {}  # per-request records state none
 
 
@@ -142,13 +173,13 @@ def test_aiperf(samples: Path) -> None:
         "output_len": ("250", "$.input_config.input.prompt.output_tokens.mean"),
         "concurrency": ("100", "$.input_config.loadgen.concurrency"),
         "prompt_count": ("100", "$.input_config.loadgen.request_count"),
-    }  # fmt: skip
+    }
     assert factors(real(AIPERF_NEW)) == {
         "model": ("Qwen3-VL-30B-A3B-Instruct-optimumxt", "$.input_config.models.items[0].name"),
         "dataset": ("datasets/aiperf/nvfp4_agent_flat.jsonl", "$.input_config.datasets[0].path"),
         "concurrency": ("2", "$.input_config.phases[0].concurrency"),
         "prompt_count": ("20", "$.input_config.phases[0].requests"),
-    }  # fmt: skip
+    }
     # the records and the CSV state nothing of the system under test
     assert factors(samples / "aiperf/aiperf-repo-examples-run1__profile_export.jsonl") == {}
     assert factors(samples / "aiperf/aiperf-repo-examples-run1__profile_export_aiperf.csv") == {}
@@ -160,12 +191,14 @@ def test_genai_perf(fixtures: Path) -> None:
         "model": ("TinyLlama-1.1B-Chat-v1.0", "$.input_config.model[0]"),
         "input_len": ("128", "$.input_config.synthetic_input_tokens_mean"),
         "output_len": ("128", "$.input_config.output_tokens_mean"),
-        "concurrency": ("4", "$.input_config.concurrency"), "prompt_count": ("100", "$.input_config.request_count"),
-    }  # fmt: skip
+        "concurrency": ("4", "$.input_config.concurrency"),
+        "prompt_count": ("100", "$.input_config.request_count"),
+    }
     body = "$.experiments[1].requests[0].request_inputs.payload"
     assert factors(fixtures / "genai_perf/profile_export.json", 1) == {
         "request_rate": ("5.0", "$.experiments[1].experiment.value"),
-        "model": ("llama-3-8b", f"{body} model"), "output_len": ("3", f"{body} max_tokens"),
+        "model": ("llama-3-8b", f"{body} model"),
+        "output_len": ("3", f"{body} max_tokens"),
     }
 
 
@@ -178,9 +211,10 @@ def test_genai_bench_reads_its_experiment_metadata(samples: Path, tmp_path: Path
     assert factors(tmp_path / RUN_FILE) == {
         "model": ("Qwen3-30B-A3B-Instruct-2507", f"{beside} $.model"),
         "served_model": ("Qwen3-30B-A3B-Instruct-2507-FP8", f"{beside} $.api_model_name"),
-        "hardware": ("H100", f"{beside} $.server_gpu_type"), "gpu_count": ("1", f"{beside} $.server_gpu_count"),
+        "hardware": ("H100", f"{beside} $.server_gpu_type"),
+        "gpu_count": ("1", f"{beside} $.server_gpu_count"),
         "concurrency": ("16", "$.aggregated_metrics.num_concurrency"),
-    }  # fmt: skip
+    }
 
 
 def test_inference_perf(samples: Path) -> None:
@@ -198,18 +232,23 @@ def test_mlperf_loadgen(samples: Path) -> None:
 
 
 def test_guidellm(samples: Path) -> None:
-    assert factors(samples / "guidellm/guidellm-bench_sanity_20260302_1856_Qwen3-4B-Thinking-2507_tp4_fp8_benchmarks.json") == {
+    assert factors(
+        samples / "guidellm/guidellm-bench_sanity_20260302_1856_Qwen3-4B-Thinking-2507_tp4_fp8_benchmarks.json"
+    ) == {
         "model": ("Qwen/Qwen3-4B-Thinking-2507", "$.benchmarks[0].config.backend.model"),
-        "concurrency": ("4", "$.benchmarks[0].config.strategy.streams"), "prompt_count": ("4", "$.args.max_requests"),
+        "concurrency": ("4", "$.benchmarks[0].config.strategy.streams"),
+        "prompt_count": ("4", "$.args.max_requests"),
         "dataset": ("/root/aime_2024_v2.jsonl", "$.args.data[0]"),
-    }  # fmt: skip
+    }
 
 
 def test_ledger_requests_header(fixtures: Path, tmp_path: Path) -> None:
     assert factors(fixtures / "ledger_requests/native.jsonl") == {
-        "input_len": ("2048", "line 1 input_target_tokens"), "output_len": ("512", "line 1 output_cap_tokens"),
-        "concurrency": ("64", "line 1 concurrency"), "request_rate": ("inf", "line 1 request_rate"),
-    }  # fmt: skip
+        "input_len": ("2048", "line 1 input_target_tokens"),
+        "output_len": ("512", "line 1 output_cap_tokens"),
+        "concurrency": ("64", "line 1 concurrency"),
+        "request_rate": ("inf", "line 1 request_rate"),
+    }
     lines = (fixtures / "ledger_requests/native.jsonl").read_text().splitlines()
     head = json.loads(lines[0])
     head["factors"] = {"model": "Qwen3-32B", "tp": 4, "hardware": "H20"}
@@ -217,7 +256,8 @@ def test_ledger_requests_header(fixtures: Path, tmp_path: Path) -> None:
     path.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
     got = factors(path)
     assert {k: got[k] for k in ("model", "tp", "hardware")} == {
-        "model": ("Qwen3-32B", "line 1 factors.model"), "tp": ("4", "line 1 factors.tp"),
+        "model": ("Qwen3-32B", "line 1 factors.model"),
+        "tp": ("4", "line 1 factors.tp"),
         "hardware": ("H20", "line 1 factors.hardware"),
     }
     regular = tmp_path / "regular.jsonl"  # one the DuckDB path takes: both paths read the same header
@@ -226,7 +266,11 @@ def test_ledger_requests_header(fixtures: Path, tmp_path: Path) -> None:
     assert fast is not None, "the fast path refused a regular file"
     assert fast.runs[0].info.factors == importers.detect(regular).parse(regular, ParseOptions()).runs[0].info.factors
     assert fast.runs[0].info.factors["tp"].at == "line 1 factors.tp"
-    csv_text = (fixtures / "ledger_requests/native.csv").read_text().replace(" meta.gpu=H20", " meta.gpu=H20 factor.model=Qwen3-32B")
+    csv_text = (
+        (fixtures / "ledger_requests/native.csv")
+        .read_text()
+        .replace(" meta.gpu=H20", " meta.gpu=H20 factor.model=Qwen3-32B")
+    )
     (tmp_path / "stated.csv").write_text(csv_text)
     assert factors(tmp_path / "stated.csv")["model"] == ("Qwen3-32B", "line 1 factor.model")
 
@@ -239,6 +283,8 @@ def test_ledger_requests_refuses_an_unknown_factor(fixtures: Path, tmp_path: Pat
     path.write_text("\n".join([json.dumps(head), *lines[1:]]) + "\n")
     with pytest.raises(ParseError) as exc:
         importers.detect(path).parse(path, ParseOptions())
-    assert str(exc.value).endswith("line 1: field 'factors.gpu': unknown factor 'gpu'; known: model, served_model, engine, "
-                                   "engine_version, hardware, gpu_count, tp, dp, pp, ep, dataset, input_len, output_len, "
-                                   "concurrency, request_rate, prompt_count")  # fmt: skip
+    assert str(exc.value).endswith(
+        "line 1: field 'factors.gpu': unknown factor 'gpu'; known: model, served_model, engine, "
+        "engine_version, hardware, gpu_count, tp, dp, pp, ep, dataset, input_len, output_len, "
+        "concurrency, request_rate, prompt_count"
+    )

@@ -16,8 +16,15 @@ T = 1718000000000000000
 
 
 def accepting(path: Path) -> list[str]:
-    found = {i.name: i for i in [*importers.all_importers(), genai_perf.IMPORTER, genai_perf_summary.IMPORTER,
-                                 aiperf_aggregate.IMPORTER]}
+    found = {
+        i.name: i
+        for i in [
+            *importers.all_importers(),
+            genai_perf.IMPORTER,
+            genai_perf_summary.IMPORTER,
+            aiperf_aggregate.IMPORTER,
+        ]
+    }
     return [name for name, imp in found.items() if imp.sniff(read_head(path)) is None]
 
 
@@ -49,7 +56,11 @@ def test_sse_timing_drops_empty_responses(fixtures: Path) -> None:
 
 def test_usage_only_from_server_payloads(fixtures: Path) -> None:
     first, second = export(fixtures).runs
-    assert (first.requests.input_tokens[0], first.requests.output_tokens[0], first.requests.cached_tokens[0]) == (12, 3, 8)
+    assert (first.requests.input_tokens[0], first.requests.output_tokens[0], first.requests.cached_tokens[0]) == (
+        12,
+        3,
+        8,
+    )
     assert first.capture.token_source == "server_usage"
     assert "cached_tokens" in first.capture.fields
     # no usage in the second experiment: token counts are not captured, never invented

@@ -35,8 +35,12 @@ def test_v2_requests(fixtures: Path) -> None:
     req = run.requests
     assert req.idx == [0, 1, 2, 3]  # successful, then incomplete, then errored
     assert req.status == ["ok", "ok", "unknown", "failed"]
-    assert req.error == [None, None, "incomplete: cut off when the benchmark ended",
-                         "HTTPStatusError: 500 Internal Server Error"]
+    assert req.error == [
+        None,
+        None,
+        "incomplete: cut off when the benchmark ended",
+        "HTTPStatusError: 500 Internal Server Error",
+    ]
     # epoch seconds -> exact integer ns (Decimal of the printed float)
     assert req.send_ns[0] == 1751400000100000000 and req.end_ns[0] == 1751400001100000000
     assert req.first_token_ns[0] == 1751400000149999900  # the file prints 1751400000.1499999

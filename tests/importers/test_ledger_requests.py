@@ -10,8 +10,20 @@ from bench_ledger.importers.base import ParseOptions, read_head
 from bench_ledger.importers.ledger_requests import IMPORTER
 from bench_ledger.records import ParsedRun
 
-ALL_FIELDS = ["cached_tokens", "chunk_gaps", "end_time", "error", "first_token_time", "input_tokens",
-              "latency_s", "output_tokens", "retries", "send_time", "status", "ttft_s"]
+ALL_FIELDS = [
+    "cached_tokens",
+    "chunk_gaps",
+    "end_time",
+    "error",
+    "first_token_time",
+    "input_tokens",
+    "latency_s",
+    "output_tokens",
+    "retries",
+    "send_time",
+    "status",
+    "ttft_s",
+]
 
 
 def one_run(path: Path) -> ParsedRun:
@@ -27,7 +39,12 @@ def test_native_jsonl(fixtures: Path) -> None:
     run = one_run(path)
     info = run.info
     assert (info.label, info.tool, info.tool_version, info.locator) == ("h20 c64 in=2048", "mybench", "0.3", "line 1")
-    assert (info.concurrency, info.request_rate, info.input_target_tokens, info.output_cap_tokens) == (64, "inf", 2048, 512)
+    assert (info.concurrency, info.request_rate, info.input_target_tokens, info.output_cap_tokens) == (
+        64,
+        "inf",
+        2048,
+        512,
+    )
     assert info.started_at == datetime(2026, 7, 7, 9, 39, 20, tzinfo=timezone(timedelta(hours=8)))
     assert info.metadata == {"gpu": "H20", "batch": "fx"}
     cap = run.capture
@@ -67,8 +84,18 @@ def test_native_csv_matches_jsonl(fixtures: Path) -> None:
     assert req.status == ["ok", "failed", "unknown"]
     assert req.error == [None, "HTTP 503, retry later", None]
     expected = one_run(fixtures / "ledger_requests/native.jsonl").requests
-    for column in ("send_ns", "first_token_ns", "end_ns", "ttft_s", "latency_s", "chunk_gaps_s",
-                   "input_tokens", "output_tokens", "cached_tokens", "retries"):
+    for column in (
+        "send_ns",
+        "first_token_ns",
+        "end_ns",
+        "ttft_s",
+        "latency_s",
+        "chunk_gaps_s",
+        "input_tokens",
+        "output_tokens",
+        "cached_tokens",
+        "retries",
+    ):
         assert getattr(req, column) == getattr(expected, column), column
 
 
@@ -94,9 +121,12 @@ def test_header_only(fixtures: Path) -> None:
     ("name", "message"),
     [
         ("bad_status.jsonl", "line 3: field 'status': input should be 'ok', 'failed' or 'unknown', got 'success'"),
-        ("unknown_field.jsonl", "line 2: field 'ttft': unknown field; known: status, error, retries, input_tokens, "
-                                "output_tokens, send_time, first_token_time, end_time, ttft_s, latency_s, queue_s, "
-                                "itl_mean_s, chunk_gaps, cached_tokens"),
+        (
+            "unknown_field.jsonl",
+            "line 2: field 'ttft': unknown field; known: status, error, retries, input_tokens, "
+            "output_tokens, send_time, first_token_time, end_time, ttft_s, latency_s, queue_s, "
+            "itl_mean_s, chunk_gaps, cached_tokens",
+        ),
         ("no_clock.jsonl", "line 1: field 'clock': the file has send_time but the header declares no clock"),
         ("bad_int.csv", "line 4: field 'input_tokens': expected an integer, got '12.5'"),
         ("short_row.csv", "line 4: row has 1 cells, the header has 2"),
@@ -116,13 +146,10 @@ def test_bad_header(fixtures: Path, tmp_path: Path) -> None:
     with pytest.raises(ParseError, match=r"line 1: field 'clok': unknown header key; known: run, tool, clock"):
         IMPORTER.parse(path, ParseOptions())
     cases = {
-        '{"ledger_requests": 2, "run": "r", "tool": "t"}\n':
-            "line 1: field 'ledger_requests': the first line must be the header {\"ledger_requests\": 1, ...}, got version 2",
+        '{"ledger_requests": 2, "run": "r", "tool": "t"}\n': "line 1: field 'ledger_requests': the first line must be the header {\"ledger_requests\": 1, ...}, got version 2",
         '{"ledger_requests": 1, "tool": "t"}\n': "line 1: field 'run': the header must name the run and the tool",
-        '{"ledger_requests": 1, "run": "r", "tool": "t", "clock": "utc"}\n':
-            "line 1: field 'clock': expected one of monotonic_s, epoch_s, epoch_ns, got 'utc'",
-        '{"ledger_requests": 1, "run": "r", "tool": "t", "started_at": "2026-07-07T09:39:20"}\n':
-            "line 1: field 'started_at': '2026-07-07T09:39:20' has no UTC offset; write e.g. 2026-07-07T09:39:20+08:00",
+        '{"ledger_requests": 1, "run": "r", "tool": "t", "clock": "utc"}\n': "line 1: field 'clock': expected one of monotonic_s, epoch_s, epoch_ns, got 'utc'",
+        '{"ledger_requests": 1, "run": "r", "tool": "t", "started_at": "2026-07-07T09:39:20"}\n': "line 1: field 'started_at': '2026-07-07T09:39:20' has no UTC offset; write e.g. 2026-07-07T09:39:20+08:00",
         "# ledger_requests v2 run=r tool=t\nstatus\n": "line 1: expected '# ledger_requests v1 run=... tool=...'",
         "# ledger_requests v1 run=r tool=t\nstatus,ttft\n": "line 2: field 'ttft': unknown column; known: status,",
     }
@@ -141,7 +168,8 @@ def test_sniff(samples: Path, fixtures: Path) -> None:
         assert IMPORTER.sniff(read_head(path)) is not None, path
     assert IMPORTER.sniff(b'{"duration": 1}\n') == "no 'ledger_requests' header key"
     assert IMPORTER.sniff(b"gpu,pwr\n") == (
-        "first line is neither a ledger_requests JSON header nor '# ledger_requests v1 ...'")
+        "first line is neither a ledger_requests JSON header nor '# ledger_requests v1 ...'"
+    )
 
 
 def test_streams_a_large_file(tmp_path: Path) -> None:
@@ -200,13 +228,17 @@ REGULAR = {
         '{"status": null, "send_time": 0.0000001}',
     ],
     "only nulls": ['{"status": "ok", "cached_tokens": null, "ttft_s": 0.5}', '{"status": "ok", "cached_tokens": null}'],
-    "epoch_ns": ['{"send_time": 1751880000123456789, "end_time": 1751880000223456789, "input_tokens": 1}',
-                 '{"send_time": 1751880000123456790, "output_tokens": 3}'],
+    "epoch_ns": [
+        '{"send_time": 1751880000123456789, "end_time": 1751880000223456789, "input_tokens": 1}',
+        '{"send_time": 1751880000123456790, "output_tokens": 3}',
+    ],
 }
 
 
 @pytest.mark.parametrize("case", sorted(REGULAR))
-def test_the_duckdb_path_gives_the_rows_of_the_python_path(case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_duckdb_path_gives_the_rows_of_the_python_path(
+    case: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     head = dict(HEAD, clock="epoch_ns") if case == "epoch_ns" else HEAD
     path = jsonl(tmp_path / "r.jsonl", REGULAR[case], head)
     (fast,) = IMPORTER.parse_many([path], ParseOptions())
@@ -226,7 +258,9 @@ def test_the_duckdb_path_on_the_fixtures(fixtures: Path, monkeypatch: pytest.Mon
         same_rows(fast, python_parse(path, monkeypatch))
 
 
-def test_a_group_is_read_on_one_thread_a_file_alone_on_duckdbs_default(fixtures: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_group_is_read_on_one_thread_a_file_alone_on_duckdbs_default(
+    fixtures: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A group (parse_many) is read while the import writes the group before it: on one DuckDB thread,
     whose read cost ~0.7 s less CPU per 1,000 files than a parallel one (issue 17); a file imported
     alone (parse) has nothing beside it and keeps DuckDB's default."""
@@ -282,7 +316,7 @@ IRREGULAR = {
     "a negative gap": '{"chunk_gaps": [-0.1]}',
     "a space before the colon": '{"status" : "ok"}',
     "two objects on a line": '{"status": "ok"} {"status": "ok"}',
-    "an array": '[1, 2]',
+    "an array": "[1, 2]",
 }
 
 
@@ -310,13 +344,16 @@ def test_an_integer_too_long_to_print_is_refused_by_its_length(tmp_path: Path) -
     huge = "9" * 5000
     header = "# ledger_requests v1 run=r tool=t clock=epoch_s\n"
     cases = {
-        "time.csv": (f"{header}status,send_time\nok,{huge}\n",
-                     "line 3: field 'send_time': a number of seconds beyond the range of int64 nanoseconds, "
-                     f"got '{'9' * 39}"),
-        "time.jsonl": ('{"ledger_requests": 1, "run": "r", "tool": "t", "clock": "epoch_s"}\n'
-                       f'{{"status": "ok", "send_time": {huge}.5}}\n',
-                       "line 2: field 'send_time': a number of seconds beyond the range of int64 nanoseconds, "
-                       f"got {'9' * 40}... (5002 characters)"),
+        "time.csv": (
+            f"{header}status,send_time\nok,{huge}\n",
+            f"line 3: field 'send_time': a number of seconds beyond the range of int64 nanoseconds, got '{'9' * 39}",
+        ),
+        "time.jsonl": (
+            '{"ledger_requests": 1, "run": "r", "tool": "t", "clock": "epoch_s"}\n'
+            f'{{"status": "ok", "send_time": {huge}.5}}\n',
+            "line 2: field 'send_time': a number of seconds beyond the range of int64 nanoseconds, "
+            f"got {'9' * 40}... (5002 characters)",
+        ),
     }
     for name, (text, message) in cases.items():
         path = tmp_path / name
@@ -330,7 +367,9 @@ def test_seconds_with_more_digits_than_decimals_context_convert_exactly(tmp_path
     """39 significant digits: x 10**9 in Decimal's default 28-digit context rounded up to the next
     second (1751880001000000000 ns); truncated exactly it is ...999999999 ns."""
     path = tmp_path / "digits.jsonl"
-    path.write_text('{"ledger_requests": 1, "run": "r", "tool": "t", "clock": "epoch_s"}\n'
-                    '{"status": "ok", "send_time": 1751880000.99999999999999999999999999999}\n')  # fmt: skip
+    path.write_text(
+        '{"ledger_requests": 1, "run": "r", "tool": "t", "clock": "epoch_s"}\n'
+        '{"status": "ok", "send_time": 1751880000.99999999999999999999999999999}\n'
+    )
     (run,) = IMPORTER.parse(path, ParseOptions()).runs
     assert run.requests.send_ns == [1751880000999999999]

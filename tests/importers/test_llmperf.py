@@ -41,13 +41,18 @@ def test_groq_individual_sample(samples: Path) -> None:
     assert set(req.input_tokens) == {550} and set(req.output_tokens) == {150}
     assert req.chunk_gaps_s == [None] * 150 and req.send_ns == [None] * 150
     cap = run.capture
-    assert cap.fields == sorted(["status", "error", "input_tokens", "output_tokens", "ttft_s", "latency_s", "itl_mean_s"])
+    assert cap.fields == sorted(
+        ["status", "error", "input_tokens", "output_tokens", "ttft_s", "latency_s", "itl_mean_s"]
+    )
     assert cap.token_source == "client_tokenizer" and cap.clock is None and not cap.sampled
     assert "error_code is null" in cap.success_rule
     assert run.info.label == "llmperf groq_70b"  # the pairing key: the name both files of the run share
     # llmperf's own per-request throughput (its 10 summary statistics are over it) and total tokens
     vals = run.request_values
-    assert (vals["request_output_throughput_token_per_s"].flag, vals["number_total_tokens"].flag) == ("reported", "measured")
+    assert (vals["request_output_throughput_token_per_s"].flag, vals["number_total_tokens"].flag) == (
+        "reported",
+        "measured",
+    )
     assert vals["request_output_throughput_token_per_s"].values[0] == 167.41402985955182
     assert vals["number_total_tokens"].values[:1] == [700.0] and art.note is None
 
@@ -71,7 +76,12 @@ def test_groq_summary_sample(samples: Path) -> None:
     pub = {p.key: p for p in run.published}
     mean = pub["results_ttft_s_mean"]
     assert mean.text == "0.22786034579078357" and mean.value == Decimal("0.22786034579078357")
-    assert (mean.unit, mean.quantity_kind, mean.flag, mean.locator) == ("s", "latency", "reported", "$.results_ttft_s_mean")
+    assert (mean.unit, mean.quantity_kind, mean.flag, mean.locator) == (
+        "s",
+        "latency",
+        "reported",
+        "$.results_ttft_s_mean",
+    )
     assert pub["results_ttft_s_quantiles_p99"].text == "0.3500269545800982"
     started = pub["results_num_requests_started"]
     assert (started.text, started.value, started.quantity_kind) == ("150", Decimal(150), "request_count")

@@ -81,7 +81,11 @@ def test_inference_perf_stage_keeps_requested_and_achieved_rate_and_flags_the_sh
     assert (achieved.text, achieved.unit, achieved.flag) == ("106.54759673128557", "requests/s", "reported")
     assert achieved.note.startswith("achieved rate below 90% of the requested 183.38 req/s")
     delay = pub(run, "load_summary.schedule_delay.mean")
-    assert (delay.text, delay.unit, delay.quantity_kind) == ("19.920635674947324", "s", "other")  # signed: min < 0 in stage 0
+    assert (delay.text, delay.unit, delay.quantity_kind) == (
+        "19.920635674947324",
+        "s",
+        "other",
+    )  # signed: min < 0 in stage 0
     assert pub(run, "successes.latency.request_latency.p99").text == "4.549318022641819"
     assert pub(run, "successes.throughput.output_tokens_per_sec").unit == "tokens/s"
     assert pub(run, "failures.request_latency").flag == "n/a"  # null: no failures
@@ -154,9 +158,17 @@ def test_trtllm_bench_sections_and_latency_mode_issue_rate(samples: Path) -> Non
 def test_mlperf_summary_keeps_validity_early_stopping_and_repeated_keys(samples: Path) -> None:
     run = one_run(samples / "mlperf-loadgen/NVIDIA_B200-SXM-180GBx8_TRT_llama2-70b-99_Server_mlperf_log_summary.txt")
     assert run.info.label == "mlperf-loadgen mlperf-loadgen/NVIDIA_B200-SXM-180GBx8_TRT_llama2-70b-99_Server"
-    assert run.info.metadata == {"SUT name": "PySUT", "Scenario": "Server", "Mode": "PerformanceOnly", "Result is": "VALID"}
+    assert run.info.metadata == {
+        "SUT name": "PySUT",
+        "Scenario": "Server",
+        "Mode": "PerformanceOnly",
+        "Result is": "VALID",
+    }
     tokens = [p for p in run.published if p.key == "Completed tokens per second"]
-    assert [(p.text, p.locator, p.unit) for p in tokens] == [("99123.04", "line 8", "tokens/s"), ("99123.04", "line 33", "tokens/s")]
+    assert [(p.text, p.locator, p.unit) for p in tokens] == [
+        ("99123.04", "line 8", "tokens/s"),
+        ("99123.04", "line 33", "tokens/s"),
+    ]
     assert pub(run, "TTFT Early Stopping Result").text == "* Run successful."
     p99 = pub(run, "99.00 percentile first token latency (ns)")
     assert (p99.value, p99.unit, p99.quantity_kind) == (Decimal(436315697), "ns", "latency")
@@ -199,14 +211,29 @@ def test_mlperf_detail_bad_line_names_it(tmp_path: Path) -> None:
 
 
 def test_genai_bench_run_file(samples: Path) -> None:
-    run = one_run(samples / "genai-bench/baseten_training_benchmark__N2000_200_200_20_text-to-text_num_concurrency_16_time_15s.json")
+    run = one_run(
+        samples
+        / "genai-bench/baseten_training_benchmark__N2000_200_200_20_text-to-text_num_concurrency_16_time_15s.json"
+    )
     assert run.info.concurrency == 16 and run.info.request_count == 64
     assert run.info.metadata["scenario"] == "N(2000,200)/(200,20)"
     assert run.info.metadata["name_num_concurrency"] == "16" and "name_mismatch" not in run.info.metadata
-    assert run.capture.fields == ["error", "input_tokens", "itl_mean_s", "latency_s", "output_tokens", "status", "ttft_s"]
+    assert run.capture.fields == [
+        "error",
+        "input_tokens",
+        "itl_mean_s",
+        "latency_s",
+        "output_tokens",
+        "status",
+        "ttft_s",
+    ]
     assert run.capture.clock is None and run.capture.record_count == 64
     req = run.requests
-    assert (req.ttft_s[0], req.latency_s[0], req.itl_mean_s[0]) == (0.966516887769103, 2.9223737651482224, 0.011782270345657346)
+    assert (req.ttft_s[0], req.latency_s[0], req.itl_mean_s[0]) == (
+        0.966516887769103,
+        2.9223737651482224,
+        0.011782270345657346,
+    )
     assert (req.input_tokens[0], req.output_tokens[0]) == (2209, 167)
     assert pub(run, "aggregated_metrics.requests_per_second").text == "4.239721261766324"
     assert pub(run, "stats.ttft.mean").unit == "s"
@@ -222,15 +249,39 @@ def test_genai_bench_metadata_keeps_settings_not_the_command_line(samples: Path)
 
 
 def test_genai_bench_failed_records_and_time_unit(tmp_path: Path) -> None:
-    data = {"aggregated_metrics": {"scenario": "D(100,10)", "num_concurrency": 2, "iteration_type": "num_concurrency",
-                                   "run_duration": 2000.0, "error_rate": 0, "num_error_requests": 1, "num_requests": 2,
-                                   "stats": {}},
-            "individual_request_metrics": [
-                {"ttft": 100.0, "tpot": 10.0, "e2e_latency": 200.0, "num_input_tokens": 100, "num_output_tokens": 11,
-                 "error_code": None, "error_message": None},
-                {"ttft": None, "tpot": None, "e2e_latency": None, "num_input_tokens": None, "num_output_tokens": None,
-                 "error_code": 500, "error_message": "boom"}],
-            "_time_unit": "ms"}  # fmt: skip
+    data = {
+        "aggregated_metrics": {
+            "scenario": "D(100,10)",
+            "num_concurrency": 2,
+            "iteration_type": "num_concurrency",
+            "run_duration": 2000.0,
+            "error_rate": 0,
+            "num_error_requests": 1,
+            "num_requests": 2,
+            "stats": {},
+        },
+        "individual_request_metrics": [
+            {
+                "ttft": 100.0,
+                "tpot": 10.0,
+                "e2e_latency": 200.0,
+                "num_input_tokens": 100,
+                "num_output_tokens": 11,
+                "error_code": None,
+                "error_message": None,
+            },
+            {
+                "ttft": None,
+                "tpot": None,
+                "e2e_latency": None,
+                "num_input_tokens": None,
+                "num_output_tokens": None,
+                "error_code": 500,
+                "error_message": "boom",
+            },
+        ],
+        "_time_unit": "ms",
+    }
     f = tmp_path / "D100_10_text-to-text_num_concurrency_4_time_2s.json"
     f.write_text(json.dumps(data))
     run = one_run(f)
@@ -245,7 +296,9 @@ def test_genai_bench_failed_records_and_time_unit(tmp_path: Path) -> None:
 
 def test_sweep_run_files_are_repetitions_labelled_from_the_folder(samples: Path) -> None:
     run = one_run(samples / SWEEP / "run=1.json")
-    assert run.info.label == ("vllm-sweep vllm_sweep_v0.25.1/SERVE--max_num_seqs=4-BENCH--max_concurrency=2-num_prompts=8 run=1")
+    assert run.info.label == (
+        "vllm-sweep vllm_sweep_v0.25.1/SERVE--max_num_seqs=4-BENCH--max_concurrency=2-num_prompts=8 run=1"
+    )
     meta = run.info.metadata
     assert (meta["serve.max_num_seqs"], meta["bench.max_concurrency"], meta["bench.num_prompts"]) == ("4", "2", "8")
     assert meta["launch"] == "vllm_sweep_v0.25.1/SERVE--max_num_seqs=4" and meta["run_number"] == "1"
@@ -306,10 +359,23 @@ def test_dcgmi_dmon_unit_row_and_no_times_unless_declared(samples: Path) -> None
     parsed = parse(path)
     (cols,) = list(parsed.samples)
     units = dict(zip(cols.counter, cols.unit, strict=True))
-    assert units == {"GPUTL": "unconfirmed", "MCUTL": "unconfirmed", "POWER": "W", "TMPTR": "C",
-                     "ESVTL": "unconfirmed", "EDVTL": "unconfirmed", "FBUSD": "unconfirmed"}  # fmt: skip
+    assert units == {
+        "GPUTL": "unconfirmed",
+        "MCUTL": "unconfirmed",
+        "POWER": "W",
+        "TMPTR": "C",
+        "ESVTL": "unconfirmed",
+        "EDVTL": "unconfirmed",
+        "FBUSD": "unconfirmed",
+    }
     assert set(cols.ts) == {None} and max(cols.tick) == 4
-    assert [v for c, v in zip(cols.counter, cols.value, strict=True) if c == "POWER"] == [20.891, 20.891, 20.891, 20.986, 20.986]
+    assert [v for c, v in zip(cols.counter, cols.value, strict=True) if c == "POWER"] == [
+        20.891,
+        20.891,
+        20.891,
+        20.986,
+        20.986,
+    ]
     assert "sample times are n/a" in parsed.note
     timed = parse(path, start=datetime(2026, 1, 1, 10, 0, 0), interval_s=1.0)
     (cols,) = list(timed.samples)

@@ -112,7 +112,10 @@ def test_vllm_console_and_sglang_statistics_over_no_values_are_na(samples: Path,
     (tmp_path / "console.txt").write_text(text)
     _, run = one_run(tmp_path / "console.txt")
     assert {p.key: p.flag for p in run.published if p.key.endswith("_itl_ms")} == {
-        "mean_itl_ms": "n/a", "median_itl_ms": "n/a", "p99_itl_ms": "n/a"}
+        "mean_itl_ms": "n/a",
+        "median_itl_ms": "n/a",
+        "p99_itl_ms": "n/a",
+    }
     assert pub(run, "mean_ttft_ms").flag == "reported"
     line = json.loads((samples / "sglang/llama_3_3_70b_online_output.jsonl").read_text().splitlines()[0])
     line["median_ttft_ms"] = 0.0

@@ -36,12 +36,20 @@ def test_real_sample_seven_runs(samples: Path) -> None:
     assert (first.info.dataset, first.info.input_target_tokens, first.info.output_cap_tokens) == ("random", 1024, 1024)
     assert first.info.concurrency is None
     assert first.info.duration_s == 298.3675805060193
-    assert first.info.metadata == {"backend": "sglang", "random_input_len": "1024", "random_output_len": "1024",
-                                   "random_range_ratio": "0.0"}
+    assert first.info.metadata == {
+        "backend": "sglang",
+        "random_input_len": "1024",
+        "random_output_len": "1024",
+        "random_range_ratio": "0.0",
+    }
     out = pub(first, "output_throughput")
     assert (out.text, out.value, out.unit, out.quantity_kind, out.locator) == (
-        "537.4142851849319", Decimal("537.4142851849319"), "tokens/s", "aggregate_token_rate",
-        "line 1 $.output_throughput")
+        "537.4142851849319",
+        Decimal("537.4142851849319"),
+        "tokens/s",
+        "aggregate_token_rate",
+        "line 1 $.output_throughput",
+    )
     assert "requested output length" in out.note
     assert pub(first, "completed").text == "300"
     e2e = pub(first, "mean_e2e_latency_ms")
@@ -64,10 +72,13 @@ def test_sniff_rejects_other_formats(samples: Path) -> None:
     others = [p for p in samples.rglob("*") if p.is_file() and p.parent.name != "sglang" and p.suffix != ".md"]
     for path in others:
         assert IMPORTER.sniff(read_head(path)) is not None, path
-    assert IMPORTER.sniff(read_head(samples / "vllm/openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json")) \
+    assert (
+        IMPORTER.sniff(read_head(samples / "vllm/openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json"))
         == "has vLLM's 'endpoint_type' key"
+    )
     assert IMPORTER.sniff(b'{"backend": "x", "duration": 1, "completed": 1}\n') == (
-        "none of SGLang's keys dataset_name / random_input_len / total_output_tokens_retokenized")
+        "none of SGLang's keys dataset_name / random_input_len / total_output_tokens_retokenized"
+    )
 
 
 def test_output_details(fixtures: Path) -> None:
@@ -76,9 +87,20 @@ def test_output_details(fixtures: Path) -> None:
     (run,) = runs(path)
     info = run.info
     assert info.label == "sglang-oai random in=2048 out=512 rate=inf c=64 h20-tp8"
-    assert (info.request_rate, info.concurrency, info.input_target_tokens, info.output_cap_tokens) == ("inf", 64, 2048, 512)
-    assert info.metadata == {"tag": "h20-tp8", "backend": "sglang-oai", "random_input_len": "2048",
-                             "random_output_len": "512", "random_range_ratio": "1.0", "ignored_keys": "server_info"}
+    assert (info.request_rate, info.concurrency, info.input_target_tokens, info.output_cap_tokens) == (
+        "inf",
+        64,
+        2048,
+        512,
+    )
+    assert info.metadata == {
+        "tag": "h20-tp8",
+        "backend": "sglang-oai",
+        "random_input_len": "2048",
+        "random_output_len": "512",
+        "random_range_ratio": "1.0",
+        "ignored_keys": "server_info",
+    }
     conc = pub(run, "concurrency")
     assert (conc.text, conc.quantity_kind) == ("2.16012", "concurrency")
     assert conc.note.startswith("SGLang's sum of end-to-end latencies / duration")
@@ -118,8 +140,14 @@ def test_mixed_versions(fixtures: Path) -> None:
     ("name", "message"),
     [
         ("unequal.jsonl", "line 2 $.ttfts: field 'ttfts': $.ttfts has 3 entries, $.input_lens has 4"),
-        ("wrong_type.jsonl", "line 1 $.output_lens[1]: field 'output_lens': input should be a valid integer, got str '488'"),
-        ("bad_aggregate.jsonl", "line 1 $.output_throughput: field 'output_throughput': expected a number, got str '746.07'"),
+        (
+            "wrong_type.jsonl",
+            "line 1 $.output_lens[1]: field 'output_lens': input should be a valid integer, got str '488'",
+        ),
+        (
+            "bad_aggregate.jsonl",
+            "line 1 $.output_throughput: field 'output_throughput': expected a number, got str '746.07'",
+        ),
         ("truncated.jsonl", "line 2 column 299: invalid JSON: Unterminated string starting at"),
     ],
 )

@@ -42,7 +42,11 @@ def test_real_sample_aggregates_only(samples: Path) -> None:
     out = pub(run, "output_throughput")
     assert (out.text, out.value, out.flag) == ("120.42068482753697", Decimal("120.42068482753697"), "reported")
     assert (out.unit, out.quantity_kind, out.locator, out.precision) == (
-        "tokens/s", "aggregate_token_rate", "$.output_throughput", 14)
+        "tokens/s",
+        "aggregate_token_rate",
+        "$.output_throughput",
+        14,
+    )
     completed = pub(run, "completed")
     assert (completed.text, completed.value, completed.quantity_kind) == ("150", Decimal(150), "request_count")
     assert pub(run, "duration").quantity_kind == "duration"
@@ -64,11 +68,24 @@ def test_real_samples_are_detected_as_vllm(samples: Path) -> None:
 
 
 def test_sniff_rejects_other_formats(samples: Path) -> None:
-    folders = ("sglang", "llmperf", "dmon", "vllm-server-log", "inference-perf", "trtllm-bench", "mlperf-loadgen",
-               "genai-bench", "nvidia-smi", "dcgmi-dmon")
+    folders = (
+        "sglang",
+        "llmperf",
+        "dmon",
+        "vllm-server-log",
+        "inference-perf",
+        "trtllm-bench",
+        "mlperf-loadgen",
+        "genai-bench",
+        "nvidia-smi",
+        "dcgmi-dmon",
+    )
     others = [p for d in folders for p in (samples / d).rglob("*") if p.is_file()]
-    others += [samples / "vllm-bench-sweep/vllm_sweep_v0.25.1/SERVE--max_num_seqs=4-BENCH--max_concurrency=2-num_prompts=8/summary.json",
-               samples / "vllm-bench-serve/benchmaq_tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.stdout.txt"]
+    others += [
+        samples
+        / "vllm-bench-sweep/vllm_sweep_v0.25.1/SERVE--max_num_seqs=4-BENCH--max_concurrency=2-num_prompts=8/summary.json",
+        samples / "vllm-bench-serve/benchmaq_tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.stdout.txt",
+    ]
     assert others
     for path in others:
         assert IMPORTER.sniff(read_head(path)) is not None, path
@@ -126,8 +143,19 @@ def test_detailed_with_start_times(fixtures: Path) -> None:
     cap = run.capture
     assert cap.clock == "monotonic_s"
     assert cap.record_count == 4
-    assert cap.fields == ["chunk_gaps", "end_time", "error", "first_token_time", "input_tokens", "latency_s",
-                          "output_tokens", "queue_s", "send_time", "status", "ttft_s"]
+    assert cap.fields == [
+        "chunk_gaps",
+        "end_time",
+        "error",
+        "first_token_time",
+        "input_tokens",
+        "latency_s",
+        "output_tokens",
+        "queue_s",
+        "send_time",
+        "status",
+        "ttft_s",
+    ]
     assert "cached_tokens" not in cap.fields
     req = run.requests
     assert req.idx == [0, 1, 2, 3]
@@ -177,8 +205,9 @@ def test_bad_later_line_names_the_line(fixtures: Path) -> None:
     art = IMPORTER.parse(path, ParseOptions())  # first line is fine
     with pytest.raises(ParseError) as exc:
         list(art.runs)
-    assert str(exc.value) == (f"{path}, line 2 $.output_lens[2]: field 'output_lens': "
-                              "input should be a valid integer, got float 2.0")
+    assert str(exc.value) == (
+        f"{path}, line 2 $.output_lens[2]: field 'output_lens': input should be a valid integer, got float 2.0"
+    )
     path = fixtures / "vllm_bench/bad_line.jsonl"
     with pytest.raises(ParseError, match=r"line 3 column 1: invalid JSON: Expecting value"):
         list(IMPORTER.parse(path, ParseOptions()).runs)
@@ -206,6 +235,8 @@ from bench_ledger.records import ParsedArtefact  # noqa: E402
 
 def numbered_across_runs(runs):  # the store numbers records across the runs of an artefact
     return ParsedArtefact(format="vllm-bench", format_version=None, runs=runs).iter_runs()
+
+
 from bench_ledger.ingest import request_tables  # noqa: E402
 from bench_ledger.records import ArrowRequests, RequestColumns  # noqa: E402
 
@@ -249,28 +280,51 @@ def test_fast_path_takes_regular_files_and_leaves_irregular_ones(fixtures: Path)
     d = fixtures / "vllm_bench"
     for name in ("detailed_start_times.json", "latencies_only.json", "append.jsonl"):
         assert vb._fast_runs(d / name) is not None, name
-    for name in ("legacy_colon.json", "truncated.json", "unequal.json", "wrong_type.json", "wrong_type_int.jsonl",
-                 "bad_line.jsonl", "bad_start_time.json"):
+    for name in (
+        "legacy_colon.json",
+        "truncated.json",
+        "unequal.json",
+        "wrong_type.json",
+        "wrong_type_int.jsonl",
+        "bad_line.jsonl",
+        "bad_start_time.json",
+    ):
         assert vb._fast_runs(d / name) is None, name
 
 
 def _result(i: int, n: int, rng, *, starts: bool = True, errors: bool = True, gaps: int = 3) -> dict:
     tricky = [52341.123456789123, 1.005, 0.30000000000000004, 1e-07, 123456.0000000005, 0.1, 2.0, 999999.999999999]
-    obj = {"date": f"20261129-{i:06d}", "endpoint_type": "openai-chat", "backend": "vllm", "label": f"run-{i}",
-           "num_prompts": n, "request_rate": "inf", "burstiness": 1.0, "max_concurrency": 8,
-           "duration": 12.5 + i / 3, "completed": n, "request_throughput": n / 7, "mean_ttft_ms": 170.25,
-           "p99.9_ttft_ms": 318.0, "odd": [1, 2], "custom_metric": 3}
+    obj = {
+        "date": f"20261129-{i:06d}",
+        "endpoint_type": "openai-chat",
+        "backend": "vllm",
+        "label": f"run-{i}",
+        "num_prompts": n,
+        "request_rate": "inf",
+        "burstiness": 1.0,
+        "max_concurrency": 8,
+        "duration": 12.5 + i / 3,
+        "completed": n,
+        "request_throughput": n / 7,
+        "mean_ttft_ms": 170.25,
+        "p99.9_ttft_ms": 318.0,
+        "odd": [1, 2],
+        "custom_metric": 3,
+    }
     obj["input_lens"] = [rng.randint(1, 4000) for _ in range(n)]
     obj["output_lens"] = [rng.randint(0, 500) for _ in range(n)]
     failed = [rng.random() < 0.2 for _ in range(n)]
-    obj["ttfts"] = [0.0 if f else (tricky[j % len(tricky)] if j % 5 == 0 else rng.random()) for j, f in enumerate(failed)]
+    obj["ttfts"] = [
+        0.0 if f else (tricky[j % len(tricky)] if j % 5 == 0 else rng.random()) for j, f in enumerate(failed)
+    ]
     obj["latencies"] = [0.0 if f else rng.random() * 3 for f in failed]
     obj["itls"] = [[] if f else [rng.random() / 10 for _ in range(rng.randint(0, gaps))] for f in failed]
     if errors:
-        obj["errors"] = ["HTTP 500: Internal \"Server\" Error [x]" if f else "" for f in failed]
+        obj["errors"] = ['HTTP 500: Internal "Server" Error [x]' if f else "" for f in failed]
     if starts:
-        obj["start_times"] = [tricky[j % len(tricky)] + j * 0.0125 if j % 3 else 1000.0 + rng.random() * 1e4
-                              for j in range(n)]
+        obj["start_times"] = [
+            tricky[j % len(tricky)] + j * 0.0125 if j % 3 else 1000.0 + rng.random() * 1e4 for j in range(n)
+        ]
     return obj
 
 
@@ -306,9 +360,16 @@ def test_fast_path_falls_back_on_irregular_lines(tmp_path: Path) -> None:
     rng = random.Random(3)
     obj = _result(0, 20, rng)
     good = _json.dumps(obj)
-    cases = {"string number": ("ttfts", "0.5"), "null element": ("latencies", None), "float in ints": ("input_lens", 2.0),
-             "number in errors": ("errors", 5), "tiny time": ("start_times", 1e-12), "flat itls": ("itls", 0.5),
-             "beyond int32": ("output_lens", 2**40), "not a list": ("ttfts", "x")}  # fmt: skip
+    cases = {
+        "string number": ("ttfts", "0.5"),
+        "null element": ("latencies", None),
+        "float in ints": ("input_lens", 2.0),
+        "number in errors": ("errors", 5),
+        "tiny time": ("start_times", 1e-12),
+        "flat itls": ("itls", 0.5),
+        "beyond int32": ("output_lens", 2**40),
+        "not a list": ("ttfts", "x"),
+    }
     for what, (key, value) in cases.items():
         changed = {**obj, key: [value, *obj[key][1:]] if what != "not a list" else value}
         path = tmp_path / f"{what}.jsonl"
@@ -330,9 +391,19 @@ def test_start_plus_ttft_is_summed_exactly_beyond_decimals_28_digits(tmp_path: P
 
     ttft = math.nextafter(2e-07, 0)
     assert repr(ttft) == "1.9999999999999996e-07"
-    obj = {"date": "20261201-000000", "backend": "vllm", "num_prompts": 1, "completed": 1,
-           "input_lens": [10], "output_lens": [3], "ttfts": [ttft], "latencies": [0.5],
-           "itls": [[0.1, 0.1]], "errors": [""], "start_times": [1751880000.9999998]}  # fmt: skip
+    obj = {
+        "date": "20261201-000000",
+        "backend": "vllm",
+        "num_prompts": 1,
+        "completed": 1,
+        "input_lens": [10],
+        "output_lens": [3],
+        "ttfts": [ttft],
+        "latencies": [0.5],
+        "itls": [[0.1, 0.1]],
+        "errors": [""],
+        "start_times": [1751880000.9999998],
+    }
     path = tmp_path / "exact.json"
     path.write_text(_json.dumps(obj))
     for fast in (False, True):
@@ -360,10 +431,14 @@ def test_array_keys_are_found_where_a_whole_line_search_finds_them(fixtures: Pat
     monkeypatch.setattr(vb, "_find_outside", checked)
     rng = random.Random(5)
     obj = _result(0, 30, rng)
-    lines = [_json.dumps(obj), _json.dumps({"label": "ttfts", **obj}),
-             _json.dumps({**obj, "errors": ['"start_times": [1]', "ttfts", "start_times", *obj["errors"][3:]]}),
-             _json.dumps({**obj, "note": {"itls": [1.5]}}), _json.dumps(obj).replace('"latencies"', '"latencies" :  '),
-             _json.dumps(obj)[:-1] + ', "ttfts": [0.5]}']  # fmt: skip
+    lines = [
+        _json.dumps(obj),
+        _json.dumps({"label": "ttfts", **obj}),
+        _json.dumps({**obj, "errors": ['"start_times": [1]', "ttfts", "start_times", *obj["errors"][3:]]}),
+        _json.dumps({**obj, "note": {"itls": [1.5]}}),
+        _json.dumps(obj).replace('"latencies"', '"latencies" :  '),
+        _json.dumps(obj)[:-1] + ', "ttfts": [0.5]}',
+    ]
     path = tmp_path / "keys.jsonl"
     path.write_text("\n".join(lines) + "\n")
     for line in lines:

@@ -34,7 +34,9 @@ def test_sniff(samples: Path, fixtures: Path) -> None:
     assert IMPORTER.sniff((samples / SAMPLE).read_bytes()) is None
     assert IMPORTER.sniff((fixtures / "vllm_log/failed_launch.log").read_bytes()) is None
     assert IMPORTER.sniff(b"(APIServer pid=1) some text\n") is None
-    assert "JSON" in IMPORTER.sniff((samples / "vllm/openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json").read_bytes())
+    assert "JSON" in IMPORTER.sniff(
+        (samples / "vllm/openai-1.0qps-Qwen2.5-Coder-7B-Instruct-20260707-093920.json").read_bytes()
+    )
     assert "dmon" in IMPORTER.sniff((samples / "dmon/dmon_3gpu_rtx30xx.txt").read_bytes())
     assert IMPORTER.sniff(b"hello\nworld\n").startswith("no vLLM log line")
 
@@ -43,20 +45,35 @@ def test_real_sample_facts(samples: Path) -> None:
     got = facts(samples / SAMPLE)
     kv = one(got, "kv_cache_tokens")
     assert (kv.line, kv.process, kv.value, kv.text, kv.unit, kv.logged_at) == (
-        43, "EngineCore_0 pid=2881", Decimal(464848), "464,848", "tokens", "09-04 01:29:26"
+        43,
+        "EngineCore_0 pid=2881",
+        Decimal(464848),
+        "464,848",
+        "tokens",
+        "09-04 01:29:26",
     )
     ratio = one(got, "max_concurrency_ratio")
     assert (ratio.line, ratio.value, ratio.text, ratio.unit) == (44, Decimal("28.37"), "28.37", "x")
     window = one(got, "max_concurrency_window_tokens")
     assert (window.line, window.value, window.text, window.unit) == (44, Decimal(16384), "16,384", "tokens")
     alloc = one(got, "model_allocation")
-    assert (alloc.line, alloc.value, alloc.unit, alloc.process) == (31, Decimal("14.2488"), "GiB", "EngineCore_0 pid=2881")
+    assert (alloc.line, alloc.value, alloc.unit, alloc.process) == (
+        31,
+        Decimal("14.2488"),
+        "GiB",
+        "EngineCore_0 pid=2881",
+    )
     assert one(got, "model_load_seconds").value == Decimal("2.993822")
     assert (one(got, "weights_load_seconds").value, one(got, "weights_load_seconds").line) == (Decimal("2.68"), 30)
     mem = one(got, "kv_cache_memory")
     assert (mem.value, mem.unit, mem.line) == (Decimal("24.83"), "GiB", 42)
     blocks = one(got, "num_gpu_blocks")  # wrapped: "num_gpu_blocks is" / ": 29053"
-    assert (blocks.line, blocks.value, blocks.text, blocks.process) == (48, Decimal(29053), "29053", "APIServer pid=2739")
+    assert (blocks.line, blocks.value, blocks.text, blocks.process) == (
+        48,
+        Decimal(29053),
+        "29053",
+        "APIServer pid=2739",
+    )
     assert one(got, "init_engine_seconds").value == Decimal("23.13")
     version = one(got, "engine_version")
     assert (version.text, version.value, version.line) == ("0.10.1.1", None, 2)
@@ -93,8 +110,13 @@ def test_failed_launch_keeps_errors_and_has_no_time_to_ready(fixtures: Path) -> 
     errors = [(f.line, f.process, f.text, f.logged_at) for f in got if f.kind == "engine_error"]
     assert errors == [
         (4, "EngineCore_0 pid=600", "EngineCore failed to start.", "09-04 02:00:21"),
-        (5, "EngineCore_0 pid=600", "ValueError: No available memory for the cache blocks. Try increasing "
-         "`gpu_memory_utilization` when initializing the engine.", "09-04 02:00:21"),
+        (
+            5,
+            "EngineCore_0 pid=600",
+            "ValueError: No available memory for the cache blocks. Try increasing "
+            "`gpu_memory_utilization` when initializing the engine.",
+            "09-04 02:00:21",
+        ),
     ]
     assert one(got, "kv_cache_memory").value == Decimal("-1.20")
     assert not [f for f in got if f.kind in ("ready", "seconds_to_ready")]
@@ -146,11 +168,16 @@ def test_real_sample_engine_args_compile_and_cuda_graph_facts(samples: Path) -> 
     """Issue 14 item 8: non-default args, resolved max model len, torch.compile, the compile cache, CUDA graphs."""
     got = facts(samples / SAMPLE)
     shown = {f.kind: (f.line, f.text, f.value, f.unit) for f in got if f.kind.startswith("arg_")}
-    assert shown == {"arg_max_model_len": (3, "16384", Decimal(16384), "tokens"),  # wrapped record, first line 3
-                     "arg_gpu_memory_utilization": (3, "0.5", Decimal("0.5"), None)}  # only what the dict holds
+    assert shown == {
+        "arg_max_model_len": (3, "16384", Decimal(16384), "tokens"),  # wrapped record, first line 3
+        "arg_gpu_memory_utilization": (3, "0.5", Decimal("0.5"), None),
+    }  # only what the dict holds
     assert (one(got, "max_model_len").line, one(got, "max_model_len").value) == (7, Decimal(16384))
     assert (one(got, "max_num_batched_tokens").line, one(got, "max_num_batched_tokens").value) == (8, Decimal(2048))
-    assert (one(got, "dynamo_transform_seconds").line, one(got, "dynamo_transform_seconds").value) == (34, Decimal("8.82"))
+    assert (one(got, "dynamo_transform_seconds").line, one(got, "dynamo_transform_seconds").value) == (
+        34,
+        Decimal("8.82"),
+    )
     load = one(got, "compile_cache_load_seconds")  # wrapped: "..., took" / " 7.088 s"
     assert (load.line, load.value, load.unit, load.process) == (35, Decimal("7.088"), "s", "EngineCore_0 pid=2881")
     assert (one(got, "torch_compile_seconds").line, one(got, "torch_compile_seconds").value) == (37, Decimal("8.82"))
@@ -166,11 +193,18 @@ def test_cold_and_mixed_compile_cache(fixtures: Path) -> None:
     """Lines as vLLM's sources print them (backends.py, monitor.py, api_utils.py); values synthetic."""
     cold = facts(fixtures / "vllm_log/synthetic_compile_cold.log")
     assert {f.kind: f.value for f in cold if f.kind.startswith("arg_")} == {
-        "arg_max_model_len": Decimal(32768), "arg_max_num_batched_tokens": Decimal(8192), "arg_max_num_seqs": Decimal(128),
-        "arg_tensor_parallel_size": Decimal(4), "arg_gpu_memory_utilization": Decimal("0.92")}  # fmt: skip
+        "arg_max_model_len": Decimal(32768),
+        "arg_max_num_batched_tokens": Decimal(8192),
+        "arg_max_num_seqs": Decimal(128),
+        "arg_tensor_parallel_size": Decimal(4),
+        "arg_gpu_memory_utilization": Decimal("0.92"),
+    }
     assert (one(cold, "graph_compile_seconds").line, one(cold, "graph_compile_seconds").value) == (7, Decimal("41.27"))
     assert one(cold, "torch_compile_seconds").value == Decimal("52.10")  # "torch.compile took ... in total"
-    assert (one(cold, "cuda_graph_memory").value, one(cold, "cuda_graph_capture_seconds").value) == (Decimal("1.87"), 26)
+    assert (one(cold, "cuda_graph_memory").value, one(cold, "cuda_graph_capture_seconds").value) == (
+        Decimal("1.87"),
+        26,
+    )
     assert (one(cold, "warm_compile").text, one(cold, "warm_compile").line) == ("cold", 7)
     mixed = facts(fixtures / "vllm_log/synthetic_compile_mixed.log")
     assert one(mixed, "torch_compile_seconds").value == Decimal("21.33")  # older "graph compilation takes"
