@@ -11,7 +11,17 @@ from __future__ import annotations
 
 import gc
 
-from bench_ledger.cli import audit, books, browse, captured, claims, setup, share  # noqa: F401  (each registers its commands)
+from bench_ledger.cli import (  # noqa: F401  (each registers its commands)
+    audit,
+    books,
+    browse,
+    captured,
+    claims,
+    compare,
+    metrics,
+    setup,
+    share,
+)
 from bench_ledger.cli.app import main
 from bench_ledger.cli.setup import RowProgress, import_one
 

@@ -170,6 +170,29 @@ wide_option = click.option(
     callback=lambda ctx, _param, value: ctx.meta.__setitem__(WIDE, True) if value else None,
     help="Show every column and every cell whole, whatever the terminal's width.",
 )
+
+
+def _confidence(ctx: click.Context, param: click.Parameter, value: float) -> float:
+    if not 0 < value < 1:
+        raise click.BadParameter(f"{value} is not between 0 and 1 (e.g. 0.95)")
+    return value
+
+
+confidence_option = click.option(
+    "--confidence",
+    type=float,
+    default=0.95,
+    show_default=True,
+    callback=_confidence,
+    help="Confidence level of the sampling intervals.",
+)
+
+
+def each_batch(batches: tuple[str, ...]) -> list[str | None]:
+    """The batches named by a repeatable --batch, each once, in the order given; none: all (None)."""
+    return list(dict.fromkeys(batches)) or [None]
+
+
 MIN_CUT = 24  # display columns a cut cell keeps at least (a label's head and its distinguishing tail)
 MIN_WRAP = 20  # display columns a wrapped sentence column keeps at least
 GAP = 2  # spaces between columns

@@ -18,7 +18,7 @@ from bench_ledger.cli.app import (
     terminal_width,
     with_ledger,
 )
-from bench_ledger.cli.browse import metrics
+from bench_ledger.cli.metrics import metrics
 from bench_ledger.cli.setup import import_one
 from bench_ledger.errors import InputError
 
