@@ -24,11 +24,33 @@ from typing import TYPE_CHECKING
 import click
 from bench_ledger.errors import LedgerError, Refused, UsageError
 
-EXIT_FAILURE, EXIT_USAGE, EXIT_REFUSED = 1, 2, 3
-EXIT_INTERNAL = 70  # EX_SOFTWARE of sysexits.h: the exception was none of the ledger's own
-EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
-INTERRUPTED = "interrupted (Ctrl-C): nothing of the unfinished command was written"
-MAX_CELL = 80  # display columns of one table cell; longer ones lose their middle to '…' (--json, --wide: whole)
+__all__ = [
+    "EXIT_FAILURE",
+    "EXIT_USAGE",
+    "Interrupted",
+    "confidence_option",
+    "db_option",
+    "display_width",
+    "each_batch",
+    "elide",
+    "exit_on",
+    "interrupt_of",
+    "json_option",
+    "main",
+    "open_ledger",
+    "parse_fail_on",
+    "prose",
+    "table",
+    "terminal_width",
+    "wide_option",
+    "with_ledger",
+]
+
+EXIT_FAILURE, EXIT_USAGE, _EXIT_REFUSED = 1, 2, 3
+_EXIT_INTERNAL = 70  # EX_SOFTWARE of sysexits.h: the exception was none of the ledger's own
+_EXIT_INTERRUPTED = 130  # 128 + SIGINT, as shells report a command stopped by Ctrl-C
+_INTERRUPTED = "interrupted (Ctrl-C): nothing of the unfinished command was written"
+_MAX_CELL = 80  # display columns of one table cell; longer ones lose their middle to '…' (--json, --wide: whole)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -44,25 +66,25 @@ def interrupt_of(exc: BaseException) -> bool:
     )
 
 
-class LedgerGroup(click.Group):
+class _LedgerGroup(click.Group):
     """Turns the ledger's exceptions into one message and the documented exit code."""
 
     def invoke(self, ctx: click.Context):
         try:
             return super().invoke(ctx)
         except KeyboardInterrupt as exc:
-            click.echo(str(exc) if isinstance(exc, Interrupted) else INTERRUPTED, err=True)
-            ctx.exit(EXIT_INTERRUPTED)
+            click.echo(str(exc) if isinstance(exc, Interrupted) else _INTERRUPTED, err=True)
+            ctx.exit(_EXIT_INTERRUPTED)
         except Refused as exc:
             click.echo(f"refused ({exc.rule}): {exc.asked}\n  why: {exc.why}\n  instead: {exc.instead}", err=True)
-            ctx.exit(EXIT_REFUSED)
+            ctx.exit(_EXIT_REFUSED)
         except UsageError as exc:
             click.echo(f"error: {exc}", err=True)
             ctx.exit(EXIT_USAGE)
         except LedgerError as exc:
             if exc.__cause__ is not None and _interrupt(exc.__cause__):
-                click.echo(INTERRUPTED, err=True)
-                ctx.exit(EXIT_INTERRUPTED)
+                click.echo(_INTERRUPTED, err=True)
+                ctx.exit(_EXIT_INTERRUPTED)
             click.echo(f"error: {exc}", err=True)
             ctx.exit(EXIT_FAILURE)
         except (click.exceptions.Exit, click.ClickException, click.Abort):
@@ -71,8 +93,8 @@ class LedgerGroup(click.Group):
             raise  # the reader of stdout left (`ledger runs | head -1`): click's main stops quietly, exit 1
         except Exception as exc:
             if _interrupt(exc):
-                click.echo(INTERRUPTED, err=True)
-                ctx.exit(EXIT_INTERRUPTED)
+                click.echo(_INTERRUPTED, err=True)
+                ctx.exit(_EXIT_INTERRUPTED)
             if os.environ.get("LEDGER_DEBUG") == "1":
                 raise
             first = (str(exc).splitlines() or ["(no message)"])[0]
@@ -82,7 +104,7 @@ class LedgerGroup(click.Group):
                 "  LEDGER_DEBUG=1 to print the traceback, and report it",
                 err=True,
             )
-            ctx.exit(EXIT_INTERNAL)
+            ctx.exit(_EXIT_INTERNAL)
 
 
 def _interrupt(exc: BaseException) -> bool:
@@ -161,13 +183,13 @@ def exit_on(wanted: list[str], found: dict[str, list[str]], what: str) -> None:
     sys.exit(EXIT_FAILURE)
 
 
-WIDE = "ledger.wide"  # ctx.meta key set by --wide
+_WIDE = "ledger.wide"  # ctx.meta key set by --wide
 wide_option = click.option(
     "--wide",
     is_flag=True,
     expose_value=False,
     is_eager=True,
-    callback=lambda ctx, _param, value: ctx.meta.__setitem__(WIDE, True) if value else None,
+    callback=lambda ctx, _param, value: ctx.meta.__setitem__(_WIDE, True) if value else None,
     help="Show every column and every cell whole, whatever the terminal's width.",
 )
 
@@ -193,17 +215,17 @@ def each_batch(batches: tuple[str, ...]) -> list[str | None]:
     return list(dict.fromkeys(batches)) or [None]
 
 
-MIN_CUT = 24  # display columns a cut cell keeps at least (a label's head and its distinguishing tail)
-MIN_WRAP = 20  # display columns a wrapped sentence column keeps at least
-GAP = 2  # spaces between columns
-INDENT = "    "  # folded columns' line under a row
+_MIN_CUT = 24  # display columns a cut cell keeps at least (a label's head and its distinguishing tail)
+_MIN_WRAP = 20  # display columns a wrapped sentence column keeps at least
+_GAP = 2  # spaces between columns
+_INDENT = "    "  # folded columns' line under a row
 _NUMBER = re.compile(r"[-+]?[\d.,]+(?:[eE][-+]?\d+)?(?: [a-z%/]+)?")  # never cut: a cut number reads as another
 _HEADER_PIECE = re.compile(r"[^_ ]*[_ ]|[^_ ]+")  # a header wraps after '_' and ' '
 
 
 def terminal_width() -> int | None:
     """The columns tables fit into: $COLUMNS, else the terminal's when stdout is one; None when stdout is
-    a pipe or a file (rows stay whole there, cells cut at MAX_CELL)."""
+    a pipe or a file (rows stay whole there, cells cut at _MAX_CELL)."""
     env = os.environ.get("COLUMNS", "").strip()
     if env.isdigit() and int(env) > 0:
         return int(env)
@@ -260,7 +282,7 @@ def _fit(columns: list[str], cells: list[list[str]], wrap: list[bool], width: in
     """Column widths fitting ``width`` (0: the column is folded under each row). Columns are folded,
     empty ones first, then those named in ``fold``, then from the right (the listings put the identifying
     ones first), until the rest fits at its minimum (the header's longest piece, the numbers, which are
-    never cut, MIN_CUT / MIN_WRAP); then the widest columns are narrowed, headers before cells, until the
+    never cut, _MIN_CUT / _MIN_WRAP); then the widest columns are narrowed, headers before cells, until the
     table fits."""
     natural = [max(display_width(c), *(display_width(row[i]) for row in cells)) for i, c in enumerate(columns)]
     least = []
@@ -268,15 +290,15 @@ def _fit(columns: list[str], cells: list[list[str]], wrap: list[bool], width: in
         numbers = [display_width(row[i]) for row in cells if _NUMBER.fullmatch(row[i])]
         words = [display_width(row[i]) for row in cells if not _NUMBER.fullmatch(row[i])]
         head = max(display_width(p) for p in _HEADER_PIECE.findall(c))
-        least.append(max(head, *numbers, min(MIN_WRAP if wrap[i] else MIN_CUT, max(words, default=0))))
+        least.append(max(head, *numbers, min(_MIN_WRAP if wrap[i] else _MIN_CUT, max(words, default=0))))
     order = [i for i in range(1, len(columns)) if not any(row[i] for row in cells)]  # empty: nothing to fold
     order += [columns.index(c) for c in fold if c in columns and columns.index(c) not in order]
     order += [i for i in reversed(range(1, len(columns))) if i not in order]
     shown = list(range(len(columns)))
-    while len(shown) > 1 and sum(least[i] for i in shown) + GAP * (len(shown) - 1) > width:
+    while len(shown) > 1 and sum(least[i] for i in shown) + _GAP * (len(shown) - 1) > width:
         shown.remove(order.pop(0))
     widths = [natural[i] if i in shown else 0 for i in range(len(columns))]
-    excess = sum(widths) + GAP * (len(shown) - 1) - width
+    excess = sum(widths) + _GAP * (len(shown) - 1) - width
     content = [max(least[i], *(display_width(row[i]) for row in cells)) for i in range(len(columns))]
     for floor in (content, least):  # wrap headers first, then cut or wrap cells
         while excess > 0:
@@ -300,10 +322,10 @@ def table(
     distinguishing suffixes stay visible), the ``whole`` columns (sentences) wrap, and columns that still
     do not fit (``fold`` first, then from the right) are printed under each row as ``name: value``, with
     a note; --wide shows everything on one line per row. Piped, rows stay whole but cells are cut at
-    MAX_CELL, except in the ``whole`` columns, so one long label cannot pad every row of a listing to its
+    _MAX_CELL, except in the ``whole`` columns, so one long label cannot pad every row of a listing to its
     width (issue 13: a 1 MiB label made `ledger runs` print 25 MB)."""
     ctx = click.get_current_context(silent=True)
-    wide = bool(ctx is not None and ctx.meta.get(WIDE))
+    wide = bool(ctx is not None and ctx.meta.get(_WIDE))
     if title:
         click.echo(title)
     if not rows:
@@ -312,7 +334,7 @@ def table(
     text = [["" if r.get(c) is None else str(r.get(c)) for c in columns] for r in rows]
     wrap = [c in whole for c in columns]
     width = None if wide else terminal_width()
-    cells = text if wide else [[v if wrap[i] else elide(v, MAX_CELL) for i, v in enumerate(row)] for row in text]
+    cells = text if wide else [[v if wrap[i] else elide(v, _MAX_CELL) for i, v in enumerate(row)] for row in text]
     if width is None:
         widths = [max(display_width(c), *(display_width(row[i]) for row in cells)) for i, c in enumerate(columns)]
     else:
@@ -339,7 +361,10 @@ def table(
         folded_text = "; ".join(f"{columns[i]}: {row[i]}" for i in folded if row[i])
         if folded_text:
             for line in textwrap.wrap(
-                folded_text, max(width or 0, len(INDENT) + MIN_WRAP), initial_indent=INDENT, subsequent_indent=INDENT
+                folded_text,
+                max(width or 0, len(_INDENT) + _MIN_WRAP),
+                initial_indent=_INDENT,
+                subsequent_indent=_INDENT,
             ):
                 click.echo(line)
             cut += sum(row[i] != whole_row[i] for i in folded)
@@ -356,10 +381,10 @@ def table(
 def prose(text: str) -> None:
     """A sentence, wrapped to the terminal's width when there is one (as tables fit it), else one line."""
     width = terminal_width()
-    click.echo("\n".join(textwrap.wrap(text, max(width, MIN_WRAP), break_on_hyphens=False)) if width else text)
+    click.echo("\n".join(textwrap.wrap(text, max(width, _MIN_WRAP), break_on_hyphens=False)) if width else text)
 
 
-@click.group(cls=LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_LedgerGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="bench-ledger")
 def main() -> None:
     """bench-ledger: where does this benchmark number come from?

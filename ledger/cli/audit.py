@@ -22,11 +22,13 @@ from bench_ledger.cli.metrics import metrics
 from bench_ledger.cli.setup import import_one
 from bench_ledger.errors import InputError
 
+__all__ = ["DEMO_MARKER"]
+
 if TYPE_CHECKING:  # the store (SQLAlchemy, DuckDB, Alembic) loads when a command runs, not for --help
     from bench_ledger.store import Ledger
 
 # what each verdict means, shown above the audit's tables
-LEGEND = (
+_LEGEND = (
     ("reproduced", "a metric claim: the ledger's records give a value inside the printed rounding"),
     ("consistent", "a derived claim: recomputed, it meets the printed rounding; never better than its weakest operand"),
     ("mismatch", "the recomputed value falls outside the printed rounding (`ledger explain CLAIMS ID` shows why)"),
@@ -36,11 +38,11 @@ LEGEND = (
     ("n/a-kept", "the report marks it n/a and it stays n/a (no backfill, R9)"),
     ("refused", "a rule of the rulebook forbids the derivation (its rule and why)"),
 )
-WIDTH = 120
-MAX_WIDTH = {"claim": 30, "printed": 22, "unit": 10, "recomputed": 28, "detail": 54, "expected": 20}
+_WIDTH = 120
+_MAX_WIDTH = {"claim": 30, "printed": 22, "unit": 10, "recomputed": 28, "detail": 54, "expected": 20}
 
 
-def load_checked(claims_file: Path, ledger: Ledger):
+def _load_checked(claims_file: Path, ledger: Ledger):
     """The claims file, validated as a whole and against the ledger's names before any verdict;
     every error at once on stderr and exit 2 otherwise."""
     from bench_ledger.errors import ClaimsInvalid
@@ -58,8 +60,8 @@ def load_checked(claims_file: Path, ledger: Ledger):
     return claims
 
 
-def render_table(rows: list[dict], columns: list[str], title: str) -> str:
-    """Rows as a table that fits the terminal (WIDTH columns when piped); cell widths are display widths
+def _render_table(rows: list[dict], columns: list[str], title: str) -> str:
+    """Rows as a table that fits the terminal (_WIDTH columns when piped); cell widths are display widths
     (CJK text aligns)."""
     import io
 
@@ -71,13 +73,13 @@ def render_table(rows: list[dict], columns: list[str], title: str) -> str:
     t = Table(title=None, box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False, expand=False)
     columns = [c for c in columns if any(r.get(c) not in (None, "") for r in rows)]  # no empty columns
     for c in columns:
-        t.add_column(c, overflow="fold", no_wrap=c == "rule", max_width=MAX_WIDTH.get(c))
+        t.add_column(c, overflow="fold", no_wrap=c == "rule", max_width=_MAX_WIDTH.get(c))
     for r in rows:
         t.add_row(*(Text("" if r.get(c) is None else str(r.get(c))) for c in columns))
     buf = io.StringIO()
     Console(
         file=buf,
-        width=terminal_width() or WIDTH,
+        width=terminal_width() or _WIDTH,
         color_system=None,
         force_terminal=False,
         legacy_windows=False,
@@ -122,7 +124,7 @@ def audit(ledger: Ledger, claims_file: Path, fail_on: str, as_json: bool) -> Non
     from bench_ledger.queries.claims import VERDICTS
 
     wanted = parse_fail_on(fail_on, VERDICTS)
-    claims = load_checked(claims_file, ledger)
+    claims = _load_checked(claims_file, ledger)
     unreviewed = [c.id for c in claims.claims if c.draft]
     if unreviewed:
         shown = ", ".join(unreviewed[:5]) + (f" and {len(unreviewed) - 5} more" if len(unreviewed) > 5 else "")
@@ -135,28 +137,28 @@ def audit(ledger: Ledger, claims_file: Path, fail_on: str, as_json: bool) -> Non
     if as_json:
         click.echo(json.dumps(report.as_dict(), indent=2, ensure_ascii=False, default=str))
     else:
-        print_audit(report, claims_file)
+        _print_audit(report, claims_file)
     found: dict[str, list[str]] = {}
     for r in report.results:
         found.setdefault(r.verdict, []).append(r.claim_id)
     exit_on(wanted, found, "claim(s)")
 
 
-def print_audit(report, claims_file: Path) -> None:
+def _print_audit(report, claims_file: Path) -> None:
     """The legend, the verdicts grouped (one table per verdict, the refusals with their rule), the counts."""
     from bench_ledger.queries.claims import VERDICTS
 
     src = report.source_report
     click.echo(f"source report {src['slug']}: {src['title']}" + ("   [SYNTHETIC data]" if report.synthetic else ""))
     click.echo("")
-    click.echo(render_table([{"verdict": v, "means": m} for v, m in LEGEND], ["verdict", "means"], "legend"))
+    click.echo(_render_table([{"verdict": v, "means": m} for v, m in _LEGEND], ["verdict", "means"], "legend"))
     for verdict in VERDICTS:
         rows = [r for r in report.results if r.verdict == verdict]
         if not rows:
             continue
         click.echo("")
         click.echo(
-            render_table(
+            _render_table(
                 [
                     {
                         "claim": r.claim_id,
@@ -212,7 +214,7 @@ def explain(ledger: Ledger, claims_file: Path, claim_id: str, as_json: bool, fmt
     """
     from bench_ledger.queries.explain import explain as run_explain
 
-    claims = load_checked(claims_file, ledger)
+    claims = _load_checked(claims_file, ledger)
     steps = run_explain(claims, ledger, claim_id, claims_path=claims_file)
     if fmt == "prov-json":
         from bench_ledger.queries.provenance import prov_document
@@ -315,8 +317,8 @@ def demo(ctx: click.Context, db: str | None, out: Path) -> None:
     from bench_ledger.queries.audit import Auditor
 
     with open_ledger(db) as ledger:
-        auditor = Auditor(load_checked(claims, ledger), ledger)  # one audit: printed here, and in the report
-        print_audit(auditor.run(), claims)
+        auditor = Auditor(_load_checked(claims, ledger), ledger)  # one audit: printed here, and in the report
+        _print_audit(auditor.run(), claims)
         path = write_report(ledger, ["fx", "m17"], claims, "html", out / "report.html", auditor=auditor)
     click.echo(f"\n== explore: ledger --help; e.g. ledger explain {claims} tier-50k-total-tpm --db {db}")
     click.echo(f"== report ({banner}): {path}")

@@ -17,6 +17,8 @@ from bench_ledger.cli.app import (
     with_ledger,
 )
 
+__all__: list[str] = []  # its commands register on the ledger group; nothing here is imported by name
+
 if TYPE_CHECKING:  # the store (SQLAlchemy, DuckDB, Alembic) loads when a command runs, not for --help
     from bench_ledger.store import Ledger
 

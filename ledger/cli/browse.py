@@ -16,6 +16,8 @@ from bench_ledger.cli.app import (
 )
 from bench_ledger.vocab import RUN_FACTORS
 
+__all__ = ["show"]
+
 if TYPE_CHECKING:  # the store (SQLAlchemy, DuckDB, Alembic) loads when a command runs, not for --help
     from bench_ledger.store import Ledger
 
@@ -40,7 +42,7 @@ def batches(ledger: Ledger, as_json: bool) -> None:
         table(rows, ["id", "name", "status", "deployment", "runs", "requests", "artefacts", "closed_at"])
 
 
-RUN_COLUMNS = [
+_RUN_COLUMNS = [
     "id",
     "batch",
     "label",
@@ -62,7 +64,7 @@ RUN_COLUMNS = [
     "columns",
     metavar="NAME",
     multiple=True,
-    type=click.Choice(RUN_COLUMNS + [f for f in RUN_FACTORS if f not in RUN_COLUMNS]),
+    type=click.Choice(_RUN_COLUMNS + [f for f in RUN_FACTORS if f not in _RUN_COLUMNS]),
     help="Also show this column: a factor the run's files state (model, tp, hardware...) or a run column (repeatable).",
 )
 @click.option(
@@ -87,10 +89,10 @@ def runs(ledger: Ledger, batches: tuple[str, ...], columns: tuple[str, ...], as_
     if as_json:
         click.echo(to_json(rows))
     else:
-        extra = [c for c in dict.fromkeys(columns) if c not in RUN_COLUMNS]
+        extra = [c for c in dict.fromkeys(columns) if c not in _RUN_COLUMNS]
         table(
             [{**r, **{c: r["factors"][c]["value"] if c in r["factors"] else "n/a" for c in extra}} for r in rows],
-            RUN_COLUMNS + extra,
+            _RUN_COLUMNS + extra,
         )
 
 
@@ -99,8 +101,8 @@ def show() -> None:
     """Show one entity in detail."""
 
 
-SHOW_RUN_SECTIONS = ("run", "artefacts", "reported")
-SHOW_LIMIT = 40  # reported values `show run` prints unless --limit says otherwise
+_SHOW_RUN_SECTIONS = ("run", "artefacts", "reported")
+_SHOW_LIMIT = 40  # reported values `show run` prints unless --limit says otherwise
 
 
 @show.command("run")
@@ -109,7 +111,7 @@ SHOW_LIMIT = 40  # reported values `show run` prints unless --limit says otherwi
 @click.option(
     "--section",
     "sections",
-    type=click.Choice(SHOW_RUN_SECTIONS),
+    type=click.Choice(_SHOW_RUN_SECTIONS),
     multiple=True,
     help="Only this part (repeatable): run (workload, warm state, launch), artefacts (captures and their "
     "fields), reported (the tool's values) [default: all].",
@@ -119,7 +121,7 @@ SHOW_LIMIT = 40  # reported values `show run` prints unless --limit says otherwi
     "--limit",
     "limit",
     type=click.IntRange(min=0),
-    default=SHOW_LIMIT,
+    default=_SHOW_LIMIT,
     show_default=True,
     help="Reported values printed at most; 0 prints all (a guidellm file reports thousands).",
 )
@@ -144,7 +146,7 @@ def show_run(
         click.echo(to_json(d.as_dict()))
         return
     r = d.run
-    wanted = set(sections or SHOW_RUN_SECTIONS)
+    wanted = set(sections or _SHOW_RUN_SECTIONS)
     click.echo(f"run {r.id}  {r.label}  (batch {r.batch}, deployment {d.deployment or 'n/a'})")
     if "run" in wanted:
         _show_run_summary(d)

@@ -8,6 +8,8 @@ import click
 from bench_ledger.cli.app import json_option, main, table, wide_option, with_ledger
 from bench_ledger.cli.browse import show
 
+__all__: list[str] = []  # its commands register on the ledger group; nothing here is imported by name
+
 if TYPE_CHECKING:  # the store loads when a command runs, not for --help
     from bench_ledger.store import Ledger
 

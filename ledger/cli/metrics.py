@@ -20,6 +20,8 @@ from bench_ledger.cli.app import (
     with_ledger,
 )
 
+__all__ = ["metrics"]
+
 if TYPE_CHECKING:  # the store (SQLAlchemy, DuckDB, Alembic) loads when a command runs, not for --help
     from bench_ledger.store import Ledger
 
@@ -143,7 +145,7 @@ def metrics(
             click.echo(f"no sampling interval for {', '.join(sorted(names))}: {reason}")
 
 
-CHECK_OUTCOMES = ("agree", "disagree", "not-re-derivable")  # --fail-on names ("not re-derivable" as one word)
+_CHECK_OUTCOMES = ("agree", "disagree", "not-re-derivable")  # --fail-on names ("not re-derivable" as one word)
 
 
 @main.command()
@@ -176,7 +178,7 @@ def check(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, fail_on:
     from bench_ledger.queries.check import IDENTITY, RECORDS
     from bench_ledger.queries.check import check as do_check
 
-    wanted = parse_fail_on(fail_on, CHECK_OUTCOMES)
+    wanted = parse_fail_on(fail_on, _CHECK_OUTCOMES)
     rows = [r for b in each_batch(batches) for r in do_check(ledger, b, run_id)]
     found: dict[str, list[str]] = {}
     for r in rows:

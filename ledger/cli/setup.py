@@ -20,6 +20,8 @@ from bench_ledger.cli.app import (
 )
 from bench_ledger.errors import AlreadyImported, LedgerError, Refused, UsageError
 
+__all__ = ["RowProgress", "import_one"]
+
 if TYPE_CHECKING:  # the store (SQLAlchemy, DuckDB, Alembic) loads when a command runs, not for --help
     from bench_ledger.store import Ledger
 
@@ -130,13 +132,13 @@ def declare(db: str | None, manifest: Path) -> None:
 def import_one(ledger: Ledger, path: Path, fmt: str | None, target, quiet: bool, force_format: bool = False) -> bool:
     """Import one file through :func:`bench_ledger.ingest.import_file`; print what happened.
     False when the file failed."""
-    return import_outcome(ledger, path, fmt, target, quiet, force_format) != FAILED
+    return _import_outcome(ledger, path, fmt, target, quiet, force_format) != _FAILED
 
 
-IMPORTED, ALREADY, SKIPPED, FAILED = "imported", "already imported", "skipped", "failed"
+_IMPORTED, _ALREADY, _SKIPPED, _FAILED = "imported", "already imported", "skipped", "failed"
 
 
-def import_outcome(
+def _import_outcome(
     ledger: Ledger,
     path: Path,
     fmt: str | None,
@@ -145,19 +147,19 @@ def import_outcome(
     force_format: bool = False,
     found_in_folder: bool = False,
 ) -> str:
-    """:func:`import_one`, saying which of IMPORTED, ALREADY, SKIPPED, FAILED happened. A file met
-    while walking a folder (``found_in_folder``) that no format recognises is SKIPPED, with the reason;
-    a file named on the command line is then FAILED."""
+    """:func:`import_one`, saying which of _IMPORTED, _ALREADY, _SKIPPED, _FAILED happened. A file met
+    while walking a folder (``found_in_folder``) that no format recognises is _SKIPPED, with the reason;
+    a file named on the command line is then _FAILED."""
     from bench_ledger import importers
     from bench_ledger.ingest import import_file
 
     def outcome(progress):
         return import_file(ledger, path, importers.choose(path, fmt, force=force_format), target, progress)
 
-    return shown_outcome(ledger, path, target, quiet, outcome, found_in_folder)
+    return _shown_outcome(ledger, path, target, quiet, outcome, found_in_folder)
 
 
-def shown_outcome(
+def _shown_outcome(
     ledger: Ledger,
     path: Path,
     target,
@@ -167,13 +169,13 @@ def shown_outcome(
     into: list[dict] | None = None,
 ) -> str:
     """Print what importing ``path`` did: ``outcome(progress)`` returns its ImportResult or raises what
-    the import raised (``bench_ledger.ingest.import_files``); IMPORTED, ALREADY, SKIPPED or FAILED.
+    the import raised (``bench_ledger.ingest.import_files``); _IMPORTED, _ALREADY, _SKIPPED or _FAILED.
     With ``into`` (``--json``) nothing is printed: the file's result is appended to it as a dict."""
-    entry = file_result(ledger, path, target, quiet, outcome, found_in_folder)
+    entry = _file_result(ledger, path, target, quiet, outcome, found_in_folder)
     if into is not None:
         into.append(entry)
         return entry["outcome"]
-    if entry["outcome"] != IMPORTED:
+    if entry["outcome"] != _IMPORTED:
         click.echo(f"error: {entry['error']}" if entry["error"] else entry["message"], err=bool(entry["error"]))
         return entry["outcome"]
     if entry["created_batch"]:
@@ -201,19 +203,19 @@ def shown_outcome(
         click.echo(f"  launch {launch}")
     if entry["launch_note"]:
         click.echo(f"note: {path.name}: {entry['launch_note']}", err=True)
-    return IMPORTED
+    return _IMPORTED
 
 
-def file_result(ledger: Ledger, path: Path, target, quiet: bool, outcome, found_in_folder: bool) -> dict:
+def _file_result(ledger: Ledger, path: Path, target, quiet: bool, outcome, found_in_folder: bool) -> dict:
     """What importing ``path`` did, as the dict `ledger import --json` prints per file: ``outcome``
-    (IMPORTED, ALREADY, SKIPPED, FAILED), ``error`` (a failure's message) or ``message`` (why it was
+    (_IMPORTED, _ALREADY, _SKIPPED, _FAILED), ``error`` (a failure's message) or ``message`` (why it was
     skipped or already imported), and for an imported file its artefact, runs and counts."""
     from bench_ledger.errors import FormatRefused, UnknownFormat, near_names
     from bench_ledger.ingest import options_not_applied, runs_of_artefact
 
     entry: dict = {
         "file": str(path),
-        "outcome": FAILED,
+        "outcome": _FAILED,
         "error": None,
         "message": None,
         "artefact_id": None,
@@ -237,7 +239,7 @@ def file_result(ledger: Ledger, path: Path, target, quiet: bool, outcome, found_
             return {**entry, "error": str(exc)}
         return {
             **entry,
-            "outcome": SKIPPED,
+            "outcome": _SKIPPED,
             "message": f"{path}: skipped: format not recognised ({len(exc.reasons)} "
             f"formats tried; `ledger import {path}` shows why each refused it)",
         }
@@ -263,12 +265,12 @@ def file_result(ledger: Ledger, path: Path, target, quiet: bool, outcome, found_
                     f'`ledger attach {exc.artefact_id} --run RUN_ID --reason "..."` '
                     "(`ledger runs --batch B` lists the ids)",
                 }
-        return {**entry, "outcome": ALREADY, "message": str(exc)}
+        return {**entry, "outcome": _ALREADY, "message": str(exc)}
     except (Refused, UsageError):  # the command is wrong, not the file: stop (exit 3 / exit 2)
         raise
     except LedgerError as exc:
         if found_in_folder and isinstance(exc, FormatRefused):
-            return {**entry, "outcome": SKIPPED, "message": f"{path}: skipped: {str(exc).removeprefix(f'{path}: ')}"}
+            return {**entry, "outcome": _SKIPPED, "message": f"{path}: skipped: {str(exc).removeprefix(f'{path}: ')}"}
         return {**entry, "error": str(exc)}
     if res.created_batch:
         from bench_ledger.store import known_names
@@ -277,7 +279,7 @@ def file_result(ledger: Ledger, path: Path, target, quiet: bool, outcome, found_
             entry["did_you_mean"] = near_names(res.created_batch, known_names(conn, "batch"))
     return {
         **entry,
-        "outcome": IMPORTED,
+        "outcome": _IMPORTED,
         "artefact_id": res.artefact_id,
         "format": res.format,
         "sha256": res.sha256,
@@ -292,7 +294,7 @@ def file_result(ledger: Ledger, path: Path, target, quiet: bool, outcome, found_
     }
 
 
-def files_to_import(paths: tuple[Path, ...]) -> list[tuple[Path, bool]]:
+def _files_to_import(paths: tuple[Path, ...]) -> list[tuple[Path, bool]]:
     """The files named, and every regular file under each folder named (recursively, sorted, symbolic
     links to folders not followed): (path, found in a folder)."""
     import os
@@ -407,7 +409,7 @@ def import_(
             start=start,
             interval_s=interval_s,
         )
-        tally = dict.fromkeys((IMPORTED, ALREADY, SKIPPED, FAILED), 0)
+        tally = dict.fromkeys((_IMPORTED, _ALREADY, _SKIPPED, _FAILED), 0)
         # small files go in groups, one transaction each; every file keeps its own outcome (ingest.import_files)
         last: list[importers.Importer] = []  # the format detected last: asked first for the next file
 
@@ -418,16 +420,16 @@ def import_(
 
         quiet = quiet or as_json
         results: list[dict] | None = [] if as_json else None
-        chosen = ((p, lambda p=p: choose(p), in_folder) for p, in_folder in progress(files_to_import(paths), quiet))
+        chosen = ((p, lambda p=p: choose(p), in_folder) for p, in_folder in _progress(_files_to_import(paths), quiet))
         try:
             for path, in_folder, outcome in import_files(ledger, chosen, target):
-                tally[shown_outcome(ledger, path, target, quiet, outcome, in_folder, into=results)] += 1
+                tally[_shown_outcome(ledger, path, target, quiet, outcome, in_folder, into=results)] += 1
         except BaseException as exc:
             if not interrupt_of(exc):
                 raise
             # each file (or group of small files) is its own transaction: those before are committed
             raise Interrupted(
-                f"interrupted (Ctrl-C): the {tally[IMPORTED]} file(s) imported before it are kept (each committed); "
+                f"interrupted (Ctrl-C): the {tally[_IMPORTED]} file(s) imported before it are kept (each committed); "
                 "the file or group of files being written was rolled back and the files after it were not read; "
                 "run the same command again to import them (files already imported are skipped)"
             ) from None
@@ -435,10 +437,10 @@ def import_(
         click.echo(json.dumps({"files": results, "counts": tally}, indent=2))
     elif any(p.is_dir() for p in paths):
         click.echo(
-            f"{tally[IMPORTED]} imported, {tally[ALREADY]} already imported, {tally[SKIPPED]} skipped "
-            f"(format not recognised{' or refused by --format' if fmt else ''}), {tally[FAILED]} failed"
+            f"{tally[_IMPORTED]} imported, {tally[_ALREADY]} already imported, {tally[_SKIPPED]} skipped "
+            f"(format not recognised{' or refused by --format' if fmt else ''}), {tally[_FAILED]} failed"
         )
-    if tally[FAILED]:
+    if tally[_FAILED]:
         sys.exit(EXIT_FAILURE)
 
 
@@ -463,7 +465,7 @@ class RowProgress:
             click.echo("\r\033[K", err=True, nl=False)
 
 
-def progress(paths, quiet: bool):
+def _progress(paths, quiet: bool):
     """A progress bar on stderr, only on a terminal and without --quiet."""
     if quiet or not sys.stderr.isatty() or len(paths) < 2:
         yield from paths

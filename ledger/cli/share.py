@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING
 import click
 from bench_ledger.cli.app import main, with_ledger
 
+__all__ = ["write_report"]
+
 if TYPE_CHECKING:  # the store loads when a command runs, not for --help
     from bench_ledger.store import Ledger
 
