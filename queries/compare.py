@@ -42,11 +42,13 @@ from bench_ledger.queries.values import (
 )
 from bench_ledger.store import Ledger, unknown
 
-R, B, D = m.Run.__table__, m.Batch.__table__, m.Deployment.__table__
-WARM_DIMS = WARM_FACTORS
-HARDWARE = ("hardware", "gpu_count")
-SOFTWARE = ("engine", "engine_version", "engine_options")
-IDENTITY = IDENTITY_FACTORS
+__all__ = ["RatioResult", "Side", "Sides", "compare", "ratio", "run_keys", "side"]
+
+_R, _B, _D = m.Run.__table__, m.Batch.__table__, m.Deployment.__table__
+_WARM_DIMS = WARM_FACTORS
+_HARDWARE = ("hardware", "gpu_count")
+_SOFTWARE = ("engine", "engine_version", "engine_options")
+_IDENTITY = IDENTITY_FACTORS
 
 
 def _t(v: object) -> str:
@@ -60,7 +62,7 @@ def _join(values: list[str]) -> str:
 
 def _dep_factors(d) -> dict[str, str]:
     if d is None:
-        return {f: UNKNOWN for f in (*IDENTITY, "engine_options")}
+        return {f: UNKNOWN for f in (*_IDENTITY, "engine_options")}
     mem = None if d.gpu_memory is None else f"{d.gpu_memory} {d.gpu_memory_unit or ''}".strip()
     hw = (
         None
@@ -127,7 +129,7 @@ def _run_factors(r) -> dict[str, str]:
         f"rate {_t(r.request_rate)} / in {_t(r.input_target_tokens)} / out {_t(r.output_cap_tokens)} / C {_t(r.concurrency)} / "
         f"N {_t(r.request_count)} / dataset {_t(r.dataset)}"
     )
-    return {"workload": wl, "seed": _t(r.seed), **{w: _t(getattr(r, w)) for w in WARM_DIMS}, "batch": r.batch}
+    return {"workload": wl, "seed": _t(r.seed), **{w: _t(getattr(r, w)) for w in _WARM_DIMS}, "batch": r.batch}
 
 
 @dataclass
@@ -153,36 +155,36 @@ def _shortfall(r) -> str | None:
 def side(ledger: Ledger, spec: str) -> Side:
     """Resolve ``run:ID`` / ``batch:NAME`` / ``deployment:NAME`` to its factor values."""
     kind, _, name = spec.partition(":")
-    q = sa.select(R, B.c.name.label("batch"), sa.func.coalesce(R.c.deployment_id, B.c.deployment_id).label("dep")).join(
-        B, B.c.id == R.c.batch_id
-    )
+    q = sa.select(
+        _R, _B.c.name.label("batch"), sa.func.coalesce(_R.c.deployment_id, _B.c.deployment_id).label("dep")
+    ).join(_B, _B.c.id == _R.c.batch_id)
     with ledger.connection() as conn:
         if kind == "run":
             if not name.isdigit():
                 raise NotFound(f"{spec!r}: a run is named by its id, e.g. run:3")
-            runs = conn.execute(q.where(R.c.id == int(name))).all()
+            runs = conn.execute(q.where(_R.c.id == int(name))).all()
             if not runs:
                 raise NotFound(f"no run with id {name}; `ledger runs` lists them")
             require_current(conn, "run", int(name))
             scope = Scope(batch=runs[0].batch, run=f"#{name}")
             dep_ids = {runs[0].dep}
         elif kind == "batch":
-            bid = conn.execute(sa.select(B.c.id, B.c.deployment_id).where(B.c.name == name)).first()
+            bid = conn.execute(sa.select(_B.c.id, _B.c.deployment_id).where(_B.c.name == name)).first()
             if bid is None:
                 raise unknown(conn, "batch", name)
-            runs = conn.execute(q.where(B.c.name == name, current(R)).order_by(R.c.id)).all()
+            runs = conn.execute(q.where(_B.c.name == name, current(_R)).order_by(_R.c.id)).all()
             scope = Scope(batch=name)
             dep_ids = {r.dep for r in runs} or {bid.deployment_id}
         elif kind == "deployment":
-            did = conn.execute(sa.select(D.c.id).where(D.c.name == name)).scalar()
+            did = conn.execute(sa.select(_D.c.id).where(_D.c.name == name)).scalar()
             if did is None:
                 raise unknown(conn, "deployment", name)
-            runs = [r for r in conn.execute(q.where(current(R)).order_by(R.c.id)).all() if r.dep == did]
+            runs = [r for r in conn.execute(q.where(current(_R)).order_by(_R.c.id)).all() if r.dep == did]
             scope = Scope(deployment=name)
             dep_ids = {did}
         else:
             raise UsageError(f"{spec!r}: write run:ID, batch:NAME or deployment:NAME")
-        deps = [conn.execute(sa.select(D).where(D.c.id == i)).first() if i is not None else None for i in dep_ids]
+        deps = [conn.execute(sa.select(_D).where(_D.c.id == i)).first() if i is not None else None for i in dep_ids]
     return _side(spec, scope, deps, runs)
 
 
@@ -195,7 +197,7 @@ def _side(spec: str, scope: Scope, deps: Sequence[Any], runs: Sequence[Any]) -> 
     for f, value in out.items():  # what the runs' files state, where no deployment records it
         if value == UNKNOWN and (stated := [st[f] for st in by_run if f in st]):
             out[f] = _join(stated) if len(stated) == len(runs) else _join([*stated, UNKNOWN])
-    for f in ("workload", "seed", *WARM_DIMS, "batch"):
+    for f in ("workload", "seed", *_WARM_DIMS, "batch"):
         out[f] = _join([p[f] for p in per_run]) if per_run else UNKNOWN
     return Side(spec, scope, out, [r.id for r in runs], [s for r in runs if (s := _shortfall(r))])
 
@@ -227,39 +229,39 @@ class Sides:
 
     def _batch_of(self, ledger: Ledger, run_id: int) -> None:
         q = sa.select(
-            R, B.c.name.label("batch"), sa.func.coalesce(R.c.deployment_id, B.c.deployment_id).label("dep")
-        ).join(B, B.c.id == R.c.batch_id)
+            _R, _B.c.name.label("batch"), sa.func.coalesce(_R.c.deployment_id, _B.c.deployment_id).label("dep")
+        ).join(_B, _B.c.id == _R.c.batch_id)
         with ledger.connection() as conn:
-            bid = conn.execute(sa.select(R.c.batch_id).where(R.c.id == run_id)).scalar()
+            bid = conn.execute(sa.select(_R.c.batch_id).where(_R.c.id == run_id)).scalar()
             if bid is None or bid in self._batches:
                 return
             self._batches.add(bid)
-            runs = conn.execute(q.where(R.c.batch_id == bid, current(R)).order_by(R.c.id)).all()
+            runs = conn.execute(q.where(_R.c.batch_id == bid, current(_R)).order_by(_R.c.id)).all()
             dep_ids = {r.dep for r in runs if r.dep is not None}
-            deps = {d.id: d for d in conn.execute(sa.select(D).where(D.c.id.in_(dep_ids)))} if dep_ids else {}
+            deps = {d.id: d for d in conn.execute(sa.select(_D).where(_D.c.id.in_(dep_ids)))} if dep_ids else {}
         for r in runs:
             spec = f"run:{r.id}"
             self._memo.setdefault(spec, _side(spec, Scope(batch=r.batch, run=f"#{r.id}"), [deps.get(r.dep)], [r]))
 
 
 # Factors in which replicates of one measurement may differ: the comparability key leaves them out.
-KEY_EXCLUDES = ("seed", "batch")
+_KEY_EXCLUDES = ("seed", "batch")
 
 
 def run_keys(ledger: Ledger, run_ids: Sequence[int]) -> dict[int, str | None]:
     """Each run's comparability key: sha256 over its deployment's fingerprint, its tool and every factor of
-    :data:`values.FACTORS` but :data:`KEY_EXCLUDES` (so runs of one key are replicates: same system, workload
+    :data:`values.FACTORS` but :data:`_KEY_EXCLUDES` (so runs of one key are replicates: same system, workload
     and warm state, any seed or batch). None for a run with no deployment recorded: it is comparable to
     nothing (an unrecorded system may differ)."""
     import hashlib
 
-    q = sa.select(R, B.c.name.label("batch"), sa.func.coalesce(R.c.deployment_id, B.c.deployment_id).label("dep")).join(
-        B, B.c.id == R.c.batch_id
-    )
+    q = sa.select(
+        _R, _B.c.name.label("batch"), sa.func.coalesce(_R.c.deployment_id, _B.c.deployment_id).label("dep")
+    ).join(_B, _B.c.id == _R.c.batch_id)
     with ledger.connection() as conn:
-        runs = conn.execute(q.where(R.c.id.in_(list(run_ids)))).all()
+        runs = conn.execute(q.where(_R.c.id.in_(list(run_ids)))).all()
         dep_ids = {r.dep for r in runs if r.dep is not None}
-        deps = {d.id: d for d in conn.execute(sa.select(D).where(D.c.id.in_(dep_ids)))} if dep_ids else {}
+        deps = {d.id: d for d in conn.execute(sa.select(_D).where(_D.c.id.in_(dep_ids)))} if dep_ids else {}
     out: dict[int, str | None] = {}
     for r in runs:
         d = deps.get(r.dep)
@@ -267,7 +269,7 @@ def run_keys(ledger: Ledger, run_ids: Sequence[int]) -> dict[int, str | None]:
             out[r.id] = None
             continue
         f = _side("", Scope(), [d], [r]).factors
-        payload = {k: f[k] for k in FACTORS if k not in KEY_EXCLUDES} | {
+        payload = {k: f[k] for k in FACTORS if k not in _KEY_EXCLUDES} | {
             "deployment": d.fingerprint,
             "tool": _t(r.tool),
         }
@@ -293,12 +295,12 @@ def _comparison(sa_: Side, sb: Side, claim_factor: str | None, equal_resources: 
     fa, fb = sa_.factors, sb.factors
     diffs = [Factor(f, fa[f], fb[f]) for f in FACTORS if fa[f] != fb[f]]
     names = [d.name for d in diffs]
-    unknown_both = [f for f in IDENTITY if fa[f] == UNKNOWN and fb[f] == UNKNOWN]
+    unknown_both = [f for f in _IDENTITY if fa[f] == UNKNOWN and fb[f] == UNKNOWN]
     notes: list[str] = []
     if unknown_both:
         notes.append(f"not recorded on either side (may differ): {', '.join(unknown_both)}")
     attributable = names[0] if len(names) == 1 and not unknown_both else None
-    stack = any(n in HARDWARE for n in names) and any(n in SOFTWARE for n in names)
+    stack = any(n in _HARDWARE for n in names) and any(n in _SOFTWARE for n in names)
     equal_res = fa["gpu_count"] == fb["gpu_count"] and fa["gpu_count"] != UNKNOWN and " | " not in fa["gpu_count"]
     is_paired = (
         fa["seed"] == fb["seed"]
@@ -330,13 +332,13 @@ def _check_claims(cmp: Comparison, claim_factor: str | None, equal_resources: bo
     names = [d.name for d in cmp.differences]
     if claim_factor is not None:
         if claim_factor in ("warm", "cold", "cold/warm", "warm_state"):
-            changed = [n for n in names if n in WARM_DIMS]
+            changed = [n for n in names if n in _WARM_DIMS]
             raise Refused(
                 "R8",
                 f"attribute {asked_pair} to cold vs warm",
                 "cold is four things (prefix cache, process, compile, file cache); the claim does not name which "
                 f"changed (differing: {', '.join(changed) or 'none recorded'})",
-                f"name one dimension: {', '.join(WARM_DIMS)}",
+                f"name one dimension: {', '.join(_WARM_DIMS)}",
             )
         if claim_factor not in FACTORS:
             raise UsageError(f"no factor named {claim_factor!r}; factors: {', '.join(FACTORS)}")
@@ -353,9 +355,9 @@ def _check_claims(cmp: Comparison, claim_factor: str | None, equal_resources: bo
             )
             if claim_factor in names and not others:
                 why = "identity factors are not recorded on either side, so they may differ: " + ", ".join(
-                    f for f in IDENTITY if f not in names
+                    f for f in _IDENTITY if f not in names
                 )
-            rule = "R8" if claim_factor in WARM_DIMS and any(o in WARM_DIMS for o in others) else "R6"
+            rule = "R8" if claim_factor in _WARM_DIMS and any(o in _WARM_DIMS for o in others) else "R6"
             raise Refused(
                 rule,
                 f"attribute {asked_pair} to {claim_factor}",

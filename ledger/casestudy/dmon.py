@@ -13,15 +13,17 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta
 
-CARDS_PER_NODE, NODES, TICKS = 8, 2, 300
-SUM_OF_MEANS_W = 3_814  # target: sum over cards of each card's window-mean power
-PEAK_OF_SUM_W = 4_755  # target: max over ticks of the 16-card sum
-SM_MEAN, MEM_MEAN = 90.7, 5.4  # targets: mean of `sm` and `mem` over all cards and ticks
-HEADER_EVERY = 10  # dmon repeats its two header lines periodically
-FB_MIN_MIB, FB_MAX_MIB = 92_153, 93_702
+__all__ = ["TICKS", "dmon_mem_file", "dmon_pu_files"]
 
-NAMES = ("gpu", "pwr", "gtemp", "mtemp", "sm", "mem", "enc", "dec", "jpg", "ofa", "mclk", "pclk")
-UNITS = ("Idx", "W", "C", "C", "%", "%", "%", "%", "%", "%", "MHz", "MHz")
+_CARDS_PER_NODE, _NODES, TICKS = 8, 2, 300
+_SUM_OF_MEANS_W = 3_814  # target: sum over cards of each card's window-mean power
+_PEAK_OF_SUM_W = 4_755  # target: max over ticks of the 16-card sum
+_SM_MEAN, _MEM_MEAN = 90.7, 5.4  # targets: mean of `sm` and `mem` over all cards and ticks
+_HEADER_EVERY = 10  # dmon repeats its two header lines periodically
+_FB_MIN_MIB, _FB_MAX_MIB = 92_153, 93_702
+
+_NAMES = ("gpu", "pwr", "gtemp", "mtemp", "sm", "mem", "enc", "dec", "jpg", "ofa", "mclk", "pclk")
+_UNITS = ("Idx", "W", "C", "C", "%", "%", "%", "%", "%", "%", "MHz", "MHz")
 
 
 def _ar1(rng: random.Random, n: int, phi: float, sigma: float) -> list[float]:
@@ -46,32 +48,32 @@ def _fit_total(
             diff -= step
 
 
-def power_grid(rng: random.Random) -> list[list[int]]:
+def _power_grid(rng: random.Random) -> list[list[int]]:
     """Per-card power (W) for 16 cards x 300 ticks meeting the three power targets."""
-    cards = CARDS_PER_NODE * NODES
+    cards = _CARDS_PER_NODE * _NODES
     shared = _ar1(rng, TICKS, 0.93, 6.0)
     raw = []
     for _ in range(cards):
         offset = rng.uniform(-9.0, 9.0)
         own = _ar1(rng, TICKS, 0.80, 9.0)
         raw.append([offset + shared[t] + own[t] + rng.gauss(0.0, 6.0) for t in range(TICKS)])
-    mean_card = SUM_OF_MEANS_W / cards
+    mean_card = _SUM_OF_MEANS_W / cards
     dev_sum = [sum(raw[c][t] for c in range(cards)) for t in range(TICKS)]
     base = sum(dev_sum) / TICKS
-    k = (PEAK_OF_SUM_W - SUM_OF_MEANS_W) / (max(dev_sum) - base)
+    k = (_PEAK_OF_SUM_W - _SUM_OF_MEANS_W) / (max(dev_sum) - base)
     grid = [[round(mean_card + k * (raw[c][t] - base / cards)) for t in range(TICKS)] for c in range(cards)]
     peak_t = max(range(TICKS), key=lambda t: dev_sum[t])
     # The busiest tick sums to exactly 4,755 W; every other tick stays below it.
-    _fit_column(grid, peak_t, PEAK_OF_SUM_W, rng)
+    _fit_column(grid, peak_t, _PEAK_OF_SUM_W, rng)
     for t in range(TICKS):
         col = sum(grid[c][t] for c in range(cards))
-        if t != peak_t and col >= PEAK_OF_SUM_W:
-            _fit_column(grid, t, PEAK_OF_SUM_W - 1 - rng.randrange(20), rng)
+        if t != peak_t and col >= _PEAK_OF_SUM_W:
+            _fit_column(grid, t, _PEAK_OF_SUM_W - 1 - rng.randrange(20), rng)
     # Exact total: one watt at a time, only where the tick sum keeps a margin below the peak.
-    target = SUM_OF_MEANS_W * TICKS
+    target = _SUM_OF_MEANS_W * TICKS
     while (diff := target - sum(map(sum, grid))) != 0:
         sums = [sum(grid[c][t] for c in range(cards)) for t in range(TICKS)]
-        room = [t for t in range(TICKS) if t != peak_t and sums[t] < PEAK_OF_SUM_W - 30]
+        room = [t for t in range(TICKS) if t != peak_t and sums[t] < _PEAK_OF_SUM_W - 30]
         _fit_total(grid, sum(map(sum, grid)) + max(-200, min(200, diff)), 60, 400, rng, room)
     return grid
 
@@ -85,7 +87,7 @@ def _fit_column(grid: list[list[int]], t: int, total: int, rng: random.Random) -
         diff -= step
 
 
-def percent_grid(rng: random.Random, mean: float, spread: float, lo: int, hi: int, cards: int) -> list[list[int]]:
+def _percent_grid(rng: random.Random, mean: float, spread: float, lo: int, hi: int, cards: int) -> list[list[int]]:
     """Integer percentages whose mean over all cells is exactly ``mean`` (to one decimal)."""
     grid = [[min(hi, max(lo, round(mean + rng.gauss(0.0, spread)))) for _ in range(TICKS)] for _ in range(cards)]
     _fit_total(grid, round(mean * cards * TICKS), lo, hi, rng)
@@ -105,19 +107,19 @@ def _header(names: tuple[str, ...], units: tuple[str, ...] | None) -> list[str]:
 
 def dmon_pu_files(rng: random.Random, start: datetime) -> list[str]:
     """Text of ``nvidia-smi dmon -s pu -o DT -d 1`` for node0 and node1 (same timestamps)."""
-    cards = CARDS_PER_NODE * NODES
-    pwr = power_grid(rng)
-    sm = percent_grid(rng, SM_MEAN, 4.0, 55, 100, cards)
-    mem = percent_grid(rng, MEM_MEAN, 1.3, 1, 14, cards)
+    cards = _CARDS_PER_NODE * _NODES
+    pwr = _power_grid(rng)
+    sm = _percent_grid(rng, _SM_MEAN, 4.0, 55, 100, cards)
+    mem = _percent_grid(rng, _MEM_MEAN, 1.3, 1, 14, cards)
     texts = []
-    for node in range(NODES):
+    for node in range(_NODES):
         lines: list[str] = []
         for t in range(TICKS):
-            if t % HEADER_EVERY == 0:
-                lines += _header(NAMES, UNITS)
+            if t % _HEADER_EVERY == 0:
+                lines += _header(_NAMES, _UNITS)
             now = start + timedelta(seconds=t)
-            for gpu in range(CARDS_PER_NODE):
-                c = node * CARDS_PER_NODE + gpu
+            for gpu in range(_CARDS_PER_NODE):
+                c = node * _CARDS_PER_NODE + gpu
                 p = pwr[c][t]
                 gtemp = 44 + (p - 180) // 9 + (gpu % 3)
                 mtemp = 41 + (p - 180) // 12 + (gpu % 2)
@@ -143,11 +145,11 @@ def dmon_pu_files(rng: random.Random, start: datetime) -> list[str]:
 
 def dmon_mem_file(rng: random.Random, start: datetime, ticks: int = 3) -> str:
     """``nvidia-smi dmon -s m -o DT`` on node0, pasted WITHOUT its units line (units unconfirmed)."""
-    fb = [FB_MAX_MIB, FB_MIN_MIB] + [rng.randrange(FB_MIN_MIB + 1, FB_MAX_MIB) for _ in range(6)]
+    fb = [_FB_MAX_MIB, _FB_MIN_MIB] + [rng.randrange(_FB_MIN_MIB + 1, _FB_MAX_MIB) for _ in range(6)]
     lines = _header(("gpu", "fb", "bar1", "ccpm"), None)
     for t in range(ticks):
         now = start + timedelta(seconds=t)
-        for gpu in range(CARDS_PER_NODE):
+        for gpu in range(_CARDS_PER_NODE):
             cells = [str(gpu), str(fb[gpu]), "7", "0"]
             lines.append(f" {now:%Y%m%d}   {now:%H:%M:%S}" + "".join(f"{x:>7}" for x in cells) + " ")
     return "\n".join(lines) + "\n"

@@ -12,10 +12,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-WRAP_COLUMNS = 140
-API, DP0, DP1, BARE = "(APIServer pid=1) ", "(EngineCore_DP0 pid=412) ", "(EngineCore_DP1 pid=418) ", ""
-OLD_WEIGHTS, NEW_WEIGHTS = "/models/DeepSeek-V4.1-Flash", "/models/DeepSeek-V4.1-Flash-1017"
-MAX_LEN = 262_144
+__all__ = ["LAUNCHES", "Launch", "launch_log"]
+
+_WRAP_COLUMNS = 140
+_API, _DP0, _DP1, _BARE = "(APIServer pid=1) ", "(EngineCore_DP0 pid=412) ", "(EngineCore_DP1 pid=418) ", ""
+_OLD_WEIGHTS, _NEW_WEIGHTS = "/models/DeepSeek-V4.1-Flash", "/models/DeepSeek-V4.1-Flash-1017"
+_MAX_LEN = 262_144
 
 
 @dataclass(frozen=True)
@@ -29,7 +31,7 @@ class Launch:
     # First timestamped line -> Application startup complete. For a partial log (launch 5) it only
     # lays out the kept tail; the log itself cannot tell it.
     ready_s: int | None = None
-    weights: str = OLD_WEIGHTS
+    weights: str = _OLD_WEIGHTS
     max_num_seqs: int = 32
     dspark: bool = True
     kv_tokens: int = 16_593_113
@@ -98,7 +100,9 @@ LAUNCHES: tuple[Launch, ...] = (
         datetime(2026, 10, 16, 13, 24, 36),
     ),
     Launch(8, "ready", "dspark configuration fixed", datetime(2026, 10, 16, 13, 40, 2), ready_s=270),
-    Launch(9, "ready", "weights switched to 1017", datetime(2026, 10, 17, 8, 50, 12), ready_s=450, weights=NEW_WEIGHTS),
+    Launch(
+        9, "ready", "weights switched to 1017", datetime(2026, 10, 17, 8, 50, 12), ready_s=450, weights=_NEW_WEIGHTS
+    ),
 )
 
 
@@ -124,9 +128,9 @@ class _Log:
     def text(self, wrap: bool) -> str:
         out: list[str] = []
         for line in self.lines:
-            while wrap and len(line) > WRAP_COLUMNS:
-                out.append(line[:WRAP_COLUMNS])
-                line = line[WRAP_COLUMNS:]
+            while wrap and len(line) > _WRAP_COLUMNS:
+                out.append(line[:_WRAP_COLUMNS])
+                line = line[_WRAP_COLUMNS:]
             out.append(line)
         return "\n".join(out) + "\n"
 
@@ -138,7 +142,7 @@ def _args(launch: Launch, local: bool = True, start_rank: bool = False) -> str:
         "'port': 8000",
         f"'model': '{launch.weights}'",
         "'trust_remote_code': True",
-        f"'max_model_len': {MAX_LEN}",
+        f"'max_model_len': {_MAX_LEN}",
         "'tensor_parallel_size': 8",
         "'data_parallel_size': 2",
     ]
@@ -162,26 +166,26 @@ def _args(launch: Launch, local: bool = True, start_rank: bool = False) -> str:
 
 
 def _preamble(log: _Log, launch: Launch, **args: bool) -> None:
-    log.at(0, BARE, "INFO", "__init__.py:241", "Automatically detected platform cuda.")
-    log.at(6, API, "INFO", "api_server.py:1885", "vLLM API server version 0.31.0")
-    log.at(6, API, "INFO", "utils.py:328", _args(launch, **args))
-    log.at(14, API, "INFO", "model.py:547", "Resolved architecture: DeepseekV4ForCausalLM")
-    log.at(14, API, "INFO", "model.py:1510", f"Using max model len {MAX_LEN}")
+    log.at(0, _BARE, "INFO", "__init__.py:241", "Automatically detected platform cuda.")
+    log.at(6, _API, "INFO", "api_server.py:1885", "vLLM API server version 0.31.0")
+    log.at(6, _API, "INFO", "utils.py:328", _args(launch, **args))
+    log.at(14, _API, "INFO", "model.py:547", "Resolved architecture: DeepseekV4ForCausalLM")
+    log.at(14, _API, "INFO", "model.py:1510", f"Using max model len {_MAX_LEN}")
     log.at(
         15,
-        API,
+        _API,
         "INFO",
         "cache.py:180",
         "Using fp8 data type to store kv cache. It reduces the GPU memory footprint and boosts the performance.",
     )
-    log.at(15, API, "INFO", "scheduler.py:222", "Chunked prefill is enabled with max_num_batched_tokens=8192.")
+    log.at(15, _API, "INFO", "scheduler.py:222", "Chunked prefill is enabled with max_num_batched_tokens=8192.")
 
 
 def _engine_init(log: _Log, launch: Launch, t: float) -> None:
     spec = "SpeculativeConfig(method='dspark', num_spec_tokens=3)" if launch.dspark else "None"
-    for who in (DP0, DP1):
+    for who in (_DP0, _DP1):
         log.at(t, who, "INFO", "core.py:654", "Waiting for init message from front-end.")
-    for who in (DP0, DP1):
+    for who in (_DP0, _DP1):
         log.at(
             t + 1,
             who,
@@ -190,26 +194,26 @@ def _engine_init(log: _Log, launch: Launch, t: float) -> None:
             f"Initializing a V1 LLM engine (v0.31.0) with config: model='{launch.weights}', "
             f"speculative_config={spec}, tokenizer='{launch.weights}', skip_tokenizer_init=False,"
             f" tokenizer_mode=auto, trust_remote_code=True, dtype=torch.bfloat16, "
-            f"max_seq_len={MAX_LEN}, load_format=auto, tensor_parallel_size=8, "
+            f"max_seq_len={_MAX_LEN}, load_format=auto, tensor_parallel_size=8, "
             "pipeline_parallel_size=1, data_parallel_size=2, quantization=None, "
             "enforce_eager=False, kv_cache_dtype=fp8, device_config=cuda, seed=0, "
             "enable_prefix_caching=True, chunked_prefill_enabled=True",
         )
     log.at(
         t + 8,
-        DP0,
+        _DP0,
         "INFO",
         "parallel_state.py:1165",
         "rank 0 in world size 16 is assigned as DP rank 0, PP rank 0, TP rank 0, EP rank 0",
     )
     log.at(
         t + 8,
-        DP1,
+        _DP1,
         "INFO",
         "parallel_state.py:1165",
         "rank 8 in world size 16 is assigned as DP rank 1, PP rank 0, TP rank 0, EP rank 8",
     )
-    for who in (DP0, DP1):
+    for who in (_DP0, _DP1):
         log.at(t + 10, who, "INFO", "gpu_model_runner.py:2338", f"Starting to load model {launch.weights}...")
         log.at(
             t + 11,
@@ -222,7 +226,7 @@ def _engine_init(log: _Log, launch: Launch, t: float) -> None:
 
 def _ready_tail(log: _Log, launch: Launch, load_end: float, ready: float) -> None:
     """Weights loaded at ``load_end``; the last timestamped line is at ``ready``."""
-    for k, who in enumerate((DP0, DP1)):
+    for k, who in enumerate((_DP0, _DP1)):
         took = load_end - 40 + 2.37 * k
         log.at(load_end + k, who, "INFO", "default_loader.py:267", f"Loading weights took {took:.2f} seconds")
         log.at(
@@ -233,7 +237,7 @@ def _ready_tail(log: _Log, launch: Launch, load_end: float, ready: float) -> Non
             f"Model loading took 21.13 GiB and {took + 3.418207:.6f} seconds",
         )
     mid = load_end + (ready - load_end) * 0.45
-    for who in (DP0, DP1):
+    for who in (_DP0, _DP1):
         log.at(
             mid,
             who,
@@ -243,7 +247,7 @@ def _ready_tail(log: _Log, launch: Launch, load_end: float, ready: float) -> Non
             "backbone for vLLM's torch.compile",
         )
     kv = ready - 34
-    for who in (DP0, DP1):
+    for who in (_DP0, _DP1):
         log.at(kv - 3, who, "INFO", "monitor.py:34", f"torch.compile takes {(kv - 3 - mid) * 0.8:.2f} s in total")
         log.at(kv, who, "INFO", "gpu_worker.py:298", f"Available KV cache memory: {launch.kv_gib} GiB")
         log.at(kv, who, "INFO", "kv_cache_utils.py:1087", f"GPU KV cache size: {launch.kv_tokens:,} tokens")
@@ -252,9 +256,9 @@ def _ready_tail(log: _Log, launch: Launch, load_end: float, ready: float) -> Non
             who,
             "INFO",
             "kv_cache_utils.py:1091",
-            f"Maximum concurrency for {MAX_LEN:,} tokens per request: {launch.kv_tokens / MAX_LEN:.2f}x",
+            f"Maximum concurrency for {_MAX_LEN:,} tokens per request: {launch.kv_tokens / _MAX_LEN:.2f}x",
         )
-    for who in (DP0, DP1):
+    for who in (_DP0, _DP1):
         log.at(ready - 6, who, "INFO", "gpu_model_runner.py:3480", "Graph capturing finished in 26 secs, took 1.87 GiB")
         log.at(
             ready - 5,
@@ -263,9 +267,9 @@ def _ready_tail(log: _Log, launch: Launch, load_end: float, ready: float) -> Non
             "core.py:214",
             f"init engine (profile, create kv cache, warmup model) took {ready - 5 - load_end:.2f} seconds",
         )
-    log.at(ready, API, "INFO", "api_server.py:1611", "Supported_tasks: ['generate']")
-    log.at(ready, API, "INFO", "api_server.py:1880", "Starting vLLM API server 0 on http://0.0.0.0:8000")
-    log.at(ready, API, "INFO", "launcher.py:36", "Available routes are:")
+    log.at(ready, _API, "INFO", "api_server.py:1611", "Supported_tasks: ['generate']")
+    log.at(ready, _API, "INFO", "api_server.py:1880", "Starting vLLM API server 0 on http://0.0.0.0:8000")
+    log.at(ready, _API, "INFO", "launcher.py:36", "Available routes are:")
     for route, methods in (
         ("/health", "GET"),
         ("/v1/models", "GET"),
@@ -273,10 +277,10 @@ def _ready_tail(log: _Log, launch: Launch, load_end: float, ready: float) -> Non
         ("/v1/chat/completions", "POST"),
         ("/metrics", "GET"),
     ):
-        log.at(ready, API, "INFO", "launcher.py:44", f"Route: {route}, Methods: {methods}")
-    log.raw(API, "INFO:     Started server process [1]")
-    log.raw(API, "INFO:     Waiting for application startup.")
-    log.raw(API, "INFO:     Application startup complete.")
+        log.at(ready, _API, "INFO", "launcher.py:44", f"Route: {route}, Methods: {methods}")
+    log.raw(_API, "INFO:     Started server process [1]")
+    log.raw(_API, "INFO:     Waiting for application startup.")
+    log.raw(_API, "INFO:     Application startup complete.")
 
 
 _CORE = '  File "/usr/local/lib/python3.12/dist-packages/vllm/v1/engine/core.py", line {}, in {}'
@@ -288,11 +292,11 @@ def launch_log(launch: Launch) -> str:
     n = launch.attempt
     if n == 1:
         _preamble(log, launch, local=False)
-        log.at(27, BARE, "INFO", "__init__.py:241", "Automatically detected platform cuda.")
+        log.at(27, _BARE, "INFO", "__init__.py:241", "Automatically detected platform cuda.")
         _engine_init(log, launch, 30)
         log.traceback(
             36,
-            DP1,
+            _DP1,
             "core.py:718",
             [
                 _CORE.format(709, "run_engine_core"),
@@ -306,7 +310,7 @@ def launch_log(launch: Launch) -> str:
         )
         log.at(
             39,
-            API,
+            _API,
             "ERROR",
             "core_client.py:611",
             "Engine core initialization failed. See root cause above. Failed core proc(s): {'EngineCore_DP1': 1}",
@@ -315,7 +319,7 @@ def launch_log(launch: Launch) -> str:
         _preamble(log, launch, start_rank=True)
         log.at(
             16,
-            API,
+            _API,
             "ERROR",
             "api_server.py:1960",
             "ValueError: --data-parallel-start-rank given on the head node selects hybrid "
@@ -324,32 +328,32 @@ def launch_log(launch: Launch) -> str:
         )
     elif n == 3:
         _preamble(log, launch)
-        log.at(27, BARE, "INFO", "__init__.py:241", "Automatically detected platform cuda.")
+        log.at(27, _BARE, "INFO", "__init__.py:241", "Automatically detected platform cuda.")
         _engine_init(log, launch, 30)
         for k, shards in enumerate((9, 17, 25)):
             log.raw(
-                DP0,
+                _DP0,
                 f"Loading safetensors checkpoint shards: {shards * 100 // 48:3d}% Completed"
                 f" | {shards}/48 [{(k + 1) * 3:02d}:{(k * 17) % 60:02d}<{12 - 3 * k:02d}:00,"
                 f" {20.0 + k:.2f}s/it]",
             )
         log.at(
             641,
-            API,
+            _API,
             "ERROR",
             "core_client.py:611",
             "TimeoutError: engine core processes did not become ready within "
             "VLLM_ENGINE_READY_TIMEOUT_S=600 seconds (weights were still loading: 25/48 shards)",
         )
     elif n in (6, 7):
-        log.at(0, BARE, "INFO", "__init__.py:241", "Automatically detected platform cuda.")
+        log.at(0, _BARE, "INFO", "__init__.py:241", "Automatically detected platform cuda.")
         if n == 6:
-            log.raw(BARE, "usage: vllm serve [model_tag] [options]")
-            log.raw(BARE, f"vllm serve: error: unrecognized arguments: serve {launch.weights}")
+            log.raw(_BARE, "usage: vllm serve [model_tag] [options]")
+            log.raw(_BARE, f"vllm serve: error: unrecognized arguments: serve {launch.weights}")
         else:
             log.at(
                 2,
-                BARE,
+                _BARE,
                 "ERROR",
                 "serve.py:54",
                 "ValueError: With `vllm serve`, you should provide"
@@ -363,7 +367,7 @@ def launch_log(launch: Launch) -> str:
         load_end = ready * 0.62
         if not launch.partial:
             _preamble(log, launch)
-            log.at(27, BARE, "INFO", "__init__.py:241", "Automatically detected platform cuda.")
+            log.at(27, _BARE, "INFO", "__init__.py:241", "Automatically detected platform cuda.")
             _engine_init(log, launch, 30)
         else:  # kept from mid-start only: the first line is already the weights report
             log.start = launch.start - timedelta(seconds=load_end)

@@ -16,14 +16,16 @@ from bench_ledger.casestudy.logs import LAUNCHES, Launch
 from bench_ledger.casestudy.plan import PROBE_INPUT, PROBES, RunSpec
 from bench_ledger.tools import Tool
 
+__all__ = ["REPORT_FILE", "import_commands", "manifest_text"]
+
 REPORT_FILE = "h20-dsv41-flash-report.zh.txt"
-REPORT_TITLE = "DeepSeek-V4.1-Flash 双机 16 卡 H20 部署压测：TP8×DP2 与跨机 EP 的边界"
-REPORT_SERIES = "大模型推理基础设施实战系列 · 第 11 篇"
-BENCH_SEED = 0  # ours: vLLM's default --seed (the report does not print the seed)
+_REPORT_TITLE = "DeepSeek-V4.1-Flash 双机 16 卡 H20 部署压测：TP8×DP2 与跨机 EP 的边界"
+_REPORT_SERIES = "大模型推理基础设施实战系列 · 第 11 篇"
+_BENCH_SEED = 0  # ours: vLLM's default --seed (the report does not print the seed)
 
 
 @dataclass(frozen=True)
-class ManifestRun:
+class _ManifestRun:
     """One ``runs:`` entry."""
 
     batch: str
@@ -42,7 +44,7 @@ def _q(value: object) -> str:
     return "null" if value is None else json.dumps(value, ensure_ascii=False)
 
 
-def manifest_runs(specs: Iterable[RunSpec]) -> list[ManifestRun]:
+def _manifest_runs(specs: Iterable[RunSpec]) -> list[_ManifestRun]:
     runs = []
     for spec in specs:
         tool = Tool.VLLM_BENCHMARK_SERVING if spec.legacy else Tool.VLLM_BENCH
@@ -53,14 +55,14 @@ def manifest_runs(specs: Iterable[RunSpec]) -> list[ManifestRun]:
             "file_cache": "unknown",
         }
         runs.append(
-            ManifestRun(
+            _ManifestRun(
                 spec.batch,
                 spec.label,
                 spec.input_target,
                 spec.output_cap,
                 spec.concurrency,
                 spec.requests,
-                BENCH_SEED,
+                _BENCH_SEED,
                 "random",
                 tool,
                 warm,
@@ -74,7 +76,7 @@ def manifest_runs(specs: Iterable[RunSpec]) -> list[ManifestRun]:
             "file_cache": "unknown",
         }
         runs.append(
-            ManifestRun(
+            _ManifestRun(
                 "fx",
                 label,
                 50_000,
@@ -141,9 +143,9 @@ def manifest_text(specs: Iterable[RunSpec]) -> str:
         "synthetic: true",
         "source_reports:",
         "  - slug: h20-dsv41-flash",
-        f"    title: {_q(REPORT_TITLE)}",
+        f"    title: {_q(_REPORT_TITLE)}",
         "    date: 2026-10-20   # assumed: the report prints no date; its runs are dated 2026-10-17",
-        f"    author: {_q(REPORT_SERIES)}   # the series name; no person is named",
+        f"    author: {_q(_REPORT_SERIES)}   # the series name; no person is named",
         "    language: zh",
         f"    file: {REPORT_FILE}",
         '    location: "shared/case-study/h20-dsv41-flash-report.zh.txt"',
@@ -160,7 +162,7 @@ def manifest_text(specs: Iterable[RunSpec]) -> str:
         "# its output cap was not recorded (null).",
         "runs:",
     ]
-    for r in manifest_runs(specs):
+    for r in _manifest_runs(specs):
         warm = ", ".join(f"{k}: {v}" for k, v in r.warm.items())
         lines.append(
             f"  - {{batch: {r.batch}, label: {_q(r.label)}, input_target_tokens: {r.input_target}, "

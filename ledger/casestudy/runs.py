@@ -29,15 +29,17 @@ from bench_ledger.casestudy.timeline import (
     t_interval,
 )
 
+__all__ = ["RunRecords", "build_run"]
+
 # Scheduling model per tier: per-engine prefill rate (tok/s) and per-stream decode rate (tok/s).
 # Only the shape matters: the timeline is scaled to the solved wall clock afterwards.
-TIER_MODEL: dict[str, tuple[float, float]] = {
+_TIER_MODEL: dict[str, tuple[float, float]] = {
     "50k-200": (16_000.0, 30.0),
     "80k-600": (15_000.0, 26.0),
     "160k-1300": (13_000.0, 18.0),
     "32-512": (2_000.0, 110.0),
 }
-LEGACY_START_OVERHEAD = 0.0035  # s between the legacy bench's clock start and its first request
+_LEGACY_START_OVERHEAD = 0.0035  # s between the legacy bench's clock start and its first request
 
 
 @dataclass
@@ -126,9 +128,9 @@ def build_run(spec: RunSpec, seed: int) -> RunRecords:
     if spec.label == "32-512-c64n64":
         return _short_c64(rng, spec)
     ins, outs, wall = _solve_sums(rng, spec)
-    prefill, decode = TIER_MODEL[spec.tier]
+    prefill, decode = _TIER_MODEL[spec.tier]
     shape = Shape.draw(rng, spec.requests)
-    span = wall - LEGACY_START_OVERHEAD if spec.legacy else wall
+    span = wall - _LEGACY_START_OVERHEAD if spec.legacy else wall
     tl = calibrated_timeline(ins, outs, spec.concurrency, span, prefill, decode, shape, spec.ttft_p50)
     return RunRecords(spec, ins, outs, tl.starts, tl.ttfts, tl.latencies, _itls(rng, outs, tl), wall)
 
@@ -158,7 +160,7 @@ def _short_c64(rng: random.Random, spec: RunSpec) -> RunRecords:
     """
     ins, outs, wall = _solve_sums(rng, spec)
     n = spec.requests
-    end = wall - LEGACY_START_OVERHEAD
+    end = wall - _LEGACY_START_OVERHEAD
     starts = sorted(rng.uniform(0.0, 0.004) for _ in range(n))
     raw = [0.16 + 0.5 * rng.random() ** 1.4 for _ in range(n)]
     med, top = median(raw), max(raw)

@@ -24,9 +24,20 @@ import random
 from dataclasses import dataclass
 from fractions import Fraction
 
+__all__ = [
+    "Shape",
+    "Timeline",
+    "calibrated_timeline",
+    "chunk_gaps",
+    "fit_ints",
+    "median",
+    "solve_wall_clock",
+    "t_interval",
+]
+
 # Speculative decoding ("dspark", 3 speculative tokens): one streamed chunk carries 1..4 tokens.
-CHUNK_SIZES = (1, 2, 3, 4)
-CHUNK_WEIGHTS = (0.22, 0.30, 0.28, 0.20)
+_CHUNK_SIZES = (1, 2, 3, 4)
+_CHUNK_WEIGHTS = (0.22, 0.30, 0.28, 0.20)
 
 
 def t_interval(tokens: int, printed: int) -> tuple[Fraction, Fraction]:
@@ -107,7 +118,7 @@ class Shape:
         )
 
 
-def simulate(
+def _simulate(
     ins: list[int],
     outs: list[int],
     concurrency: int,
@@ -164,7 +175,7 @@ def calibrated_timeline(
         lo, hi = math.log(decode_rate) - 6, math.log(decode_rate) + 6
 
         def ratio(log_rate: float) -> float:
-            tl = simulate(ins, outs, concurrency, prefill_rate, math.exp(log_rate), shape)
+            tl = _simulate(ins, outs, concurrency, prefill_rate, math.exp(log_rate), shape)
             return median(tl.ttfts) / tl.span
 
         if not ratio(lo) <= want <= ratio(hi):
@@ -173,7 +184,7 @@ def calibrated_timeline(
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if ratio(mid) < want else (lo, mid)
         decode_rate = math.exp((lo + hi) / 2)
-    tl = simulate(ins, outs, concurrency, prefill_rate, decode_rate, shape)
+    tl = _simulate(ins, outs, concurrency, prefill_rate, decode_rate, shape)
     return tl.scaled(wall_clock / tl.span)
 
 
@@ -185,7 +196,7 @@ def chunk_gaps(rng: random.Random, n_out: int, decode_time: float) -> list[float
     """
     remaining, sizes = n_out - 1, []
     while remaining > 0:
-        size = min(remaining, rng.choices(CHUNK_SIZES, CHUNK_WEIGHTS)[0])
+        size = min(remaining, rng.choices(_CHUNK_SIZES, _CHUNK_WEIGHTS)[0])
         sizes.append(size)
         remaining -= size
     if not sizes:

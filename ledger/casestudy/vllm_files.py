@@ -15,12 +15,14 @@ from typing import Any
 from bench_ledger.casestudy.plan import MODEL_ID, SYNTHETIC_NOTE
 from bench_ledger.casestudy.runs import RunRecords
 
-NEW_PERCENTILES = (50.0, 95.0, 99.0)  # --metric-percentiles 50,95,99
-LEGACY_PERCENTILES = (99.0,)  # the legacy script's default
-PLACEHOLDER_TEXT = "(synthetic: no text generated)"
+__all__ = ["dumps_result", "legacy_result", "probe_jsonl", "vllm_result"]
+
+_NEW_PERCENTILES = (50.0, 95.0, 99.0)  # --metric-percentiles 50,95,99
+_LEGACY_PERCENTILES = (99.0,)  # the legacy script's default
+_PLACEHOLDER_TEXT = "(synthetic: no text generated)"
 
 
-def np_percentile(xs: list[float], p: float) -> float:
+def _np_percentile(xs: list[float], p: float) -> float:
     """numpy.percentile(xs, p) with the default linear method, including numpy's lerp."""
     s = sorted(xs)
     n = len(s)
@@ -34,7 +36,7 @@ def np_percentile(xs: list[float], p: float) -> float:
     return b - diff * (1 - t) if t >= 0.5 else a + diff * t
 
 
-def np_median(xs: list[float]) -> float:
+def _np_median(xs: list[float]) -> float:
     s = sorted(xs)
     n = len(s)
     return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
@@ -53,12 +55,12 @@ def _stats(name: str, values_s: list[float], percentiles: tuple[float, ...]) -> 
     ms = [v * 1000 for v in values_s] or [0.0]
     out = {
         f"mean_{name}_ms": _mean(ms),
-        f"median_{name}_ms": np_median(ms),
+        f"median_{name}_ms": _np_median(ms),
         f"std_{name}_ms": _std(ms),
     }
     for p in percentiles:
         word = str(int(p)) if int(p) == p else str(p)
-        out[f"p{word}_{name}_ms"] = np_percentile(ms, p)
+        out[f"p{word}_{name}_ms"] = _np_percentile(ms, p)
     return out
 
 
@@ -138,7 +140,7 @@ def _arrays(run: RunRecords, **timing: list[float]) -> dict[str, Any]:
         "ttfts": run.ttfts,
         "itls": run.itls,
         **timing,
-        "generated_texts": [PLACEHOLDER_TEXT] * n,
+        "generated_texts": [_PLACEHOLDER_TEXT] * n,
         "errors": [""] * n,
     }
 
@@ -155,7 +157,7 @@ def vllm_result(run: RunRecords, date: str, clock_base: float) -> dict[str, Any]
     body = _summary(run, duration, failed=0, goodput_key="request_goodput")
     body.update(_arrays(run, latencies=run.latencies, start_times=starts))
     body.update(max_output_tokens_per_s=peak_chunks, max_concurrent_requests=peak_active, rtfx=0.0)
-    body.update(_latency_stats(run, NEW_PERCENTILES))
+    body.update(_latency_stats(run, _NEW_PERCENTILES))
     return {**_header(run, date, legacy=False), **body}
 
 
@@ -167,7 +169,7 @@ def legacy_result(run: RunRecords, date: str) -> dict[str, Any]:
     """
     body = _summary(run, run.wall_clock, failed=None, goodput_key="request_goodput:")
     body.update(_arrays(run))
-    body.update(_latency_stats(run, LEGACY_PERCENTILES))
+    body.update(_latency_stats(run, _LEGACY_PERCENTILES))
     return {**_header(run, date, legacy=True), **body}
 
 

@@ -25,10 +25,9 @@ from typing import Literal
 from bench_ledger.queries.stats.sampling import DEFAULT_CONFIDENCE, SamplingInterval
 from scipy import stats as sps
 
-__all__ = ["CHANGE_VERDICTS", "Change", "ChangeVerdict", "change_verdict"]
+__all__ = ["Change", "ChangeVerdict", "Op", "change_verdict"]
 
 ChangeVerdict = Literal["differs", "within sampling error", "insufficient sample", "unknown sampling error"]
-CHANGE_VERDICTS: tuple[str, ...] = ("differs", "within sampling error", "insufficient sample", "unknown sampling error")
 Op = Literal["ratio", "percent_change", "difference"]
 
 

@@ -23,7 +23,7 @@ from scipy import stats as sps
 __all__ = ["MIN_POINTS", "ChangePoint", "change_points"]
 
 MIN_POINTS = 8  # points of a series below which no change point is looked for
-PENALTY_FACTOR = 3.0  # the modified BIC's per-change term, in units of sigma^2 ln n
+_PENALTY_FACTOR = 3.0  # the modified BIC's per-change term, in units of sigma^2 ln n
 
 
 @dataclass
@@ -72,7 +72,7 @@ def change_points(values: Sequence[float], confidence: float = 0.95) -> list[Cha
         sigma = float(np.std(d)) / np.sqrt(2)
     if sigma == 0:  # a constant series
         return []
-    ends = rpt.Pelt(model="l2", min_size=2, jump=1).fit(y).predict(pen=PENALTY_FACTOR * sigma**2 * np.log(n))
+    ends = rpt.Pelt(model="l2", min_size=2, jump=1).fit(y).predict(pen=_PENALTY_FACTOR * sigma**2 * np.log(n))
     edges = [0, *ends]
     out = []
     for i in range(1, len(edges) - 1):

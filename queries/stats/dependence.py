@@ -18,10 +18,10 @@ from __future__ import annotations
 import numpy as np
 from scipy import fft as spfft
 
-__all__ = ["effective_size", "integrated_time"]
+__all__ = ["effective_size"]
 
 
-def integrated_time(series: np.ndarray) -> np.ndarray:
+def _integrated_time(series: np.ndarray) -> np.ndarray:
     """tau (>= 1) of each row of ``series`` (1-D: one series; 2-D: one per row); a constant row gives 1."""
     x = np.atleast_2d(np.asarray(series))
     x = x.astype(np.float32 if x.dtype == np.bool_ else np.float64)  # an indicator is exact in float32
@@ -46,4 +46,4 @@ def integrated_time(series: np.ndarray) -> np.ndarray:
 def effective_size(series: np.ndarray) -> np.ndarray:
     """n / tau of each row (never above n)."""
     x = np.atleast_2d(np.asarray(series, dtype=np.float64))
-    return x.shape[1] / integrated_time(x)
+    return x.shape[1] / _integrated_time(x)

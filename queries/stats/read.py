@@ -15,10 +15,10 @@ from bench_ledger.queries.metrics_requests import Dist, Metric, Q
 from bench_ledger.queries.stats.sampling import DEFAULT_CONFIDENCE, SamplingInterval, not_sampled, sampling_interval
 from bench_ledger.queries.values import MetricValue
 
-__all__ = ["add_intervals", "interval_of", "intervals_of", "ordered_values"]
+__all__ = ["add_intervals", "interval_of"]
 
 
-def ordered_values(conn: sa.Connection, mt: Metric, run_ids: list[int]) -> dict[int, np.ndarray]:
+def _ordered_values(conn: sa.Connection, mt: Metric, run_ids: list[int]) -> dict[int, np.ndarray]:
     """Each run's values of a distribution metric, in request order (``run_ids``: the runs' first revisions,
     as a metric value's ``run_ids`` names them)."""
     plan = mt.plan
@@ -57,7 +57,7 @@ def _why_none(mv: MetricValue, mt: Metric | None) -> str | None:
     return None
 
 
-def intervals_of(
+def _intervals_of(
     conn: sa.Connection, values: Iterable[MetricValue], confidence: float = DEFAULT_CONFIDENCE
 ) -> list[SamplingInterval]:
     """The sampling interval of each metric value (n/a with the reason where it has none); one read per metric."""
@@ -77,7 +77,7 @@ def intervals_of(
     for name, idx in wanted.items():
         mt = METRICS[name]
         assert isinstance(mt.plan, Dist)
-        series = ordered_values(conn, mt, sorted({values[i].run_ids[0] for i in idx}))
+        series = _ordered_values(conn, mt, sorted({values[i].run_ids[0] for i in idx}))
         for i in idx:
             si = sampling_interval(mt.plan.stat, series[values[i].run_ids[0]], confidence)
             si.estimate = float(values[i].value)  # type: ignore[arg-type]  # the metric's own (exact) value, shown
@@ -86,15 +86,15 @@ def intervals_of(
 
 
 def interval_of(ledger, mv: MetricValue, confidence: float = DEFAULT_CONFIDENCE) -> SamplingInterval:
-    """:func:`intervals_of` for one value."""
+    """:func:`_intervals_of` for one value."""
     with ledger.connection() as conn:
-        return intervals_of(conn, [mv], confidence)[0]
+        return _intervals_of(conn, [mv], confidence)[0]
 
 
 def add_intervals(ledger, rows: list, confidence: float = DEFAULT_CONFIDENCE) -> None:
     """Fill each :class:`~queries.metrics.RunMetrics` row's ``sampling`` with every value's interval."""
     flat = [(r, name, mv) for r in rows for name, mv in r.values.items()]
     with ledger.connection() as conn:
-        got = intervals_of(conn, [mv for _, _, mv in flat], confidence)
+        got = _intervals_of(conn, [mv for _, _, mv in flat], confidence)
     for (r, name, _), si in zip(flat, got, strict=True):
         r.sampling[name] = si

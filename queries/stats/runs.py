@@ -37,7 +37,7 @@ STATS_METRICS = (
     "total_tpm",
     "output_tpm",
 )
-R, B = m.Run.__table__, m.Batch.__table__
+_R, _B = m.Run.__table__, m.Batch.__table__
 
 
 def _known(metrics: tuple[str, ...]) -> None:
@@ -219,14 +219,14 @@ def trend(
     if key is not None and len(key) < 12:
         raise UsageError(f"--key {key!r}: give at least 12 characters of the key (ledger trend --batch B shows them)")
     stmt = (
-        sa.select(R.c.id, R.c.label, B.c.name.label("batch"), B.c.status)
-        .join(B, B.c.id == R.c.batch_id)
-        .where(current(R))
-        .order_by(B.c.closed_at, B.c.id, R.c.started_at, R.c.id)
+        sa.select(_R.c.id, _R.c.label, _B.c.name.label("batch"), _B.c.status)
+        .join(_B, _B.c.id == _R.c.batch_id)
+        .where(current(_R))
+        .order_by(_B.c.closed_at, _B.c.id, _R.c.started_at, _R.c.id)
     )
     with ledger.connection() as conn:
         if batches:
-            rows = conn.execute(sa.select(B.c.name, B.c.status).where(B.c.name.in_(batches))).all()
+            rows = conn.execute(sa.select(_B.c.name, _B.c.status).where(_B.c.name.in_(batches))).all()
             found = {r.name: r.status for r in rows}
             for name in batches:
                 if name not in found:
@@ -238,9 +238,9 @@ def trend(
                         f"batch {name!r} is {found[name]}: its numbers may still change",
                         f"close it first (ledger close {name}), or leave it out",
                     )
-            stmt = stmt.where(B.c.name.in_(batches))
+            stmt = stmt.where(_B.c.name.in_(batches))
         else:
-            stmt = stmt.where(B.c.status == "closed")
+            stmt = stmt.where(_B.c.status == "closed")
         runs = conn.execute(stmt).all()
     keys = run_keys(ledger, [r.id for r in runs])
     groups: dict[str, list] = {}
