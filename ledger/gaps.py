@@ -94,8 +94,8 @@ def rows_of(table: pa.Table) -> pa.Table:
 
 def rows_in_slices(table: pa.Table, gaps: int = 1 << 20) -> Iterator[pa.Table]:
     """:func:`rows_of` of ``table`` in order, a slice of its arrays of at most ``gaps`` gaps (or one
-    array) at a time: the rows of a whole import chunk at once (12.8M gaps of the 128-gap benchmark
-    file: four columns of 8 bytes) had cost ~0.6 GB of peak memory."""
+    array) at a time: the rows of a whole import chunk at once held four 8-byte columns per gap in
+    memory (benchmarks/profile_notes.md, "Figures moved out of code comments")."""
     if table.num_rows == 0:
         return
     lens = pc.fill_null(pc.list_value_length(table.column("gaps")), 0).to_numpy(zero_copy_only=False)
@@ -169,8 +169,8 @@ def read(conn: sa.Connection, backend: str, sql: str, keys: list[str]) -> pa.Tab
     stored order).
 
     Why: reading through the view costs its ``seq`` (DuckDB: a second unnest; PostgreSQL: a lateral
-    ``unnest WITH ORDINALITY``, one row per gap on the server), more than the read itself (seal close
-    and verify of 4M gaps on PostgreSQL 4.2-5.2 s through it). DuckDB hands the list column to Arrow.
+    ``unnest WITH ORDINALITY``, one row per gap on the server), more than the read itself
+    (docs/decisions/0009-chunk-gaps-as-arrays.md). DuckDB hands the list column to Arrow.
     PostgreSQL aggregates the scan into two bytea values in one pass (as ``digest.read_pg_columns``):
     per row its keys and its array's cardinality, and the arrays' element records (``array_send``
     without the header), cut with numpy. None when that form does not hold (an array of another

@@ -26,7 +26,7 @@ def gc_paused() -> Iterator[None]:
             if gc.get_freeze_count() == 0:
                 # the objects tracked meanwhile straight into the oldest generation (two list splices):
                 # re-enabled with them young, the next allocation made the collector walk them all at once
-                # (~80k objects, ~0.02 s, after every run's metrics), and again as they aged. A freeze the
+                # (after every run's metrics), and again as they aged. A freeze the
                 # program made itself (gc.freeze before forking) is left alone: unfreeze would undo it.
                 gc.freeze()
                 gc.unfreeze()

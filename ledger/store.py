@@ -36,8 +36,8 @@ from sqlalchemy.orm import Session
 T = TypeVar("T")
 
 # DuckDB's Python client tries `import pandas` on every execute() with parameters. Where pandas is
-# not installed that import fails, is not cached, and re-scans sys.path each time: profiles showed it
-# at over 40% of a vLLM import and 23% of an audit. A finder placed first on sys.meta_path answers
+# not installed that import fails, is not cached, and re-scans sys.path each time, a large share of an
+# import and of an audit (benchmarks/profile_notes.md, note 1). A finder placed first on sys.meta_path answers
 # "no such module" at once instead. (A None entry in sys.modules did the same for CPython's import,
 # but Cython-compiled callers such as pyarrow's pandas shim, active once numpy is installed, read
 # that None back as the module and fail with AttributeError.)
@@ -59,7 +59,7 @@ if "pandas" not in sys.modules and importlib.util.find_spec("pandas") is None:
 
 
 # The DuckDB dialect named directly: SQLAlchemy otherwise finds `duckdb://` by scanning every installed
-# distribution's entry points (importlib.metadata), ~18 ms of every command that opens a ledger. The
+# distribution's entry points (importlib.metadata), in every command that opens a ledger. The
 # same class the driver's entry point names (duckdb-sqlalchemy's `duckdb = duckdb_sqlalchemy:Dialect`).
 registry.register("duckdb", "duckdb_sqlalchemy", "Dialect")
 
@@ -215,8 +215,8 @@ def _alembic_config():
     return cfg
 
 
-# Alembic is imported only to migrate (issue 17: importing it cost ~0.17 s of every command, of
-# `ledger import` too, which only checks that the schema is at head). The head and the stored
+# Alembic is imported only to migrate (issue 17: every command paid for importing it, `ledger import`
+# too, which only checks that the schema is at head). The head and the stored
 # revision are read without it: the head from the revision files' own `revision` / `down_revision`
 # lines (a plain chain; anything else asks Alembic), the stored one from alembic_version, as
 # Alembic's MigrationContext.get_current_revision reads it. tests/test_store.py checks both against
@@ -251,7 +251,7 @@ def _chain_head() -> str | None:
 def _head_revision() -> str:
     """The newest revision the installed package ships. Read once per process, and without Alembic
     where the revisions form a plain chain (Alembic compiles and runs every revision file to find
-    it, ~15 ms, after its own import; every command asks, :meth:`Ledger.require_schema`)."""
+    it, after its own import; every command asks, :meth:`Ledger.require_schema`)."""
     head = _chain_head()
     if head is not None:
         return head
@@ -266,8 +266,8 @@ def _head_revision() -> str:
 def stored_revision(conn: sa.Connection) -> str | None:
     """The revision the database is at (None: no schema), read as Alembic reads it: the one row of
     ``alembic_version``. Whether that table exists is asked of ``information_schema`` (both backends, the
-    current schema, as Alembic's ``has_table``): the driver's reflection query cost DuckDB ~10 ms more
-    at the first call of a process, in every command (:meth:`Ledger.require_schema`)."""
+    current schema, as Alembic's ``has_table``): the driver's reflection query cost DuckDB more at
+    the first call of a process, in every command (:meth:`Ledger.require_schema`)."""
     present = conn.exec_driver_sql(
         "SELECT count(*) FROM information_schema.tables "
         "WHERE table_schema = current_schema() AND table_name = 'alembic_version'"
@@ -317,8 +317,7 @@ def on_one_snapshot(conn: sa.Connection, tasks: list[Callable[[sa.Connection], T
 # after the last of them closes (its pool disposed then: no connection stays open, no DuckDB file
 # stays held). A new engine costs its creation, the dialect's first-connect queries and the compiling of
 # every statement again (SQLAlchemy caches compiled SQL per engine): in-process callers that open a
-# ledger again (the Python API's facade calls: a metrics and runs call 118 -> 98-104 ms of CPU on the
-# demo ledger) skip those. A CLI command opens one ledger and exits.
+# ledger again (the Python API's facade calls) skip those. A CLI command opens one ledger and exits.
 _EngineKey = tuple[str, bool, bool]  # url, DuckDB read-only mode, pooled
 
 
@@ -390,8 +389,7 @@ class Ledger:
         try:
             # pooled on both backends but a read-only DuckDB one: a command's operations share one
             # connection; on PostgreSQL each new one is a server process started and its catalog caches
-            # filled again (~10 ms of wall each, 3-5 per command when every operation connected:
-            # `ledger status` 0.09 -> 0.03 s)
+            # filled again (docs/decisions/0008-connection-pool-and-shared-engine.md)
             per_operation = read_only and self.backend == "duckdb"
             key: _EngineKey = (self.url, per_operation, not per_operation)
             self.engine = _acquire_engine(key)
@@ -410,8 +408,7 @@ class Ledger:
     def held(self) -> Iterator[None]:
         """A read-only DuckDB ledger (one connection per operation) keeps its connections for the block
         and releases the file when it ends: the operations of one facade call share them instead of
-        opening the file again each (~35 ms of CPU per open and close; 65 of them in the case study's
-        audit). Any other ledger, or a block inside another, is left as it is."""
+        opening the file again each (docs/decisions/0030-python-api-connections.md). Any other ledger, or a block inside another, is left as it is."""
         if not self.read_only or self.backend != "duckdb" or self._holding:
             yield
             return
@@ -514,8 +511,8 @@ class Ledger:
             return
         with self.engine.begin() as conn:
             # a sample of 300 x STATISTICS_TARGET rows per table, not the server's 300 x 100: right after a bulk
-            # load the planner needs the row counts and how rows spread over runs, not fine histograms (ANALYZE
-            # after 1M requests: 0.29-0.67 s -> ~0.1 s; profile note 35); autovacuum's later ANALYZE takes the
+            # load the planner needs the row counts and how rows spread over runs, not fine histograms
+            # (benchmarks/profile_notes.md, note 35); autovacuum's later ANALYZE takes the
             # server's own target
             conn.exec_driver_sql(f"SET LOCAL default_statistics_target = {STATISTICS_TARGET}")
             conn.exec_driver_sql(f"ANALYZE {', '.join(tables)}")
@@ -540,7 +537,7 @@ class Ledger:
         problems: list[str] = []
         if rev is not None:
             tables = m.Base.metadata.sorted_tables
-            with self.connection() as conn:  # one statement (a count per table was 19 of them: 16 -> 6 ms on DuckDB)
+            with self.connection() as conn:  # one statement, not a count per table
                 row = conn.execute(
                     sa.select(
                         *(sa.select(sa.func.count()).select_from(t).scalar_subquery().label(t.name) for t in tables)

@@ -33,8 +33,7 @@ def run() -> None:
 
     Before the interpreter exits, every object still alive is frozen (``gc.freeze``): the collector's
     passes at exit walked them all (the loaded modules, SQLAlchemy's and Arrow's most of them) only for
-    the process to end, ~0.1 s of CPU after every command (`ledger status` 0.56 -> 0.46 s). Objects are
-    still freed by their reference counts as the modules are cleared; what is skipped is looking for
+    the process to end (docs/decisions/0033-start-up-cost.md has the cost). Objects are still freed by their reference counts as the modules are cleared; what is skipped is looking for
     cycles among them, whose memory the exit returns anyway. Callers of :func:`main` in their own
     process (tests through click's runner, scripts) are left as they are."""
     try:

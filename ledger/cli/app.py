@@ -323,7 +323,7 @@ def table(
     do not fit (``fold`` first, then from the right) are printed under each row as ``name: value``, with
     a note; --wide shows everything on one line per row. Piped, rows stay whole but cells are cut at
     _MAX_CELL, except in the ``whole`` columns, so one long label cannot pad every row of a listing to its
-    width (issue 13: a 1 MiB label made `ledger runs` print 25 MB)."""
+    width (issue 13; docs/decisions/0034-tables-fit-the-terminal.md)."""
     ctx = click.get_current_context(silent=True)
     wide = bool(ctx is not None and ctx.meta.get(_WIDE))
     if title:

@@ -20,7 +20,7 @@ def claims() -> None:
 
 def _write(path: Path, text: str) -> None:
     """Write all or nothing: a temporary file in the same folder, renamed over the target."""
-    import tempfile  # here, not at the top: ~3 ms of every command's start-up, `ledger --help` included
+    import tempfile  # here, not at the top: every command's start-up would pay for it, `ledger --help` too
 
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
