@@ -319,7 +319,7 @@ def test_hardware_statistics_equal_the_rows_definition_without_a_fraction_per_sa
     from bench_ledger import models as m
     from bench_ledger.queries.captured import hardware_view
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
     import gen
 
     gen.dmon(tmp_path / "a.txt", tmp_path / "a.csv", 4, 600)  # card 3's 'mem' is '-' throughout

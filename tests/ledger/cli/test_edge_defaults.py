@@ -7,8 +7,8 @@ from pathlib import Path
 
 from tests.clirun import run
 
-NATIVE = Path(__file__).resolve().parent / "fixtures" / "ledger_requests" / "native.jsonl"
-CSV = Path(__file__).resolve().parent / "fixtures" / "ledger_requests" / "native.csv"
+NATIVE = Path(__file__).resolve().parents[2] / "fixtures" / "ledger_requests" / "native.jsonl"
+CSV = Path(__file__).resolve().parents[2] / "fixtures" / "ledger_requests" / "native.csv"
 
 
 def test_import_into_a_new_batch_says_it_created_it(ledger_url: str) -> None:
@@ -97,7 +97,7 @@ def test_demo_refuses_a_folder_it_did_not_make(tmp_path) -> None:
     assert sorted(p.name for p in mine.iterdir()) == ["data", "ledger.duckdb"]
 
 
-LLMPERF = Path(__file__).resolve().parent / "fixtures" / "llmperf"
+LLMPERF = Path(__file__).resolve().parents[2] / "fixtures" / "llmperf"
 
 
 def test_usage_mistakes_exit_2(ledger_url: str) -> None:
@@ -191,7 +191,7 @@ def test_import_copy_keeps_a_verified_copy_and_never_follows_a_symlink(ledger_ur
     assert list(elsewhere.iterdir()) == [] and len(_stored(ledger_url)) == 1
 
 
-MANIFEST_DIR = Path(__file__).resolve().parent / "fixtures" / "manifest"
+MANIFEST_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "manifest"
 
 
 def _manifest(folder: Path, log: str | None = None, report: str = "report.txt") -> Path:

@@ -16,7 +16,7 @@ from click.testing import CliRunner
 
 from tests.clirun import run
 
-FIXTURES = Path(__file__).resolve().parent / "fixtures"
+FIXTURES = Path(__file__).resolve().parents[2] / "fixtures"
 
 
 @pytest.fixture

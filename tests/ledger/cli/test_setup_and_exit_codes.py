@@ -9,7 +9,7 @@ from bench_ledger.cli import main
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 
-MANIFEST = Path(__file__).parent / "fixtures" / "manifest" / "system.yaml"
+MANIFEST = Path(__file__).resolve().parents[2] / "fixtures" / "manifest" / "system.yaml"
 
 
 def run(*args: str, ok: bool = True):
@@ -117,7 +117,7 @@ def test_every_command_help_has_an_example() -> None:
 def test_manifest_schema_is_published_and_documents_every_field() -> None:
     from bench_ledger.declare import manifest_schema
 
-    published = Path(__file__).resolve().parents[1] / "docs" / "manifest.schema.json"
+    published = Path(__file__).resolve().parents[3] / "docs" / "manifest.schema.json"
     assert published.read_text(encoding="utf-8") == manifest_schema(), (
         "docs/manifest.schema.json is stale: run `python -m ledger.declare --schema > docs/manifest.schema.json`"
     )
