@@ -49,10 +49,10 @@ sys.dont_write_bytecode = False
 gc.set_threshold(*gc.get_threshold()[:2], 100)
 # A bug (an exception none of the ledger's own) reaches a user as one line and exit 70; in the tests it
 # propagates with its traceback instead (into CliRunner's result.exception, or a child's stderr), so a
-# crash reads as a crash. tests/test_cli_core.py unsets it to test what a user sees.
+# crash reads as a crash. tests/ledger/cli/test_setup_and_exit_codes.py unsets it to test what a user sees.
 os.environ["LEDGER_DEBUG"] = "1"
 # Tables fit $COLUMNS when it is set (ledger.cli.app.table); the shell running the suite must not change what
-# the tests read. tests/test_cli_width.py sets it where it tests the fitting.
+# the tests read. tests/ledger/cli/test_table_width.py sets it where it tests the fitting.
 os.environ.pop("COLUMNS", None)
 
 import sqlalchemy as sa  # noqa: E402

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-ONE_TEST = "tests/test_cli_import.py::test_same_bytes_twice_is_a_no_op"  # reads ../shared/samples
+ONE_TEST = "tests/ledger/cli/test_import_command.py::test_same_bytes_twice_is_a_no_op"  # reads ../shared/samples
 
 
 def pytest_run(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
