@@ -4,10 +4,10 @@ the server-log facts of a batch or deployment (`ledger show artefact`, `ledger h
 Why it is built this way:
 
 * Nothing here defines a statistic: per-card statistics are the definitions of
-  :mod:`queries.metrics_hardware` (``mean`` of the card's values, as ``card_stat``), the power
-  statistics across cards are its three power metrics evaluated through :mod:`queries.metrics`
+  :mod:`queries.metrics.hardware` (``mean`` of the card's values, as ``card_stat``), the power
+  statistics across cards are its three power metrics evaluated through :mod:`queries.metrics.registry`
   (one per power counter: average and instantaneous power are different counters, R14), and what a
-  statistic across cards may be is its :data:`~queries.metrics_hardware.ACROSS_CARDS` table.
+  statistic across cards may be is its :data:`~queries.metrics.hardware.ACROSS_CARDS` table.
 * Every value says where it comes from: the artefact (id, file, format) and the lines it was read from.
 * Log facts keep their line; the launch a log belongs to is the launch that names it
   (``launch.log_artefact_id``); a run ran against the launch of its deployment whose ``label`` its
@@ -26,8 +26,8 @@ from bench_ledger import models as m
 from bench_ledger.books import current
 from bench_ledger.counters import POWER_COUNTERS, kind_of, meaning_of
 from bench_ledger.errors import NotFound, UsageError
-from bench_ledger.queries.metrics_hardware import HS, LF, across_cards, read_cards
-from bench_ledger.queries.metrics_requests import mean
+from bench_ledger.queries.metrics.hardware import HS, LF, across_cards, read_cards
+from bench_ledger.queries.metrics.requests import mean
 from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger, unknown
 
@@ -293,7 +293,7 @@ def hardware_view(ledger: Ledger, batch: str) -> HardwareView:
             why=why,
         )
         if counter in POWER_COUNTERS:
-            from bench_ledger.queries.metrics import evaluate_power
+            from bench_ledger.queries.metrics.registry import evaluate_power
 
             for v in evaluate_power(ledger, counter, Scope(batch=batch)):
                 ac.values.append(

@@ -267,7 +267,7 @@ def run_detail(ledger: Ledger, run_id: int) -> RunDetail:
 def list_cards(ledger: Ledger, batch: str | None = None, deployment: str | None = None) -> list[str]:
     """The GPU cards with hardware samples in a batch or a deployment (all, without either), named
     as a scope's ``gpu`` names them ('node0:gpu3')."""
-    from bench_ledger.queries.metrics_hardware import card_name
+    from bench_ledger.queries.metrics.hardware import card_name
 
     hs, a, b, d = m.HardwareSample.__table__, m.Artefact.__table__, m.Batch.__table__, m.Deployment.__table__
     stmt = (

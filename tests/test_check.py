@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from bench_ledger.cli import main
-from bench_ledger.queries.check import IDENTITY, RECORDS, _RunRows, check, tolerance
+from bench_ledger.queries.check.core import IDENTITY, RECORDS, _RunRows, check, tolerance
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 

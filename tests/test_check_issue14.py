@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from bench_ledger.cli import main
-from bench_ledger.queries.check import IDENTITY, RECORDS, check
+from bench_ledger.queries.check.core import IDENTITY, RECORDS, check
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 
@@ -234,7 +234,7 @@ def test_request_values_are_sealed_exported_and_never_backfilled(
 
 
 def test_metrics_show_the_tools_reported_equivalents_marked_r(ledger: Ledger, ledger_url: str, samples: Path) -> None:
-    from bench_ledger.queries.metrics import run_metrics
+    from bench_ledger.queries.metrics.registry import run_metrics
 
     imp(
         ledger_url,
@@ -258,7 +258,7 @@ def test_metrics_show_the_tools_reported_equivalents_marked_r(ledger: Ledger, le
 def test_a_tpm_over_the_tools_reported_duration_is_reported_not_derived(
     ledger: Ledger, ledger_url: str, tmp_path: Path
 ) -> None:
-    from bench_ledger.queries.metrics import run_metrics
+    from bench_ledger.queries.metrics.registry import run_metrics
 
     obj = {
         "date": "20260301-120000",
@@ -289,8 +289,8 @@ def test_a_tpm_over_the_tools_reported_duration_is_reported_not_derived(
 
 def test_formats_doc_lists_the_kept_values_definitions_and_equivalents() -> None:
     from bench_ledger.importers import guidellm, llmperf
-    from bench_ledger.queries import metrics_reported
-    from bench_ledger.queries.check_stats import DEFINITIONS
+    from bench_ledger.queries.check.stat_definitions import DEFINITIONS
+    from bench_ledger.queries.metrics import reported as metrics_reported
 
     doc = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text()
     flat = " ".join(doc.split())

@@ -8,7 +8,7 @@ from collections import Counter
 from pathlib import Path
 
 from bench_ledger.cli import main
-from bench_ledger.queries.check import IDENTITY, RECORDS, check
+from bench_ledger.queries.check.core import IDENTITY, RECORDS, check
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 

@@ -1,5 +1,5 @@
 """vLLM's peak-second replays (max_output_tokens_per_s, max_concurrent_requests) computed over the
-columns (queries/check_tools.py ``_peak_second``) equal the row-by-row rational replay they replaced:
+columns (queries/check/tools.py ``_peak_second``) equal the row-by-row rational replay they replaced:
 on every real vLLM sample that reports them, and on generated records whose token times sit on, within
 and just outside 1 us of second boundaries, with float sums that round (many itls, starts far from
 zero, 0.1 + 0.2 gaps)."""
@@ -18,10 +18,10 @@ import pytest
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.cli import main
-from bench_ledger.queries.check import RECORDS, Records, StatusCounts, _records, check
-from bench_ledger.queries.check_stats import NotDerivable
-from bench_ledger.queries.check_tools import BOUNDARY, _peak_second, peak_inputs
-from bench_ledger.queries.exact_column import ExactColumn
+from bench_ledger.queries.check.core import RECORDS, Records, StatusCounts, _records, check
+from bench_ledger.queries.check.stat_definitions import NotDerivable
+from bench_ledger.queries.check.tools import BOUNDARY, _peak_second, peak_inputs
+from bench_ledger.queries.metrics.exact_column import ExactColumn
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 
@@ -244,7 +244,7 @@ def test_postgresql_reads_the_columns_and_gaps_at_once_with_the_same_rows(
     """On PostgreSQL a vLLM run's check reads the ok records' columns and their chunk gaps at once, on two
     connections of one snapshot (_RunRows.read_ahead); its rows are those of the one-read-at-a-time path
     (the server allowing no parallel read)."""
-    import bench_ledger.queries.check as qc
+    import bench_ledger.queries.check.core as qc
 
     f = _benchmark_check_input(tmp_path)
     res = CliRunner().invoke(main, ["import", "--db", pg_ledger.url, "-q", "--batch", "c", str(f)])

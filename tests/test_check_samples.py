@@ -3,7 +3,7 @@
 Each folder of ../shared/samples is imported as its own batch (named after the folder) and
 `ledger check --batch FOLDER` is run; its whole output (every row, recomputed value, tolerance and
 reason) must hash to the pin in tests/fixtures/check_samples.pins. The check's statistics were
-rebuilt for speed (queries/exact_column.py): this is what shows that nothing it prints changed.
+rebuilt for speed (queries/metrics/exact_column.py): this is what shows that nothing it prints changed.
 
 A change that means to change what `ledger check` prints (a new check, a new reason) rewrites
 the pins, and the diff of that file shows which folders' output changed:

@@ -11,9 +11,9 @@ from fractions import Fraction
 
 import numpy as np
 import pytest
-from bench_ledger.queries.check_stats import DEFINITIONS, NotDerivable, exact_sorted, percentile_level
-from bench_ledger.queries.exact_column import ExactColumn
-from bench_ledger.queries.metrics_requests import exact_sum, sum_of_squares_about_mean
+from bench_ledger.queries.check.stat_definitions import DEFINITIONS, NotDerivable, exact_sorted, percentile_level
+from bench_ledger.queries.metrics.exact_column import ExactColumn
+from bench_ledger.queries.metrics.requests import exact_sum, sum_of_squares_about_mean
 
 TINY = 5e-324  # the smallest subnormal
 BIG = sys.float_info.max
@@ -159,7 +159,7 @@ def test_a_non_finite_value_is_refused() -> None:
 def test_vllm_tpot_replays_the_tools_float_division() -> None:
     """check_tools' TPOT column: numpy's elementwise (latency - ttft) / (output_tokens - 1) is the
     per-request Python float arithmetic the series was computed with before."""
-    from bench_ledger.queries.check_tools import _serving_series
+    from bench_ledger.queries.check.tools import _serving_series
 
     rng = random.Random(5)
     n = 5000
@@ -186,7 +186,7 @@ def test_a_vllm_check_reads_columns_never_rows(ledger, ledger_url: str, tmp_path
     (that was a quarter of a 200k-request check), and the rows are what the dict path gave."""
     import json
 
-    from bench_ledger.queries import check as chk
+    from bench_ledger.queries.check import core as chk
 
     from tests.clirun import run
 
@@ -259,7 +259,7 @@ def test_guidellm_pdf_and_statistics_are_the_textbook_fractions(seed: int) -> No
     floats, mean and variance as Σ v·w / Σ w and Σ w·v² / Σ w - mean²) give exactly the rationals and
     floats of the textbook forms: repeated values, zero and all-zero weights, ints beside Fractions,
     and distinct Fractions that round to the same float (their order is decided as Fractions)."""
-    from bench_ledger.queries.check_stats import GUIDELLM_STATS, guidellm_stat, weighted_pdf
+    from bench_ledger.queries.check.stat_definitions import GUIDELLM_STATS, guidellm_stat, weighted_pdf
 
     rng = random.Random(seed)
     vals = [Fraction(x) for x in floats(seed, 60) if abs(x) < 1e150]  # a variance within a float

@@ -13,7 +13,7 @@ import pytest
 from bench_ledger import models as m
 from bench_ledger.cli import main
 from bench_ledger.errors import Refused
-from bench_ledger.queries.metrics import METRICS, evaluate, percentile_linear, run_metrics
+from bench_ledger.queries.metrics.registry import METRICS, evaluate, percentile_linear, run_metrics
 from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
@@ -332,7 +332,7 @@ def test_run_metrics_rows(two_batches_read: Ledger) -> None:
 
 
 def test_run_metrics_as_arrow(two_batches_read: Ledger) -> None:
-    from bench_ledger.queries.metrics import to_arrow
+    from bench_ledger.queries.metrics.registry import to_arrow
 
     table = to_arrow(run_metrics(two_batches_read, ["b1", "b2"]))
     assert table.num_rows == 5
@@ -456,7 +456,7 @@ def test_cli_metrics_two_batches_juxtaposed(_two_batches_url: str) -> None:
 def test_named_card_reads_only_its_rows_and_checks_every_card(
     ledger: Ledger, ledger_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bench_ledger.queries import metrics_hardware as mh
+    from bench_ledger.queries.metrics import hardware as mh
 
     (tmp_path / "a.txt").write_text(DMON)
     (tmp_path / "b.txt").write_text(DMON.replace("   90 ", "   30 "))  # node n0 again: the same cards
@@ -557,7 +557,7 @@ def test_the_first_run_metrics_of_a_process_imports_nothing(tmp_path: Path, fixt
     assert CliRunner().invoke(main, ["init", "--db", ledger_url]).exit_code == 0
     imp(ledger_url, str(fixtures / "vllm_bench" / "detailed_start_times.json"), "--batch", "b")
     code = (
-        "import sys\nfrom bench_ledger.store import Ledger\nfrom bench_ledger.queries.metrics import run_metrics\n"
+        "import sys\nfrom bench_ledger.store import Ledger\nfrom bench_ledger.queries.metrics.registry import run_metrics\n"
         f"ledger = Ledger({ledger_url!r})\nbefore = set(sys.modules)\nrows = run_metrics(ledger, ['b'])\n"
         "assert rows and rows[0].values['requests_ok'].value\nprint(sorted(set(sys.modules) - before))\n"
     )

@@ -1,4 +1,4 @@
-"""The batch path of run_metrics (queries.metrics_batch) equals evaluate(), metric by metric, run by run.
+"""The batch path of run_metrics (queries.metrics.grouped) equals evaluate(), metric by metric, run by run.
 
 On both backends (the `ledger` fixture): the hand-computed fixtures of test_metrics.py (plus runs that
 reach the remaining branches: one output token, failed only, legacy chunk gaps only, mixed clocks,
@@ -16,8 +16,8 @@ import random
 from pathlib import Path
 
 from bench_ledger.books import correct_run
-from bench_ledger.queries.metrics import METRICS, ROW_METRICS, RunMetrics, run_metrics, run_metrics_per_run
-from bench_ledger.queries.metrics_batch import supported
+from bench_ledger.queries.metrics.grouped import supported
+from bench_ledger.queries.metrics.registry import METRICS, ROW_METRICS, RunMetrics, run_metrics, run_metrics_per_run
 from bench_ledger.store import Ledger
 
 from tests.test_metrics import imp, two_batches, write_requests  # noqa: F401  (fixture)
@@ -235,7 +235,7 @@ def test_batch_equals_evaluate_with_ties_nulls_and_sizes(ledger: Ledger, ledger_
 def test_run_filter_between_only_for_a_range_of_ids() -> None:
     """run_filter reads a range of ids by BETWEEN (zone maps, stored order) and anything else by the semi-join."""
     import sqlalchemy as sa
-    from bench_ledger.queries.metrics_batch import run_filter
+    from bench_ledger.queries.metrics.grouped import run_filter
 
     sel = sa.select(sa.literal(1))
     assert (
@@ -250,7 +250,7 @@ def test_order_stats_equal_a_partition_per_run() -> None:
     """_order_stats (runs of one size as one matrix, one np.sort) reads the same order statistics as
     np.partition per run: sizes 1, 2 and repeated, ties, -0.0 beside 0.0, runs with a NULL value."""
     import numpy as np
-    from bench_ledger.queries.metrics_batch import _order_stats, ranks_read
+    from bench_ledger.queries.metrics.grouped import _order_stats, ranks_read
 
     rng = np.random.default_rng(5)
     sizes = [1, 2, 2, 3, 7, 7, 7, 50, 50, 101, 1000, 1000]
@@ -280,7 +280,7 @@ def test_pg_shares_read_the_runs_on_one_snapshot(pg_ledger: Ledger, tmp_path: Pa
     committed after the export, before the shares read, is in none of them (and in the next read)."""
     import sqlalchemy as sa
     from bench_ledger import models as m
-    from bench_ledger.queries import metrics_batch as mb
+    from bench_ledger.queries.metrics import grouped as mb
 
     url = pg_ledger.url
     rec = {"status": "ok", "input_tokens": 1, "output_tokens": 2, "ttft_s": 0.1, "latency_s": 0.3}

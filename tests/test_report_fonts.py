@@ -9,8 +9,8 @@ import warnings
 from pathlib import Path
 
 import pytest
-from bench_ledger.queries import report_render as rr
-from bench_ledger.queries.report import Plot, Series
+from bench_ledger.queries.report import render as rr
+from bench_ledger.queries.report.data import Plot, Series
 
 from tests.clirun import run
 

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from bench_ledger.queries.report import anchor
-from bench_ledger.queries.report_render import md_code, md_text
+from bench_ledger.queries.report.data import anchor
+from bench_ledger.queries.report.render import md_code, md_text
 from markdown_it import MarkdownIt
 
 from tests import browser

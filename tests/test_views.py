@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 from bench_ledger.cli import main
-from bench_ledger.queries.metrics import run_metrics
+from bench_ledger.queries.metrics.registry import run_metrics
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 

@@ -5,8 +5,8 @@ a claim: stored as ``published_value`` with flag ``reported``. :func:`check` giv
 value of the runs in scope two kinds of rows:
 
 * section ``records``: recomputed from the run's per-request records the way *that tool* computes
-  it (the tool's entry in :mod:`queries.check_tools`, its statistic definition from
-  :mod:`queries.check_stats`), or "not re-derivable" with the reason the records give (none in
+  it (the tool's entry in :mod:`queries.check.tools`, its statistic definition from
+  :mod:`queries.check.stat_definitions`), or "not re-derivable" with the reason the records give (none in
   the run's artefacts, a sample, a field not captured, a value only the tool's clock knows);
 * section ``identity``: the tool's own summary identities over the reported values alone
   (``output_throughput = total_output_tokens / duration``, ``median = p50``, ``avg x count = sum``),
@@ -38,10 +38,10 @@ from bench_ledger import gaps as gp
 from bench_ledger import models as m
 from bench_ledger.books import current, require_current
 from bench_ledger.kinds import INTEGER_KINDS
-from bench_ledger.queries.check_stats import NotDerivable
-from bench_ledger.queries.exact_column import ExactColumn
+from bench_ledger.queries.check.stat_definitions import NotDerivable
 from bench_ledger.queries.intervals import Interval
-from bench_ledger.queries.metrics_requests import captures
+from bench_ledger.queries.metrics.exact_column import ExactColumn
+from bench_ledger.queries.metrics.requests import captures
 from bench_ledger.store import Ledger, on_one_snapshot, pg_parallel_workers
 from bench_ledger.tools import PRINTED_ROUNDED
 from bench_ledger.units import printed_places
@@ -503,7 +503,7 @@ def _repeats(rid: int, pvs: list, machine: bool) -> list[CheckRow]:
 def check(ledger: Ledger, batch: str | None = None, run_id: int | None = None) -> list[CheckRow]:
     """Every reported value of the runs in scope: agree / disagree / not re-derivable (R15),
     recomputed from records and, where the tool has them, by its summary identities."""
-    from bench_ledger.queries.check_tools import tool_check
+    from bench_ledger.queries.check.tools import tool_check
 
     stmt = (
         sa.select(

@@ -30,8 +30,8 @@ from fractions import Fraction
 from operator import itemgetter
 from typing import NamedTuple
 
-from bench_ledger.queries.exact_column import ExactColumn
-from bench_ledger.queries.metrics_requests import (
+from bench_ledger.queries.metrics.exact_column import ExactColumn
+from bench_ledger.queries.metrics.requests import (
     exact_sum,
     mean,
     percentile_linear,

@@ -1,9 +1,9 @@
 """The metric registry: every metric defined once, evaluated on a scope, with its provenance.
 
-``METRICS`` maps a name to its :class:`~queries.metrics_requests.Metric` (unit, quantity kind,
+``METRICS`` maps a name to its :class:`~queries.metrics.requests.Metric` (unit, quantity kind,
 statistic, interval, captured fields it needs, formula). Definitions live in
-:mod:`queries.metrics_requests` (requests: counts, totals, wall clock, TPM, latency distributions)
-and :mod:`queries.metrics_hardware` (dmon counters, power, server-log facts); this module resolves a
+:mod:`queries.metrics.requests` (requests: counts, totals, wall clock, TPM, latency distributions)
+and :mod:`queries.metrics.hardware` (dmon counters, power, server-log facts); this module resolves a
 :class:`~queries.values.Scope` and enforces the rules that apply to *any* metric:
 
 * R2: no computation crosses a batch. A scope whose runs or samples span two batches is refused.
@@ -11,14 +11,14 @@ and :mod:`queries.metrics_hardware` (dmon counters, power, server-log facts); th
   over the runs of a sweep mixes loads, so it is refused unless the batch holds one run.
 * Every value is ``derived`` with its inputs, or ``n/a`` with its reason (never 0, never filled in);
   in the table of :func:`run_metrics` an n/a value is replaced by the tool's own equivalent figure
-  where it reported one (:mod:`queries.metrics_reported`, flag ``reported``).
+  where it reported one (:mod:`queries.metrics.reported`, flag ``reported``).
 
 Percentiles are numpy's default linear method (type 7) = vLLM's ``np.percentile`` = pandas'
-``quantile``; see :func:`queries.metrics_requests.percentile_linear`.
+``quantile``; see :func:`queries.metrics.requests.percentile_linear`.
 
 :func:`evaluate` is the reference definition (one metric, one scope). :func:`run_metrics` (the
 table of `ledger metrics`) computes the request metrics of *all* its runs with a few grouped
-statements (:mod:`queries.metrics_batch`) that feed the same decision functions, so every value,
+statements (:mod:`queries.metrics.grouped`) that feed the same decision functions, so every value,
 flag, n/a reason and input equals :func:`evaluate`'s (tests/test_metrics_batch.py checks it on both
 backends); :func:`run_metrics_per_run` is :func:`evaluate` called per run and metric, the test's reference.
 """
@@ -35,16 +35,16 @@ from bench_ledger import models as m
 from bench_ledger.books import current, require_current
 from bench_ledger.errors import LedgerError, NotFound, Refused
 from bench_ledger.gcpause import gc_paused
-from bench_ledger.queries.metrics_batch import RunRef, batch_values, supported
-from bench_ledger.queries.metrics_hardware import (
+from bench_ledger.queries.metrics.grouped import RunRef, batch_values, supported
+from bench_ledger.queries.metrics.hardware import (
     POWER_STATS,
     hardware_metrics,
     parse_window,
     power_metric,
     power_values,
 )
-from bench_ledger.queries.metrics_reported import fill_reported
-from bench_ledger.queries.metrics_requests import Ctx, Dist, Metric, percentile_linear, precheck_caps, request_metrics
+from bench_ledger.queries.metrics.reported import fill_reported
+from bench_ledger.queries.metrics.requests import Ctx, Dist, Metric, percentile_linear, precheck_caps, request_metrics
 from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.records import UNCONFIRMED_ZONE
 from bench_ledger.store import Ledger, unknown
@@ -243,7 +243,7 @@ class Evaluator:
     """:func:`evaluate` for many calls against a ledger that does not change meanwhile (an audit, a
     draft): each (metric, scope) is computed once, and a run scope (batch + label) of a metric the batch
     path serves is computed for *every* current run of its batch at its first call, by the grouped
-    statements of :mod:`queries.metrics_batch` (values equal :func:`evaluate`'s, metric by metric; a
+    statements of :mod:`queries.metrics.grouped` (values equal :func:`evaluate`'s, metric by metric; a
     statement over one run reads as many rows as over all, the request table has no index by run).
     Every other scope, and every error (an unknown batch or label, a superseded id), is
     :func:`evaluate`'s own. A new instance per audit: nothing is kept across ledger changes."""
@@ -395,7 +395,7 @@ def run_metrics(
 ) -> list[RunMetrics]:
     """One row per run (of the named batches, or one run), never pooled across runs or batches (R2).
 
-    Request metrics come from the batch path (:mod:`queries.metrics_batch`: a few grouped statements
+    Request metrics come from the batch path (:mod:`queries.metrics.grouped`: a few grouped statements
     over all the runs at once, values equal to :func:`evaluate`'s); the others are evaluated per run.
     """
     for name in metrics:

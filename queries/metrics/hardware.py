@@ -33,9 +33,9 @@ from typing import Any
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.counters import DMON, POWER_COUNTERS
-from bench_ledger.queries.exact_column import ExactColumn
-from bench_ledger.queries.metrics_batch import array_rows
-from bench_ledger.queries.metrics_requests import Ctx, Metric, MetricValue, derived, mean, na
+from bench_ledger.queries.metrics.exact_column import ExactColumn
+from bench_ledger.queries.metrics.grouped import array_rows
+from bench_ledger.queries.metrics.requests import Ctx, Metric, MetricValue, derived, mean, na
 
 HS = m.HardwareSample.__table__
 LF = m.LogFact.__table__

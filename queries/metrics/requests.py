@@ -2,7 +2,7 @@
 
 Why it is built this way:
 
-* Each metric is one :class:`Metric` row of the registry (``queries.metrics.METRICS``): its SQL
+* Each metric is one :class:`Metric` row of the registry (``queries.metrics.registry.METRICS``): its SQL
   (SQLAlchemy Core, so it renders for DuckDB and PostgreSQL alike) selects either one aggregate
   row (counts, totals, first send / last end) or the per-request values of a distribution, sorted;
   the statistic of a distribution (mean, numpy-linear percentile, max) is finished in Python with
@@ -28,8 +28,8 @@ from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.queries.exact_column import ExactColumn
 from bench_ledger.queries.lattice import derived_flag
+from bench_ledger.queries.metrics.exact_column import ExactColumn
 from bench_ledger.queries.values import MetricValue, Scope
 
 Q = m.Request.__table__
@@ -126,7 +126,7 @@ class Ctx:
 
 # --------------------------------------------------------------------------- plans of request metrics
 # A request metric is a typed plan: what it reads and which decision turns that into a value. The
-# per-scope evaluation (:func:`run_plan`) and the grouped one (queries.metrics_batch) both execute
+# per-scope evaluation (:func:`run_plan`) and the grouped one (queries.metrics.grouped) both execute
 # the same plan with the same decision functions, so a metric is defined once.
 
 
@@ -697,7 +697,7 @@ def run_plan(conn: sa.Connection, ctx: Ctx, metric: Metric, plan: Plan) -> Metri
 
 def _tool_only(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
     """A figure only the tool computes (from its own per-second buckets): n/a here, the tool's reported
-    value backs a claim (queries.metrics_reported)."""
+    value backs a claim (queries.metrics.reported)."""
     return na(metric, ctx, f"{metric.name} is computed by the benchmark tool, not recomputed from records here")
 
 

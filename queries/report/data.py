@@ -1,10 +1,10 @@
 """What `ledger report` shows, as data: tables, plot series and the evidence chain of every number.
 
-Why a data layer of its own: the HTML page and the Markdown tables (:mod:`queries.report_render`)
+Why a data layer of its own: the HTML page and the Markdown tables (:mod:`queries.report.render`)
 must show the very same figures with the same provenance markers and n/a reasons, and each figure
 must link to the chain `ledger explain` prints (metric -> runs -> requests -> artefact sha256 and
 lines -> source report). So the figures are computed here once, by the metric registry
-(:func:`queries.metrics.run_metrics`, :func:`queries.metrics.evaluate`) and the audit
+(:func:`queries.metrics.registry.run_metrics`, :func:`queries.metrics.registry.evaluate`) and the audit
 (:class:`queries.audit.Auditor`), and the renderers only format them.
 
 Rules kept here:
@@ -33,7 +33,7 @@ import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.books import current
 from bench_ledger.errors import LedgerError
-from bench_ledger.queries.metrics import METRICS, RunMetrics, evaluate, run_metrics
+from bench_ledger.queries.metrics.registry import METRICS, RunMetrics, evaluate, run_metrics
 from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.store import Ledger, unknown
 
@@ -488,7 +488,7 @@ def _hw_lines(ledger: Ledger, mv: MetricValue, name: str, batch: str) -> list[st
 
 
 def _plots(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
-    from bench_ledger.queries.metrics import distribution_values
+    from bench_ledger.queries.metrics.registry import distribution_values
     from bench_ledger.queries.stats.read import add_intervals
 
     syn = set(data.synthetic_batches)

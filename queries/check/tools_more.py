@@ -27,9 +27,9 @@ import re
 from collections.abc import Iterator, Sequence
 from fractions import Fraction
 
-from bench_ledger.queries.check import AGREE, DISAGREE, NOT_DERIVABLE, Records, Reported
-from bench_ledger.queries.check_stats import FLOOR_INDEX, NUMPY_LINEAR, NotDerivable
-from bench_ledger.queries.check_tools import Identity, TextResult, ToolCheck, equal, ratio, sum_of
+from bench_ledger.queries.check.core import AGREE, DISAGREE, NOT_DERIVABLE, Records, Reported
+from bench_ledger.queries.check.stat_definitions import FLOOR_INDEX, NUMPY_LINEAR, NotDerivable
+from bench_ledger.queries.check.tools import Identity, TextResult, ToolCheck, equal, ratio, sum_of
 from bench_ledger.tools import Tool
 
 NS = 10**9

@@ -1,9 +1,9 @@
 """Each benchmark tool's statistic definitions and summary identities: one registry (R15).
 
 :data:`REGISTRY` maps a :class:`bench_ledger.tools.Tool` to a :class:`ToolCheck`: the tool's
-statistic definition (:mod:`queries.check_stats`), how each of its reported keys is recomputed
+statistic definition (:mod:`queries.check.stat_definitions`), how each of its reported keys is recomputed
 from per-request records, and the identities its own summary satisfies. Adding a format's checks
-is one entry here (and a line in docs/formats.md): the framework in :mod:`queries.check` loads the
+is one entry here (and a line in docs/formats.md): the framework in :mod:`queries.check.core` loads the
 records and the reported values, compares by intervals and renders both sections.
 
 Definitions are read from the tools' sources (named per entry); where the source and a real file
@@ -20,8 +20,8 @@ from fractions import Fraction
 from typing import Any
 
 import numpy as np
-from bench_ledger.queries.check import AGREE, DISAGREE, REL_IDENTITY, Records, Reported
-from bench_ledger.queries.check_stats import (
+from bench_ledger.queries.check.core import AGREE, DISAGREE, REL_IDENTITY, Records, Reported
+from bench_ledger.queries.check.stat_definitions import (
     GUIDELLM_INVERTED_CDF,
     NUMPY_LINEAR,
     PANDAS_LINEAR,
@@ -31,9 +31,9 @@ from bench_ledger.queries.check_stats import (
     guidellm_concurrency_pairs,
     guidellm_rate_pairs,
 )
-from bench_ledger.queries.exact_column import ExactColumn
 from bench_ledger.queries.intervals import Interval
-from bench_ledger.queries.metrics_requests import exact_sum
+from bench_ledger.queries.metrics.exact_column import ExactColumn
+from bench_ledger.queries.metrics.requests import exact_sum
 from bench_ledger.tools import SERVING_LATENCY_STAT, Tool
 
 Recompute = Callable[[str, Records], tuple[Fraction, str]]
@@ -1123,7 +1123,7 @@ REGISTRY[Tool.VLLM_BENCHMARK_SERVING] = VLLM
 def tool_check(tool: str | None) -> ToolCheck | None:
     """The registry entry of ``tool`` (a ``run.tool`` string), or None when the ledger has none."""
     if Tool.GENAI_BENCH not in REGISTRY:  # the tools of issue 15 live in their own module (imports this one)
-        from bench_ledger.queries.check_tools_more import MORE
+        from bench_ledger.queries.check.tools_more import MORE
 
         REGISTRY.update({tc.tool: tc for tc in MORE})
     return REGISTRY.get(tool or "")

@@ -1,10 +1,10 @@
 """Every run's request metrics at once: a handful of grouped statements instead of queries per run.
 
-``queries.metrics.evaluate`` stays the reference definition. This module reads the same data for
+``queries.metrics.registry.evaluate`` stays the reference definition. This module reads the same data for
 *all* selected runs with a few set-based statements (GROUP BY run, or run by run on PostgreSQL), then hands
 each run's figures to the very same decision functions ``evaluate`` uses
 (``precheck_caps``, ``count_value``, ``total_value``, ``wall_value``, ``rate_value``, ``dist_value``,
-``cache_value`` in :mod:`queries.metrics_requests`), so flags, n/a reasons and inputs cannot drift.
+``cache_value`` in :mod:`queries.metrics.requests`), so flags, n/a reasons and inputs cannot drift.
 
 The statements (SQLAlchemy Core; DuckDB 1.5 and PostgreSQL 15):
 
@@ -46,7 +46,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger.gcpause import gc_paused
-from bench_ledger.queries.metrics_requests import (
+from bench_ledger.queries.metrics.requests import (
     CAP,
     CF,
     Cache,
