@@ -618,7 +618,7 @@ import json, sys, time
 sys.path.insert(0, {root!r})
 from collections import Counter
 from bench_ledger.store import Ledger
-from bench_ledger.queries.check.core import check
+from bench_ledger.queries.check.checker import check
 with Ledger({url!r}) as ledger:
     t0 = time.perf_counter()
     rows = check(ledger, batch="check")
@@ -628,7 +628,7 @@ print(json.dumps({{"seconds": secs, "rows": len(rows), "status": dict(Counter(r.
 
 
 def measure_check(url: str, timeout: float, n: int) -> Figure | str:
-    """queries.check.core.check() of the one run of the check input, in-process in a child (what
+    """queries.check.checker.check() of the one run of the check input, in-process in a child (what
     `ledger check` computes; the whole command, start-up included, is noted beside it)."""
     wall, peak, rc, out = run_child([sys.executable, "-c", CHECK_CHILD.format(root=str(ROOT), url=url)], timeout)
     if rc == -9:
@@ -645,7 +645,7 @@ def measure_check(url: str, timeout: float, n: int) -> Figure | str:
         seconds=r["seconds"],
         peak_mb=peak,
         note=(
-            f"queries.check.core.check() in-process ({r['rows']} rows: {r['status']}); the whole "
+            f"queries.check.checker.check() in-process ({r['rows']} rows: {r['status']}); the whole "
             f"`ledger check` command, start-up included: {whole:.2f} s" + (f" (exit {rc2})" if rc2 else "")
         ),
     )

@@ -219,7 +219,7 @@ def report(
     format: str = "html",
 ) -> Path:
     """`ledger report`: write the self-contained HTML report (or Markdown) to ``out``."""
-    from bench_ledger.queries.report.data import build_report
+    from bench_ledger.queries.report.build import build_report
     from bench_ledger.queries.report.render import render_html, render_markdown
 
     data = build_report(ledger, batches, Path(claims_file) if claims_file else None)

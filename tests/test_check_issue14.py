@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 from bench_ledger.cli import main
-from bench_ledger.queries.check.core import IDENTITY, RECORDS, check
+from bench_ledger.queries.check.checker import check
+from bench_ledger.queries.check.core import IDENTITY, RECORDS
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 

@@ -7,7 +7,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from bench_ledger.cli import main
-from bench_ledger.queries.check.core import IDENTITY, check
+from bench_ledger.queries.check.checker import check
+from bench_ledger.queries.check.core import IDENTITY
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 

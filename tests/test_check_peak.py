@@ -1,5 +1,5 @@
 """vLLM's peak-second replays (max_output_tokens_per_s, max_concurrent_requests) computed over the
-columns (queries/check/tools.py ``_peak_second``) equal the row-by-row rational replay they replaced:
+columns (queries/check/serving.py ``_peak_second``) equal the row-by-row rational replay they replaced:
 on every real vLLM sample that reports them, and on generated records whose token times sit on, within
 and just outside 1 us of second boundaries, with float sums that round (many itls, starts far from
 zero, 0.1 + 0.2 gaps)."""
@@ -18,9 +18,11 @@ import pytest
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.cli import main
-from bench_ledger.queries.check.core import RECORDS, Records, StatusCounts, _records, check
+from bench_ledger.queries.check.checker import check
+from bench_ledger.queries.check.core import RECORDS, Records, StatusCounts
+from bench_ledger.queries.check.core import load_records as _records
+from bench_ledger.queries.check.serving import BOUNDARY, _peak_second, peak_inputs
 from bench_ledger.queries.check.stat_definitions import NotDerivable
-from bench_ledger.queries.check.tools import BOUNDARY, _peak_second, peak_inputs
 from bench_ledger.queries.metrics.exact_column import ExactColumn
 from bench_ledger.store import Ledger
 from click.testing import CliRunner

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 from bench_ledger import importers
-from bench_ledger.queries.check import core as check
+from bench_ledger.queries.check import checker as check
 
 
 def test_a_listed_importer_that_cannot_import_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -11,7 +11,8 @@ import pytest
 from bench_ledger.cli import main
 from bench_ledger.queries.claims import load_claims
 from bench_ledger.queries.metrics.registry import ROW_METRICS
-from bench_ledger.queries.report.data import CARD_STATS, POWER_STATS, build_report
+from bench_ledger.queries.report.build import build_report
+from bench_ledger.queries.report.model import CARD_STATS, POWER_STATS
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 
@@ -262,7 +263,7 @@ def test_report_of_batches_whose_runs_have_no_records_renders(ledger_url: str, s
     """vLLM and SGLang summaries, llmperf summaries, inference-perf and vLLM sweeps carry the tools' own
     figures and no per-request records: the CDF and TPM plots crashed on them (exit 70, issue 39). Each
     run is now listed under the plot with why it is not drawn; the run table keeps its marked figures."""
-    from bench_ledger.queries.report.data import NOT_FROM_RECORDS
+    from bench_ledger.queries.report.model import NOT_FROM_RECORDS
     from bench_ledger.queries.report.render import render_html
 
     from tests.clirun import run

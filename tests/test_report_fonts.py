@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 from bench_ledger.queries.report import render as rr
-from bench_ledger.queries.report.data import Plot, Series
+from bench_ledger.queries.report.model import Plot, Series
 
 from tests.clirun import run
 

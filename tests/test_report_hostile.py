@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from bench_ledger.queries.report.data import anchor
+from bench_ledger.queries.report.model import anchor
 from bench_ledger.queries.report.render import md_code, md_text
 from markdown_it import MarkdownIt
 

@@ -281,7 +281,7 @@ def test_current_values_are_found_by_index_on_fresh_statistics(pg_ledger: Ledger
     import (fewer than 100k rows: no ANALYZE, so the planner estimates one row per table). Its statement's
     probe for a superseding row is an index lookup, not a sequential scan of the table per value (a nested
     loop of 12.3M comparisons, 1.7 s, before migration 0016; 8 ms after)."""
-    from bench_ledger.queries.check.core import check
+    from bench_ledger.queries.check.checker import check
     from sqlalchemy import event
 
     from tests.clirun import run

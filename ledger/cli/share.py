@@ -22,7 +22,7 @@ def write_report(
     auditor=None,
 ) -> Path | None:
     """Build and write the report; returns the file written (None: Markdown printed to stdout)."""
-    from bench_ledger.queries.report.data import build_report
+    from bench_ledger.queries.report.build import build_report
     from bench_ledger.queries.report.render import render_html, render_markdown
 
     data = build_report(ledger, batches, claims_file, synthetic=synthetic, auditor=auditor)

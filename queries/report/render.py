@@ -1,4 +1,4 @@
-"""Render a :class:`queries.report.data.ReportData` as one self-contained HTML file or as Markdown.
+"""Render a :class:`queries.report.model.ReportData` as one self-contained HTML file or as Markdown.
 
 Why these libraries (docs/architecture.md says the same): the page must open without a network,
 so every plot is an inline SVG drawn by matplotlib (text drawn as paths: no font is fetched or
@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 
 from bench_ledger.queries.claims import VERDICTS
-from bench_ledger.queries.report.data import (
+from bench_ledger.queries.report.model import (
     CARD_STATS,
     MARKER_LEGEND,
     POWER_STATS,
@@ -150,7 +150,7 @@ def _figure(nrows: int, ncols: int, width: float, height: float, left_in: float 
 
 
 def _svg(fig, salt: str) -> str:
-    """``salt`` is the plot's id (:func:`queries.report.data.anchor`: no character that needs escaping)."""
+    """``salt`` is the plot's id (:func:`queries.report.model.anchor`: no character that needs escaping)."""
     import matplotlib
 
     with matplotlib.rc_context({"svg.hashsalt": salt, "svg.fonttype": "path"}):
@@ -436,7 +436,7 @@ def _md_table(heads: list[str], rows: list[list[object]]) -> list[str]:
 
 
 def _md_notes(text: str, notes: dict[str, int], prefix: str) -> _Md:
-    """A figure of :func:`queries.report.data.figure` ('1,840,234 d', 'n/a[3]'; no user text) with 'n/a[3]' as
+    """A figure of :func:`queries.report.model.figure` ('1,840,234 d', 'n/a[3]'; no user text) with 'n/a[3]' as
     'n/a[^prefix3]': a Markdown footnote per n/a reason."""
     return _Md(re.sub(r"n/a\[(\d+)\]", lambda mo: f"n/a[^{prefix}{mo.group(1)}]", text))
 
