@@ -26,8 +26,8 @@ from bench_ledger import models as m
 from bench_ledger.books import current
 from bench_ledger.counters import POWER_COUNTERS, kind_of, meaning_of
 from bench_ledger.errors import NotFound, UsageError
+from bench_ledger.queries.metrics.definitions import mean
 from bench_ledger.queries.metrics.hardware import HS, LF, across_cards, read_cards
-from bench_ledger.queries.metrics.requests import mean
 from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger, unknown
 

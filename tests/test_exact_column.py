@@ -12,8 +12,8 @@ from fractions import Fraction
 import numpy as np
 import pytest
 from bench_ledger.queries.check.stat_definitions import DEFINITIONS, NotDerivable, exact_sorted, percentile_level
+from bench_ledger.queries.metrics.definitions import exact_sum, sum_of_squares_about_mean
 from bench_ledger.queries.metrics.exact_column import ExactColumn
-from bench_ledger.queries.metrics.requests import exact_sum, sum_of_squares_about_mean
 
 TINY = 5e-324  # the smallest subnormal
 BIG = sys.float_info.max
@@ -186,7 +186,8 @@ def test_a_vllm_check_reads_columns_never_rows(ledger, ledger_url: str, tmp_path
     (that was a quarter of a 200k-request check), and the rows are what the dict path gave."""
     import json
 
-    from bench_ledger.queries.check import core as chk
+    from bench_ledger.queries.check import checker as chk
+    from bench_ledger.queries.check.core import _RunRows
 
     from tests.clirun import run
 
@@ -229,7 +230,7 @@ def test_a_vllm_check_reads_columns_never_rows(ledger, ledger_url: str, tmp_path
     def no_rows(self):  # noqa: ANN001, ANN202
         raise AssertionError("a vLLM check built the records as dicts")
 
-    monkeypatch.setattr(chk._RunRows, "rows", no_rows)
+    monkeypatch.setattr(_RunRows, "rows", no_rows)
     got = [r.as_dict() for r in chk.check(ledger, batch="v")]
     assert got == want
     by = {r["key"]: r for r in got if r["section"] == "records"}

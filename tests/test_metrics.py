@@ -13,7 +13,8 @@ import pytest
 from bench_ledger import models as m
 from bench_ledger.cli import main
 from bench_ledger.errors import Refused
-from bench_ledger.queries.metrics.registry import METRICS, evaluate, percentile_linear, run_metrics
+from bench_ledger.queries.metrics.definitions import percentile_linear
+from bench_ledger.queries.metrics.registry import METRICS, evaluate, run_metrics
 from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger
 from click.testing import CliRunner

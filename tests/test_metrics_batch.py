@@ -280,7 +280,7 @@ def test_pg_shares_read_the_runs_on_one_snapshot(pg_ledger: Ledger, tmp_path: Pa
     committed after the export, before the shares read, is in none of them (and in the next read)."""
     import sqlalchemy as sa
     from bench_ledger import models as m
-    from bench_ledger.queries.metrics import grouped as mb
+    from bench_ledger.queries.metrics import arrays as mb
 
     url = pg_ledger.url
     rec = {"status": "ok", "input_tokens": 1, "output_tokens": 2, "ttft_s": 0.1, "latency_s": 0.3}
@@ -293,7 +293,7 @@ def test_pg_shares_read_the_runs_on_one_snapshot(pg_ledger: Ledger, tmp_path: Pa
     late = write_requests(tmp_path / "late.jsonl", {"run": "late", "tool": "t"}, [rec])
     runs = sa.select(m.Run.__table__.c.id)
     calls: list[int] = []
-    real = mb._pg_rows
+    real = mb.pg_rows
 
     def rows(conn: sa.Connection, stmt: sa.Select) -> list:
         if not calls:  # this share's connection has imported the snapshot: a commit now is after it
@@ -301,7 +301,7 @@ def test_pg_shares_read_the_runs_on_one_snapshot(pg_ledger: Ledger, tmp_path: Pa
         calls.append(1)
         return real(conn, stmt)
 
-    monkeypatch.setattr(mb, "_pg_rows", rows)
+    monkeypatch.setattr(mb, "pg_rows", rows)
 
     def statement(share: sa.Select) -> sa.Select:
         return sa.select(share.subquery().c[0].label("run_id"))
@@ -310,11 +310,11 @@ def test_pg_shares_read_the_runs_on_one_snapshot(pg_ledger: Ledger, tmp_path: Pa
         conn.exec_driver_sql("SET max_parallel_workers_per_gather = 2")  # the server's default, whatever it is set to
         assert mb.pg_shares(conn, 7) == 3 and mb.pg_shares(conn, 2) == 2
         assert mb.pg_shares(conn, 1) == 1
-        got = [r["run_id"] for r in mb._pg_rows_shared(conn, runs, statement, 7)]
+        got = [r["run_id"] for r in mb.pg_rows_shared(conn, runs, statement, 7)]
         assert len(calls) == 3
         assert sorted(got) == list(range(1, 8))
     with pg_ledger.connection() as conn:
-        assert sorted(r["run_id"] for r in mb._pg_rows_shared(conn, runs, statement, 8)) == list(range(1, 9))
+        assert sorted(r["run_id"] for r in mb.pg_rows_shared(conn, runs, statement, 8)) == list(range(1, 9))
     with pg_ledger.connection() as conn:
         conn.exec_driver_sql("SET max_parallel_workers_per_gather = 0")
         assert mb.pg_shares(conn, 8) == 1

@@ -132,9 +132,9 @@ def test_request_metrics_are_typed_plans_both_evaluations_execute() -> None:
     """Request metrics were closures with a monkey-patched ``.batch`` tuple that the grouped path read;
     now each is a typed plan, and the grouped path covers all of them but the statistics that read every
     value or an order statistic between ranks (means, std, min, p99.9)."""
+    from bench_ledger.queries.metrics.definitions import Dist, Plan, Rate
     from bench_ledger.queries.metrics.grouped import supported
     from bench_ledger.queries.metrics.registry import METRICS
-    from bench_ledger.queries.metrics.requests import Dist, Plan, Rate
 
     requests = {n: mt for n, mt in METRICS.items() if mt.family == "requests"}
     assert requests and all(isinstance(mt.plan, Plan) for mt in requests.values())

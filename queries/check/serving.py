@@ -15,8 +15,8 @@ from bench_ledger.queries.check.stat_definitions import (
     NUMPY_LINEAR,
     NotDerivable,
 )
+from bench_ledger.queries.metrics.definitions import exact_sum
 from bench_ledger.queries.metrics.exact_column import ExactColumn
-from bench_ledger.queries.metrics.requests import exact_sum
 from bench_ledger.tools import SERVING_LATENCY_STAT
 
 

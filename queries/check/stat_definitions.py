@@ -30,14 +30,14 @@ from fractions import Fraction
 from operator import itemgetter
 from typing import NamedTuple
 
-from bench_ledger.queries.metrics.exact_column import ExactColumn
-from bench_ledger.queries.metrics.requests import (
+from bench_ledger.queries.metrics.definitions import (
     exact_sum,
     mean,
     percentile_linear,
     ratio_sum,
     sum_of_squares_about_mean,
 )
+from bench_ledger.queries.metrics.exact_column import ExactColumn
 
 
 class NotDerivable(Exception):

@@ -1,10 +1,10 @@
 """Every run's request metrics at once: a handful of grouped statements instead of queries per run.
 
-``queries.metrics.registry.evaluate`` stays the reference definition. This module reads the same data for
-*all* selected runs with a few set-based statements (GROUP BY run, or run by run on PostgreSQL), then hands
-each run's figures to the very same decision functions ``evaluate`` uses
-(``precheck_caps``, ``count_value``, ``total_value``, ``wall_value``, ``rate_value``, ``dist_value``,
-``cache_value`` in :mod:`queries.metrics.requests`), so flags, n/a reasons and inputs cannot drift.
+A run is one scope: this module reads the figures :class:`queries.metrics.execute.Execution` asks for
+(the aggregate columns and distributions of :mod:`queries.metrics.requests`) for *all* selected runs with
+a few set-based statements (GROUP BY run, or run by run on PostgreSQL), then runs each run's metrics
+through that same executor as ``evaluate`` does for one scope, so flags, n/a reasons and inputs cannot
+drift.
 
 The statements (SQLAlchemy Core; DuckDB 1.5 and PostgreSQL 15):
 
@@ -32,49 +32,43 @@ one exported snapshot (:func:`pg_shares`);
 numpy picks the order statistics there too. The chunk gaps (ITL) are one more statement on either backend.
 
 Means (which need every value for an exact Fraction sum) and hardware / log metrics are not done
-here: :func:`run_metrics` computes them per run as before.
+here: :func:`queries.metrics.table.run_metrics` computes them per run.
 """
 
 from __future__ import annotations
 
 import functools
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger.gcpause import gc_paused
-from bench_ledger.queries.metrics.requests import (
-    CAP,
-    CF,
+from bench_ledger.queries.metrics.arrays import duck_arrow, pg_rows, pg_rows_shared
+from bench_ledger.queries.metrics.definitions import (
     Cache,
-    CaptureInfo,
     Count,
     Ctx,
     Dist,
-    Groups,
     Metric,
     Plan,
-    Q,
     Rate,
     Rows,
     Total,
     Wall,
-    cache_value,
-    count_value,
-    dist_value,
     exact,
-    fields_used,
-    precheck_caps,
-    rate_value,
-    record_groups,
-    total_value,
-    wall_value,
+)
+from bench_ledger.queries.metrics.execute import Distribution, Execution, Shared
+from bench_ledger.queries.metrics.requests import (
+    AGGREGATE_INPUTS,
+    Q,
+    aggregate_columns,
+    aggregate_row,
+    empty_aggregate,
+    read_captures,
 )
 from bench_ledger.queries.values import MetricValue, Scope
-from bench_ledger.store import on_one_snapshot, pg_parallel_workers
 
 
 @dataclass
@@ -116,60 +110,6 @@ def _stat_p(stat: str) -> int:
     return 100 if stat == "max" else int(stat[1:])
 
 
-def read_captures(conn: sa.Connection, runs: sa.Select) -> dict[int, list[CaptureInfo]]:
-    """Captures holding records, with their fields, of all runs: one statement (ordered by capture id),
-    a capture's fields gathered by ``array_agg`` (one row per capture, not per field)."""
-    out: dict[int, list[CaptureInfo]] = defaultdict(list)
-    cols = (CAP.c.id, CAP.c.run_id, CAP.c.record_count, CAP.c.sampled, CAP.c.sample_note)
-    stmt = (
-        sa.select(*cols, sa.func.array_agg(CF.c.field).label("fields"))
-        .select_from(CAP.outerjoin(CF, CF.c.capture_id == CAP.c.id))
-        .where(CAP.c.run_id.in_(runs), CAP.c.record_count > 0)
-        .group_by(*cols)
-        .order_by(CAP.c.id)
-    )
-    for r in conn.execute(stmt):
-        fields = {f for f in r.fields if f is not None}  # a capture without fields: one NULL from the outer join
-        out[r.run_id].append(CaptureInfo(r.id, r.run_id, r.record_count, bool(r.sampled), r.sample_note, fields))
-    return out
-
-
-TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cached_tokens")
-AGGREGATE_INPUTS = ("status", "send_ns", "end_ns", "clock", *TOKEN_COLUMNS)  # the request columns they read
-
-
-def _aggregate_columns(c: Any) -> list[sa.ColumnElement]:
-    """Counts by status, ok-token totals with how many lack them, first send / last end, clocks, over
-    the columns ``c`` (the request table's, or a subquery's with the same names)."""
-    ok = c.status == "ok"
-    cols: list[sa.ColumnElement] = [
-        sa.func.count().label("n"),
-        *(sa.func.sum(sa.case((c.status == s, 1), else_=0)).label(s) for s in ("ok", "failed", "unknown")),
-        sa.func.min(c.send_ns).label("first_send"),
-        sa.func.max(c.end_ns).label("last_end"),
-        sa.func.min(c.clock).label("clock_min"),
-        sa.func.max(c.clock).label("clock_max"),
-        sa.func.count(c.send_ns).label("timed"),
-    ]
-    for col in TOKEN_COLUMNS:
-        cols += [
-            sa.func.sum(sa.case((ok, c[col]))).label(f"{col}_total"),
-            sa.func.sum(sa.case((sa.and_(ok, c[col].is_(None)), 1), else_=0)).label(f"{col}_missing"),
-        ]
-    return cols
-
-
-AGGREGATES = [c.name for c in _aggregate_columns(Q.c)]
-
-
-def _aggregate(row: Any) -> SimpleNamespace:
-    ns = SimpleNamespace(**{k: row[k] for k in AGGREGATES})
-    # wall_clock only asks whether the requests are on more than one clock: MIN <> MAX says it
-    # without COUNT(DISTINCT), which PostgreSQL can only do by sorting
-    ns.clocks = 0 if ns.clock_min is None else 1 if ns.clock_min == ns.clock_max else 2
-    return ns
-
-
 def run_filter(runs: sa.Select, ids: Iterable[int] | None = None) -> sa.ColumnElement[bool]:
     """The request rows of the runs ``runs`` selects: ``run_id IN (runs)``, or, where the caller knows
     the ids it selects and they are a range without gaps (the runs of a batch imported together),
@@ -189,17 +129,8 @@ def read_aggregates(
     """Counts, ok-token totals and first send / last end per run: one GROUP BY run_id (``where``: the
     runs' rows, :func:`run_filter`)."""
     where = Q.c.run_id.in_(runs) if where is None else where
-    stmt = sa.select(Q.c.run_id, *_aggregate_columns(Q.c)).where(where).group_by(Q.c.run_id)
-    return {r.run_id: _aggregate(r._mapping) for r in conn.execute(stmt)}
-
-
-def _empty_aggregate() -> SimpleNamespace:
-    """What the per-run statements return for a run without request rows."""
-    ns = SimpleNamespace(n=0, ok=None, failed=None, unknown=None, first_send=None, last_end=None, clocks=0, timed=0)
-    for c in TOKEN_COLUMNS:
-        setattr(ns, f"{c}_total", None)
-        setattr(ns, f"{c}_missing", None)
-    return ns
+    stmt = sa.select(Q.c.run_id, *aggregate_columns(Q.c)).where(where).group_by(Q.c.run_id)
+    return {r.run_id: aggregate_row(r._mapping) for r in conn.execute(stmt)}
 
 
 OrderStats = dict[int, tuple[int, int, dict[int, float]]]  # run -> (n values, n NULL, {0-based rank: value})
@@ -366,104 +297,13 @@ def _parse_stats(row: Any, wanted: Wanted, out: list[OrderStats], pending: list[
         out[i][rid] = (n, n - nv, known)
 
 
-FLOAT8_ARRAY_OID = 1022  # PostgreSQL's double precision[] (pg_type)
-
-
-def _pg_rows(conn: sa.Connection, stmt: sa.Select) -> list[dict[str, Any]]:
-    """PostgreSQL: the rows of ``stmt`` (as mappings) read in binary on this connection's transaction,
-    each ``double precision[]`` as a numpy array (:func:`bench_ledger.gaps.pg_doubles`), not ~1,000
-    Python floats per array."""
-    import psycopg
-    from bench_ledger.gaps import pg_doubles
-
-    class Doubles(psycopg.adapt.Loader):
-        format = psycopg.pq.Format.BINARY
-
-        def load(self, data):
-            return pg_doubles(data)
-
-    compiled = stmt.compile(dialect=conn.dialect, compile_kwargs={"render_postcompile": True})
-    raw = conn.connection.driver_connection
-    assert raw is not None  # a checked-out connection always has its driver connection
-    with raw.cursor(binary=True) as cur:
-        cur.adapters.register_loader(FLOAT8_ARRAY_OID, Doubles)
-        cur.execute(str(compiled), compiled.params)
-        names = [d.name for d in cur.description or []]
-        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
-
-
-def pg_shares(conn: sa.Connection, runs_count: int) -> int:
-    """How many connections read a run-by-run statement over ``runs_count`` runs on PostgreSQL: as many
-    as one parallel query may use (:func:`bench_ledger.store.pg_parallel_workers`), at most one per run.
-    PostgreSQL 15 plans no parallel LATERAL over ``array_agg`` itself (profile note 37)."""
-    return 1 if runs_count < 2 else min(runs_count, pg_parallel_workers(conn))
-
-
-def _pg_rows_shared(
-    conn: sa.Connection, runs: sa.Select, statement: Callable[[sa.Select], sa.Select], runs_count: int
-) -> list[dict[str, Any]]:
-    """PostgreSQL: the rows of ``statement(runs)`` (:func:`_pg_rows`), read in :func:`pg_shares` shares
-    at once, share k over the runs whose id is k modulo the shares, all on one snapshot
-    (:func:`bench_ledger.store.on_one_snapshot`): the rows one statement here would read, share by
-    share (the callers key them by run id)."""
-    shares = pg_shares(conn, runs_count)
-    key = runs.selected_columns[0]
-    parts = [runs] if shares == 1 else [runs.where(key % shares == k) for k in range(shares)]
-    got = on_one_snapshot(conn, [functools.partial(_pg_rows, stmt=statement(part)) for part in parts])
-    return [row for part in got for row in part]
-
-
-def duck_arrow(conn: sa.Connection, stmt: sa.Select) -> Any:
-    """DuckDB: the result of ``stmt`` as one Arrow table, read from the DuckDB cursor behind SQLAlchemy's
-    result (columns, not rows)."""
-    result = conn.execute(stmt)
-    try:
-        return result.cursor.to_arrow_table()
-    finally:
-        result.close()
-
-
-def tuples(conn: sa.Connection, stmt: sa.Select) -> Iterable[tuple]:
-    """The rows of ``stmt`` as tuples; on DuckDB read as Arrow columns (a million rows in a fraction of a
-    second, where a fetch per row through the driver took ~2 us each)."""
-    if conn.dialect.name != "duckdb":
-        return [tuple(r) for r in conn.execute(stmt)]
-    table = duck_arrow(conn, stmt)
-    return zip(*(c.to_pylist() for c in table.columns), strict=True)
-
-
-def array_rows(conn: sa.Connection, stmt: sa.Select) -> list[dict[str, Any]]:
-    """The rows of ``stmt`` as mappings, each column of double arrays (``array_agg`` of a DOUBLE) as a
-    numpy float64 array (None where the array is NULL), on either backend: PostgreSQL in binary
-    (:func:`_pg_rows`), DuckDB as one Arrow table, each array a view of its list column's values."""
-    if conn.dialect.name == "postgresql":
-        return _pg_rows(conn, stmt)
-    import pyarrow as pa
-
-    table = duck_arrow(conn, stmt)
-    cols: dict[str, list[Any]] = {}
-    for name, col in zip(table.column_names, table.columns, strict=True):
-        if pa.types.is_list(col.type):
-            lists = col.combine_chunks()
-            offsets, values = lists.offsets.to_numpy(), lists.flatten().to_numpy(zero_copy_only=False)
-            start = offsets[0]  # flatten() begins at the first list's values
-            valid = lists.is_valid().to_numpy(zero_copy_only=False)
-            cols[name] = [
-                values[a - start : b - start] if ok else None
-                for a, b, ok in zip(offsets[:-1], offsets[1:], valid, strict=True)
-            ]
-        else:
-            cols[name] = col.to_pylist()
-    return [dict(zip(cols, r, strict=True)) for r in zip(*cols.values(), strict=True)] if cols else []
-
-
 def _read_lateral(
     conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregates: bool, runs_count: int
 ) -> tuple[dict[int, SimpleNamespace], list[OrderStats], list[int]]:
     """PostgreSQL, distributions over the request table alone: one statement, one run at a time
     (LATERAL), the aggregates (if asked) and every distribution's value array from one index scan
     of the run's requests, whose values are computed once per row (OFFSET 0 keeps PostgreSQL from
-    inlining them into every aggregate); the runs shared out over connections by :func:`_pg_rows_shared`."""
+    inlining them into every aggregate); the runs shared out over connections by :func:`pg_rows_shared`."""
 
     def statement(share: sa.Select) -> sa.Select:
         r = share.subquery("r")
@@ -471,15 +311,15 @@ def _read_lateral(
         cols = [*(Q.c[n] for n in AGGREGATE_INPUTS if aggregates), *_value_columns(wanted)]
         where = [Q.c.run_id == rid] if aggregates else [Q.c.run_id == rid, sa.or_(*(w.member for w, _ in wanted))]
         x = sa.select(*cols).where(*where).offset(0).correlate(r).lateral("x")
-        inner = sa.select(*(_aggregate_columns(x.c) if aggregates else []), *_stat_columns(x, wanted)).lateral("s")
+        inner = sa.select(*(aggregate_columns(x.c) if aggregates else []), *_stat_columns(x, wanted)).lateral("s")
         return sa.select(rid.label("run_id"), inner).select_from(r.join(inner, sa.true()))
 
     aggs: dict[int, SimpleNamespace] = {}
     out: list[OrderStats] = [{} for _ in wanted]
     pending = [0] * len(wanted)
-    for mp in _pg_rows_shared(conn, runs, statement, runs_count):
+    for mp in pg_rows_shared(conn, runs, statement, runs_count):
         if aggregates and mp["n"]:  # a run without request rows is absent from the GROUP BY's aggregates too
-            aggs[mp["run_id"]] = _aggregate(mp)
+            aggs[mp["run_id"]] = aggregate_row(mp)
         _parse_stats(mp, wanted, out, pending, mp["run_id"])
     return aggs, out, pending
 
@@ -495,7 +335,7 @@ def _stats_grouped(conn: sa.Connection, runs: sa.Select, wanted: Wanted) -> tupl
     )
     out: list[OrderStats] = [{}]
     pending = [0]
-    for mp in _pg_rows(conn, sa.select(x.c.run_id, *_stat_columns(x, wanted)).group_by(x.c.run_id)):
+    for mp in pg_rows(conn, sa.select(x.c.run_id, *_stat_columns(x, wanted)).group_by(x.c.run_id)):
         _parse_stats(mp, wanted, out, pending, mp["run_id"])
     return out, pending
 
@@ -518,13 +358,12 @@ def batch_values(
     dists: dict[int, tuple[Any, set[int]]] = {}
     for p in plans:
         if isinstance(p, Dist):
-            dists.setdefault(id(p.sql), (p.sql, set()))[1].add(_stat_p(p.stat))
-    wanted = [(sql(origins, by_run=True), ps) for sql, ps in dists.values()]
+            dists.setdefault(id(p.rows), (p.rows, set()))[1].add(_stat_p(p.stat))
+    wanted = [(rows(origins), ps) for rows, ps in dists.values()]
     aggs, got = read_runs(conn, origins, wanted, need_rows, [r.origin for r in runs])
     stats = dict(zip(dists, got, strict=True))
-    empty = _empty_aggregate()
-    none: tuple[int, int, dict[int, float]] = (0, 0, {})
-    shared = _Shared()
+    empty = empty_aggregate()
+    shared = Shared()
     with gc_paused():  # ~14 values per run, each a few dicts and Fractions, none in a cycle
         for r in runs:
             ctx = Ctx(
@@ -534,12 +373,12 @@ def batch_values(
                 batch_names=[r.batch],
                 durations={r.origin: r.duration_s},
             )
-            one = _OneRun(
-                conn,
+            agg = aggs.get(r.origin, empty)
+            one = Execution(
                 ctx,
                 caps.get(r.origin, []),
-                aggs.get(r.origin, empty),
-                {key: st.get(r.origin, none) for key, st in stats.items()},
+                lambda agg=agg: agg,
+                functools.partial(_distribution, stats, r.origin),
                 shared,
             )
             for mt in metrics:
@@ -547,99 +386,10 @@ def batch_values(
     return out
 
 
-class _Shared:
-    """What the decisions of one batch_values call compute once for every run of the same captures'
-    shape (which captures, sampled or not, with which fields) instead of per run and value."""
-
-    def __init__(self) -> None:
-        self.fit: dict[Any, set[Any]] = {}  # shape -> the needs for which precheck_caps passed
-        self.fields: dict[Any, dict[Any, list[str]]] = {}  # shape -> needs -> fields_used
+_NONE: tuple[int, int, dict[int, float]] = (0, 0, {})
 
 
-class _OneRun:
-    """One run's figures (read for all runs at once) through the decision functions evaluate uses."""
-
-    def __init__(
-        self,
-        conn: sa.Connection,
-        ctx: Ctx,
-        caps: list[CaptureInfo],
-        agg: SimpleNamespace,
-        stats: dict[int, tuple[int, int, dict[int, float]]],
-        shared: _Shared,
-    ) -> None:
-        self.conn, self.ctx, self.caps, self.agg, self.stats = conn, ctx, caps, agg, stats
-        self.done: dict[str, MetricValue] = {}
-        # all precheck_caps's pass and fields_used depend on: the captures (all of this run's, so none
-        # is missing) are there, which are samples, and which fields each has
-        shape = tuple((c.sampled, frozenset(c.fields)) for c in caps)
-        self.fit = shared.fit.setdefault(shape, set())
-        self.fields_of = shared.fields.setdefault(shape, {})
-
-    def value(self, mt: Metric) -> MetricValue:
-        v = self.done.get(mt.name)
-        if v is None:
-            v = self.done[mt.name] = self.compute(mt)
-        return v
-
-    def fields(self, mt: Metric) -> list[str]:
-        """:func:`fields_used` of this run's captures for ``mt``: once per shape and needs, a new list per value."""
-        got = self.fields_of.get(mt.needs)
-        if got is None:
-            got = self.fields_of[mt.needs] = fields_used(self.caps, mt)
-        return list(got)
-
-    def compute(self, mt: Metric) -> MetricValue:
-        """The metric's plan on the figures read for all runs, through its decision function."""
-        ctx, caps, agg, plan = self.ctx, self.caps, self.agg, mt.plan
-        kind = type(plan)
-        if kind is Rate:
-            return rate_value(mt, ctx, [self.value(t) for t in plan.tokens], self.value(plan.wall), plan.per)  # type: ignore[union-attr]
-        if kind is Groups:
-            return record_groups(mt, ctx)
-        if kind is Wall:
-            return wall_value(mt, ctx, caps, lambda: agg)
-        # precheck_caps passes or not by the captures' shape and the metric's needs only: passed once,
-        # passed for every run of that shape and metric of those needs (an n/a, which names the run's
-        # counts, is built per metric and run: cache_value edits it)
-        bad = None
-        if mt.needs not in self.fit:
-            bad = precheck_caps(ctx, mt, caps)
-            if bad is None:
-                self.fit.add(mt.needs)
-        if kind is Cache:
-            row = SimpleNamespace(total=agg.cached_tokens_total, ok=agg.ok or 0, missing=agg.cached_tokens_missing)
-            return cache_value(mt, ctx, bad, lambda: row)
-        if bad:
-            return bad
-        if kind is Dist:
-            assert isinstance(plan, Dist)
-            n, missing, known = self.stats[id(plan.sql)]
-            return dist_value(
-                mt,
-                ctx,
-                caps,
-                plan.stat,
-                plan.population,
-                n,
-                missing,
-                lambda: _OrderStats(n, known),
-                self.fields(mt) if n and not missing else None,
-            )
-        if kind is Count:
-            assert isinstance(plan, Count)
-            return count_value(mt, ctx, caps, agg.n, getattr(agg, plan.status), self.fields(mt))
-        if kind is Total:
-            assert isinstance(plan, Total)
-            col = plan.column
-            return total_value(
-                mt,
-                ctx,
-                caps,
-                col,
-                getattr(agg, f"{col}_total"),
-                agg.ok or 0,
-                getattr(agg, f"{col}_missing"),
-                self.fields(mt),
-            )
-        raise ValueError(f"no batch path for {mt.name}")
+def _distribution(stats: dict[int, OrderStats], origin: int, plan: Dist) -> Distribution:
+    """A run's distribution from the order statistics read for all runs (no values: none read)."""
+    n, missing, known = stats[id(plan.rows)].get(origin, _NONE)
+    return n, missing, lambda: _OrderStats(n, known)

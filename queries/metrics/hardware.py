@@ -33,9 +33,10 @@ from typing import Any
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.counters import DMON, POWER_COUNTERS
+from bench_ledger.queries.metrics.arrays import array_rows
+from bench_ledger.queries.metrics.definitions import Ctx, Metric, derived, mean, na
 from bench_ledger.queries.metrics.exact_column import ExactColumn
-from bench_ledger.queries.metrics.grouped import array_rows
-from bench_ledger.queries.metrics.requests import Ctx, Metric, MetricValue, derived, mean, na
+from bench_ledger.queries.values import MetricValue
 
 HS = m.HardwareSample.__table__
 LF = m.LogFact.__table__

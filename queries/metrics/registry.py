@@ -35,6 +35,8 @@ from bench_ledger import models as m
 from bench_ledger.books import current, require_current
 from bench_ledger.errors import LedgerError, NotFound, Refused
 from bench_ledger.gcpause import gc_paused
+from bench_ledger.queries.metrics.definitions import Ctx, Dist, Metric, percentile_linear, precheck_caps
+from bench_ledger.queries.metrics.execute import read_values, value_of
 from bench_ledger.queries.metrics.grouped import RunRef, batch_values, supported
 from bench_ledger.queries.metrics.hardware import (
     POWER_STATS,
@@ -44,7 +46,7 @@ from bench_ledger.queries.metrics.hardware import (
     power_values,
 )
 from bench_ledger.queries.metrics.reported import fill_reported
-from bench_ledger.queries.metrics.requests import Ctx, Dist, Metric, percentile_linear, precheck_caps, request_metrics
+from bench_ledger.queries.metrics.requests import request_metrics
 from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.records import UNCONFIRMED_ZONE
 from bench_ledger.store import Ledger, unknown
@@ -228,7 +230,7 @@ def evaluate_metric(ledger: Ledger, mt: Metric, scope: Scope) -> MetricValue:
     ``metrics_hardware.power_metric(name, counter)``), under the same scope rules."""
     with ledger.connection() as conn:
         ctx = _resolve(conn, scope, mt)
-        return mt.value(conn, ctx)
+        return value_of(conn, ctx, mt)
 
 
 def evaluate_power(ledger: Ledger, counter: str, scope: Scope) -> list[MetricValue]:
@@ -454,7 +456,9 @@ def run_metrics(
                 for name, mt in named:
                     v = got.get(name)
                     mine[name] = (
-                        v if v is not None else mt.value(conn, _resolve(conn, Scope(batch=r.batch, run=f"#{r.id}"), mt))
+                        v
+                        if v is not None
+                        else value_of(conn, _resolve(conn, Scope(batch=r.batch, run=f"#{r.id}"), mt), mt)
                     )
                 out.append(rm)
         fill_reported(conn, out)
@@ -486,7 +490,8 @@ def distribution_values(ledger: Ledger, metric: str, run_ids: list[int]) -> list
     if not isinstance(plan, Dist):
         raise NotFound(f"{metric!r} is not a distribution metric")
     with ledger.connection() as conn:
-        return [float(r.v) for r in conn.execute(plan.sql(list(run_ids))) if r.v is not None]
+        ids = list(run_ids)
+        return sorted(float(v) for v in read_values(conn, plan.rows(ids), ids) if v is not None)
 
 
 def to_arrow(rows: list[RunMetrics]):

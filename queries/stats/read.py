@@ -11,7 +11,8 @@ from collections.abc import Iterable
 
 import numpy as np
 import sqlalchemy as sa
-from bench_ledger.queries.metrics.requests import Dist, Metric, Q
+from bench_ledger.queries.metrics.definitions import Dist, Metric
+from bench_ledger.queries.metrics.requests import Q
 from bench_ledger.queries.stats.sampling import DEFAULT_CONFIDENCE, SamplingInterval, not_sampled, sampling_interval
 from bench_ledger.queries.values import MetricValue
 
@@ -23,7 +24,7 @@ def ordered_values(conn: sa.Connection, mt: Metric, run_ids: list[int]) -> dict[
     as a metric value's ``run_ids`` names them)."""
     plan = mt.plan
     assert isinstance(plan, Dist)
-    rows = plan.sql(list(run_ids), by_run=True)
+    rows = plan.rows(list(run_ids))
     if rows.full is not None:
         rows = rows.full()
     stmt = (
