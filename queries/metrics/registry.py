@@ -38,15 +38,11 @@ from bench_ledger.gcpause import gc_paused
 from bench_ledger.queries.metrics.definitions import Ctx, Dist, Metric, percentile_linear, precheck_caps
 from bench_ledger.queries.metrics.execute import read_values, value_of
 from bench_ledger.queries.metrics.grouped import RunRef, batch_values, supported
-from bench_ledger.queries.metrics.hardware import (
-    POWER_STATS,
-    hardware_metrics,
-    parse_window,
-    power_metric,
-    power_values,
-)
+from bench_ledger.queries.metrics.hardware import card_metrics, parse_window
+from bench_ledger.queries.metrics.power import POWER_STATS, power_metric, power_metrics, power_values
 from bench_ledger.queries.metrics.reported import fill_reported
 from bench_ledger.queries.metrics.requests import request_metrics
+from bench_ledger.queries.metrics.server_log import log_metrics
 from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.records import UNCONFIRMED_ZONE
 from bench_ledger.store import Ledger, unknown
@@ -67,7 +63,9 @@ __all__ = [
     "scope_of",
 ]
 
-METRICS: dict[str, Metric] = {mt.name: mt for mt in [*request_metrics(), *hardware_metrics()]}
+METRICS: dict[str, Metric] = {
+    mt.name: mt for mt in [*request_metrics(), *card_metrics(), *power_metrics(), *log_metrics()]
+}
 
 # The columns of `ledger metrics` (one row per run), in order.
 ROW_METRICS = (
@@ -227,14 +225,14 @@ def evaluate(ledger: Ledger, metric: str, scope: Scope) -> MetricValue:
 
 def evaluate_metric(ledger: Ledger, mt: Metric, scope: Scope) -> MetricValue:
     """:func:`evaluate` for a metric object (a registered one, or a variant such as
-    ``metrics_hardware.power_metric(name, counter)``), under the same scope rules."""
+    ``queries.metrics.power.power_metric(name, counter)``), under the same scope rules."""
     with ledger.connection() as conn:
         ctx = _resolve(conn, scope, mt)
         return value_of(conn, ctx, mt)
 
 
 def evaluate_power(ledger: Ledger, counter: str, scope: Scope) -> list[MetricValue]:
-    """The three power metrics (:data:`metrics_hardware.POWER_STATS`, R14) of one power counter on one scope,
+    """The three power metrics (:data:`queries.metrics.power.POWER_STATS`, R14) of one power counter on one scope,
     as :func:`evaluate_metric` gives each, from one resolution of the scope and one read of the samples."""
     metrics = [power_metric(name, counter) for name, _ in POWER_STATS]
     with ledger.connection() as conn:
