@@ -60,3 +60,77 @@ def test_views_are_null_without_times(ledger: Ledger, ledger_url: str, tmp_path:
     with ledger.connection() as conn:
         r = conn.execute(sa.text("SELECT wall_clock_s, total_tpm FROM v_run_metrics")).one()
     assert r.wall_clock_s is None and r.total_tpm is None
+
+
+# v_run_metrics's columns and the registry's metric of each (the views are SQL of their own, frozen in
+# their migrations: this test holds them to the metric definitions, run by run)
+VIEW_METRIC = {
+    "requests_ok": "requests_ok",
+    "requests_failed": "requests_failed",
+    "requests_unknown": "requests_unknown",
+    "input_tokens_ok": "input_tokens",
+    "output_tokens_ok": "output_tokens",
+    "wall_clock_s": "wall_clock_s",
+    "total_tpm": "total_tpm",
+    "output_tpm": "output_tpm",
+    "output_tokens_per_s": "output_tokens_per_s",
+}
+# the view's figures it leaves NULL unless the records give them (no fallback to the tool's duration)
+NULL_UNLESS_DERIVED = ("wall_clock_s", "total_tpm", "output_tpm", "output_tokens_per_s")
+OUTPUT_RATES = ("output_tpm", "output_tokens_per_s")
+
+
+def test_views_equal_the_registry_run_by_run_on_a_generated_ledger(
+    ledger: Ledger, ledger_url: str, tmp_path: Path
+) -> None:
+    """Each metric both ways over the same ledger: every value the registry derives from the records is the
+    view's figure of that run; the view shows a wall clock or rate only where the registry derives it
+    (never from the tool's duration, never over a sample, mixed clocks or missing tokens)."""
+    import random
+
+    from tests.test_metrics_batch import _run_records
+
+    rng = random.Random(11)
+    files = []
+    for i in range(12):
+        drop: set[str] = set()
+        if i % 3 == 1:
+            drop |= set(rng.sample(["cached_tokens", "ttft_s", "latency_s", "input_tokens", "output_tokens"], 2))
+        if i % 4 == 2:
+            drop |= {"send_time", "first_token_time", "end_time"}
+        head: dict = {"run": f"r{i}", "tool": "gen"}
+        if not drop >= {"send_time"}:
+            head["clock"] = "epoch_s"
+        if i % 2:
+            head["duration_s"] = round(rng.uniform(10, 40), 3)
+        if i == 5:
+            head |= {"sampled": True, "sample_note": "every 10th request"}
+        recs = _run_records(rng, rng.choice([1, 2, 7, 60]) if i != 3 else 0, drop, 1000.0 * i)
+        files.append(str(write_requests(tmp_path / f"r{i}.jsonl", head, recs)))
+    for batch, part in (("g0", files[:6]), ("g1", files[6:])):
+        res = CliRunner().invoke(main, ["import", "--db", ledger_url, "-q", *part, "--batch", batch])
+        assert res.exit_code == 0, res.output
+    with ledger.connection() as conn:
+        view = {r.run_id: r for r in conn.execute(sa.text("SELECT * FROM v_run_metrics"))}
+    rows = run_metrics(ledger, metrics=tuple(VIEW_METRIC.values()))
+    assert sorted(view) == sorted(r.run_id for r in rows)
+    flags: set[str] = set()
+    stricter = 0
+    for rm in rows:
+        v = view[rm.run_id]
+        assert (v.batch, v.run_label) == (rm.batch, rm.label)
+        for column, metric in VIEW_METRIC.items():
+            mv, got = rm.values[metric], getattr(v, column)
+            flags.add(mv.flag)
+            where = (rm.label, column, mv.flag, mv.na_reason, got)
+            if mv.flag == "derived" and column in OUTPUT_RATES and rm.values["input_tokens"].flag == "n/a":
+                # the one difference: the view's rates ask both token totals complete, even over output
+                # tokens alone; the registry's output rates need only the output tokens
+                assert got is None, where
+                stricter += 1
+            elif mv.flag == "derived":
+                assert got is not None and got == pytest.approx(float(mv.value), rel=1e-12), where
+            elif column in NULL_UNLESS_DERIVED:
+                assert got is None, where
+    assert flags == {"derived", "reported", "n/a"}  # the ledger reaches every kind of value
+    assert stricter  # and the one difference

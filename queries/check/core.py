@@ -99,7 +99,7 @@ class StatusCounts:
 
 def _key(table: str, idx: str) -> str:
     """A request's key (artefact_id, idx) as one ascending BIGINT: artefact_id x 2**32 + idx (both int32;
-    one value per row instead of two costs PostgreSQL's aggregated read a third less)."""
+    one value per row instead of two makes PostgreSQL's aggregated read cheaper)."""
     return f"CAST({table}.artefact_id AS BIGINT) * 4294967296 + {table}.{idx}"
 
 
@@ -109,8 +109,7 @@ class _RunRows:
     binary COPY, :func:`bench_ledger.digest.read_pg_columns`), so no row becomes a Python object."""
 
     # The numeric columns the tools' checks read: read together, on the first request for one of them
-    # (one scan of the run's rows instead of one per column: on PostgreSQL each scan of a 200k-request
-    # run cost ~80 ms of the server's time, seven of them most of a check).
+    # (one scan of the run's rows instead of one per column).
     TOGETHER = (
         "input_tokens",
         "output_tokens",
@@ -130,7 +129,7 @@ class _RunRows:
     def read_ahead(self) -> None:
         """PostgreSQL: the columns read together and the chunk gaps, the two reads at once on two
         connections of one snapshot (:func:`bench_ledger.store.on_one_snapshot`), where the server lets
-        one read use two (a vLLM check of 200k requests reads both: ~0.3 s of the server's time each)."""
+        one read use two (a vLLM check reads both)."""
         if self.backend != "postgresql" or self._together is not None or self._gaps is not None:
             return
         if pg_parallel_workers(self.conn) < 2:

@@ -310,7 +310,7 @@ def _population_var(s: Sequence[Fraction]) -> Fraction:
 def exact_sorted(values: Sequence[Fraction]) -> Sequence[Fraction]:
     """``sorted(values)``, the same list, sorted by each value's float (rounding is monotone, so only
     values whose floats are equal can be out of order) and then each run of equal floats sorted as
-    Fractions (comparing Fractions is ~10x slower than floats; values read from floats have no such run).
+    Fractions (comparing Fractions costs far more than floats; values read from floats have no such run).
     An :class:`ExactColumn` is sorted as its floats (the same order: see its module)."""
     if isinstance(values, ExactColumn):
         return values.sorted()

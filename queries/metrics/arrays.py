@@ -70,8 +70,8 @@ def duck_arrow(conn: sa.Connection, stmt: sa.Select) -> Any:
 
 
 def tuples(conn: sa.Connection, stmt: sa.Select) -> Iterable[tuple]:
-    """The rows of ``stmt`` as tuples; on DuckDB read as Arrow columns (a million rows in a fraction of a
-    second, where a fetch per row through the driver took ~2 us each)."""
+    """The rows of ``stmt`` as tuples; on DuckDB read as Arrow columns (not a fetch per row through the
+    driver)."""
     if conn.dialect.name != "duckdb":
         return [tuple(r) for r in conn.execute(stmt)]
     table = duck_arrow(conn, stmt)

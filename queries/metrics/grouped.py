@@ -115,8 +115,8 @@ def run_filter(runs: sa.Select, ids: Iterable[int] | None = None) -> sa.ColumnEl
     the ids it selects and they are a range without gaps (the runs of a batch imported together),
     ``run_id BETWEEN first AND last``, the same rows: DuckDB then scans the row groups whose run_id
     zone maps meet the range and keeps the stored order, where the semi-join hashed the selection,
-    returned the rows out of run order (sorted again on the client) and cost ~0.02-0.03 s more per
-    statement over 1M requests (profile note 29)."""
+    returned the rows out of run order (sorted again on the client) and cost more per statement
+    (profile note 29)."""
     got = sorted(set(ids)) if ids is not None else []
     if got and got[-1] - got[0] + 1 == len(got):
         return Q.c.run_id.between(got[0], got[-1])
@@ -205,7 +205,7 @@ def _stats_arrow(
     import; otherwise a stable sort by run) and each run's ranks from :func:`_order_stats`. One statement
     per distribution rather than one for all (member flags and NULL values of every distribution beside
     each other): the run and value columns come back without NULLs, read by numpy in place, with no
-    filter or fill per distribution (profile note 29: ~14k page faults and 0.07 s of numpy per call)."""
+    filter or fill per distribution (profile note 29)."""
     import numpy as np
     import pyarrow.compute as pc
 
@@ -226,7 +226,7 @@ def _stats_arrow(
         null = col.is_null().to_numpy(zero_copy_only=False) if col.null_count else None
         vals = (pc.fill_null(col, 0.0) if col.null_count else col).to_numpy()
         starts = np.flatnonzero(np.r_[True, run[1:] != run[:-1]])
-        heads = np.sort(run[starts])  # not np.unique: its first call imports numpy.ma (~20 ms of a cold call)
+        heads = np.sort(run[starts])  # not np.unique: its first call imports numpy.ma
         if (heads[1:] == heads[:-1]).any():  # a run's rows are not together: put them together
             order = np.argsort(run, kind="stable")
             run, vals = run[order], vals[order]
@@ -239,8 +239,8 @@ def _stats_arrow(
 def _order_stats(run: Any, starts: Any, null: Any | None, vals: Any, ps: set[int]) -> OrderStats:
     """Each run's (n values, n NULL, {rank: value}) of one distribution, from its rows grouped by run
     (``starts``: each run's first row). The runs of one size without a NULL (a sweep's runs have a few
-    sizes) are one matrix, sorted along its rows by one ``np.sort`` (numpy's vectorised sort of doubles:
-    ~4x faster per value here than ``np.partition`` at four ranks, and no call per run): the same order
+    sizes) are one matrix, sorted along its rows by one ``np.sort`` (numpy's vectorised sort of doubles,
+    no call per run): the same order
     statistics as a partition per run (equal doubles, -0.0 and 0.0 too, are the same Fraction)."""
     import numpy as np
 
@@ -264,8 +264,8 @@ def _order_stats(run: Any, starts: Any, null: Any | None, vals: Any, ps: set[int
 
 def _stat_columns(x: Any, wanted: Wanted) -> list[sa.ColumnElement]:
     """Per distribution i over the columns m{i}, v{i} (and p{i}) of ``x``: count(*), how many pending,
-    and the array of its values that are not NULL, unsorted (``array_agg``; sorting ~1,000 values per
-    run and distribution was a fifth of the server's time): the order statistics are picked from it
+    and the array of its values that are not NULL, unsorted (``array_agg``; the server does not
+    sort them): the order statistics are picked from it
     on the client (:func:`_parse_stats`), and count(*) - cardinality is how many are NULL."""
     cols: list[sa.ColumnElement] = []
     for i, (rows, _) in enumerate(wanted):
