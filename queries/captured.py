@@ -25,8 +25,12 @@ from bench_ledger.queries.metrics.hardware import HS, LF, across_cards, read_car
 from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger, unknown
 
-A, B, D, L, R = (t.__table__ for t in (m.Artefact, m.Batch, m.Deployment, m.Launch, m.Run))
-CAP, PV, REQ, CG, DG = (t.__table__ for t in (m.Capture, m.PublishedValue, m.Request, m.ChunkGap, m.ArtefactDigest))
+__all__ = ["AcrossCards", "ArtefactView", "CardCounter", "HardwareView", "artefact_detail", "hardware_view"]
+
+_A, _B, _D, _L, _R = (t.__table__ for t in (m.Artefact, m.Batch, m.Deployment, m.Launch, m.Run))
+_CAP, _PV, _REQ, _CG, _DG = (
+    t.__table__ for t in (m.Capture, m.PublishedValue, m.Request, m.ChunkGap, m.ArtefactDigest)
+)
 
 
 # --------------------------------------------------------------------------- one artefact
@@ -63,10 +67,10 @@ def artefact_detail(ledger: Ledger, artefact_id: int) -> ArtefactView:
     """Everything the ledger holds of one artefact, from its row and the rows it produced."""
     with ledger.connection() as conn:
         a = conn.execute(
-            sa.select(A, B.c.name.label("batch_name"), D.c.name.label("dep_name"))
-            .outerjoin(B, B.c.id == A.c.batch_id)
-            .outerjoin(D, D.c.id == A.c.deployment_id)
-            .where(A.c.id == artefact_id)
+            sa.select(_A, _B.c.name.label("batch_name"), _D.c.name.label("dep_name"))
+            .outerjoin(_B, _B.c.id == _A.c.batch_id)
+            .outerjoin(_D, _D.c.id == _A.c.deployment_id)
+            .where(_A.c.id == artefact_id)
         ).first()
         if a is None:
             raise NotFound(f"no artefact with id {artefact_id}; `ledger show run ID` names a run's artefacts")
@@ -95,23 +99,25 @@ def artefact_detail(ledger: Ledger, artefact_id: int) -> ArtefactView:
             )
 
         view.rows = {
-            "capture": count(CAP),
-            "request": count(REQ),
-            "chunk_gap": count(CG),
+            "capture": count(_CAP),
+            "request": count(_REQ),
+            "chunk_gap": count(_CG),
             "hardware_sample": count(HS),
             "log_fact": count(LF),
-            "published_value": count(PV),
+            "published_value": count(_PV),
         }
         caps = conn.execute(
-            sa.select(CAP.c.run_id, CAP.c.record_count, CAP.c.sampled, R.c.label, B.c.name.label("batch"))
-            .join(R, R.c.id == CAP.c.run_id)
-            .join(B, B.c.id == R.c.batch_id)
-            .where(CAP.c.artefact_id == artefact_id)
-            .order_by(CAP.c.run_id)
+            sa.select(_CAP.c.run_id, _CAP.c.record_count, _CAP.c.sampled, _R.c.label, _B.c.name.label("batch"))
+            .join(_R, _R.c.id == _CAP.c.run_id)
+            .join(_B, _B.c.id == _R.c.batch_id)
+            .where(_CAP.c.artefact_id == artefact_id)
+            .order_by(_CAP.c.run_id)
         ).all()
         per_run: dict[int, int] = dict(
             conn.execute(
-                sa.select(REQ.c.run_id, sa.func.count()).where(REQ.c.artefact_id == artefact_id).group_by(REQ.c.run_id)
+                sa.select(_REQ.c.run_id, sa.func.count())
+                .where(_REQ.c.artefact_id == artefact_id)
+                .group_by(_REQ.c.run_id)
             ).all()
         )
         view.runs = [
@@ -128,27 +134,27 @@ def artefact_detail(ledger: Ledger, artefact_id: int) -> ArtefactView:
         view.launches = [
             f"{r.name}#{r.attempt}" + (f" ({r.label})" if r.label else "")
             for r in conn.execute(
-                sa.select(D.c.name, L.c.attempt, L.c.label)
-                .join(D, D.c.id == L.c.deployment_id)
-                .where(L.c.log_artefact_id == artefact_id, current(L))
-                .order_by(L.c.id)
+                sa.select(_D.c.name, _L.c.attempt, _L.c.label)
+                .join(_D, _D.c.id == _L.c.deployment_id)
+                .where(_L.c.log_artefact_id == artefact_id, current(_L))
+                .order_by(_L.c.id)
             )
         ]
         view.digest = [
             {"table": r.table_name, "rows": int(r.row_count), "root": r.root}
             for r in conn.execute(
-                sa.select(DG.c.table_name, DG.c.row_count, DG.c.root)
-                .where(DG.c.artefact_id == artefact_id)
-                .order_by(DG.c.table_name)
+                sa.select(_DG.c.table_name, _DG.c.row_count, _DG.c.root)
+                .where(_DG.c.artefact_id == artefact_id)
+                .order_by(_DG.c.table_name)
             )
         ]
         view.flags = {
             r.flag: int(r.n)
             for r in conn.execute(
-                sa.select(PV.c.flag, sa.func.count().label("n"))
-                .where(PV.c.artefact_id == artefact_id)
-                .group_by(PV.c.flag)
-                .order_by(PV.c.flag)
+                sa.select(_PV.c.flag, sa.func.count().label("n"))
+                .where(_PV.c.artefact_id == artefact_id)
+                .group_by(_PV.c.flag)
+                .order_by(_PV.c.flag)
             )
         }
         view.units = {
@@ -233,14 +239,14 @@ def _card_order(card: str) -> tuple[str, int]:
 def hardware_view(ledger: Ledger, batch: str) -> HardwareView:
     """Per-card statistics of every counter sampled in the batch, and what may be said across cards."""
     with ledger.connection() as conn:
-        bid = conn.execute(sa.select(B.c.id).where(B.c.name == batch)).scalar()
+        bid = conn.execute(sa.select(_B.c.id).where(_B.c.name == batch)).scalar()
         if bid is None:
             raise unknown(conn, "batch", batch)
-        groups = read_cards(conn, [HS.c.artefact_id.in_(sa.select(A.c.id).where(A.c.batch_id == bid))])
+        groups = read_cards(conn, [HS.c.artefact_id.in_(sa.select(_A.c.id).where(_A.c.batch_id == bid))])
         arts = conn.execute(  # the batch's files that hold samples: those the samples' groups name
-            sa.select(A.c.id, A.c.file_name, A.c.format, A.c.node, A.c.note)
-            .where(A.c.id.in_(sorted({g.artefact_id for g in groups})))
-            .order_by(A.c.id)
+            sa.select(_A.c.id, _A.c.file_name, _A.c.format, _A.c.node, _A.c.note)
+            .where(_A.c.id.in_(sorted({g.artefact_id for g in groups})))
+            .order_by(_A.c.id)
         ).all()
         cards: list[CardCounter] = []
         units_of: dict[str, set[str]] = {}

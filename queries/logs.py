@@ -23,8 +23,9 @@ from bench_ledger.errors import UsageError
 from bench_ledger.queries.metrics.hardware import LF
 from bench_ledger.store import Ledger, unknown
 
-A, B, D, L, R = (t.__table__ for t in (m.Artefact, m.Batch, m.Deployment, m.Launch, m.Run))
-CAP, PV, REQ, CG, DG = (t.__table__ for t in (m.Capture, m.PublishedValue, m.Request, m.ChunkGap, m.ArtefactDigest))
+__all__ = ["LogFactRow", "LogView", "log_view", "run_launch", "warm_compile_of_log"]
+
+_A, _B, _D, _L, _R = (t.__table__ for t in (m.Artefact, m.Batch, m.Deployment, m.Launch, m.Run))
 
 
 @dataclass
@@ -55,11 +56,11 @@ class LogView:
         return {"scope": self.scope, "logs": self.logs, "facts": [f.as_dict() for f in self.facts]}
 
 
-NO_LAUNCH = "no launch names this log (a manifest's launch names its log: `log:` under the launch, `ledger declare`)"
-NO_LABEL = (
+_NO_LAUNCH = "no launch names this log (a manifest's launch names its log: `log:` under the launch, `ledger declare`)"
+_NO_LABEL = (
     "its launch has no label, and runs find their launch by label (run.metadata.launch; a manifest launch's `label:`)"
 )
-NO_RUNS = "no current run of the deployment names this launch's label in run.metadata.launch"
+_NO_RUNS = "no current run of the deployment names this launch's label in run.metadata.launch"
 
 
 def _launch_of(meta: str | None) -> str | None:
@@ -72,22 +73,22 @@ def _launch_of(meta: str | None) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def launch_runs(conn: sa.Connection, launch_ids: list[int]) -> dict[int, list[dict]]:
+def _launch_runs(conn: sa.Connection, launch_ids: list[int]) -> dict[int, list[dict]]:
     """The current runs of each launch: runs of the launch's deployment (theirs, or their batch's)
     whose ``run.metadata.launch`` is the launch's label. The one definition of the run -> launch link."""
     if not launch_ids:
         return {}
-    launches = conn.execute(sa.select(L.c.id, L.c.deployment_id, L.c.label).where(L.c.id.in_(launch_ids))).all()
+    launches = conn.execute(sa.select(_L.c.id, _L.c.deployment_id, _L.c.label).where(_L.c.id.in_(launch_ids))).all()
     out: dict[int, list[dict]] = {la.id: [] for la in launches}
     by_key = {(la.deployment_id, la.label): la.id for la in launches if la.label is not None}
     if not by_key:
         return out
-    dep = sa.func.coalesce(R.c.deployment_id, B.c.deployment_id)
+    dep = sa.func.coalesce(_R.c.deployment_id, _B.c.deployment_id)
     rows = conn.execute(
-        sa.select(R.c.id, R.c.label, R.c.metadata_json, B.c.name.label("batch"), dep.label("dep"))
-        .join(B, B.c.id == R.c.batch_id)
-        .where(current(R), dep.in_(sorted({d for d, _ in by_key})))
-        .order_by(R.c.id)
+        sa.select(_R.c.id, _R.c.label, _R.c.metadata_json, _B.c.name.label("batch"), dep.label("dep"))
+        .join(_B, _B.c.id == _R.c.batch_id)
+        .where(current(_R), dep.in_(sorted({d for d, _ in by_key})))
+        .order_by(_R.c.id)
     ).all()
     for r in rows:
         lid = by_key.get((r.dep, _launch_of(r.metadata_json)))
@@ -98,9 +99,9 @@ def launch_runs(conn: sa.Connection, launch_ids: list[int]) -> dict[int, list[di
 
 def run_launch(conn: sa.Connection, run_id: int) -> tuple[dict | None, str]:
     """The launch a run ran against ({deployment, attempt, label, log_artefact_id}) or None, and why."""
-    dep = sa.func.coalesce(R.c.deployment_id, B.c.deployment_id)
+    dep = sa.func.coalesce(_R.c.deployment_id, _B.c.deployment_id)
     r = conn.execute(
-        sa.select(R.c.metadata_json, dep.label("dep")).join(B, B.c.id == R.c.batch_id).where(R.c.id == run_id)
+        sa.select(_R.c.metadata_json, dep.label("dep")).join(_B, _B.c.id == _R.c.batch_id).where(_R.c.id == run_id)
     ).one()
     name = _launch_of(r.metadata_json)
     if name is None:
@@ -108,10 +109,10 @@ def run_launch(conn: sa.Connection, run_id: int) -> tuple[dict | None, str]:
     if r.dep is None:
         return None, f"the run names launch {name!r} but has no deployment, and launches belong to a deployment"
     la = conn.execute(
-        sa.select(L.c.id, L.c.attempt, L.c.label, L.c.log_artefact_id, D.c.name)
-        .join(D, D.c.id == L.c.deployment_id)
-        .where(L.c.deployment_id == r.dep, L.c.label == name, current(L))
-        .order_by(L.c.id)
+        sa.select(_L.c.id, _L.c.attempt, _L.c.label, _L.c.log_artefact_id, _D.c.name)
+        .join(_D, _D.c.id == _L.c.deployment_id)
+        .where(_L.c.deployment_id == r.dep, _L.c.label == name, current(_L))
+        .order_by(_L.c.id)
     ).all()
     if len(la) != 1:
         return None, (
@@ -153,40 +154,47 @@ def log_view(ledger: Ledger, batch: str | None = None, deployment: str | None = 
     if (batch is None) == (deployment is None):
         raise UsageError("name the logs: --batch B or --deployment D (one of them)")
     with ledger.connection() as conn:
-        has_facts = sa.exists().where(LF.c.artefact_id == A.c.id)
+        has_facts = sa.exists().where(LF.c.artefact_id == _A.c.id)
         stmt = (
-            sa.select(A.c.id, A.c.file_name, B.c.name.label("batch"), D.c.name.label("dep"))
-            .outerjoin(B, B.c.id == A.c.batch_id)
-            .outerjoin(D, D.c.id == A.c.deployment_id)
+            sa.select(_A.c.id, _A.c.file_name, _B.c.name.label("batch"), _D.c.name.label("dep"))
+            .outerjoin(_B, _B.c.id == _A.c.batch_id)
+            .outerjoin(_D, _D.c.id == _A.c.deployment_id)
             .where(has_facts)
         )
         if batch is not None:
-            bid = conn.execute(sa.select(B.c.id).where(B.c.name == batch)).scalar()
+            bid = conn.execute(sa.select(_B.c.id).where(_B.c.name == batch)).scalar()
             if bid is None:
                 raise unknown(conn, "batch", batch)
-            stmt, scope = stmt.where(A.c.batch_id == bid), f"batch {batch}"
+            stmt, scope = stmt.where(_A.c.batch_id == bid), f"batch {batch}"
         else:
             assert deployment is not None  # one of the two, checked above
-            did = conn.execute(sa.select(D.c.id).where(D.c.name == deployment)).scalar()
+            did = conn.execute(sa.select(_D.c.id).where(_D.c.name == deployment)).scalar()
             if did is None:
                 raise unknown(conn, "deployment", deployment)
-            launched = sa.select(L.c.log_artefact_id).where(L.c.deployment_id == did, L.c.log_artefact_id.is_not(None))
-            stmt, scope = stmt.where(sa.or_(A.c.deployment_id == did, A.c.id.in_(launched))), f"deployment {deployment}"
-        arts = conn.execute(stmt.order_by(A.c.id)).all()
+            launched = sa.select(_L.c.log_artefact_id).where(
+                _L.c.deployment_id == did, _L.c.log_artefact_id.is_not(None)
+            )
+            stmt, scope = (
+                stmt.where(sa.or_(_A.c.deployment_id == did, _A.c.id.in_(launched))),
+                f"deployment {deployment}",
+            )
+        arts = conn.execute(stmt.order_by(_A.c.id)).all()
         ids = [a.id for a in arts]
         dep_rows = {
             r.name: dict(r._mapping)
-            for r in conn.execute(sa.select(D).where(D.c.name.in_(sorted({a.dep for a in arts if a.dep is not None}))))
+            for r in conn.execute(
+                sa.select(_D).where(_D.c.name.in_(sorted({a.dep for a in arts if a.dep is not None})))
+            )
         }
         launches: dict[int, list] = {}
         for r in conn.execute(
-            sa.select(L.c.id, L.c.log_artefact_id, D.c.name, L.c.attempt, L.c.label)
-            .join(D, D.c.id == L.c.deployment_id)
-            .where(L.c.log_artefact_id.in_(ids), current(L))
-            .order_by(L.c.id)
+            sa.select(_L.c.id, _L.c.log_artefact_id, _D.c.name, _L.c.attempt, _L.c.label)
+            .join(_D, _D.c.id == _L.c.deployment_id)
+            .where(_L.c.log_artefact_id.in_(ids), current(_L))
+            .order_by(_L.c.id)
         ):
             launches.setdefault(r.log_artefact_id, []).append(r)
-        runs_of = launch_runs(conn, [la.id for las in launches.values() for la in las])
+        runs_of = _launch_runs(conn, [la.id for las in launches.values() for la in las])
         frows = (
             conn.execute(
                 sa.select(LF).where(LF.c.artefact_id.in_(ids)).order_by(LF.c.artefact_id, LF.c.line, LF.c.kind)
@@ -217,9 +225,9 @@ def log_view(ledger: Ledger, batch: str | None = None, deployment: str | None = 
         runs = [r for la in linked for r in runs_of.get(la.id, [])]
         why = None
         if not linked:
-            why = NO_LAUNCH
+            why = _NO_LAUNCH
         elif not runs:
-            why = NO_RUNS if any(la.label is not None for la in linked) else NO_LABEL
+            why = _NO_RUNS if any(la.label is not None for la in linked) else _NO_LABEL
         logs.append(
             {
                 "artefact": a.id,
@@ -228,12 +236,12 @@ def log_view(ledger: Ledger, batch: str | None = None, deployment: str | None = 
                 "deployment": a.dep,
                 "launch": ", ".join(f"{la.name}#{la.attempt}" + (f" ({la.label})" if la.label else "") for la in linked)
                 or None,
-                "launch_reason": None if linked else NO_LAUNCH,
+                "launch_reason": None if linked else _NO_LAUNCH,
                 "runs": runs or None,
                 "runs_reason": why,
                 "warm_compile": warm.text if warm else None,
                 "warm_compile_basis": _warm_basis(own, warm),
-                "settings": settings_check(own, dep_rows.get(a.dep) if a.dep else None, a.dep),
+                "settings": _settings_check(own, dep_rows.get(a.dep) if a.dep else None, a.dep),
             }
         )
     return LogView(scope=scope, logs=logs, facts=facts)
@@ -241,7 +249,7 @@ def log_view(ledger: Ledger, batch: str | None = None, deployment: str | None = 
 
 # deployment field -> the log fact kinds that state it, preferred first ("Using max model len" is the
 # value the engine resolved; "non-default args" is what the user passed)
-SETTINGS: dict[str, tuple[str, ...]] = {
+_SETTINGS: dict[str, tuple[str, ...]] = {
     "max_model_len": ("max_model_len", "arg_max_model_len"),
     "tp": ("arg_tensor_parallel_size",),
     "pp": ("arg_pipeline_parallel_size",),
@@ -251,12 +259,12 @@ SETTINGS: dict[str, tuple[str, ...]] = {
 }
 
 
-def settings_check(facts: list[LogFactRow], declared: dict[str, object] | None, deployment: str | None) -> list[dict]:
+def _settings_check(facts: list[LogFactRow], declared: dict[str, object] | None, deployment: str | None) -> list[dict]:
     """Each engine setting the deployment declares against what the log printed: agree, differ, or
     n/a with why (not declared, or not printed: a non-default arg absent from the dict was left at
     vLLM's default, which the ledger does not assume)."""
     out = []
-    for fld, kinds in SETTINGS.items():
+    for fld, kinds in _SETTINGS.items():
         logged = next(([f for f in facts if f.kind == k] for k in kinds if any(f.kind == k for f in facts)), [])
         values = sorted({f.value for f in logged if f.value is not None})
         want = None if declared is None else declared.get(fld)

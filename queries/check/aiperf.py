@@ -14,6 +14,8 @@ from bench_ledger.queries.check.stat_definitions import (
 )
 from bench_ledger.tools import Tool
 
+__all__ = ["AIPERF", "GENAI_PERF"]
+
 _METRIC_STAT = re.compile(r"(?:records\.)?(?P<metric>[a-z0-9_]+)\.(?P<stat>avg|min|max|std|count|sum|p\d+(?:\.\d+)?)")
 _PERF_SERIES = {  # metric tag -> (request column, scale to the tool's unit)
     "ttft": ("ttft_s", 1000),
@@ -128,7 +130,7 @@ def _aiperf_run(metric: str, rec: Records) -> tuple[Fraction, str]:
     return sum(series, Fraction(0)) / duration, "total_osl / benchmark_duration, both from the records"
 
 
-GENAI_PERF_SOURCE = (
+_GENAI_PERF_SOURCE = (
     "genai-perf/genai_perf/profile_data_parser/llm_profile_data_parser.py _parse_requests @00168fe7 "
     "and genai_perf/metrics/statistics.py Statistics @0518df11 (triton-inference-server/perf_analyzer)"
 )
@@ -275,4 +277,4 @@ AIPERF = ToolCheck(
     recompute=_aiperf,
     families=(_avg_times_count, _aiperf_rates),
 )
-GENAI_PERF = ToolCheck(Tool.GENAI_PERF, NUMPY_LINEAR, GENAI_PERF_SOURCE, recompute=_genai_perf)
+GENAI_PERF = ToolCheck(Tool.GENAI_PERF, NUMPY_LINEAR, _GENAI_PERF_SOURCE, recompute=_genai_perf)

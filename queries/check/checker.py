@@ -43,7 +43,9 @@ from bench_ledger.queries.check.stat_definitions import NotDerivable
 from bench_ledger.store import Ledger
 from bench_ledger.tools import PRINTED_ROUNDED
 
-PV, R, B, A = (t.__table__ for t in (m.PublishedValue, m.Run, m.Batch, m.Artefact))
+__all__ = ["check"]
+
+_PV, _R, _B, _A = (t.__table__ for t in (m.PublishedValue, m.Run, m.Batch, m.Artefact))
 
 
 def _as_reported(pv, machine: bool) -> Reported | None:
@@ -130,39 +132,39 @@ def check(ledger: Ledger, batch: str | None = None, run_id: int | None = None) -
     recomputed from records and, where the tool has them, by its summary identities."""
     stmt = (
         sa.select(
-            R.c.id.label("run_id"),
-            PV.c.run_id.label("origin"),
-            B.c.name.label("batch"),
-            R.c.label,
-            R.c.tool,
-            R.c.request_count,
-            PV.c.key,
-            PV.c.text,
-            PV.c.value,
-            PV.c.unit,
-            PV.c.quantity_kind,
-            PV.c.locator,
-            PV.c.note,
-            A.c.format.label("artefact_format"),
-            A.c.file_name,
+            _R.c.id.label("run_id"),
+            _PV.c.run_id.label("origin"),
+            _B.c.name.label("batch"),
+            _R.c.label,
+            _R.c.tool,
+            _R.c.request_count,
+            _PV.c.key,
+            _PV.c.text,
+            _PV.c.value,
+            _PV.c.unit,
+            _PV.c.quantity_kind,
+            _PV.c.locator,
+            _PV.c.note,
+            _A.c.format.label("artefact_format"),
+            _A.c.file_name,
         )
         # values hang on a run's first revision (Run.origin_id); the row shown is its current revision
-        .select_from(PV)
-        .join(R, sa.and_(sa.func.coalesce(R.c.origin_id, R.c.id) == PV.c.run_id, current(R)))
-        .join(B, B.c.id == R.c.batch_id)
-        .outerjoin(A, A.c.id == PV.c.artefact_id)
-        .where(PV.c.flag == "reported", current(PV))
-        .order_by(B.c.id, R.c.id, PV.c.id)
+        .select_from(_PV)
+        .join(_R, sa.and_(sa.func.coalesce(_R.c.origin_id, _R.c.id) == _PV.c.run_id, current(_R)))
+        .join(_B, _B.c.id == _R.c.batch_id)
+        .outerjoin(_A, _A.c.id == _PV.c.artefact_id)
+        .where(_PV.c.flag == "reported", current(_PV))
+        .order_by(_B.c.id, _R.c.id, _PV.c.id)
     )
     if batch is not None:
         with ledger.session() as s:
             Ledger.get_batch(s, batch)
-        stmt = stmt.where(B.c.name == batch)
+        stmt = stmt.where(_B.c.name == batch)
     if run_id is not None:
         with ledger.session() as s:
             Ledger.get_run(s, run_id)
             require_current(s.connection(), "run", run_id)
-        stmt = stmt.where(R.c.id == run_id)
+        stmt = stmt.where(_R.c.id == run_id)
     out: list[CheckRow] = []
     with ledger.connection() as conn:
         by_run: dict[int, list] = {}

@@ -39,20 +39,24 @@ RECORDS, IDENTITY = "records", "identity"
 REL_FLOOR = Fraction(1, 10**9)  # records: float arithmetic of the tool over many values
 REL_IDENTITY = Fraction(1, 10**12)  # identity: a few float operations
 NS = 10**9  # nanoseconds per second
-PV, R, B, Q, G, A, V = (
-    t.__table__ for t in (m.PublishedValue, m.Run, m.Batch, m.Request, m.ChunkGap, m.Artefact, m.RequestValue)
-)
+_PV, _R, _Q, _A, _V = (t.__table__ for t in (m.PublishedValue, m.Run, m.Request, m.Artefact, m.RequestValue))
 
 __all__ = [
     "AGREE",
+    "CheckRow",
     "DISAGREE",
     "IDENTITY",
     "NOT_DERIVABLE",
+    "NS",
     "RECORDS",
-    "CheckRow",
-    "NotDerivable",
+    "REL_FLOOR",
+    "REL_IDENTITY",
     "Records",
     "Reported",
+    "StatusCounts",
+    "is_exact_count",
+    "load_records",
+    "reported_interval",
     "tolerance",
 ]
 
@@ -161,7 +165,7 @@ class _RunRows:
     def _ok_columns(self, names: list[str], conn: sa.Connection | None = None) -> pa.Table:
         cols: list[sa.Column] = []
         for n in names:
-            col = Q.columns[n]  # a column of request (KeyError otherwise)
+            col = _Q.columns[n]  # a column of request (KeyError otherwise)
             assert isinstance(col, sa.Column)
             cols.append(col)
         return self.read(
@@ -175,7 +179,7 @@ class _RunRows:
 
     def status_counts(self) -> StatusCounts:
         counts = self.conn.execute(
-            sa.select(Q.c.status, sa.func.count()).where(Q.c.run_id == self.run_id).group_by(Q.c.status)
+            sa.select(_Q.c.status, sa.func.count()).where(_Q.c.run_id == self.run_id).group_by(_Q.c.status)
         ).all()
         return StatusCounts({st: int(n) for st, n in counts})
 
@@ -211,29 +215,29 @@ class _RunRows:
         conn, run_id = self.conn, self.run_id
         result = conn.execute(
             sa.select(
-                Q.c.artefact_id,
-                Q.c.idx,
-                Q.c.status,
-                Q.c.error,
-                Q.c.input_tokens,
-                Q.c.output_tokens,
-                Q.c.ttft_s,
-                Q.c.latency_s,
-                Q.c.itl_mean_s,
-                Q.c.chunk_count,
-                Q.c.send_ns,
-                Q.c.end_ns,
+                _Q.c.artefact_id,
+                _Q.c.idx,
+                _Q.c.status,
+                _Q.c.error,
+                _Q.c.input_tokens,
+                _Q.c.output_tokens,
+                _Q.c.ttft_s,
+                _Q.c.latency_s,
+                _Q.c.itl_mean_s,
+                _Q.c.chunk_count,
+                _Q.c.send_ns,
+                _Q.c.end_ns,
             )
-            .where(Q.c.run_id == run_id)
-            .order_by(Q.c.artefact_id, Q.c.idx)
+            .where(_Q.c.run_id == run_id)
+            .order_by(_Q.c.artefact_id, _Q.c.idx)
         )
         keys = list(result.keys())
         rows = [dict(zip(keys, r, strict=True)) for r in result.all()]  # one dict per record, as r._mapping gave
         per: dict[tuple[int, int], dict[str, float]] = {}
         for a, i, k, v in conn.execute(
-            sa.select(V.c.artefact_id, V.c.request_idx, V.c.key, V.c.value)
-            .select_from(V.join(Q, sa.and_(Q.c.artefact_id == V.c.artefact_id, Q.c.idx == V.c.request_idx)))
-            .where(Q.c.run_id == run_id)
+            sa.select(_V.c.artefact_id, _V.c.request_idx, _V.c.key, _V.c.value)
+            .select_from(_V.join(_Q, sa.and_(_Q.c.artefact_id == _V.c.artefact_id, _Q.c.idx == _V.c.request_idx)))
+            .where(_Q.c.run_id == run_id)
         ):
             per.setdefault((a, i), {})[k] = v
         for r in rows:  # each record gains its per-request values in place (no copy of the rows)
@@ -392,14 +396,18 @@ def load_records(conn: sa.Connection, run_id: int) -> Records | str:
     # the tool's duration, the base of its rates: of several reports (a console table's 293.34 and the
     # JSON's 293.343067905982 of one run) the one printed with the most places
     durations = conn.execute(
-        sa.select(PV.c.text, PV.c.value)
+        sa.select(_PV.c.text, _PV.c.value)
         .where(
-            PV.c.run_id == run_id, PV.c.key == "duration", PV.c.flag == "reported", PV.c.value.is_not(None), current(PV)
+            _PV.c.run_id == run_id,
+            _PV.c.key == "duration",
+            _PV.c.flag == "reported",
+            _PV.c.value.is_not(None),
+            current(_PV),
         )
-        .order_by(PV.c.id)
+        .order_by(_PV.c.id)
     ).all()
     duration = max(durations, key=lambda d: printed_places(d.text) or 0).value if durations else None
-    meta = conn.execute(sa.select(R.c.metadata_json).where(R.c.id == run_id)).scalar()
+    meta = conn.execute(sa.select(_R.c.metadata_json).where(_R.c.id == run_id)).scalar()
     return Records(
         _RunRows(conn, run_id),
         fields,

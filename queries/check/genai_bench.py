@@ -15,6 +15,8 @@ from bench_ledger.queries.check.identity import Identity, ToolCheck, ratio, sum_
 from bench_ledger.queries.check.stat_definitions import NUMPY_LINEAR, NotDerivable
 from bench_ledger.tools import Tool
 
+__all__ = ["GENAI_BENCH"]
+
 _GB_STAT = re.compile(r"stats\.(?P<metric>[a-z0-9_]+)\.(?P<stat>min|max|mean|stddev|sum|p\d+)")
 
 

@@ -17,6 +17,8 @@ from bench_ledger.queries.check.stat_definitions import (
 )
 from bench_ledger.tools import Tool
 
+__all__ = ["GUIDELLM"]
+
 _GUIDELLM_STAT = re.compile(
     r"metrics\.(?P<metric>[a-z_]+(?:\.[a-z_]+)*?)\.(?P<group>successful|errored|incomplete|total)\."
     r"(?P<stat>mean|median|mode|variance|std_dev|min|max|count|total_sum|percentiles\.p\d+)"

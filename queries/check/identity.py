@@ -23,7 +23,19 @@ from bench_ledger.queries.check.stat_definitions import (
 from bench_ledger.queries.intervals import Interval
 from bench_ledger.tools import Tool
 
-Recompute = Callable[[str, Records], tuple[Fraction, str]]
+__all__ = [
+    "Identity",
+    "IdentityResult",
+    "TextResult",
+    "ToolCheck",
+    "equal",
+    "product",
+    "ratio",
+    "sum_of",
+    "total_ratio",
+]
+
+_Recompute = Callable[[str, Records], tuple[Fraction, str]]
 
 
 # --------------------------------------------------------------------------- identities
@@ -141,7 +153,7 @@ class ToolCheck:
     tool: Tool
     definition: StatDefinition
     source: str  # where the definition was read
-    recompute: Recompute | None = None
+    recompute: _Recompute | None = None
     recompute_text: Callable[[str, str, Records], tuple[bool, str]] | None = None
     fixed: tuple[Identity, ...] = ()
     families: tuple[Callable[[dict[str, Reported]], Iterable[Identity]], ...] = field(default_factory=tuple)

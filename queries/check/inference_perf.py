@@ -16,6 +16,8 @@ from bench_ledger.queries.check.identity import Identity, ToolCheck, ratio, sum_
 from bench_ledger.queries.check.stat_definitions import NUMPY_LINEAR, NotDerivable
 from bench_ledger.tools import Tool
 
+__all__ = ["INFERENCE_PERF"]
+
 _IP_STAT = re.compile(r"(?P<base>.+)\.(?P<stat>mean|min|max|median|p\d+(?:\.\d+)?)")
 _IP_SERIES = {  # lifecycle distribution -> (request column, over ok or failed records)
     "successes.latency.request_latency": ("latency_s", "ok"),

@@ -14,7 +14,9 @@ from bench_ledger.queries.check.stat_definitions import (
 )
 from bench_ledger.tools import Tool
 
-LLMPERF_STAT = re.compile(r"results_(?P<metric>.+?)_(?P<stat>quantiles_p\d+|mean|min|max|stddev)")
+__all__ = ["LLMPERF"]
+
+_LLMPERF_STAT = re.compile(r"results_(?P<metric>.+?)_(?P<stat>quantiles_p\d+|mean|min|max|stddev)")
 _LLMPERF_SERIES = {
     "ttft_s": "ttft_s",
     "end_to_end_latency_s": "latency_s",
@@ -32,7 +34,7 @@ def _llmperf(key: str, rec: Records) -> tuple[Fraction, str]:
             "divides by llmperf's own start-to-end monotonic time of the run; the records carry "
             "no times (see the identity linking the two)"
         )
-    if mt := LLMPERF_STAT.fullmatch(key):
+    if mt := _LLMPERF_STAT.fullmatch(key):
         metric, stat = mt["metric"], mt["stat"].removeprefix("quantiles_")
         series: Sequence[Fraction]
         if metric in _LLMPERF_SERIES:

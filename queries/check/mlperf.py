@@ -15,6 +15,8 @@ from bench_ledger.queries.check.identity import Identity, TextResult, ToolCheck
 from bench_ledger.queries.check.stat_definitions import NUMPY_LINEAR
 from bench_ledger.tools import Tool
 
+__all__ = ["MLPERF_LOADGEN"]
+
 _MLPERF_PAIRS = {
     "Samples per second": "result_samples_per_second",
     "Tokens per second": "result_tokens_per_second",

@@ -20,9 +20,9 @@ from bench_ledger.queries.check.trtllm import TRTLLM_BENCH
 from bench_ledger.queries.check.vllm import VLLM
 from bench_ledger.tools import Tool
 
-__all__ = ["REGISTRY", "tool_check"]
+__all__ = ["tool_check"]
 
-REGISTRY: dict[str, ToolCheck] = {
+_REGISTRY: dict[str, ToolCheck] = {
     tc.tool: tc
     for tc in (
         VLLM,
@@ -37,9 +37,9 @@ REGISTRY: dict[str, ToolCheck] = {
         GENAI_BENCH,
     )
 }
-REGISTRY[Tool.VLLM_BENCHMARK_SERVING] = VLLM
+_REGISTRY[Tool.VLLM_BENCHMARK_SERVING] = VLLM
 
 
 def tool_check(tool: str | None) -> ToolCheck | None:
     """The registry entry of ``tool`` (a ``run.tool`` string), or None when the ledger has none."""
-    return REGISTRY.get(tool or "")
+    return _REGISTRY.get(tool or "")

@@ -19,6 +19,8 @@ from bench_ledger.queries.metrics.definitions import exact_sum
 from bench_ledger.queries.metrics.exact_column import ExactColumn
 from bench_ledger.tools import SERVING_LATENCY_STAT
 
+__all__ = ["BOUNDARY", "SERVING_RATES", "median_is_p50", "peak_inputs", "recompute_serving"]
+
 
 def _serving_series(rec: Records, name: str) -> Sequence[Fraction]:
     """vLLM / SGLang per-request series over successful requests, in seconds."""

@@ -9,6 +9,8 @@ from bench_ledger.queries.check.stat_definitions import (
 )
 from bench_ledger.tools import Tool
 
+__all__ = ["SGLANG"]
+
 SGLANG = ToolCheck(
     Tool.SGLANG_BENCH,
     NUMPY_LINEAR,

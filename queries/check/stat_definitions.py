@@ -39,6 +39,25 @@ from bench_ledger.queries.metrics.definitions import (
 )
 from bench_ledger.queries.metrics.exact_column import ExactColumn
 
+__all__ = [
+    "DEFINITIONS",
+    "FLOOR_INDEX",
+    "GUIDELLM_INVERTED_CDF",
+    "GUIDELLM_STATS",
+    "GuidellmDist",
+    "NUMPY_LINEAR",
+    "NotDerivable",
+    "PANDAS_LINEAR",
+    "Pdf",
+    "StatDefinition",
+    "exact_sorted",
+    "guidellm_concurrency_pairs",
+    "guidellm_rate_pairs",
+    "guidellm_stat",
+    "percentile_level",
+    "weighted_pdf",
+]
+
 
 class NotDerivable(Exception):
     """Raised inside a recomputation: the reported value cannot be re-derived, and why."""
@@ -207,11 +226,11 @@ def guidellm_stat(
 
 
 GUIDELLM_STATS = ("mean", "median", "mode", "variance", "std_dev", "min", "max", "count", "total_sum")
-GUIDELLM_THRESHOLD = 1e-4  # guidellm merges event times closer than 1/10 ms
-GUIDELLM_EPSILON = 1e-6
+_GUIDELLM_THRESHOLD = 1e-4  # guidellm merges event times closer than 1/10 ms
+_GUIDELLM_EPSILON = 1e-6
 
 
-def _merge_times(events: list[tuple[float, float]], threshold: float = GUIDELLM_THRESHOLD) -> list[list[float]]:
+def _merge_times(events: list[tuple[float, float]], threshold: float = _GUIDELLM_THRESHOLD) -> list[list[float]]:
     """guidellm ``DistributionSummary._merge_sorted_times_with_weights``: equal times merged (weights
     summed), then every run of times each within ``threshold`` of the previous one, up to the run's
     first time + threshold, merged into its first time; repeated until nothing merges."""
@@ -263,7 +282,7 @@ def guidellm_rate_pairs(
     durations = [
         mids[0] - times[0],
         *[b - a for a, b in zip(mids, mids[1:], strict=False)],
-        max(times[-1] - mids[-1], GUIDELLM_EPSILON),
+        max(times[-1] - mids[-1], _GUIDELLM_EPSILON),
     ]
     occ = [w for _, w in merged]
     count = round(sum(occ))

@@ -12,6 +12,8 @@ from bench_ledger.queries.check.identity import Identity, ToolCheck, equal, rati
 from bench_ledger.queries.check.stat_definitions import FLOOR_INDEX
 from bench_ledger.tools import Tool
 
+__all__ = ["TRTLLM_BENCH"]
+
 _TRT_BLOCKS = (
     "performance.request_latency_percentiles_ms",
     "streaming_metrics.tpot_percentiles",
@@ -62,7 +64,7 @@ def _trtllm_identities(values: dict[str, Reported]) -> Iterator[Identity]:
         count = int(values[n].value)
         for block in _TRT_BLOCKS:
             for q in ("p50", "p90", "p95", "p99"):
-                idx = floor_index_at(count, q)
+                idx = _floor_index_at(count, q)
                 if idx == count - 1:
                     yield Identity(
                         f"{block}.{q} = {block}.maximum (floor index int({count} x 0.{q[1:]}) = {idx}, the last)",
@@ -79,7 +81,7 @@ def _trtllm_identities(values: dict[str, Reported]) -> Iterator[Identity]:
                     )
 
 
-def floor_index_at(n: int, q: str) -> int:
+def _floor_index_at(n: int, q: str) -> int:
     """The index trtllm-bench reads for ``q`` of ``n`` sorted values: ``int(n x 0.99)`` as a float."""
     return min(n - 1, int(n * (int(q[1:]) / 100)))
 

@@ -14,6 +14,8 @@ from bench_ledger.queries.check.stat_definitions import (
 from bench_ledger.queries.intervals import Interval
 from bench_ledger.tools import Tool
 
+__all__ = ["VLLM"]
+
 
 def _num_prompts(values: dict[str, Reported], run) -> Iterator[Identity]:
     """vLLM ``calculate_metrics``: every one of the ``num_prompts`` requests is either completed or

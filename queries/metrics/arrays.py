@@ -12,7 +12,9 @@ from typing import Any
 import sqlalchemy as sa
 from bench_ledger.store import on_one_snapshot, pg_parallel_workers
 
-FLOAT8_ARRAY_OID = 1022  # PostgreSQL's double precision[] (pg_type)
+__all__ = ["array_rows", "duck_arrow", "pg_rows", "pg_rows_shared", "pg_shares"]
+
+_FLOAT8_ARRAY_OID = 1022  # PostgreSQL's double precision[] (pg_type)
 
 
 def pg_rows(conn: sa.Connection, stmt: sa.Select) -> list[dict[str, Any]]:
@@ -32,7 +34,7 @@ def pg_rows(conn: sa.Connection, stmt: sa.Select) -> list[dict[str, Any]]:
     raw = conn.connection.driver_connection
     assert raw is not None  # a checked-out connection always has its driver connection
     with raw.cursor(binary=True) as cur:
-        cur.adapters.register_loader(FLOAT8_ARRAY_OID, Doubles)
+        cur.adapters.register_loader(_FLOAT8_ARRAY_OID, Doubles)
         cur.execute(str(compiled), compiled.params)
         names = [d.name for d in cur.description or []]
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
@@ -69,7 +71,7 @@ def duck_arrow(conn: sa.Connection, stmt: sa.Select) -> Any:
         result.close()
 
 
-def tuples(conn: sa.Connection, stmt: sa.Select) -> Iterable[tuple]:
+def _tuples(conn: sa.Connection, stmt: sa.Select) -> Iterable[tuple]:
     """The rows of ``stmt`` as tuples; on DuckDB read as Arrow columns (not a fetch per row through the
     driver)."""
     if conn.dialect.name != "duckdb":

@@ -31,6 +31,34 @@ import sqlalchemy as sa
 from bench_ledger.queries.metrics.exact_column import ExactColumn
 from bench_ledger.queries.values import MetricValue, Scope
 
+__all__ = [
+    "Cache",
+    "CaptureInfo",
+    "Count",
+    "Ctx",
+    "Dist",
+    "E9",
+    "Groups",
+    "Metric",
+    "Plan",
+    "Rate",
+    "Rows",
+    "Total",
+    "Wall",
+    "derived",
+    "exact",
+    "exact_sum",
+    "fields_given",
+    "fields_used",
+    "mean",
+    "na",
+    "percentile_linear",
+    "precheck_caps",
+    "ratio_sum",
+    "std",
+    "sum_of_squares_about_mean",
+]
+
 E9 = 10**9  # nanoseconds per second
 
 
@@ -310,7 +338,7 @@ def fields_used(caps: list[CaptureInfo], metric: Metric) -> list[str]:
     return sorted(used)
 
 
-def _fields(caps: list[CaptureInfo], metric: Metric, given: list[str] | None) -> list[str]:
+def fields_given(caps: list[CaptureInfo], metric: Metric, given: list[str] | None) -> list[str]:
     """The decision functions' fields: ``given`` where the caller has them (the batch path decides them
     once per captures' shape and needs), else :func:`fields_used`."""
     return fields_used(caps, metric) if given is None else given

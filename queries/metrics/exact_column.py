@@ -28,6 +28,8 @@ from typing import Any, overload
 
 import numpy as np
 
+__all__ = ["ExactColumn"]
+
 
 class ExactColumn(Sequence[Fraction]):
     """The exact values ``Fraction(x) * scale`` of a 1-D float64 or int64 array (kept as is; never

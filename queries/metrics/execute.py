@@ -31,9 +31,9 @@ from bench_ledger.queries.metrics.definitions import (
     Rows,
     Total,
     Wall,
-    _fields,
     derived,
     exact,
+    fields_given,
     fields_used,
     mean,
     na,
@@ -44,18 +44,25 @@ from bench_ledger.queries.metrics.definitions import (
 from bench_ledger.queries.metrics.requests import Q, aggregate_columns, aggregate_row, captures
 from bench_ledger.queries.values import MetricValue
 
+__all__ = ["Distribution", "Execution", "Shared", "apply_stat", "read_values", "value_of"]
 
-def count_value(
+
+def _count_value(
     metric: Metric, ctx: Ctx, caps: list[CaptureInfo], n: int, count: int | None, fields: list[str] | None = None
 ) -> MetricValue:
-    """``fields``: the fields used, where the caller has them (:func:`_fields`); likewise in the other
+    """``fields``: the fields used, where the caller has them (:func:`fields_given`); likewise in the other
     decision functions."""
     return derived(
-        metric, ctx, Fraction(int(count or 0)), runs=ctx.run_ids, requests=int(n), fields=_fields(caps, metric, fields)
+        metric,
+        ctx,
+        Fraction(int(count or 0)),
+        runs=ctx.run_ids,
+        requests=int(n),
+        fields=fields_given(caps, metric, fields),
     )
 
 
-def record_groups(metric: Metric, ctx: Ctx) -> MetricValue:
+def _record_groups(metric: Metric, ctx: Ctx) -> MetricValue:
     return derived(
         metric,
         ctx,
@@ -65,7 +72,7 @@ def record_groups(metric: Metric, ctx: Ctx) -> MetricValue:
     )
 
 
-def total_value(
+def _total_value(
     metric: Metric,
     ctx: Ctx,
     caps: list[CaptureInfo],
@@ -90,11 +97,11 @@ def total_value(
         Fraction(int(total)),  # type: ignore[arg-type]
         runs=ctx.run_ids,
         requests_ok=int(ok),
-        fields=_fields(caps, metric, fields),
+        fields=fields_given(caps, metric, fields),
     )
 
 
-def wall_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], fetch: Callable[[], object]) -> MetricValue:
+def _wall_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], fetch: Callable[[], object]) -> MetricValue:
     """The decision of a :class:`Wall` plan; ``fetch`` gives the row of :func:`wall_clock_sql` (read only if needed)."""
     if any(c.sampled for c in caps):
         return na(metric, ctx, "records are a sample: their first send / last end is not the run's")
@@ -129,7 +136,7 @@ def wall_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], fetch: Callabl
 # --------------------------------------------------------------------------- rates over the wall clock
 
 
-def rate_value(metric: Metric, ctx: Ctx, parts: list[MetricValue], clock: MetricValue, per: int) -> MetricValue:
+def _rate_value(metric: Metric, ctx: Ctx, parts: list[MetricValue], clock: MetricValue, per: int) -> MetricValue:
     """The decision of a :class:`Rate` plan on the token totals and the wall clock already computed:
     n/a propagates, the wall clock's basis is kept."""
     for v in [*parts, clock]:
@@ -171,7 +178,7 @@ def apply_stat(stat: str, values: Sequence[Fraction]) -> Fraction:
     raise ValueError(stat)
 
 
-def dist_value(
+def _dist_value(
     metric: Metric,
     ctx: Ctx,
     caps: list[CaptureInfo],
@@ -200,7 +207,7 @@ def dist_value(
         runs=ctx.run_ids,
         values=len(vals),
         population=population,
-        fields=_fields(caps, metric, fields),
+        fields=fields_given(caps, metric, fields),
         method="numpy linear (type 7)"
         if stat.startswith("p")
         else "population (ddof 0), as numpy"
@@ -209,7 +216,7 @@ def dist_value(
     )
 
 
-def cache_value(metric: Metric, ctx: Ctx, bad: MetricValue | None, fetch: Callable[[], object]) -> MetricValue:
+def _cache_value(metric: Metric, ctx: Ctx, bad: MetricValue | None, fetch: Callable[[], object]) -> MetricValue:
     """The decision of a :class:`Cache` plan (n/a where not reported, never 0, never from TTFT, R9);
     ``fetch`` gives the row of :func:`totals_sql`."""
     if bad:
@@ -297,11 +304,11 @@ class Execution:
         ctx, caps, plan = self.ctx, self.caps, mt.plan
         kind = type(plan)
         if kind is Rate:
-            return rate_value(mt, ctx, [self.value(t) for t in plan.tokens], self.value(plan.wall), plan.per)  # type: ignore[union-attr]
+            return _rate_value(mt, ctx, [self.value(t) for t in plan.tokens], self.value(plan.wall), plan.per)  # type: ignore[union-attr]
         if kind is Groups:
-            return record_groups(mt, ctx)
+            return _record_groups(mt, ctx)
         if kind is Wall:
-            return wall_value(mt, ctx, caps, self.aggregate)
+            return _wall_value(mt, ctx, caps, self.aggregate)
         # precheck_caps passes or not by the captures' shape and the metric's needs only: passed once,
         # passed for every run of that shape and metric of those needs (an n/a, which names the run's
         # counts, is built per metric and run: cache_value edits it)
@@ -311,13 +318,13 @@ class Execution:
             if bad is None:
                 self.fit.add(mt.needs)
         if kind is Cache:
-            return cache_value(mt, ctx, bad, self._cache_row)
+            return _cache_value(mt, ctx, bad, self._cache_row)
         if bad:
             return bad
         if kind is Dist:
             assert isinstance(plan, Dist)
             n, missing, values = self.distribution(plan)
-            return dist_value(
+            return _dist_value(
                 mt,
                 ctx,
                 caps,
@@ -331,11 +338,11 @@ class Execution:
         agg = self.aggregate()
         if kind is Count:
             assert isinstance(plan, Count)
-            return count_value(mt, ctx, caps, agg.n, getattr(agg, plan.status), self.fields(mt))
+            return _count_value(mt, ctx, caps, agg.n, getattr(agg, plan.status), self.fields(mt))
         if kind is Total:
             assert isinstance(plan, Total)
             col = plan.column
-            return total_value(
+            return _total_value(
                 mt,
                 ctx,
                 caps,
@@ -363,7 +370,7 @@ def read_values(conn: sa.Connection, rows: Rows, run_ids: list[int]) -> list[flo
     return [r.v for r in got]
 
 
-def scope_execution(conn: sa.Connection, ctx: Ctx) -> Execution:
+def _scope_execution(conn: sa.Connection, ctx: Ctx) -> Execution:
     """The executor over one resolved scope, its figures read by its own statements when first asked."""
     ids = list(ctx.run_ids)
 
@@ -382,5 +389,5 @@ def value_of(conn: sa.Connection, ctx: Ctx, mt: Metric) -> MetricValue:
     """One metric on one resolved scope: a request metric's plan by :func:`scope_execution`, a hardware or
     log metric by its own function."""
     if isinstance(mt.plan, Plan):
-        return scope_execution(conn, ctx).value(mt)
+        return _scope_execution(conn, ctx).value(mt)
     return mt.plan(conn, ctx, mt)

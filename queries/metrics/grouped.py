@@ -70,6 +70,8 @@ from bench_ledger.queries.metrics.requests import (
 )
 from bench_ledger.queries.values import MetricValue, Scope
 
+__all__ = ["RunRef", "batch_values", "ranks_read", "run_filter", "supported"]
+
 
 @dataclass
 class RunRef:
@@ -123,7 +125,7 @@ def run_filter(runs: sa.Select, ids: Iterable[int] | None = None) -> sa.ColumnEl
     return Q.c.run_id.in_(runs)
 
 
-def read_aggregates(
+def _read_aggregates(
     conn: sa.Connection, runs: sa.Select, where: sa.ColumnElement[bool] | None = None
 ) -> dict[int, SimpleNamespace]:
     """Counts, ok-token totals and first send / last end per run: one GROUP BY run_id (``where``: the
@@ -133,8 +135,8 @@ def read_aggregates(
     return {r.run_id: aggregate_row(r._mapping) for r in conn.execute(stmt)}
 
 
-OrderStats = dict[int, tuple[int, int, dict[int, float]]]  # run -> (n values, n NULL, {0-based rank: value})
-Wanted = list[tuple[Rows, set[int]]]  # a distribution's rows, the percentiles read from it
+_OrderStats = dict[int, tuple[int, int, dict[int, float]]]  # run -> (n values, n NULL, {0-based rank: value})
+_Wanted = list[tuple[Rows, set[int]]]  # a distribution's rows, the percentiles read from it
 
 
 def ranks_read(n: int, ps: Iterable[int]) -> list[int]:
@@ -147,9 +149,9 @@ def ranks_read(n: int, ps: Iterable[int]) -> list[int]:
     return sorted(out)
 
 
-def read_runs(
-    conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregates: bool, ids: Iterable[int] | None = None
-) -> tuple[dict[int, SimpleNamespace], list[OrderStats]]:
+def _read_runs(
+    conn: sa.Connection, runs: sa.Select, wanted: _Wanted, aggregates: bool, ids: Iterable[int] | None = None
+) -> tuple[dict[int, SimpleNamespace], list[_OrderStats]]:
     """The aggregates of every run (if asked) and, per distribution of ``wanted`` and per run, (n values,
     n NULL, {rank: value}) for the ranks :func:`ranks_read` names (none when a value is NULL: the metric
     is n/a then).
@@ -165,14 +167,14 @@ def read_runs(
     PostgreSQL: how many, for :func:`pg_shares`)."""
     pg = conn.dialect.name != "duckdb"
     where = None if pg else run_filter(runs, ids)
-    out: list[OrderStats] = [{} for _ in wanted]
+    out: list[_OrderStats] = [{} for _ in wanted]
     pending = [0] * len(wanted)
     on_q = [i for i, (rows, _) in enumerate(wanted) if rows.source is Q]
     aggs: dict[int, SimpleNamespace] = {}
     if pg and (aggregates or on_q):
         aggs, got, pend = _read_lateral(conn, runs, [wanted[i] for i in on_q], aggregates, len(set(ids or ())))
     else:
-        aggs = read_aggregates(conn, runs, where) if aggregates else {}
+        aggs = _read_aggregates(conn, runs, where) if aggregates else {}
         got, pend = _stats_arrow(conn, runs, [wanted[i] for i in on_q], where) if on_q else ([], [])
     for i, st, pc_ in zip(on_q, got, pend, strict=True):
         out[i], pending[i] = st, pc_
@@ -186,7 +188,7 @@ def read_runs(
     return aggs, out
 
 
-def _value_columns(wanted: Wanted) -> list[sa.ColumnElement]:
+def _value_columns(wanted: _Wanted) -> list[sa.ColumnElement]:
     """m{i}: the row is in distribution i; v{i}: its value there, computed only for its rows (a row of
     another distribution may divide by zero here: TPOT of a request with one output token)."""
     cols: list[sa.ColumnElement] = []
@@ -198,8 +200,8 @@ def _value_columns(wanted: Wanted) -> list[sa.ColumnElement]:
 
 
 def _stats_arrow(
-    conn: sa.Connection, runs: sa.Select, wanted: Wanted, where: sa.ColumnElement[bool] | None = None
-) -> tuple[list[OrderStats], list[int]]:
+    conn: sa.Connection, runs: sa.Select, wanted: _Wanted, where: sa.ColumnElement[bool] | None = None
+) -> tuple[list[_OrderStats], list[int]]:
     """DuckDB: per distribution one statement, (run_id, v) of its member rows (and whether each is
     ``pending``) as Arrow; its rows grouped by run (they come in stored order, which is by run after an
     import; otherwise a stable sort by run) and each run's ranks from :func:`_order_stats`. One statement
@@ -210,7 +212,7 @@ def _stats_arrow(
     import pyarrow.compute as pc
 
     where = Q.c.run_id.in_(runs) if where is None else where
-    out: list[OrderStats] = []
+    out: list[_OrderStats] = []
     pending: list[int] = []
     for rows, ps in wanted:
         cols = [Q.c.run_id.label("run_id"), rows.v.label("v")]
@@ -236,7 +238,7 @@ def _stats_arrow(
     return out, pending
 
 
-def _order_stats(run: Any, starts: Any, null: Any | None, vals: Any, ps: set[int]) -> OrderStats:
+def _order_stats(run: Any, starts: Any, null: Any | None, vals: Any, ps: set[int]) -> _OrderStats:
     """Each run's (n values, n NULL, {rank: value}) of one distribution, from its rows grouped by run
     (``starts``: each run's first row). The runs of one size without a NULL (a sweep's runs have a few
     sizes) are one matrix, sorted along its rows by one ``np.sort`` (numpy's vectorised sort of doubles,
@@ -248,7 +250,7 @@ def _order_stats(run: Any, starts: Any, null: Any | None, vals: Any, ps: set[int
     sizes = ends - starts
     nulls = np.zeros(len(starts), np.int64) if null is None else np.add.reduceat(null, starts)
     rids = run[starts].tolist()
-    st: OrderStats = {}
+    st: _OrderStats = {}
     for rid, n, nn in zip(rids, sizes.tolist(), nulls.tolist(), strict=True):
         st[rid] = (n, nn, {})
     clean = nulls == 0
@@ -262,7 +264,7 @@ def _order_stats(run: Any, starts: Any, null: Any | None, vals: Any, ps: set[int
     return st
 
 
-def _stat_columns(x: Any, wanted: Wanted) -> list[sa.ColumnElement]:
+def _stat_columns(x: Any, wanted: _Wanted) -> list[sa.ColumnElement]:
     """Per distribution i over the columns m{i}, v{i} (and p{i}) of ``x``: count(*), how many pending,
     and the array of its values that are not NULL, unsorted (``array_agg``; the server does not
     sort them): the order statistics are picked from it
@@ -279,7 +281,7 @@ def _stat_columns(x: Any, wanted: Wanted) -> list[sa.ColumnElement]:
     return cols
 
 
-def _parse_stats(row: Any, wanted: Wanted, out: list[OrderStats], pending: list[int], rid: int) -> None:
+def _parse_stats(row: Any, wanted: _Wanted, out: list[_OrderStats], pending: list[int], rid: int) -> None:
     """One run's order statistics from its value arrays (numpy, from PostgreSQL's binary form: the
     stored doubles): the ranks :func:`ranks_read` names, by ``np.partition``."""
     import numpy as np
@@ -298,8 +300,8 @@ def _parse_stats(row: Any, wanted: Wanted, out: list[OrderStats], pending: list[
 
 
 def _read_lateral(
-    conn: sa.Connection, runs: sa.Select, wanted: Wanted, aggregates: bool, runs_count: int
-) -> tuple[dict[int, SimpleNamespace], list[OrderStats], list[int]]:
+    conn: sa.Connection, runs: sa.Select, wanted: _Wanted, aggregates: bool, runs_count: int
+) -> tuple[dict[int, SimpleNamespace], list[_OrderStats], list[int]]:
     """PostgreSQL, distributions over the request table alone: one statement, one run at a time
     (LATERAL), the aggregates (if asked) and every distribution's value array from one index scan
     of the run's requests, whose values are computed once per row (OFFSET 0 keeps PostgreSQL from
@@ -315,7 +317,7 @@ def _read_lateral(
         return sa.select(rid.label("run_id"), inner).select_from(r.join(inner, sa.true()))
 
     aggs: dict[int, SimpleNamespace] = {}
-    out: list[OrderStats] = [{} for _ in wanted]
+    out: list[_OrderStats] = [{} for _ in wanted]
     pending = [0] * len(wanted)
     for mp in pg_rows_shared(conn, runs, statement, runs_count):
         if aggregates and mp["n"]:  # a run without request rows is absent from the GROUP BY's aggregates too
@@ -324,7 +326,7 @@ def _read_lateral(
     return aggs, out, pending
 
 
-def _stats_grouped(conn: sa.Connection, runs: sa.Select, wanted: Wanted) -> tuple[list[OrderStats], list[int]]:
+def _stats_grouped(conn: sa.Connection, runs: sa.Select, wanted: _Wanted) -> tuple[list[_OrderStats], list[int]]:
     """PostgreSQL, a distribution over a joined source (chunk gaps, gap sums): one GROUP BY run_id."""
     rows = wanted[0][0]
     x = (
@@ -333,7 +335,7 @@ def _stats_grouped(conn: sa.Connection, runs: sa.Select, wanted: Wanted) -> tupl
         .where(Q.c.run_id.in_(runs), rows.member)
         .subquery("x")
     )
-    out: list[OrderStats] = [{}]
+    out: list[_OrderStats] = [{}]
     pending = [0]
     for mp in pg_rows(conn, sa.select(x.c.run_id, *_stat_columns(x, wanted)).group_by(x.c.run_id)):
         _parse_stats(mp, wanted, out, pending, mp["run_id"])
@@ -360,7 +362,7 @@ def batch_values(
         if isinstance(p, Dist):
             dists.setdefault(id(p.rows), (p.rows, set()))[1].add(_stat_p(p.stat))
     wanted = [(rows(origins), ps) for rows, ps in dists.values()]
-    aggs, got = read_runs(conn, origins, wanted, need_rows, [r.origin for r in runs])
+    aggs, got = _read_runs(conn, origins, wanted, need_rows, [r.origin for r in runs])
     stats = dict(zip(dists, got, strict=True))
     empty = empty_aggregate()
     shared = Shared()
@@ -389,7 +391,7 @@ def batch_values(
 _NONE: tuple[int, int, dict[int, float]] = (0, 0, {})
 
 
-def _distribution(stats: dict[int, OrderStats], origin: int, plan: Dist) -> Distribution:
+def _distribution(stats: dict[int, _OrderStats], origin: int, plan: Dist) -> Distribution:
     """A run's distribution from the order statistics read for all runs (no values: none read)."""
     n, missing, known = stats[id(plan.rows)].get(origin, _NONE)
     return n, missing, lambda: _OrderStats(n, known)

@@ -30,13 +30,31 @@ from bench_ledger.queries.metrics.arrays import array_rows
 from bench_ledger.queries.metrics.definitions import Ctx, Metric, derived, mean, na
 from bench_ledger.queries.metrics.exact_column import ExactColumn
 
+__all__ = [
+    "A",
+    "CardSamples",
+    "HS",
+    "LF",
+    "across_cards",
+    "card_metrics",
+    "card_name",
+    "card_of",
+    "exact_max",
+    "load_cards",
+    "match_cards",
+    "parse_window",
+    "per_card",
+    "read_cards",
+    "sample_filter",
+]
+
 HS = m.HardwareSample.__table__
 LF = m.LogFact.__table__
 A = m.Artefact.__table__
 
 
 # What a statistic across cards may be, per quantity kind: (allowed, rule, why). The one place.
-ACROSS_CARDS: dict[str, tuple[str, str, str]] = {
+_ACROSS_CARDS: dict[str, tuple[str, str, str]] = {
     "power": (
         "sum of card means, peak of the simultaneous sum, sum of card peaks",
         "R14",
@@ -56,7 +74,7 @@ ACROSS_CARDS: dict[str, tuple[str, str, str]] = {
     ),
     "utilization_percent": ("none (per card only)", "R13", "one card's engine busy time; not additive over cards"),
 }
-NOT_ACROSS = (
+_NOT_ACROSS = (
     "none (per card only)",
     "R13",
     "a counter is the card's that measured it; the ledger computes no statistic across cards for this kind",
@@ -65,7 +83,7 @@ NOT_ACROSS = (
 
 def across_cards(kind: str) -> tuple[str, str, str]:
     """What a statistic across cards of a counter of ``kind`` may be: (allowed, rule, why)."""
-    return ACROSS_CARDS.get(kind, NOT_ACROSS)
+    return _ACROSS_CARDS.get(kind, _NOT_ACROSS)
 
 
 def card_of(artefact_id: int, node: str | None, gpu: int) -> str:
@@ -220,7 +238,7 @@ def match_cards(cards, gpu: str) -> list[str]:
     return [c for c in cards if c == gpu or c.endswith(f":gpu{gpu}") or c.endswith(f":{gpu}")]
 
 
-def card_stat(counter: str, stat: str) -> Callable:
+def _card_stat(counter: str, stat: str) -> Callable:
     """Mean or max of one card's counter over the window; one card only (name it with Scope.gpu)."""
 
     def compute(conn: sa.Connection, ctx: Ctx, metric: Metric):
@@ -274,7 +292,7 @@ def card_metrics() -> list[Metric]:
                     (),
                     f"{stat.upper()}(value) of dmon column {counter!r} per card (unit as printed)",
                     "hardware",
-                    card_stat(counter, stat),
+                    _card_stat(counter, stat),
                 )
             )
     return out

@@ -21,27 +21,28 @@ from bench_ledger.queries.metrics.definitions import Ctx, Metric, derived, mean,
 from bench_ledger.queries.metrics.hardware import CardSamples, card_of, exact_max, load_cards, per_card, sample_filter
 from bench_ledger.queries.values import MetricValue
 
-HS = m.HardwareSample.__table__
-LF = m.LogFact.__table__
-A = m.Artefact.__table__
+__all__ = ["POWER_STATS", "power_metric", "power_metrics", "power_values"]
+
+_HS = m.HardwareSample.__table__
+_A = m.Artefact.__table__
 
 
-def power_counters_in(conn: sa.Connection, artefact_ids: list[int]) -> list[str]:
+def _power_counters_in(conn: sa.Connection, artefact_ids: list[int]) -> list[str]:
     """The power counters (:data:`POWER_COUNTERS`) sampled in these artefacts, in that table's order."""
     if not artefact_ids:
         return []
     found = {
         r[0]
         for r in conn.execute(
-            sa.select(HS.c.counter)
+            sa.select(_HS.c.counter)
             .distinct()
-            .where(HS.c.artefact_id.in_(artefact_ids), HS.c.counter.in_(list(POWER_COUNTERS)))
+            .where(_HS.c.artefact_id.in_(artefact_ids), _HS.c.counter.in_(list(POWER_COUNTERS)))
         )
     }
     return [c for c in POWER_COUNTERS if c in found]
 
 
-def power(stat: str, counter: str | None = None) -> Callable:
+def _power(stat: str, counter: str | None = None) -> Callable:
     """R14: sum of card means, peak of the simultaneous sum, sum of card peaks: three numbers.
 
     ``counter`` names the power counter; None takes the scope's only one (several: n/a, R14)."""
@@ -57,7 +58,7 @@ def power_values(conn: sa.Connection, ctx: Ctx, metrics: list[Metric], counter: 
     counter's samples: what :func:`power` computes for each, metric by metric."""
     chosen = counter
     if chosen is None:
-        present = power_counters_in(conn, ctx.hw_artefact_ids)
+        present = _power_counters_in(conn, ctx.hw_artefact_ids)
         if len(present) > 1:
             return [
                 na(
@@ -152,21 +153,21 @@ def _peak_of_sum(
     index = {name: i for i, name in enumerate(names)}
 
     def agg(col: sa.ColumnElement) -> sa.ColumnElement:
-        return sa.func.array_agg(aggregate_order_by(sa.cast(col, sa.Float), HS.c.tick, HS.c.line))
+        return sa.func.array_agg(aggregate_order_by(sa.cast(col, sa.Float), _HS.c.tick, _HS.c.line))
 
-    key = _epoch_us(conn, HS.c.ts) if timed else HS.c.tick
+    key = _epoch_us(conn, _HS.c.ts) if timed else _HS.c.tick
     stmt = (
         sa.select(
-            HS.c.artefact_id,
-            HS.c.node,
-            HS.c.gpu,
+            _HS.c.artefact_id,
+            _HS.c.node,
+            _HS.c.gpu,
             agg(key).label("k"),
-            agg(HS.c.tick).label("t"),
-            agg(HS.c.line).label("l"),
-            agg(HS.c.value).label("v"),
+            agg(_HS.c.tick).label("t"),
+            agg(_HS.c.line).label("l"),
+            agg(_HS.c.value).label("v"),
         )
-        .where(*sample_filter(ctx.hw_artefact_ids, counter, ctx.window), HS.c.value.is_not(None))
-        .group_by(HS.c.artefact_id, HS.c.node, HS.c.gpu)
+        .where(*sample_filter(ctx.hw_artefact_ids, counter, ctx.window), _HS.c.value.is_not(None))
+        .group_by(_HS.c.artefact_id, _HS.c.node, _HS.c.gpu)
     )
     rows = array_rows(conn, stmt)
     if not rows:
@@ -241,7 +242,7 @@ def power_metric(name: str, counter: str | None = None) -> Metric:
     formula += "; one power counter: " + (
         "the scope's only one of " + ", ".join(POWER_COUNTERS) if counter is None else repr(counter)
     )
-    return Metric(name, unit, kind, statistic, interval, (), formula, "hardware", power(stat, counter))
+    return Metric(name, unit, kind, statistic, interval, (), formula, "hardware", _power(stat, counter))
 
 
 def power_metrics() -> list[Metric]:

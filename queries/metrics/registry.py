@@ -35,7 +35,7 @@ from bench_ledger import models as m
 from bench_ledger.books import current, require_current
 from bench_ledger.errors import LedgerError, NotFound, Refused
 from bench_ledger.gcpause import gc_paused
-from bench_ledger.queries.metrics.definitions import Ctx, Dist, Metric, percentile_linear, precheck_caps
+from bench_ledger.queries.metrics.definitions import Ctx, Dist, Metric, precheck_caps
 from bench_ledger.queries.metrics.execute import read_values, value_of
 from bench_ledger.queries.metrics.grouped import RunRef, batch_values, supported
 from bench_ledger.queries.metrics.hardware import card_metrics, parse_window
@@ -48,19 +48,18 @@ from bench_ledger.records import UNCONFIRMED_ZONE
 from bench_ledger.store import Ledger, unknown
 
 __all__ = [
+    "Evaluator",
     "METRICS",
     "ROW_METRICS",
-    "Evaluator",
-    "Metric",
     "RunMetrics",
     "distribution_values",
     "evaluate",
-    "evaluate_metric",
+    "evaluate_power",
     "list_metrics",
-    "percentile_linear",
     "run_metrics",
     "run_metrics_per_run",
     "scope_of",
+    "to_arrow",
 ]
 
 METRICS: dict[str, Metric] = {
@@ -85,7 +84,7 @@ ROW_METRICS = (
     "cache_hit_tokens",
 )
 
-R, B, D, L, A = (t.__table__ for t in (m.Run, m.Batch, m.Deployment, m.Launch, m.Artefact))
+_R, _B, _D, _L, _A = (t.__table__ for t in (m.Run, m.Batch, m.Deployment, m.Launch, m.Artefact))
 
 
 def list_metrics() -> list[dict]:
@@ -94,7 +93,7 @@ def list_metrics() -> list[dict]:
 
 def _current_runs() -> sa.ColumnElement[bool]:
     """Runs not superseded by a correction (R10: the correction is the current row)."""
-    return current(R)
+    return current(_R)
 
 
 def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
@@ -103,24 +102,24 @@ def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
     runs: Sequence[Any] = []
     # Captured rows belong to a run's first revision (Run.origin_id); settings come from the current one.
     q = sa.select(
-        sa.func.coalesce(R.c.origin_id, R.c.id).label("id"),
-        R.c.duration_s,
-        R.c.started_at,
-        R.c.ended_at,
-        B.c.name.label("batch"),
-        B.c.id.label("bid"),
-        R.c.deployment_id,
-        B.c.deployment_id.label("bdep"),
-    ).join(B, B.c.id == R.c.batch_id)
+        sa.func.coalesce(_R.c.origin_id, _R.c.id).label("id"),
+        _R.c.duration_s,
+        _R.c.started_at,
+        _R.c.ended_at,
+        _B.c.name.label("batch"),
+        _B.c.id.label("bid"),
+        _R.c.deployment_id,
+        _B.c.deployment_id.label("bdep"),
+    ).join(_B, _B.c.id == _R.c.batch_id)
     if scope.run is not None:
         ctx.kind = "run"
         if scope.run.startswith("#"):
-            if runs := conn.execute(q.where(R.c.id == int(scope.run[1:]))).all():
+            if runs := conn.execute(q.where(_R.c.id == int(scope.run[1:]))).all():
                 require_current(conn, "run", int(scope.run[1:]))
         else:
             if scope.batch is None:
                 raise NotFound(f"run label {scope.run!r} needs its batch (labels are unique within a batch)")
-            runs = conn.execute(q.where(R.c.label == scope.run, B.c.name == scope.batch, _current_runs())).all()
+            runs = conn.execute(q.where(_R.c.label == scope.run, _B.c.name == scope.batch, _current_runs())).all()
         if not runs:
             raise (
                 NotFound(f"no run {scope.run!r}")
@@ -128,30 +127,32 @@ def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
                 else unknown(conn, "run", scope.run, scope.batch)
             )
     elif scope.deployment is not None:
-        dep = conn.execute(sa.select(D.c.id).where(D.c.name == scope.deployment)).scalar()
+        dep = conn.execute(sa.select(_D.c.id).where(_D.c.name == scope.deployment)).scalar()
         if dep is None:
             raise unknown(conn, "deployment", scope.deployment)
         ctx.deployment_id = dep
         if scope.launch is not None:
             ctx.kind = "launch"
             lid = conn.execute(
-                sa.select(L.c.id).where(L.c.deployment_id == dep, L.c.attempt == scope.launch, current(L))
+                sa.select(_L.c.id).where(_L.c.deployment_id == dep, _L.c.attempt == scope.launch, current(_L))
             ).scalar()
             if lid is None:
                 raise NotFound(f"no launch attempt {scope.launch} of deployment {scope.deployment!r}")
             ctx.launch_ids = [lid]
         else:
             ctx.kind = "deployment"
-            ctx.launch_ids = [r[0] for r in conn.execute(sa.select(L.c.id).where(L.c.deployment_id == dep, current(L)))]
-        where = sa.or_(R.c.deployment_id == dep, sa.and_(R.c.deployment_id.is_(None), B.c.deployment_id == dep))
+            ctx.launch_ids = [
+                r[0] for r in conn.execute(sa.select(_L.c.id).where(_L.c.deployment_id == dep, current(_L)))
+            ]
+        where = sa.or_(_R.c.deployment_id == dep, sa.and_(_R.c.deployment_id.is_(None), _B.c.deployment_id == dep))
         if scope.batch is not None:
-            where = sa.and_(where, B.c.name == scope.batch)
-        runs = conn.execute(q.where(where, _current_runs()).order_by(R.c.id)).all()
+            where = sa.and_(where, _B.c.name == scope.batch)
+        runs = conn.execute(q.where(where, _current_runs()).order_by(_R.c.id)).all()
     elif scope.batch is not None:
-        bid = conn.execute(sa.select(B.c.id).where(B.c.name == scope.batch)).scalar()
+        bid = conn.execute(sa.select(_B.c.id).where(_B.c.name == scope.batch)).scalar()
         if bid is None:
             raise unknown(conn, "batch", scope.batch)
-        runs = conn.execute(q.where(B.c.name == scope.batch, _current_runs()).order_by(R.c.id)).all()
+        runs = conn.execute(q.where(_B.c.name == scope.batch, _current_runs()).order_by(_R.c.id)).all()
         ctx.batch_names = [scope.batch]
     ctx.run_ids = [r.id for r in runs]
     ctx.durations = {r.id: r.duration_s for r in runs}
@@ -185,10 +186,14 @@ def _resolve(conn: sa.Connection, scope: Scope, metric: Metric) -> Ctx:
 
 def _hardware_scope(conn: sa.Connection, ctx: Ctx, scope: Scope, runs: Sequence[Any]) -> None:
     """Samples of the scope: the batch's (or deployment's) dmon artefacts; a run cuts its own window."""
-    has_samples = sa.exists().where(m.HardwareSample.__table__.c.artefact_id == A.c.id)
-    stmt = sa.select(A.c.id, A.c.batch_id, B.c.name, A.c.note).outerjoin(B, B.c.id == A.c.batch_id).where(has_samples)
+    has_samples = sa.exists().where(m.HardwareSample.__table__.c.artefact_id == _A.c.id)
+    stmt = (
+        sa.select(_A.c.id, _A.c.batch_id, _B.c.name, _A.c.note)
+        .outerjoin(_B, _B.c.id == _A.c.batch_id)
+        .where(has_samples)
+    )
     if ctx.kind == "run":
-        stmt = stmt.where(A.c.batch_id == runs[0].bid)
+        stmt = stmt.where(_A.c.batch_id == runs[0].bid)
         r = runs[0]
         if scope.window is None:
             if r.started_at is not None and r.ended_at is not None:
@@ -196,12 +201,12 @@ def _hardware_scope(conn: sa.Connection, ctx: Ctx, scope: Scope, runs: Sequence[
             else:
                 ctx.window_note = "the run has no wall-clock start/end to cut the samples: give Scope.window"
     elif scope.batch is not None and scope.deployment is None:
-        stmt = stmt.where(B.c.name == scope.batch)
+        stmt = stmt.where(_B.c.name == scope.batch)
     elif ctx.deployment_id is not None:
-        stmt = stmt.where(A.c.deployment_id == ctx.deployment_id)
+        stmt = stmt.where(_A.c.deployment_id == ctx.deployment_id)
         if scope.batch is not None:
-            stmt = stmt.where(B.c.name == scope.batch)
-    rows = conn.execute(stmt.order_by(A.c.id)).all()
+            stmt = stmt.where(_B.c.name == scope.batch)
+    rows = conn.execute(stmt.order_by(_A.c.id)).all()
     ctx.hw_artefact_ids = [r.id for r in rows]
     ctx.batch_names = sorted({r.name for r in rows if r.name is not None})
     if scope.window is not None:
@@ -220,10 +225,10 @@ def evaluate(ledger: Ledger, metric: str, scope: Scope) -> MetricValue:
     """One metric on one scope: ``derived`` with inputs, or ``n/a`` with the reason; Refused (R2, R7)."""
     if metric not in METRICS:
         raise NotFound(f"no metric named {metric!r}; known: {', '.join(METRICS)}")
-    return evaluate_metric(ledger, METRICS[metric], scope)
+    return _evaluate_metric(ledger, METRICS[metric], scope)
 
 
-def evaluate_metric(ledger: Ledger, mt: Metric, scope: Scope) -> MetricValue:
+def _evaluate_metric(ledger: Ledger, mt: Metric, scope: Scope) -> MetricValue:
     """:func:`evaluate` for a metric object (a registered one, or a variant such as
     ``queries.metrics.power.power_metric(name, counter)``), under the same scope rules."""
     with ledger.connection() as conn:
@@ -286,17 +291,17 @@ class Evaluator:
         batch = scope.batch
         assert batch is not None and scope.run is not None
         if batch not in self._bare:
-            origin = sa.func.coalesce(R.c.origin_id, R.c.id)
+            origin = sa.func.coalesce(_R.c.origin_id, _R.c.id)
             CAP = m.Capture.__table__
             with ledger.connection() as conn:
                 rows = conn.execute(
                     sa.select(
-                        R.c.label,
+                        _R.c.label,
                         origin.label("origin"),
                         sa.exists().where(CAP.c.run_id == origin, CAP.c.record_count > 0).label("has"),
                     )
-                    .join(B, B.c.id == R.c.batch_id)
-                    .where(B.c.name == batch, _current_runs())
+                    .join(_B, _B.c.id == _R.c.batch_id)
+                    .where(_B.c.name == batch, _current_runs())
                 ).all()
             self._bare[batch] = {r.label: r.origin for r in rows if not r.has}
         origin_id = self._bare[batch].get(scope.run)
@@ -308,12 +313,12 @@ class Evaluator:
         if (batch, mt.name) in self._batched:
             return
         self._batched.add((batch, mt.name))
-        origin = sa.func.coalesce(R.c.origin_id, R.c.id)
+        origin = sa.func.coalesce(_R.c.origin_id, _R.c.id)
         stmt = (
-            sa.select(R.c.id, R.c.label, origin.label("origin"), R.c.duration_s)
-            .join(B, B.c.id == R.c.batch_id)
-            .where(B.c.name == batch, _current_runs())
-            .order_by(R.c.id)
+            sa.select(_R.c.id, _R.c.label, origin.label("origin"), _R.c.duration_s)
+            .join(_B, _B.c.id == _R.c.batch_id)
+            .where(_B.c.name == batch, _current_runs())
+            .order_by(_R.c.id)
         )
         with ledger.connection() as conn:
             if batch not in self._runs:
@@ -329,7 +334,7 @@ class Evaluator:
 def scope_of(ledger: Ledger, run_id: int) -> Scope:
     with ledger.connection() as conn:
         row = conn.execute(
-            sa.select(R.c.label, B.c.name).join(B, B.c.id == R.c.batch_id).where(R.c.id == run_id)
+            sa.select(_R.c.label, _B.c.name).join(_B, _B.c.id == _R.c.batch_id).where(_R.c.id == run_id)
         ).first()
     if row is None:
         raise NotFound(f"no run with id {run_id}; `ledger runs` lists them")
@@ -403,36 +408,36 @@ def run_metrics(
             raise NotFound(f"no metric named {name!r}; known: {', '.join(METRICS)}")
     stmt = (
         sa.select(
-            R.c.id,
-            B.c.name.label("batch"),
-            R.c.label,
-            R.c.tool,
-            R.c.input_target_tokens,
-            R.c.output_cap_tokens,
-            R.c.concurrency,
-            R.c.request_count,
-            sa.func.coalesce(R.c.origin_id, R.c.id).label("origin"),
-            R.c.duration_s,
+            _R.c.id,
+            _B.c.name.label("batch"),
+            _R.c.label,
+            _R.c.tool,
+            _R.c.input_target_tokens,
+            _R.c.output_cap_tokens,
+            _R.c.concurrency,
+            _R.c.request_count,
+            sa.func.coalesce(_R.c.origin_id, _R.c.id).label("origin"),
+            _R.c.duration_s,
         )
-        .join(B, B.c.id == R.c.batch_id)
+        .join(_B, _B.c.id == _R.c.batch_id)
         .where(_current_runs())
-        .order_by(B.c.id, R.c.id)
+        .order_by(_B.c.id, _R.c.id)
     )
     with ledger.connection() as conn:
         if batches:
-            known = {r[0] for r in conn.execute(sa.select(B.c.name).where(B.c.name.in_(batches)))}
+            known = {r[0] for r in conn.execute(sa.select(_B.c.name).where(_B.c.name.in_(batches)))}
             for b in batches:
                 if b not in known:
                     raise unknown(conn, "batch", b)
-            stmt = stmt.where(B.c.name.in_(batches))
+            stmt = stmt.where(_B.c.name.in_(batches))
         if run_id is not None:
             require_current(conn, "run", run_id)
-            stmt = stmt.where(R.c.id == run_id)
+            stmt = stmt.where(_R.c.id == run_id)
         rows = conn.execute(stmt).all()
         if run_id is not None and not rows:
             raise NotFound(f"no run with id {run_id}; `ledger runs` lists them")
         fast = [METRICS[name] for name in metrics if supported(METRICS[name])]
-        selection = stmt.with_only_columns(sa.func.coalesce(R.c.origin_id, R.c.id)).order_by(None)
+        selection = stmt.with_only_columns(sa.func.coalesce(_R.c.origin_id, _R.c.id)).order_by(None)
         values = batch_values(conn, [RunRef(r.id, r.origin, r.batch, r.duration_s) for r in rows], fast, selection)
         out = []
         # all from the batch path (the default columns): nothing left to evaluate, and a collection pass

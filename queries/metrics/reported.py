@@ -22,9 +22,9 @@ from bench_ledger.books import current
 from bench_ledger.queries.values import MetricValue
 from bench_ledger.tools import PRINTED_ROUNDED, Tool
 
-__all__ = ["EQUIVALENTS", "Reported", "fill_reported", "markdown", "tool_keys"]
+__all__ = ["Reported", "fill_reported", "markdown", "tool_keys"]
 
-PV = m.PublishedValue.__table__
+_PV = m.PublishedValue.__table__
 
 _SERVING = {  # vLLM benchmarks/serve.py and SGLang bench_serving.py calculate_metrics
     "requests_ok": ("completed", Fraction(1), "completed (successful requests)"),
@@ -35,7 +35,7 @@ _SERVING = {  # vLLM benchmarks/serve.py and SGLang bench_serving.py calculate_m
     "ttft_p50": ("median_ttft_ms", Fraction(1, 1000), "median_ttft_ms / 1000 (np.median over successful requests)"),
 }
 # metric -> (reported key, scale, how): the tool's definition equals the ledger's metric
-EQUIVALENTS: dict[str, dict[str, tuple[str, Fraction, str]]] = {
+_EQUIVALENTS: dict[str, dict[str, tuple[str, Fraction, str]]] = {
     Tool.VLLM_BENCH: _SERVING,
     Tool.VLLM_BENCHMARK_SERVING: _SERVING,
     Tool.SGLANG_BENCH: _SERVING,
@@ -141,8 +141,8 @@ _SERVING_TOOLS = (Tool.VLLM_BENCH, Tool.VLLM_BENCHMARK_SERVING, Tool.SGLANG_BENC
 def tool_keys(tool: str | None, metric: str) -> tuple[tuple[str, ...], Fraction]:
     """The keys (in order of preference) under which ``tool`` publishes ``metric`` by the same definition,
     and the scale to the metric's unit; ``((), 1)`` when it publishes none."""
-    if tool in EQUIVALENTS and metric in EQUIVALENTS[tool]:
-        key, scale, _ = EQUIVALENTS[tool][metric]
+    if tool in _EQUIVALENTS and metric in _EQUIVALENTS[tool]:
+        key, scale, _ = _EQUIVALENTS[tool][metric]
         return (key,), scale
     hit = re.fullmatch(r"(?P<base>.+?)_(?P<stat>mean|min|max|std|p\d+(?:_\d+)?)", metric)
     base, stat = (hit["base"], hit["stat"].replace("_", ".")) if hit else (metric, "")
@@ -234,10 +234,10 @@ class Reported:
             values: dict[str, tuple[str, str, str, str]] = {}
             if row is not None:
                 for key, value, text, name, fmt in conn.execute(
-                    sa.select(PV.c.key, PV.c.value, PV.c.text, A.c.file_name, A.c.format)
-                    .join(A, A.c.id == PV.c.artefact_id)
-                    .where(PV.c.run_id == row[1], PV.c.flag == "reported", current(PV), PV.c.value.is_not(None))
-                    .order_by(PV.c.id)
+                    sa.select(_PV.c.key, _PV.c.value, _PV.c.text, A.c.file_name, A.c.format)
+                    .join(A, A.c.id == _PV.c.artefact_id)
+                    .where(_PV.c.run_id == row[1], _PV.c.flag == "reported", current(_PV), _PV.c.value.is_not(None))
+                    .order_by(_PV.c.id)
                 ):
                     values.setdefault(key, (str(value), text, name, fmt))
             self._values[rid] = (row[0] if row else None, values)
@@ -249,7 +249,7 @@ def fill_reported(conn: sa.Connection, rows: list) -> None:
     run's artefacts report that key as a number: flag ``reported``, the key and scale in its inputs."""
     wanted: dict[int, dict[str, tuple[str, Fraction, str]]] = {}
     for rm in rows:
-        eq = EQUIVALENTS.get(rm.tool or "", {})
+        eq = _EQUIVALENTS.get(rm.tool or "", {})
         todo = {n: eq[n] for n, v in rm.values.items() if v.value is None and n in eq}
         if todo:
             wanted[rm.run_id] = todo
@@ -260,10 +260,10 @@ def fill_reported(conn: sa.Connection, rows: list) -> None:
     R = m.Run.__table__
     found: dict[tuple[int, str], tuple[str, str, int | None]] = {}
     for rid, key, value, text, art in conn.execute(
-        sa.select(R.c.id, PV.c.key, PV.c.value, PV.c.text, PV.c.artefact_id)
-        .join(PV, PV.c.run_id == origin)
-        .where(R.c.id.in_(list(wanted)), PV.c.key.in_(keys), PV.c.flag == "reported", current(PV))
-        .order_by(PV.c.id)
+        sa.select(R.c.id, _PV.c.key, _PV.c.value, _PV.c.text, _PV.c.artefact_id)
+        .join(_PV, _PV.c.run_id == origin)
+        .where(R.c.id.in_(list(wanted)), _PV.c.key.in_(keys), _PV.c.flag == "reported", current(_PV))
+        .order_by(_PV.c.id)
     ):
         if value is not None:
             found.setdefault((rid, key), (value, text, art))
@@ -295,7 +295,7 @@ def fill_reported(conn: sa.Connection, rows: list) -> None:
 def markdown() -> str:
     """The table docs/formats.md shows (kept current by a test): tool, metric, reported key and scale."""
     lines = ["| tool | metric | the tool's figure |", "|---|---|---|"]
-    for tool, eq in EQUIVALENTS.items():
+    for tool, eq in _EQUIVALENTS.items():
         for metric, (_, _, how) in eq.items():
             lines.append(f"| {tool} | {metric} | {how} |")
     return "\n".join(lines) + "\n"

@@ -35,14 +35,25 @@ from bench_ledger.queries.metrics.definitions import (
 )
 from bench_ledger.queries.values import MetricValue
 
+__all__ = [
+    "AGGREGATE_INPUTS",
+    "Q",
+    "aggregate_columns",
+    "aggregate_row",
+    "captures",
+    "empty_aggregate",
+    "read_captures",
+    "request_metrics",
+]
+
 Q = m.Request.__table__
-G = m.GAP_VALUES  # the view chunk_gap's values (no seq needed here; one unnest on DuckDB)
-CAP = m.Capture.__table__
-CF = m.CaptureField.__table__
-DOUBLE: sa.Double[float] = sa.Double()
+_G = m.GAP_VALUES  # the view chunk_gap's values (no seq needed here; one unnest on DuckDB)
+_CAP = m.Capture.__table__
+_CF = m.CaptureField.__table__
+_DOUBLE: sa.Double[float] = sa.Double()
 
 
-OK = Q.c.status == "ok"
+_OK = Q.c.status == "ok"
 
 
 # --------------------------------------------------------------------------- captures and fields
@@ -57,23 +68,23 @@ def captures(conn: sa.Connection, run_ids: list[int]) -> list[CaptureInfo]:
 
 
 def _seconds(ns_a: sa.ColumnElement, ns_b: sa.ColumnElement) -> sa.ColumnElement:
-    return sa.cast(ns_a - ns_b, DOUBLE) / E9
+    return sa.cast(ns_a - ns_b, _DOUBLE) / E9
 
 
-def ttft_expr() -> sa.ColumnElement:
+def _ttft_expr() -> sa.ColumnElement:
     return sa.case((Q.c.ttft_s.is_not(None), Q.c.ttft_s), else_=_seconds(Q.c.first_token_ns, Q.c.send_ns))
 
 
-def latency_expr() -> sa.ColumnElement:
+def _latency_expr() -> sa.ColumnElement:
     return sa.case((Q.c.latency_s.is_not(None), Q.c.latency_s), else_=_seconds(Q.c.end_ns, Q.c.send_ns))
 
 
-def tpot_expr() -> sa.ColumnElement:
+def _tpot_expr() -> sa.ColumnElement:
     """vLLM's TPOT: (latency - ttft) / (output tokens - 1), for requests with more than one token."""
-    return (Q.c.latency_s - Q.c.ttft_s) / sa.cast(Q.c.output_tokens - 1, DOUBLE)
+    return (Q.c.latency_s - Q.c.ttft_s) / sa.cast(Q.c.output_tokens - 1, _DOUBLE)
 
 
-def decode_rate_expr(gap_sum: sa.ColumnElement) -> sa.ColumnElement:
+def _decode_rate_expr(gap_sum: sa.ColumnElement) -> sa.ColumnElement:
     """(output tokens - 1) / (last token - first token) of one stream (R4).
 
     The first-to-last-token span is latency - TTFT, else end - first token on the request's clock,
@@ -86,7 +97,7 @@ def decode_rate_expr(gap_sum: sa.ColumnElement) -> sa.ColumnElement:
     )
     # NULLIF typed: untyped, SQLAlchemy casts the divisor to NUMERIC on PostgreSQL, which rounds a double to
     # 15 significant digits (a span of 0.30000000000000004 s became 0.3) and costs a conversion per request
-    return sa.cast(Q.c.output_tokens - 1, DOUBLE) / sa.func.nullif(span, 0, type_=DOUBLE)
+    return sa.cast(Q.c.output_tokens - 1, _DOUBLE) / sa.func.nullif(span, 0, type_=_DOUBLE)
 
 
 def _needs_gaps(q: sa.FromClause) -> sa.ColumnElement[bool]:
@@ -97,36 +108,36 @@ def _needs_gaps(q: sa.FromClause) -> sa.ColumnElement[bool]:
     )
 
 
-def decode_rate_rows(runs: Any) -> Rows:
+def _decode_rate_rows(runs: Any) -> Rows:
     """The decode rate's :class:`Rows` for the runs ``runs`` names. The span of a request without latency/TTFT and
     without end/first token is the sum of its chunk gaps: :func:`decode_rate_expr` leaves it NULL here
     (``pending``), and if any such request exists, ``full()`` reads the gap sums by one grouped LEFT
     JOIN over only those requests (not a correlated subquery per request). Same gaps, same SUM: same value."""
-    member = sa.and_(OK, Q.c.output_tokens > 1)
+    member = sa.and_(_OK, Q.c.output_tokens > 1)
 
     def full() -> Rows:
         q2 = Q.alias("q2")
         gs = (
-            sa.select(G.c.artefact_id, G.c.request_idx, sa.func.sum(G.c.gap_s).label("s"))
-            .select_from(G.join(q2, sa.and_(q2.c.artefact_id == G.c.artefact_id, q2.c.idx == G.c.request_idx)))
+            sa.select(_G.c.artefact_id, _G.c.request_idx, sa.func.sum(_G.c.gap_s).label("s"))
+            .select_from(_G.join(q2, sa.and_(q2.c.artefact_id == _G.c.artefact_id, q2.c.idx == _G.c.request_idx)))
             .where(q2.c.run_id.in_(runs), q2.c.status == "ok", q2.c.output_tokens > 1, _needs_gaps(q2))
-            .group_by(G.c.artefact_id, G.c.request_idx)
+            .group_by(_G.c.artefact_id, _G.c.request_idx)
             .subquery("gs")
         )
         source = Q.outerjoin(gs, sa.and_(gs.c.artefact_id == Q.c.artefact_id, gs.c.request_idx == Q.c.idx))
-        return Rows(source, decode_rate_expr(gap_sum=gs.c.s), member)
+        return Rows(source, _decode_rate_expr(gap_sum=gs.c.s), member)
 
-    return Rows(Q, decode_rate_expr(gap_sum=sa.null()), member, pending=_needs_gaps(Q), full=full)
+    return Rows(Q, _decode_rate_expr(gap_sum=sa.null()), member, pending=_needs_gaps(Q), full=full)
 
 
-def values_rows(expr: sa.ColumnElement, where: sa.ColumnElement | None = None) -> Rows:
+def _values_rows(expr: sa.ColumnElement, where: sa.ColumnElement | None = None) -> Rows:
     """The :class:`Rows` of a distribution of ``expr`` over ok requests (and ``where``)."""
-    return Rows(Q, expr, OK if where is None else sa.and_(OK, where))
+    return Rows(Q, expr, _OK if where is None else sa.and_(_OK, where))
 
 
-def itl_rows(runs: Any) -> Rows:
+def _itl_rows(runs: Any) -> Rows:
     """Chunk gaps of ok requests, flattened (vLLM's ITL list)."""
-    return Rows(G.join(Q, sa.and_(Q.c.artefact_id == G.c.artefact_id, Q.c.idx == G.c.request_idx)), G.c.gap_s, OK)
+    return Rows(_G.join(Q, sa.and_(Q.c.artefact_id == _G.c.artefact_id, Q.c.idx == _G.c.request_idx)), _G.c.gap_s, _OK)
 
 
 # --------------------------------------------------------------------------- the request metrics
@@ -140,9 +151,9 @@ def _tool_only(conn: sa.Connection, ctx: Ctx, metric: Metric) -> MetricValue:
 
 _OK = "ok requests of the run"
 # the statistics the serving tools publish for each per-request quantity (vLLM, SGLang, AIPerf, llmperf)
-STATISTICS = ("mean", "min", "max", "std", "p25", "p50", "p75", "p90", "p95", "p99", "p99.9")
-TTFT_NEEDS = (("ttft_s",), ("send_time", "first_token_time"))
-LAT_NEEDS = (("latency_s",), ("send_time", "end_time"))
+_STATISTICS = ("mean", "min", "max", "std", "p25", "p50", "p75", "p90", "p95", "p99", "p99.9")
+_TTFT_NEEDS = (("ttft_s",), ("send_time", "first_token_time"))
+_LAT_NEEDS = (("latency_s",), ("send_time", "end_time"))
 
 
 def request_metrics() -> list[Metric]:
@@ -303,7 +314,7 @@ def request_metrics() -> list[Metric]:
             "MEDIAN over ok requests with output_tokens > 1 of (output_tokens - 1) / (latency_s - ttft_s) (R4)",
             "requests",
             Dist(
-                decode_rate_rows,
+                _decode_rate_rows,
                 "p50",
                 "ok requests with more than one output token",
             ),
@@ -340,12 +351,12 @@ def request_metrics() -> list[Metric]:
                 name, unit, kind, "max", "the run's seconds", (), f"{what}; not recomputed here", "reported", _tool_only
             )
         )
-    every = STATISTICS
+    every = _STATISTICS
     dists = [
         (
             "ttft",
-            TTFT_NEEDS,
-            lambda runs: values_rows(ttft_expr(), sa.or_(Q.c.output_tokens.is_(None), Q.c.output_tokens > 0)),
+            _TTFT_NEEDS,
+            lambda runs: _values_rows(_ttft_expr(), sa.or_(Q.c.output_tokens.is_(None), Q.c.output_tokens > 0)),
             every,
             "time to first token (ttft_s, else first_token - send); a request with 0 output tokens has no first token",
             "ok requests with output",
@@ -353,7 +364,7 @@ def request_metrics() -> list[Metric]:
         (
             "tpot",
             (("ttft_s", "latency_s", "output_tokens"),),
-            lambda runs: values_rows(tpot_expr(), Q.c.output_tokens > 1),
+            lambda runs: _values_rows(_tpot_expr(), Q.c.output_tokens > 1),
             every,
             "(latency_s - ttft_s) / (output_tokens - 1), output_tokens > 1 (vLLM's TPOT)",
             "ok requests with more than one output token",
@@ -361,15 +372,15 @@ def request_metrics() -> list[Metric]:
         (
             "itl",
             (("chunk_gaps",),),
-            itl_rows,
+            _itl_rows,
             every,
             "gaps between streamed chunks of ok requests, flattened (one chunk may carry several tokens)",
             "chunk gaps of ok requests",
         ),
         (
             "e2e_latency",
-            LAT_NEEDS,
-            lambda runs: values_rows(latency_expr()),
+            _LAT_NEEDS,
+            lambda runs: _values_rows(_latency_expr()),
             every,
             "end-to-end latency (latency_s, else end - send)",
             "ok requests",
@@ -377,7 +388,7 @@ def request_metrics() -> list[Metric]:
         (
             "isl",
             (("input_tokens", "status"),),
-            lambda runs: values_rows(Q.c.input_tokens),
+            lambda runs: _values_rows(Q.c.input_tokens),
             every,
             "input tokens of each request (actual, not the input target)",
             "ok requests",
@@ -385,7 +396,7 @@ def request_metrics() -> list[Metric]:
         (
             "osl",
             (("output_tokens", "status"),),
-            lambda runs: values_rows(Q.c.output_tokens),
+            lambda runs: _values_rows(Q.c.output_tokens),
             every,
             "output tokens of each request (actual, not the output cap)",
             "ok requests",
@@ -417,13 +428,13 @@ def read_captures(conn: sa.Connection, runs: Any) -> dict[int, list[CaptureInfo]
     statement (ordered by capture id),
     a capture's fields gathered by ``array_agg`` (one row per capture, not per field)."""
     out: dict[int, list[CaptureInfo]] = defaultdict(list)
-    cols = (CAP.c.id, CAP.c.run_id, CAP.c.record_count, CAP.c.sampled, CAP.c.sample_note)
+    cols = (_CAP.c.id, _CAP.c.run_id, _CAP.c.record_count, _CAP.c.sampled, _CAP.c.sample_note)
     stmt = (
-        sa.select(*cols, sa.func.array_agg(CF.c.field).label("fields"))
-        .select_from(CAP.outerjoin(CF, CF.c.capture_id == CAP.c.id))
-        .where(CAP.c.run_id.in_(runs), CAP.c.record_count > 0)
+        sa.select(*cols, sa.func.array_agg(_CF.c.field).label("fields"))
+        .select_from(_CAP.outerjoin(_CF, _CF.c.capture_id == _CAP.c.id))
+        .where(_CAP.c.run_id.in_(runs), _CAP.c.record_count > 0)
         .group_by(*cols)
-        .order_by(CAP.c.id)
+        .order_by(_CAP.c.id)
     )
     for r in conn.execute(stmt):
         fields = {f for f in r.fields if f is not None}  # a capture without fields: one NULL from the outer join
@@ -431,8 +442,8 @@ def read_captures(conn: sa.Connection, runs: Any) -> dict[int, list[CaptureInfo]
     return out
 
 
-TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cached_tokens")
-AGGREGATE_INPUTS = ("status", "send_ns", "end_ns", "clock", *TOKEN_COLUMNS)  # the request columns they read
+_TOKEN_COLUMNS = ("input_tokens", "output_tokens", "cached_tokens")
+AGGREGATE_INPUTS = ("status", "send_ns", "end_ns", "clock", *_TOKEN_COLUMNS)  # the request columns they read
 
 
 def aggregate_columns(c: Any) -> list[sa.ColumnElement]:
@@ -448,7 +459,7 @@ def aggregate_columns(c: Any) -> list[sa.ColumnElement]:
         sa.func.max(c.clock).label("clock_max"),
         sa.func.count(c.send_ns).label("timed"),
     ]
-    for col in TOKEN_COLUMNS:
+    for col in _TOKEN_COLUMNS:
         cols += [
             sa.func.sum(sa.case((ok, c[col]))).label(f"{col}_total"),
             sa.func.sum(sa.case((sa.and_(ok, c[col].is_(None)), 1), else_=0)).label(f"{col}_missing"),
@@ -456,11 +467,11 @@ def aggregate_columns(c: Any) -> list[sa.ColumnElement]:
     return cols
 
 
-AGGREGATES = [c.name for c in aggregate_columns(Q.c)]
+_AGGREGATES = [c.name for c in aggregate_columns(Q.c)]
 
 
 def aggregate_row(row: Any) -> SimpleNamespace:
-    ns = SimpleNamespace(**{k: row[k] for k in AGGREGATES})
+    ns = SimpleNamespace(**{k: row[k] for k in _AGGREGATES})
     # wall_clock only asks whether the requests are on more than one clock: MIN <> MAX says it
     # without COUNT(DISTINCT), which PostgreSQL can only do by sorting
     ns.clocks = 0 if ns.clock_min is None else 1 if ns.clock_min == ns.clock_max else 2
@@ -470,7 +481,7 @@ def aggregate_row(row: Any) -> SimpleNamespace:
 def empty_aggregate() -> SimpleNamespace:
     """What the per-run statements return for a run without request rows."""
     ns = SimpleNamespace(n=0, ok=None, failed=None, unknown=None, first_send=None, last_end=None, clocks=0, timed=0)
-    for c in TOKEN_COLUMNS:
+    for c in _TOKEN_COLUMNS:
         setattr(ns, f"{c}_total", None)
         setattr(ns, f"{c}_missing", None)
     return ns

@@ -11,22 +11,23 @@ import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.queries.metrics.definitions import Ctx, Metric, derived, na
 
-HS = m.HardwareSample.__table__
-LF = m.LogFact.__table__
-A = m.Artefact.__table__
+__all__ = ["log_metrics"]
+
+_LF = m.LogFact.__table__
+_A = m.Artefact.__table__
 
 
 def _facts(conn: sa.Connection, artefact_ids: list[int], kind: str) -> list:
     return list(
         conn.execute(
-            sa.select(LF.c.artefact_id, LF.c.line, LF.c.process, LF.c.value, LF.c.text)
-            .where(LF.c.artefact_id.in_(artefact_ids), LF.c.kind == kind)
-            .order_by(LF.c.artefact_id, LF.c.line)
+            sa.select(_LF.c.artefact_id, _LF.c.line, _LF.c.process, _LF.c.value, _LF.c.text)
+            .where(_LF.c.artefact_id.in_(artefact_ids), _LF.c.kind == kind)
+            .order_by(_LF.c.artefact_id, _LF.c.line)
         )
     )
 
 
-def log_artefacts(conn: sa.Connection, ctx: Ctx) -> list[int]:
+def _log_artefacts(conn: sa.Connection, ctx: Ctx) -> list[int]:
     L = m.Launch.__table__
     ids: list[int] = []
     if ctx.launch_ids:
@@ -39,17 +40,17 @@ def log_artefacts(conn: sa.Connection, ctx: Ctx) -> list[int]:
         ids += [
             r[0]
             for r in conn.execute(
-                sa.select(A.c.id)
-                .where(A.c.deployment_id == ctx.deployment_id, A.c.format == "vllm-server-log")
-                .order_by(A.c.id)
+                sa.select(_A.c.id)
+                .where(_A.c.deployment_id == ctx.deployment_id, _A.c.format == "vllm-server-log")
+                .order_by(_A.c.id)
             )
         ]
     return sorted(set(ids))
 
 
-def kv_capacity_ratio(conn: sa.Connection, ctx: Ctx, metric: Metric):
+def _kv_capacity_ratio(conn: sa.Connection, ctx: Ctx, metric: Metric):
     """KV pool tokens of one engine / DP group over the window tokens: a capacity, never a concurrency (R5)."""
-    logs = log_artefacts(conn, ctx)
+    logs = _log_artefacts(conn, ctx)
     if not logs:
         return na(metric, ctx, "no server log linked to this launch / deployment")
     pools = _facts(conn, logs, "kv_cache_tokens")
@@ -91,17 +92,17 @@ def kv_capacity_ratio(conn: sa.Connection, ctx: Ctx, metric: Metric):
         window_tokens=str(window),
         window_basis=basis,
         per="one engine / DP group",
-        log_artefacts=logs,
+        _log_artefacts=logs,
         meaning="theoretical capacity in full windows; not requests served at once (R5)",
     )
 
 
-def seconds_to_ready(conn: sa.Connection, ctx: Ctx, metric: Metric):
+def _seconds_to_ready(conn: sa.Connection, ctx: Ctx, metric: Metric):
     """Time to READY of one launch: the log's derived fact, else the declared (reported) figure."""
     L = m.Launch.__table__
     if len(ctx.launch_ids) != 1:
         return na(metric, ctx, f"per launch: {len(ctx.launch_ids)} launches in scope; name one (Scope.launch)")
-    logs = log_artefacts(conn, ctx)
+    logs = _log_artefacts(conn, ctx)
     facts = _facts(conn, logs, "seconds_to_ready") if logs else []
     if facts:
         f = facts[-1]
@@ -138,7 +139,7 @@ def log_metrics() -> list[Metric]:
             (),
             "log kv_cache_tokens / max_concurrency_window_tokens (else deployment.max_model_len) (R5)",
             "log",
-            kv_capacity_ratio,
+            _kv_capacity_ratio,
         ),
         Metric(
             "seconds_to_ready",
@@ -149,6 +150,6 @@ def log_metrics() -> list[Metric]:
             (),
             "log fact seconds_to_ready; else launch.seconds_to_ready as declared (R8)",
             "log",
-            seconds_to_ready,
+            _seconds_to_ready,
         ),
     ]

@@ -48,11 +48,13 @@ from bench_ledger.queries.report.plots import add_plots, card_key, hw_artefacts
 from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.store import Ledger, unknown
 
+__all__ = ["build_report"]
+
 # --------------------------------------------------------------------------- building
 
 
-R, B, A, D, L = (t.__table__ for t in (m.Run, m.Batch, m.Artefact, m.Deployment, m.Launch))
-Q, CAP, CF, HS, LF = (t.__table__ for t in (m.Request, m.Capture, m.CaptureField, m.HardwareSample, m.LogFact))
+_R, _B, _A, _D, _L = (t.__table__ for t in (m.Run, m.Batch, m.Artefact, m.Deployment, m.Launch))
+_LF = m.LogFact.__table__
 
 
 def build_report(
@@ -69,7 +71,7 @@ def build_report(
     from bench_ledger.store import now
 
     with ledger.connection() as conn:
-        known = [r[0] for r in conn.execute(sa.select(B.c.name).order_by(B.c.id))]
+        known = [r[0] for r in conn.execute(sa.select(_B.c.name).order_by(_B.c.id))]
     names = list(batches) if batches else known
     for b in names:
         if b not in known:
@@ -114,17 +116,17 @@ def build_report(
 def _synthetic_batches(ledger: Ledger) -> set[str]:
     out: set[str] = set()
     with ledger.connection() as conn:
-        for name, meta in conn.execute(sa.select(B.c.name, R.c.metadata_json).join(R, R.c.batch_id == B.c.id)):
+        for name, meta in conn.execute(sa.select(_B.c.name, _R.c.metadata_json).join(_R, _R.c.batch_id == _B.c.id)):
             if meta and "synthetic" in json.loads(meta):
                 out.add(name)
         for (name,) in conn.execute(
-            sa.select(B.c.name).join(A, A.c.batch_id == B.c.id).where(A.c.file_name.contains("SYNTHETIC"))
+            sa.select(_B.c.name).join(_A, _A.c.batch_id == _B.c.id).where(_A.c.file_name.contains("SYNTHETIC"))
         ):
             out.add(name)
     return out
 
 
-def run_chain(ledger: Ledger, run_ids: list[int]) -> list[str]:
+def _run_chain(ledger: Ledger, run_ids: list[int]) -> list[str]:
     """runs -> requests (how many, which fields) -> artefacts (sha256, lines): `ledger explain`'s steps."""
     from bench_ledger.queries.explain import records_steps
 
@@ -134,7 +136,7 @@ def run_chain(ledger: Ledger, run_ids: list[int]) -> list[str]:
 def _run_evidence(ledger: Ledger, data: ReportData, rows: list[RunMetrics]) -> None:
     for r in rows:
         origins = next((v.run_ids for v in r.values.values() if v.run_ids), [r.run_id])
-        chain = run_chain(ledger, list(origins))
+        chain = _run_chain(ledger, list(origins))
         for name, mv in r.values.items():
             mt = METRICS[name]
             head = f"metric {name} over run {r.run_id} {r.label} (batch {r.batch}) = " + (
@@ -159,28 +161,28 @@ def _launches(ledger: Ledger, data: ReportData) -> None:
     with ledger.connection() as conn:
         q = (
             sa.select(
-                L.c.id,
-                L.c.attempt,
-                L.c.outcome,
-                L.c.cause,
-                L.c.log_artefact_id,
-                D.c.name.label("dep"),
-                A.c.file_name,
-                A.c.sha256,
+                _L.c.id,
+                _L.c.attempt,
+                _L.c.outcome,
+                _L.c.cause,
+                _L.c.log_artefact_id,
+                _D.c.name.label("dep"),
+                _A.c.file_name,
+                _A.c.sha256,
             )
-            .join(D, D.c.id == L.c.deployment_id)
-            .outerjoin(A, A.c.id == L.c.log_artefact_id)
-            .where(current(L))
-            .order_by(D.c.id, L.c.attempt)
+            .join(_D, _D.c.id == _L.c.deployment_id)
+            .outerjoin(_A, _A.c.id == _L.c.log_artefact_id)
+            .where(current(_L))
+            .order_by(_D.c.id, _L.c.attempt)
         )
         launches = conn.execute(q).all()
         stamps: dict[int, list] = defaultdict(list)
         ids = [x.log_artefact_id for x in launches if x.log_artefact_id is not None]
         if ids:
             for aid, kind, at, line in conn.execute(
-                sa.select(LF.c.artefact_id, LF.c.kind, LF.c.logged_at, LF.c.line)
-                .where(LF.c.artefact_id.in_(ids), LF.c.logged_at.is_not(None))
-                .order_by(LF.c.artefact_id, LF.c.line)
+                sa.select(_LF.c.artefact_id, _LF.c.kind, _LF.c.logged_at, _LF.c.line)
+                .where(_LF.c.artefact_id.in_(ids), _LF.c.logged_at.is_not(None))
+                .order_by(_LF.c.artefact_id, _LF.c.line)
             ):
                 stamps[aid].append((kind, at, line))
     for x in launches:

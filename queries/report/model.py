@@ -10,6 +10,28 @@ from datetime import datetime
 
 from bench_ledger.queries.values import MetricValue
 
+__all__ = [
+    "AuditRow",
+    "CARD_STATS",
+    "CardRow",
+    "Evidence",
+    "LaunchRow",
+    "MARKER_LEGEND",
+    "NOT_FROM_RECORDS",
+    "PLOTTED_KINDS",
+    "POWER_STATS",
+    "Plot",
+    "RUN_COLUMNS",
+    "ReportData",
+    "RunRow",
+    "SAMPLERS",
+    "Series",
+    "anchor",
+    "card_column",
+    "evidence_id",
+    "figure",
+]
+
 # the run-table columns: (metric, heading, number format)
 RUN_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("requests_ok", "ok", ",.0f"),
@@ -21,7 +43,7 @@ RUN_COLUMNS: tuple[tuple[str, str, str], ...] = (
     ("e2e_latency_p50", "E2E p50 s", ".4f"),
     ("per_stream_decode_rate_median", "decode tok/s per stream (median)", ",.2f"),
 )
-MARKERS = {"derived": "d", "reported": "r", "estimated": "e", "measured": "m"}
+_MARKERS = {"derived": "d", "reported": "r", "estimated": "e", "measured": "m"}
 MARKER_LEGEND = (
     "d = derived here from the captured records; r = the tool's own figure, or computed from one (reported: the weakest input decides); "
     "e = estimated; m = measured; n/a[k] = not available, reason in footnote k"
@@ -55,7 +77,7 @@ def figure(v: MetricValue, fmt: str, notes: dict[str, int]) -> str:
         k = notes.setdefault(f"{v.metric}: {v.na_reason}", len(notes) + 1)
         return f"n/a[{k}]"
     x = float(v.value)
-    return f"{format(x, fmt if abs(x) >= 100 or fmt != ',.0f' else '.4g')} {MARKERS.get(v.flag, v.flag)}"
+    return f"{format(x, fmt if abs(x) >= 100 or fmt != ',.0f' else '.4g')} {_MARKERS.get(v.flag, v.flag)}"
 
 
 # --------------------------------------------------------------------------- typed results

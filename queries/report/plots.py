@@ -23,19 +23,20 @@ from bench_ledger.queries.report.model import (
 )
 from bench_ledger.store import Ledger
 
+__all__ = ["add_plots", "card_key", "hw_artefacts"]
+
 # --------------------------------------------------------------------------- building
 
 
-R, B, A, D, L = (t.__table__ for t in (m.Run, m.Batch, m.Artefact, m.Deployment, m.Launch))
-Q, CAP, CF, HS, LF = (t.__table__ for t in (m.Request, m.Capture, m.CaptureField, m.HardwareSample, m.LogFact))
+_R, _B, _A, _HS = (t.__table__ for t in (m.Run, m.Batch, m.Artefact, m.HardwareSample))
 
 
 def hw_artefacts(conn: sa.Connection, batch: str) -> list[int]:
-    has = sa.exists().where(HS.c.artefact_id == A.c.id)
+    has = sa.exists().where(_HS.c.artefact_id == _A.c.id)
     return [
         r[0]
         for r in conn.execute(
-            sa.select(A.c.id).join(B, B.c.id == A.c.batch_id).where(B.c.name == batch, has).order_by(A.c.id)
+            sa.select(_A.c.id).join(_B, _B.c.id == _A.c.batch_id).where(_B.c.name == batch, has).order_by(_A.c.id)
         )
     ]
 
@@ -153,7 +154,7 @@ def _trend_plot(ledger: Ledger, data: ReportData, metric: str = "ttft_p50") -> N
 
     with ledger.connection() as conn:
         sealed = [
-            r[0] for r in conn.execute(sa.select(B.c.name).where(B.c.name.in_(data.batches), B.c.status == "closed"))
+            r[0] for r in conn.execute(sa.select(_B.c.name).where(_B.c.name.in_(data.batches), _B.c.status == "closed"))
         ]
     if len(sealed) < 2:
         return
@@ -218,11 +219,11 @@ def _hardware_plots(ledger: Ledger, data: ReportData) -> None:
             if not arts:
                 continue
             windows, why = _run_windows(conn, b)
-            files = {a.id: a for a in conn.execute(sa.select(A.c.id, A.c.format, A.c.note).where(A.c.id.in_(arts)))}
+            files = {a.id: a for a in conn.execute(sa.select(_A.c.id, _A.c.format, _A.c.note).where(_A.c.id.in_(arts)))}
             counters = [
                 r[0]
                 for r in conn.execute(
-                    sa.select(HS.c.counter).distinct().where(HS.c.artefact_id.in_(arts)).order_by(HS.c.counter)
+                    sa.select(_HS.c.counter).distinct().where(_HS.c.artefact_id.in_(arts)).order_by(_HS.c.counter)
                 )
             ]
             for counter in sorted(
@@ -230,9 +231,9 @@ def _hardware_plots(ledger: Ledger, data: ReportData) -> None:
             ):
                 power = kind_of(counter) == "power"
                 rows = conn.execute(
-                    sa.select(HS.c.node, HS.c.gpu, HS.c.artefact_id, HS.c.ts, HS.c.value, HS.c.unit)
-                    .where(HS.c.artefact_id.in_(arts), HS.c.counter == counter)
-                    .order_by(HS.c.node, HS.c.gpu, HS.c.ts, HS.c.tick)
+                    sa.select(_HS.c.node, _HS.c.gpu, _HS.c.artefact_id, _HS.c.ts, _HS.c.value, _HS.c.unit)
+                    .where(_HS.c.artefact_id.in_(arts), _HS.c.counter == counter)
+                    .order_by(_HS.c.node, _HS.c.gpu, _HS.c.ts, _HS.c.tick)
                 ).all()
                 mine = sorted({r.artefact_id for r in rows})
                 samplers = ", ".join(sorted({SAMPLERS.get(files[a].format, files[a].format) for a in mine}))
@@ -318,10 +319,10 @@ def _hardware_plot(
 def _run_windows(conn: sa.Connection, batch: str) -> tuple[list[tuple[str, datetime, datetime]], str | None]:
     """Each run's wall-clock window, where the run has one (declared or read from its file); else why not."""
     runs = conn.execute(
-        sa.select(R.c.label, R.c.started_at, R.c.ended_at)
-        .join(B, B.c.id == R.c.batch_id)
-        .where(B.c.name == batch, current(R))
-        .order_by(R.c.id)
+        sa.select(_R.c.label, _R.c.started_at, _R.c.ended_at)
+        .join(_B, _B.c.id == _R.c.batch_id)
+        .where(_B.c.name == batch, current(_R))
+        .order_by(_R.c.id)
     ).all()
     out = [(r.label, r.started_at, r.ended_at) for r in runs if r.started_at is not None and r.ended_at is not None]
     if len(out) == len(runs):

@@ -31,15 +31,17 @@ from bench_ledger.queries.report.model import (
     figure,
 )
 
-CARD_LEGEND = (
+__all__ = ["fallback_font", "md_code", "md_text", "render_html", "render_markdown", "render_plot"]
+
+_CARD_LEGEND = (
     "each card's own samples of one counter of the sampler named in 'source', unit as printed; GPU "
     "activity time is dmon `sm` / nvidia-smi `utilization.gpu` / dcgmi `GPUTL`, the share of time a kernel "
     "ran, not SM occupancy, tensor utilisation or MFU; memory busy is dmon `mem` / `utilization.memory` / "
     "`MCUTL`, memory-controller busy time, not bandwidth utilisation (R13); power counters are never "
     "combined (R14)"
 )
-SYNTHETIC_NOTE = "SYNTHETIC data: generated, not measured on real hardware"
-OUTCOME_COLOURS = {"ready": "#2a9d3f", "failed": "#c0392b", "unknown": "#7f8c8d"}
+_SYNTHETIC_NOTE = "SYNTHETIC data: generated, not measured on real hardware"
+_OUTCOME_COLOURS = {"ready": "#2a9d3f", "failed": "#c0392b", "unknown": "#7f8c8d"}
 
 
 # --------------------------------------------------------------------------- shared table rows
@@ -53,7 +55,7 @@ def _workload(r) -> tuple[str, str]:
     )
 
 
-def run_tables(data: ReportData) -> tuple[dict[str, list[dict]], dict[str, int]]:
+def _run_tables(data: ReportData) -> tuple[dict[str, list[dict]], dict[str, int]]:
     """Per batch, one row per run: cells as text with marker, and the evidence id of each cell."""
     notes: dict[str, int] = {}
     out: dict[str, list[dict]] = {}
@@ -75,7 +77,7 @@ def _num(x: float | None, fmt: str = ",.2f") -> str:
     return "n/a" if x is None else format(x, fmt)
 
 
-def hardware_rows(data: ReportData) -> tuple[list[dict], list[dict], dict[str, int]]:
+def _hardware_rows(data: ReportData) -> tuple[list[dict], list[dict], dict[str, int]]:
     notes: dict[str, int] = {}
     power = []
     for b, stats in data.power.items():
@@ -109,7 +111,7 @@ def _card_cell(c, col: str) -> str:
     return "n/a" if value is None else f"{_num(value)} {c.units[col]} d"
 
 
-def launch_rows(data: ReportData) -> tuple[list[dict], dict[str, int]]:
+def _launch_rows(data: ReportData) -> tuple[list[dict], dict[str, int]]:
     notes: dict[str, int] = {}
     rows = []
     for x in data.launches:
@@ -176,7 +178,7 @@ def _groups(plot: Plot) -> list[str]:
 
 # --------------------------------------------------------------------------- text the default font cannot draw
 
-DEFAULT_FONT = "DejaVu Sans"  # matplotlib's own font, shipped with it: Latin, Greek, Cyrillic, no CJK
+_DEFAULT_FONT = "DejaVu Sans"  # matplotlib's own font, shipped with it: Latin, Greek, Cyrillic, no CJK
 
 
 @functools.cache
@@ -190,7 +192,7 @@ def _default_lacks(text: str) -> set[str]:
     """The characters of ``text`` DejaVu Sans has no glyph for (matplotlib would draw each as a box)."""
     from matplotlib import font_manager
 
-    have = _charmap(font_manager.findfont(DEFAULT_FONT, fallback_to_default=False))
+    have = _charmap(font_manager.findfont(_DEFAULT_FONT, fallback_to_default=False))
     return {ch for ch in text if ord(ch) not in have and not ch.isspace()}
 
 
@@ -265,7 +267,7 @@ def render_plot(plot: Plot) -> tuple[str | None, list[tuple[str, str]]]:
         plot, keys = _keyed(plot, _default_lacks)
     else:
         keys = []
-    fonts = [DEFAULT_FONT, family] if family else [DEFAULT_FONT]
+    fonts = [_DEFAULT_FONT, family] if family else [_DEFAULT_FONT]
     with matplotlib.rc_context({"text.parse_math": False, "font.family": fonts}):
         return _draw(plot), keys
 
@@ -351,7 +353,7 @@ def _timeline(plot: Plot) -> str:
     fig, (ax,) = _figure(1, 1, 9, 0.42 * len(plot.series) + 1.3, left_in=2.4)
     for i, s in enumerate(plot.series):
         length = (s.x[1] - s.x[0]) / 60
-        ax.barh(i, max(length, 0.05), left=0, color=OUTCOME_COLOURS.get(s.group, "#7f8c8d"), height=0.6)
+        ax.barh(i, max(length, 0.05), left=0, color=_OUTCOME_COLOURS.get(s.group, "#7f8c8d"), height=0.6)
         if s.y[0]:
             ax.plot([(s.y[1] - s.x[0]) / 60], [i], marker="|", color="black", markersize=14, markeredgewidth=2)
         ax.text(max(length, 0.05) + 0.1, i, f"{length:.1f} min", va="center", fontsize=7)
@@ -360,7 +362,7 @@ def _timeline(plot: Plot) -> str:
     ax.set_xlabel("minutes from the launch's first timestamped log line to its last (READY marked |)", fontsize=8)
     ax.tick_params(labelsize=7)
     ax.grid(True, axis="x", alpha=0.3)
-    handles = [Patch(color=c, label=k) for k, c in OUTCOME_COLOURS.items() if any(s.group == k for s in plot.series)]
+    handles = [Patch(color=c, label=k) for k, c in _OUTCOME_COLOURS.items() if any(s.group == k for s in plot.series)]
     ax.legend(handles=handles, fontsize=7, loc="lower right")
     if plot.synthetic:
         ax.set_title("SYNTHETIC DATA", color="#c0392b", fontsize=9)
@@ -375,9 +377,9 @@ def render_html(data: ReportData) -> str:
 
     env = jinja2.Environment(autoescape=True, undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     template = env.from_string((resources.files("bench_ledger.queries.report") / "report.html.j2").read_text("utf-8"))
-    runs, run_notes = run_tables(data)
-    power, cards, hw_notes = hardware_rows(data)
-    launches, launch_notes = launch_rows(data)
+    runs, run_notes = _run_tables(data)
+    power, cards, hw_notes = _hardware_rows(data)
+    launches, launch_notes = _launch_rows(data)
     plots = [dict(zip(("p", "svg", "keys"), (p, *render_plot(p)), strict=True)) for p in data.plots]
     return template.render(
         d=data,
@@ -394,8 +396,8 @@ def render_html(data: ReportData) -> str:
         launch_notes=launch_notes,
         plots=plots,
         verdicts=[v for v in VERDICTS if v in data.audit],
-        synthetic_note=SYNTHETIC_NOTE,
-        card_legend=CARD_LEGEND,
+        synthetic_note=_SYNTHETIC_NOTE,
+        card_legend=_CARD_LEGEND,
     )
 
 
@@ -445,13 +447,13 @@ def render_markdown(data: ReportData) -> str:
     out = [f"# {md_text(data.title)}", ""]
     if data.synthetic:
         batches = md_text(", ".join(data.synthetic_batches)) or "the audited ledger"
-        out += [f"**{SYNTHETIC_NOTE}** (batches: {batches}).", ""]
+        out += [f"**{_SYNTHETIC_NOTE}** (batches: {batches}).", ""]
     out += [
         f"Ledger {md_code(data.ledger_url)}, generated {data.generated_at:%Y-%m-%d %H:%M:%S} UTC. {MARKER_LEGEND}. "
         "Batches are shown side by side, never pooled (R2).",
         "",
     ]
-    runs, notes = run_tables(data)
+    runs, notes = _run_tables(data)
     out += ["## Runs", ""]
     for b, rows in runs.items():
         out += [f"### batch {md_text(b)}", ""]
@@ -461,7 +463,7 @@ def render_markdown(data: ReportData) -> str:
         )
         out.append("")
     out += ["in/out = input target / output cap (settings, not actual lengths, R3); C/N = concurrency / requests.", ""]
-    launches, lnotes = launch_rows(data)
+    launches, lnotes = _launch_rows(data)
     if launches:
         out += ["## Launches", ""]
         out += _md_table(
@@ -472,14 +474,14 @@ def render_markdown(data: ReportData) -> str:
             ],
         )
         out.append("")
-    power, cards, hnotes = hardware_rows(data)
+    power, cards, hnotes = _hardware_rows(data)
     if power:
         out += ["## Hardware statistics", "", "Three different power statistics (R14), per batch:", ""]
         out += _md_table(
             ["batch", *POWER_STATS],
             [[p["batch"], *[_md_notes(c["text"], hnotes, "h") for c in p["cells"]]] for p in power],
         )
-        out += ["", f"Per card and sampler file ({CARD_LEGEND}):", ""]
+        out += ["", f"Per card and sampler file ({_CARD_LEGEND}):", ""]
         out += _md_table(
             ["batch", "card", "source", *[h for _, _, h in CARD_STATS]],
             [[c["batch"], c["card"], c["source"], *[x["text"] for x in c["cells"]]] for c in cards],
