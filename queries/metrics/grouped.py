@@ -21,7 +21,7 @@ The statements (SQLAlchemy Core; DuckDB 1.5 and PostgreSQL 15):
    ``evaluate`` gives (not within a tolerance, as ``percentile_cont`` / ``quantile_cont`` in double
    precision would be). ``max`` is p100 (the last order statistic).
 
-How (:func:`read_runs`): on DuckDB, 2 is one GROUP BY run_id and 3 one statement per distribution
+How (:func:`_read_runs`): on DuckDB, 2 is one GROUP BY run_id and 3 one statement per distribution
 (the run id and value of its member rows, as Arrow); numpy picks each run's order statistics (the runs
 of one size as one matrix, one ``np.sort``). The runs' rows are selected by ``run_id BETWEEN`` where
 their ids are a range (:func:`run_filter`), which keeps the stored order. On PostgreSQL, 2 and 3 are one statement that goes run by run (LATERAL:
@@ -135,7 +135,7 @@ def _read_aggregates(
     return {r.run_id: aggregate_row(r._mapping) for r in conn.execute(stmt)}
 
 
-_OrderStats = dict[int, tuple[int, int, dict[int, float]]]  # run -> (n values, n NULL, {0-based rank: value})
+_RunOrderStats = dict[int, tuple[int, int, dict[int, float]]]  # run -> (n values, n NULL, {0-based rank: value})
 _Wanted = list[tuple[Rows, set[int]]]  # a distribution's rows, the percentiles read from it
 
 
@@ -151,7 +151,7 @@ def ranks_read(n: int, ps: Iterable[int]) -> list[int]:
 
 def _read_runs(
     conn: sa.Connection, runs: sa.Select, wanted: _Wanted, aggregates: bool, ids: Iterable[int] | None = None
-) -> tuple[dict[int, SimpleNamespace], list[_OrderStats]]:
+) -> tuple[dict[int, SimpleNamespace], list[_RunOrderStats]]:
     """The aggregates of every run (if asked) and, per distribution of ``wanted`` and per run, (n values,
     n NULL, {rank: value}) for the ranks :func:`ranks_read` names (none when a value is NULL: the metric
     is n/a then).
@@ -167,7 +167,7 @@ def _read_runs(
     PostgreSQL: how many, for :func:`pg_shares`)."""
     pg = conn.dialect.name != "duckdb"
     where = None if pg else run_filter(runs, ids)
-    out: list[_OrderStats] = [{} for _ in wanted]
+    out: list[_RunOrderStats] = [{} for _ in wanted]
     pending = [0] * len(wanted)
     on_q = [i for i, (rows, _) in enumerate(wanted) if rows.source is Q]
     aggs: dict[int, SimpleNamespace] = {}
@@ -201,7 +201,7 @@ def _value_columns(wanted: _Wanted) -> list[sa.ColumnElement]:
 
 def _stats_arrow(
     conn: sa.Connection, runs: sa.Select, wanted: _Wanted, where: sa.ColumnElement[bool] | None = None
-) -> tuple[list[_OrderStats], list[int]]:
+) -> tuple[list[_RunOrderStats], list[int]]:
     """DuckDB: per distribution one statement, (run_id, v) of its member rows (and whether each is
     ``pending``) as Arrow; its rows grouped by run (they come in stored order, which is by run after an
     import; otherwise a stable sort by run) and each run's ranks from :func:`_order_stats`. One statement
@@ -212,7 +212,7 @@ def _stats_arrow(
     import pyarrow.compute as pc
 
     where = Q.c.run_id.in_(runs) if where is None else where
-    out: list[_OrderStats] = []
+    out: list[_RunOrderStats] = []
     pending: list[int] = []
     for rows, ps in wanted:
         cols = [Q.c.run_id.label("run_id"), rows.v.label("v")]
@@ -238,7 +238,7 @@ def _stats_arrow(
     return out, pending
 
 
-def _order_stats(run: Any, starts: Any, null: Any | None, vals: Any, ps: set[int]) -> _OrderStats:
+def _order_stats(run: Any, starts: Any, null: Any | None, vals: Any, ps: set[int]) -> _RunOrderStats:
     """Each run's (n values, n NULL, {rank: value}) of one distribution, from its rows grouped by run
     (``starts``: each run's first row). The runs of one size without a NULL (a sweep's runs have a few
     sizes) are one matrix, sorted along its rows by one ``np.sort`` (numpy's vectorised sort of doubles,
@@ -250,7 +250,7 @@ def _order_stats(run: Any, starts: Any, null: Any | None, vals: Any, ps: set[int
     sizes = ends - starts
     nulls = np.zeros(len(starts), np.int64) if null is None else np.add.reduceat(null, starts)
     rids = run[starts].tolist()
-    st: _OrderStats = {}
+    st: _RunOrderStats = {}
     for rid, n, nn in zip(rids, sizes.tolist(), nulls.tolist(), strict=True):
         st[rid] = (n, nn, {})
     clean = nulls == 0
@@ -281,7 +281,7 @@ def _stat_columns(x: Any, wanted: _Wanted) -> list[sa.ColumnElement]:
     return cols
 
 
-def _parse_stats(row: Any, wanted: _Wanted, out: list[_OrderStats], pending: list[int], rid: int) -> None:
+def _parse_stats(row: Any, wanted: _Wanted, out: list[_RunOrderStats], pending: list[int], rid: int) -> None:
     """One run's order statistics from its value arrays (numpy, from PostgreSQL's binary form: the
     stored doubles): the ranks :func:`ranks_read` names, by ``np.partition``."""
     import numpy as np
@@ -301,7 +301,7 @@ def _parse_stats(row: Any, wanted: _Wanted, out: list[_OrderStats], pending: lis
 
 def _read_lateral(
     conn: sa.Connection, runs: sa.Select, wanted: _Wanted, aggregates: bool, runs_count: int
-) -> tuple[dict[int, SimpleNamespace], list[_OrderStats], list[int]]:
+) -> tuple[dict[int, SimpleNamespace], list[_RunOrderStats], list[int]]:
     """PostgreSQL, distributions over the request table alone: one statement, one run at a time
     (LATERAL), the aggregates (if asked) and every distribution's value array from one index scan
     of the run's requests, whose values are computed once per row (OFFSET 0 keeps PostgreSQL from
@@ -317,7 +317,7 @@ def _read_lateral(
         return sa.select(rid.label("run_id"), inner).select_from(r.join(inner, sa.true()))
 
     aggs: dict[int, SimpleNamespace] = {}
-    out: list[_OrderStats] = [{} for _ in wanted]
+    out: list[_RunOrderStats] = [{} for _ in wanted]
     pending = [0] * len(wanted)
     for mp in pg_rows_shared(conn, runs, statement, runs_count):
         if aggregates and mp["n"]:  # a run without request rows is absent from the GROUP BY's aggregates too
@@ -326,7 +326,7 @@ def _read_lateral(
     return aggs, out, pending
 
 
-def _stats_grouped(conn: sa.Connection, runs: sa.Select, wanted: _Wanted) -> tuple[list[_OrderStats], list[int]]:
+def _stats_grouped(conn: sa.Connection, runs: sa.Select, wanted: _Wanted) -> tuple[list[_RunOrderStats], list[int]]:
     """PostgreSQL, a distribution over a joined source (chunk gaps, gap sums): one GROUP BY run_id."""
     rows = wanted[0][0]
     x = (
@@ -335,7 +335,7 @@ def _stats_grouped(conn: sa.Connection, runs: sa.Select, wanted: _Wanted) -> tup
         .where(Q.c.run_id.in_(runs), rows.member)
         .subquery("x")
     )
-    out: list[_OrderStats] = [{}]
+    out: list[_RunOrderStats] = [{}]
     pending = [0]
     for mp in pg_rows(conn, sa.select(x.c.run_id, *_stat_columns(x, wanted)).group_by(x.c.run_id)):
         _parse_stats(mp, wanted, out, pending, mp["run_id"])
@@ -391,7 +391,7 @@ def batch_values(
 _NONE: tuple[int, int, dict[int, float]] = (0, 0, {})
 
 
-def _distribution(stats: dict[int, _OrderStats], origin: int, plan: Dist) -> Distribution:
+def _distribution(stats: dict[int, _RunOrderStats], origin: int, plan: Dist) -> Distribution:
     """A run's distribution from the order statistics read for all runs (no values: none read)."""
     n, missing, known = stats[id(plan.rows)].get(origin, _NONE)
     return n, missing, lambda: _OrderStats(n, known)

@@ -53,7 +53,7 @@ _CF = m.CaptureField.__table__
 _DOUBLE: sa.Double[float] = sa.Double()
 
 
-_OK = Q.c.status == "ok"
+_OK_ROW = Q.c.status == "ok"
 
 
 # --------------------------------------------------------------------------- captures and fields
@@ -113,7 +113,7 @@ def _decode_rate_rows(runs: Any) -> Rows:
     without end/first token is the sum of its chunk gaps: :func:`decode_rate_expr` leaves it NULL here
     (``pending``), and if any such request exists, ``full()`` reads the gap sums by one grouped LEFT
     JOIN over only those requests (not a correlated subquery per request). Same gaps, same SUM: same value."""
-    member = sa.and_(_OK, Q.c.output_tokens > 1)
+    member = sa.and_(_OK_ROW, Q.c.output_tokens > 1)
 
     def full() -> Rows:
         q2 = Q.alias("q2")
@@ -132,12 +132,14 @@ def _decode_rate_rows(runs: Any) -> Rows:
 
 def _values_rows(expr: sa.ColumnElement, where: sa.ColumnElement | None = None) -> Rows:
     """The :class:`Rows` of a distribution of ``expr`` over ok requests (and ``where``)."""
-    return Rows(Q, expr, _OK if where is None else sa.and_(_OK, where))
+    return Rows(Q, expr, _OK_ROW if where is None else sa.and_(_OK_ROW, where))
 
 
 def _itl_rows(runs: Any) -> Rows:
     """Chunk gaps of ok requests, flattened (vLLM's ITL list)."""
-    return Rows(_G.join(Q, sa.and_(Q.c.artefact_id == _G.c.artefact_id, Q.c.idx == _G.c.request_idx)), _G.c.gap_s, _OK)
+    return Rows(
+        _G.join(Q, sa.and_(Q.c.artefact_id == _G.c.artefact_id, Q.c.idx == _G.c.request_idx)), _G.c.gap_s, _OK_ROW
+    )
 
 
 # --------------------------------------------------------------------------- the request metrics

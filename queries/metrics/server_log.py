@@ -92,7 +92,7 @@ def _kv_capacity_ratio(conn: sa.Connection, ctx: Ctx, metric: Metric):
         window_tokens=str(window),
         window_basis=basis,
         per="one engine / DP group",
-        _log_artefacts=logs,
+        log_artefacts=logs,
         meaning="theoretical capacity in full windows; not requests served at once (R5)",
     )
 

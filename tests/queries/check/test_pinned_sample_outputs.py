@@ -8,7 +8,7 @@ rebuilt for speed (queries/metrics/exact_column.py): this is what shows that not
 A change that means to change what `ledger check` prints (a new check, a new reason) rewrites
 the pins, and the diff of that file shows which folders' output changed:
 
-    .venv/bin/python tests/test_check_samples.py ../shared/samples
+    .venv/bin/python tests/queries/check/test_pinned_sample_outputs.py ../shared/samples
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import hashlib
 import sys
 from pathlib import Path
 
-PINS = Path(__file__).resolve().parent / "fixtures" / "check_samples.pins"
+PINS = Path(__file__).resolve().parents[2] / "fixtures" / "check_samples.pins"
 
 
 def check_outputs(url: str, samples: Path) -> dict[str, str]:
@@ -54,7 +54,7 @@ def test_check_output_of_every_sample_is_unchanged(ledger_url: str, samples: Pat
 if __name__ == "__main__":  # rewrite the pins from this checkout (DuckDB), as the docstring says
     import tempfile
 
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
     from bench_ledger.store import Ledger
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -64,6 +64,6 @@ if __name__ == "__main__":  # rewrite the pins from this checkout (DuckDB), as t
         outputs = check_outputs(url, Path(sys.argv[1]))
     PINS.write_text(
         "# folder of ../shared/samples -> lines and sha256 of `ledger check --batch FOLDER` "
-        "(tests/test_check_samples.py)\n" + "".join(f"{k} {pin(v)}\n" for k, v in outputs.items())
+        "(tests/queries/check/test_pinned_sample_outputs.py)\n" + "".join(f"{k} {pin(v)}\n" for k, v in outputs.items())
     )
     print(f"wrote {PINS}: {len(outputs)} folders")

@@ -293,7 +293,7 @@ def test_formats_doc_lists_the_kept_values_definitions_and_equivalents() -> None
     from bench_ledger.queries.check.stat_definitions import DEFINITIONS
     from bench_ledger.queries.metrics import reported as metrics_reported
 
-    doc = (Path(__file__).resolve().parents[1] / "docs" / "formats.md").read_text()
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "formats.md").read_text()
     flat = " ".join(doc.split())
     for module in (llmperf, guidellm):
         for key, flag in module.VALUE_KEYS.items():
@@ -476,7 +476,7 @@ def test_a_per_request_value_outside_its_domain_is_refused_naming_record_and_fie
 # genai-perf/genai_perf/profile_data_parser/llm_profile_data_parser.py @00168fe7 (_parse_requests) and
 # genai-perf/genai_perf/metrics/statistics.py @0518df11 (Statistics: np.mean, np.percentile, np.std,
 # ns x 1e-6 -> ms) of triton-inference-server/perf_analyzer.
-GENAI_ARTIFACT = Path(__file__).resolve().parent / "fixtures" / "genai_perf" / "artifact"
+GENAI_ARTIFACT = Path(__file__).resolve().parents[2] / "fixtures" / "genai_perf" / "artifact"
 
 
 @pytest.mark.parametrize("order", ["export first", "summary first"])

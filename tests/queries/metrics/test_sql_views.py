@@ -11,7 +11,7 @@ from bench_ledger.queries.metrics.registry import run_metrics
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 
-from tests.test_metrics import RUN_A, write_requests
+from tests.queries.metrics.test_evaluate import RUN_A, write_requests
 
 
 def test_views_match_the_registry(ledger: Ledger, ledger_url: str, tmp_path: Path) -> None:
@@ -88,7 +88,7 @@ def test_views_equal_the_registry_run_by_run_on_a_generated_ledger(
     (never from the tool's duration, never over a sample, mixed clocks or missing tokens)."""
     import random
 
-    from tests.test_metrics_batch import _run_records
+    from tests.queries.metrics.test_grouped_equals_evaluate import _run_records
 
     rng = random.Random(11)
     files = []

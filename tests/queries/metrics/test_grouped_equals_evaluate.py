@@ -1,6 +1,6 @@
 """The batch path of run_metrics (queries.metrics.grouped) equals evaluate(), metric by metric, run by run.
 
-On both backends (the `ledger` fixture): the hand-computed fixtures of test_metrics.py (plus runs that
+On both backends (the `ledger` fixture): the hand-computed fixtures of test_evaluate.py (plus runs that
 reach the remaining branches: one output token, failed only, legacy chunk gaps only, mixed clocks,
 unknown status, a corrected run) and a generated multi-run ledger with fields missing at random.
 Equality is exact: value (Fraction), flag, n/a reason, inputs (in order: the CLI prints them as JSON),
@@ -20,7 +20,7 @@ from bench_ledger.queries.metrics.grouped import supported
 from bench_ledger.queries.metrics.registry import METRICS, ROW_METRICS, RunMetrics, run_metrics, run_metrics_per_run
 from bench_ledger.store import Ledger
 
-from tests.test_metrics import imp, two_batches, write_requests  # noqa: F401  (fixture)
+from tests.queries.metrics.test_evaluate import imp, two_batches, write_requests  # noqa: F401  (fixture)
 
 # every request metric the batch path serves, then a mean (computed per run as before)
 BATCH = tuple(n for n, mt in METRICS.items() if supported(mt))

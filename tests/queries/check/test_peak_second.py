@@ -220,7 +220,7 @@ def test_columns_equal_the_row_walk_on_the_real_vllm_samples(
 
 def _benchmark_check_input(tmp_path: Path) -> Path:
     """benchmarks/gen.py's check input (one vLLM run reporting its peaks), at 2,000 requests."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "benchmarks"))
     import gen
 
     f = tmp_path / "check.jsonl"
