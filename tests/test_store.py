@@ -285,7 +285,7 @@ def test_current_values_are_found_by_index_on_fresh_statistics(pg_ledger: Ledger
     from sqlalchemy import event
 
     from tests.clirun import run
-    from tests.test_check_issue14 import GUIDELLM
+    from tests.queries.check.test_tool_definitions_on_samples import GUIDELLM
 
     run("import", "--db", pg_ledger.url, "-q", "--batch", "g", samples / GUIDELLM)
     seen: list[tuple[str, object]] = []
@@ -312,7 +312,7 @@ def test_a_command_keeps_one_connection(ledger_url: str, tmp_path) -> None:
     from sqlalchemy.pool import Pool
 
     from tests.clirun import run
-    from tests.test_metrics import write_requests
+    from tests.queries.metrics.test_evaluate import write_requests
 
     path = write_requests(
         tmp_path / "r.jsonl",

@@ -65,7 +65,7 @@ def _guidellm_group(rec: Records, group: str) -> list[dict]:
 def _guidellm(key: str, rec: Records) -> tuple[Fraction, str]:
     """guidellm ``GenerativeMetrics.compile``: each metric a ``StatusDistributionSummary`` over the
     records of each group (benchmark/schemas/generative/metrics.py), statistics by
-    ``DistributionSummary`` (schemas/statistics.py, :func:`check_stats.guidellm_stat`)."""
+    ``DistributionSummary`` (schemas/statistics.py, :func:`queries.check.stat_definitions.guidellm_stat`)."""
     if key == "duration":
         try:
             lo, hi = (float(rec.metadata[k]) for k in ("measure_start_time", "measure_end_time"))

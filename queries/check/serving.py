@@ -111,7 +111,7 @@ def _peak_second(key: str, rec: Records) -> tuple[Fraction, str]:
     Computed over the columns: numpy replays each request's times in float64 in vLLM's order (start -
     earliest start, + ttft, += each itl, one itl position at a time over the requests that have it),
     with a bound on the rounding; only a time whose float lies within BOUNDARY + that bound of a
-    boundary is placed from its exact rational (tests/test_check_peak.py: equal to the row-by-row
+    boundary is placed from its exact rational (tests/queries/check/test_peak_second.py: equal to the row-by-row
     rational replay)."""
     peak_inputs(key, rec)
     send = rec.column("send_ns", "send_time").array

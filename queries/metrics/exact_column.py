@@ -2,7 +2,7 @@
 
 ``ExactColumn(array)`` is the sequence of the exact rationals ``Fraction(array[i])`` (float64 or
 int64; a float is one binary rational, so nothing is rounded). It offers what the statistic
-definitions read (:mod:`queries.check.stat_definitions`, :func:`queries.metrics.requests.exact_sum`) without
+definitions read (:mod:`queries.check.stat_definitions`, :func:`queries.metrics.definitions.exact_sum`) without
 converting every value:
 
 * an order statistic reads one or two values of :meth:`sorted` (numpy's sort of the floats: the

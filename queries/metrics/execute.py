@@ -102,7 +102,7 @@ def _total_value(
 
 
 def _wall_value(metric: Metric, ctx: Ctx, caps: list[CaptureInfo], fetch: Callable[[], object]) -> MetricValue:
-    """The decision of a :class:`Wall` plan; ``fetch`` gives the row of :func:`wall_clock_sql` (read only if needed)."""
+    """The decision of a :class:`Wall` plan; ``fetch`` gives the aggregate row (read only if needed)."""
     if any(c.sampled for c in caps):
         return na(metric, ctx, "records are a sample: their first send / last end is not the run's")
     timed = bool(caps) and all({"send_time", "end_time"} <= c.fields for c in caps)
@@ -218,7 +218,7 @@ def _dist_value(
 
 def _cache_value(metric: Metric, ctx: Ctx, bad: MetricValue | None, fetch: Callable[[], object]) -> MetricValue:
     """The decision of a :class:`Cache` plan (n/a where not reported, never 0, never from TTFT, R9);
-    ``fetch`` gives the row of :func:`totals_sql`."""
+    ``fetch`` gives the cached-token total, ok count and how many lack it."""
     if bad:
         bad.inputs.setdefault("basis", "cached_tokens is n/a where a capture lacks it: never 0, never estimated")
         if bad.na_reason and " captured for " in bad.na_reason:

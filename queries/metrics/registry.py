@@ -1,9 +1,10 @@
 """The metric registry: every metric defined once, evaluated on a scope, with its provenance.
 
-``METRICS`` maps a name to its :class:`~queries.metrics.requests.Metric` (unit, quantity kind,
+``METRICS`` maps a name to its :class:`~queries.metrics.definitions.Metric` (unit, quantity kind,
 statistic, interval, captured fields it needs, formula). Definitions live in
-:mod:`queries.metrics.requests` (requests: counts, totals, wall clock, TPM, latency distributions)
-and :mod:`queries.metrics.hardware` (dmon counters, power, server-log facts); this module resolves a
+:mod:`queries.metrics.requests` (requests: counts, totals, wall clock, TPM, latency distributions),
+:mod:`queries.metrics.hardware` (dmon counters), :mod:`queries.metrics.power` (R14) and
+:mod:`queries.metrics.server_log` (server-log facts); this module resolves a
 :class:`~queries.values.Scope` and enforces the rules that apply to *any* metric:
 
 * R2: no computation crosses a batch. A scope whose runs or samples span two batches is refused.
@@ -14,13 +15,14 @@ and :mod:`queries.metrics.hardware` (dmon counters, power, server-log facts); th
   where it reported one (:mod:`queries.metrics.reported`, flag ``reported``).
 
 Percentiles are numpy's default linear method (type 7) = vLLM's ``np.percentile`` = pandas'
-``quantile``; see :func:`queries.metrics.requests.percentile_linear`.
+``quantile``; see :func:`queries.metrics.definitions.percentile_linear`.
 
-:func:`evaluate` is the reference definition (one metric, one scope). :func:`run_metrics` (the
-table of `ledger metrics`) computes the request metrics of *all* its runs with a few grouped
-statements (:mod:`queries.metrics.grouped`) that feed the same decision functions, so every value,
-flag, n/a reason and input equals :func:`evaluate`'s (tests/test_metrics_batch.py checks it on both
-backends); :func:`run_metrics_per_run` is :func:`evaluate` called per run and metric, the test's reference.
+:func:`evaluate` is one metric on one scope. A request metric is executed by the one executor
+(:class:`queries.metrics.execute.Execution`) whether on one scope or, for the table of `ledger metrics`
+(:func:`run_metrics`), on *all* its runs at once, their figures read by a few grouped statements
+(:mod:`queries.metrics.grouped`); tests/queries/metrics/test_grouped_equals_evaluate.py checks every
+value, flag, n/a reason and input equal on both backends, against :func:`run_metrics_per_run`
+(:func:`evaluate` called per run and metric).
 """
 
 from __future__ import annotations

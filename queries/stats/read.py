@@ -1,6 +1,6 @@
 """A metric value's sampling interval, from its run's per-request values read in request order.
 
-The values are the metric's own (its :class:`~queries.metrics.requests.Dist` plan's rows, the same
+The values are the metric's own (its :class:`~queries.metrics.definitions.Dist` plan's rows, the same
 population and expression), ordered as the requests were sent (send time, then file and line), since the
 dependence between neighbouring requests is what :mod:`queries.stats.dependence` measures.
 """

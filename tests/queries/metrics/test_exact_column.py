@@ -157,7 +157,7 @@ def test_a_non_finite_value_is_refused() -> None:
 
 
 def test_vllm_tpot_replays_the_tools_float_division() -> None:
-    """check_tools' TPOT column: numpy's elementwise (latency - ttft) / (output_tokens - 1) is the
+    """The serving checks' TPOT column: numpy's elementwise (latency - ttft) / (output_tokens - 1) is the
     per-request Python float arithmetic the series was computed with before."""
     from bench_ledger.queries.check.serving import _serving_series
 
