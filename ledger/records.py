@@ -66,7 +66,7 @@ FIELD_COLUMN: dict[str, str] = {
 
 
 # The words an artefact note carries when its sample times are host-local with no known zone: the
-# read side then cannot place them in a run's UTC window (queries.metrics.registry).
+# read side then cannot place them in a run's UTC window (queries.metrics).
 UNCONFIRMED_ZONE = "time zone unconfirmed"
 # ... and, when the user declared the zone (--time-zone), these words followed by its IANA name and ';' or the end.
 DECLARED_ZONE = "time zone declared by the user: "

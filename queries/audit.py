@@ -15,7 +15,7 @@ refused         a type rule forbids the derivation (the rule id and why)
 =============== ===============================================================================
 
 A refusal is a verdict, not an exception: the audit always runs to the end. The metric registry
-(``queries.metrics.registry.evaluate``) and the comparability analysis (``queries.compare.compare``) are
+(``queries.metrics.evaluate``) and the comparability analysis (``queries.compare.compare``) are
 injected, so the engine is testable without a database.
 """
 
@@ -113,7 +113,7 @@ class AuditReport:
 
 
 def default_evaluator() -> Evaluator | None:
-    """A fresh :class:`queries.metrics.registry.Evaluator` (``evaluate`` once per metric and scope; the run scopes
+    """A fresh :class:`queries.metrics.Evaluator` (``evaluate`` once per metric and scope; the run scopes
     of a batch in one grouped pass), for one audit."""
     try:
         from bench_ledger.queries.metrics.registry import Evaluator as MetricsEvaluator
@@ -143,7 +143,7 @@ def default_factors() -> FactorsOf | None:
 
 
 def default_reported() -> Callable[[Any, MetricValue], MetricValue | None] | None:
-    """The tool's own figure for a metric over a run (:class:`queries.metrics.reported.Reported`), for one audit."""
+    """The tool's own figure for a metric over a run (:class:`queries.metrics_reported.Reported`), for one audit."""
     try:
         from bench_ledger.queries.metrics.reported import Reported
     except ImportError:
@@ -301,7 +301,7 @@ class Auditor:
         r.evidence = {"metric": spec.name, "scope": scope.describe()}
         r.printed = self._show(self.printed_interval(c))
         if self.evaluate is None:
-            r.verdict, r.missing = "not-derivable", "the metric registry (queries.metrics.registry) is not available"
+            r.verdict, r.missing = "not-derivable", "the metric registry (queries.metrics) is not available"
             return
         try:
             mv = self.evaluate(self.ledger, spec.name, scope)
@@ -649,7 +649,7 @@ class Auditor:
             context=context,
         )
         if self.evaluate is None:
-            base.na_reason = "the metric registry (queries.metrics.registry) is not available"
+            base.na_reason = "the metric registry (queries.metrics) is not available"
             base.evidence = Evidence("not-derivable", label, why=base.na_reason)
             return base
         try:

@@ -129,7 +129,7 @@ class ScopeSpec(_Model):
 class MetricSpec(_Model):
     """A metric claim: re-derive the number from the ledger's records."""
 
-    name: str = Field(description="a metric registered in queries.metrics.registry.METRICS")
+    name: str = Field(description="a metric registered in queries.metrics.METRICS")
     scope: ScopeSpec = Field(description="what the metric is computed over")
     over_cards: Literal["mean"] | None = Field(
         None,
@@ -142,7 +142,7 @@ class MetricOperand(_Model):
     """A metric used as an operand without being a claim of its own (a value the report does not
     print, e.g. the C32 point of a fall-back percentage)."""
 
-    metric: str = Field(description="a metric registered in queries.metrics.registry.METRICS")
+    metric: str = Field(description="a metric registered in queries.metrics.METRICS")
     scope: ScopeSpec = Field(description="what the metric is computed over")
     kind: str = Field(description="its quantity kind (ledger.kinds)")
     unit: str | None = Field(None, description="the unit to use it in (default: the metric's own)")

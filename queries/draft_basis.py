@@ -543,7 +543,7 @@ def names_run(fa: Facets, r: RunScope) -> tuple[bool, int, list[str]]:
 
 
 class LedgerView:
-    """The scopes of a ledger a draft may name, and its metric values (:class:`queries.metrics.registry.Evaluator`)."""
+    """The scopes of a ledger a draft may name, and its metric values (:class:`queries.metrics.Evaluator`)."""
 
     @property
     def known_words(self) -> set[str]:

@@ -175,7 +175,7 @@ class Cue:
     words: tuple[str, ...]
     kind: str
     unit: str | None = None
-    metric: str | None = None  # a stem of queries.metrics.registry names (ttft -> ttft_p50, ttft_max...)
+    metric: str | None = None  # a stem of queries.metrics names (ttft -> ttft_p50, ttft_max...)
 
 
 CUES: tuple[Cue, ...] = (
