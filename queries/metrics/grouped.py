@@ -38,7 +38,7 @@ here: :func:`queries.metrics.table.run_metrics` computes them per run.
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -379,7 +379,7 @@ def batch_values(
             one = Execution(
                 ctx,
                 caps.get(r.origin, []),
-                lambda agg=agg: agg,
+                _given(agg),
                 functools.partial(_distribution, stats, r.origin),
                 shared,
             )
@@ -389,6 +389,11 @@ def batch_values(
 
 
 _NONE: tuple[int, int, dict[int, float]] = (0, 0, {})
+
+
+def _given(agg: SimpleNamespace) -> Callable[[], SimpleNamespace]:
+    """A run's aggregate row, read for all runs at once, as the executor asks for it."""
+    return lambda: agg
 
 
 def _distribution(stats: dict[int, _RunOrderStats], origin: int, plan: Dist) -> Distribution:
