@@ -405,7 +405,7 @@ METRICS_CHILD = r"""
 import json, sys, time
 sys.path.insert(0, {root!r})
 from bench_ledger.store import Ledger
-from bench_ledger.queries.metrics import run_metrics
+from bench_ledger.queries.metrics.registry import run_metrics
 import sqlalchemy as sa
 with Ledger({url!r}) as ledger:
     t0 = time.perf_counter()
@@ -425,15 +425,15 @@ METRICS_TARGET_S = {"duckdb": 0.5, "postgresql": 2.0}  # issue 17: every run's m
 
 
 def measure_metrics(url: str, batch: str, timeout: float) -> Figure | str:
-    if importlib.util.find_spec("bench_ledger.queries.metrics") is None:
+    if importlib.util.find_spec("bench_ledger.queries.metrics.registry") is None:
         return "not measured: metrics module absent"
     try:
-        from bench_ledger.queries import metrics as qm
+        from bench_ledger.queries.metrics import registry as qm
 
         if not hasattr(qm, "run_metrics"):
-            return "not measured: queries.metrics has no run_metrics"
+            return "not measured: queries.metrics.registry has no run_metrics"
     except Exception as exc:  # noqa: BLE001
-        return f"not measured: queries.metrics does not import ({type(exc).__name__}: {exc})"
+        return f"not measured: queries.metrics.registry does not import ({type(exc).__name__}: {exc})"
     code = METRICS_CHILD.format(root=str(ROOT), url=url, batches=[batch], sample=0)
     wall, peak, rc, out = run_child([sys.executable, "-c", code], timeout)
     if rc == -9:
@@ -618,7 +618,7 @@ import json, sys, time
 sys.path.insert(0, {root!r})
 from collections import Counter
 from bench_ledger.store import Ledger
-from bench_ledger.queries.check import check
+from bench_ledger.queries.check.checker import check
 with Ledger({url!r}) as ledger:
     t0 = time.perf_counter()
     rows = check(ledger, batch="check")
@@ -628,7 +628,7 @@ print(json.dumps({{"seconds": secs, "rows": len(rows), "status": dict(Counter(r.
 
 
 def measure_check(url: str, timeout: float, n: int) -> Figure | str:
-    """queries.check.check() of the one run of the check input, in-process in a child (what
+    """queries.check.checker.check() of the one run of the check input, in-process in a child (what
     `ledger check` computes; the whole command, start-up included, is noted beside it)."""
     wall, peak, rc, out = run_child([sys.executable, "-c", CHECK_CHILD.format(root=str(ROOT), url=url)], timeout)
     if rc == -9:
@@ -645,7 +645,7 @@ def measure_check(url: str, timeout: float, n: int) -> Figure | str:
         seconds=r["seconds"],
         peak_mb=peak,
         note=(
-            f"queries.check.check() in-process ({r['rows']} rows: {r['status']}); the whole "
+            f"queries.check.checker.check() in-process ({r['rows']} rows: {r['status']}); the whole "
             f"`ledger check` command, start-up included: {whole:.2f} s" + (f" (exit {rc2})" if rc2 else "")
         ),
     )

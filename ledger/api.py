@@ -149,7 +149,7 @@ def run_metrics(
 ):
     """`ledger metrics` as objects: one ``RunMetrics`` per run, each value a ``MetricValue``; ``intervals``: each
     row's ``sampling`` holds every value's ``SamplingInterval`` too (`ledger metrics --json`, docs/statistics.md)."""
-    from bench_ledger.queries.metrics import run_metrics as _run_metrics
+    from bench_ledger.queries.metrics.registry import run_metrics as _run_metrics
 
     rows = _run_metrics(ledger, batches, run_id)
     if intervals:
@@ -219,8 +219,8 @@ def report(
     format: str = "html",
 ) -> Path:
     """`ledger report`: write the self-contained HTML report (or Markdown) to ``out``."""
-    from bench_ledger.queries.report import build_report
-    from bench_ledger.queries.report_render import render_html, render_markdown
+    from bench_ledger.queries.report.build import build_report
+    from bench_ledger.queries.report.render import render_html, render_markdown
 
     data = build_report(ledger, batches, Path(claims_file) if claims_file else None)
     out = Path(out)
@@ -307,8 +307,8 @@ def runs(ledger: Ledger, batch: str | None = None) -> pa.Table:
 @_one_call
 def metrics(ledger: Ledger, batches: list[str] | None = None, run_id: int | None = None) -> pa.Table:
     """`ledger metrics` as Arrow: per run, each metric's value, ``_flag`` and ``_na_reason``."""
-    from bench_ledger.queries.metrics import run_metrics as _run_metrics
-    from bench_ledger.queries.metrics import to_arrow
+    from bench_ledger.queries.metrics.registry import run_metrics as _run_metrics
+    from bench_ledger.queries.metrics.registry import to_arrow
 
     return to_arrow(_run_metrics(ledger, batches, run_id))
 

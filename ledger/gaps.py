@@ -15,7 +15,7 @@ here it is in Arrow, for what an import or a loaded export holds in memory:
 * :func:`read` reads the arrays back from the database as such a table (the seal's close and
   verify, ``ledger check``'s gap series), where the view's ``seq`` would cost more than the read;
 * :func:`pg_doubles` reads one PostgreSQL ``double precision[]`` in binary form (the element format
-  :func:`read` cuts), for the metrics' per-run value arrays (``queries.metrics_batch``).
+  :func:`read` cuts), for the metrics' per-run value arrays (``queries.metrics.grouped``).
 """
 
 from __future__ import annotations

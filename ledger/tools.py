@@ -1,6 +1,6 @@
 """The benchmark tools the ledger knows by name: one vocabulary for importers and checks.
 
-An importer writes ``RunInfo.tool`` from here; ``queries.check_tools`` keys each tool's statistic
+An importer writes ``RunInfo.tool`` from here; ``queries.check.registry`` keys each tool's statistic
 definitions and summary identities by the same member. Values are the strings stored in
 ``run.tool`` (a ``StrEnum`` compares equal to them), so adding a tool is one line here.
 """

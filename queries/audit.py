@@ -116,7 +116,7 @@ def default_evaluator() -> Evaluator | None:
     """A fresh :class:`queries.metrics.Evaluator` (``evaluate`` once per metric and scope; the run scopes
     of a batch in one grouped pass), for one audit."""
     try:
-        from bench_ledger.queries.metrics import Evaluator as MetricsEvaluator
+        from bench_ledger.queries.metrics.registry import Evaluator as MetricsEvaluator
     except ImportError:
         return None
     return MetricsEvaluator()
@@ -145,7 +145,7 @@ def default_factors() -> FactorsOf | None:
 def default_reported() -> Callable[[Any, MetricValue], MetricValue | None] | None:
     """The tool's own figure for a metric over a run (:class:`queries.metrics_reported.Reported`), for one audit."""
     try:
-        from bench_ledger.queries.metrics_reported import Reported
+        from bench_ledger.queries.metrics.reported import Reported
     except ImportError:
         return None
     return Reported()

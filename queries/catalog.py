@@ -89,7 +89,7 @@ class RunDetail:
     status_counts: dict[str, int]
     captures: list[CaptureDetail] = field(default_factory=list)
     published: list[PublishedDetail] = field(default_factory=list)
-    launch: dict | None = None  # the launch the run ran against (queries.captured.run_launch)
+    launch: dict | None = None  # the launch the run ran against (queries.logs.run_launch)
     launch_reason: str = ""  # how it was found, or why there is none
     warm_compile_measured: str | None = None  # the compile-cache state the launch's server log measured
     warm_compile_basis: str = ""  # its lines, or why it is n/a
@@ -208,7 +208,7 @@ def run_detail(ledger: Ledger, run_id: int) -> RunDetail:
             status_counts={k: statuses.get(k, 0) for k in ("ok", "failed", "unknown")},
             factors=row.factors,
         )
-        from bench_ledger.queries.captured import run_launch, warm_compile_of_log
+        from bench_ledger.queries.logs import run_launch, warm_compile_of_log
 
         detail.launch, detail.launch_reason = run_launch(s.connection(), run_id)
         if detail.launch is None:
@@ -267,7 +267,7 @@ def run_detail(ledger: Ledger, run_id: int) -> RunDetail:
 def list_cards(ledger: Ledger, batch: str | None = None, deployment: str | None = None) -> list[str]:
     """The GPU cards with hardware samples in a batch or a deployment (all, without either), named
     as a scope's ``gpu`` names them ('node0:gpu3')."""
-    from bench_ledger.queries.metrics_hardware import card_name
+    from bench_ledger.queries.metrics.hardware import card_name
 
     hs, a, b, d = m.HardwareSample.__table__, m.Artefact.__table__, m.Batch.__table__, m.Deployment.__table__
     stmt = (

@@ -42,7 +42,7 @@ class _Names:
 
 
 def _names(ledger: Ledger) -> _Names:
-    from bench_ledger.queries.metrics import METRICS
+    from bench_ledger.queries.metrics.registry import METRICS
 
     r, b, d, la = m.Run.__table__, m.Batch.__table__, m.Deployment.__table__, m.Launch.__table__
     with ledger.connection() as conn:
@@ -123,7 +123,7 @@ def _scope_problems(ledger: Ledger, names: _Names, scope: ScopeSpec) -> list[tup
             )
         )
     if scope.gpu is not None and not out:
-        from bench_ledger.queries.metrics_hardware import match_cards
+        from bench_ledger.queries.metrics.hardware import match_cards
 
         key = (scope.batch, scope.deployment)
         if key not in names.cards:

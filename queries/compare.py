@@ -424,7 +424,7 @@ def ratio(
     paired: bool = False,
 ) -> RatioResult:
     """B / A of one metric, labelled with what differs; refuses an illegal conclusion (R6, R8)."""
-    from bench_ledger.queries.metrics import evaluate
+    from bench_ledger.queries.metrics.registry import evaluate
 
     sa_, sb = side(ledger, a), side(ledger, b)
     cmp = _comparison(sa_, sb, claim_factor, equal_resources, paired)

@@ -77,7 +77,7 @@ def _claim_id(f: Found, g: Guess, used: set[str]) -> str:
 
 def _stem_fits(g: Guess) -> bool:
     """The cue's metric stem names the claim only when one of its metrics is of the guessed kind."""
-    from bench_ledger.queries.metrics import METRICS
+    from bench_ledger.queries.metrics.registry import METRICS
 
     return any(
         mt.quantity_kind == g.kind

@@ -557,13 +557,13 @@ class LedgerView:
         import sqlalchemy as sa
         from bench_ledger import models as m
         from bench_ledger.books import not_superseded
-        from bench_ledger.queries.metrics import METRICS, Evaluator, run_metrics
+        from bench_ledger.queries.metrics.registry import METRICS, Evaluator, run_metrics
 
         self.ledger = ledger
         self.metrics = METRICS
         self._evaluate = Evaluator()  # each (metric, scope) once; the run scopes of a batch together
         from bench_ledger.factors import of_metadata, run_metadata
-        from bench_ledger.queries.metrics_reported import Reported
+        from bench_ledger.queries.metrics.reported import Reported
 
         self.reported = Reported()  # the tools' own figures, read once per run
         rows = run_metrics(ledger, batches or None, metrics=())

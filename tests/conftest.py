@@ -466,11 +466,11 @@ SLOW_FIRST = (
     "tests/test_structure.py::test_mypy_is_clean_on_the_package",
     "tests/test_benchmarks_quick.py::test_quick_benchmark_completes_and_writes_its_report",
     "tests/test_close_concurrency.py",
-    "tests/test_metrics_batch.py",
+    "tests/queries/metrics/test_grouped_equals_evaluate.py",
     "tests/test_casestudy_audit.py",
     "tests/edges/test_fuzz.py",
     "tests/test_concurrency.py",
-    "tests/test_check_samples.py",
+    "tests/queries/check/test_pinned_sample_outputs.py",
 )
 _GROUPS = pytest.StashKey[Path]()
 

@@ -278,7 +278,7 @@ def test_a_corrected_run_keeps_its_records_in_metrics_and_listings(ledger_url: s
     """Captured rows stay on the first revision (Run.origin_id); queries show the current one."""
     from bench_ledger.books import correct_run
     from bench_ledger.queries.catalog import list_runs, run_detail
-    from bench_ledger.queries.metrics import evaluate
+    from bench_ledger.queries.metrics.registry import evaluate
     from bench_ledger.queries.values import Scope
     from bench_ledger.store import Ledger
 

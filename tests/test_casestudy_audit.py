@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 pytest.importorskip("bench_ledger.casestudy.generate", reason="the case-study generator has not landed yet")
-pytest.importorskip("bench_ledger.queries.metrics", reason="the metric registry has not landed yet")
+pytest.importorskip("bench_ledger.queries.metrics.registry", reason="the metric registry has not landed yet")
 
 from bench_ledger.cli import main  # noqa: E402
 from bench_ledger.queries.claims import load_claims  # noqa: E402

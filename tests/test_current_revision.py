@@ -18,9 +18,9 @@ from bench_ledger import books
 from bench_ledger import models as m
 from bench_ledger.errors import NotFound
 from bench_ledger.queries.catalog import list_batches, list_runs, run_detail
-from bench_ledger.queries.check import check
+from bench_ledger.queries.check.checker import check
 from bench_ledger.queries.compare import side
-from bench_ledger.queries.metrics import evaluate, run_metrics
+from bench_ledger.queries.metrics.registry import evaluate, run_metrics
 from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger, now
 

@@ -13,7 +13,7 @@ from bench_ledger.errors import NotFound
 from bench_ledger.queries.audit import audit
 from bench_ledger.queries.draft import draft_claims
 from bench_ledger.queries.draft_basis import RunScope
-from bench_ledger.queries.metrics import METRICS
+from bench_ledger.queries.metrics.registry import METRICS
 from bench_ledger.queries.values import MetricValue, Scope
 
 

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from bench_ledger import guards
 from bench_ledger import models as m
 from bench_ledger.errors import Refused
-from bench_ledger.queries.metrics import evaluate, scope_of
+from bench_ledger.queries.metrics.registry import evaluate, scope_of
 from bench_ledger.store import Ledger, now
 
 from tests.test_books import bench_json, cli

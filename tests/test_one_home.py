@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 import pytest
 from bench_ledger import importers
-from bench_ledger.queries import check
+from bench_ledger.queries.check import checker as check
 
 
 def test_a_listed_importer_that_cannot_import_fails_loudly(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -75,7 +75,7 @@ def test_one_reading_of_a_printed_aggregate() -> None:
     from pathlib import Path
 
     from bench_ledger.importers import _toolfiles, vllm_bench
-    from bench_ledger.queries.check import tolerance
+    from bench_ledger.queries.check.core import tolerance
     from bench_ledger.units import printed_places
 
     def both(value: object) -> tuple[tuple, tuple]:
@@ -119,7 +119,7 @@ def test_one_family_of_integer_kinds_for_the_audit_and_check() -> None:
     """check kept its own, shorter list of count kinds: a concurrency or a record count printed as "8"
     was read as 8 +- 0.5 there, while the audit read it as exactly 8 (R11)."""
     from bench_ledger.kinds import INTEGER_KINDS
-    from bench_ledger.queries.check import is_exact_count, reported_interval
+    from bench_ledger.queries.check.core import is_exact_count, reported_interval
 
     assert {"concurrency", "record_count", "kv_pool_tokens"} <= INTEGER_KINDS
     assert is_exact_count("8", "concurrency") and is_exact_count("3", "record_count")
@@ -132,9 +132,9 @@ def test_request_metrics_are_typed_plans_both_evaluations_execute() -> None:
     """Request metrics were closures with a monkey-patched ``.batch`` tuple that the grouped path read;
     now each is a typed plan, and the grouped path covers all of them but the statistics that read every
     value or an order statistic between ranks (means, std, min, p99.9)."""
-    from bench_ledger.queries.metrics import METRICS
-    from bench_ledger.queries.metrics_batch import supported
-    from bench_ledger.queries.metrics_requests import Dist, Plan, Rate
+    from bench_ledger.queries.metrics.definitions import Dist, Plan, Rate
+    from bench_ledger.queries.metrics.grouped import supported
+    from bench_ledger.queries.metrics.registry import METRICS
 
     requests = {n: mt for n, mt in METRICS.items() if mt.family == "requests"}
     assert requests and all(isinstance(mt.plan, Plan) for mt in requests.values())

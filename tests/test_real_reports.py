@@ -17,8 +17,8 @@ import yaml
 from bench_ledger import api
 from bench_ledger.queries.audit import Auditor
 from bench_ledger.queries.claims import ClaimsFile
-from bench_ledger.queries.metrics_reported import tool_keys
-from bench_ledger.queries.metrics_requests import apply_stat
+from bench_ledger.queries.metrics.execute import apply_stat
+from bench_ledger.queries.metrics.reported import tool_keys
 
 from tests.clirun import run
 from tests.conftest import SHARED, shared_folder

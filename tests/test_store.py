@@ -281,11 +281,11 @@ def test_current_values_are_found_by_index_on_fresh_statistics(pg_ledger: Ledger
     import (fewer than 100k rows: no ANALYZE, so the planner estimates one row per table). Its statement's
     probe for a superseding row is an index lookup, not a sequential scan of the table per value (a nested
     loop of 12.3M comparisons, 1.7 s, before migration 0016; 8 ms after)."""
-    from bench_ledger.queries.check import check
+    from bench_ledger.queries.check.checker import check
     from sqlalchemy import event
 
     from tests.clirun import run
-    from tests.test_check_issue14 import GUIDELLM
+    from tests.queries.check.test_tool_definitions_on_samples import GUIDELLM
 
     run("import", "--db", pg_ledger.url, "-q", "--batch", "g", samples / GUIDELLM)
     seen: list[tuple[str, object]] = []
@@ -312,7 +312,7 @@ def test_a_command_keeps_one_connection(ledger_url: str, tmp_path) -> None:
     from sqlalchemy.pool import Pool
 
     from tests.clirun import run
-    from tests.test_metrics import write_requests
+    from tests.queries.metrics.test_evaluate import write_requests
 
     path = write_requests(
         tmp_path / "r.jsonl",

@@ -134,7 +134,7 @@ def test_wheel_installs_one_import_package(tmp_path: Path) -> None:
         "bench_ledger/migrations/env.py",
         "bench_ledger/migrations/script.py.mako",
         "bench_ledger/migrations/versions/0001_create_declared_tables.py",
-        "bench_ledger/queries/metrics.py",
+        "bench_ledger/queries/metrics/registry.py",
         "bench_ledger/importers/dmon.py",
         "bench_ledger/casestudy/claims.yaml",
     ):

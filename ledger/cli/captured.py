@@ -142,8 +142,8 @@ def logs(ledger: Ledger, batch: str | None, deployment: str | None, kinds: tuple
       ledger logs --deployment h20-1017
     """
     from bench_ledger.errors import UsageError
-    from bench_ledger.queries.captured import log_view
     from bench_ledger.queries.catalog import to_json
+    from bench_ledger.queries.logs import log_view
 
     if (batch is None) == (deployment is None):
         raise UsageError("name the logs: --batch B or --deployment D (one of them)")

@@ -63,8 +63,8 @@ def metrics(
     """
     import csv
 
-    from bench_ledger.queries.metrics import list_metrics, run_metrics
-    from bench_ledger.queries.report import figure as _cell
+    from bench_ledger.queries.metrics.registry import list_metrics, run_metrics
+    from bench_ledger.queries.report.model import figure as _cell
 
     if as_list:
         described = list_metrics()
@@ -175,8 +175,8 @@ def check(ledger: Ledger, batches: tuple[str, ...], run_id: int | None, fail_on:
     Example:
       ledger check --batch fx --fail-on disagree
     """
-    from bench_ledger.queries.check import IDENTITY, RECORDS
-    from bench_ledger.queries.check import check as do_check
+    from bench_ledger.queries.check.checker import check as do_check
+    from bench_ledger.queries.check.core import IDENTITY, RECORDS
 
     wanted = parse_fail_on(fail_on, _CHECK_OUTCOMES)
     rows = [r for b in each_batch(batches) for r in do_check(ledger, b, run_id)]

@@ -24,8 +24,8 @@ def write_report(
     auditor=None,
 ) -> Path | None:
     """Build and write the report; returns the file written (None: Markdown printed to stdout)."""
-    from bench_ledger.queries.report import build_report
-    from bench_ledger.queries.report_render import render_html, render_markdown
+    from bench_ledger.queries.report.build import build_report
+    from bench_ledger.queries.report.render import render_html, render_markdown
 
     data = build_report(ledger, batches, claims_file, synthetic=synthetic, auditor=auditor)
     text = render_html(data) if fmt == "html" else render_markdown(data)

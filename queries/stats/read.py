@@ -1,6 +1,6 @@
 """A metric value's sampling interval, from its run's per-request values read in request order.
 
-The values are the metric's own (its :class:`~queries.metrics_requests.Dist` plan's rows, the same
+The values are the metric's own (its :class:`~queries.metrics.definitions.Dist` plan's rows, the same
 population and expression), ordered as the requests were sent (send time, then file and line), since the
 dependence between neighbouring requests is what :mod:`queries.stats.dependence` measures.
 """
@@ -11,7 +11,8 @@ from collections.abc import Iterable
 
 import numpy as np
 import sqlalchemy as sa
-from bench_ledger.queries.metrics_requests import Dist, Metric, Q
+from bench_ledger.queries.metrics.definitions import Dist, Metric
+from bench_ledger.queries.metrics.requests import Q
 from bench_ledger.queries.stats.sampling import DEFAULT_CONFIDENCE, SamplingInterval, not_sampled, sampling_interval
 from bench_ledger.queries.values import MetricValue
 
@@ -23,7 +24,7 @@ def _ordered_values(conn: sa.Connection, mt: Metric, run_ids: list[int]) -> dict
     as a metric value's ``run_ids`` names them)."""
     plan = mt.plan
     assert isinstance(plan, Dist)
-    rows = plan.sql(list(run_ids), by_run=True)
+    rows = plan.rows(list(run_ids))
     if rows.full is not None:
         rows = rows.full()
     stmt = (
@@ -61,7 +62,7 @@ def _intervals_of(
     conn: sa.Connection, values: Iterable[MetricValue], confidence: float = DEFAULT_CONFIDENCE
 ) -> list[SamplingInterval]:
     """The sampling interval of each metric value (n/a with the reason where it has none); one read per metric."""
-    from bench_ledger.queries.metrics import METRICS
+    from bench_ledger.queries.metrics.registry import METRICS
 
     values = list(values)
     out: list[SamplingInterval | None] = [None] * len(values)
@@ -92,7 +93,7 @@ def interval_of(ledger, mv: MetricValue, confidence: float = DEFAULT_CONFIDENCE)
 
 
 def add_intervals(ledger, rows: list, confidence: float = DEFAULT_CONFIDENCE) -> None:
-    """Fill each :class:`~queries.metrics.RunMetrics` row's ``sampling`` with every value's interval."""
+    """Fill each :class:`~queries.metrics.registry.RunMetrics` row's ``sampling`` with every value's interval."""
     flat = [(r, name, mv) for r in rows for name, mv in r.values.items()]
     with ledger.connection() as conn:
         got = _intervals_of(conn, [mv for _, _, mv in flat], confidence)

@@ -13,8 +13,8 @@ from bench_ledger import models as m
 from bench_ledger.books import current
 from bench_ledger.errors import NotFound, Refused, UsageError
 from bench_ledger.queries.compare import run_keys, side
-from bench_ledger.queries.metrics import METRICS, RunMetrics, run_metrics
-from bench_ledger.queries.metrics_requests import Dist
+from bench_ledger.queries.metrics.definitions import Dist
+from bench_ledger.queries.metrics.registry import METRICS, RunMetrics, run_metrics
 from bench_ledger.queries.stats.change import Change, change_verdict
 from bench_ledger.queries.stats.changepoints import MIN_POINTS, ChangePoint, change_points
 from bench_ledger.queries.stats.planning import Plan, plan_requests

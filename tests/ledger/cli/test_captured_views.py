@@ -9,7 +9,7 @@ import shutil
 from fractions import Fraction
 from pathlib import Path
 
-from bench_ledger.queries.metrics import evaluate
+from bench_ledger.queries.metrics.registry import evaluate
 from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger
 

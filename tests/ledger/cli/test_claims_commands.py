@@ -9,7 +9,7 @@ import yaml
 from bench_ledger.cli import main
 from bench_ledger.queries.claims import load_claims
 from bench_ledger.queries.intervals import fmt
-from bench_ledger.queries.metrics import evaluate
+from bench_ledger.queries.metrics.registry import evaluate
 from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
