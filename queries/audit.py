@@ -7,6 +7,7 @@ Every claim gets one verdict:
 reproduced      a metric claim: the records give a value inside the printed rounding interval
 consistent      a derived claim: the recomputed interval meets the printed one (R11)
 mismatch        the recomputed value (shown, with the difference) falls outside the printed rounding
+raw-mismatch    a derived claim: the printed arithmetic holds, the ledger's values of its operands do not
 not-derivable   the ledger lacks what is needed (the metric came back n/a, with its reason)
 quoted          reported by another source: kept and shown, never re-derived
 estimated       computed from targets or estimates: flagged, never verified (also by propagation)
@@ -30,7 +31,7 @@ from typing import Any
 from bench_ledger.errors import LedgerError, Refused
 from bench_ledger.kinds import INTEGER_KINDS, SUB_KINDS
 from bench_ledger.queries import intervals as iv
-from bench_ledger.queries import kind_algebra
+from bench_ledger.queries import audit_raw, kind_algebra
 from bench_ledger.queries.audit_rules import Derivation, Term, check_rules, infer_kind, sides
 from bench_ledger.queries.claims import VERDICTS, Claim, ClaimsFile, Formula, LiteralNumber, MetricOperand
 from bench_ledger.queries.intervals import Interval, fmt
@@ -198,6 +199,8 @@ class Auditor:
         )
         self.results: dict[str, AuditResult] = {}
         self.metric_values: dict[str, MetricValue] = {}
+        # claim id -> the value the ledger stands behind, in the claim's unit (queries.audit_raw)
+        self.ledger_values: dict[str, Interval] = {}
         self._factors: dict[str, dict | LedgerError] = {}  # scope spec -> the factors the ledger recorded
         self._run_ids: dict[str, dict[str, int]] = {}  # batch -> label -> current run id
 
@@ -388,6 +391,7 @@ class Auditor:
         r.margin = chk.margin
         if chk.consistent:
             r.verdict = "reproduced"
+            self.ledger_values[c.id] = got
         else:
             r.verdict = "mismatch"
             nominal = iv.parse(c.printed).value if not iv.is_range(c.printed or "") else printed.mid  # type: ignore[arg-type]
@@ -510,6 +514,7 @@ class Auditor:
         if d.op in SAMPLED_OPS and len(terms) == 2 and terms[0].kind == terms[1].kind and self._sampling(deriv, r):
             return
         self._apply_lattice(r, inputs)
+        audit_raw.recheck(self, c, r, terms)
 
     def _sampling(self, d: Derivation, r: AuditResult) -> bool:
         """A comparison's sampling verdict (queries.stats.change) beside its rounding verdict; a change attributed
@@ -725,7 +730,7 @@ class Auditor:
             return Evidence("n/a", c.id, "R9", res.missing)
         if v == "not-derivable":
             return Evidence("not-derivable", c.id, why=res.missing)
-        if v == "mismatch":
+        if v in ("mismatch", audit_raw.RAW_MISMATCH):
             return Evidence("mismatch", c.id, why=res.why)
         if v == "estimated":
             return Evidence("estimated", c.id)

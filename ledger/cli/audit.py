@@ -149,7 +149,10 @@ def print_audit(report, claims_file: Path) -> None:
     src = report.source_report
     click.echo(f"source report {src['slug']}: {src['title']}" + ("   [SYNTHETIC data]" if report.synthetic else ""))
     click.echo("")
-    click.echo(render_table([{"verdict": v, "means": m} for v, m in LEGEND], ["verdict", "means"], "legend"))
+    legend = list(LEGEND)
+    if any(r.verdict == "raw-mismatch" for r in report.results):  # shown only where it occurs
+        legend.insert(3, ("raw-mismatch", "a derived claim: the printed arithmetic holds, the ledger's values do not"))
+    click.echo(render_table([{"verdict": v, "means": m} for v, m in legend], ["verdict", "means"], "legend"))
     for verdict in VERDICTS:
         rows = [r for r in report.results if r.verdict == verdict]
         if not rows:
