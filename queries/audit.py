@@ -30,8 +30,8 @@ from typing import Any
 
 from bench_ledger.errors import LedgerError, Refused
 from bench_ledger.kinds import INTEGER_KINDS, SUB_KINDS
-from bench_ledger.queries import intervals as iv
 from bench_ledger.queries import audit_raw, kind_algebra
+from bench_ledger.queries import intervals as iv
 from bench_ledger.queries.audit_rules import Derivation, Term, check_rules, infer_kind, sides
 from bench_ledger.queries.claims import VERDICTS, Claim, ClaimsFile, Formula, LiteralNumber, MetricOperand
 from bench_ledger.queries.intervals import Interval, fmt
