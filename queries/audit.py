@@ -201,6 +201,7 @@ class Auditor:
         self.metric_values: dict[str, MetricValue] = {}
         # claim id -> the value the ledger stands behind, in the claim's unit (queries.audit_raw)
         self.ledger_values: dict[str, Interval] = {}
+        self.ratio_of: dict[str, frozenset[str]] = {}  # derived claim id -> what its ratio is a ratio of
         self._factors: dict[str, dict | LedgerError] = {}  # scope spec -> the factors the ledger recorded
         self._run_ids: dict[str, dict[str, int]] = {}  # batch -> label -> current run id
 
@@ -485,6 +486,7 @@ class Auditor:
                 series=d.series,
                 says=c.says,
             )
+            self.ratio_of[c.id] = kind_algebra.ratio_of(d.op, deriv.kinds, [t.ratio_of for t in terms])
             check_rules(deriv)
         except Refused as exc:
             r.verdict, r.rule, r.why, r.instead = "refused", exc.rule, exc.why, exc.instead
@@ -718,6 +720,7 @@ class Auditor:
             na_reason=na_reason,
             evidence=self._claim_evidence(c, res, interval),
             metric_value=self.metric_values.get(c.id) if c.basis == "metric" else None,
+            ratio_of=self.ratio_of.get(c.id, frozenset()) if c.kind == "ratio" else frozenset(),
         )
 
     @staticmethod
@@ -756,6 +759,15 @@ class Auditor:
                 kind_algebra.undefined(f.op, kinds),
                 "combine values as the kind table allows (docs/claims.md)",
             )
+        of = [t.ratio_of for t in terms]
+        conflict = kind_algebra.ratio_conflict(f.op, kinds, of)
+        if conflict is not None:
+            raise Refused(
+                conflict[0],
+                self._formula_text(f),
+                conflict[1],
+                "scale a value only by a ratio of its own quantity",
+            )
         below: frozenset[str] = frozenset()
         for t in terms:
             below |= t.all_kinds
@@ -789,6 +801,7 @@ class Auditor:
             evidence=ev,
             factors=dict(first.factors) if first and first.factors is not None else None,
             conflicts=list(first.conflicts) if first else [],
+            ratio_of=kind_algebra.ratio_of(f.op, kinds, of) if kind == "ratio" else frozenset(),
         )
 
     # ------------------------------------------------------------------ arithmetic

@@ -50,6 +50,7 @@ def recheck(auditor: Any, c: Claim, r: Any, terms: list[Term]) -> None:
     chk = iv.check(result, printed)
     names = ", ".join(used)
     of = f"the ledger's value{'s' if len(used) > 1 else ''} of {names}"
+    verb = "give" if len(used) > 1 else "gives"
     r.evidence["ledger_operands"] = {
         "operands": {k: str(v) for k, v in used.items()},
         "recomputed": str(result),
@@ -61,7 +62,7 @@ def recheck(auditor: Any, c: Claim, r: Any, terms: list[Term]) -> None:
         return
     r.verdict = RAW_MISMATCH
     r.why = (
-        f"the printed arithmetic holds ({r.recomputed}), but {of} gives {result}: "
+        f"the printed arithmetic holds ({r.recomputed}), but {of} {verb} {result}: "
         f"outside the printed rounding by {fmt(chk.distance)}"
     )
 
