@@ -30,7 +30,7 @@ from typing import Any
 
 from bench_ledger.errors import LedgerError, Refused
 from bench_ledger.kinds import INTEGER_KINDS, SUB_KINDS
-from bench_ledger.queries import audit_raw, kind_algebra
+from bench_ledger.queries import audit_definitions, audit_raw, kind_algebra
 from bench_ledger.queries import intervals as iv
 from bench_ledger.queries.audit_rules import Derivation, Term, check_rules, infer_kind, sides
 from bench_ledger.queries.claims import VERDICTS, Claim, ClaimsFile, Formula, LiteralNumber, MetricOperand
@@ -397,6 +397,8 @@ class Auditor:
             r.verdict = "mismatch"
             nominal = iv.parse(c.printed).value if not iv.is_range(c.printed or "") else printed.mid  # type: ignore[arg-type]
             r.why = f"recomputed {fmt(value)} vs printed {c.printed}: difference {fmt(value - nominal)}"
+        if mv.flag == "derived":
+            audit_definitions.name_definition(self, c, r, mv, value, printed)
 
     def _tool_figure(self, mv: MetricValue) -> MetricValue | None:
         if self.reported is None or self.ledger is None:
