@@ -830,6 +830,9 @@ def choose_metric(
             top = sorted(top, key=lambda c: _STAT_ORDER.index(_stat_of(c.metric)))[:1]
         if len(top) == 1:
             return top[0], "high", [c for c in cands if c is not top[0] and (c.named or c.verdict == "reproduced")]
+        if len({str(c.scope) for c in top}) > 1:
+            # runs tied on what names them: listed, never guessed
+            return None, "", [c for c in cands if c.named or c.verdict == "reproduced"]
         return top[0], "low", [c for c in cands if c is not top[0] and (c.named or c.verdict == "reproduced")]
     named_na = [c for c in cands if c.named and c.verdict == "not-derivable" and c.score >= 2]
     if named_na:
