@@ -80,3 +80,25 @@ def test_llmperfs_summary_keys_of_the_per_request_throughput() -> None:
     assert tool_keys("llmperf", "output_tps_mean") == ((f"{key}_mean",), Fraction(1))
     assert tool_keys("llmperf", "output_tps_p99") == ((f"{key}_quantiles_p99",), Fraction(1))
     assert tool_keys("llmperf", "output_tps_std") == ((), Fraction(1))  # llmperf's stddev is a sample one
+
+
+def test_an_unedited_draft_binds_it_and_the_audit_names_the_definition(together, tmp_path: Path) -> None:
+    import yaml
+    from bench_ledger.queries.audit import audit
+    from bench_ledger.queries.claims import load_claims
+
+    led, _ = together
+    report = tmp_path / "r.md"
+    report.write_text(
+        "# llmperf, together 70b\n\n| statistic | request output throughput (tok/s) |\n|---|--:|\n"
+        "| mean | 59.89 |\n| p50 | 60.94 |\n",
+        encoding="utf-8",
+    )
+    out = tmp_path / "d.yaml"
+    run("claims", "draft", report, "--db", str(led.url), "--batch", "lp", "-o", out)
+    drafted = {c["text"]: c for c in yaml.safe_load(out.read_text())["claims"]}
+    assert drafted["59.89"]["metric"]["name"] == "output_tps_mean"
+    assert drafted["60.94"]["metric"]["name"] == "output_tps_p50"
+    got = {r.text: r for r in audit(load_claims(out), led).results}
+    assert got["59.89"].verdict == got["60.94"].verdict == "reproduced"
+    assert got["60.94"].evidence["definition"] == "llmperf's stored request_output_throughput_token_per_s"
