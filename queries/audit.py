@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from bench_ledger.errors import LedgerError, Refused
@@ -34,7 +35,8 @@ from bench_ledger.queries import audit_definitions, audit_raw, kind_algebra
 from bench_ledger.queries import intervals as iv
 from bench_ledger.queries.audit_rules import Derivation, Term, check_rules, infer_kind, sides
 from bench_ledger.queries.claims import VERDICTS, Claim, ClaimsFile, Formula, LiteralNumber, MetricOperand
-from bench_ledger.queries.intervals import Interval, fmt
+from bench_ledger.queries.intervals import Interval
+from bench_ledger.queries.intervals import fmt as _fmt
 from bench_ledger.queries.lattice import Evidence, combine, weakest
 from bench_ledger.queries.values import IDENTITY_FACTORS, UNKNOWN, MetricValue, factor_known
 from bench_ledger.units import UNCONFIRMED, dimension
@@ -108,6 +110,23 @@ class AuditReport:
             "counts": self.counts(),
             "results": [r.as_dict() for r in self.results],
         }
+
+
+# a draft audits each number against a dozen candidates: one text parsed, one value written, once
+fmt = lru_cache(maxsize=16384)(_fmt)
+_shown = lru_cache(maxsize=16384)(str)
+
+
+@lru_cache(maxsize=16384)
+def _printed(text: str, integer: bool) -> Interval | None:
+    """A printed number's interval (R11); of an integer kind, the integers in it (checked in _grim)."""
+    try:
+        x = iv.interval_of(text)
+    except ValueError:
+        return None
+    if integer and not iv.is_range(text):
+        return iv.integers_in(x) or x  # a count is an integer
+    return x
 
 
 # --------------------------------------------------------------------------- defaults
@@ -236,16 +255,7 @@ class Auditor:
 
     @staticmethod
     def printed_interval(c: Claim) -> Interval | None:
-        text = c.printed
-        if text is None:
-            return None
-        try:
-            x = iv.interval_of(text)
-        except ValueError:
-            return None
-        if c.kind in INTEGER_KINDS and not iv.is_range(text):
-            return iv.integers_in(x) or x  # a count is an integer (checked in _grim)
-        return x
+        return None if c.printed is None else _printed(c.printed, c.kind in INTEGER_KINDS)
 
     def _grim(self, c: Claim, r: AuditResult) -> None:
         mv = self.metric_values.get(c.id)
@@ -922,7 +932,7 @@ class Auditor:
 
     @staticmethod
     def _show(x: Interval | None) -> str | None:
-        return None if x is None else str(x)
+        return None if x is None else _shown(x)
 
     def _formula_text(self, f: Formula) -> str:
         parts = []

@@ -118,12 +118,23 @@ def _text_between(report: Report):
     return between
 
 
-def _pool(f: Found, found: list[Found], report: Report) -> list[Found]:
+def _pools(found: list[Found], report: Report) -> dict[tuple, list[Found]]:
+    """The numbers of each sentence and of each table row, in the report's order (:func:`_pool`)."""
+    out: dict[tuple, list[Found]] = {}
+    for o in found:
+        row = report.segments[o.segment].row_id
+        out.setdefault(("segment", o.segment), []).append(o)
+        if row is not None:
+            out.setdefault(("row", row), []).append(o)
+    return out
+
+
+def _pool(f: Found, pools: dict[tuple, list[Found]], report: Report) -> list[Found]:
     """The numbers a derivation may use: the same sentence, or the same table row."""
     seg = report.segments[f.segment]
     if seg.kind == "cell":
-        return [o for o in found if report.segments[o.segment].row_id == seg.row_id and seg.row_id is not None]
-    return [o for o in found if o.segment == f.segment]
+        return list(pools.get(("row", seg.row_id), [])) if seg.row_id is not None else []
+    return list(pools.get(("segment", f.segment), []))
 
 
 def _reaches(edges: dict[str, list[str]], start: str, target: str) -> bool:
@@ -184,6 +195,7 @@ def _draft_claims(
     findings = find_numbers(text)
     report = findings.report
     between = _text_between(report)
+    pools = _pools(findings.found, report)
     used: set[str] = set()
     ids: dict[int, str] = {}
     claims: list[dict] = []
@@ -235,7 +247,7 @@ def _draft_claims(
                 "why": "the report prints N/A" + (f" (footnote {f.footnote})" if f.footnote else ""),
             }
         else:
-            pool = _pool(f, findings.found, report)
+            pool = _pool(f, pools, report)
             der = propose_derived(f, g, pool, between)
             chosen = None
             explicit = der is not None and der.why.startswith("printed arithmetic")

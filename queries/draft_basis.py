@@ -620,6 +620,8 @@ class LedgerView:
         from bench_ledger.queries.metrics_reported import Reported
 
         self.reported = Reported()  # the tools' own figures, read once per run
+        # (metric, scope, cards, printed text, unit) -> (verdict, recomputed, metric unit): one audit each
+        self.checked: dict[tuple, tuple[str, str | None, str | None]] = {}
         rows = run_metrics(ledger, batches or None, metrics=())
         with ledger.connection() as conn:
             R = m.Run.__table__
@@ -769,6 +771,11 @@ def metric_candidates(f: Found, g: Guess, view: LedgerView, fa: Facets, claim_te
         for scope, named, score, why, over in scopes:
             if fa.launch is not None and "launch" in scope and scope["launch"] != fa.launch:
                 continue
+            key = (name, repr(sorted(scope.items())), over, claim_text, g.printed_unit)
+            done = view.checked.get(key) if hasattr(view, "checked") else None
+            if done is not None:  # the same number against the same scope: audited once per draft
+                out.append(Candidate(name, scope, done[0], done[1], named, score, why, over, done[2]))
+                continue
             claim = {
                 "id": "candidate",
                 "text": claim_text,
@@ -790,6 +797,8 @@ def metric_candidates(f: Found, g: Guess, view: LedgerView, fa: Facets, claim_te
             else:
                 verdict, shown = res.verdict, res.recomputed
             unit = (res.evidence or {}).get("metric_unit") if res is not None else None
+            if hasattr(view, "checked"):
+                view.checked[key] = (verdict, shown, unit)
             out.append(Candidate(name, scope, verdict, shown, named, score, why, over, unit))
     return out
 
