@@ -89,3 +89,17 @@ def test_a_chain_carries_the_raw_value() -> None:
 def test_the_documented_lattice_is_unchanged() -> None:
     assert LEVELS == ("refused", "n/a", "not-derivable", "mismatch", "estimated", "reported", "rounded", "measured")
     assert combine("consistent", []).verdict == "consistent"
+
+
+def test_explain_shows_the_ledger_operands() -> None:
+    from bench_ledger.queries.audit import Auditor
+    from bench_ledger.queries.explain import claim_steps
+
+    claims = [TOTAL, per_gpu("348.8")]
+    cf = ClaimsFile.model_validate({"version": 1, "source_report": {"slug": "r", "title": "T"}, "claims": claims})
+    lines = [s.text for s in claim_steps(Auditor(cf, None, evaluate=fake_evaluate), "per_gpu")]
+    assert lines[0] == "claim per_gpu: '348.8' tokens/min [aggregate_token_rate] -> raw-mismatch"
+    assert (
+        "  from the ledger's values (total = 2,791.1): 348.8875, outside the printed rounding: off by 0.0375 (above)"
+        in lines
+    )
