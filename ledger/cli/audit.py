@@ -110,9 +110,10 @@ def audit(ledger: Ledger, claims_file: Path, fail_on: str, as_json: bool) -> Non
 
     The whole file is validated first (every error with its claim, YAML line and field; unknown
     metric, batch, run, deployment, launch and card names list the valid ones): a file with
-    errors exits 2 with no verdicts. Verdicts: reproduced, consistent, mismatch, not-derivable,
-    quoted, estimated, n/a-kept, refused (with its rule). A refused claim is a verdict, not an
-    error. The format is documented in docs/claims.md.
+    errors exits 2 with no verdicts. Verdicts: reproduced, consistent, mismatch, raw-mismatch (the
+    printed arithmetic holds, the ledger's operand values do not), not-derivable, quoted, estimated,
+    n/a-kept, refused (with its rule). A refused claim is a verdict, not an error. The format is
+    documented in docs/claims.md.
 
     \b
     Example:
