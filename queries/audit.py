@@ -7,6 +7,7 @@ Every claim gets one verdict:
 reproduced      a metric claim: the records give a value inside the printed rounding interval
 consistent      a derived claim: the recomputed interval meets the printed one (R11)
 mismatch        the recomputed value (shown, with the difference) falls outside the printed rounding
+raw-mismatch    a derived claim: the printed arithmetic holds, the ledger's values of its operands do not
 not-derivable   the ledger lacks what is needed (the metric came back n/a, with its reason)
 quoted          reported by another source: kept and shown, never re-derived
 estimated       computed from targets or estimates: flagged, never verified (also by propagation)
@@ -25,15 +26,17 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from fractions import Fraction
+from functools import lru_cache
 from typing import Any
 
 from bench_ledger.errors import LedgerError, Refused
 from bench_ledger.kinds import INTEGER_KINDS, SUB_KINDS
+from bench_ledger.queries import audit_definitions, audit_raw, kind_algebra
 from bench_ledger.queries import intervals as iv
-from bench_ledger.queries import kind_algebra
 from bench_ledger.queries.audit_rules import Derivation, Term, check_rules, infer_kind, sides
 from bench_ledger.queries.claims import VERDICTS, Claim, ClaimsFile, Formula, LiteralNumber, MetricOperand
-from bench_ledger.queries.intervals import Interval, fmt
+from bench_ledger.queries.intervals import Interval
+from bench_ledger.queries.intervals import fmt as _fmt
 from bench_ledger.queries.lattice import Evidence, combine, weakest
 from bench_ledger.queries.values import IDENTITY_FACTORS, UNKNOWN, MetricValue, factor_known
 from bench_ledger.units import UNCONFIRMED, dimension
@@ -109,6 +112,23 @@ class AuditReport:
         }
 
 
+# a draft audits each number against a dozen candidates: one text parsed, one value written, once
+fmt = lru_cache(maxsize=16384)(_fmt)
+_shown = lru_cache(maxsize=16384)(str)
+
+
+@lru_cache(maxsize=16384)
+def _printed(text: str, integer: bool) -> Interval | None:
+    """A printed number's interval (R11); of an integer kind, the integers in it (checked in _grim)."""
+    try:
+        x = iv.interval_of(text)
+    except ValueError:
+        return None
+    if integer and not iv.is_range(text):
+        return iv.integers_in(x) or x  # a count is an integer
+    return x
+
+
 # --------------------------------------------------------------------------- defaults
 
 
@@ -143,7 +163,7 @@ def default_factors() -> FactorsOf | None:
 
 
 def default_reported() -> Callable[[Any, MetricValue], MetricValue | None] | None:
-    """The tool's own figure for a metric over a run (:class:`queries.metrics_reported.Reported`), for one audit."""
+    """The tool's own figure for a metric over a run (:class:`queries.metrics.reported.Reported`), for one audit."""
     try:
         from bench_ledger.queries.metrics.reported import Reported
     except ImportError:
@@ -198,6 +218,9 @@ class Auditor:
         )
         self.results: dict[str, AuditResult] = {}
         self.metric_values: dict[str, MetricValue] = {}
+        # claim id -> the value the ledger stands behind, in the claim's unit (queries.audit_raw)
+        self.ledger_values: dict[str, Interval] = {}
+        self.ratio_of: dict[str, frozenset[str]] = {}  # derived claim id -> what its ratio is a ratio of
         self._factors: dict[str, dict | LedgerError] = {}  # scope spec -> the factors the ledger recorded
         self._run_ids: dict[str, dict[str, int]] = {}  # batch -> label -> current run id
 
@@ -232,16 +255,7 @@ class Auditor:
 
     @staticmethod
     def printed_interval(c: Claim) -> Interval | None:
-        text = c.printed
-        if text is None:
-            return None
-        try:
-            x = iv.interval_of(text)
-        except ValueError:
-            return None
-        if c.kind in INTEGER_KINDS and not iv.is_range(text):
-            return iv.integers_in(x) or x  # a count is an integer (checked in _grim)
-        return x
+        return None if c.printed is None else _printed(c.printed, c.kind in INTEGER_KINDS)
 
     def _grim(self, c: Claim, r: AuditResult) -> None:
         mv = self.metric_values.get(c.id)
@@ -388,10 +402,13 @@ class Auditor:
         r.margin = chk.margin
         if chk.consistent:
             r.verdict = "reproduced"
+            self.ledger_values[c.id] = got
         else:
             r.verdict = "mismatch"
             nominal = iv.parse(c.printed).value if not iv.is_range(c.printed or "") else printed.mid  # type: ignore[arg-type]
             r.why = f"recomputed {fmt(value)} vs printed {c.printed}: difference {fmt(value - nominal)}"
+        if mv.flag == "derived":
+            audit_definitions.name_definition(self, c, r, mv, value, printed)
 
     def _tool_figure(self, mv: MetricValue) -> MetricValue | None:
         if self.reported is None or self.ledger is None:
@@ -481,6 +498,7 @@ class Auditor:
                 series=d.series,
                 says=c.says,
             )
+            self.ratio_of[c.id] = kind_algebra.ratio_of(d.op, deriv.kinds, [t.ratio_of for t in terms])
             check_rules(deriv)
         except Refused as exc:
             r.verdict, r.rule, r.why, r.instead = "refused", exc.rule, exc.why, exc.instead
@@ -510,6 +528,7 @@ class Auditor:
         if d.op in SAMPLED_OPS and len(terms) == 2 and terms[0].kind == terms[1].kind and self._sampling(deriv, r):
             return
         self._apply_lattice(r, inputs)
+        audit_raw.recheck(self, c, r, terms)
 
     def _sampling(self, d: Derivation, r: AuditResult) -> bool:
         """A comparison's sampling verdict (queries.stats.change) beside its rounding verdict; a change attributed
@@ -713,6 +732,7 @@ class Auditor:
             na_reason=na_reason,
             evidence=self._claim_evidence(c, res, interval),
             metric_value=self.metric_values.get(c.id) if c.basis == "metric" else None,
+            ratio_of=self.ratio_of.get(c.id, frozenset()) if c.kind == "ratio" else frozenset(),
         )
 
     @staticmethod
@@ -725,7 +745,7 @@ class Auditor:
             return Evidence("n/a", c.id, "R9", res.missing)
         if v == "not-derivable":
             return Evidence("not-derivable", c.id, why=res.missing)
-        if v == "mismatch":
+        if v in ("mismatch", audit_raw.RAW_MISMATCH):
             return Evidence("mismatch", c.id, why=res.why)
         if v == "estimated":
             return Evidence("estimated", c.id)
@@ -750,6 +770,15 @@ class Auditor:
                 self._formula_text(f),
                 kind_algebra.undefined(f.op, kinds),
                 "combine values as the kind table allows (docs/claims.md)",
+            )
+        of = [t.ratio_of for t in terms]
+        conflict = kind_algebra.ratio_conflict(f.op, kinds, of)
+        if conflict is not None:
+            raise Refused(
+                conflict[0],
+                self._formula_text(f),
+                conflict[1],
+                "scale a value only by a ratio of its own quantity",
             )
         below: frozenset[str] = frozenset()
         for t in terms:
@@ -784,6 +813,7 @@ class Auditor:
             evidence=ev,
             factors=dict(first.factors) if first and first.factors is not None else None,
             conflicts=list(first.conflicts) if first else [],
+            ratio_of=kind_algebra.ratio_of(f.op, kinds, of) if kind == "ratio" else frozenset(),
         )
 
     # ------------------------------------------------------------------ arithmetic
@@ -902,7 +932,7 @@ class Auditor:
 
     @staticmethod
     def _show(x: Interval | None) -> str | None:
-        return None if x is None else str(x)
+        return None if x is None else _shown(x)
 
     def _formula_text(self, f: Formula) -> str:
         parts = []

@@ -39,6 +39,7 @@ class Term:
     context: dict[str, str] = field(default_factory=dict)  # factors of its scope (R6)
     na_reason: str | None = None
     kinds_below: frozenset[str] = frozenset()  # every kind of a nested formula's leaves (R1, R5)
+    ratio_of: frozenset[str] = frozenset()  # what a ratio operand is a ratio of (kind_algebra.ratio_of)
     evidence: Evidence | None = None  # how good the operand is (queries.lattice)
     factors: dict[str, str] | None = None  # the ledger's recorded factors of its scope (R6), context merged
     conflicts: list[str] = field(default_factory=list)  # context keys that contradict the ledger
@@ -104,6 +105,19 @@ def rule_no_na_input(d: Derivation) -> None:
                 f"operand {t.label} is n/a ({t.na_reason or 'not available'}): a value derived from it stays n/a",
                 "keep the result n/a; capture the missing field in a new run",
             )
+
+
+def rule_ratio_carries_its_kind(d: Derivation) -> None:
+    """A dimensionless ratio carries what it is a ratio of: a product that scales a value by a ratio of
+    another quantity is refused (R9 for a latency ratio times tokens), whatever kind the claim declares."""
+    got = kind_algebra.ratio_conflict(d.op, d.kinds, [t.ratio_of for t in d.terms])
+    if got is not None:
+        raise Refused(
+            got[0],
+            d.asked(),
+            got[1],
+            "scale a value only by a ratio of its own quantity; hit tokens come only from a captured cache field",
+        )
 
 
 def rule_cache_from_capture(d: Derivation) -> None:
@@ -442,6 +456,7 @@ def rule_estimate_not_measured(d: Derivation) -> None:
 
 RULES: tuple[Callable[[Derivation], None], ...] = (
     rule_no_na_input,
+    rule_ratio_carries_its_kind,
     rule_cache_from_capture,
     rule_units_confirmed,
     rule_memory_kinds,

@@ -39,7 +39,17 @@ from pydantic import (
 
 CLAIMS_VERSION = 1
 
-Verdict = Literal["reproduced", "consistent", "mismatch", "not-derivable", "quoted", "estimated", "n/a-kept", "refused"]
+Verdict = Literal[
+    "reproduced",
+    "consistent",
+    "mismatch",
+    "raw-mismatch",
+    "not-derivable",
+    "quoted",
+    "estimated",
+    "n/a-kept",
+    "refused",
+]
 VERDICTS: tuple[str, ...] = Verdict.__args__  # type: ignore[attr-defined]
 Op = Literal["ratio", "percent_change", "difference", "sum", "product", "convert", "divide", "range"]
 Says = Literal["measured", "derived", "estimated", "reported"]

@@ -11,9 +11,12 @@ person has reviewed the proposals.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -50,7 +53,27 @@ class Draft:
             "# DRAFT claims file written by `ledger claims draft`: every proposal below is a guess for a person\n"
             "# to review (draft: true). Audit it with `ledger audit` only after review; see docs/claims-draft.md.\n"
         )
-        return head + yaml.safe_dump(data, allow_unicode=True, sort_keys=False, width=120)
+        return head + _dump(data)
+
+
+_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+
+
+def _dump(data: dict) -> str:
+    """The YAML of a draft, by libyaml's emitter where PyYAML has it: its output is the Python emitter's
+    except that it escapes characters beyond the BMP (an emoji in a heading), so those travel as
+    private-use characters the data does not hold and are put back after."""
+    kw: dict[str, Any] = {"allow_unicode": True, "sort_keys": False, "width": 120}
+    dumper = getattr(yaml, "CSafeDumper", None)
+    text = json.dumps(data, ensure_ascii=False)
+    astral = sorted(set(_ASTRAL.findall(text)))
+    free = [chr(c) for c in range(0xE000, 0xF900) if chr(c) not in text][: len(astral)]
+    if dumper is None or len(free) < len(astral):
+        return yaml.safe_dump(data, **kw)
+    if astral:
+        data = json.loads(text.translate({ord(a): f for a, f in zip(astral, free, strict=True)}))
+    out = yaml.dump(data, Dumper=dumper, **kw)
+    return out.translate({ord(f): a for a, f in zip(astral, free, strict=True)})
 
 
 # a heading that withdraws its numbers ("`agent_flat` c2 — INVALID, do not cite", "无效数据")
@@ -95,12 +118,23 @@ def _text_between(report: Report):
     return between
 
 
-def _pool(f: Found, found: list[Found], report: Report) -> list[Found]:
+def _pools(found: list[Found], report: Report) -> dict[tuple, list[Found]]:
+    """The numbers of each sentence and of each table row, in the report's order (:func:`_pool`)."""
+    out: dict[tuple, list[Found]] = {}
+    for o in found:
+        row = report.segments[o.segment].row_id
+        out.setdefault(("segment", o.segment), []).append(o)
+        if row is not None:
+            out.setdefault(("row", row), []).append(o)
+    return out
+
+
+def _pool(f: Found, pools: dict[tuple, list[Found]], report: Report) -> list[Found]:
     """The numbers a derivation may use: the same sentence, or the same table row."""
     seg = report.segments[f.segment]
     if seg.kind == "cell":
-        return [o for o in found if report.segments[o.segment].row_id == seg.row_id and seg.row_id is not None]
-    return [o for o in found if o.segment == f.segment]
+        return list(pools.get(("row", seg.row_id), [])) if seg.row_id is not None else []
+    return list(pools.get(("segment", f.segment), []))
 
 
 def _reaches(edges: dict[str, list[str]], start: str, target: str) -> bool:
@@ -125,14 +159,43 @@ def draft_claims(
 ) -> Draft:
     """Draft a claims file for the report at ``report_path`` (against ``ledger`` when given; ``view``
     replaces the ledger's :class:`~queries.draft_basis.LedgerView`, for tests)."""
+    if view is None and ledger is not None:
+        with ledger.connection() as conn:  # one read connection for the whole draft
+            one = _OneConnection(ledger, conn)
+            return _draft_claims(report_path, ledger, batches, out_path, LedgerView(one, batches))
+    return _draft_claims(report_path, ledger, batches, out_path, view)
+
+
+class _OneConnection:
+    """The ledger with one read connection for a whole draft: a DuckDB file (opened per connection) is
+    opened once, not once per metric and per run. A failed statement rolls the connection back, so the
+    next one (PostgreSQL aborts the transaction) reads again."""
+
+    def __init__(self, ledger: Any, conn: Any) -> None:
+        self._ledger, self._conn = ledger, conn
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._ledger, name)
+
+    @contextmanager
+    def connection(self) -> Iterator[Any]:
+        try:
+            yield self._conn
+        except BaseException:
+            self._conn.rollback()
+            raise
+
+
+def _draft_claims(
+    report_path: str | Path, ledger: Any, batches: list[str] | None, out_path: str | Path | None, view: Any
+) -> Draft:
     path = Path(report_path)
     raw = path.read_bytes()
     text = raw.decode("utf-8")
     findings = find_numbers(text)
     report = findings.report
-    if view is None and ledger is not None:
-        view = LedgerView(ledger, batches)
     between = _text_between(report)
+    pools = _pools(findings.found, report)
     used: set[str] = set()
     ids: dict[int, str] = {}
     claims: list[dict] = []
@@ -184,7 +247,7 @@ def draft_claims(
                 "why": "the report prints N/A" + (f" (footnote {f.footnote})" if f.footnote else ""),
             }
         else:
-            pool = _pool(f, findings.found, report)
+            pool = _pool(f, pools, report)
             der = propose_derived(f, g, pool, between)
             chosen = None
             explicit = der is not None and der.why.startswith("printed arithmetic")

@@ -22,6 +22,7 @@ from fractions import Fraction
 from typing import Any
 
 from bench_ledger.errors import LedgerError, Refused
+from bench_ledger.factors import same_model
 from bench_ledger.kinds import COUNTER_KINDS, INTEGER_KINDS
 from bench_ledger.queries import intervals as iv
 from bench_ledger.queries.draft_lexicon import (
@@ -381,7 +382,34 @@ _GPU_NAME = re.compile(r"(?:[abhlv]\d{2,3}[a-z]?|gh?b\d{3}|gh\d{3}|mi\d{3}[a-z]?
 _LAYOUT = re.compile(r"(tp|dp|pp|ep)(\d+)", re.I)
 
 
-def _system(texts: list[str]) -> dict[str, set[str]]:
+# a model as a report names it: a known family, then its version and size ("Qwen2.5-3B-Instruct", "llama2")
+_MODEL_NAME = re.compile(
+    r"(?<![A-Za-z0-9])(?:llama|qwen|mistral|mixtral|deepseek|gemma|phi|glm|chatglm|minimax|baichuan|internlm|"
+    r"kimi|gpt-oss|granite|nemotron|falcon|olmo|yi(?=-))(?:[A-Za-z0-9]|[.\-_](?=[A-Za-z0-9]))*",
+    re.I,
+)
+# an engine and a dataset as a report names them -> the name compared
+_ENGINES = {
+    "vllm": "vllm",
+    "sglang": "sglang",
+    "tensorrt-llm": "tensorrt-llm",
+    "trt-llm": "tensorrt-llm",
+    "trtllm": "tensorrt-llm",
+    "tgi": "tgi",
+    "text-generation-inference": "tgi",
+    "lmdeploy": "lmdeploy",
+    "llama.cpp": "llama.cpp",
+    "ollama": "ollama",
+}
+_ENGINE_NAME = re.compile(r"(?<![A-Za-z0-9])(" + "|".join(re.escape(k) for k in _ENGINES) + r")(?![A-Za-z0-9])", re.I)
+_DATASET_NAME = re.compile(r"(?<![A-Za-z0-9])(sharegpt|sonnet|burstgpt|random)(?![A-Za-z0-9])", re.I)
+# what a run states that a context may contradict but never names a run by (every run of a sweep agrees)
+_IDENTITY = ("model", "served_model", "engine", "dataset")
+
+
+def system_names(texts: list[str]) -> dict[str, set[str]]:
+    """The system under test as a report's cells, headings and sentences name it: a GPU, a parallel
+    layout, a model, an engine, a dataset (factor -> the names)."""
     out: dict[str, set[str]] = {}
     for text in texts:
         for tok in re.split(r"[^A-Za-z0-9]+", text):
@@ -389,7 +417,28 @@ def _system(texts: list[str]) -> dict[str, set[str]]:
                 out.setdefault("hardware", set()).add(tok.upper())
             elif m := _LAYOUT.fullmatch(tok):
                 out.setdefault(m.group(1).lower(), set()).add(m.group(2))
+        for factor, pattern in (("model", _MODEL_NAME), ("engine", _ENGINE_NAME), ("dataset", _DATASET_NAME)):
+            for hit in pattern.finditer(text):
+                name = hit.group(0) if factor == "model" else hit.group(0).lower()
+                out.setdefault(factor, set()).add(_ENGINES.get(name, name))
     return out
+
+
+def _identity_clash(fa: Facets, r: RunScope) -> str | None:
+    """The model, engine or dataset the context names that the run's files contradict, in words."""
+    stated = dict(r.stated)
+    models = [v for k, v in r.stated if k in ("model", "served_model")]
+    said = fa.system.get("model")
+    if said and models and not any(same_model(m, n) for m in models for n in said):
+        return f"model {'/'.join(sorted(said))} != {stated.get('model') or models[0]}"
+    for factor, pattern in (("engine", _ENGINE_NAME), ("dataset", _DATASET_NAME)):
+        said, value = fa.system.get(factor), stated.get(factor)
+        hit = pattern.search(value or "")
+        if said and hit is not None:  # only a value the run states in a name the context can use
+            own = _ENGINES.get(hit.group(0).lower(), hit.group(0).lower())
+            if own not in said:
+                return f"{factor} {'/'.join(sorted(said))} != {value}"
+    return None
 
 
 _TIER = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)([Kk]?)\s*/\s*(\d+(?:\.\d+)?)([Kk]?)(?![\w.])")
@@ -460,7 +509,7 @@ def facets_with_row(f: Found, header: list[str], cells: list[str], known: set[st
                 fa.launch = None  # the row label is the concurrency, not a launch attempt
     # the system the row, column, headings or sentence name ("Aggregated (GH200)", "TP8"): checked
     # against what each run's files state of it
-    fa.system = _system(
+    fa.system = system_names(
         [*cells, f.place.column or "", f.place.heading or "", f.sentence if f.place.row is None else ""]
     )
     # the load point named by the number's column ("1 并发"), its row's cells ("c1 (repeat)"), and
@@ -506,7 +555,12 @@ def names_run(fa: Facets, r: RunScope) -> tuple[bool, int, list[str]]:
         if actual is not None:
             score += 2
             why.append(f"{name} {stated}")
+    clash = _identity_clash(fa, r)
+    if clash is not None:
+        return False, 0, [clash]
     for factor, value in r.stated:
+        if factor in _IDENTITY:
+            continue
         named_values = fa.system.get(factor)
         if not named_values:
             continue
@@ -566,6 +620,8 @@ class LedgerView:
         from bench_ledger.queries.metrics.reported import Reported
 
         self.reported = Reported()  # the tools' own figures, read once per run
+        # (metric, scope, cards, printed text, unit) -> (verdict, recomputed, metric unit): one audit each
+        self.checked: dict[tuple, tuple[str, str | None, str | None]] = {}
         rows = run_metrics(ledger, batches or None, metrics=())
         with ledger.connection() as conn:
             R = m.Run.__table__
@@ -597,7 +653,7 @@ class LedgerView:
                 tuple(
                     (k, v.value)
                     for k, v in stated.get(r.run_id, {}).items()
-                    if k in ("hardware", "tp", "dp", "pp", "ep")
+                    if k in ("hardware", "tp", "dp", "pp", "ep", *_IDENTITY)
                 ),
             )
             for r in rows
@@ -715,6 +771,11 @@ def metric_candidates(f: Found, g: Guess, view: LedgerView, fa: Facets, claim_te
         for scope, named, score, why, over in scopes:
             if fa.launch is not None and "launch" in scope and scope["launch"] != fa.launch:
                 continue
+            key = (name, repr(sorted(scope.items())), over, claim_text, g.printed_unit)
+            done = view.checked.get(key) if hasattr(view, "checked") else None
+            if done is not None:  # the same number against the same scope: audited once per draft
+                out.append(Candidate(name, scope, done[0], done[1], named, score, why, over, done[2]))
+                continue
             claim = {
                 "id": "candidate",
                 "text": claim_text,
@@ -736,6 +797,8 @@ def metric_candidates(f: Found, g: Guess, view: LedgerView, fa: Facets, claim_te
             else:
                 verdict, shown = res.verdict, res.recomputed
             unit = (res.evidence or {}).get("metric_unit") if res is not None else None
+            if hasattr(view, "checked"):
+                view.checked[key] = (verdict, shown, unit)
             out.append(Candidate(name, scope, verdict, shown, named, score, why, over, unit))
     return out
 
@@ -776,6 +839,9 @@ def choose_metric(
             top = sorted(top, key=lambda c: _STAT_ORDER.index(_stat_of(c.metric)))[:1]
         if len(top) == 1:
             return top[0], "high", [c for c in cands if c is not top[0] and (c.named or c.verdict == "reproduced")]
+        if len({str(c.scope) for c in top}) > 1:
+            # runs tied on what names them: listed, never guessed
+            return None, "", [c for c in cands if c.named or c.verdict == "reproduced"]
         return top[0], "low", [c for c in cands if c is not top[0] and (c.named or c.verdict == "reproduced")]
     named_na = [c for c in cands if c.named and c.verdict == "not-derivable" and c.score >= 2]
     if named_na:

@@ -187,6 +187,19 @@ CUES: tuple[Cue, ...] = (
     Cue(("ITL", "inter-token latency"), "latency", "ms", "itl"),
     Cue(("E2E", "端到端", "end-to-end latency", "e2e latency", "request latency"), "latency", "s", "e2e_latency"),
     Cue(
+        (
+            "per-request output throughput",
+            "request output throughput",
+            "request_output_throughput",
+            "output throughput per request",
+            "单请求输出吞吐",
+            "每请求输出吞吐",
+        ),
+        "per_stream_token_rate",
+        "tokens/s",
+        "output_tps",
+    ),
+    Cue(
         ("单流", "per-stream", "per stream", "single-stream", "single stream", "decode speed", "生成阶段速度"),
         "per_stream_token_rate",
         "tokens/s",

@@ -82,6 +82,8 @@ def _explain_claim(a: Auditor, cid: str, steps: list[EvidenceStep], depth: int, 
             r.missing and f"missing: {r.missing}",
             r.provenance and f"provenance: {r.provenance}",
             r.weakest and f"capped by its weakest operand: {r.weakest}",
+            _ledger_operands(r.evidence.get("ledger_operands")),
+            r.evidence.get("definition") and f"definition that reproduces it: {r.evidence['definition']}",
             *r.notes,
         ],
     ):
@@ -145,6 +147,14 @@ def _explain_claim(a: Auditor, cid: str, steps: list[EvidenceStep], depth: int, 
             if mv.inputs:
                 steps.append(EvidenceStep("metric", f"{pad}  inputs: {jsonable(mv.inputs)}"))
             steps.extend(records_steps(a.ledger, mv.inputs, pad + "  "))
+
+
+def _ledger_operands(lo: dict | None) -> str | None:
+    """The derivation recomputed from the ledger's values of its operands (queries.audit_raw), in one line."""
+    if not lo:
+        return None
+    used = ", ".join(f"{k} = {v}" for k, v in lo["operands"].items())
+    return f"from the ledger's values ({used}): {lo['recomputed']}, {lo['margin']}"
 
 
 def _refs(f: Formula) -> list[str]:

@@ -25,6 +25,8 @@ from bench_ledger.kinds import (
     MEMORY_KINDS,
     POWER_KINDS,
     SCALAR_KINDS,
+    SUB_KINDS,
+    TIME_KINDS,
 )
 
 OPS = ("ratio", "percent_change", "difference", "sum", "product", "convert", "divide", "range")
@@ -123,6 +125,52 @@ def infer(op: str, kinds: list[str]) -> str | None:
         return dims[0]
     if len(dims) == 2 and frozenset(dims) in PRODUCTS and len(set(dims)) == 2:
         return PRODUCTS[frozenset(dims)][0]
+    return None
+
+
+TOKEN_KINDS = frozenset({"token_count", "cache_hit_tokens", "token_setting", "kv_pool_tokens"})
+
+
+def ratio_of(op: str, kinds: list[str], of: list[frozenset[str]]) -> frozenset[str]:
+    """What a dimensionless result of ``op`` is a ratio of: the operands' kind for a ratio within one kind,
+    the cache-hit tokens of a hit ratio, carried through sums, differences, products and scalings of
+    ratios (``of`` holds what each operand is a ratio of; empty when not known or not a ratio)."""
+    if op in ("ratio", "divide") and len(kinds) == 2:
+        a, b = kinds
+        if (a, b) == ("cache_hit_tokens", "token_count"):
+            return frozenset({"cache_hit_tokens"})
+        if a == b and a not in SCALAR_KINDS:
+            return frozenset({a})
+        return of[0] if a == "ratio" and b in SCALAR_KINDS else frozenset()
+    if op in ("sum", "difference", "range", "product", "convert"):
+        return frozenset().union(*(x for k, x in zip(kinds, of, strict=True) if k == "ratio"))
+    return frozenset()
+
+
+def _same_quantity(x: str, y: str) -> bool:
+    return x == y or SUB_KINDS.get(x) == y or SUB_KINDS.get(y) == x
+
+
+def ratio_conflict(op: str, kinds: list[str], of: list[frozenset[str]]) -> tuple[str, str] | None:
+    """(rule, why) when a product scales a value by a ratio of another quantity: a dimensionless ratio
+    carries what it is a ratio of, so a latency ratio times input tokens is not a count of tokens (R9:
+    hit tokens are never estimated from TTFT), whatever kind the result is declared as."""
+    if op != "product":
+        return None
+    dims = [k for k in kinds if k not in SCALAR_KINDS]
+    for k, x in zip(kinds, of, strict=True):
+        if k != "ratio":
+            continue
+        for what in sorted(x):
+            for y in dims:
+                if _same_quantity(what, y):
+                    continue
+                why = f"a ratio of {what} times {y} is not a {y}: a dimensionless ratio carries what it is a ratio of"
+                if what in TIME_KINDS and y in TOKEN_KINDS:
+                    return "R9", why + (
+                        "; TTFT includes scheduling and fixed overheads, so hit tokens are never estimated from it"
+                    )
+                return rule_for({what, y}), why
     return None
 
 

@@ -434,3 +434,31 @@ def test_a_series_of_quoted_points_without_stage_is_refused() -> None:
     assert r["s"].verdict == "refused" and r["s"].rule == "R2"
     assert r["s"].why == "nothing shows the points come from one stage: no batch known for p1, p2, p3"
     assert r["ok"].verdict == "consistent"
+
+
+# --------------------------------------------------------------------------- a ratio carries what it is a ratio of
+
+TTFT_RATIO = d("speedup", "0.0305", "ratio", "ratio", ["warm", "cold"])
+TTFTS = [
+    m("input", "75,654", "input_tokens", "token_count", "tokens", run="cold-50k-cold"),
+    m("cold", "11.019", "ttft_p50", "latency", "s", run="cold-50k-cold"),
+    m("warm", "0.336", "ttft_p50", "latency", "s", run="cold-50k-warm"),
+    TTFT_RATIO,
+]
+
+
+@pytest.mark.parametrize("kind", ["token_count", "cache_hit_tokens", "other"])
+def test_a_latency_ratio_times_tokens_is_no_token_count_whatever_the_claim_says(kind: str) -> None:
+    # the ratio is a claim of its own (kind: ratio): it still carries that it is a ratio of latencies
+    one_minus = {"op": "difference", "operands": [{"value": "1", "exact": True}, "speedup"]}
+    hits = d("hits", "73,347", kind, "product", ["input", one_minus], "tokens")
+    r = run([*TTFTS, hits])
+    assert r["speedup"].verdict == "consistent"
+    assert (r["hits"].verdict, r["hits"].rule) == ("refused", "R9")
+    assert "a ratio of latency" in r["hits"].why
+
+
+def test_a_ratio_of_tokens_scales_tokens() -> None:
+    share = d("share", "0.00152", "ratio", "ratio", ["out", "in"])
+    r = run([IN, OUT, share, d("again", "607", "token_count", "product", ["in", "share"], "tokens")])
+    assert r["again"].verdict == "consistent", r["again"].why

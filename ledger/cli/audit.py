@@ -112,9 +112,10 @@ def audit(ledger: Ledger, claims_file: Path, fail_on: str, as_json: bool) -> Non
 
     The whole file is validated first (every error with its claim, YAML line and field; unknown
     metric, batch, run, deployment, launch and card names list the valid ones): a file with
-    errors exits 2 with no verdicts. Verdicts: reproduced, consistent, mismatch, not-derivable,
-    quoted, estimated, n/a-kept, refused (with its rule). A refused claim is a verdict, not an
-    error. The format is documented in docs/claims.md.
+    errors exits 2 with no verdicts. Verdicts: reproduced, consistent, mismatch, raw-mismatch (the
+    printed arithmetic holds, the ledger's operand values do not), not-derivable, quoted, estimated,
+    n/a-kept, refused (with its rule). A refused claim is a verdict, not an error. The format is
+    documented in docs/claims.md.
 
     \b
     Example:
@@ -151,7 +152,10 @@ def _print_audit(report, claims_file: Path) -> None:
     src = report.source_report
     click.echo(f"source report {src['slug']}: {src['title']}" + ("   [SYNTHETIC data]" if report.synthetic else ""))
     click.echo("")
-    click.echo(_render_table([{"verdict": v, "means": m} for v, m in _LEGEND], ["verdict", "means"], "legend"))
+    legend = list(_LEGEND)
+    if any(r.verdict == "raw-mismatch" for r in report.results):  # shown only where it occurs
+        legend.insert(3, ("raw-mismatch", "a derived claim: the printed arithmetic holds, the ledger's values do not"))
+    click.echo(_render_table([{"verdict": v, "means": m} for v, m in legend], ["verdict", "means"], "legend"))
     for verdict in VERDICTS:
         rows = [r for r in report.results if r.verdict == verdict]
         if not rows:

@@ -152,6 +152,9 @@ def tool_keys(tool: str | None, metric: str) -> tuple[tuple[str, ...], Fraction]
         if base in _SERVING_SERIES:
             word = {"mean": "mean", "p50": "median", "std": "std", "max": "max"}.get(stat, stat)
             return tuple(f"{word}_{series}_ms" for series in _SERVING_SERIES[base]), _MS
+    if tool == Tool.LLMPERF and base == "output_tps" and stat != "std":  # its stddev is a sample one
+        word = stat if stat in ("mean", "min", "max") else f"quantiles_{stat}"
+        return (f"results_request_output_throughput_token_per_s_{word}",), Fraction(1)
     if tool == Tool.AIPERF:
         if metric in _AIPERF_TOTALS:
             key, scale = _AIPERF_TOTALS[metric]

@@ -403,9 +403,23 @@ def request_metrics() -> list[Metric]:
             "output tokens of each request (actual, not the output cap)",
             "ok requests",
         ),
+        (
+            "output_tps",
+            (("latency_s", "output_tokens"), ("send_time", "end_time", "output_tokens")),
+            lambda runs: _values_rows(
+                sa.cast(Q.c.output_tokens, _DOUBLE) / _latency_expr(),
+                sa.and_(Q.c.output_tokens.is_not(None), _latency_expr() > 0),
+            ),
+            every,
+            "output tokens / end-to-end latency of each request (llmperf's request_output_throughput_token_per_s "
+            "as token_benchmark_ray.py defines it)",
+            "ok requests with output tokens and a latency",
+        ),
     ]
+    units = {"isl": ("tokens", "token_count"), "osl": ("tokens", "token_count")}
+    units["output_tps"] = ("tokens/s", "per_stream_token_rate")
     for base, needs, sql, stats, formula, population in dists:
-        unit, kind_of = ("tokens", "token_count") if base in ("isl", "osl") else ("s", "latency")
+        unit, kind_of = units.get(base, ("s", "latency"))
         for stat in stats:
             kind = stat if stat in ("mean", "max", "min", "std") else "percentile"
             method = "" if kind != "percentile" else ", numpy linear (type 7)"

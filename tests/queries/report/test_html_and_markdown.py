@@ -183,7 +183,7 @@ def test_report_in_a_real_browser(demo_built: Path, tmp_path: Path) -> None:
     assert errors == []
     assert counts["title"] == "bench-ledger report: fx, m17"
     assert counts["runRows"] == 20  # 16 fx runs + 4 m17 runs
-    assert counts["tables"] == 2 + 1 + 2 + 8  # runs fx/m17, launches, power + cards, one per verdict
+    assert counts["tables"] == 2 + 1 + 2 + 9  # runs fx/m17, launches, power + cards, one per verdict (raw-mismatch too)
     assert counts["svgs"] == counts["drawn"] == 8  # m17's E2E CDF has nothing to draw (n/a, said in its caption)
     claims = load_claims(Path(str(resources.files("bench_ledger.casestudy") / "claims.yaml"))).claims
     # one evidence entry per run metric, launch, hardware statistic and claim
