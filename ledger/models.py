@@ -71,7 +71,7 @@ def _enum_check(column: str, values: tuple[str, ...], name: str) -> sa.CheckCons
 
 def _superseded_index(table: str) -> sa.Index:
     """PostgreSQL only (migration 0016): the rows that supersede another, by the row they supersede.
-    :func:`bench_ledger.books.current` is an anti-join on ``supersedes_id = id``; on statistics that
+    :func:`bench_ledger.revisions.current` is an anti-join on ``supersedes_id = id``; on statistics that
     an import of fewer than 100k rows leaves stale (no ANALYZE), PostgreSQL planned it as a nested
     loop over a sequential scan: 1.7 s for the 3,645 values of one guidellm file, growing with the
     square of the table. With this index each probe is an index lookup (8 ms). Partial: the few
@@ -480,7 +480,7 @@ class HardwareSample(Base):
     repeat (refused otherwise), and ``artefact_id`` is the artefact row written in the same
     transaction. The seal (Merkle root over the rows in (artefact_id, line, counter) order) is what
     shows a later change. The key below is therefore *logical*: it gives the ORM its identity and
-    the seal its row order and row names (``ledger.seal.key_columns``), and is never emitted as DDL
+    the seal its row order and row names (:func:`key_columns`), and is never emitted as DDL
     (``ddl_if``), so ``metadata.create_all`` builds the same table as the migrations.
     """
 
@@ -523,7 +523,7 @@ class LogFact(Base):
 class Seal(Base):
     """The seal of one closed batch: Merkle root of its rows, chained to the previous seal.
 
-    The construction is documented in :mod:`ledger.seal` and docs/seals.md. Append-only.
+    The construction is documented in :mod:`ledger.seal.scheme2` and docs/seals.md. Append-only.
     """
 
     __tablename__ = "seal"
@@ -559,7 +559,7 @@ class SealChunk(Base):
 class ArtefactDigest(Base):
     """The digest of one captured table's rows of one artefact, stored by its import (scheme 3).
 
-    ``chunks`` is the concatenated 32-byte SHA-256 of each chunk of 4096 rows (ledger.digest);
+    ``chunks`` is the concatenated 32-byte SHA-256 of each chunk of 4096 rows (ledger.seal.chunks);
     ``root`` the SHA-256 of ``chunks``. Append-only.
     """
 

@@ -23,12 +23,12 @@ from fractions import Fraction
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.books import current
 from bench_ledger.counters import POWER_COUNTERS, kind_of, meaning_of
 from bench_ledger.errors import NotFound, UsageError
 from bench_ledger.queries.metrics_hardware import HS, LF, across_cards, read_cards
 from bench_ledger.queries.metrics_requests import mean
 from bench_ledger.queries.values import Scope
+from bench_ledger.revisions import current
 from bench_ledger.store import Ledger, unknown
 
 A, B, D, L, R = (t.__table__ for t in (m.Artefact, m.Batch, m.Deployment, m.Launch, m.Run))

@@ -33,15 +33,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import sqlalchemy as sa
-from bench_ledger import digest as dg
 from bench_ledger import gaps as gp
 from bench_ledger import models as m
-from bench_ledger.books import current, require_current
 from bench_ledger.kinds import INTEGER_KINDS
 from bench_ledger.queries.check_stats import NotDerivable
 from bench_ledger.queries.exact_column import ExactColumn
 from bench_ledger.queries.intervals import Interval
 from bench_ledger.queries.metrics_requests import captures
+from bench_ledger.revisions import current, require_current
+from bench_ledger.seal import chunks as dg
 from bench_ledger.store import Ledger, on_one_snapshot, pg_parallel_workers
 from bench_ledger.tools import PRINTED_ROUNDED
 from bench_ledger.units import printed_places

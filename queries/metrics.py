@@ -32,7 +32,6 @@ from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.books import current, require_current
 from bench_ledger.errors import LedgerError, NotFound, Refused
 from bench_ledger.gcpause import gc_paused
 from bench_ledger.queries.metrics_batch import RunRef, batch_values, supported
@@ -47,6 +46,7 @@ from bench_ledger.queries.metrics_reported import fill_reported
 from bench_ledger.queries.metrics_requests import Ctx, Dist, Metric, percentile_linear, precheck_caps, request_metrics
 from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.records import UNCONFIRMED_ZONE
+from bench_ledger.revisions import current, require_current
 from bench_ledger.store import Ledger, unknown
 
 __all__ = [

@@ -31,10 +31,10 @@ from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.books import current
 from bench_ledger.errors import LedgerError
 from bench_ledger.queries.metrics import METRICS, RunMetrics, evaluate, run_metrics
 from bench_ledger.queries.values import MetricValue, Scope
+from bench_ledger.revisions import current
 from bench_ledger.store import Ledger, unknown
 
 # the run-table columns: (metric, heading, number format)
