@@ -127,8 +127,8 @@ class PooledRows:
     transaction, :func:`ledger.ingest.write_artefacts`), as the pooled tables handed to the database,
     hashed per pooled table rather than per artefact: one canonical cast, one key-order check and one
     encoding of the columns, then each artefact's chunks (a span of the rows). Why: a
-    :class:`HeldRows` per artefact paid its per-column work per file (profile note 17). Like HeldRows, the hashing runs in one thread of the
-    import while the database writes the rows. The rows arrive in artefact order (files in order, ids
+    :class:`HeldRows` per artefact paid its per-column work per file (benchmarks/profile_notes.md, note
+    17). Like HeldRows, the hashing runs in one thread of the import while the database writes the rows. The rows arrive in artefact order (files in order, ids
     ascending), so only the last artefact of a pooled table can go on in the next one: its rows are
     carried over. Where the rows are not in key order, every artefact's part of that table is read
     back instead (:func:`store_artefact_digests`)."""
