@@ -11,7 +11,9 @@ from datetime import datetime
 from decimal import Decimal
 
 import sqlalchemy as sa
-from bench_ledger.models import declared  # noqa: F401  (the tables these refer to are defined first, as before the split)
+
+# the tables these refer to are defined first (the metadata's table order, as before the split)
+from bench_ledger.models import declared  # noqa: F401
 from bench_ledger.models.base import Base, ExactDecimal, enum_check
 from bench_ledger.vocab import REQUEST_VALUE_FLAGS, STATUS
 from sqlalchemy.orm import Mapped, mapped_column

@@ -2,7 +2,9 @@
 the schema built without migrations."""
 
 import sqlalchemy as sa
-from bench_ledger.models import captured, declared, seals  # noqa: F401  (every table is defined before the index set below)
+
+# every table is defined before the index set below
+from bench_ledger.models import captured, declared, seals  # noqa: F401
 from bench_ledger.models.base import Base
 from sqlalchemy.ext.compiler import compiles
 

@@ -142,7 +142,8 @@ def close_batch(ledger: Ledger, name: str, seal_file: Path | None = None) -> Sea
 
 def batch_parts(conn: sa.Connection, backend: str, batch_id: int, chunks: bool = False):
     """The batch's declared parts and its artefacts' parts, the large tables streamed
-    (:func:`ledger.seal.streams.artefact_digest_parts`; with ``chunks`` each chunk's seal_part fields kept, for close)."""
+    (:func:`ledger.seal.streams.artefact_digest_parts`; with ``chunks`` each chunk's seal_part fields kept, for
+    close)."""
     declared = scheme3.declared_parts(conn, backend, batch_id)
     arts = streams.artefact_digest_parts(
         conn, backend, f"SELECT id FROM artefact WHERE batch_id = {int(batch_id)}", chunks

@@ -58,19 +58,20 @@ def _feed_gap_rows(feed, arrays: pa.Table) -> None:
 
 
 class HeldRows:
-    """The Arrow tables one import hands to the bulk path for :data:`HELD_TABLES`, for its artefact
-    digest. Why: selecting the rows back cost PostgreSQL about as much as the import itself (COPY TO
-    CSV and parsing it); hashing what is already in memory costs the same on both backends.
+    """The Arrow tables one import hands to the bulk path for :data:`HELD_TABLES`, for its artefact digest. Why:
+    selecting the rows back cost PostgreSQL about as much as the import itself (COPY TO CSV and parsing it);
+    hashing what is already in memory costs the same on both backends.
 
-    The :data:`STREAMED_TABLES` are hashed as they arrive, by one thread of this import, while the
-    database writes them (both drivers release the GIL, and so do Arrow's kernels and hashlib): a
-    profile of the 1M-request vLLM import showed the digest of the held rows as its largest step,
-    all of it after the last insert, with every row held until then. Other tables (hardware samples, unpivoted out of key order) are kept and sorted at the end.
+    The :data:`STREAMED_TABLES` are hashed as they arrive, by one thread of this import, while the database
+    writes them (both drivers release the GIL, and so do Arrow's kernels and hashlib): a profile of the
+    1M-request vLLM import showed the digest of the held rows as its largest step, all of it after the last
+    insert, with every row held until then. Other tables (hardware samples, unpivoted out of key order) are kept
+    and sorted at the end.
 
-    The digest must be of the rows as stored: every value goes in unchanged (same column types;
-    DuckDB scans these Arrow columns, PostgreSQL receives their binary COPY, a float's own 8 bytes, or
-    Arrow's CSV, whose floats round-trip), and
-    ``ledger verify`` recomputes the digest from the database, so a difference would show there."""
+    The digest must be of the rows as stored: every value goes in unchanged (same column types; DuckDB scans
+    these Arrow columns, PostgreSQL receives their binary COPY, a float's own 8 bytes, or Arrow's CSV, whose
+    floats round-trip), and ``ledger verify`` recomputes the digest from the database, so a difference would
+    show there."""
 
     def __init__(self) -> None:
         from concurrent.futures import ThreadPoolExecutor
@@ -123,15 +124,15 @@ class HeldRows:
 
 
 class PooledRows:
-    """The :data:`STREAMED_TABLES` rows of the artefacts of one group write (several files in one
-    transaction, :func:`ledger.ingest.write_artefacts`), as the pooled tables handed to the database,
-    hashed per pooled table rather than per artefact: one canonical cast, one key-order check and one
-    encoding of the columns, then each artefact's chunks (a span of the rows). Why: a
-    :class:`HeldRows` per artefact paid its per-column work per file (benchmarks/profile_notes.md, note
-    17). Like HeldRows, the hashing runs in one thread of the import while the database writes the rows. The rows arrive in artefact order (files in order, ids
-    ascending), so only the last artefact of a pooled table can go on in the next one: its rows are
-    carried over. Where the rows are not in key order, every artefact's part of that table is read
-    back instead (:func:`store_artefact_digests`)."""
+    """The :data:`STREAMED_TABLES` rows of the artefacts of one group write (several files in one transaction,
+    :func:`ledger.ingest.write_artefacts`), as the pooled tables handed to the database, hashed per pooled table
+    rather than per artefact: one canonical cast, one key-order check and one encoding of the columns, then each
+    artefact's chunks (a span of the rows). Why: a :class:`HeldRows` per artefact paid its per-column work per
+    file (benchmarks/profile_notes.md, note 17). Like HeldRows, the hashing runs in one thread of the import
+    while the database writes the rows. The rows arrive in artefact order (files in order, ids ascending), so
+    only the last artefact of a pooled table can go on in the next one: its rows are carried over. Where the
+    rows are not in key order, every artefact's part of that table is read back instead
+    (:func:`store_artefact_digests`)."""
 
     def __init__(self) -> None:
         from concurrent.futures import ThreadPoolExecutor
@@ -205,11 +206,12 @@ class PooledRows:
 def store_artefact_digests(
     conn: sa.Connection, backend: str, held: dict[int, HeldRows], pooled: PooledRows | None = None
 ) -> dict[int, str]:
-    """Compute and store the digest of the rows of each artefact written in this transaction (one
-    imported file, or a group of them), in it: the :data:`HELD_TABLES` from ``held``; the tables that
-    are not held (or whose held rows did not arrive in key order) are read back for all of them at once
-    (:func:`ledger.seal.scheme3.artefact_part_digests`), and the digest rows go in with one statement. ``pooled``: the streamed tables' rows of all of them (:class:`PooledRows`),
-    which then never went to ``held``."""
+    """Compute and store the digest of the rows of each artefact written in this transaction (one imported file, or
+    a group of them), in it: the :data:`HELD_TABLES` from ``held``; the tables that are not held (or whose held
+    rows did not arrive in key order) are read back for all of them at once
+    (:func:`ledger.seal.scheme3.artefact_part_digests`), and the digest rows go in with one statement.
+    ``pooled``: the streamed tables' rows of all of them (:class:`PooledRows`), which then never went to
+    ``held``."""
     ids = sorted(held)
     tables: dict[int, list[str]] = {}
     from_held: dict[int, dict[str, Part | HeldPart | None]] = {}

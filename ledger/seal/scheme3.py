@@ -117,7 +117,8 @@ def select_sql(table: str, *, batch_id: int | None = None, artefact_ids: str | N
         return f"SELECT CAST(x.id AS BIGINT) AS _art, {names} FROM artefact x WHERE x.id IN ({artefact_ids})"
     if table == "capture_field":
         return (
-            f"SELECT CAST(c.artefact_id AS BIGINT) AS _art, {names} FROM capture_field x JOIN capture c ON c.id = x.capture_id "
+            f"SELECT CAST(c.artefact_id AS BIGINT) AS _art, {names} FROM capture_field x "
+            f"JOIN capture c ON c.id = x.capture_id "
             f"WHERE c.artefact_id IN ({artefact_ids})"
         )
     return (
