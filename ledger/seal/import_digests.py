@@ -39,8 +39,8 @@ __all__ = [
     "HeldRows",
     "PooledRows",
     "import_digest_problems",
-    "stored_digests",
     "store_artefact_digests",
+    "stored_digests",
 ]
 
 # Tables whose rows an import writes only through the bulk path (:func:`ledger.bulk.bulk_insert`),

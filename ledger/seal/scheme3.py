@@ -48,10 +48,10 @@ from bench_ledger.seal.scheme2 import BATCH_IDENTITY
 __all__ = [
     "ARTEFACT_TABLES",
     "DECLARED_TABLES",
-    "OPTIONAL_TABLES",
-    "SCHEME",
     "HeldPart",
+    "OPTIONAL_TABLES",
     "Part",
+    "SCHEME",
     "artefact_digest",
     "artefact_part_digests",
     "artefact_parts",
