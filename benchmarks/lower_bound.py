@@ -23,7 +23,7 @@ each, ``LEDGER_FLAT`` its floor): one ``read_json`` of all files (``filename=tru
 table, then one statement per table into ``request`` and ``request_gaps`` (each row's file and place
 in it, the ns by a double multiply). It then times, in this process, what any import must do
 besides that SQL and what no design can leave out: the files' sha256 (an artefact is its sha256) and
-the seal's scheme-3 digest of the rows written (``ledger.digest.chunk_digests`` over the request rows
+the seal's scheme-3 digest of the rows written (``ledger.seal.chunks.chunk_digests`` over the request rows
 and the chunk_gap rows of the arrays, read back as Arrow); and, in a fresh interpreter, importing the
 modules a ``ledger import`` needs. The sum of those CPU seconds is what two cores must share.
 """
@@ -180,9 +180,9 @@ def timed_unavoidable(files: list[Path], ledger_file: Path) -> tuple[float, floa
     import hashlib
 
     import duckdb
-    from bench_ledger import digest as dg
     from bench_ledger import gaps as gp
-    from bench_ledger import seal3
+    from bench_ledger.seal import chunks as dg
+    from bench_ledger.seal.scheme3 import table_columns
 
     c0 = _cpu()
     for p in files:
@@ -198,7 +198,7 @@ def timed_unavoidable(files: list[Path], ledger_file: Path) -> tuple[float, floa
     con.close()
     c0 = _cpu()
     for name, data in tables.items():
-        cols = seal3._cols(name)
+        cols = table_columns(name)
         tags = [dg.tag_of(c) for c in cols]
         canon = dg.canonical(data, [c.name for c in cols], tags)
         dg.chunk_digests(name, dg.columns(canon, tags), canon.num_rows)

@@ -61,7 +61,6 @@ from bench_ledger.records import (
     REQUEST_FIELDS,
     ArrowRequests,
     Capture,
-    Clock,
     ParsedArtefact,
     ParsedRun,
     RequestColumns,
@@ -69,7 +68,7 @@ from bench_ledger.records import (
     Stated,
     TokenSource,
 )
-from bench_ledger.vocab import RUN_FACTORS
+from bench_ledger.vocab import RUN_FACTORS, Clock
 from pydantic import ValidationError
 
 VERSION = 1

@@ -125,7 +125,7 @@ def declare_file(ledger: Ledger, manifest: str | Path):
 @_one_call
 def close(ledger: Ledger, batch: str, seal_file: str | Path | None = None):
     """`ledger close BATCH`: seal and close it (docs/seals.md); a ``SealResult``."""
-    from bench_ledger.books import close_batch
+    from bench_ledger.seal import close_batch
 
     return close_batch(ledger, batch, Path(seal_file) if seal_file is not None else None)
 
@@ -133,7 +133,7 @@ def close(ledger: Ledger, batch: str, seal_file: str | Path | None = None):
 @_one_call
 def verify(ledger: Ledger, batch: str | None = None, seal_file: str | Path | None = None):
     """`ledger verify`: recompute every closed batch's seal; a ``VerifyResult`` (``.ok``, ``.checks``)."""
-    from bench_ledger.books import verify as _verify
+    from bench_ledger.seal import verify as _verify
 
     return _verify(ledger, batch, Path(seal_file) if seal_file is not None else None)
 

@@ -10,7 +10,7 @@ here it is in Arrow, for what an import or a loaded export holds in memory:
   format fast paths' Arrow lists, or a Python importer's lists); a request without gaps (no list, or
   an empty one) gets no row, as it got no ``chunk_gap`` row before;
 * :func:`rows_of` gives the ``chunk_gap`` rows of such a table in key order: the seal hashes them
-  (``seal3.HeldRows``, scheme 3's encoding of gap rows unchanged);
+  (``ledger.seal.import_digests.HeldRows``, scheme 3's encoding of gap rows unchanged);
 * :func:`arrays_of` goes back from rows (``ledger import-export``: an export keeps the rows' shape);
 * :func:`read` reads the arrays back from the database as such a table (the seal's close and
   verify, ``ledger check``'s gap series), where the view's ``seq`` would cost more than the read;
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import sqlalchemy as sa
 
 SCHEMA = pa.schema([("artefact_id", pa.int32()), ("request_idx", pa.int32()), ("gaps", pa.list_(pa.float64()))])
-# the rows as the seal hashes them (ledger.digest's canonical types: every integer as int64)
+# the rows as the seal hashes them (ledger.seal.chunks' canonical types: every integer as int64)
 ROW_SCHEMA = pa.schema(
     [("artefact_id", pa.int64()), ("request_idx", pa.int64()), ("seq", pa.int64()), ("gap_s", pa.float64())]
 )
@@ -171,7 +171,7 @@ def read(conn: sa.Connection, backend: str, sql: str, keys: list[str]) -> pa.Tab
     Why: reading through the view costs its ``seq`` (DuckDB: a second unnest; PostgreSQL: a lateral
     ``unnest WITH ORDINALITY``, one row per gap on the server), more than the read itself
     (docs/decisions/0009-chunk-gaps-as-arrays.md). DuckDB hands the list column to Arrow.
-    PostgreSQL aggregates the scan into two bytea values in one pass (as ``digest.read_pg_columns``):
+    PostgreSQL aggregates the scan into two bytea values in one pass (as ``seal.chunks.read_pg_columns``):
     per row its keys and its array's cardinality, and the arrays' element records (``array_send``
     without the header), cut with numpy. None when that form does not hold (an array of another
     dimension or with a NULL element, written behind the ledger; or over 1 GB): the caller reads the
@@ -185,7 +185,7 @@ def read(conn: sa.Connection, backend: str, sql: str, keys: list[str]) -> pa.Tab
             names=[*keys, "gaps"],
         )
     import psycopg
-    from bench_ledger import digest as dg
+    from bench_ledger.seal import chunks as dg
 
     record = " || ".join(
         [

@@ -18,7 +18,7 @@ a run of a closed batch; these listeners (installed on every such session) refus
   transaction that created that artefact or capture, never to one imported earlier.
 
 The one legitimate change of a batch is closing it: status open -> closed together with
-``closed_at`` and ``seal_digest`` (``ledger.books.close_batch``). Other inserts are allowed.
+``closed_at`` and ``seal_digest`` (``ledger.seal.close.close_batch``). Other inserts are allowed.
 Bulk ``UPDATE``/``DELETE`` statements through the session (ORM-enabled or textual) on guarded
 tables are refused outright, since their rows cannot be checked one by one.
 
@@ -203,7 +203,7 @@ def _refuse_closed(batch: m.Batch, table: str, what: str) -> Refused:
         "R10",
         f"{what} a {table} row of batch {batch.name!r}",
         f"the batch was closed at {batch.closed_at:%Y-%m-%d %H:%M:%S} UTC and is sealed",
-        "import into a new batch; a correction of an open batch is a new row (`ledger.books.correct_run`)",
+        "import into a new batch; a correction of an open batch is a new row (`ledger.revisions.correct_run`)",
     )
 
 
@@ -287,7 +287,7 @@ def _check_batch_change(batch: m.Batch, changed: set[str]) -> None:
                 "R10",
                 f"close batch {batch.name!r} without a seal",
                 "closing seals the batch",
-                "use `ledger close` (ledger.books.close_batch)",
+                "use `ledger close` (ledger.seal.close.close_batch)",
             )
     elif changed & {"seal_digest", "closed_at"}:
         raise Refused(

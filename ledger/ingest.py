@@ -27,8 +27,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import sqlalchemy as sa
-from bench_ledger import digest as dg
-from bench_ledger import factors, guards, pairing, seal3
+from bench_ledger import factors, guards, pairing, seal
 from bench_ledger import gaps as gp
 from bench_ledger import models as m
 from bench_ledger import records as rec
@@ -43,6 +42,7 @@ from bench_ledger.errors import (
     UsageError,
     WriteConflict,
 )
+from bench_ledger.seal import chunks as dg
 from bench_ledger.store import Ledger, now
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
@@ -390,7 +390,7 @@ def find_artefact(session: Session, sha: str) -> m.Artefact | None:
 
 def runs_of_artefact(ledger: Ledger, artefact_id: int) -> list[tuple[int, str, str]]:
     """(current run id, label, batch) of each run the artefact's captures belong to."""
-    from bench_ledger.books import current
+    from bench_ledger.revisions import current
 
     R, C, B = m.Run.__table__, m.Capture.__table__, m.Batch.__table__
     with ledger.session() as s:
@@ -536,12 +536,12 @@ def write_artefacts(
             # a group's commit passed DuckDB's 16 MB WAL threshold and checkpointed, group after group
             # (512 files: commits 2.85 s -> 1.16 s); the WAL is still written and synced at each commit
             conn.exec_driver_sql("SET checkpoint_threshold = '1GB'")
-        # a group's streamed rows are hashed once for all its artefacts (seal3.PooledRows), one file's as they arrive
-        pooled = seal3.PooledRows() if len(files) > 1 else None
+        # a group's streamed rows are hashed once for all its artefacts (seal.PooledRows), one file's as they arrive
+        pooled = seal.PooledRows() if len(files) > 1 else None
         rows = _Pending(conn, ledger.backend, pooled)
         cleanup.callback(rows.close)
         runs = _RunWriter(s, conn, ledger.backend, batch, deployment_id, rows, progress)
-        held: dict[int, seal3.HeldRows] = {}  # request, request_gaps, hardware_sample as handed to the database
+        held: dict[int, seal.HeldRows] = {}  # request, request_gaps, hardware_sample as handed to the database
         matcher: pairing.Matcher | None = None
         landed: dict[str, Path] = {}  # run label written -> the file of the group that wrote it
         # the artefact rows, one statement for the group (an insert, allowed; the batch was checked open);
@@ -578,7 +578,7 @@ def write_artefacts(
                 notes=[f"{path.name}: {parsed.notice}"] if parsed.notice else [],
             )
             results.append(result)
-            one = _Art(art_id, path, result, held.setdefault(art_id, seal3.HeldRows()))
+            one = _Art(art_id, path, result, held.setdefault(art_id, seal.HeldRows()))
             seen = 0
             used: dict[str, str] = {}  # run label written -> the file's own label of that run
             named_launches: set[str] = set()
@@ -671,7 +671,7 @@ def write_artefacts(
         rows.wait()
         rows.close()
         s.flush()  # each artefact's digest over its rows as stored, in this same transaction (seal scheme 3)
-        seal3.store_artefact_digests(s.connection(), ledger.backend, held, pooled)
+        seal.store_artefact_digests(s.connection(), ledger.backend, held, pooled)
     if analyze and sum(r.rows for r in results) >= ANALYZE_AFTER_ROWS:
         # the tables this import wrote (ANALYZE samples 30k rows of a table however few it got; a
         # ledger holding millions of samples paid for them after every request import)
@@ -690,7 +690,7 @@ class _Art:
     id: int
     path: Path
     result: ImportResult
-    held: seal3.HeldRows
+    held: seal.HeldRows
     requests: int = 0  # written so far (the sum of result.runs' counts)
 
 
@@ -792,7 +792,7 @@ def _batch(s: Session, name: str) -> tuple[m.Batch, bool]:
     """The open batch ``name``, created if new (True). Race-free: a concurrent creator's row wins
     (INSERT ... ON CONFLICT DO NOTHING waits for its transaction) and this one uses it."""
     # locked (PostgreSQL) until the import commits: a concurrent `ledger close` waits for it, or it
-    # waits for the close and then sees the batch closed (ledger.books.lock_for_close)
+    # waits for the close and then sees the batch closed (ledger.seal.close)
     batch = Ledger.find_batch(s, name, lock="share")
     created = False
     if batch is None:
@@ -1239,7 +1239,7 @@ class _Pending:
     PG_REQUEST_LIMIT = 1 << 17
     SMALL_PART = 1 << 15  # DuckDB: pooled parts of fewer rows on average are combined into one chunk
 
-    def __init__(self, conn: sa.Connection, backend: str, pooled: seal3.PooledRows | None = None) -> None:
+    def __init__(self, conn: sa.Connection, backend: str, pooled: seal.PooledRows | None = None) -> None:
         self.conn, self.backend, self.pooled = conn, backend, pooled
         self.tables: dict[str, list[tuple[pa.Table, dict[int, _Art]]]] = {
             "request": [],
@@ -1259,7 +1259,7 @@ class _Pending:
             if len(arts) == 1:
                 next(iter(arts.values())).held.add(table, data)
             else:
-                for a, (lo, n) in seal3.spans_of(data.column("artefact_id")).items():
+                for a, (lo, n) in seal.spans_of(data.column("artefact_id")).items():
                     arts[a].held.add(table, data.slice(lo, n))
         self.rows[table] += data.num_rows
         if self.rows[table] >= (self.request_limit if table == "request" else self.LIMIT):
@@ -1476,7 +1476,7 @@ def _write_samples(
     node: str | None,
     cols: rec.SampleColumns,
     path: Path,
-    held: seal3.HeldRows | None = None,
+    held: seal.HeldRows | None = None,
 ) -> int:
     n = len(cols)
     try:
@@ -1505,7 +1505,7 @@ def _write_samples(
             pa.table({"line": one.column("line"), counter: one.column("value")}),
             {counter: rec.sample_domain(counter)},
         )
-    bulk_insert(conn, backend, "hardware_sample", dg.sorted_by_key(table, seal3.key_columns("hardware_sample")), held)
+    bulk_insert(conn, backend, "hardware_sample", dg.sorted_by_key(table, m.key_columns("hardware_sample")), held)
     return n
 
 
@@ -1516,7 +1516,7 @@ def _write_wide_samples(
     node: str | None,
     chunk: rec.WideSamples,
     path: Path,
-    held: seal3.HeldRows | None = None,
+    held: seal.HeldRows | None = None,
 ) -> int:
     """Unpivot a wide chunk (one column per counter) to long hardware_sample rows, in Arrow: one
     zero-copy slice of the key columns per counter, concatenated, then the usual bulk path."""
@@ -1544,13 +1544,13 @@ def _write_wide_samples(
         for name, unit in counters
     ]
     # line by line, each line's counters in byte order: the rows in key order (artefact, line, counter), so
-    # the import's digest hashes them as they go (seal3.STREAMED_TABLES) instead of holding every sample
+    # the import's digest hashes them as they go (ledger.seal.streams.STREAMED_TABLES) instead of holding every sample
     # to sort it at the end (a day of 16 cards' dmon, 16.6M rows: 6.4 GB)
     k = len(parts)
     order = (np.arange(n)[:, None] + np.arange(k)[None, :] * n).ravel()
     long = pa.concat_tables(parts).take(pa.array(order)) if k > 1 else pa.concat_tables(parts)
     if not dg.in_key_order(long, ["line"]):  # a chunk whose lines are not ascending: sorted as a whole
-        long = dg.sorted_by_key(long, seal3.key_columns("hardware_sample"))
+        long = dg.sorted_by_key(long, m.key_columns("hardware_sample"))
     bulk_insert(conn, backend, "hardware_sample", long, held)
     return n * len(chunk.counters)
 

@@ -19,7 +19,7 @@ that names no run (``--run``) and whose label is new to the batch is attached:
 
 Several candidates at step 1 or 2 raise :class:`~bench_ledger.errors.Ambiguous` naming them: the
 user picks one with ``--run``. Nothing is guessed. Once imported, an aggregate-only artefact can be
-moved to another run by a correction (:func:`bench_ledger.books.attach`).
+moved to another run by a correction (:func:`bench_ledger.attach.attach`).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ import sqlalchemy as sa
 from bench_ledger import factors
 from bench_ledger import models as m
 from bench_ledger import records as rec
-from bench_ledger.books import current
 from bench_ledger.errors import Ambiguous, InputError
+from bench_ledger.revisions import current
 from sqlalchemy.orm import Session
 
 # run.metadata keys the first file of a run leaves for the others

@@ -2,7 +2,7 @@
 
 Why: evidence has to leave the ledger in a form DuckDB, pandas, Spark or a script can read, and come
 back without losing what makes it evidence: the seal. So an export holds, per table, exactly the
-rows the seal covers (:func:`ledger.seal.batch_rows`, the same selection and order), every column
+rows the seal covers (:func:`ledger.seal.scheme2.batch_rows`, the same selection and order), every column
 with its stored value (exact decimals as their text, times in microseconds, nanosecond integers as
 64-bit integers), plus the rows those refer to (deployments, source reports) and the batch's seal
 rows; ``README.json`` names the schema revision, the seal and each file's sha256.
@@ -29,20 +29,20 @@ import pyarrow as pa
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import sqlalchemy as sa
-from bench_ledger import books, declared
+from bench_ledger import declared
 from bench_ledger import gaps as gp
 from bench_ledger import models as m
-from bench_ledger import seal as sl
-from bench_ledger import seal3 as s3
 from bench_ledger.bulk import bulk_insert
 from bench_ledger.errors import InputError, IntegrityError, Refused
 from bench_ledger.guards import mark_ledger_write, take_declared_written
+from bench_ledger.seal import scheme2, scheme3
+from bench_ledger.seal.close import batch_parts
 from bench_ledger.store import Ledger, now
 
 FORMAT = "bench-ledger-export/1"
 # source reports (what the batch's published values name) and the import digests ride along; not sealed
-# request_value (migration 0013) is a scheme-3 artefact part only (seal3.OPTIONAL_TABLES), never of schemes 1 and 2
-ALL_TABLES = (*sl.TABLE_ORDER, "request_value", "source_report", "artefact_digest")
+# request_value (migration 0013) is a scheme-3 artefact part only (scheme3.OPTIONAL_TABLES), never of schemes 1 and 2
+ALL_TABLES = (*scheme2.TABLE_ORDER, "request_value", "source_report", "artefact_digest")
 SEAL_TABLES = ("seal", "seal_chunk", "seal_part")  # seal_chunk: schemes 1 and 2; seal_part: scheme 3
 # an order the foreign keys allow (a batch names its deployment, a run its artefact)
 LOAD_ORDER = (
@@ -141,16 +141,19 @@ def export_batch(ledger: Ledger, batch: str, folder: Path, *, csv: bool = False)
         b = Ledger.get_batch(s, batch)
         batch_id, status = b.id, b.status
         seal = s.scalar(sa.select(m.Seal).where(m.Seal.batch_id == batch_id))
-    scheme = seal.scheme if seal is not None else s3.SCHEME
+    scheme = seal.scheme if seal is not None else scheme3.SCHEME
     sealed = (
-        (*sl.TABLE_ORDER, *s3.OPTIONAL_TABLES)
-        if scheme == s3.SCHEME
-        else sl.TABLES_OF_SCHEME.get(scheme, sl.TABLE_ORDER)
+        (*scheme2.TABLE_ORDER, *scheme3.OPTIONAL_TABLES)
+        if scheme == scheme3.SCHEME
+        else scheme2.TABLES_OF_SCHEME.get(scheme, scheme2.TABLE_ORDER)
     )
     tables: dict[str, pa.Table] = {}
     with ledger.connection() as conn:
-        for table in (*sl.TABLE_ORDER, *s3.OPTIONAL_TABLES):  # the rows of the batch, as the seal selects them
-            stmt, _ = sl.batch_rows(table, batch_id, ledger.backend, all_columns=True)
+        for table in (
+            *scheme2.TABLE_ORDER,
+            *scheme3.OPTIONAL_TABLES,
+        ):  # the rows of the batch, as the seal selects them
+            stmt, _ = scheme2.batch_rows(table, batch_id, ledger.backend, all_columns=True)
             tables[table] = _rows(conn, stmt, table)
         src_ids = sorted({v for v in tables["published_value"].column("source_report_id").to_pylist() if v is not None})
         tables["source_report"] = _rows(
@@ -195,8 +198,8 @@ def export_batch(ledger: Ledger, batch: str, folder: Path, *, csv: bool = False)
             "columns": [{"name": f.name, "type": str(f.type)} for f in data.schema],
         }
         if name in sealed:  # what an independent script needs to recompute the seal (docs/seals.md)
-            entry["seal_columns"] = list(sl.BATCH_IDENTITY) if name == "batch" else data.schema.names
-            entry["seal_order"] = sl.key_columns(name)
+            entry["seal_columns"] = list(scheme2.BATCH_IDENTITY) if name == "batch" else data.schema.names
+            entry["seal_order"] = m.key_columns(name)
         written.append(path)
         if csv:
             cpath = folder / f"{name}.csv"
@@ -283,7 +286,7 @@ def read_export(folder: Path) -> tuple[dict[str, Any], dict[str, pa.Table]]:
     tables: dict[str, pa.Table] = {}
     for name in (*ALL_TABLES, *SEAL_TABLES):
         entry = listed.get(name)
-        if entry is None and name in s3.OPTIONAL_TABLES:  # an export made before the table existed has none
+        if entry is None and name in scheme3.OPTIONAL_TABLES:  # an export made before the table existed has none
             tables[name] = schema_of(name).empty_table()
             continue
         if entry is None:
@@ -384,7 +387,7 @@ def _check_seal(readme: dict[str, Any], d: Digest, batch_row: dict[str, Any], wh
     if seal is not None:
         from datetime import datetime
 
-        digest = sl.seal_digest(
+        digest = scheme2.seal_digest(
             seal["previous_digest"],
             readme["batch"],
             d.root,
@@ -407,17 +410,19 @@ class Digest:
 
 def batch_digest(conn: sa.Connection, backend: str, batch_id: int, scheme: str) -> Digest:
     """The batch's Merkle root and row count by ``scheme``, with the functions `ledger verify` uses."""
-    if scheme == s3.SCHEME:
-        declared, arts = books._batch_parts(conn, backend, batch_id)
+    if scheme == scheme3.SCHEME:
+        declared, arts = batch_parts(conn, backend, batch_id)
         parts = [*declared, *(p for ps in arts.values() for p in ps)]
         return Digest(
-            s3.batch_root(declared, arts), sum(p.count for p in parts), {books._part_key(p): p.root for p in parts}
+            scheme3.batch_root(declared, arts),
+            sum(p.count for p in parts),
+            {scheme3.part_key(p): p.root for p in parts},
         )
-    tables = sl.TABLES_OF_SCHEME.get(scheme)
+    tables = scheme2.TABLES_OF_SCHEME.get(scheme)
     if tables is None:
-        known = ", ".join([*sl.TABLES_OF_SCHEME, s3.SCHEME])
+        known = ", ".join([*scheme2.TABLES_OF_SCHEME, scheme3.SCHEME])
         raise InputError(f"README.json: seal scheme {scheme!r} unknown to this version; known: {known}")
-    d = sl.compute(conn, backend, batch_id, tables=tables)
+    d = scheme2.compute(conn, backend, batch_id, tables=tables)
     return Digest(d.root, d.count, {t: x.root for t, x in d.tables.items()})
 
 

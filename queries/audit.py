@@ -178,7 +178,7 @@ def _run_ids(ledger: Any, batch: str) -> dict[str, int]:
         return {}
     import sqlalchemy as sa
     from bench_ledger import models as m
-    from bench_ledger.books import current
+    from bench_ledger.revisions import current
 
     with ledger.session() as s:
         rows = s.execute(

@@ -17,12 +17,12 @@ from dataclasses import asdict, dataclass, field
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.books import current
 from bench_ledger.counters import POWER_COUNTERS, kind_of, meaning_of
 from bench_ledger.errors import NotFound
 from bench_ledger.queries.metrics.definitions import mean
 from bench_ledger.queries.metrics.hardware import HS, LF, across_cards, read_cards
 from bench_ledger.queries.values import Scope
+from bench_ledger.revisions import current
 from bench_ledger.store import Ledger, unknown
 
 __all__ = ["AcrossCards", "ArtefactView", "CardCounter", "HardwareView", "artefact_detail", "hardware_view"]

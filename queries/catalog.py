@@ -9,8 +9,8 @@ from datetime import datetime
 import sqlalchemy as sa
 from bench_ledger import factors
 from bench_ledger import models as m
-from bench_ledger.books import current, require_current
 from bench_ledger.records import REQUEST_FIELDS
+from bench_ledger.revisions import current, require_current
 from bench_ledger.store import Ledger
 
 
@@ -298,7 +298,7 @@ def request_table(ledger: Ledger, batch: str | None = None, run_id: int | None =
     """Per-request rows as Arrow, each with its batch and its run's current id and label (R2: labelled,
     never pooled). Captured rows belong to a run's first revision; the current revision names them."""
     import pyarrow as pa
-    from bench_ledger.books import current
+    from bench_ledger.revisions import current
     from bench_ledger.transfer import schema_of
 
     r, b, q = m.Run.__table__, m.Batch.__table__, m.Request.__table__

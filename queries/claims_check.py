@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.books import current
 from bench_ledger.errors import LedgerError, close_names
 from bench_ledger.queries.catalog import list_cards
 from bench_ledger.queries.claims import (
@@ -25,6 +24,7 @@ from bench_ledger.queries.claims import (
     field_path,
 )
 from bench_ledger.queries.values import factor_known
+from bench_ledger.revisions import current
 from bench_ledger.store import Ledger
 
 

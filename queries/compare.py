@@ -27,7 +27,6 @@ from typing import Any
 import sqlalchemy as sa
 from bench_ledger import factors
 from bench_ledger import models as m
-from bench_ledger.books import current, require_current
 from bench_ledger.errors import NotFound, Refused, UsageError
 from bench_ledger.queries.values import (
     FACTORS,
@@ -40,6 +39,7 @@ from bench_ledger.queries.values import (
     Scope,
     factor_known,
 )
+from bench_ledger.revisions import current, require_current
 from bench_ledger.store import Ledger, unknown
 
 __all__ = ["RatioResult", "Side", "Sides", "compare", "ratio", "run_keys", "side"]

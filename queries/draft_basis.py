@@ -610,8 +610,8 @@ class LedgerView:
     def __init__(self, ledger: Any, batches: list[str] | None = None) -> None:
         import sqlalchemy as sa
         from bench_ledger import models as m
-        from bench_ledger.books import not_superseded
         from bench_ledger.queries.metrics.registry import METRICS, Evaluator, run_metrics
+        from bench_ledger.revisions import not_superseded
 
         self.ledger = ledger
         self.metrics = METRICS

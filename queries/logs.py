@@ -18,9 +18,9 @@ from fractions import Fraction
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.books import current
 from bench_ledger.errors import UsageError
 from bench_ledger.queries.metrics.hardware import LF
+from bench_ledger.revisions import current
 from bench_ledger.store import Ledger, unknown
 
 __all__ = ["LogFactRow", "LogView", "log_view", "run_launch", "warm_compile_of_log"]

@@ -25,9 +25,8 @@ _PRELOAD = [
     "bench_ledger.cli",
     "bench_ledger.store",
     "bench_ledger.ingest",
-    "bench_ledger.books",
+    "bench_ledger.seal",
     "bench_ledger.importers",
-    "bench_ledger.seal3",
     "tests.clirun",
 ]
 

@@ -465,7 +465,7 @@ SLOW_FIRST = (
     "demo",  # the group of the tests reading the session's demo run
     "tests/test_structure.py::test_mypy_is_clean_on_the_package",
     "tests/test_benchmarks_quick.py::test_quick_benchmark_completes_and_writes_its_report",
-    "tests/test_close_concurrency.py",
+    "tests/ledger/seal/test_close_concurrency.py",
     "tests/queries/metrics/test_grouped_equals_evaluate.py",
     "tests/test_casestudy_audit.py",
     "tests/edges/test_fuzz.py",

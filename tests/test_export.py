@@ -15,8 +15,8 @@ import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from bench_ledger.books import close_batch, verify
 from bench_ledger.cli import main
+from bench_ledger.seal import close_batch, verify
 from bench_ledger.store import Ledger
 from bench_ledger.transfer import export_batch
 from click.testing import CliRunner

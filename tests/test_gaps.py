@@ -125,10 +125,12 @@ def test_ledger_migrated_from_0013_with_gaps_still_verifies(ledger: Ledger, tmp_
         assert "request_gaps" not in sa.inspect(conn).get_table_names()
         assert conn.exec_driver_sql("SELECT * FROM chunk_gap ORDER BY artefact_id, request_idx, seq").all() == before
         # the old table's rows hash to the roots stored at import
-        from bench_ledger import seal3
+        from bench_ledger.seal import scheme3
 
-        table = seal3._read(conn, ledger.backend, "chunk_gap", seal3._select_sql("chunk_gap", artefact_ids="1"), True)
-        part = seal3._part("chunk_gap", 1, table.drop_columns(["_art"]))
+        table = scheme3._read(
+            conn, ledger.backend, "chunk_gap", scheme3.select_sql("chunk_gap", artefact_ids="1"), True
+        )
+        part = scheme3.part_of("chunk_gap", 1, table.drop_columns(["_art"]))
         assert (part.count, part.root) == PINNED["chunk_gap"]
     _migrate(ledger, "upgrade", "head")
     assert ledger.revision() == ledger.head_revision()
@@ -249,16 +251,16 @@ def test_arrays_of_another_form_are_read_through_the_view(
     a two-dimensional one), written behind the ledger, is read as the view gives it, so verify names
     the change (PostgreSQL: gaps.read gives None and the seal reads the view, without first sorting a copy
     of arrays it cannot read in that copy either)."""
-    from bench_ledger import seal3
+    from bench_ledger.seal import streams
 
     sorted_copies: list[str] = []
-    real = seal3._in_key_order
+    real = streams._in_key_order
 
     def spy(conn, backend, source, sql):  # noqa: ANN001, ANN202
         sorted_copies.append(source)
         return real(conn, backend, source, sql)
 
-    monkeypatch.setattr(seal3, "_in_key_order", spy)
+    monkeypatch.setattr(streams, "_in_key_order", spy)
     cli("import", gap_file(tmp_path / "gaps.json"), "--batch", "fx", "--db", ledger.url)
     cli("close", "fx", "--db", ledger.url)
     forms = ["UPDATE request_gaps SET gaps = ARRAY[0.5, NULL, 0.25] WHERE request_idx = 0"]  # 3 gaps, one NULL

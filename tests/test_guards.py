@@ -12,7 +12,7 @@ from bench_ledger.errors import Refused
 from bench_ledger.queries.metrics.registry import evaluate, scope_of
 from bench_ledger.store import Ledger, now
 
-from tests.test_books import bench_json, cli
+from tests.batches import bench_json, cli
 
 HEADER = '{"ledger_requests": 1, "run": "r1", "tool": "mytool", "clock": "epoch_s"}\n'
 

@@ -152,7 +152,7 @@ def digest_roots(url: str) -> list[tuple]:
 def test_a_groups_digests_hashed_once_are_those_of_one_file_at_a_time(
     ledger_url: str, tmp_path: Path, groups: list[int]
 ) -> None:
-    """seal3.PooledRows: a group's request and chunk-gap rows are hashed once for all its files; each
+    """ledger.seal.import_digests.PooledRows: a group's request and chunk-gap rows are hashed once for all its files; each
     artefact's parts are the ones an import of the file alone stores, and verify agrees."""
     files = [
         request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i, {"chunk_gaps": [0.25, 0.5][: i % 3]}, n=3 + i)
@@ -172,9 +172,9 @@ def test_a_groups_digests_hashed_once_are_those_of_one_file_at_a_time(
 
 def test_pooled_rows_out_of_key_order_are_read_back() -> None:
     import pyarrow as pa
-    from bench_ledger import seal3
+    from bench_ledger.seal import import_digests, scheme3
 
-    pooled = seal3.PooledRows()
+    pooled = import_digests.PooledRows()
     t = pa.table(
         {
             "artefact_id": pa.array([2, 1], pa.int32()),
@@ -186,8 +186,8 @@ def test_pooled_rows_out_of_key_order_are_read_back() -> None:
     pooled.add("chunk_gap", t)
     parts, counts = pooled.parts([1, 2])
     assert parts["chunk_gap"] is None and counts["chunk_gap"] == {1: 1, 2: 1}  # the caller reads both back
-    assert parts["request"] == {1: seal3.HeldPart("request", 1, 0, []), 2: seal3.HeldPart("request", 2, 0, [])}
-    pooled = seal3.PooledRows()
+    assert parts["request"] == {1: scheme3.HeldPart("request", 1, 0, []), 2: scheme3.HeldPart("request", 2, 0, [])}
+    pooled = import_digests.PooledRows()
     pooled.add("chunk_gap", t.slice(1))
     with pytest.raises(ValueError, match="name artefacts"):
         pooled.parts([2])
@@ -195,7 +195,7 @@ def test_pooled_rows_out_of_key_order_are_read_back() -> None:
 
 def test_pooled_rows_of_an_artefact_split_over_two_writes_are_one_part() -> None:
     import pyarrow as pa
-    from bench_ledger import seal3
+    from bench_ledger.seal import import_digests, scheme3
 
     def gaps(art: list[int], idx: list[int]) -> pa.Table:
         return pa.table(
@@ -207,13 +207,13 @@ def test_pooled_rows_of_an_artefact_split_over_two_writes_are_one_part() -> None
             }
         )
 
-    whole, split = seal3.PooledRows(), seal3.PooledRows()
+    whole, split = import_digests.PooledRows(), import_digests.PooledRows()
     whole.add("chunk_gap", gaps([1, 2, 2, 2, 3], [0, 0, 1, 2, 0]))
     split.add("chunk_gap", gaps([1, 2], [0, 0]))
     split.add("chunk_gap", gaps([2, 2], [1, 2]))
     split.add("chunk_gap", gaps([3], [0]))
     (a, _), (b, _) = whole.parts([1, 2, 3, 4]), split.parts([1, 2, 3, 4])
-    assert a == b and a["chunk_gap"][2].count == 3 and a["chunk_gap"][4] == seal3.HeldPart("chunk_gap", 4, 0, [])
+    assert a == b and a["chunk_gap"][2].count == 3 and a["chunk_gap"][4] == scheme3.HeldPart("chunk_gap", 4, 0, [])
 
 
 def test_detection_asks_the_last_format_first_and_finds_the_same(

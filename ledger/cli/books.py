@@ -39,7 +39,7 @@ def close(ledger: Ledger, batch: str, seal_file: Path | None) -> None:
     Example:
       ledger close fx --seal-file ~/seals/ledger.seals
     """
-    from bench_ledger.books import close_batch
+    from bench_ledger.seal import close_batch
 
     r = close_batch(ledger, batch, seal_file)
     click.echo(f"closed batch {r.batch} at {r.closed_at:%Y-%m-%d %H:%M:%S} UTC")
@@ -72,7 +72,7 @@ def verify(ledger: Ledger, batch: str | None, seal_file: Path | None, as_json: b
     Example:
       ledger verify --seal-file ~/seals/ledger.seals
     """
-    from bench_ledger.books import verify as do_verify
+    from bench_ledger.seal import verify as do_verify
 
     res = do_verify(ledger, batch, seal_file)
     if as_json:
@@ -184,8 +184,8 @@ def correct(ledger: Ledger, table_name: str, row_id: int, assignments: tuple[str
     Example:
       ledger correct run 3 --set concurrency=8 --reason "the sweep ran at C8, the file name says C4"
     """
-    from bench_ledger.books import correct as do_correct
-    from bench_ledger.books import parse_changes
+    from bench_ledger.revisions import correct as do_correct
+    from bench_ledger.revisions import parse_changes
 
     changes = parse_changes(table_name, list(assignments))
     new_id = do_correct(ledger, table_name, row_id, reason, changes)
@@ -214,7 +214,7 @@ def attach(ledger: Ledger, artefact_id: int, run_id: int, reason: str) -> None:
     Example:
       ledger attach 3 --run 1 --reason "summary_groq_70b.json is the summary of individual_groq_70b.json"
     """
-    from bench_ledger.books import attach as do_attach
+    from bench_ledger.attach import attach as do_attach
 
     done = do_attach(ledger, artefact_id, run_id, reason)
     click.echo(
@@ -240,8 +240,8 @@ def history(ledger: Ledger, table_name: str, row_id: int, as_json: bool) -> None
     Example:
       ledger history run 3
     """
-    from bench_ledger.books import _FIXED
-    from bench_ledger.books import history as chain
+    from bench_ledger.revisions import FIXED as _FIXED
+    from bench_ledger.revisions import history as chain
 
     rows = chain(ledger, table_name, row_id)
     if as_json:

@@ -23,7 +23,6 @@ from fractions import Fraction
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.books import current, require_current
 from bench_ledger.queries.check.core import (
     AGREE,
     DISAGREE,
@@ -40,6 +39,7 @@ from bench_ledger.queries.check.core import (
 )
 from bench_ledger.queries.check.registry import tool_check
 from bench_ledger.queries.check.stat_definitions import NotDerivable
+from bench_ledger.revisions import current, require_current
 from bench_ledger.store import Ledger
 from bench_ledger.tools import PRINTED_ROUNDED
 

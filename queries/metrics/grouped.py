@@ -43,6 +43,7 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
+import pyarrow.compute as pc
 import sqlalchemy as sa
 from bench_ledger.gcpause import gc_paused
 from bench_ledger.queries.metrics.arrays import duck_arrow, pg_rows, pg_rows_shared
@@ -209,7 +210,6 @@ def _stats_arrow(
     each other): the run and value columns come back without NULLs, read by numpy in place, with no
     filter or fill per distribution (profile note 29)."""
     import numpy as np
-    import pyarrow.compute as pc
 
     where = Q.c.run_id.in_(runs) if where is None else where
     out: list[_RunOrderStats] = []

@@ -34,7 +34,6 @@ from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.books import current, require_current
 from bench_ledger.errors import LedgerError, NotFound, Refused
 from bench_ledger.gcpause import gc_paused
 from bench_ledger.queries.metrics.definitions import Ctx, Dist, Metric, precheck_caps
@@ -47,6 +46,7 @@ from bench_ledger.queries.metrics.requests import request_metrics
 from bench_ledger.queries.metrics.server_log import log_metrics
 from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.records import UNCONFIRMED_ZONE
+from bench_ledger.revisions import current, require_current
 from bench_ledger.store import Ledger, unknown
 
 __all__ = [

@@ -18,8 +18,8 @@ from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.books import current
 from bench_ledger.queries.values import MetricValue
+from bench_ledger.revisions import current
 from bench_ledger.tools import PRINTED_ROUNDED, Tool
 
 __all__ = ["Reported", "fill_reported", "markdown", "tool_keys"]

@@ -28,7 +28,6 @@ from typing import Any
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.books import current
 from bench_ledger.queries.metrics.registry import METRICS, RunMetrics, evaluate, run_metrics
 from bench_ledger.queries.report.model import (
     CARD_STATS,
@@ -46,6 +45,7 @@ from bench_ledger.queries.report.model import (
 )
 from bench_ledger.queries.report.plots import add_plots, card_key, hw_artefacts
 from bench_ledger.queries.values import MetricValue, Scope
+from bench_ledger.revisions import current
 from bench_ledger.store import Ledger, unknown
 
 __all__ = ["build_report"]

@@ -9,7 +9,6 @@ from datetime import datetime
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.books import current
 from bench_ledger.errors import LedgerError
 from bench_ledger.queries.metrics.registry import METRICS, RunMetrics
 from bench_ledger.queries.report.model import (
@@ -21,6 +20,7 @@ from bench_ledger.queries.report.model import (
     Series,
     anchor,
 )
+from bench_ledger.revisions import current
 from bench_ledger.store import Ledger
 
 __all__ = ["add_plots", "card_key", "hw_artefacts"]

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.books import current
 from bench_ledger.errors import NotFound, Refused, UsageError
 from bench_ledger.queries.compare import run_keys, side
 from bench_ledger.queries.metrics.definitions import Dist
@@ -21,6 +20,7 @@ from bench_ledger.queries.stats.planning import Plan, plan_requests
 from bench_ledger.queries.stats.read import add_intervals
 from bench_ledger.queries.stats.replicates import RunTest, run_tests
 from bench_ledger.queries.stats.sampling import DEFAULT_CONFIDENCE
+from bench_ledger.revisions import current
 from bench_ledger.store import Ledger
 
 __all__ = ["STATS_METRICS", "MetricStats", "StatsComparison", "Trend", "compare_stats", "plan", "trend"]

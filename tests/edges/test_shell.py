@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from bench_ledger.books import read_seal_file
 from bench_ledger.cli import main
 from bench_ledger.errors import InputError
 from bench_ledger.importers import vllm_bench as vb
 from bench_ledger.queries import catalog
+from bench_ledger.seal import read_seal_file
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 

@@ -201,8 +201,8 @@ def test_request_values_are_sealed_exported_and_never_backfilled(
     ledger: Ledger, ledger_url: str, samples: Path, tmp_path: Path
 ) -> None:
     import sqlalchemy as sa
-    from bench_ledger import books, transfer
     from bench_ledger import models as m
+    from bench_ledger import seal, transfer
     from bench_ledger.errors import Refused
     from bench_ledger.store import Ledger as L
 
@@ -217,7 +217,7 @@ def test_request_values_are_sealed_exported_and_never_backfilled(
         s.rollback()
     res = CliRunner().invoke(main, ["close", "--db", ledger_url, "s", "--seal-file", str(tmp_path / "seals.jsonl")])
     assert res.exit_code == 0, res.output
-    assert books.verify(ledger, seal_file=tmp_path / "seals.jsonl").ok
+    assert seal.verify(ledger, seal_file=tmp_path / "seals.jsonl").ok
     with ledger.connection() as conn:
         parts = {
             r[0]: r[1]

@@ -15,9 +15,9 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from bench_ledger.books import correct_run
 from bench_ledger.queries.metrics.grouped import supported
 from bench_ledger.queries.metrics.registry import METRICS, ROW_METRICS, RunMetrics, run_metrics, run_metrics_per_run
+from bench_ledger.revisions import correct_run
 from bench_ledger.store import Ledger
 
 from tests.queries.metrics.test_evaluate import imp, two_batches, write_requests  # noqa: F401  (fixture)

@@ -8,7 +8,8 @@ import hashlib
 import struct
 from datetime import datetime
 
-from bench_ledger import digest as dg
+from bench_ledger.seal import chunks as dg
+from bench_ledger.seal import import_digests, scheme3, streams
 from bench_ledger.store import Ledger
 
 ROWS = [  # (i, s, f, t, b)
@@ -163,23 +164,21 @@ def _gaps(lo: int, hi: int, artefact_id: int = 7):
 def test_held_rows_hashed_as_they_arrive_give_the_part_of_all_of_them() -> None:
     """Pieces of any size (chunks cut across them) hash to the part of their concatenation."""
     import pyarrow as pa
-    from bench_ledger import seal3
 
     cuts = [0, 1, dg.CHUNK - 1, dg.CHUNK + 5, 3 * dg.CHUNK + 5, 3 * dg.CHUNK + 6, 5 * dg.CHUNK + 100]
-    held = seal3.HeldRows()
+    held = import_digests.HeldRows()
     for lo, hi in zip(cuts, cuts[1:]):
         held.add("chunk_gap", _gaps(lo, hi))
     got = held.part("chunk_gap", 7)
-    want = seal3._part("chunk_gap", 7, pa.concat_tables([_gaps(0, cuts[-1])]))
-    assert isinstance(got, seal3.HeldPart)
+    want = scheme3.part_of("chunk_gap", 7, pa.concat_tables([_gaps(0, cuts[-1])]))
+    assert isinstance(got, scheme3.HeldPart)
     assert (got.count, got.digests, got.root) == (want.count, want.digests, want.root)
 
 
 def test_held_rows_out_of_key_order_are_not_hashed_from_memory() -> None:
     """A piece that starts before the end of the last one: the part must come from the database."""
-    from bench_ledger import seal3
 
-    held = seal3.HeldRows()
+    held = import_digests.HeldRows()
     held.add("chunk_gap", _gaps(100, 200))
     held.add("chunk_gap", _gaps(0, 100))
     assert held.part("chunk_gap", 7) is None
@@ -189,7 +188,7 @@ def test_import_digest_of_rows_out_of_key_order_is_read_back(ledger: Ledger, mon
     """Where the held rows are not in key order, the import digest is that of the stored rows."""
     from pathlib import Path
 
-    from bench_ledger import ingest, seal3
+    from bench_ledger import ingest
     from bench_ledger.importers import vllm_bench
 
     fed: list[str] = []
@@ -198,13 +197,13 @@ def test_import_digest_of_rows_out_of_key_order_is_read_back(ledger: Ledger, mon
         fed.append(self.table)
         self.broken = True
 
-    monkeypatch.setattr(seal3._Stream, "feed", broken)
-    path = Path(__file__).parent / "fixtures" / "vllm_bench" / "detailed_start_times.json"
+    monkeypatch.setattr(streams.Stream, "feed", broken)
+    path = Path(__file__).resolve().parents[2] / "fixtures" / "vllm_bench" / "detailed_start_times.json"
     r = ingest.import_file(ledger, path, vllm_bench.IMPORTER, ingest.ImportTarget(batch="b"))
     assert "request" in fed and "chunk_gap" in fed
     with ledger.engine.connect() as c:
         stored = dict(
             c.exec_driver_sql(f"SELECT table_name, root FROM artefact_digest WHERE artefact_id = {r.artefact_id}").all()
         )
-        parts = seal3.artefact_parts(c, ledger.backend, [r.artefact_id])[r.artefact_id]
+        parts = scheme3.artefact_parts(c, ledger.backend, [r.artefact_id])[r.artefact_id]
     assert stored == {p.table: p.root for p in parts}

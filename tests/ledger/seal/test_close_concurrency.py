@@ -8,8 +8,8 @@ from pathlib import Path
 
 from bench_ledger.store import Ledger
 
+from tests.batches import bench_json, cli
 from tests.clirun import spawn
-from tests.test_books import bench_json, cli
 
 TIMEOUT_S = 240
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from bench_ledger import books
 from bench_ledger import models as m
+from bench_ledger import revisions
 from bench_ledger.errors import NotFound
 from bench_ledger.queries.catalog import list_batches, list_runs, run_detail
 from bench_ledger.queries.check.checker import check
@@ -24,7 +24,7 @@ from bench_ledger.queries.metrics.registry import evaluate, run_metrics
 from bench_ledger.queries.values import Scope
 from bench_ledger.store import Ledger, now
 
-from tests.test_books import bench_json, cli
+from tests.batches import bench_json, cli
 
 
 @pytest.fixture(scope="module")
@@ -56,8 +56,8 @@ def build_corrected(ledger: Ledger, tmp_path: Path) -> dict:
     while now().replace(microsecond=0) <= imported:
         time.sleep(0.05)
     before = now().replace(microsecond=0)
-    new = books.correct_run(ledger, old, "concurrency was 8, not 4", concurrency=8)
-    pv2 = books.correct_published_value(ledger, pv, "the report printed 3.50", text="3.50")
+    new = revisions.correct_run(ledger, old, "concurrency was 8, not 4", concurrency=8)
+    pv2 = revisions.correct_published_value(ledger, pv, "the report printed 3.50", text="3.50")
     return {"ledger": ledger, "old": old, "new": new, "pv": pv, "pv2": pv2, "before": before}
 
 
@@ -81,10 +81,10 @@ def test_queries_see_only_the_current_revision(corrected: dict) -> None:
     rows = check(led, "fx")
     assert {r.run_id for r in rows} == {new}
     assert [r.reported for r in rows if r.key == "duration"] == ["3.50"]
-    assert books.current_ids(led, "run") == {new}
-    assert books.current_ids(led, "run", corrected["before"]) == {old}
-    assert books.current_ids(led, "published_value", corrected["before"]) >= {corrected["pv"]}
-    assert corrected["pv2"] not in books.current_ids(led, "published_value", corrected["before"])
+    assert revisions.current_ids(led, "run") == {new}
+    assert revisions.current_ids(led, "run", corrected["before"]) == {old}
+    assert revisions.current_ids(led, "published_value", corrected["before"]) >= {corrected["pv"]}
+    assert corrected["pv2"] not in revisions.current_ids(led, "published_value", corrected["before"])
 
 
 def test_views_see_only_the_current_revision(corrected: dict) -> None:
@@ -117,4 +117,4 @@ def test_cli_listings_see_only_the_current_revision(corrected: dict) -> None:
 
 def test_current_predicate_as_of_needs_the_row_recorded_by_then(corrected: dict) -> None:
     led = corrected["ledger"]
-    assert books.current_ids(led, "run", datetime(2000, 1, 1)) == set()
+    assert revisions.current_ids(led, "run", datetime(2000, 1, 1)) == set()

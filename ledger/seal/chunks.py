@@ -1,11 +1,10 @@
 """Column-wise digests of table rows (seal scheme ``bench-ledger-seal/3``): fast, and recomputable
 from any export that keeps the values (a Parquet file read with pyarrow, for instance).
 
-Why columns and not one JSON line per row: hashing a canonical text per row costs the same per row
-in Python (~10 us) or in SQL (DuckDB ``sha256`` over a text built per row was 3x slower than the
-whole import of the same rows, measured: benchmarks/seal_bench.py). The database hands its rows
-over as Arrow columns (DuckDB natively; PostgreSQL as ``COPY … TO STDOUT`` CSV parsed by Arrow),
-and each chunk of 4096 rows is hashed as a few contiguous byte strings.
+Why columns and not one JSON line per row: a canonical text per row costs as much per row in
+Python as in SQL, and more than the import of the same rows (benchmarks/seal_notes.md, "Seal code").
+The database hands its rows over as Arrow columns (DuckDB natively; PostgreSQL as aggregated binary
+COPY, :func:`read_pg_columns`), and each chunk of 4096 rows is hashed as a few contiguous byte strings.
 
 The encoding (docs/seals.md "Scheme 3" says the same, with a worked example):
 
@@ -40,8 +39,27 @@ import pyarrow.csv as pacsv
 import sqlalchemy as sa
 from bench_ledger import models as m
 
+__all__ = [
+    "CHUNK",
+    "EMPTY_ROOT",
+    "canonical",
+    "chunk_digests",
+    "columns",
+    "fingerprints",
+    "in_key_order",
+    "key_tuples",
+    "pg_aggregated_fields",
+    "pg_copy",
+    "read_pg_columns",
+    "read_rows",
+    "root_of",
+    "schema_of",
+    "sorted_by_key",
+    "tag_of",
+]
+
 CHUNK = 4096
-MAGIC = b"bench-ledger-chunk/3\x00"
+_MAGIC = b"bench-ledger-chunk/3\x00"
 EMPTY_ROOT = hashlib.sha256(b"").hexdigest()
 
 
@@ -140,8 +158,8 @@ def _pg_encoded(col: str, tag: str) -> str:
 def read_pg_columns(conn: sa.Connection, sql: str, names: list[str], tags: list[str], nullable: list[bool]) -> pa.Table:
     """The rows of ``sql`` (PostgreSQL; order not needed) as an Arrow table in the rows' scan order.
 
-    Why: PostgreSQL sends a result or a COPY one message per row, and reading 3.2M chunk gaps row
-    by row (plus sorting them on the server) took longer than their whole import. Here the server
+    Why: PostgreSQL sends a result or a COPY one message per row, and reading chunk gaps row by row
+    (plus sorting them on the server) took longer than their whole import. Here the server
     aggregates the scan into a few bytea values (``string_agg``; every aggregate of one pass sees
     the rows in the same order): one of fixed-width row records (per column a validity byte if it
     is nullable, then the 8-byte big-endian value with NULL as 0, or a text's 4-byte UTF-8 length)
@@ -332,7 +350,7 @@ def chunk_digests(table: str, cols: list[_Col], n: int, start: int = 0) -> list[
     ``start`` of ``cols`` (a part that is a span of a larger table, e.g. one artefact of a group's
     rows: the columns are encoded once for all of them)."""
     out = []
-    head = MAGIC + table.encode() + b"\x00"
+    head = _MAGIC + table.encode() + b"\x00"
     for lo in range(start, start + n, CHUNK):
         hi = min(lo + CHUNK, start + n)
         h = hashlib.sha256(head + struct.pack("<I", hi - lo))
@@ -376,7 +394,7 @@ def fingerprints(cols: list[_Col], n: int) -> pa.Array:
 
     h = SEED; per column h = mix(h ^ mix(v + len(name))), v the value's 8 bytes as uint64 (an
     integer's two's complement, a float's bits), BLAKE2b-64 (little-endian) of a text's UTF-8, or
-    NULL_WORD for a NULL. Computed in place with numpy (Arrow's kernels allocated per step: 3x slower)."""
+    NULL_WORD for a NULL. Computed in place with numpy (Arrow's kernels allocate per step)."""
     import numpy as np
 
     h = np.full(n, _SEED, np.uint64)

@@ -1,0 +1,343 @@
+"""Artefact digests (seal scheme 3): stored at import, in the import's own transaction, and compared
+with the rows at ``ledger close`` and ``ledger verify``.
+
+The tables an import writes through the bulk path are hashed from the Arrow tables it hands to the
+database (:class:`HeldRows` for one file, :class:`PooledRows` for a group of files) instead of being
+selected back; every other table is read back (:mod:`ledger.seal.scheme3`).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Mapping, Sequence
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import sqlalchemy as sa
+from bench_ledger import gaps as gp
+from bench_ledger import models as m
+from bench_ledger.models import key_columns
+from bench_ledger.seal import chunks as dg
+from bench_ledger.seal.scheme3 import (
+    ARTEFACT_TABLES,
+    OPTIONAL_TABLES,
+    HeldPart,
+    Part,
+    artefact_digest,
+    artefact_part_digests,
+    full_part,
+    part_of,
+    span_parts,
+    spans_of,
+    table_columns,
+)
+from bench_ledger.seal.streams import STREAMED_TABLES, Stream
+from sqlalchemy.orm import Session
+
+__all__ = [
+    "HELD_TABLES",
+    "HeldRows",
+    "PooledRows",
+    "import_digest_problems",
+    "store_artefact_digests",
+    "stored_digests",
+]
+
+# Tables whose rows an import writes only through the bulk path (:func:`ledger.bulk.bulk_insert`),
+# all in the import's own transaction: their part of the import digest is hashed from the Arrow
+# tables handed to the database (:class:`HeldRows`) instead of being selected back. chunk_gap is a
+# view (migration 0014): its rows are those of the request_gaps arrays handed over (ledger.gaps.rows_of).
+HELD_TABLES = ("request", "chunk_gap", "hardware_sample", "request_value")
+
+
+def _feed_gap_rows(feed, arrays: pa.Table) -> None:
+    """Hand the ``chunk_gap`` rows of ``request_gaps`` arrays to ``feed`` in order, a slice at a time
+    (:func:`ledger.gaps.rows_in_slices`: memory)."""
+    for rows in gp.rows_in_slices(arrays):
+        feed(rows)
+
+
+class HeldRows:
+    """The Arrow tables one import hands to the bulk path for :data:`HELD_TABLES`, for its artefact digest. Why:
+    selecting the rows back cost PostgreSQL about as much as the import itself (COPY TO CSV and parsing it);
+    hashing what is already in memory costs the same on both backends.
+
+    The :data:`STREAMED_TABLES` are hashed as they arrive, by one thread of this import, while the database
+    writes them (both drivers release the GIL, and so do Arrow's kernels and hashlib): a profile of the
+    1M-request vLLM import showed the digest of the held rows as its largest step, all of it after the last
+    insert, with every row held until then. Other tables (hardware samples, unpivoted out of key order) are kept
+    and sorted at the end.
+
+    The digest must be of the rows as stored: every value goes in unchanged (same column types; DuckDB scans
+    these Arrow columns, PostgreSQL receives their binary COPY, a float's own 8 bytes, or Arrow's CSV, whose
+    floats round-trip), and ``ledger verify`` recomputes the digest from the database, so a difference would
+    show there."""
+
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.tables: dict[str, list[pa.Table]] = {t: [] for t in HELD_TABLES if t not in STREAMED_TABLES}
+        self.streams = {t: Stream(t) for t in STREAMED_TABLES}
+        self.rows = dict.fromkeys(HELD_TABLES, 0)
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="ledger-digest")
+        self._work: list = []
+        # an import that fails drops its HeldRows: the rows still queued are not hashed
+        weakref.finalize(self, self._pool.shutdown, wait=False, cancel_futures=True)
+
+    def add(self, table: str, data: pa.Table) -> None:
+        if table == "request_gaps":  # hashed as the chunk_gap rows its arrays are (ledger.gaps.rows_of), in the thread
+            if data.num_rows:
+                self.rows["chunk_gap"] += gp.count(data)
+                self.rows["request_gaps"] = self.rows.get("request_gaps", 0) + data.num_rows  # the table written
+                self._work.append(self._pool.submit(_feed_gap_rows, self.streams["chunk_gap"].feed, data))
+            return
+        if table not in self.rows or not data.num_rows:
+            return
+        self.rows[table] += data.num_rows
+        if table in self.streams:
+            self._work.append(self._pool.submit(self.streams[table].feed, data))
+        else:
+            self.tables[table].append(data)
+
+    def close(self) -> None:
+        """Stop hashing (the import failed, or its digest is stored)."""
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def part(self, table: str, artefact_id: int) -> Part | HeldPart | None:
+        """The part of ``table`` from the held rows (canonical columns, in key order), or None where
+        the rows did not arrive in key order (then the database's rows are read)."""
+        if table in self.streams:
+            for done in self._work:
+                done.result()  # the hashing thread's errors surface here
+            self._work.clear()
+            return self._pool.submit(self.streams[table].finish, artefact_id).result()
+        if not self.tables[table]:  # no rows: the empty part (the general path costs per artefact)
+            return HeldPart(table, artefact_id, 0, [])
+        cols = table_columns(table)
+        names, tags = [c.name for c in cols], [dg.tag_of(c) for c in cols]
+        held = [dg.canonical(t, names, tags) for t in self.tables[table]]
+        data = pa.concat_tables(held).combine_chunks() if held else dg.schema_of(names, tags).empty_table()
+        ids = pc.unique(data.column("artefact_id")).to_pylist()
+        if ids not in ([], [artefact_id]):
+            raise ValueError(f"held {table} rows name artefacts {ids}, not only {artefact_id}")
+        return part_of(table, artefact_id, dg.sorted_by_key(data, key_columns(table)))
+
+
+class PooledRows:
+    """The :data:`STREAMED_TABLES` rows of the artefacts of one group write (several files in one transaction,
+    :func:`ledger.ingest.write_artefacts`), as the pooled tables handed to the database, hashed per pooled table
+    rather than per artefact: one canonical cast, one key-order check and one encoding of the columns, then each
+    artefact's chunks (a span of the rows). Why: a :class:`HeldRows` per artefact paid its per-column work per
+    file (benchmarks/profile_notes.md, note 17). Like HeldRows, the hashing runs in one thread of the import
+    while the database writes the rows. The rows arrive in artefact order (files in order, ids ascending), so
+    only the last artefact of a pooled table can go on in the next one: its rows are carried over. Where the
+    rows are not in key order, every artefact's part of that table is read back instead
+    (:func:`store_artefact_digests`)."""
+
+    def __init__(self) -> None:
+        from concurrent.futures import ThreadPoolExecutor
+
+        self.done: dict[str, dict[int, HeldPart]] = {t: {} for t in STREAMED_TABLES}
+        self.counts: dict[str, dict[int, int]] = {t: {} for t in STREAMED_TABLES}
+        self.carry: dict[str, pa.Table | None] = dict.fromkeys(STREAMED_TABLES)
+        self.broken: set[str] = set()
+        self._pool = ThreadPoolExecutor(1, thread_name_prefix="ledger-digest")
+        self._work: list = []
+        weakref.finalize(self, self._pool.shutdown, wait=False, cancel_futures=True)
+
+    def add(self, table: str, data: pa.Table) -> None:
+        if not data.num_rows:
+            return
+        if table == "request_gaps":  # hashed as the chunk_gap rows its arrays are (ledger.gaps.rows_of), in the thread
+            self._work.append(self._pool.submit(_feed_gap_rows, lambda rows: self._feed("chunk_gap", rows), data))
+        else:
+            self._work.append(self._pool.submit(self._feed, table, data))
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def _feed(self, table: str, data: pa.Table) -> None:
+        cols = table_columns(table)
+        data = dg.canonical(data, [c.name for c in cols], [dg.tag_of(c) for c in cols])
+        vc = pc.value_counts(data.column("artefact_id"))
+        for a, n in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist(), strict=True):
+            self.counts[table][a] = self.counts[table].get(a, 0) + n
+        if table in self.broken:
+            return
+        if (carry := self.carry[table]) is not None:
+            data = pa.concat_tables([carry, data]).combine_chunks()
+        if not dg.in_key_order(data, key_columns(table)):
+            self.broken.add(table)
+            self.carry[table], self.done[table] = None, {}
+            return
+        spans = spans_of(data.column("artefact_id"))
+        last = data.column("artefact_id")[-1].as_py()  # may go on in the next pooled table
+        self.carry[table] = data.slice(spans[last][0])
+        self.done[table].update(span_parts(table, data, spans, [a for a in spans if a != last]))
+
+    def parts(self, ids: list[int]) -> tuple[dict[str, dict[int, HeldPart] | None], dict[str, dict[int, int]]]:
+        """Per table, the part of each of ``ids`` (None for a table whose rows were out of key order),
+        and the rows of each artefact that has any."""
+        for work in self._work:
+            work.result()  # the hashing thread's errors surface here
+        self._work.clear()
+        out: dict[str, dict[int, HeldPart] | None] = {}
+        for table in STREAMED_TABLES:
+            if set(self.counts[table]) - set(ids):
+                raise ValueError(
+                    f"pooled {table} rows name artefacts {sorted(set(self.counts[table]) - set(ids))}, "
+                    "not of this write"
+                )
+            if table in self.broken:
+                out[table] = None
+                continue
+            if (carry := self.carry[table]) is not None:
+                self.done[table].update(
+                    span_parts(
+                        table, carry, spans_of(carry.column("artefact_id")), [carry.column("artefact_id")[0].as_py()]
+                    )
+                )
+                self.carry[table] = None
+            out[table] = {a: self.done[table].get(a) or HeldPart(table, a, 0, []) for a in ids}
+        self.close()
+        return out, self.counts
+
+
+def store_artefact_digests(
+    conn: sa.Connection, backend: str, held: dict[int, HeldRows], pooled: PooledRows | None = None
+) -> dict[int, str]:
+    """Compute and store the digest of the rows of each artefact written in this transaction (one imported file, or
+    a group of them), in it: the :data:`HELD_TABLES` from ``held``; the tables that are not held (or whose held
+    rows did not arrive in key order) are read back for all of them at once
+    (:func:`ledger.seal.scheme3.artefact_part_digests`), and the digest rows go in with one statement.
+    ``pooled``: the streamed tables' rows of all of them (:class:`PooledRows`), which then never went to
+    ``held``."""
+    ids = sorted(held)
+    tables: dict[int, list[str]] = {}
+    from_held: dict[int, dict[str, Part | HeldPart | None]] = {}
+    try:
+        group, pooled_counts = pooled.parts(ids) if pooled is not None else ({}, {})
+        for a in ids:
+            rows = held[a]
+            count = {t: pooled_counts[t].get(a, 0) if t in group else rows.rows.get(t) for t in OPTIONAL_TABLES}
+            tables[a] = [
+                t for t in ARTEFACT_TABLES if t not in OPTIONAL_TABLES or count[t]
+            ]  # an optional part only with rows
+            from_held[a] = {
+                t: (None if group[t] is None else group[t][a]) if t in group else rows.part(t, a)  # type: ignore[index]
+                for t in tables[a]
+                if t in HELD_TABLES
+            }
+    finally:
+        for rows in held.values():
+            rows.close()
+        if pooled is not None:
+            pooled.close()
+    back = tuple(t for t in ARTEFACT_TABLES if any(t in tables[a] and from_held[a].get(t) is None for a in ids))
+    read = artefact_part_digests(conn, backend, ids, back)
+    parts: dict[int, list[Part | HeldPart]] = {}
+    for a in ids:
+        got = {p.table: p for p in read.get(a, [])}
+        parts[a] = [p if (p := from_held[a].get(t)) is not None else got[t] for t in tables[a]]
+    _insert_digest_rows(conn, parts, backend)
+    return {a: artefact_digest(ps) for a, ps in parts.items()}
+
+
+def _insert_digest_rows(conn: sa.Connection, parts: dict[int, list[Part | HeldPart]], backend: str = "") -> None:
+    rows = [
+        {"artefact_id": a, "table_name": p.table, "row_count": p.count, "root": p.root, "chunks": b"".join(p.digests)}
+        for a, ps in parts.items()
+        for p in ps
+    ]
+    if backend == "duckdb":  # one scan of an Arrow table rather than an executemany per artefact
+        from bench_ledger.bulk import bulk_insert
+
+        bulk_insert(
+            conn,
+            backend,
+            "artefact_digest",
+            pa.table(
+                {
+                    "artefact_id": pa.array([r["artefact_id"] for r in rows], pa.int32()),
+                    "table_name": pa.array([r["table_name"] for r in rows], pa.string()),
+                    "row_count": pa.array([r["row_count"] for r in rows], pa.int64()),
+                    "root": pa.array([r["root"] for r in rows], pa.string()),
+                    "chunks": pa.array([r["chunks"] for r in rows], pa.binary()),
+                }
+            ),
+        )
+        return
+    conn.execute(sa.insert(m.ArtefactDigest), rows)
+
+
+# --------------------------------------------------------------------------- compared at close and verify
+
+
+def stored_digests(s: Session, artefact_ids: list[int]) -> dict[tuple[int, str], m.ArtefactDigest]:
+    if not artefact_ids:
+        return {}
+    rows = s.scalars(sa.select(m.ArtefactDigest).where(m.ArtefactDigest.artefact_id.in_(artefact_ids)))
+    return {(r.artefact_id, r.table_name): r for r in rows}
+
+
+def import_digest_problems(
+    s: Session,
+    conn: sa.Connection,
+    backend: str,
+    arts: Mapping[int, Sequence[Part | HeldPart]],
+    unchecked: list[str] | None = None,
+) -> list[str]:
+    """Each artefact part against the digest its import stored: what differs (table, rows: a part that
+    differs is read back whole to name them, :func:`ledger.seal.scheme3.full_part`).
+
+    An artefact with no stored digest at all cannot be compared: it goes to ``unchecked`` (with
+    why) when given, else it is a problem too -- never skipped in silence (fail closed)."""
+    stored = stored_digests(s, list(arts))
+    out: list[str] = []
+    for a, parts in arts.items():
+        if not any((a, p.table) in stored for p in parts):
+            (out if unchecked is None else unchecked).append(_no_digest(s, a))
+            continue
+        for p in parts:
+            st = stored.get((a, p.table))
+            if st is None:
+                out.append(f"artefact {a}: no import digest for table {p.table}")
+            elif (st.row_count, st.root) != (p.count, p.root):
+                out.append(f"artefact {a}, table {p.table}: " + _chunk_ranges(full_part(conn, backend, p), st))
+    return out
+
+
+def _no_digest(s: Session, artefact_id: int) -> str:
+    art = s.get(m.Artefact, artefact_id)
+    what = (
+        f"artefact {artefact_id}"
+        if art is None
+        else f"artefact {artefact_id} ({art.file_name}, imported {art.imported_at:%Y-%m-%d %H:%M:%S} UTC)"
+    )
+    return (
+        f"{what}: no import digest is stored for it (artefacts imported before migration 0011 have none; "
+        "otherwise its artefact_digest rows were deleted), so its rows cannot be compared with what was imported"
+    )
+
+
+def _chunk_ranges(p: Part, st: m.ArtefactDigest) -> str:
+    """Which rows differ from the import digest, as ranges of rows in key order (chunks of 4096)."""
+    old = [st.chunks[i : i + 32] for i in range(0, len(st.chunks), 32)]
+    bad = [
+        i
+        for i in range(max(len(old), len(p.digests)))
+        if i >= len(old) or i >= len(p.digests) or old[i] != p.digests[i]
+    ]
+    keys = key_columns(p.table)
+    shown = []
+    for i in bad[:3]:
+        lo, hi = i * dg.CHUNK, min((i + 1) * dg.CHUNK, p.count) - 1
+        if lo > hi:
+            shown.append(f"rows from {lo} on (gone)")
+            continue
+        first = [p.data.column(k)[lo].as_py() for k in keys]
+        last = [p.data.column(k)[hi].as_py() for k in keys]
+        fmt = lambda v: "(" + ", ".join(f"{c}={x}" for c, x in zip(keys, v, strict=True)) + ")"  # noqa: E731
+        shown.append(f"rows {fmt(first)} … {fmt(last)}")
+    counts = "" if st.row_count == p.count else f"{st.row_count:,} rows at import, {p.count:,} now; "
+    return f"{counts}{len(bad)} chunk(s) of {dg.CHUNK} rows differ from the import digest: " + ", ".join(shown)
