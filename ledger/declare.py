@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
+from collections.abc import Sequence
 from decimal import Decimal
 from pathlib import Path
 from typing import Any, Literal
@@ -232,9 +233,23 @@ def _split(text: str | None) -> tuple[Decimal | None, str | None]:
     return (None, None) if text is None else parse_quantity(text)
 
 
+def _same_revision_or_refuse(kind: str, name: str, revisions: Sequence[Any], wanted: dict) -> bool:
+    """:func:`_same_or_refuse` for a correctable row (run, launch) given all its revisions: declaring it again
+    is unchanged when its first declaration or its latest revision matches (a correction is a new revision,
+    R10); otherwise the first declaration names the difference."""
+    ordered = sorted(revisions, key=lambda row: row.revision)
+    if not _differences(_cols(ordered[-1]), wanted):
+        return True
+    return _same_or_refuse(kind, name, _cols(ordered[0]), wanted)
+
+
+def _differences(existing: dict, wanted: dict) -> list[str]:
+    return sorted(k for k in wanted if existing.get(k) != wanted[k])
+
+
 def _same_or_refuse(kind: str, name: str, existing: dict, wanted: dict) -> bool:
     """True when the stored entity already matches; a different one is refused (R10)."""
-    diff = sorted(k for k in wanted if existing.get(k) != wanted[k])
+    diff = _differences(existing, wanted)
     if not diff:
         return True
     raise Refused(
@@ -320,13 +335,13 @@ def declare(ledger: Ledger, manifest: Manifest, base: Path) -> Declared:
             else:
                 tally("deployment", not _same_or_refuse("deployment", dep.name, _cols(dep_row), wanted))
             for la in dep.launches:
-                existing = s.scalar(
+                existing = s.scalars(
                     sa.select(m.Launch).where(m.Launch.deployment_id == dep_row.id, m.Launch.attempt == la.attempt)
-                )
+                ).all()
                 wanted_l = dict(
                     outcome=la.outcome, cause=la.cause, seconds_to_ready=la.seconds_to_ready, label=la.label
                 )
-                if existing is None:
+                if not existing:
                     s.add(
                         m.Launch(
                             deployment_id=dep_row.id,
@@ -338,9 +353,8 @@ def declare(ledger: Ledger, manifest: Manifest, base: Path) -> Declared:
                     )
                     tally("launch", True)
                 else:
-                    tally(
-                        "launch", not _same_or_refuse("launch", f"{dep.name}#{la.attempt}", _cols(existing), wanted_l)
-                    )
+                    name = f"{dep.name}#{la.attempt}"
+                    tally("launch", not _same_revision_or_refuse("launch", name, existing, wanted_l))
                 if la.log:
                     out.launch_logs.append((dep.name, la.attempt, base / la.log))
 
@@ -370,10 +384,10 @@ def declare(ledger: Ledger, manifest: Manifest, base: Path) -> Declared:
                 )
             dep_id = Ledger.get_deployment(s, r.deployment).id if r.deployment else batch.deployment_id
             wanted = run_fields(r, dep_id)
-            run_row = s.scalar(sa.select(m.Run).where(m.Run.batch_id == batch.id, m.Run.label == r.label))
-            if run_row is None:
+            runs = s.scalars(sa.select(m.Run).where(m.Run.batch_id == batch.id, m.Run.label == r.label)).all()
+            if not runs:
                 s.add(m.Run(batch_id=batch.id, label=r.label, recorded_at=now(), **wanted))
-            tally("run", run_row is None or not _same_or_refuse("run", r.label, _cols(run_row), wanted))
+            tally("run", not runs or not _same_revision_or_refuse("run", r.label, runs, wanted))
     return out
 
 
