@@ -23,7 +23,7 @@ each, ``LEDGER_FLAT`` its floor): one ``read_json`` of all files (``filename=tru
 table, then one statement per table into ``request`` and ``request_gaps`` (each row's file and place
 in it, the ns by a double multiply). It then times, in this process, what any import must do
 besides that SQL and what no design can leave out: the files' sha256 (an artefact is its sha256) and
-the seal's scheme-3 digest of the rows written (``ledger.seal.chunks.chunk_digests`` over the request rows
+the seal's scheme-3 digest of the rows written (``ledger.encoding.chunks.chunk_digests`` over the request rows
 and the chunk_gap rows of the arrays, read back as Arrow); and, in a fresh interpreter, importing the
 modules a ``ledger import`` needs. The sum of those CPU seconds is what two cores must share.
 """
@@ -181,7 +181,7 @@ def timed_unavoidable(files: list[Path], ledger_file: Path) -> tuple[float, floa
 
     import duckdb
     from bench_ledger import gaps as gp
-    from bench_ledger.seal import chunks as dg
+    from bench_ledger.encoding import chunks as dg
     from bench_ledger.seal.scheme3 import table_columns
 
     c0 = _cpu()

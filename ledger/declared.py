@@ -4,7 +4,7 @@ A declared row (:data:`ledger.guards.DECLARED_TABLES`) is corrected by a new rev
 changes one in place only to fill in what it did not know (an import's run learning its settings, a
 launch's server log, a close). On PostgreSQL, triggers refuse any other change (migration 0018). DuckDB
 1.x has none, so there the ledger keeps, at every write, the SHA-256 of each declared row it wrote
-(``declared_digest``: the leaf hash of :func:`ledger.seal.encoding.row_bytes` of the row, every column), and
+(``declared_digest``: the leaf hash of :func:`ledger.encoding.rows.row_bytes` of the row, every column), and
 ``ledger verify`` recomputes them: a row changed, deleted or added behind the ledger is named (table
 and id), and ``ledger close`` refuses to seal such a row of its batch. A row without a digest (written
 before migration 0018, or inserted behind the ledger) is said to be unchecked, never passed in silence.
@@ -29,7 +29,7 @@ DD = m.DeclaredDigest
 def row_digests(conn: sa.Connection, table: str, ids: Iterable[int] | None = None) -> dict[int, str]:
     """id -> SHA-256 (hex) of each row of ``table`` (of ``ids``, or every row), as stored now."""
     # here, not at the top: the seal package (which this module's check serves at close) loads this one
-    from bench_ledger.seal.encoding import row_bytes
+    from bench_ledger.encoding.rows import row_bytes
 
     names = [c.name for c in m.Base.metadata.tables[table].columns]
     base: sa.Select = sa.select(*[sa.column(n) for n in names]).select_from(

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     import sqlalchemy as sa
 
 SCHEMA = pa.schema([("artefact_id", pa.int32()), ("request_idx", pa.int32()), ("gaps", pa.list_(pa.float64()))])
-# the rows as the seal hashes them (ledger.seal.chunks' canonical types: every integer as int64)
+# the rows as the seal hashes them (ledger.encoding.chunks' canonical types: every integer as int64)
 ROW_SCHEMA = pa.schema(
     [("artefact_id", pa.int64()), ("request_idx", pa.int64()), ("seq", pa.int64()), ("gap_s", pa.float64())]
 )
@@ -185,7 +185,7 @@ def read(conn: sa.Connection, backend: str, sql: str, keys: list[str]) -> pa.Tab
             names=[*keys, "gaps"],
         )
     import psycopg
-    from bench_ledger.seal import chunks as dg
+    from bench_ledger.encoding import chunks as dg
 
     record = " || ".join(
         [

@@ -42,7 +42,7 @@ from bench_ledger.errors import (
     UsageError,
     WriteConflict,
 )
-from bench_ledger.seal import chunks as dg
+from bench_ledger.encoding import chunks as dg
 from bench_ledger.store import Ledger, now
 from pydantic import ValidationError
 from sqlalchemy.orm import Session

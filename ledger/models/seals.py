@@ -54,7 +54,7 @@ class SealChunk(Base):
 class ArtefactDigest(Base):
     """The digest of one captured table's rows of one artefact, stored by its import (scheme 3).
 
-    ``chunks`` is the concatenated 32-byte SHA-256 of each chunk of 4096 rows (ledger.seal.chunks);
+    ``chunks`` is the concatenated 32-byte SHA-256 of each chunk of 4096 rows (ledger.encoding.chunks);
     ``root`` the SHA-256 of ``chunks``. Append-only.
     """
 

@@ -10,9 +10,9 @@ where the database cannot refuse a change (docs/seals.md). The modules, by what 
 * :mod:`~ledger.seal.scheme3`: the parts and roots of scheme 3 (new seals);
   :mod:`~ledger.seal.streams`: its large tables hashed a slice at a time;
   :mod:`~ledger.seal.part_rows`: its ``seal_part`` rows (keys and fingerprints that name changed rows);
-* :mod:`~ledger.seal.chunks`: the column-wise chunk encoding and digests, and reading rows as Arrow;
+* :mod:`~ledger.encoding.chunks`: the column-wise chunk encoding and digests, and reading rows as Arrow;
 * :mod:`~ledger.seal.scheme2`: schemes 1 and 2 (verified, no longer made) and the seal digest every
-  scheme shares; :mod:`~ledger.seal.encoding`: their canonical row bytes and Merkle tree.
+  scheme shares; :mod:`~ledger.encoding.rows`: their canonical row bytes and Merkle tree.
 """
 
 from bench_ledger.seal.close import SealResult, close_batch

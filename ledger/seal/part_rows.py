@@ -2,7 +2,7 @@
 and 64-bit row fingerprints, so ``ledger verify`` names the rows that changed (:func:`diff_part`).
 
 The keys of a chunk are its key columns' canonical values as the chunk encoding has them
-(:mod:`ledger.seal.chunks`), zlib'd; fingerprints only locate rows: the chunk digests are the seal.
+(:mod:`ledger.encoding.chunks`), zlib'd; fingerprints only locate rows: the chunk digests are the seal.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from typing import Any
 
 from bench_ledger import models as m
 from bench_ledger.models import key_columns
-from bench_ledger.seal import chunks as dg
+from bench_ledger.encoding import chunks as dg
 from bench_ledger.seal.scheme3 import HeldPart, Part
 
 __all__ = ["PartDiff", "PartRow", "chunk_fields", "diff_part", "seal_part_rows"]

@@ -21,10 +21,10 @@ The construction (scheme ``bench-ledger-seal/2``; docs/seals.md says the same, w
    ``request``, ``chunk_gap``, ``hardware_sample``, ``log_fact`` (artefact in B),
    ``published_value`` (batch_id = B or run in B).
 
-2. **Canonical row**, as :mod:`ledger.seal.encoding` gives it, checked against ``rfc8785`` on the
+2. **Canonical row**, as :mod:`ledger.encoding.rows` gives it, checked against ``rfc8785`` on the
    first row of every chunk of 4096 rows.
 
-3. **Merkle tree** (:class:`ledger.seal.encoding.MerkleStream`): one tree over all rows of the batch
+3. **Merkle tree** (:class:`ledger.encoding.rows.MerkleStream`): one tree over all rows of the batch
    in the order above gives ``merkle_root``; one tree per table gives the per-table roots kept in the
    seal row to find which table changed.
 
@@ -49,7 +49,7 @@ import rfc8785
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.models import key_columns
-from bench_ledger.seal import encoding as enc
+from bench_ledger.encoding import rows as enc
 
 __all__ = [
     "BATCH_IDENTITY",

@@ -1,7 +1,7 @@
 """Seal scheme ``bench-ledger-seal/3``: artefact digests at import, a batch seal over them.
 
 Why: a seal that costs many times the import does not get made (issue 11; benchmarks/seal_notes.md).
-Here rows are hashed column-wise (:mod:`ledger.seal.chunks`), and the unit is the *part*: one table's
+Here rows are hashed column-wise (:mod:`ledger.encoding.chunks`), and the unit is the *part*: one table's
 rows of one artefact, or one declared table's rows of a batch.
 
 * **At import** every artefact stores its digest (``artefact_digest``: per captured table the row
@@ -42,7 +42,7 @@ import sqlalchemy as sa
 from bench_ledger import gaps as gp
 from bench_ledger import models as m
 from bench_ledger.models import key_columns
-from bench_ledger.seal import chunks as dg
+from bench_ledger.encoding import chunks as dg
 from bench_ledger.seal.scheme2 import BATCH_IDENTITY
 
 __all__ = [

@@ -30,7 +30,7 @@ from bench_ledger.queries.intervals import Interval
 from bench_ledger.queries.metrics.exact_column import ExactColumn
 from bench_ledger.queries.metrics.requests import captures
 from bench_ledger.revisions import current
-from bench_ledger.seal import chunks as dg
+from bench_ledger.encoding import chunks as dg
 from bench_ledger.store import on_one_snapshot, pg_parallel_workers
 from bench_ledger.units import printed_places
 
@@ -110,7 +110,7 @@ def _key(table: str, idx: str) -> str:
 class _RunRows:
     """Reads one run's request rows on the check's open connection, in key order (artefact_id, idx):
     one column of the ok records as an Arrow column (DuckDB's Arrow result; PostgreSQL's aggregated
-    binary COPY, :func:`bench_ledger.seal.chunks.read_pg_columns`), so no row becomes a Python object."""
+    binary COPY, :func:`bench_ledger.encoding.chunks.read_pg_columns`), so no row becomes a Python object."""
 
     # The numeric columns the tools' checks read: read together, on the first request for one of them
     # (one scan of the run's rows instead of one per column).

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from bench_ledger.seal import chunks, part_rows, scheme3, streams, verify
+from bench_ledger.encoding import chunks
+from bench_ledger.seal import part_rows, scheme3, streams, verify
 from bench_ledger.store import Ledger
 
 from tests.batches import bench_json, cli, raw

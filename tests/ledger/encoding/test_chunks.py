@@ -8,7 +8,7 @@ import hashlib
 import struct
 from datetime import datetime
 
-from bench_ledger.seal import chunks as dg
+from bench_ledger.encoding import chunks as dg
 from bench_ledger.seal import import_digests, scheme3, streams
 from bench_ledger.store import Ledger
 

@@ -1,4 +1,4 @@
-"""The canonical rows and Merkle tree of seal schemes 1 and 2 (ledger.seal.encoding)."""
+"""The canonical rows and Merkle tree of seal schemes 1 and 2 (ledger.encoding.rows)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import hashlib
 
 import pytest
 import rfc8785
-from bench_ledger.seal import encoding
+from bench_ledger.encoding import rows as encoding
 
 
 def leaf_hash(row: bytes) -> bytes:
