@@ -206,7 +206,7 @@ def check_url(url: str) -> sa.engine.URL:
     return parsed
 
 
-def _alembic_config():
+def alembic_config():
     import duckdb_sqlalchemy.alembic_impl  # noqa: F401  (registers DuckDB with Alembic)
     from alembic.config import Config
 
@@ -257,7 +257,7 @@ def _head_revision() -> str:
         return head
     from alembic.script import ScriptDirectory
 
-    head = ScriptDirectory.from_config(_alembic_config()).get_current_head()
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
     if head is None:
         raise StoreError("the installed package has no migration revisions")
     return head
@@ -489,7 +489,7 @@ class Ledger:
         before = self.revision()
         if before == self.head_revision():
             return before, before  # at head: Alembic's upgrade would run no revision
-        cfg = _alembic_config()
+        cfg = alembic_config()
         try:
             with self.engine.begin() as conn:
                 cfg.attributes["connection"] = conn

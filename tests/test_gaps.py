@@ -16,7 +16,7 @@ from bench_ledger import gaps as gp
 from bench_ledger import guards
 from bench_ledger import models as m
 from bench_ledger.importers import vllm_bench as vb
-from bench_ledger.store import Ledger, _alembic_config
+from bench_ledger.store import Ledger, alembic_config
 
 from tests.clirun import run as cli
 
@@ -104,7 +104,7 @@ def test_absent_itls_leave_chunk_count_unknown(ledger: Ledger, tmp_path: Path) -
 def _migrate(ledger: Ledger, how: str, revision: str) -> None:
     from alembic import command
 
-    cfg = _alembic_config()
+    cfg = alembic_config()
     with ledger.engine.begin() as conn:
         cfg.attributes["connection"] = conn
         getattr(command, how)(cfg, revision)

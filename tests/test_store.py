@@ -87,7 +87,7 @@ def test_head_and_stored_revision_without_alembic_are_alembics(ledger_url: str, 
     from alembic.script import ScriptDirectory
     from bench_ledger import store
 
-    assert store._chain_head() == ScriptDirectory.from_config(store._alembic_config()).get_current_head()
+    assert store._chain_head() == ScriptDirectory.from_config(store.alembic_config()).get_current_head()
     for url in (ledger_url, empty_ledger_url):
         with Ledger(url) as led, led.engine.connect() as conn:
             assert store.stored_revision(conn) == MigrationContext.configure(conn).get_current_revision()
@@ -214,13 +214,13 @@ def test_request_run_index_is_postgresqls_only(ledger: Ledger) -> None:
     PostgreSQL's a block-range index (a btree entry per row was the largest share of the server's import
     after the heap); its downgrade brings the btree back."""
     from alembic import command
-    from bench_ledger.store import _alembic_config
+    from bench_ledger.store import alembic_config
 
     def names() -> set[str]:
         return {ix["name"] for ix in sa.inspect(ledger.engine).get_indexes("request")}
 
     def migrate(how: str, revision: str) -> None:
-        cfg = _alembic_config()
+        cfg = alembic_config()
         with ledger.engine.begin() as conn:
             cfg.attributes["connection"] = conn
             getattr(command, how)(cfg, revision)
@@ -251,7 +251,7 @@ def test_superseding_rows_are_indexed_on_postgresql_only(ledger: Ledger) -> None
     """Migration 0016: a partial index of supersedes_id on run, published_value and launch on PostgreSQL
     (the current-revision anti-join); none on DuckDB; the downgrade drops them, the upgrade brings them back."""
     from alembic import command
-    from bench_ledger.store import _alembic_config
+    from bench_ledger.store import alembic_config
 
     def indexes() -> dict[str, str]:
         insp = sa.inspect(ledger.engine)
@@ -263,7 +263,7 @@ def test_superseding_rows_are_indexed_on_postgresql_only(ledger: Ledger) -> None
         }
 
     def migrate(how: str, revision: str) -> None:
-        cfg = _alembic_config()
+        cfg = alembic_config()
         with ledger.engine.begin() as conn:
             cfg.attributes["connection"] = conn
             getattr(command, how)(cfg, revision)

@@ -148,10 +148,10 @@ def test_an_upgraded_ledger_says_which_declared_rows_it_could_not_check(ledger_u
     """Rows written before migration 0018 have no digest: `ledger init` upgrades, and verify (DuckDB) says
     they were not checked and why, exit 1; PostgreSQL's triggers guard them from the upgrade on."""
     from alembic import command
-    from bench_ledger.store import _alembic_config
+    from bench_ledger.store import alembic_config
 
     with Ledger(ledger_url) as led:
-        cfg = _alembic_config()
+        cfg = alembic_config()
         with led.engine.begin() as conn:
             cfg.attributes["connection"] = conn
             command.downgrade(cfg, "0017")
