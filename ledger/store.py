@@ -207,6 +207,7 @@ def check_url(url: str) -> sa.engine.URL:
 
 
 def alembic_config():
+    """The Alembic configuration of the package's migrations, DuckDB registered as a dialect."""
     import duckdb_sqlalchemy.alembic_impl  # noqa: F401  (registers DuckDB with Alembic)
     from alembic.config import Config
 
