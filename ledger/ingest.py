@@ -32,6 +32,7 @@ from bench_ledger import gaps as gp
 from bench_ledger import models as m
 from bench_ledger import records as rec
 from bench_ledger.bulk import bulk_insert
+from bench_ledger.encoding import chunks as dg
 from bench_ledger.errors import (
     AlreadyImported,
     InputError,
@@ -42,7 +43,6 @@ from bench_ledger.errors import (
     UsageError,
     WriteConflict,
 )
-from bench_ledger.encoding import chunks as dg
 from bench_ledger.store import Ledger, now
 from pydantic import ValidationError
 from sqlalchemy.orm import Session

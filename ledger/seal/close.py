@@ -34,6 +34,7 @@ class SealResult:
     previous_digest: str
     closed_at: datetime
     tables: dict[str, int]
+    scheme: str
     seal_file: Path | None = None
     # artefacts sealed as found: no import digest to compare their rows with first (and why)
     unchecked: list[str] = field(default_factory=list)
@@ -41,7 +42,7 @@ class SealResult:
     def as_line(self) -> dict[str, Any]:
         """The JSON object appended to a seal file (one line per closed batch)."""
         return {
-            "scheme": scheme2.SCHEME,
+            "scheme": self.scheme,
             "batch": self.batch,
             "digest": self.digest,
             "merkle_root": self.merkle_root,
@@ -127,7 +128,15 @@ def close_batch(ledger: Ledger, name: str, seal_file: Path | None = None) -> Sea
             )  # one statement
             batch.status, batch.closed_at, batch.seal_digest = "closed", closed_at, digest
             result = SealResult(
-                name, digest, root, count, previous, closed_at, json.loads(seal.table_counts), unchecked=unchecked
+                name,
+                digest,
+                root,
+                count,
+                previous,
+                closed_at,
+                json.loads(seal.table_counts),
+                scheme3.SCHEME,
+                unchecked=unchecked,
             )
             s.flush()
             if seal_file is not None:

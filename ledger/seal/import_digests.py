@@ -16,8 +16,8 @@ import pyarrow.compute as pc
 import sqlalchemy as sa
 from bench_ledger import gaps as gp
 from bench_ledger import models as m
-from bench_ledger.models import key_columns
 from bench_ledger.encoding import chunks as dg
+from bench_ledger.models import key_columns
 from bench_ledger.seal.scheme3 import (
     ARTEFACT_TABLES,
     OPTIONAL_TABLES,

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bench_ledger import models as m
-from bench_ledger.models import key_columns
 from bench_ledger.encoding import chunks as dg
+from bench_ledger.models import key_columns
 from bench_ledger.seal.scheme3 import HeldPart, Part
 
 __all__ = ["PartDiff", "PartRow", "chunk_fields", "diff_part", "seal_part_rows"]

@@ -48,8 +48,8 @@ from typing import Any
 import rfc8785
 import sqlalchemy as sa
 from bench_ledger import models as m
-from bench_ledger.models import key_columns
 from bench_ledger.encoding import rows as enc
+from bench_ledger.models import key_columns
 
 __all__ = [
     "BATCH_IDENTITY",

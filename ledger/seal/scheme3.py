@@ -41,8 +41,8 @@ import rfc8785
 import sqlalchemy as sa
 from bench_ledger import gaps as gp
 from bench_ledger import models as m
-from bench_ledger.models import key_columns
 from bench_ledger.encoding import chunks as dg
+from bench_ledger.models import key_columns
 from bench_ledger.seal.scheme2 import BATCH_IDENTITY
 
 __all__ = [

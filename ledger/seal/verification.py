@@ -18,10 +18,10 @@ import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.declared import DeclaredCheck
 from bench_ledger.declared import check as check_declared
-from bench_ledger.models import key_columns
-from bench_ledger.revisions import current
 from bench_ledger.encoding import chunks
 from bench_ledger.encoding import rows as encoding
+from bench_ledger.models import key_columns
+from bench_ledger.revisions import current
 from bench_ledger.seal import part_rows, scheme2, scheme3, streams
 from bench_ledger.seal.close import batch_parts
 from bench_ledger.seal.import_digests import import_digest_problems, stored_digests

@@ -24,13 +24,13 @@ import pyarrow.compute as pc
 import sqlalchemy as sa
 from bench_ledger import gaps as gp
 from bench_ledger import models as m
+from bench_ledger.encoding import chunks as dg
 from bench_ledger.kinds import INTEGER_KINDS
 from bench_ledger.queries.check.stat_definitions import NotDerivable
 from bench_ledger.queries.intervals import Interval
 from bench_ledger.queries.metrics.exact_column import ExactColumn
 from bench_ledger.queries.metrics.requests import captures
 from bench_ledger.revisions import current
-from bench_ledger.encoding import chunks as dg
 from bench_ledger.store import on_one_snapshot, pg_parallel_workers
 from bench_ledger.units import printed_places
 

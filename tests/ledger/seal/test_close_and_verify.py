@@ -31,6 +31,21 @@ def test_close_then_verify_ok(closed: tuple[Ledger, Path]) -> None:
         assert (batch.status, batch.seal_digest) == ("closed", line["digest"])
 
 
+def test_the_seal_file_names_the_scheme_of_the_seal(closed: tuple[Ledger, Path]) -> None:
+    """The seal file said scheme 2 for every seal: with the seal row gone, verify recomputed a scheme-3 seal
+    by scheme 2 and reported the file's digest as wrong, not the missing row."""
+    ledger, seals = closed
+    assert json.loads(seals.read_text().splitlines()[-1])["scheme"] == scheme3.SCHEME
+    if ledger.backend == "postgresql":
+        with pytest.raises(sa.exc.DBAPIError, match="refused by R10: DELETE of seal"):
+            raw(ledger, "DELETE FROM seal")
+        return
+    raw(ledger, "DELETE FROM seal_part")
+    raw(ledger, "DELETE FROM seal")
+    out = cli("verify", "--seal-file", seals, "--db", ledger.url, code=1).output
+    assert "batch fx: MISMATCH" in out and "closed but has no seal row" in out and "seal file has" not in out
+
+
 def test_raw_sql_update_of_a_request(closed: tuple[Ledger, Path]) -> None:
     ledger, seals = closed
     sql = "UPDATE request SET output_tokens = 21 WHERE idx = 2"
