@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 import sqlalchemy as sa
@@ -35,6 +36,7 @@ from bench_ledger import models as m
 from bench_ledger.bulk import bulk_insert
 from bench_ledger.errors import InputError, IntegrityError, Refused
 from bench_ledger.guards import mark_ledger_write, take_declared_written
+from bench_ledger.intoto import intoto_statement
 from bench_ledger.seal import scheme2, scheme3
 from bench_ledger.seal.close import batch_parts
 from bench_ledger.store import Ledger, now
@@ -356,13 +358,18 @@ def _load(conn: sa.Connection, backend: str, tables: dict[str, pa.Table], *, clo
 def _insert(conn: sa.Connection, backend: str, name: str, data: pa.Table) -> None:
     """The database's bulk path; rows with bytes as plain inserts (PostgreSQL's CSV COPY has no bytes).
     ``chunk_gap`` rows (the export keeps that shape) go in as the arrays of ``request_gaps`` (a view
-    since migration 0014; :func:`ledger.gaps.arrays_of`)."""
+    since migration 0014; :func:`ledger.gaps.arrays_of`). Revisions of a corrected row go in one revision at a
+    time, oldest first: DuckDB checks a correction's reference to the row it supersedes against the rows
+    already there, not those of the same statement."""
     if name == "chunk_gap":
         try:
             name, data = "request_gaps", gp.arrays_of(data)
         except ValueError as exc:
             raise InputError(f"chunk_gap.parquet: {exc}") from None
-    if not any(pa.types.is_binary(f.type) for f in data.schema):
+    if "revision" in data.column_names and pc.count_distinct(data.column("revision")).as_py() > 1:
+        for revision in sorted(pc.unique(data.column("revision")).to_pylist()):
+            _insert(conn, backend, name, data.filter(pc.equal(data.column("revision"), revision)))
+    elif not any(pa.types.is_binary(f.type) for f in data.schema):
         bulk_insert(conn, backend, name, data)
     elif data.num_rows:
         conn.execute(sa.table(name, *[sa.column(c) for c in data.column_names]).insert(), data.to_pylist())
@@ -555,44 +562,3 @@ def import_export(ledger: Ledger, folder: Path) -> ImportExportResult:
                 "nothing was written"
             )
     return ImportExportResult(readme["batch"], d.count, readme["seal"]["digest"] if closed else None, d.root, reused)
-
-
-# --------------------------------------------------------------------------- in-toto
-
-
-INTOTO_STATEMENT = "https://in-toto.io/Statement/v1"
-PREDICATE_TYPE = "urn:bench-ledger:seal:1"
-
-
-def intoto_statement(ledger: Ledger, batch: str) -> dict[str, Any]:
-    """An unsigned in-toto Statement (v1) for a closed batch: its subjects are the batch's artefacts
-    (file name, sha256), its predicate the seal (docs/seals.md). Sign it with any in-toto/DSSE tool."""
-    with ledger.session() as s:
-        b = Ledger.get_batch(s, batch)
-        seal = s.scalar(sa.select(m.Seal).where(m.Seal.batch_id == b.id))
-        if b.status != "closed" or seal is None:
-            raise InputError(
-                f"batch {batch!r} is open: only a closed batch has a seal to attest (`ledger close {batch}`)"
-            )
-        arts = s.execute(
-            sa.select(m.Artefact.file_name, m.Artefact.sha256)
-            .where(m.Artefact.batch_id == b.id)
-            .order_by(m.Artefact.id)
-        ).all()
-        return {
-            "_type": INTOTO_STATEMENT,
-            "subject": [{"name": name, "digest": {"sha256": sha}} for name, sha in arts],
-            "predicateType": PREDICATE_TYPE,
-            "predicate": {
-                "scheme": seal.scheme,
-                "batch": batch,
-                "digest": seal.digest,
-                "merkle_root": seal.merkle_root,
-                "row_count": seal.row_count,
-                "previous_digest": seal.previous_digest,
-                "closed_at": seal.closed_at.isoformat(timespec="microseconds"),
-                "table_counts": json.loads(seal.table_counts),
-                "table_roots": json.loads(seal.table_roots),
-                "schema_revision": ledger.revision(),
-            },
-        }

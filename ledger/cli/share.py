@@ -148,7 +148,7 @@ def attest(ledger: Ledger, batch: str, out: Path | None) -> None:
     """
     import json
 
-    from bench_ledger.transfer import intoto_statement
+    from bench_ledger.intoto import intoto_statement
 
     text = json.dumps(intoto_statement(ledger, batch), indent=2)
     if out is None:

@@ -92,7 +92,7 @@ def test_the_ledgers_own_writes_verify_clean(ledger_url: str, samples: Path, tmp
     run("close", "lp", "--db", ledger_url)  # the first seal of the chain: its export loads into a fresh ledger
     run("close", "b", "--db", ledger_url)
     run("verify", "--db", ledger_url)
-    folder = tmp_path / "export"  # (lp: an export of a batch with a corrected run does not load, a bug of its own)
+    folder = tmp_path / "export"
     run("export", "lp", "--to", folder, "--db", ledger_url)
     other = f"duckdb:///{tmp_path / 'other.duckdb'}"
     run("init", "--db", other)
