@@ -220,7 +220,7 @@ def alembic_config():
 # too, which only checks that the schema is at head). The head and the stored
 # revision are read without it: the head from the revision files' own `revision` / `down_revision`
 # lines (a plain chain; anything else asks Alembic), the stored one from alembic_version, as
-# Alembic's MigrationContext.get_current_revision reads it. tests/test_store.py checks both against
+# Alembic's MigrationContext.get_current_revision reads it. tests/ledger/test_store.py checks both against
 # Alembic's answers.
 _REVISION_LINE = re.compile(
     r"^(revision|down_revision)\s*(?::[^=]*)?=\s*(?:'([^'\n]*)'|\"([^\"\n]*)\"|(None))\s*(?:#.*)?$", re.MULTILINE

@@ -464,12 +464,12 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
 SLOW_FIRST = (
     "demo",  # the group of the tests reading the session's demo run
     "tests/test_structure.py::test_mypy_is_clean_on_the_package",
-    "tests/test_benchmarks_quick.py::test_quick_benchmark_completes_and_writes_its_report",
+    "tests/benchmarks/test_run.py::test_quick_benchmark_completes_and_writes_its_report",
     "tests/ledger/seal/test_close_concurrency.py",
     "tests/queries/metrics/test_grouped_equals_evaluate.py",
     "tests/test_casestudy_audit.py",
     "tests/edges/test_fuzz.py",
-    "tests/test_concurrency.py",
+    "tests/ledger/ingest/test_concurrent_imports.py",
     "tests/queries/check/test_pinned_sample_outputs.py",
 )
 _GROUPS = pytest.StashKey[Path]()

@@ -75,7 +75,7 @@ def include_object(obj: object, name: str | None, type_: str, reflected: bool, c
     mapped as tables but are views in the database (Alembic reflects tables only); an index created on
     one backend only (``ddl_if(dialect=...)``: ``ix_request_run_id``, migration 0015; the
     ``ix_*_supersedes_id`` of migration 0016) is left out too,
-    since Alembic compares it on every backend (tests/test_store.py checks where it exists)."""
+    since Alembic compares it on every backend (tests/ledger/test_store.py checks where it exists)."""
     if type_ == "index" and name in _ONE_BACKEND_INDEXES:
         return False
     return not (type_ == "table" and name in VIEWS)

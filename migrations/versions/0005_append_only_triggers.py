@@ -6,7 +6,7 @@ or deleting runs, artefacts and published values of a closed batch, any change t
 (reopening included), and any launch update other than linking its server log. Every message
 starts with ``refused by R9`` or ``refused by R10`` and names the table.
 
-DuckDB 1.x has no CREATE TRIGGER at all (probed by ``tests/test_guards.py``), so nothing is created
+DuckDB 1.x has no CREATE TRIGGER at all (probed by ``tests/ledger/test_guards.py``), so nothing is created
 there and the seal (`ledger verify`) is what detects a change. Triggers are invisible to
 ``compare_metadata``. Frozen: this revision imports nothing of the package, so later edits of the
 code cannot change what it does.

@@ -8,7 +8,7 @@ import json
 from pathlib import Path
 
 from tests.clirun import run
-from tests.importers.test_placeholders import streaming_off
+from tests.importers.test_tool_placeholders import streaming_off
 
 TRTLLM = "trtllm-bench/latency_rtx6000_qwen25-0.5b_in128_out40_bs1.json"
 LLMPERF = "llmperf/summary_groq_70b.json"

@@ -40,7 +40,7 @@ def test_gc_paused_leaves_the_block_s_objects_old() -> None:
     finally:
         gc.callbacks.remove(seen)
     # (not "gc.get_count()[0] >= 20,000" in the block: objects of earlier tests freed meanwhile lower that
-    # net count; it failed after tests/test_store.py with 19,993)
+    # net count; it failed after tests/ledger/test_store.py with 19,993)
     assert passes == []
     assert gc.get_count()[0] < 1_000 and gc.get_freeze_count() == 0
     assert any(x is kept[0] for x in gc.get_objects(generation=2))

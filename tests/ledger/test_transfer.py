@@ -21,7 +21,7 @@ from bench_ledger.store import Ledger
 from bench_ledger.transfer import export_batch
 from click.testing import CliRunner
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 from datetime import datetime
 from pathlib import Path
@@ -13,6 +14,8 @@ from bench_ledger.errors import Refused
 from bench_ledger.queries.compare import compare, ratio
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
+
+from tests.clirun import run
 
 
 @pytest.fixture
@@ -125,3 +128,17 @@ def test_saturated_inference_perf_stage_is_named_in_the_comparison(
         "requested rate: the load it was offered is not the requested one; compare it as the achieved "
         "load, not the requested rate"
     )
+
+
+def test_compare_names_the_model_of_two_deployments(ledger_url: str, tmp_path: Path) -> None:
+    manifest = tmp_path / "m.yaml"
+    manifest.write_text(
+        "version: 1\ndeployments:\n"
+        "  - {name: a, gpu_model: H100, gpus_per_node: 8, nodes: 1, engine: vllm, model: Qwen/Qwen3-32B}\n"
+        "  - {name: b, gpu_model: H100, gpus_per_node: 8, nodes: 1, engine: vllm, model: Qwen/Qwen3-8B}\n"
+    )
+    run("init", "--db", ledger_url)
+    run("declare", "--db", ledger_url, manifest)
+    out = run("compare", "--db", ledger_url, "deployment:a", "deployment:b", "--json").output
+    differences = {d["name"]: (d["a"], d["b"]) for d in json.loads(out)["differences"]}
+    assert differences["model"] == ("Qwen3-32B", "Qwen3-8B")

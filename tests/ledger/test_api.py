@@ -14,7 +14,7 @@ from bench_ledger import api
 
 from tests.clirun import spawn
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_one_documented_facade() -> None:

@@ -7,8 +7,6 @@ import shutil
 from pathlib import Path
 
 import pytest
-from bench_ledger import importers
-from bench_ledger.errors import ParseError, UnknownFormat
 from bench_ledger.store import Ledger
 
 from tests.clirun import run
@@ -278,20 +276,6 @@ def test_import_of_the_whole_samples_folder(ledger_url: str, samples: Path) -> N
     assert f"0 imported, {imported} already imported, {skipped} skipped (format not recognised), 0 failed" in again
 
 
-@pytest.mark.parametrize("name", ["MANIFEST.md"])
-def test_text_naming_a_console_banner_is_not_console_output(samples: Path, name: str, tmp_path: Path) -> None:
-    with pytest.raises(UnknownFormat):
-        importers.detect(samples / name)
-    readme = Path(__file__).resolve().parents[1] / "README.md"
-    (tmp_path / "notes.md").write_text(
-        readme.read_text() + "\nthe Serving Benchmark Result table; bench_type='serve'\n"
-    )
-    with pytest.raises(UnknownFormat):
-        importers.detect(tmp_path / "notes.md")
-    console = next((samples / "vllm-bench-serve").glob("*.stdout.txt"))
-    assert importers.detect(console).name == "vllm-bench-console"
-
-
 @pytest.mark.parametrize("fmt", [None, "sglang-bench"])
 def test_the_same_label_twice_in_json_lines_is_two_runs(
     ledger_url: str, samples: Path, tmp_path: Path, fmt: str | None
@@ -383,28 +367,6 @@ def test_aiperf_csv_export_is_detected_and_pairs_with_the_json_export_and_the_re
         "benchmark_duration.avg": ("9.32", "agree"),
     }
     assert not [r for r in rows if r["status"] == "disagree"]
-
-
-def test_aiperf_csv_sniff_and_bad_rows(tmp_path: Path) -> None:
-    from bench_ledger.importers import aiperf_csv
-    from bench_ledger.importers.base import ParseOptions
-
-    genai_perf = (
-        b"Metric,avg,min,max,p99,p90,p75,p50,p25\nTime To First Token (ms),1.00,1.00,1.00,1.00,1.00,1.00,1.00,1.00\n"
-    )
-    assert aiperf_csv.IMPORTER.sniff(genai_perf) == (
-        "statistics header without p1, p5 and std: not AIPerf's CSV exporter (GenAI-Perf writes no p1/p5)"
-    )
-    assert aiperf_csv.IMPORTER.sniff(b"# Samples\n") is not None
-    f = tmp_path / "profile_export_aiperf.csv"
-    f.write_text("Metric,avg,min,max,p1,p5,p50,p99,std\nRequest Latency (ms),1.00,n/a,1.00,1.00,1.00,1.00,1.00,0.00\n")
-    with pytest.raises(ParseError) as err:
-        aiperf_csv.IMPORTER.parse(f, ParseOptions())
-    assert str(err.value) == f"{f}, line 2: field 'min': expected a number, got 'n/a'"
-    f.write_text("Metric,avg,min,max,p1,p5,p50,p99,std\nRequest Latency (ms),1.00,1.00\n")
-    with pytest.raises(ParseError) as err:
-        aiperf_csv.IMPORTER.parse(f, ParseOptions())
-    assert str(err.value) == f"{f}, line 2: field 'Request Latency (ms)': 3 cells, the table header has 9"
 
 
 def newer_aiperf_csv(text: str) -> str:

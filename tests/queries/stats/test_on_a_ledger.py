@@ -22,7 +22,7 @@ from bench_ledger.store import Ledger
 
 from tests.clirun import run
 
-FIXTURES_DIR = Path(__file__).resolve().parent / "fixtures"
+FIXTURES_DIR = Path(__file__).resolve().parents[2] / "fixtures"
 HEAD = {
     "tool": "t",
     "input_target_tokens": 100,

@@ -169,20 +169,6 @@ def test_a_superseded_run_id_is_refused_naming_the_current_one(ledger_url: str, 
     assert run("check", "--db", ledger_url, "--run", "2").output.startswith("== recomputed from records")
 
 
-def test_compare_names_the_model_of_two_deployments(ledger_url: str, tmp_path: Path) -> None:
-    manifest = tmp_path / "m.yaml"
-    manifest.write_text(
-        "version: 1\ndeployments:\n"
-        "  - {name: a, gpu_model: H100, gpus_per_node: 8, nodes: 1, engine: vllm, model: Qwen/Qwen3-32B}\n"
-        "  - {name: b, gpu_model: H100, gpus_per_node: 8, nodes: 1, engine: vllm, model: Qwen/Qwen3-8B}\n"
-    )
-    run("init", "--db", ledger_url)
-    run("declare", "--db", ledger_url, manifest)
-    out = run("compare", "--db", ledger_url, "deployment:a", "deployment:b", "--json").output
-    differences = {d["name"]: (d["a"], d["b"]) for d in json.loads(out)["differences"]}
-    assert differences["model"] == ("Qwen3-32B", "Qwen3-8B")
-
-
 def test_a_declared_run_is_matched_on_the_input_length_the_file_states(
     ledger_url: str, samples: Path, tmp_path: Path
 ) -> None:

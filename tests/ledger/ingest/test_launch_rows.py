@@ -46,7 +46,7 @@ def served_by(samples: Path, tmp_path: Path, model: str) -> Path:
 def test_sweep_setting_is_one_launch_found_again_by_its_label(
     ledger: Ledger, ledger_url: str, samples: Path, tmp_path: Path
 ) -> None:
-    run("declare", str(Path(__file__).parent / "fixtures/manifest/system.yaml"), "--db", ledger_url)
+    run("declare", str(Path(__file__).resolve().parents[2] / "fixtures/manifest/system.yaml"), "--db", ledger_url)
     dep = "h20-1017"
     sweep = served_by(samples, tmp_path, "DeepSeek-V4.1-Flash")  # the model h20-1017 declares
     first = run("import", str(sweep / "run=0.json"), "--batch", "sw", "--deployment", dep, "--db", ledger_url)
@@ -92,7 +92,7 @@ def test_without_a_deployment_no_launch_row_and_a_note(ledger: Ledger, ledger_ur
 
 
 def test_inference_perf_report_folder_is_one_launch(ledger: Ledger, ledger_url: str, samples: Path) -> None:
-    run("declare", str(Path(__file__).parent / "fixtures/manifest/system.yaml"), "--db", ledger_url)
+    run("declare", str(Path(__file__).resolve().parents[2] / "fixtures/manifest/system.yaml"), "--db", ledger_url)
     files = sorted(str(p) for p in (samples / "inference-perf").glob("*metrics.json"))
     res = run("import", *files, "--batch", "ip", "--deployment", "h20-1017", "--db", ledger_url)
     labelled = [x for x in launches(ledger) if x[2]]
