@@ -22,9 +22,6 @@ from bench_ledger.queries.draft._numbers import numbers_in
 
 __all__ = ["Coverage", "coverage", "diff"]
 
-BASES = ("metric", "derived", "quoted", "estimated", "na")
-
-
 # ----------------------------------------------------------------------------- diff
 
 

@@ -347,5 +347,3 @@ CHANGE_WORDS = (
 NEGATIVE_WORDS = ("降", "回落", "慢", "低", "下降", "减", "slower", "lower", "decrease", "drop", "fell", "down")
 # Cold / warm words for naming probe runs (a label token "cold" or "warm").
 LABEL_WORDS: dict[str, str] = {"冷": "cold", "暖": "warm", "热": "warm", "cold": "cold", "warm": "warm"}
-# A printed "not available" and the words that give its reason nearby.
-NA_TOKENS = ("N/A", "n/a")

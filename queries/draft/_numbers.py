@@ -43,7 +43,6 @@ class Found:
     form: str  # number | range | pair | word | setting | na
     place: Place
     sentence: str  # the sentence or table cell it stands in
-    paragraph: str  # the whole line (a prose paragraph, a table row)
     earlier: str  # the sentences of the same paragraph before this one
     lead: str  # the sentence (or cell) up to the number
     before: str  # the clause before it (from the previous number or clause mark)
@@ -371,7 +370,6 @@ def find_numbers(text: str) -> Findings:
                         form=t.form,
                         place=p,
                         sentence=seg.text.strip(),
-                        paragraph=(seg.para if seg.para is not None else report.lines[seg.line - 1]).strip(),
                         earlier=(seg.para or "")[: seg.offset] if seg.kind == "prose" else "",
                         lead=seg.text[: t.start],
                         before=before if subject is None else subject,

@@ -7,7 +7,7 @@ from fractions import Fraction as F
 import pytest
 from bench_ledger.queries.audit import audit
 from bench_ledger.queries.claims import ClaimsFile
-from bench_ledger.queries.values import Factor, MetricValue, Scope
+from bench_ledger.queries.values import MetricValue, Scope
 
 # --------------------------------------------------------------------------- fakes
 
@@ -370,10 +370,6 @@ def test_rule_capacity_ratio_is_pool_over_window():
         ]
     )
     assert r["cap"].verdict == "consistent"
-
-
-def _ctx_compare(a_ctx, b_ctx):
-    return [Factor(k, a_ctx[k], b_ctx[k]) for k in a_ctx if a_ctx[k] != b_ctx.get(k)]
 
 
 SIXK = {"hardware": "RTX 6000D", "engine": "sglang", "gpu_count": "8", "seed": "s1", "workload": "50K/200 C4"}
