@@ -14,7 +14,7 @@ ledger's code) is looked up in the draft by its line and column, and counted:
 * false: a verdict that asserts something wrong (`reproduced` / `consistent` / `mismatch` other than
   the ground truth's, or any of them on an unsupported number).
 
-tests/test_real_reports.py pins the figures this prints.
+tests/queries/draft/test_real_reports.py pins the figures this prints.
 """
 
 from __future__ import annotations

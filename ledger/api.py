@@ -198,12 +198,12 @@ def audit(ledger: Ledger, claims_file: str | Path):
 @_one_call
 def explain(ledger: Ledger, claims_file: str | Path, claim_id: str, *, format: str = "steps"):
     """`ledger explain`: the evidence chain; ``format="prov"`` gives a ``prov.model.ProvDocument``."""
+    from bench_ledger.queries.audit import explain as _explain
     from bench_ledger.queries.claims import load_claims
-    from bench_ledger.queries.explain import explain as _explain
 
     claims = load_claims(claims_file)
     if format == "prov":
-        from bench_ledger.queries.provenance import prov_document
+        from bench_ledger.queries.audit import prov_document
 
         return prov_document(claims, ledger, claim_id, claims_path=Path(claims_file))
     return _explain(claims, ledger, claim_id, claims_path=Path(claims_file))

@@ -1,7 +1,7 @@
 """Typed results shared by the read side: metric values, scopes, comparisons.
 
 These are the contract between the metric registry (``queries/metrics*.py``), the comparability
-analysis (``queries/compare.py``) and the audit (``queries/audit*.py``).
+analysis (``queries/compare.py``) and the audit (``queries/audit/``).
 """
 
 from __future__ import annotations

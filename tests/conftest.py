@@ -467,7 +467,7 @@ SLOW_FIRST = (
     "tests/benchmarks/test_run.py::test_quick_benchmark_completes_and_writes_its_report",
     "tests/ledger/seal/test_close_concurrency.py",
     "tests/queries/metrics/test_grouped_equals_evaluate.py",
-    "tests/test_casestudy_audit.py",
+    "tests/queries/audit/test_casestudy.py",
     "tests/edges/test_fuzz.py",
     "tests/ledger/ingest/test_concurrent_imports.py",
     "tests/queries/check/test_pinned_sample_outputs.py",

@@ -53,7 +53,7 @@ class _BrokenLedger:
 
 def test_a_ledger_fault_in_the_audit_is_not_read_as_no_such_run() -> None:
     """The run lookup of a comparison swallowed every exception and answered "no such run" (None)."""
-    from bench_ledger.queries.audit import _run_ids
+    from bench_ledger.queries.audit._operands import _run_ids  # private: the run-label lookup, against a failing ledger
 
     assert _run_ids(None, "fx") == {}  # no ledger at all (a fake evaluator): nothing to look up
     with pytest.raises(RuntimeError, match="the database went away"):
@@ -61,7 +61,7 @@ def test_a_ledger_fault_in_the_audit_is_not_read_as_no_such_run() -> None:
 
 
 def test_a_ledger_fault_in_explain_is_not_read_as_an_undeclared_report() -> None:
-    from bench_ledger.queries.explain import source_step
+    from bench_ledger.queries.audit import source_step
 
     claims = SimpleNamespace(source_report=SimpleNamespace(slug="r", title="t", file=None))
     assert source_step(claims, None, None).detail["sha256"] is None  # type: ignore[arg-type]

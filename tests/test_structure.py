@@ -102,7 +102,7 @@ def test_the_checker_sees_a_wrong_import(tmp_path: Path) -> None:
     """The direction test is not vacuous: it resolves relative and function-level imports."""
     assert part_of_module("bench_ledger.queries.metrics") == "queries"
     assert part_of_module("bench_ledger.store") == "core"
-    assert module_name(ROOT / "queries" / "audit.py") == "bench_ledger.queries.audit"
+    assert module_name(ROOT / "queries" / "audit" / "_auditor.py") == "bench_ledger.queries.audit._auditor"
     assert module_name(ROOT / "ledger" / "cli" / "app.py") == "bench_ledger.cli.app"
     assert "bench_ledger.importers.base" in {t for _, t in imports_of(ROOT / "importers" / "dmon.py")}
 

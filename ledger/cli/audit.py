@@ -46,8 +46,7 @@ def _load_checked(claims_file: Path, ledger: Ledger):
     """The claims file, validated as a whole and against the ledger's names before any verdict;
     every error at once on stderr and exit 2 otherwise."""
     from bench_ledger.errors import ClaimsInvalid
-    from bench_ledger.queries.claims import load_claims
-    from bench_ledger.queries.claims_check import check_names
+    from bench_ledger.queries.claims import check_names, load_claims
 
     try:
         claims = load_claims(claims_file)
@@ -216,12 +215,12 @@ def explain(ledger: Ledger, claims_file: Path, claim_id: str, as_json: bool, fmt
       ledger explain ledger/casestudy/claims.yaml tier-50k-output-tpm
       ledger explain ledger/casestudy/claims.yaml tier-50k-output-tpm --format prov-json > chain.json
     """
-    from bench_ledger.queries.explain import explain as run_explain
+    from bench_ledger.queries.audit import explain as run_explain
 
     claims = _load_checked(claims_file, ledger)
     steps = run_explain(claims, ledger, claim_id, claims_path=claims_file)
     if fmt == "prov-json":
-        from bench_ledger.queries.provenance import prov_document
+        from bench_ledger.queries.audit import prov_document
 
         click.echo(
             prov_document(claims, ledger, claim_id, claims_path=claims_file, steps=steps).serialize(

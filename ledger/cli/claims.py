@@ -120,7 +120,7 @@ def diff(draft_file: Path, reviewed_file: Path, as_json: bool) -> None:
       ledger claims diff draft.yaml claims.yaml
     """
     from bench_ledger.queries.claims import load_claims
-    from bench_ledger.queries.draft_diff import diff as run_diff
+    from bench_ledger.queries.draft import diff as run_diff
 
     rep = run_diff(load_claims(draft_file), load_claims(reviewed_file))
     if as_json:
@@ -170,7 +170,7 @@ def coverage(draft_file: Path, reference_file: Path, as_json: bool) -> None:
       ledger claims coverage draft.yaml ledger/casestudy/claims.yaml
     """
     from bench_ledger.queries.claims import load_claims
-    from bench_ledger.queries.draft_diff import coverage as run_coverage
+    from bench_ledger.queries.draft import coverage as run_coverage
 
     ref = load_claims(reference_file)
     if not ref.source_report.file:

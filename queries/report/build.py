@@ -128,7 +128,7 @@ def _synthetic_batches(ledger: Ledger) -> set[str]:
 
 def _run_chain(ledger: Ledger, run_ids: list[int]) -> list[str]:
     """runs -> requests (how many, which fields) -> artefacts (sha256, lines): `ledger explain`'s steps."""
-    from bench_ledger.queries.explain import records_steps
+    from bench_ledger.queries.audit import records_steps
 
     return [s.text for s in records_steps(ledger, {"runs": run_ids}, "")]
 
@@ -289,7 +289,7 @@ def _card_rows(ledger: Ledger, data: ReportData, batch: str) -> list[CardRow]:
 
 
 def _hw_lines(ledger: Ledger, mv: MetricValue, name: str, batch: str) -> list[str]:
-    from bench_ledger.queries.explain import records_steps
+    from bench_ledger.queries.audit import records_steps
 
     head = f"metric {name} over {mv.scope.describe()}" + (f" card {mv.scope.gpu}" if mv.scope.gpu else "") + " = "
     head += f"{float(mv.value):.6g} {mv.unit} ({mv.flag})" if mv.value is not None else f"n/a ({mv.na_reason})"
@@ -303,9 +303,8 @@ def _hw_lines(ledger: Ledger, mv: MetricValue, name: str, batch: str) -> list[st
 
 
 def _audit(ledger: Ledger, data: ReportData, claims_file: Path, auditor: Any = None) -> None:
-    from bench_ledger.queries.audit import Auditor
+    from bench_ledger.queries.audit import Auditor, claim_steps, source_step
     from bench_ledger.queries.claims import VERDICTS, load_claims
-    from bench_ledger.queries.explain import claim_steps, source_step
 
     if auditor is None:
         auditor = Auditor(load_claims(claims_file), ledger)
