@@ -156,7 +156,7 @@ def _prescan(path: Path) -> tuple[list[tuple[dict, tuple[str, ...]]], int] | Non
 
 
 def fast_runs(path: Path) -> Iterator[ParsedRun] | None:
-    """Runs parsed by DuckDB, or None where the file is not regular enough (see above)."""
+    """Runs parsed by DuckDB, or None where the file is not regular enough (see the module docstring)."""
     scan = _prescan(path)
     if scan is None:
         return None
