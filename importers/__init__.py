@@ -3,6 +3,10 @@
 Each format lives in its own module and exposes ``IMPORTER`` (see :mod:`importers.base`); a module
 that reads several related shapes of one tool exposes them all as ``IMPORTERS``.
 ``detect`` picks the importer by content, never by file name.
+
+Modules whose name starts with ``_`` are private to this package: what several modules share
+(``_toolfiles``, ``_vllm_result``, ``_ledger_requests_format``, ``_dmon_lines``) and the fast paths,
+each behind one call of its importer (``_vllm_bench_duckdb``, ``_ledger_requests_arrow``, ``_dmon_arrow``).
 """
 
 from __future__ import annotations
@@ -39,14 +43,9 @@ _MODULES = (
     "inference_perf_config",
 )
 
-__all__ = ["Importer", "ParseOptions", "all_importers", "by_name", "choose", "detect", "version"]
-
-
-def version() -> str:
-    """The importer version recorded with each artefact: the installed package's version."""
-    from bench_ledger.ingest import package_version  # the core owns it; imported late (pyarrow)
-
-    return package_version()
+# What other packages use: the shells choose and list importers (ledger.cli, ledger.api); tests detect
+# by content, name a format and parse with options.
+__all__ = ["Importer", "ParseOptions", "all_importers", "by_name", "choose", "detect"]
 
 
 def _importers() -> Iterator[Importer]:

@@ -13,16 +13,15 @@ import math
 import re
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from decimal import ROUND_HALF_EVEN, Decimal, InvalidOperation
+from decimal import Decimal, InvalidOperation
 from pathlib import Path
 from typing import Any, Literal, TypeGuard, overload
 
 from bench_ledger.errors import ParseError
+from bench_ledger.importers.base import NS_PER_S, seconds_ns
 from bench_ledger.kinds import check_kind
 from bench_ledger.records import FIELD_COLUMN, Published, RequestColumns, Stated, text_violation
 from bench_ledger.units import printed_places
-
-NS_PER_S = Decimal(10) ** 9
 
 # Time units as the tools print them, in seconds. Anything else is refused, never guessed.
 TIME_UNITS: dict[str, Decimal] = {
@@ -145,10 +144,11 @@ def exact(value: float | int | str) -> Decimal:
 
 
 def to_ns(value: float | int | None, unit_s: Decimal = Decimal(1)) -> int | None:
-    """A time in ``unit_s`` seconds as integer nanoseconds, by Decimal arithmetic (no float multiply)."""
+    """A printed time in ``unit_s`` seconds as integer nanoseconds, by Decimal arithmetic (no float multiply):
+    the importers' one rule, :func:`bench_ledger.importers.base.seconds_ns` (exact, truncated toward zero)."""
     if value is None:
         return None
-    return int((exact(value) * unit_s * NS_PER_S).to_integral_value(ROUND_HALF_EVEN))
+    return seconds_ns(exact(value) * unit_s)
 
 
 def to_seconds(value: float | int | None, unit_s: Decimal) -> float | None:

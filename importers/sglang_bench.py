@@ -35,8 +35,7 @@ from typing import Any
 
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import distinct_served, stated
-from bench_ledger.importers.base import ParseOptions, first_json_value, iter_json_lines, prefetched, setting_text
-from bench_ledger.importers.vllm_bench import (
+from bench_ledger.importers._vllm_result import (
     NUMBER,
     factors_of,
     float_or_none,
@@ -51,6 +50,7 @@ from bench_ledger.importers.vllm_bench import (
     validate_columns,
     where,
 )
+from bench_ledger.importers.base import ParseOptions, first_json_value, iter_json_lines, prefetched, setting_text
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RequestColumns, RunInfo, Stated
 from bench_ledger.tools import SERVING_LATENCY_STAT, Tool
 
@@ -163,7 +163,7 @@ _SERVER = {
 
 def _factors(obj: dict[str, Any], dataset: str | None, prefix: str, path: Path) -> dict[str, Stated]:
     """What one result line states of the system under test: the settings vLLM's results share
-    (``vllm_bench.factors_of``), the lengths of the dataset that ran (as :func:`_targets`) and the
+    (``_vllm_result.factors_of``), the lengths of the dataset that ran (as :func:`_targets`) and the
     server's arguments in ``server_info``; of a prefill/decode pair (``server_info.prefill``,
     ``.decode``) a factor only where every server states the same value."""
 

@@ -22,7 +22,7 @@ from pathlib import Path
 from bench_ledger.errors import ParseError
 from bench_ledger.factors import model_name
 from bench_ledger.importers._toolfiles import ENGINE_BACKENDS, distinct_served, head_text, published
-from bench_ledger.importers.vllm_bench import placeholders
+from bench_ledger.importers._vllm_result import placeholders
 from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo, Stated
 from bench_ledger.tools import Tool
 

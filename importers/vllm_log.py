@@ -11,7 +11,7 @@ Why it is built this way:
   on month-day-time, across midnight and the new year.
 * Numbers are kept as printed (``464,848``) and as an exact Decimal with the commas removed (R11).
 
-Fact kinds (:data:`FACT_KINDS` gives each its meaning and quantity kind):
+Fact kinds (:data:`bench_ledger.vocab.LOG_FACT_KINDS` gives each its meaning and quantity kind):
 
 ========================== ===== =============================================================
 kind                       unit  from
@@ -31,7 +31,7 @@ ready                      -     uvicorn ``Application startup complete.`` (no t
 seconds_to_ready           s     DERIVED, see below
 engine_error               -     every ERROR / CRITICAL record (text: its message)
 arg_<name>                 (kind) ``non-default args: {…}`` (vLLM's ``log_non_default_args``): one fact per
-                                 key of :data:`ENGINE_ARGS` the dict holds, value as printed; a key
+                                 key of :data:`bench_ledger.vocab.ENGINE_ARGS` the dict holds, value as printed; a key
                                  the dict does not hold was left at vLLM's default (not recorded)
 max_model_len              tokens ``Using max model len %s`` (the context window the engine resolved)
 max_num_batched_tokens     tokens ``Chunked prefill is enabled with max_num_batched_tokens=%d.``
@@ -71,56 +71,24 @@ from pathlib import Path
 from bench_ledger.errors import ParseError
 from bench_ledger.importers.base import ParseOptions, first_json_value, refuse_cut_last_line
 from bench_ledger.records import LogFact, ParsedArtefact
+from bench_ledger.vocab import (
+    COMPILE_CACHE_LOAD_SECONDS,
+    ENGINE_ARGS,
+    ENGINE_ERROR,
+    GRAPH_COMPILE_SECONDS,
+    KV_CACHE_TOKENS,
+    LOG_FACT_KINDS,
+    MAX_CONCURRENCY_WINDOW_TOKENS,
+    MAX_MODEL_LEN,
+    MAX_NUM_BATCHED_TOKENS,
+    READY,
+    SECONDS_TO_READY,
+    WARM_COMPILE,
+    engine_arg_kind,
+)
 
-# kind -> (quantity kind in ledger.kinds.KINDS or None for text facts, meaning)
-FACT_KINDS: dict[str, tuple[str | None, str]] = {
-    "kv_cache_tokens": ("kv_pool_tokens", "KV cache capacity of one engine / DP group, in tokens"),
-    "max_concurrency_ratio": (
-        "capacity_ratio",
-        "KV pool tokens / window tokens: a theoretical capacity ratio, never a served concurrency (R5)",
-    ),
-    "max_concurrency_window_tokens": ("token_setting", "the per-request window the ratio is computed for"),
-    "model_allocation": ("model_allocation", "per-rank model memory allocation after loading (R1)"),
-    "model_load_seconds": ("duration", "seconds the model load took, as the same line prints"),
-    "weights_load_seconds": ("duration", "seconds spent loading the weights"),
-    "kv_cache_memory": ("kv_cache_memory", "memory left for the KV cache after profiling"),
-    "num_gpu_blocks": ("count", "number of KV cache blocks on the GPU"),
-    "init_engine_seconds": ("duration", "engine init: profile, create KV cache, warm up"),
-    "engine_version": (None, "vLLM version the API server reports (text)"),
-    "api_server_start": (None, "the API server's listening URL (text)"),
-    "ready": (None, "uvicorn's 'Application startup complete.': the server is READY"),
-    "seconds_to_ready": ("startup_time", "derived: first log timestamp to the ready line (R8), 1 s resolution"),
-    "engine_error": (None, "an ERROR or CRITICAL record: why a launch failed (text)"),
-    "max_model_len": ("token_setting", "'Using max model len': the context window the engine resolved"),
-    "max_num_batched_tokens": ("token_setting", "the chunked-prefill token budget per step the scheduler uses"),
-    "torch_compile_seconds": ("duration", "torch.compile time in total, as vLLM's compilation monitor prints it"),
-    "compile_and_profile_seconds": ("duration", "torch.compile plus the initial profiling run, in total"),
-    "dynamo_transform_seconds": ("duration", "Dynamo bytecode transform time"),
-    "compile_cache_load_seconds": (
-        "duration",
-        "compiled graphs loaded from the compile cache: evidence of a warm cache",
-    ),
-    "graph_compile_seconds": ("duration", "a graph compiled (not loaded from the cache): evidence of a cold cache"),
-    "cuda_graph_capture_seconds": ("duration", "CUDA graph capture time (printed to whole seconds)"),
-    "cuda_graph_memory": ("device_memory", "device memory the CUDA graphs took (free memory before - after capture)"),
-    "warm_compile": (
-        None,
-        "derived: compile-cache state of the launch (warm, cold, unknown) from the lines above (R8)",
-    ),
-}
-
-# Engine arguments read from "non-default args: {...}" (kept as arg_<name>), with their quantity kind.
-ENGINE_ARGS: dict[str, str] = {
-    "max_model_len": "token_setting",
-    "max_num_batched_tokens": "token_setting",
-    "max_num_seqs": "count",
-    "tensor_parallel_size": "count",
-    "pipeline_parallel_size": "count",
-    "data_parallel_size": "count",
-    "gpu_memory_utilization": "ratio",
-}
-for _arg, _kind in ENGINE_ARGS.items():
-    FACT_KINDS[f"arg_{_arg}"] = (_kind, f"engine argument {_arg} as the 'non-default args' line prints it")
+# kind -> (quantity kind in ledger.kinds.KINDS or None for text facts, meaning): the vocabulary's
+FACT_KINDS = LOG_FACT_KINDS
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 _PREFIX = re.compile(r"\((?P<proc>[^()]*?\bpid=\d+[^()]*)\)\s?")
@@ -138,10 +106,10 @@ _SNIFF = re.compile(rf"(?:^|\) )(?:DEBUG|INFO|WARNING|ERROR) {_TS} \[|^\((?:APIS
 
 _NUMERIC_FACTS: tuple[tuple[re.Pattern[str], tuple[tuple[str, str | None], ...]], ...] = (
     # pattern, ((kind, unit or None to take group 'u'), ...) in group order n1, n2
-    (re.compile(r"GPU KV cache size: (?P<n1>\S+) tokens"), (("kv_cache_tokens", "tokens"),)),
+    (re.compile(r"GPU KV cache size: (?P<n1>\S+) tokens"), ((KV_CACHE_TOKENS, "tokens"),)),
     (
         re.compile(r"Maximum concurrency for (?P<n2>\S+) tokens per request: (?P<n1>\S+?)x"),
-        (("max_concurrency_ratio", "x"), ("max_concurrency_window_tokens", "tokens")),
+        (("max_concurrency_ratio", "x"), (MAX_CONCURRENCY_WINDOW_TOKENS, "tokens")),
     ),
     (
         re.compile(r"Model loading took (?P<n1>\S+) (?P<u>GiB|GB|MiB|MB) and (?P<n2>\S+) seconds"),
@@ -156,10 +124,10 @@ _NUMERIC_FACTS: tuple[tuple[re.Pattern[str], tuple[tuple[str, str | None], ...]]
         re.compile(r"init engine \(profile, create kv cache, warmup model\) took (?P<n1>\S+) seconds"),
         (("init_engine_seconds", "s"),),
     ),
-    (re.compile(r"^Using max model len (?P<n1>\S+)$"), (("max_model_len", "tokens"),)),
+    (re.compile(r"^Using max model len (?P<n1>\S+)$"), ((MAX_MODEL_LEN, "tokens"),)),
     (
         re.compile(r"^Chunked prefill is enabled with max_num_batched_tokens=(?P<n1>\d+)"),
-        (("max_num_batched_tokens", "tokens"),),
+        ((MAX_NUM_BATCHED_TOKENS, "tokens"),),
     ),
     (
         re.compile(r"^torch\.compile and initial profiling run took (?P<n1>\S+) s in total"),
@@ -172,9 +140,9 @@ _NUMERIC_FACTS: tuple[tuple[re.Pattern[str], tuple[tuple[str, str | None], ...]]
     (re.compile(r"^Dynamo bytecode transform time: (?P<n1>\S+) s"), (("dynamo_transform_seconds", "s"),)),
     (
         re.compile(r"^Directly load the compiled graph\(s\) for .* from the cache, took (?P<n1>\S+) s"),
-        (("compile_cache_load_seconds", "s"),),
+        ((COMPILE_CACHE_LOAD_SECONDS, "s"),),
     ),
-    (re.compile(r"^Compiling a graph for .* takes (?P<n1>\S+) s"), (("graph_compile_seconds", "s"),)),
+    (re.compile(r"^Compiling a graph for .* takes (?P<n1>\S+) s"), ((GRAPH_COMPILE_SECONDS, "s"),)),
     (
         re.compile(r"^Graph capturing finished in (?P<n1>\S+) secs, took (?P<n2>\S+) (?P<u>GiB|GB|MiB|MB)"),
         (("cuda_graph_capture_seconds", "s"), ("cuda_graph_memory", None)),
@@ -275,10 +243,10 @@ def _facts(path: Path, records: list[_Record]) -> list[LogFact]:
         last_ts = rec.ts or last_ts
         msg = rec.msg
         if rec.level in ("ERROR", "CRITICAL"):
-            add(rec, "engine_error", msg, None, None)
+            add(rec, ENGINE_ERROR, msg, None, None)
             continue
         if msg == "Application startup complete." and rec.level is not None:
-            add(rec, "ready", msg, None, None)
+            add(rec, READY, msg, None, None)
             if first_ts is not None and last_ts is not None:
                 try:
                     secs = elapsed_seconds(first_ts, last_ts)
@@ -286,17 +254,17 @@ def _facts(path: Path, records: list[_Record]) -> list[LogFact]:
                     raise ParseError(
                         path,
                         f"line {rec.line}",
-                        "seconds_to_ready",
+                        SECONDS_TO_READY,
                         f"last time before ready {last_ts!r} is before the first {first_ts!r}",
                     ) from None
-                add(rec, "seconds_to_ready", str(secs), Decimal(secs), "s")
+                add(rec, SECONDS_TO_READY, str(secs), Decimal(secs), "s")
             continue
         if args := _ARGS_LINE.match(msg):
             for name, kind in ENGINE_ARGS.items():
                 if a := re.search(rf"'{name}': (?P<v>[^,{{}}]+)", args.group("body")):
                     text = a.group("v").strip()
                     value = Decimal(text) if _NUMBER.fullmatch(text) else None  # e.g. None: kept as printed
-                    add(rec, f"arg_{name}", text, value, "tokens" if kind == "token_setting" else None)
+                    add(rec, engine_arg_kind(name), text, value, "tokens" if kind == "token_setting" else None)
             continue
         for pattern, kinds in _NUMERIC_FACTS:
             m = pattern.search(msg)
@@ -316,13 +284,13 @@ def _facts(path: Path, records: list[_Record]) -> list[LogFact]:
 
 def _warm_compile(facts: list[LogFact]) -> list[LogFact]:
     """The launch's compile-cache state from its cache-load and graph-compile lines (see the module doc)."""
-    loads = [f for f in facts if f.kind == "compile_cache_load_seconds"]
-    compiles = [f for f in facts if f.kind == "graph_compile_seconds"]
+    loads = [f for f in facts if f.kind == COMPILE_CACHE_LOAD_SECONDS]
+    compiles = [f for f in facts if f.kind == GRAPH_COMPILE_SECONDS]
     if not loads and not compiles:
         return []
     state = "unknown" if loads and compiles else "warm" if loads else "cold"
     first = min(loads + compiles, key=lambda f: f.line)
-    return [LogFact(line=first.line, process=first.process, kind="warm_compile", text=state, logged_at=first.logged_at)]
+    return [LogFact(line=first.line, process=first.process, kind=WARM_COMPILE, text=state, logged_at=first.logged_at)]
 
 
 class VllmLogImporter:

@@ -9,7 +9,7 @@ payloads: it is imported onto the same runs (matched by ``run_number``), and the
 each of its values with the run file's.
 
 The payloads themselves are read by the ``vllm-bench`` importer's own code
-(:func:`bench_ledger.importers.vllm_bench.parse_run`), so aggregates and arrays keep one meaning.
+(:func:`bench_ledger.importers._vllm_result.parse_run`), so aggregates and arrays keep one meaning.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pathlib import Path
 
 from bench_ledger.errors import ParseError
 from bench_ledger.importers._toolfiles import head_text, integer
+from bench_ledger.importers._vllm_result import parse_run
 from bench_ledger.importers.base import ParseOptions, load_json
 from bench_ledger.records import Pairing, ParsedArtefact, ParsedRun
 
@@ -129,8 +130,6 @@ class VllmSweepSummaryImporter:
         return None
 
     def parse(self, path: Path, options: ParseOptions) -> ParsedArtefact:
-        from bench_ledger.importers.vllm_bench import parse_run
-
         data = load_json(path)
         if not isinstance(data, list):
             raise ParseError(path, "$", None, "expected a JSON list of sweep run payloads")

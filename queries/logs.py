@@ -22,6 +22,14 @@ from bench_ledger.errors import UsageError
 from bench_ledger.queries.metrics.hardware import LF
 from bench_ledger.revisions import current
 from bench_ledger.store import Ledger, unknown
+from bench_ledger.vocab import (
+    COMPILE_CACHE_LOAD_SECONDS,
+    GRAPH_COMPILE_SECONDS,
+    MAX_MODEL_LEN,
+    MAX_NUM_BATCHED_TOKENS,
+    WARM_COMPILE,
+    engine_arg_kind,
+)
 
 __all__ = ["LogFactRow", "LogView", "log_view", "run_launch", "warm_compile_of_log"]
 
@@ -139,12 +147,12 @@ def warm_compile_of_log(conn: sa.Connection, artefact_id: int) -> tuple[str | No
         sa.select(LF.c.kind, LF.c.line, LF.c.text)
         .where(
             LF.c.artefact_id == artefact_id,
-            LF.c.kind.in_(["warm_compile", "compile_cache_load_seconds", "graph_compile_seconds"]),
+            LF.c.kind.in_([WARM_COMPILE, COMPILE_CACHE_LOAD_SECONDS, GRAPH_COMPILE_SECONDS]),
         )
         .order_by(LF.c.line)
     ).all()
     rows = [LogFactRow(artefact_id, "", f.line, None, f.kind, f.text, None, None, None) for f in own]
-    warm = next((f for f in rows if f.kind == "warm_compile"), None)
+    warm = next((f for f in rows if f.kind == WARM_COMPILE), None)
     return (warm.text if warm else None), _warm_basis(rows, warm)
 
 
@@ -220,7 +228,7 @@ def log_view(ledger: Ledger, batch: str | None = None, deployment: str | None = 
     logs = []
     for a in arts:
         own = [f for f in facts if f.artefact == a.id]
-        warm = next((f for f in own if f.kind == "warm_compile"), None)
+        warm = next((f for f in own if f.kind == WARM_COMPILE), None)
         linked = launches.get(a.id, [])
         runs = [r for la in linked for r in runs_of.get(la.id, [])]
         why = None
@@ -250,12 +258,12 @@ def log_view(ledger: Ledger, batch: str | None = None, deployment: str | None = 
 # deployment field -> the log fact kinds that state it, preferred first ("Using max model len" is the
 # value the engine resolved; "non-default args" is what the user passed)
 _SETTINGS: dict[str, tuple[str, ...]] = {
-    "max_model_len": ("max_model_len", "arg_max_model_len"),
-    "tp": ("arg_tensor_parallel_size",),
-    "pp": ("arg_pipeline_parallel_size",),
-    "dp": ("arg_data_parallel_size",),
-    "max_num_seqs": ("arg_max_num_seqs",),
-    "chunked_prefill_tokens": ("max_num_batched_tokens", "arg_max_num_batched_tokens"),
+    "max_model_len": (MAX_MODEL_LEN, engine_arg_kind("max_model_len")),
+    "tp": (engine_arg_kind("tensor_parallel_size"),),
+    "pp": (engine_arg_kind("pipeline_parallel_size"),),
+    "dp": (engine_arg_kind("data_parallel_size"),),
+    "max_num_seqs": (engine_arg_kind("max_num_seqs"),),
+    "chunked_prefill_tokens": (MAX_NUM_BATCHED_TOKENS, engine_arg_kind("max_num_batched_tokens")),
 }
 
 
@@ -296,8 +304,8 @@ def _settings_check(facts: list[LogFactRow], declared: dict[str, object] | None,
 
 
 def _warm_basis(facts: list[LogFactRow], warm: LogFactRow | None) -> str:
-    loads = [f.line for f in facts if f.kind == "compile_cache_load_seconds"]
-    compiles = [f.line for f in facts if f.kind == "graph_compile_seconds"]
+    loads = [f.line for f in facts if f.kind == COMPILE_CACHE_LOAD_SECONDS]
+    compiles = [f.line for f in facts if f.kind == GRAPH_COMPILE_SECONDS]
     shown = lambda lines: ", ".join(str(n) for n in lines[:5]) + (" …" if len(lines) > 5 else "")  # noqa: E731
     if warm is None:
         return (

@@ -158,6 +158,7 @@ LOADS = {
             "bench_ledger.importers",
             "bench_ledger.importers.base",
             "bench_ledger.importers._toolfiles",
+            "bench_ledger.importers._vllm_result",
             "bench_ledger.importers.vllm_bench",
             "bench_ledger.importers.vllm_sweep",
         },

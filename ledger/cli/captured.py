@@ -147,10 +147,10 @@ def logs(ledger: Ledger, batch: str | None, deployment: str | None, kinds: tuple
 
     if (batch is None) == (deployment is None):
         raise UsageError("name the logs: --batch B or --deployment D (one of them)")
-    from bench_ledger.importers.vllm_log import FACT_KINDS
+    from bench_ledger.vocab import LOG_FACT_KINDS
 
-    if unknown := [k for k in kinds if k not in FACT_KINDS]:
-        raise UsageError(f"--kind {unknown[0]!r}: not a log fact kind; known: {', '.join(sorted(FACT_KINDS))}")
+    if unknown := [k for k in kinds if k not in LOG_FACT_KINDS]:
+        raise UsageError(f"--kind {unknown[0]!r}: not a log fact kind; known: {', '.join(sorted(LOG_FACT_KINDS))}")
     v = log_view(ledger, batch=batch, deployment=deployment)
     facts = [f for f in v.facts if not kinds or f.kind in kinds]
     if as_json:

@@ -10,6 +10,7 @@ from fractions import Fraction
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.queries.metrics.definitions import Ctx, Metric, derived, na
+from bench_ledger.vocab import KV_CACHE_TOKENS, MAX_CONCURRENCY_WINDOW_TOKENS, SECONDS_TO_READY
 
 __all__ = ["log_metrics"]
 
@@ -53,7 +54,7 @@ def _kv_capacity_ratio(conn: sa.Connection, ctx: Ctx, metric: Metric):
     logs = _log_artefacts(conn, ctx)
     if not logs:
         return na(metric, ctx, "no server log linked to this launch / deployment")
-    pools = _facts(conn, logs, "kv_cache_tokens")
+    pools = _facts(conn, logs, KV_CACHE_TOKENS)
     if not pools:
         return na(metric, ctx, "no 'GPU KV cache size' line in the server log(s)")
     distinct = sorted({Decimal(p.value) for p in pools if p.value is not None})
@@ -65,7 +66,7 @@ def _kv_capacity_ratio(conn: sa.Connection, ctx: Ctx, metric: Metric):
             pools=[p.text for p in pools],
         )
     windows = sorted(
-        {Decimal(w.value) for w in _facts(conn, logs, "max_concurrency_window_tokens") if w.value is not None}
+        {Decimal(w.value) for w in _facts(conn, logs, MAX_CONCURRENCY_WINDOW_TOKENS) if w.value is not None}
     )
     basis = "log: Maximum concurrency for N tokens per request"
     if len(windows) != 1:
@@ -103,7 +104,7 @@ def _seconds_to_ready(conn: sa.Connection, ctx: Ctx, metric: Metric):
     if len(ctx.launch_ids) != 1:
         return na(metric, ctx, f"per launch: {len(ctx.launch_ids)} launches in scope; name one (Scope.launch)")
     logs = _log_artefacts(conn, ctx)
-    facts = _facts(conn, logs, "seconds_to_ready") if logs else []
+    facts = _facts(conn, logs, SECONDS_TO_READY) if logs else []
     if facts:
         f = facts[-1]
         return derived(

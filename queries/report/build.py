@@ -47,6 +47,7 @@ from bench_ledger.queries.report.plots import add_plots, card_key, hw_artefacts
 from bench_ledger.queries.values import MetricValue, Scope
 from bench_ledger.revisions import current
 from bench_ledger.store import Ledger, unknown
+from bench_ledger.vocab import READY
 
 __all__ = ["build_report"]
 
@@ -189,7 +190,7 @@ def _launches(ledger: Ledger, data: ReportData) -> None:
         mv = evaluate(ledger, "seconds_to_ready", Scope(deployment=x.dep, launch=x.attempt))
         facts = stamps.get(x.log_artefact_id, [])
         at = sorted(f[1] for f in facts)
-        ready = next((f[1] for f in facts if f[0] == "ready"), None)
+        ready = next((f[1] for f in facts if f[0] == READY), None)
         data.launches.append(
             LaunchRow(
                 x.dep,

@@ -6,6 +6,7 @@ import json
 import random
 from pathlib import Path
 
+from bench_ledger.importers import _vllm_bench_duckdb as vbd  # private: the DuckDB path's own entry and checks
 from bench_ledger.importers import vllm_bench as vb
 from bench_ledger.ingest import request_tables
 
@@ -33,7 +34,7 @@ def test_fast_path_reads_the_named_file_not_a_glob_match(tmp_path: Path) -> None
     named.write_text(json.dumps(_result(n, 1.0, rng)) + "\n" + json.dumps(_result(n, 1.0, rng)) + "\n")
     other.write_text(json.dumps(_result(n, 50.0, rng)) + "\n" + json.dumps(_result(n, 50.0, rng)) + "\n")
     assert named.stat().st_size >= vb.FAST_MIN_BYTES
-    fast = vb._fast_runs(named)
+    fast = vbd.fast_runs(named)
     assert fast is not None
     fast_rows = [request_tables(1, 1, r.capture.clock, r.requests)[0] for r in fast]
     py_rows = [request_tables(1, 1, r.capture.clock, r.requests)[0] for r in vb._runs(named, fast=False)]

@@ -11,6 +11,7 @@ import pytest
 import sqlalchemy as sa
 from bench_ledger.cli import main
 from bench_ledger.errors import InputError
+from bench_ledger.importers import _vllm_bench_duckdb as vbd  # private: the DuckDB path's own entry and checks
 from bench_ledger.importers import vllm_bench as vb
 from bench_ledger.queries import catalog
 from bench_ledger.seal import read_seal_file
@@ -119,7 +120,7 @@ def _big(tmp_path: Path, **bad) -> Path:
         second[key] = [*obj[key][:i], value, *obj[key][i + 1 :]]
     path = tmp_path / "big.jsonl"
     path.write_text(json.dumps(obj) + "\n" + json.dumps(second) + "\n")
-    assert path.stat().st_size >= vb.FAST_MIN_BYTES and vb._fast_runs(path) is not None
+    assert path.stat().st_size >= vb.FAST_MIN_BYTES and vbd.fast_runs(path) is not None
     return path
 
 
@@ -165,7 +166,7 @@ def test_a_long_string_costs_no_memory_per_character_in_the_prescan() -> None:
     line = (json.dumps(I.vllm(errors=["", "E" * (4 << 20), ""])) + "\n").encode()
     tracemalloc.start()
     try:
-        cut = vb._cut_arrays(line)
+        cut = vbd._cut_arrays(line)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()

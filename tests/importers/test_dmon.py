@@ -265,9 +265,9 @@ def _write_big(path: Path, ticks: int, gpus: int = 16) -> int:
 def test_streams_in_chunks_and_keeps_ticks_across_chunk_and_block_edges(tmp_path: Path) -> None:
     path = tmp_path / "big.txt"
     _write_big(path, ticks=3000)  # 48,000 data lines, 192,000 long rows
-    from bench_ledger.importers.dmon import _Reader
+    from bench_ledger.importers._dmon_lines import LineReader  # private: the fallback reader on its own
 
-    samples = _Reader(path, None).chunks()  # the line reader (the importer's fallback from an irregular block)
+    samples = LineReader(path, None).chunks()  # the line reader (the importer's fallback from an irregular block)
     assert isinstance(samples, Iterator)
     sizes, total = [], 0
     for chunk in samples:
@@ -332,13 +332,13 @@ def _dmon_file(path: Path, ticks: int = 300, gpus: int = 4, names: str = "pwr   
 
 def test_repeated_column_names_are_refused_on_both_paths(tmp_path: Path) -> None:
     """Two columns of one name would give two rows of one key: both readers refuse the file."""
-    from bench_ledger.importers.dmon import _wide_chunks
+    from bench_ledger.importers._dmon_arrow import wide_chunks  # private: the Arrow reader on its own
 
     path = _dmon_file(tmp_path / "d.txt", ticks=30, names="pwr     sm    pwr")
     with pytest.raises(ParseError, match="column names repeat"):
         drain(path)
     with pytest.raises(ParseError, match="column names repeat"):
-        for _ in _wide_chunks(path, None):
+        for _ in wide_chunks(path, None):
             pass
 
 

@@ -1,10 +1,12 @@
-"""The dmon fast path (``dmon._wide_chunks``, measured by benchmarks/run.py) gives exactly the rows of the
+"""The dmon fast path (``_dmon_arrow.wide_chunks``, measured by benchmarks/run.py) gives exactly the rows of the
 line-by-line reader."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import bench_ledger.importers._dmon_arrow as dmon_arrow  # private: the two readers compared on their own
+import bench_ledger.importers._dmon_lines as dmon_lines  # private: as above
 import bench_ledger.importers.dmon as dmon
 import pytest
 from bench_ledger.errors import ParseError
@@ -32,8 +34,8 @@ def _long(chunks) -> list[tuple]:
 def _both(path: Path) -> tuple[object, object]:
     res = []
     for chunks in (
-        lambda: dmon._Reader(path, "n").chunks(),  # the readers, without the importer's
-        lambda: dmon._wide_chunks(path, "n"),
+        lambda: dmon_lines.LineReader(path, "n").chunks(),  # the readers, without the importer's
+        lambda: dmon_arrow.wide_chunks(path, "n"),
     ):  # refusal of a cut last line
         try:
             res.append(_long(chunks()))
@@ -61,7 +63,7 @@ def _big(path: Path, ticks: int = 2500, gpus: int = 16) -> list[str]:
 
 @pytest.mark.parametrize("edit", ["none", "header_change", "gpu_repeat", "bad_value", "blank", "no_units", "no_eol"])
 def test_dmon_wide_path_matches_the_line_reader(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, edit: str) -> None:
-    monkeypatch.setattr(dmon, "_WIDE_BLOCK", 64 << 10)  # many blocks: the irregular one is not the first
+    monkeypatch.setattr(dmon_arrow, "_WIDE_BLOCK", 64 << 10)  # many blocks: the irregular one is not the first
     lines = _big(tmp_path / "x")
     at = 30_000
     if edit == "header_change":

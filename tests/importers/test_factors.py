@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from bench_ledger import importers
 from bench_ledger.errors import ParseError
+from bench_ledger.importers import _vllm_bench_duckdb as vbd  # private: the DuckDB path's own entry and checks
 from bench_ledger.importers import ledger_requests, vllm_bench
 from bench_ledger.importers.base import ParseOptions
 
@@ -57,14 +58,14 @@ def test_vllm_bench_result(samples: Path) -> None:
 
 
 def test_vllm_bench_fast_path_states_the_same_factors(samples: Path, tmp_path: Path) -> None:
-    """Both parse paths read the factors from the same header (vllm_bench._header)."""
+    """Both parse paths read the factors from the same header (_vllm_result.result_header)."""
     line = json.loads(
         (samples / "vllm-bench-serve/benchmaq_tm-l40sx2_qwen27b_in4096_out128_p50_c1_d48e1d.json").read_text()
     )
     line["tp"] = 2  # as `vllm bench serve --metadata tp=2` writes it
     path = tmp_path / "append.jsonl"
     path.write_text("\n".join(json.dumps(line) for _ in range(8)) + "\n")
-    assert vllm_bench._fast_runs(path) is not None, "the fast path refused a regular file"
+    assert vbd.fast_runs(path) is not None, "the fast path refused a regular file"
     fast = [r.info.factors for r in vllm_bench._runs(path, fast=True)]
     slow = [r.info.factors for r in vllm_bench._runs(path, fast=False)]
     assert fast == slow

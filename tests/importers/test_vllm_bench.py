@@ -229,6 +229,7 @@ def test_not_an_object_and_empty(tmp_path: Path) -> None:
 
 import json as _json  # noqa: E402
 
+from bench_ledger.importers import _vllm_bench_duckdb as vbd  # noqa: E402  # private: the DuckDB path's own entry and checks
 from bench_ledger.importers import vllm_bench as vb  # noqa: E402
 from bench_ledger.records import ParsedArtefact  # noqa: E402
 
@@ -279,7 +280,7 @@ def test_fast_path_gives_identical_rows_or_errors_on_every_fixture(fixtures: Pat
 def test_fast_path_takes_regular_files_and_leaves_irregular_ones(fixtures: Path) -> None:
     d = fixtures / "vllm_bench"
     for name in ("detailed_start_times.json", "latencies_only.json", "append.jsonl"):
-        assert vb._fast_runs(d / name) is not None, name
+        assert vbd.fast_runs(d / name) is not None, name
     for name in (
         "legacy_colon.json",
         "truncated.json",
@@ -289,7 +290,7 @@ def test_fast_path_takes_regular_files_and_leaves_irregular_ones(fixtures: Path)
         "bad_line.jsonl",
         "bad_start_time.json",
     ):
-        assert vb._fast_runs(d / name) is None, name
+        assert vbd.fast_runs(d / name) is None, name
 
 
 def _result(i: int, n: int, rng, *, starts: bool = True, errors: bool = True, gaps: int = 3) -> dict:
@@ -344,7 +345,7 @@ def test_fast_path_matches_python_on_a_generated_multi_run_file(tmp_path: Path) 
         fh.write(_json.dumps(_result(7, 120, rng, starts=False)) + "\n")
         fh.write(_json.dumps({**_result(8, 0, rng)}) + "\n")
         fh.write(_json.dumps(_result(9, 90, rng, gaps=0)) + "\n")
-    assert vb._fast_runs(path) is not None
+    assert vbd.fast_runs(path) is not None
     runs_fast = list(numbered_across_runs(vb._runs(path, fast=True)))
     assert all(isinstance(r.requests, ArrowRequests) for r in runs_fast if r.requests is not None)
     assert [r.info.label for r in runs_fast][:2] == ["run-0000", "run-0001"]
@@ -374,12 +375,12 @@ def test_fast_path_falls_back_on_irregular_lines(tmp_path: Path) -> None:
         changed = {**obj, key: [value, *obj[key][1:]] if what != "not a list" else value}
         path = tmp_path / f"{what}.jsonl"
         path.write_text(good + "\n" + _json.dumps(changed) + "\n")
-        assert vb._fast_runs(path) is None, what
+        assert vbd.fast_runs(path) is None, what
         if what != "beyond int32":  # the Python path's rows do not fit the request table either
             _assert_same(path)
     blank = tmp_path / "blank.jsonl"
     blank.write_text(good + "\n\n" + good + "\n")
-    assert vb._fast_runs(blank) is None
+    assert vbd.fast_runs(blank) is None
     _assert_same(blank)
 
 
@@ -419,7 +420,7 @@ def test_array_keys_are_found_where_a_whole_line_search_finds_them(fixtures: Pat
     name is a value, sits inside an error text, or comes twice."""
     import random
 
-    real = vb._find_outside
+    real = vbd._find_outside
     calls = []
 
     def checked(line: bytes, key: bytes, spans: list) -> int:
@@ -428,7 +429,7 @@ def test_array_keys_are_found_where_a_whole_line_search_finds_them(fixtures: Pat
         calls.append(bool(spans))
         return got
 
-    monkeypatch.setattr(vb, "_find_outside", checked)
+    monkeypatch.setattr(vbd, "_find_outside", checked)
     rng = random.Random(5)
     obj = _result(0, 30, rng)
     lines = [
@@ -442,7 +443,7 @@ def test_array_keys_are_found_where_a_whole_line_search_finds_them(fixtures: Pat
     path = tmp_path / "keys.jsonl"
     path.write_text("\n".join(lines) + "\n")
     for line in lines:
-        vb._cut_arrays(line.encode())
+        vbd._cut_arrays(line.encode())
     for p in [path, *sorted((fixtures / "vllm_bench").iterdir())]:
-        vb._prescan(p)
+        vbd._prescan(p)
     assert any(calls)  # spans were skipped

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from bench_ledger import gaps as gp
 from bench_ledger import guards
 from bench_ledger import models as m
+from bench_ledger.importers import _vllm_bench_duckdb as vbd  # private: the DuckDB path's own entry and checks
 from bench_ledger.importers import vllm_bench as vb
 from bench_ledger.store import Ledger, alembic_config
 
@@ -78,7 +79,7 @@ def test_seal_of_gaps_is_the_one_made_before_the_arrays(
     row-per-gap table gave (PINNED), and close + verify recompute it from the database."""
     if fast:
         monkeypatch.setattr(vb, "FAST_MIN_BYTES", 0)
-        assert vb._fast_runs(gap_file(tmp_path / "probe.json")) is not None
+        assert vbd.fast_runs(gap_file(tmp_path / "probe.json")) is not None
     cli("import", gap_file(tmp_path / "gaps.json"), "--batch", "fx", "--db", ledger.url)
     parts = _parts(ledger)
     assert {t: parts[t] for t in PINNED} == PINNED

@@ -69,14 +69,14 @@ def test_hardware_samples_are_hashed_as_they_arrive(
     and sorted at the end (a day of 16 cards: 6.4 GB); the digest equals the rows read back (`verify`)."""
     import sys
 
-    import bench_ledger.importers.dmon as dmon
+    import bench_ledger.importers._dmon_arrow as dmon_arrow  # private: its block size, for many chunks
     from bench_ledger.cli import main
     from click.testing import CliRunner
 
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import gen
 
-    monkeypatch.setattr(dmon, "_WIDE_BLOCK", 64 << 10)  # many chunks
+    monkeypatch.setattr(dmon_arrow, "_WIDE_BLOCK", 64 << 10)  # many chunks
     lines = gen.dmon(tmp_path / "d.txt", tmp_path / "d.csv", 4, 1500)
     finished: list[tuple[str, bool, int]] = []
     real = streams.Stream.finish
