@@ -16,7 +16,7 @@ where the database cannot refuse a change (docs/seals.md). The modules, by what 
 """
 
 from bench_ledger.seal.close import SealResult, close_batch
-from bench_ledger.seal.import_digests import HeldRows, PooledRows, store_artefact_digests
+from bench_ledger.seal.import_digests import HeldRows, PooledRows, artefact_digest_rows
 from bench_ledger.seal.scheme3 import spans_of
 from bench_ledger.seal.sealfile import read_seal_file
 from bench_ledger.seal.verification import BatchCheck, TableDiff, VerifyResult, verify
@@ -28,9 +28,9 @@ __all__ = [
     "SealResult",
     "TableDiff",
     "VerifyResult",
+    "artefact_digest_rows",
     "close_batch",
     "read_seal_file",
     "spans_of",
-    "store_artefact_digests",
     "verify",
 ]

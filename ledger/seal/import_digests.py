@@ -23,7 +23,6 @@ from bench_ledger.seal.scheme3 import (
     OPTIONAL_TABLES,
     HeldPart,
     Part,
-    artefact_digest,
     artefact_part_digests,
     full_part,
     part_of,
@@ -38,12 +37,12 @@ __all__ = [
     "HELD_TABLES",
     "HeldRows",
     "PooledRows",
+    "artefact_digest_rows",
     "import_digest_problems",
-    "store_artefact_digests",
     "stored_digests",
 ]
 
-# Tables whose rows an import writes only through the bulk path (:func:`ledger.bulk.bulk_insert`),
+# Tables whose rows an import writes only through the bulk path (:func:`ledger.ingest.bulk.bulk_insert`),
 # all in the import's own transaction: their part of the import digest is hashed from the Arrow
 # tables handed to the database (:class:`HeldRows`) instead of being selected back. chunk_gap is a
 # view (migration 0014): its rows are those of the request_gaps arrays handed over (ledger.gaps.rows_of).
@@ -125,14 +124,14 @@ class HeldRows:
 
 class PooledRows:
     """The :data:`STREAMED_TABLES` rows of the artefacts of one group write (several files in one transaction,
-    :func:`ledger.ingest.write_artefacts`), as the pooled tables handed to the database, hashed per pooled table
+    :func:`ledger.ingest.writer.write_artefacts`), as the pooled tables handed to the database, hashed per pooled table
     rather than per artefact: one canonical cast, one key-order check and one encoding of the columns, then each
     artefact's chunks (a span of the rows). Why: a :class:`HeldRows` per artefact paid its per-column work per
     file (benchmarks/profile_notes.md, note 17). Like HeldRows, the hashing runs in one thread of the import
     while the database writes the rows. The rows arrive in artefact order (files in order, ids ascending), so
     only the last artefact of a pooled table can go on in the next one: its rows are carried over. Where the
     rows are not in key order, every artefact's part of that table is read back instead
-    (:func:`store_artefact_digests`)."""
+    (:func:`artefact_digest_rows`)."""
 
     def __init__(self) -> None:
         from concurrent.futures import ThreadPoolExecutor
@@ -203,13 +202,13 @@ class PooledRows:
         return out, self.counts
 
 
-def store_artefact_digests(
+def artefact_digest_rows(
     conn: sa.Connection, backend: str, held: dict[int, HeldRows], pooled: PooledRows | None = None
-) -> dict[int, str]:
-    """Compute and store the digest of the rows of each artefact written in this transaction (one imported file, or
-    a group of them), in it: the :data:`HELD_TABLES` from ``held``; the tables that are not held (or whose held
-    rows did not arrive in key order) are read back for all of them at once
-    (:func:`ledger.seal.scheme3.artefact_part_digests`), and the digest rows go in with one statement.
+) -> list[dict]:
+    """The ``artefact_digest`` rows of each artefact written in this transaction (one imported file, or a group of
+    them), which the import stores in it (:mod:`ledger.ingest.writer`, one statement): the :data:`HELD_TABLES` from
+    ``held``; the tables that are not held (or whose held rows did not arrive in key order) are read back for all of
+    them at once (:func:`ledger.seal.scheme3.artefact_part_digests`).
     ``pooled``: the streamed tables' rows of all of them (:class:`PooledRows`), which then never went to
     ``held``."""
     ids = sorted(held)
@@ -239,35 +238,11 @@ def store_artefact_digests(
     for a in ids:
         got = {p.table: p for p in read.get(a, [])}
         parts[a] = [p if (p := from_held[a].get(t)) is not None else got[t] for t in tables[a]]
-    _insert_digest_rows(conn, parts, backend)
-    return {a: artefact_digest(ps) for a, ps in parts.items()}
-
-
-def _insert_digest_rows(conn: sa.Connection, parts: dict[int, list[Part | HeldPart]], backend: str = "") -> None:
-    rows = [
+    return [
         {"artefact_id": a, "table_name": p.table, "row_count": p.count, "root": p.root, "chunks": b"".join(p.digests)}
         for a, ps in parts.items()
         for p in ps
     ]
-    if backend == "duckdb":  # one scan of an Arrow table rather than an executemany per artefact
-        from bench_ledger.bulk import bulk_insert
-
-        bulk_insert(
-            conn,
-            backend,
-            "artefact_digest",
-            pa.table(
-                {
-                    "artefact_id": pa.array([r["artefact_id"] for r in rows], pa.int32()),
-                    "table_name": pa.array([r["table_name"] for r in rows], pa.string()),
-                    "row_count": pa.array([r["row_count"] for r in rows], pa.int64()),
-                    "root": pa.array([r["root"] for r in rows], pa.string()),
-                    "chunks": pa.array([r["chunks"] for r in rows], pa.binary()),
-                }
-            ),
-        )
-        return
-    conn.execute(sa.insert(m.ArtefactDigest), rows)
 
 
 # --------------------------------------------------------------------------- compared at close and verify

@@ -77,6 +77,44 @@ def bulk_insert(conn: sa.Connection, backend: str, table: str, data: pa.Table, h
                 copy.write(PG_BINARY_TRAILER)
 
 
+def next_ids(conn: sa.Connection, backend: str, table: str, n: int) -> list[int]:
+    """``n`` fresh ids from the sequence behind ``table.id`` (DuckDB: ``<table>_id_seq``; PostgreSQL:
+    the SERIAL's sequence), in one statement, so rows can be bulk-inserted with their ids."""
+    if n == 0:
+        return []
+    if backend == "duckdb":
+        sql = f"SELECT nextval('{table}_id_seq') FROM range({int(n)})"
+    else:
+        sql = f"SELECT nextval(pg_get_serial_sequence('{table}', 'id')) FROM generate_series(1, {int(n)})"
+    return sorted(r[0] for r in conn.exec_driver_sql(sql))
+
+
+def arrow_of(table: sa.FromClause, rows: list[dict], dialect: sa.Dialect) -> pa.Table:
+    """Rows (dicts with the same keys) as an Arrow table typed after ``table``'s columns; bind
+    processors (ExactDecimal -> text) are applied as an ORM insert would."""
+    names = list(rows[0])
+    data = {}
+    for name in names:
+        col = table.c[name]
+        values = [r[name] for r in rows]
+        ctype = col.type
+        if isinstance(ctype, m.ExactDecimal):
+            values = [ctype.process_bind_param(v, dialect) for v in values]
+            atype = pa.string()
+        elif isinstance(ctype, sa.Boolean):
+            atype = pa.bool_()
+        elif isinstance(ctype, sa.Integer):
+            atype = pa.int64() if isinstance(ctype, sa.BigInteger) else pa.int32()
+        elif isinstance(ctype, sa.Float):
+            atype = pa.float64()
+        elif isinstance(ctype, sa.DateTime):
+            atype = pa.timestamp("us")
+        else:
+            atype = pa.string()
+        data[name] = pa.array(values, atype)
+    return pa.table(data)
+
+
 def _csv_rows(data: pa.Table) -> memoryview:
     buf = io.BytesIO()
     pacsv.write_csv(data, buf, _CSV)
