@@ -13,7 +13,6 @@ from pathlib import Path
 import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger import records as rec
-from bench_ledger import seal
 from bench_ledger.errors import AlreadyImported, InputError
 from bench_ledger.ingest.target import ImportResult
 from bench_ledger.store import Ledger
@@ -60,12 +59,11 @@ def already_imported(path: Path, sha: str, artefact_id: int, file_name: str, fmt
 
 @dataclass
 class WrittenArtefact:
-    """The artefact a run being written belongs to: its id, file, result and held rows."""
+    """The artefact a run being written belongs to: its id, file and result."""
 
     id: int
     path: Path
     result: ImportResult
-    held: seal.HeldRows
     requests: int = 0  # written so far (the sum of result.runs' counts)
 
 

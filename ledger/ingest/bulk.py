@@ -28,7 +28,7 @@ _CSV = pacsv.WriteOptions(include_header=False, quoting_style="all_valid", batch
 
 
 def bulk_insert(conn: sa.Connection, backend: str, table: str, data: pa.Table, held=None) -> None:
-    """Insert ``data`` into ``table``; ``held`` (a :class:`ledger.seal.import_digests.HeldRows`) keeps the Arrow
+    """Insert ``data`` into ``table``; ``held`` (a :class:`ledger.seal.PooledRows`) hashes the Arrow
     table for the import's artefact digest."""
     if data.num_rows == 0:
         return

@@ -67,7 +67,7 @@ class PendingRows:
     PG_REQUEST_LIMIT = 1 << 17
     SMALL_PART = 1 << 15  # DuckDB: pooled parts of fewer rows on average are combined into one chunk
 
-    def __init__(self, conn: sa.Connection, backend: str, pooled: seal.PooledRows | None = None) -> None:
+    def __init__(self, conn: sa.Connection, backend: str, pooled: seal.PooledRows) -> None:
         self.conn, self.backend, self.pooled = conn, backend, pooled
         self.tables: dict[str, list[tuple[pa.Table, dict[int, WrittenArtefact]]]] = {
             "request": [],
@@ -81,14 +81,9 @@ class PendingRows:
 
     def add(self, table: str, data: pa.Table, arts: dict[int, WrittenArtefact]) -> None:
         """Buffer rows of the artefacts ``arts`` (by id: the rows' ``artefact_id``, in artefact order),
-        for their digests: in each one's held rows, or pooled at the flush."""
+        hashed for their digests as they arrive (:class:`ledger.seal.PooledRows`, in its own thread)."""
         self.tables[table].append((data, arts))
-        if self.pooled is None:
-            if len(arts) == 1:
-                next(iter(arts.values())).held.add(table, data)
-            else:
-                for a, (lo, n) in seal.spans_of(data.column("artefact_id")).items():
-                    arts[a].held.add(table, data.slice(lo, n))
+        self.pooled.add(table, data)
         self.rows[table] += data.num_rows
         if self.rows[table] >= (self.request_limit if table == "request" else self.LIMIT):
             self.flush(table)
@@ -120,8 +115,6 @@ class PendingRows:
                     refuse_outside_domain(path_of, data, domains[name], "record" if name == "request" else "request")
                 parts.clear()
                 self.rows[name] = 0
-                if self.pooled is not None:  # hashed in the import's hashing thread while the database writes
-                    self.pooled.add(name, data)  # them (after the insert, the group's commit waited for it)
                 self._insert(name, data)
 
     def _insert(self, name: str, data: pa.Table) -> None:

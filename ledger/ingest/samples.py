@@ -25,7 +25,7 @@ def write_samples(
     node: str | None,
     cols: rec.SampleColumns,
     path: Path,
-    held: seal.HeldRows | None = None,
+    held: seal.PooledRows | None = None,
 ) -> int:
     n = len(cols)
     try:
@@ -65,7 +65,7 @@ def write_wide_samples(
     node: str | None,
     chunk: rec.WideSamples,
     path: Path,
-    held: seal.HeldRows | None = None,
+    held: seal.PooledRows | None = None,
 ) -> int:
     """Unpivot a wide chunk (one column per counter) to long hardware_sample rows, in Arrow: one
     zero-copy slice of the key columns per counter, concatenated, then the usual bulk path."""

@@ -115,12 +115,11 @@ def write_artefacts(
             # a group's commit passed DuckDB's 16 MB WAL threshold and checkpointed, group after group
             # (512 files: commits 2.85 s -> 1.16 s); the WAL is still written and synced at each commit
             conn.exec_driver_sql("SET checkpoint_threshold = '1GB'")
-        # a group's streamed rows are hashed once for all its artefacts (seal.PooledRows), one file's as they arrive
-        pooled = seal.PooledRows() if len(files) > 1 else None
+        # the bulk tables' rows, hashed for the artefact digests as they are handed to the database (seal.PooledRows)
+        pooled = seal.PooledRows()
         rows = PendingRows(conn, ledger.backend, pooled)
         cleanup.callback(rows.close)
         runs = RunWriter(s, conn, ledger.backend, batch, deployment_id, rows, progress)
-        held: dict[int, seal.HeldRows] = {}  # request, request_gaps, hardware_sample as handed to the database
         matcher: pairing.Matcher | None = None
         landed: dict[str, Path] = {}  # run label written -> the file of the group that wrote it
         # the artefact rows, one statement for the group (an insert, allowed; the batch was checked open);
@@ -157,7 +156,7 @@ def write_artefacts(
                 notes=[f"{path.name}: {parsed.notice}"] if parsed.notice else [],
             )
             results.append(result)
-            one = WrittenArtefact(art_id, path, result, held.setdefault(art_id, seal.HeldRows()))
+            one = WrittenArtefact(art_id, path, result)
             seen = 0
             used: dict[str, str] = {}  # run label written -> the file's own label of that run
             named_launches: set[str] = set()
@@ -211,11 +210,9 @@ def write_artefacts(
             for chunk in samples:
                 s.flush()
                 if isinstance(chunk, rec.WideSamples):
-                    result.samples += write_wide_samples(
-                        conn, ledger.backend, art_id, target.node, chunk, path, one.held
-                    )
+                    result.samples += write_wide_samples(conn, ledger.backend, art_id, target.node, chunk, path, pooled)
                 else:
-                    result.samples += write_samples(conn, ledger.backend, art_id, target.node, chunk, path, one.held)
+                    result.samples += write_samples(conn, ledger.backend, art_id, target.node, chunk, path, pooled)
                 if progress is not None:
                     progress(result.rows)
 
@@ -251,12 +248,12 @@ def write_artefacts(
         rows.close()
         s.flush()  # each artefact's digest over its rows as stored, in this same transaction (seal scheme 3)
         store_digests(
-            s.connection(), ledger.backend, seal.artefact_digest_rows(s.connection(), ledger.backend, held, pooled)
+            s.connection(), ledger.backend, seal.artefact_digest_rows(s.connection(), ledger.backend, art_ids, pooled)
         )
     if analyze and sum(r.rows for r in results) >= ANALYZE_AFTER_ROWS:
         # the tables this import wrote (ANALYZE samples 30k rows of a table however few it got; a
         # ledger holding millions of samples paid for them after every request import)
-        ledger.refresh_statistics(tuple(t for t in BULK_TABLES if any(h.rows.get(t) for h in held.values())))
+        ledger.refresh_statistics(tuple(t for t in BULK_TABLES if t in pooled.written))
     return results
 
 
