@@ -167,9 +167,9 @@ def pg_binary_rows(data: pa.Table) -> memoryview:
     each other column becomes one length-prefixed field per row (:data:`_ENCODERS`), and a row's parts
     are joined. Why binary: the server reads a double's 8 bytes instead of parsing its text (exact by
     construction), and an array without parsing it (the gaps as CSV array literals cost more than the
-    4M gap rows' CSV they replaced); a request's COPY took ~25% less server time than as CSV (profile
-    note 35). Why the block: joining a field array per column was half of the encoding; with the block
-    the request rows of the ledger format encode in ~60% of the CPU (profile note 44)."""
+    4M gap rows' CSV they replaced); a request's COPY took less server time than as CSV (profile
+    note 35). Why the block: joining a field array per column was much of the encoding (profile note
+    44)."""
     n = data.num_rows
     if not n:
         return memoryview(b"")

@@ -128,7 +128,7 @@ def import_files(
         limit, 256 files of 1,000 requests were a group of 250 and one of 6, each a transaction (seven
         commits instead of four for the benchmark's 1,000 files; profile note 28)."""
         items = ready[:]
-        rows = [_rows(f) for f in items]  # sums the runs: once per file
+        rows = [_parsed(f).rows for f in items]  # Parsed.rows sums the runs: once per file
         ready.clear()
         total = sum(rows)
         parts = max(1, -(-total // GROUP_ROWS))  # ceil: the fewest groups within the limit
@@ -228,12 +228,6 @@ def _reusable(parsed: rec.ParsedArtefact) -> bool:
 def _parsed(f: _File) -> Parsed:
     assert f.sha is not None and f.parsed is not None
     return Parsed(f.path, f.sha, f.size, f.parsed, f.importer.name)
-
-
-def _rows(f: _File) -> int:
-    """Requests of the runs of a file prepared to be written with others (a group's budget)."""
-    assert f.parsed is not None
-    return sum(len(r.requests) for r in f.parsed.runs if r.requests is not None)  # type: ignore[union-attr]
 
 
 def options_of(target: ImportTarget) -> rec.ParseOptions:

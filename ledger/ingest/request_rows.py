@@ -52,7 +52,7 @@ class PendingRows:
     (register, INSERT ... SELECT with key checks, unregister) dominating the write; runs are now
     pooled, each table up to its own limit (rows), and a table is written when it reaches it. DuckDB:
     requests up to :data:`REQUEST_LIMIT` (a 1M-request file in one statement: ten inserts of 100k rows
-    cost ~2.5x one of 1M in one transaction, measured on the benchmark's rows; ~100 bytes a row held),
+    cost more than one of 1M in one transaction, benchmarks/profile_notes.md; ~100 bytes a row held),
     the others up to :data:`LIMIT`. No key ties the tables together (migration 0008), so the order of
     their statements is free; the rows of each table keep their order.
 
@@ -95,8 +95,8 @@ class PendingRows:
             if parts and only in (None, name):
                 data = pa.concat_tables([t for t, _ in parts])
                 if self.backend == "duckdb" and len(parts) > 1 and data.num_rows < len(parts) * self.SMALL_PART:
-                    # one contiguous chunk per column: DuckDB's INSERT ... SELECT scans it ~1.5x faster
-                    # than the per-run slices (measured on 200 runs of the benchmark file); parts of many
+                    # one contiguous chunk per column: DuckDB's INSERT ... SELECT scans it faster than
+                    # the per-run slices (measured on 200 runs of the benchmark file); parts of many
                     # runs each (artefacts_request_tables) are already large chunks, scanned as they are;
                     # PostgreSQL's COPY encodes each slice's chunks as they are
                     data = data.combine_chunks()

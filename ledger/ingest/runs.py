@@ -54,7 +54,7 @@ class RunWriter:
     """Runs of one artefact, their captures, capture fields and tool aggregates, written a chunk of
     runs at a time with a handful of set-based statements instead of ORM objects one row each.
 
-    A profile of the 1000-run vLLM import showed ~40% of the write in per-run ORM statements (run
+    A profile of the 1000-run vLLM import showed much of the write in per-run ORM statements (run
     lookup, capture, ~11 capture_field rows, ~27 published values). Per chunk now: one SELECT of the
     runs by label, one of their earlier captures and fields (R9 backfill check), one nextval() per
     table for ids, and one bulk insert (Arrow: DuckDB INSERT ... SELECT, PostgreSQL COPY) per table.
@@ -227,9 +227,9 @@ class RunWriter:
 
         The runs of the chunk (consecutive runs of one artefact, or a group's files of a run each)
         become one pair of tables (:func:`artefacts_request_tables`): built per run, the 1000-run vLLM
-        file made 1000 of each (~1 s of Arrow calls, 0.6 s of them the gap arrays) and the pool then
-        copied their 1000 slices into one chunk per column; built per file, the 1,000 files of the
-        ledger's format cost 0.6-0.9 s of the import's main thread (profile note 27)."""
+        file made 1000 of each and the pool then copied their 1000 slices into one chunk per column;
+        built per file, the 1,000 files of the ledger's format took the import's main thread longer
+        (profile note 27)."""
         carried: list[tuple[int, int, str | None, rec.ArrowRequests]] = []
         arts: dict[int, WrittenArtefact] = {}
         counts: list[tuple[WrittenArtefact, int, str, int]] = []

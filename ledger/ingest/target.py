@@ -65,7 +65,7 @@ class Parser(Protocol):
 @functools.cache
 def package_version() -> str:
     """The importer version recorded with each artefact: the installed package's version (read once:
-    the package metadata lookup cost ~1 ms per imported file)."""
+    the package metadata lookup costs per call)."""
     from importlib.metadata import PackageNotFoundError
     from importlib.metadata import version as pkg_version
 

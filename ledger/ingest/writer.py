@@ -113,7 +113,7 @@ def write_artefacts(
         conn = s.connection()
         if ledger.backend == "duckdb" and len(files) > 1:
             # a group's commit passed DuckDB's 16 MB WAL threshold and checkpointed, group after group
-            # (512 files: commits 2.85 s -> 1.16 s); the WAL is still written and synced at each commit
+            # (benchmarks/profile_notes.md); the WAL is still written and synced at each commit
             conn.exec_driver_sql("SET checkpoint_threshold = '1GB'")
         # the bulk tables' rows, hashed for the artefact digests as they are handed to the database (seal.PooledRows)
         pooled = seal.PooledRows()

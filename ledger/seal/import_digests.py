@@ -207,7 +207,7 @@ def artefact_digest_rows(conn: sa.Connection, backend: str, ids: list[int], pool
             tables[a] = [
                 t for t in ARTEFACT_TABLES if t not in OPTIONAL_TABLES or count[t]
             ]  # an optional part only with rows
-            from_held[a] = {t: None if (got := group[t]) is None else got[a] for t in tables[a] if t in HELD_TABLES}
+            from_held[a] = {t: None if (held := group[t]) is None else held[a] for t in tables[a] if t in HELD_TABLES}
     finally:
         pooled.close()
     back = tuple(t for t in ARTEFACT_TABLES if any(t in tables[a] and from_held[a].get(t) is None for a in ids))
