@@ -213,7 +213,9 @@ def _alone(
             if f.parsed is None or not (first[0] or _reusable(f.parsed)):
                 f.parsed = parse(f.path, f.importer, target)
             first[0] = False
-            return write_artefacts(ledger, [_parsed(f)], package_version(), target, progress)[0]
+            result = write_artefacts(ledger, [_parsed(f)], package_version(), target, progress)[0]
+            f.parsed = None  # written: its rows need not be held while the command goes on
+            return result
 
         return retry_conflicts(attempt)
 

@@ -117,20 +117,23 @@ class PooledRows:
         cols = table_columns(table)
         tags = [dg.tag_of(c) for c in cols]
         data = dg.canonical(data, [c.name for c in cols], tags)
-        vc = pc.value_counts(data.column("artefact_id"))
-        for a, n in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist(), strict=True):
-            self.counts[table][a] = self.counts[table].get(a, 0) + n
-        if table in self.broken:
-            return
-        keys = key_columns(table)
-        first = tuple(data.column(k)[0].as_py() for k in keys)
-        last = self.last[table]
-        if not dg.in_key_order(data, keys) or (last is not None and first < last):
-            self.broken.add(table)
-            self.open[table], self.done[table] = None, {}
+        counts = self.counts[table]
+        keys = key_columns(table)  # artefact_id first: rows in key order are in artefact spans
+        if table not in self.broken:
+            first = tuple(data.column(k)[0].as_py() for k in keys)
+            last = self.last[table]
+            if not dg.in_key_order(data, keys) or (last is not None and first < last):
+                self.broken.add(table)
+                self.open[table], self.done[table] = None, {}
+        if table in self.broken:  # the rows of each artefact, counted (its part is read back)
+            vc = pc.value_counts(data.column("artefact_id"))
+            for a, n in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist(), strict=True):
+                counts[a] = counts.get(a, 0) + n
             return
         self.last[table] = tuple(data.column(k)[-1].as_py() for k in keys)
         spans = spans_of(data.column("artefact_id"))
+        for a, (_, n) in spans.items():
+            counts[a] = counts.get(a, 0) + n
         encoded = dg.columns(data, tags)
         ids = list(spans)
         for i, a in enumerate(ids):
