@@ -7,7 +7,7 @@
                                                              # (figures, then benchmarks/seal_notes.md)
 
 Every command runs as a subprocess (start to exit, peak RSS from os.wait4). The digest's share of
-the import is timed inside that import's own process (``ledger.seal.import_digests.store_artefact_digests``, the
+the import is timed inside that import's own process (``ledger.seal.import_digests.artefact_digest_rows``, the
 function the import calls: it hashes the Arrow tables handed to the bulk path and reads back the
 small tables); its share is digest / (import - digest). Targets: close <= import with peak RSS < 1 GB, verify <= import,
 digest <= 20% of the import without it.
@@ -37,18 +37,18 @@ MARK_BEGIN, MARK_END = "<!-- seal-bench begin -->", "<!-- seal-bench end -->"
 
 CLI = "import sys; from bench_ledger.cli import main; sys.exit(main(sys.argv[1:]))"
 # the import as a user runs it, with the time spent in the artefact digest (the function the
-# import calls, ledger.seal.import_digests.store_artefact_digests) added up and printed at the end
+# import calls, ledger.seal.import_digests.artefact_digest_rows) added up and printed at the end
 TIMED_IMPORT = """import sys, time
 from bench_ledger import seal
 from bench_ledger.cli import main
-spent, real = [0.0], seal.store_artefact_digests
+spent, real = [0.0], seal.artefact_digest_rows
 def timed(*a, **k):
     t0 = time.perf_counter()
     try:
         return real(*a, **k)
     finally:
         spent[0] += time.perf_counter() - t0
-seal.store_artefact_digests = timed
+seal.artefact_digest_rows = timed
 try:
     sys.exit(main(sys.argv[1:]))
 finally:

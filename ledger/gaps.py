@@ -10,7 +10,7 @@ here it is in Arrow, for what an import or a loaded export holds in memory:
   format fast paths' Arrow lists, or a Python importer's lists); a request without gaps (no list, or
   an empty one) gets no row, as it got no ``chunk_gap`` row before;
 * :func:`rows_of` gives the ``chunk_gap`` rows of such a table in key order: the seal hashes them
-  (``ledger.seal.import_digests.HeldRows``, scheme 3's encoding of gap rows unchanged);
+  (``ledger.seal.PooledRows``, scheme 3's encoding of gap rows unchanged);
 * :func:`arrays_of` goes back from rows (``ledger import-export``: an export keeps the rows' shape);
 * :func:`read` reads the arrays back from the database as such a table (the seal's close and
   verify, ``ledger check``'s gap series), where the view's ``seq`` would cost more than the read;

@@ -33,9 +33,9 @@ import sqlalchemy as sa
 from bench_ledger import declared
 from bench_ledger import gaps as gp
 from bench_ledger import models as m
-from bench_ledger.bulk import bulk_insert
 from bench_ledger.errors import InputError, IntegrityError, Refused
 from bench_ledger.guards import mark_ledger_write, take_declared_written
+from bench_ledger.ingest import bulk_insert
 from bench_ledger.intoto import intoto_statement
 from bench_ledger.seal import scheme2, scheme3
 from bench_ledger.seal.close import batch_parts

@@ -16,21 +16,20 @@ where the database cannot refuse a change (docs/seals.md). The modules, by what 
 """
 
 from bench_ledger.seal.close import SealResult, close_batch
-from bench_ledger.seal.import_digests import HeldRows, PooledRows, store_artefact_digests
+from bench_ledger.seal.import_digests import PooledRows, artefact_digest_rows
 from bench_ledger.seal.scheme3 import spans_of
 from bench_ledger.seal.sealfile import read_seal_file
 from bench_ledger.seal.verification import BatchCheck, TableDiff, VerifyResult, verify
 
 __all__ = [
     "BatchCheck",
-    "HeldRows",
     "PooledRows",
     "SealResult",
     "TableDiff",
     "VerifyResult",
+    "artefact_digest_rows",
     "close_batch",
     "read_seal_file",
     "spans_of",
-    "store_artefact_digests",
     "verify",
 ]

@@ -2,14 +2,15 @@
 with the rows at ``ledger close`` and ``ledger verify``.
 
 The tables an import writes through the bulk path are hashed from the Arrow tables it hands to the
-database (:class:`HeldRows` for one file, :class:`PooledRows` for a group of files) instead of being
-selected back; every other table is read back (:mod:`ledger.seal.scheme3`).
+database (:class:`PooledRows`, one file's or a group's) instead of being selected back; every other
+table is read back (:mod:`ledger.seal.scheme3`).
 """
 
 from __future__ import annotations
 
 import weakref
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -23,29 +24,25 @@ from bench_ledger.seal.scheme3 import (
     OPTIONAL_TABLES,
     HeldPart,
     Part,
-    artefact_digest,
     artefact_part_digests,
     full_part,
-    part_of,
-    span_parts,
     spans_of,
     table_columns,
 )
-from bench_ledger.seal.streams import STREAMED_TABLES, Stream
+from bench_ledger.seal.streams import STREAMED_TABLES
 from sqlalchemy.orm import Session
 
 __all__ = [
     "HELD_TABLES",
-    "HeldRows",
     "PooledRows",
+    "artefact_digest_rows",
     "import_digest_problems",
-    "store_artefact_digests",
     "stored_digests",
 ]
 
-# Tables whose rows an import writes only through the bulk path (:func:`ledger.bulk.bulk_insert`),
+# Tables whose rows an import writes only through the bulk path (:func:`ledger.ingest.bulk.bulk_insert`),
 # all in the import's own transaction: their part of the import digest is hashed from the Arrow
-# tables handed to the database (:class:`HeldRows`) instead of being selected back. chunk_gap is a
+# tables handed to the database (:class:`PooledRows`) instead of being selected back. chunk_gap is a
 # view (migration 0014): its rows are those of the request_gaps arrays handed over (ledger.gaps.rows_of).
 HELD_TABLES = ("request", "chunk_gap", "hardware_sample", "request_value")
 
@@ -57,16 +54,31 @@ def _feed_gap_rows(feed, arrays: pa.Table) -> None:
         feed(rows)
 
 
-class HeldRows:
-    """The Arrow tables one import hands to the bulk path for :data:`HELD_TABLES`, for its artefact digest. Why:
-    selecting the rows back cost PostgreSQL about as much as the import itself (COPY TO CSV and parsing it);
+@dataclass
+class _Open:
+    """The artefact whose rows of a table may go on in the next table handed over: its rows and chunk digests
+    so far, and the rows after its last whole chunk (fewer than :data:`ledger.seal.chunks.CHUNK`)."""
+
+    artefact_id: int
+    count: int = 0
+    digests: list[bytes] = field(default_factory=list)
+    carry: pa.Table | None = None
+
+
+class PooledRows:
+    """The :data:`HELD_TABLES` rows one import write hands to the bulk path (one file, or a group of files in one
+    transaction, :func:`ledger.ingest.writer.write_artefacts`), hashed for each artefact's digest as they arrive.
+    Why: selecting the rows back cost PostgreSQL about as much as the import itself (COPY TO CSV and parsing it);
     hashing what is already in memory costs the same on both backends.
 
-    The :data:`STREAMED_TABLES` are hashed as they arrive, by one thread of this import, while the database
-    writes them (both drivers release the GIL, and so do Arrow's kernels and hashlib): a profile of the
-    1M-request vLLM import showed the digest of the held rows as its largest step, all of it after the last
-    insert, with every row held until then. Other tables (hardware samples, unpivoted out of key order) are kept
-    and sorted at the end.
+    Each table handed over is hashed once for all the artefacts it holds: one canonical cast, one key-order check
+    and one encoding of the columns, then each artefact's chunks (a span of the rows): a part per artefact paid
+    its per-column work per file (benchmarks/profile_notes.md, note 17). The hashing runs in one thread of the
+    import while the database writes the rows (both drivers release the GIL, and so do Arrow's kernels and
+    hashlib), so no table's rows wait for the end of the import. The rows arrive in artefact order (files in
+    order, ids ascending), so only the last artefact of a table can go on in the next one: its rows after its
+    last whole chunk are carried over. Where a table's rows are not in key order, every artefact's part of that
+    table is read back instead (:func:`artefact_digest_rows`).
 
     The digest must be of the rows as stored: every value goes in unchanged (same column types; DuckDB scans
     these Arrow columns, PostgreSQL receives their binary COPY, a float's own 8 bytes, or Arrow's CSV, whose
@@ -76,104 +88,89 @@ class HeldRows:
     def __init__(self) -> None:
         from concurrent.futures import ThreadPoolExecutor
 
-        self.tables: dict[str, list[pa.Table]] = {t: [] for t in HELD_TABLES if t not in STREAMED_TABLES}
-        self.streams = {t: Stream(t) for t in STREAMED_TABLES}
-        self.rows = dict.fromkeys(HELD_TABLES, 0)
-        self._pool = ThreadPoolExecutor(1, thread_name_prefix="ledger-digest")
-        self._work: list = []
-        # an import that fails drops its HeldRows: the rows still queued are not hashed
-        weakref.finalize(self, self._pool.shutdown, wait=False, cancel_futures=True)
-
-    def add(self, table: str, data: pa.Table) -> None:
-        if table == "request_gaps":  # hashed as the chunk_gap rows its arrays are (ledger.gaps.rows_of), in the thread
-            if data.num_rows:
-                self.rows["chunk_gap"] += gp.count(data)
-                self.rows["request_gaps"] = self.rows.get("request_gaps", 0) + data.num_rows  # the table written
-                self._work.append(self._pool.submit(_feed_gap_rows, self.streams["chunk_gap"].feed, data))
-            return
-        if table not in self.rows or not data.num_rows:
-            return
-        self.rows[table] += data.num_rows
-        if table in self.streams:
-            self._work.append(self._pool.submit(self.streams[table].feed, data))
-        else:
-            self.tables[table].append(data)
-
-    def close(self) -> None:
-        """Stop hashing (the import failed, or its digest is stored)."""
-        self._pool.shutdown(wait=False, cancel_futures=True)
-
-    def part(self, table: str, artefact_id: int) -> Part | HeldPart | None:
-        """The part of ``table`` from the held rows (canonical columns, in key order), or None where
-        the rows did not arrive in key order (then the database's rows are read)."""
-        if table in self.streams:
-            for done in self._work:
-                done.result()  # the hashing thread's errors surface here
-            self._work.clear()
-            return self._pool.submit(self.streams[table].finish, artefact_id).result()
-        if not self.tables[table]:  # no rows: the empty part (the general path costs per artefact)
-            return HeldPart(table, artefact_id, 0, [])
-        cols = table_columns(table)
-        names, tags = [c.name for c in cols], [dg.tag_of(c) for c in cols]
-        held = [dg.canonical(t, names, tags) for t in self.tables[table]]
-        data = pa.concat_tables(held).combine_chunks() if held else dg.schema_of(names, tags).empty_table()
-        ids = pc.unique(data.column("artefact_id")).to_pylist()
-        if ids not in ([], [artefact_id]):
-            raise ValueError(f"held {table} rows name artefacts {ids}, not only {artefact_id}")
-        return part_of(table, artefact_id, dg.sorted_by_key(data, key_columns(table)))
-
-
-class PooledRows:
-    """The :data:`STREAMED_TABLES` rows of the artefacts of one group write (several files in one transaction,
-    :func:`ledger.ingest.write_artefacts`), as the pooled tables handed to the database, hashed per pooled table
-    rather than per artefact: one canonical cast, one key-order check and one encoding of the columns, then each
-    artefact's chunks (a span of the rows). Why: a :class:`HeldRows` per artefact paid its per-column work per
-    file (benchmarks/profile_notes.md, note 17). Like HeldRows, the hashing runs in one thread of the import
-    while the database writes the rows. The rows arrive in artefact order (files in order, ids ascending), so
-    only the last artefact of a pooled table can go on in the next one: its rows are carried over. Where the
-    rows are not in key order, every artefact's part of that table is read back instead
-    (:func:`store_artefact_digests`)."""
-
-    def __init__(self) -> None:
-        from concurrent.futures import ThreadPoolExecutor
-
         self.done: dict[str, dict[int, HeldPart]] = {t: {} for t in STREAMED_TABLES}
         self.counts: dict[str, dict[int, int]] = {t: {} for t in STREAMED_TABLES}
-        self.carry: dict[str, pa.Table | None] = dict.fromkeys(STREAMED_TABLES)
+        self.written: set[str] = set()  # the tables handed over with rows, by the name written (request_gaps)
+        self.open: dict[str, _Open | None] = dict.fromkeys(STREAMED_TABLES)
+        self.last: dict[str, tuple | None] = dict.fromkeys(STREAMED_TABLES)  # the key of the last row seen
         self.broken: set[str] = set()
         self._pool = ThreadPoolExecutor(1, thread_name_prefix="ledger-digest")
         self._work: list = []
+        # an import that fails drops its PooledRows: the rows still queued are not hashed
         weakref.finalize(self, self._pool.shutdown, wait=False, cancel_futures=True)
 
     def add(self, table: str, data: pa.Table) -> None:
         if not data.num_rows:
             return
         if table == "request_gaps":  # hashed as the chunk_gap rows its arrays are (ledger.gaps.rows_of), in the thread
+            self.written.add(table)
             self._work.append(self._pool.submit(_feed_gap_rows, lambda rows: self._feed("chunk_gap", rows), data))
-        else:
+        elif table in self.counts:
+            self.written.add(table)
             self._work.append(self._pool.submit(self._feed, table, data))
 
     def close(self) -> None:
+        """Stop hashing (the import failed, or its digest is stored)."""
         self._pool.shutdown(wait=False, cancel_futures=True)
 
     def _feed(self, table: str, data: pa.Table) -> None:
         cols = table_columns(table)
-        data = dg.canonical(data, [c.name for c in cols], [dg.tag_of(c) for c in cols])
-        vc = pc.value_counts(data.column("artefact_id"))
-        for a, n in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist(), strict=True):
-            self.counts[table][a] = self.counts[table].get(a, 0) + n
-        if table in self.broken:
+        tags = [dg.tag_of(c) for c in cols]
+        data = dg.canonical(data, [c.name for c in cols], tags)
+        counts = self.counts[table]
+        keys = key_columns(table)  # artefact_id first: rows in key order are in artefact spans
+        if table not in self.broken:
+            first = tuple(data.column(k)[0].as_py() for k in keys)
+            last = self.last[table]
+            if not dg.in_key_order(data, keys) or (last is not None and first < last):
+                self.broken.add(table)
+                self.open[table], self.done[table] = None, {}
+        if table in self.broken:  # the rows of each artefact, counted (its part is read back)
+            vc = pc.value_counts(data.column("artefact_id"))
+            for a, n in zip(vc.field("values").to_pylist(), vc.field("counts").to_pylist(), strict=True):
+                counts[a] = counts.get(a, 0) + n
             return
-        if (carry := self.carry[table]) is not None:
-            data = pa.concat_tables([carry, data]).combine_chunks()
-        if not dg.in_key_order(data, key_columns(table)):
-            self.broken.add(table)
-            self.carry[table], self.done[table] = None, {}
-            return
+        self.last[table] = tuple(data.column(k)[-1].as_py() for k in keys)
         spans = spans_of(data.column("artefact_id"))
-        last = data.column("artefact_id")[-1].as_py()  # may go on in the next pooled table
-        self.carry[table] = data.slice(spans[last][0])
-        self.done[table].update(span_parts(table, data, spans, [a for a in spans if a != last]))
+        for a, (_, n) in spans.items():
+            counts[a] = counts.get(a, 0) + n
+        encoded = dg.columns(data, tags)
+        ids = list(spans)
+        for i, a in enumerate(ids):
+            lo, n = spans[a]
+            ends = i < len(ids) - 1  # another artefact follows: this one's rows end here
+            op = self.open[table]
+            if op is not None and op.artefact_id != a:
+                self._finish(table, tags)
+                op = None
+            if op is None:
+                op = self.open[table] = _Open(a)
+            op.count += n
+            if op.carry is not None:  # complete the chunk begun by the last table
+                take = min(dg.CHUNK - op.carry.num_rows, n)
+                head = pa.concat_tables([op.carry, data.slice(lo, take)]).combine_chunks()
+                op.carry, lo, n = None, lo + take, n - take
+                if head.num_rows < dg.CHUNK and not ends:
+                    op.carry = head
+                    continue
+                op.digests += dg.chunk_digests(table, dg.columns(head, tags), head.num_rows)
+            whole = n if ends else n - n % dg.CHUNK
+            if whole:
+                op.digests += dg.chunk_digests(table, encoded, whole, lo)
+            if whole < n:
+                op.carry = data.slice(lo + whole, n - whole)
+            if ends:
+                self._finish(table, tags)
+
+    def _finish(self, table: str, tags: list[str]) -> None:
+        """The part of the open artefact of ``table``: its rows end."""
+        op = self.open[table]
+        if op is None:
+            return
+        if op.carry is not None:
+            op.digests += dg.chunk_digests(table, dg.columns(op.carry, tags), op.carry.num_rows)
+        self.done[table][op.artefact_id] = HeldPart(table, op.artefact_id, op.count, op.digests)
+        self.open[table] = None
 
     def parts(self, ids: list[int]) -> tuple[dict[str, dict[int, HeldPart] | None], dict[str, dict[int, int]]]:
         """Per table, the part of each of ``ids`` (None for a table whose rows were out of key order),
@@ -191,83 +188,42 @@ class PooledRows:
             if table in self.broken:
                 out[table] = None
                 continue
-            if (carry := self.carry[table]) is not None:
-                self.done[table].update(
-                    span_parts(
-                        table, carry, spans_of(carry.column("artefact_id")), [carry.column("artefact_id")[0].as_py()]
-                    )
-                )
-                self.carry[table] = None
+            self._finish(table, [dg.tag_of(c) for c in table_columns(table)])
             out[table] = {a: self.done[table].get(a) or HeldPart(table, a, 0, []) for a in ids}
         self.close()
         return out, self.counts
 
 
-def store_artefact_digests(
-    conn: sa.Connection, backend: str, held: dict[int, HeldRows], pooled: PooledRows | None = None
-) -> dict[int, str]:
-    """Compute and store the digest of the rows of each artefact written in this transaction (one imported file, or
-    a group of them), in it: the :data:`HELD_TABLES` from ``held``; the tables that are not held (or whose held
-    rows did not arrive in key order) are read back for all of them at once
-    (:func:`ledger.seal.scheme3.artefact_part_digests`), and the digest rows go in with one statement.
-    ``pooled``: the streamed tables' rows of all of them (:class:`PooledRows`), which then never went to
-    ``held``."""
-    ids = sorted(held)
+def artefact_digest_rows(conn: sa.Connection, backend: str, ids: list[int], pooled: PooledRows) -> list[dict]:
+    """The ``artefact_digest`` rows of each artefact ``ids`` written in this transaction (one imported file, or a
+    group of them), which the import stores in it (:mod:`ledger.ingest.writer`, one statement): the
+    :data:`HELD_TABLES` from ``pooled`` (the rows handed to the bulk path); the other tables, and a held table
+    whose rows did not arrive in key order, are read back for all of them at once
+    (:func:`ledger.seal.scheme3.artefact_part_digests`)."""
+    ids = sorted(ids)
     tables: dict[int, list[str]] = {}
     from_held: dict[int, dict[str, Part | HeldPart | None]] = {}
     try:
-        group, pooled_counts = pooled.parts(ids) if pooled is not None else ({}, {})
+        group, counts = pooled.parts(ids)
         for a in ids:
-            rows = held[a]
-            count = {t: pooled_counts[t].get(a, 0) if t in group else rows.rows.get(t) for t in OPTIONAL_TABLES}
+            count = {t: counts[t].get(a, 0) for t in OPTIONAL_TABLES}
             tables[a] = [
                 t for t in ARTEFACT_TABLES if t not in OPTIONAL_TABLES or count[t]
             ]  # an optional part only with rows
-            from_held[a] = {
-                t: (None if group[t] is None else group[t][a]) if t in group else rows.part(t, a)  # type: ignore[index]
-                for t in tables[a]
-                if t in HELD_TABLES
-            }
+            from_held[a] = {t: None if (held := group[t]) is None else held[a] for t in tables[a] if t in HELD_TABLES}
     finally:
-        for rows in held.values():
-            rows.close()
-        if pooled is not None:
-            pooled.close()
+        pooled.close()
     back = tuple(t for t in ARTEFACT_TABLES if any(t in tables[a] and from_held[a].get(t) is None for a in ids))
     read = artefact_part_digests(conn, backend, ids, back)
     parts: dict[int, list[Part | HeldPart]] = {}
     for a in ids:
         got = {p.table: p for p in read.get(a, [])}
         parts[a] = [p if (p := from_held[a].get(t)) is not None else got[t] for t in tables[a]]
-    _insert_digest_rows(conn, parts, backend)
-    return {a: artefact_digest(ps) for a, ps in parts.items()}
-
-
-def _insert_digest_rows(conn: sa.Connection, parts: dict[int, list[Part | HeldPart]], backend: str = "") -> None:
-    rows = [
+    return [
         {"artefact_id": a, "table_name": p.table, "row_count": p.count, "root": p.root, "chunks": b"".join(p.digests)}
         for a, ps in parts.items()
         for p in ps
     ]
-    if backend == "duckdb":  # one scan of an Arrow table rather than an executemany per artefact
-        from bench_ledger.bulk import bulk_insert
-
-        bulk_insert(
-            conn,
-            backend,
-            "artefact_digest",
-            pa.table(
-                {
-                    "artefact_id": pa.array([r["artefact_id"] for r in rows], pa.int32()),
-                    "table_name": pa.array([r["table_name"] for r in rows], pa.string()),
-                    "row_count": pa.array([r["row_count"] for r in rows], pa.int64()),
-                    "root": pa.array([r["root"] for r in rows], pa.string()),
-                    "chunks": pa.array([r["chunks"] for r in rows], pa.binary()),
-                }
-            ),
-        )
-        return
-    conn.execute(sa.insert(m.ArtefactDigest), rows)
 
 
 # --------------------------------------------------------------------------- compared at close and verify

@@ -298,7 +298,7 @@ class _ArtefactStreams:
 class Stream:
     """The chunk digests of one table's rows, computed as the tables arrive (in key order), in the
     import's hashing thread; a table that is not in key order across the pieces is *broken* and its
-    part is read back from the database instead (:func:`ledger.seal.import_digests.store_artefact_digests`)."""
+    part is read back from the database instead (:func:`ledger.seal.import_digests.artefact_digest_rows`)."""
 
     def __init__(self, table: str, chunks: bool = False) -> None:
         cols = table_columns(table)

@@ -180,9 +180,9 @@ def test_a_refused_import_stops_its_copy_before_the_rollback(ledger: Ledger, tmp
     so none of its rows reach the next user of the connection (it was flaky: 12,000 request rows seen)."""
     import threading
 
-    from bench_ledger import ingest
+    from bench_ledger.ingest import request_rows  # the pool's COPY, slowed here
 
-    real = ingest.bulk_insert
+    real = request_rows.bulk_insert
     started: list[str] = []
     ended: list[str] = []
 
@@ -196,8 +196,10 @@ def test_a_refused_import_stops_its_copy_before_the_rollback(ledger: Ledger, tmp
             if threading.current_thread().name.startswith("ledger-copy"):
                 ended.append(table)
 
-    monkeypatch.setattr(ingest, "bulk_insert", slow)
-    monkeypatch.setattr(ingest._Pending, "PG_REQUEST_LIMIT", 1000)  # the first run's rows go while the second is read
+    monkeypatch.setattr(request_rows, "bulk_insert", slow)
+    monkeypatch.setattr(
+        request_rows.PendingRows, "PG_REQUEST_LIMIT", 1000
+    )  # the first run's rows go while the second is read
     path = _big(tmp_path, itls=(5, [0.01, -0.5]))
     before = ledger.status().counts
     ok, _ = import_file(ledger, path)

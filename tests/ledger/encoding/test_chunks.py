@@ -9,7 +9,7 @@ import struct
 from datetime import datetime
 
 from bench_ledger.encoding import chunks as dg
-from bench_ledger.seal import import_digests, scheme3, streams
+from bench_ledger.seal import import_digests, scheme3
 from bench_ledger.store import Ledger
 
 ROWS = [  # (i, s, f, t, b)
@@ -161,27 +161,29 @@ def _gaps(lo: int, hi: int, artefact_id: int = 7):
     )
 
 
-def test_held_rows_hashed_as_they_arrive_give_the_part_of_all_of_them() -> None:
+def test_pooled_rows_hashed_as_they_arrive_give_the_part_of_all_of_them() -> None:
     """Pieces of any size (chunks cut across them) hash to the part of their concatenation."""
     import pyarrow as pa
 
     cuts = [0, 1, dg.CHUNK - 1, dg.CHUNK + 5, 3 * dg.CHUNK + 5, 3 * dg.CHUNK + 6, 5 * dg.CHUNK + 100]
-    held = import_digests.HeldRows()
+    pooled = import_digests.PooledRows()
     for lo, hi in zip(cuts, cuts[1:]):
-        held.add("chunk_gap", _gaps(lo, hi))
-    got = held.part("chunk_gap", 7)
+        pooled.add("chunk_gap", _gaps(lo, hi))
+    parts = pooled.parts([7])[0]["chunk_gap"]
+    assert parts is not None
+    got = parts[7]
     want = scheme3.part_of("chunk_gap", 7, pa.concat_tables([_gaps(0, cuts[-1])]))
     assert isinstance(got, scheme3.HeldPart)
     assert (got.count, got.digests, got.root) == (want.count, want.digests, want.root)
 
 
-def test_held_rows_out_of_key_order_are_not_hashed_from_memory() -> None:
+def test_pooled_rows_out_of_key_order_are_not_hashed_from_memory() -> None:
     """A piece that starts before the end of the last one: the part must come from the database."""
 
-    held = import_digests.HeldRows()
-    held.add("chunk_gap", _gaps(100, 200))
-    held.add("chunk_gap", _gaps(0, 100))
-    assert held.part("chunk_gap", 7) is None
+    pooled = import_digests.PooledRows()
+    pooled.add("chunk_gap", _gaps(100, 200))
+    pooled.add("chunk_gap", _gaps(0, 100))
+    assert pooled.parts([7])[0]["chunk_gap"] is None
 
 
 def test_import_digest_of_rows_out_of_key_order_is_read_back(ledger: Ledger, monkeypatch) -> None:
@@ -193,11 +195,11 @@ def test_import_digest_of_rows_out_of_key_order_is_read_back(ledger: Ledger, mon
 
     fed: list[str] = []
 
-    def broken(self, data) -> None:
-        fed.append(self.table)
-        self.broken = True
+    def broken(self, table, data) -> None:
+        fed.append(table)
+        self.broken.add(table)
 
-    monkeypatch.setattr(streams.Stream, "feed", broken)
+    monkeypatch.setattr(import_digests.PooledRows, "_feed", broken)
     path = Path(__file__).resolve().parents[2] / "fixtures" / "vllm_bench" / "detailed_start_times.json"
     r = ingest.import_file(ledger, path, vllm_bench.IMPORTER, ingest.ImportTarget(batch="b"))
     assert "request" in fed and "chunk_gap" in fed

@@ -28,7 +28,7 @@ _CSV = pacsv.WriteOptions(include_header=False, quoting_style="all_valid", batch
 
 
 def bulk_insert(conn: sa.Connection, backend: str, table: str, data: pa.Table, held=None) -> None:
-    """Insert ``data`` into ``table``; ``held`` (a :class:`ledger.seal.import_digests.HeldRows`) keeps the Arrow
+    """Insert ``data`` into ``table``; ``held`` (a :class:`ledger.seal.PooledRows`) hashes the Arrow
     table for the import's artefact digest."""
     if data.num_rows == 0:
         return
@@ -75,6 +75,44 @@ def bulk_insert(conn: sa.Connection, backend: str, table: str, data: pa.Table, h
                 copy.write(encode(data.slice(start, PG_COPY_ROWS)))
             if binary:
                 copy.write(PG_BINARY_TRAILER)
+
+
+def next_ids(conn: sa.Connection, backend: str, table: str, n: int) -> list[int]:
+    """``n`` fresh ids from the sequence behind ``table.id`` (DuckDB: ``<table>_id_seq``; PostgreSQL:
+    the SERIAL's sequence), in one statement, so rows can be bulk-inserted with their ids."""
+    if n == 0:
+        return []
+    if backend == "duckdb":
+        sql = f"SELECT nextval('{table}_id_seq') FROM range({int(n)})"
+    else:
+        sql = f"SELECT nextval(pg_get_serial_sequence('{table}', 'id')) FROM generate_series(1, {int(n)})"
+    return sorted(r[0] for r in conn.exec_driver_sql(sql))
+
+
+def arrow_of(table: sa.FromClause, rows: list[dict], dialect: sa.Dialect) -> pa.Table:
+    """Rows (dicts with the same keys) as an Arrow table typed after ``table``'s columns; bind
+    processors (ExactDecimal -> text) are applied as an ORM insert would."""
+    names = list(rows[0])
+    data = {}
+    for name in names:
+        col = table.c[name]
+        values = [r[name] for r in rows]
+        ctype = col.type
+        if isinstance(ctype, m.ExactDecimal):
+            values = [ctype.process_bind_param(v, dialect) for v in values]
+            atype = pa.string()
+        elif isinstance(ctype, sa.Boolean):
+            atype = pa.bool_()
+        elif isinstance(ctype, sa.Integer):
+            atype = pa.int64() if isinstance(ctype, sa.BigInteger) else pa.int32()
+        elif isinstance(ctype, sa.Float):
+            atype = pa.float64()
+        elif isinstance(ctype, sa.DateTime):
+            atype = pa.timestamp("us")
+        else:
+            atype = pa.string()
+        data[name] = pa.array(values, atype)
+    return pa.table(data)
 
 
 def _csv_rows(data: pa.Table) -> memoryview:
@@ -129,9 +167,9 @@ def pg_binary_rows(data: pa.Table) -> memoryview:
     each other column becomes one length-prefixed field per row (:data:`_ENCODERS`), and a row's parts
     are joined. Why binary: the server reads a double's 8 bytes instead of parsing its text (exact by
     construction), and an array without parsing it (the gaps as CSV array literals cost more than the
-    4M gap rows' CSV they replaced); a request's COPY took ~25% less server time than as CSV (profile
-    note 35). Why the block: joining a field array per column was half of the encoding; with the block
-    the request rows of the ledger format encode in ~60% of the CPU (profile note 44)."""
+    4M gap rows' CSV they replaced); a request's COPY took less server time than as CSV (profile
+    note 35). Why the block: joining a field array per column was much of the encoding (profile note
+    44)."""
     n = data.num_rows
     if not n:
         return memoryview(b"")

@@ -1,4 +1,4 @@
-"""ledger.ingest writes runs, captures, capture fields and published values a chunk of runs at a time
+"""ledger.ingest.writer writes runs, captures, capture fields and published values a chunk of runs at a time
 (issue 7), and takes the vLLM importer's Arrow rows: both paths must leave the very same rows."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from bench_ledger import ingest
 from bench_ledger import models as m
 from bench_ledger.importers import vllm_bench as vb
 from bench_ledger.importers.base import ParseOptions
+from bench_ledger.ingest import request_rows, runs, writer  # their limits and bulk calls, set and watched here
 from bench_ledger.store import Ledger
 
 from tests.clirun import run as cli
@@ -87,7 +88,7 @@ def _rows(ledger: Ledger, artefact_id: int) -> dict[str, list]:
 
 
 def test_fast_and_python_paths_write_identical_rows(ledger: Ledger, tmp_path: Path, monkeypatch) -> None:
-    monkeypatch.setattr(ingest._RunWriter, "RUNS", 3)  # several chunks of runs
+    monkeypatch.setattr(runs.RunWriter, "RUNS", 3)  # several chunks of runs
     fast = _import(ledger, _file(tmp_path / "a.jsonl", 7, 60), "fast", fast=True, monkeypatch=monkeypatch)
     slow = _import(ledger, _file(tmp_path / "b.jsonl", 7, 60, tail=" "), "slow", fast=False, monkeypatch=monkeypatch)
     assert [(label, n) for _, label, n in fast.runs] == [(label, n) for _, label, n in slow.runs]
@@ -102,7 +103,7 @@ def test_declared_runs_are_found_a_chunk_at_a_time_and_same_labels_again_are_new
 ) -> None:
     """A manifest's runs are found by label, chunk by chunk, and learn the file's settings; a second file
     of the same labels is five more results: five new runs, never a second capture of the first five."""
-    monkeypatch.setattr(ingest._RunWriter, "RUNS", 2)
+    monkeypatch.setattr(runs.RunWriter, "RUNS", 2)
     manifest = tmp_path / "m.yaml"
     manifest.write_text(
         "version: 1\nbatches:\n  - {name: b}\nruns:\n"
@@ -126,19 +127,19 @@ def test_each_table_pooled_to_its_own_limit(ledger: Ledger, tmp_path: Path, monk
     """Requests and chunk gaps are pooled per table (issue 17: the 1M-request file's requests in one
     statement instead of ten): a table is written when its own pool is full, and the rows are those of
     one statement for the whole file."""
-    monkeypatch.setattr(ingest._RunWriter, "RUNS", 2)
+    monkeypatch.setattr(runs.RunWriter, "RUNS", 2)
     whole = _import(ledger, _file(tmp_path / "a.jsonl", 6, 40), "whole", fast=True, monkeypatch=monkeypatch)
     written: list[tuple[str, int]] = []
-    real = ingest.bulk_insert
+    real = request_rows.bulk_insert
 
     def counted(conn, backend, table, data, held=None):
         written.append((table, data.num_rows))
         return real(conn, backend, table, data, held)
 
-    monkeypatch.setattr(ingest, "bulk_insert", counted)
-    monkeypatch.setattr(ingest._Pending, "REQUEST_LIMIT", 100)
-    monkeypatch.setattr(ingest._Pending, "PG_REQUEST_LIMIT", 100)
-    monkeypatch.setattr(ingest._Pending, "LIMIT", 30)
+    monkeypatch.setattr(request_rows, "bulk_insert", counted)
+    monkeypatch.setattr(request_rows.PendingRows, "REQUEST_LIMIT", 100)
+    monkeypatch.setattr(request_rows.PendingRows, "PG_REQUEST_LIMIT", 100)
+    monkeypatch.setattr(request_rows.PendingRows, "LIMIT", 30)
     pooled = _import(ledger, _file(tmp_path / "b.jsonl", 6, 40, tail=" "), "pooled", fast=True, monkeypatch=monkeypatch)
     requests = [n for t, n in written if t == "request"]
     gaps = [n for t, n in written if t == "request_gaps"]
@@ -156,7 +157,7 @@ def test_statistics_refreshed_for_the_tables_the_import_wrote(ledger: Ledger, tm
     """After a large import PostgreSQL's statistics are refreshed for the bulk tables that got rows,
     not for the others (a ledger's millions of hardware samples were sampled after every request import)."""
     analyzed: list[tuple[str, ...]] = []
-    monkeypatch.setattr(ingest, "ANALYZE_AFTER_ROWS", 1)
+    monkeypatch.setattr(writer, "ANALYZE_AFTER_ROWS", 1)
     monkeypatch.setattr(Ledger, "refresh_statistics", lambda self, tables: analyzed.append(tables))
     _import(ledger, _file(tmp_path / "a.jsonl", 2, 30), "stats", fast=True, monkeypatch=monkeypatch)
     assert analyzed == [("request", "request_gaps")]  # chunk_gap is a view of request_gaps (migration 0014)
@@ -169,7 +170,7 @@ def test_statistics_after_an_import_sample_at_the_ledgers_own_target(
     100: a histogram of at most STATISTICS_TARGET buckets (160 requests of ~150 distinct input lengths)."""
     from bench_ledger.store import STATISTICS_TARGET
 
-    monkeypatch.setattr(ingest, "ANALYZE_AFTER_ROWS", 1)
+    monkeypatch.setattr(writer, "ANALYZE_AFTER_ROWS", 1)
     _import(pg_ledger, _file(tmp_path / "a.jsonl", 2, 80), "stats", fast=True, monkeypatch=monkeypatch)
     with pg_ledger.engine.connect() as conn:
         bounds = conn.exec_driver_sql(
@@ -194,7 +195,7 @@ def test_a_large_import_leaves_the_run_index_summarised(
         with led.engine.begin() as conn:
             return conn.exec_driver_sql("SELECT brin_summarize_new_values('ix_request_run_id')").scalar()
 
-    monkeypatch.setattr(ingest, "ANALYZE_AFTER_ROWS", 5_000)
+    monkeypatch.setattr(writer, "ANALYZE_AFTER_ROWS", 5_000)
     # past the first range of 32 pages (~2,000 rows; the empty table's index summarised that one when built)
     _import(led, _file(tmp_path / "small.jsonl", 2, 2_000), "small", fast=True, monkeypatch=monkeypatch)
     assert unsummarised() >= 1
@@ -207,25 +208,25 @@ def test_rows_written_while_the_next_runs_are_parsed(ledger: Ledger, tmp_path: P
     rows are those of a synchronous write, and a COPY's own error is what the import raises."""
     from bench_ledger.errors import StoreError
 
-    monkeypatch.setattr(ingest._RunWriter, "RUNS", 2)
+    monkeypatch.setattr(runs.RunWriter, "RUNS", 2)
     whole = _import(ledger, _file(tmp_path / "a.jsonl", 6, 40), "whole", fast=True, monkeypatch=monkeypatch)
-    monkeypatch.setattr(ingest._Pending, "PG_REQUEST_LIMIT", 50)
-    monkeypatch.setattr(ingest._Pending, "REQUEST_LIMIT", 50)
-    monkeypatch.setattr(ingest._Pending, "LIMIT", 30)
+    monkeypatch.setattr(request_rows.PendingRows, "PG_REQUEST_LIMIT", 50)
+    monkeypatch.setattr(request_rows.PendingRows, "REQUEST_LIMIT", 50)
+    monkeypatch.setattr(request_rows.PendingRows, "LIMIT", 30)
     pooled = _import(ledger, _file(tmp_path / "b.jsonl", 6, 40, tail=" "), "pooled", fast=True, monkeypatch=monkeypatch)
     assert _rows(ledger, whole.artefact_id) == _rows(ledger, pooled.artefact_id)
     if ledger.backend != "postgresql":
         return
     import psycopg
 
-    real = ingest.bulk_insert
+    real = request_rows.bulk_insert
 
     def failing(conn, backend, table, data, held=None):
         if table == "request":
             raise psycopg.errors.DiskFull("could not extend file: No space left on device")
         return real(conn, backend, table, data, held)
 
-    monkeypatch.setattr(ingest, "bulk_insert", failing)
+    monkeypatch.setattr(request_rows, "bulk_insert", failing)
     with pytest.raises(StoreError, match="No space left on device"):
         _import(ledger, _file(tmp_path / "c.jsonl", 6, 40, seed=4), "failed", fast=True, monkeypatch=monkeypatch)
     with ledger.session() as s:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from bench_ledger import ingest
+from bench_ledger.ingest import pipeline  # its group limits and its writer call, set and watched here
 
 from tests.clirun import run
 
@@ -29,13 +30,13 @@ def request_file(path: Path, label: str, seed: int, extra: dict | None = None, n
 def groups(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The number of files of each write_artefacts call (a group, or one file)."""
     seen: list[int] = []
-    real = ingest.write_artefacts
+    real = pipeline.write_artefacts
 
     def spy(ledger, files, *args, **kwargs):
         seen.append(len(files))
         return real(ledger, files, *args, **kwargs)
 
-    monkeypatch.setattr(ingest, "write_artefacts", spy)
+    monkeypatch.setattr(pipeline, "write_artefacts", spy)
     return seen
 
 
@@ -238,7 +239,7 @@ def test_groups_prepared_ahead_keep_the_order_and_a_repeat_in_a_later_group(
     """The next group is hashed and parsed while the one before is written: outputs stay in file order,
     and a file of an earlier group given again (not committed when the later group was prepared) is
     already imported, not a failed group."""
-    monkeypatch.setattr(ingest, "GROUP_FILES", 2)
+    monkeypatch.setattr(pipeline, "GROUP_FILES", 2)
     files = [request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i) for i in range(5)]
     given = [files[0], files[1], files[2], files[0], files[3], files[4]]
     out = run("import", "--db", ledger_url, "--batch", "b", *given)
@@ -256,8 +257,8 @@ def test_groups_on_postgresql_start_small_and_double_so_the_database_starts_earl
     """On PostgreSQL the first group is FIRST_GROUP_FILES files, each next one twice the one before, up to
     GROUP_FILES (its writes wait for the first group's parse only); on DuckDB every group is GROUP_FILES
     files (a commit there costs more than the wait; profile note 35)."""
-    monkeypatch.setattr(ingest, "FIRST_GROUP_FILES", 2)
-    monkeypatch.setattr(ingest, "GROUP_FILES", 8)
+    monkeypatch.setattr(pipeline, "FIRST_GROUP_FILES", 2)
+    monkeypatch.setattr(pipeline, "GROUP_FILES", 8)
     files = [request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i) for i in range(24)]
     out = run("import", "--db", ledger_url, "--batch", "b", *files)
     assert out.stdout.count("imported as artefact") == 24
@@ -274,7 +275,7 @@ def test_files_already_in_the_ledger_are_answered_from_the_groups_query(
     files = [request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i) for i in range(3)]
     run("import", "--db", ledger_url, "--batch", "b", *files)
     alone_lines = [run("import", "--db", ledger_url, "--batch", "b", f).stdout for f in files]  # each file alone
-    monkeypatch.setattr(ingest, "import_file", lambda *a, **k: pytest.fail("import_file called for an imported file"))
+    monkeypatch.setattr(pipeline, "_alone", lambda *a, **k: pytest.fail("a file already imported written alone"))
     out = run("import", "--db", ledger_url, "--batch", "b", *files)
     assert out.stdout == "".join(alone_lines) and out.exit_code == 0
     assert "already imported as artefact 1 (r0.jsonl, ledger-requests, sha256" in out.stdout
@@ -287,14 +288,14 @@ def test_a_batch_of_files_beyond_the_row_limit_is_split_into_groups_of_about_equ
     equal size: cut where a group reached the limit, 7 files of 3 requests under a limit of 18 were a
     group of 6 and a group of 1 (256 files of 1,000 requests: 250 and 6, a transaction each, profile
     note 28). Files without requests are one group; every file's rows and output as before."""
-    monkeypatch.setattr(ingest, "GROUP_ROWS", 18)
+    monkeypatch.setattr(pipeline, "GROUP_ROWS", 18)
     files = [request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i) for i in range(7)]
     out = run("import", "--db", ledger_url, "--batch", "b", *files)
     assert groups == [4, 3]  # 21 requests: two groups (12 + 9), not 18 + 3
     assert [x.split(":")[0] for x in out.stdout.splitlines() if not x.startswith("  run")] == list(map(str, files))
     assert (counts(ledger_url)["artefact"], counts(ledger_url)["request"]) == (7, 21)
     groups.clear()
-    monkeypatch.setattr(ingest, "GROUP_ROWS", 9)
+    monkeypatch.setattr(pipeline, "GROUP_ROWS", 9)
     more = [request_file(tmp_path / f"s{i}.jsonl", f"more {i}", 10 + i) for i in range(7)]
     assert run("import", "--db", ledger_url, "--batch", "b", *more).exit_code == 0
     assert groups == [3, 2, 2]  # 21 requests within 9 each: three groups of 9, 6 and 6
@@ -309,9 +310,9 @@ def test_ctrl_c_while_a_group_is_written_says_what_was_kept(
 ) -> None:
     """Ctrl-C in the write of the second group: the first group's files are committed and stay, the second
     group is rolled back. The message said "nothing of the unfinished command was written" (issue 39)."""
-    monkeypatch.setattr(ingest, "GROUP_FILES", 4)
-    monkeypatch.setattr(ingest, "FIRST_GROUP_FILES", 4)
-    real, calls = ingest.write_artefacts, []
+    monkeypatch.setattr(pipeline, "GROUP_FILES", 4)
+    monkeypatch.setattr(pipeline, "FIRST_GROUP_FILES", 4)
+    real, calls = pipeline.write_artefacts, []
 
     def interrupted(ledger, files, *args, **kwargs):
         calls.append(len(files))
@@ -319,7 +320,7 @@ def test_ctrl_c_while_a_group_is_written_says_what_was_kept(
             raise KeyboardInterrupt
         return real(ledger, files, *args, **kwargs)
 
-    monkeypatch.setattr(ingest, "write_artefacts", interrupted)
+    monkeypatch.setattr(pipeline, "write_artefacts", interrupted)
     files = [request_file(tmp_path / f"r{i}.jsonl", f"run {i}", i) for i in range(10)]
     out = run("import", "--db", ledger_url, "-q", "--batch", "b", *files, code=130)
     assert calls == [4, 4] and out.stderr.splitlines()[-1] + "\n" == (

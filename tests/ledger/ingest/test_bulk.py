@@ -1,4 +1,4 @@
-"""ledger.bulk: on PostgreSQL the binary COPY stores exactly what the CSV COPY stores, and is used only
+"""ledger.ingest.bulk: on PostgreSQL the binary COPY stores exactly what the CSV COPY stores, and is used only
 where every column's Arrow type is its column's binary form; on DuckDB an insert holds no rows after it."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import struct
 import pyarrow as pa
 import pytest
 import sqlalchemy as sa
-from bench_ledger import bulk
+from bench_ledger.ingest import bulk  # its encoders, private, are what it tests
 from bench_ledger.store import Ledger
 
 I32, I64 = (-(2**31), 2**31 - 1), (-(2**63), 2**63 - 1)
