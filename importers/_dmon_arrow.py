@@ -23,6 +23,8 @@ from zoneinfo import ZoneInfo
 from bench_ledger.importers._dmon_lines import NOT_COUNTERS, LineReader
 from bench_ledger.importers.base import to_utc
 
+__all__ = ["wide_chunks"]
+
 _WIDE_BLOCK = 16 << 20
 _ONE_COLUMN = None
 

@@ -19,6 +19,8 @@ from bench_ledger.gcpause import gc_paused
 from bench_ledger.importers.base import to_utc
 from bench_ledger.records import SampleColumns
 
+__all__ = ["CHUNK_ROWS", "NOT_COUNTERS", "UNCONFIRMED", "LineReader"]
+
 UNCONFIRMED = "unconfirmed"
 CHUNK_ROWS = 100_000
 _READ_BYTES = 1 << 20

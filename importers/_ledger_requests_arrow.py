@@ -45,6 +45,8 @@ from bench_ledger.importers._ledger_requests_format import (
 from bench_ledger.importers.base import exact_ns_of, file_size, inexact, literal_paths, sql_text
 from bench_ledger.records import FIELD_COLUMN, MAX_TEXT_CHARS, REQUEST_FIELDS, ArrowRequests, ParsedArtefact
 
+__all__ = ["fast_parse"]
+
 _INT32 = ("idx", "line", "retries", "input_tokens", "output_tokens", "cached_tokens", "chunk_count")  # ArrowRequests
 _WS = "[ \\t\\n]*"
 _TYPES = {

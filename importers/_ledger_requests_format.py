@@ -30,6 +30,20 @@ from bench_ledger.records import (
 )
 from bench_ledger.vocab import RUN_FACTORS, Clock
 
+__all__ = [
+    "CSV_MAGIC",
+    "DECODE",
+    "FIELD_OF",
+    "IMPORTER_NAME",
+    "INT_FIELDS",
+    "SECONDS_FIELDS",
+    "TIME_FIELDS",
+    "VERSION",
+    "artefact_of",
+    "capture_of",
+    "read_header",
+]
+
 VERSION = 1
 IMPORTER_NAME = "ledger-requests"
 CSV_MAGIC = "# ledger_requests"

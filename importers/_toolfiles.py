@@ -23,6 +23,35 @@ from bench_ledger.kinds import check_kind
 from bench_ledger.records import FIELD_COLUMN, Published, RequestColumns, Stated, text_violation
 from bench_ledger.units import printed_places
 
+__all__ = [
+    "AIPERF_MARKERS",
+    "ENGINE_BACKENDS",
+    "TIME_UNITS",
+    "TOKEN_UNITS",
+    "as_dict",
+    "build_columns",
+    "distinct_served",
+    "factor_text",
+    "has_key",
+    "head_text",
+    "integer",
+    "is_number",
+    "jpath",
+    "kind_for_unit",
+    "mapping",
+    "ns_gap_s",
+    "number",
+    "placeholder",
+    "present_fields",
+    "published",
+    "sequence",
+    "stated",
+    "to_ns",
+    "to_seconds",
+    "walk_metric_objects",
+    "whole",
+]
+
 # Time units as the tools print them, in seconds. Anything else is refused, never guessed.
 TIME_UNITS: dict[str, Decimal] = {
     "ns": Decimal("1e-9"),

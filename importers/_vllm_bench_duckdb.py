@@ -39,6 +39,8 @@ from bench_ledger.importers._vllm_result import ARRAYS, result_header, success_r
 from bench_ledger.importers.base import EXACT_MIN, exact_ns_of, literal_paths, sql_text
 from bench_ledger.records import ArrowRequests, ParsedRun
 
+__all__ = ["fast_runs"]
+
 FAST_RUNS_PER_QUERY = 64  # runs per Arrow batch (~64k requests of the benchmark file)
 _INT = ("input_lens", "output_lens")
 _TYPES = {

@@ -41,6 +41,30 @@ from bench_ledger.records import (
 from bench_ledger.tools import SERVING_LATENCY_STAT, Tool
 from pydantic import ValidationError
 
+__all__ = [
+    "ARRAYS",
+    "NO_AUDIO",
+    "NUMBER",
+    "SGLANG_MARKERS",
+    "ZERO_STATS",
+    "factors_of",
+    "float_or_none",
+    "int_or_none",
+    "iter_objects",
+    "jpath_of",
+    "parse_run",
+    "placeholders",
+    "published",
+    "read_arrays",
+    "result_header",
+    "success_rule",
+    "success_rule_lists",
+    "top_keys",
+    "type_name",
+    "validate_columns",
+    "where",
+]
+
 NUMBER = (int, float)
 
 # Aggregates vLLM writes: key as written -> (unit, quantity kind of ledger/kinds.py).

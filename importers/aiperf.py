@@ -50,6 +50,8 @@ from bench_ledger.importers.base import ParseOptions, first_json_value, iter_jso
 from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RequestValues, RunInfo
 from bench_ledger.tools import Tool
 
+__all__ = ["IMPORTER", "error_text", "pairing"]
+
 PROFILING = "profiling"
 SUCCESS_RULE = (
     "failed when the record's error is not null (text: 'code type: message') or "

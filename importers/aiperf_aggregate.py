@@ -39,6 +39,8 @@ from bench_ledger.importers.base import ParseOptions, first_json_value, load_jso
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
 
+__all__ = ["IMPORTER"]
+
 SUCCESS_RULE = "no request records in this file; AIPerf counts a request as failed when it has an error"
 
 

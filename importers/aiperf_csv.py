@@ -33,6 +33,8 @@ from bench_ledger.importers.base import ParseOptions, refuse_cut_last_line
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
 
+__all__ = ["IMPORTER"]
+
 STATS_HEADER = ("Metric", "avg", "min", "max")  # then percentiles p1..p99 and std, as the exporter writes them
 VALUE_HEADER = ("Metric", "Value")
 _LABEL = re.compile(r"^(?P<name>[^()]+?)\s*(?:\((?P<unit>[^()]*)\))?$")

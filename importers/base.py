@@ -38,17 +38,32 @@ NEWLINE = b"\n"
 
 
 __all__ = [
+    "EXACT_MIN",
+    "FAST_NS_MAX",
+    "NS_PER_S",
+    "DuplicateKey",
     "Importer",
     "ParseOptions",
+    "exact_ns_of",
+    "file_size",
     "first_json_value",
+    "inexact",
     "iter_json_lines",
+    "json_problem",
+    "literal_paths",
     "load_json",
+    "loads",
     "local_time_note",
     "local_zone",
     "prefetched",
     "read_head",
     "read_utf8",
+    "refuse_cut_last_line",
+    "seconds_ns",
+    "setting_text",
+    "sql_text",
     "to_utc",
+    "unique_keys",
 ]
 
 

@@ -63,6 +63,8 @@ from bench_ledger.importers.base import ParseOptions, load_json
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo, Stated
 from bench_ledger.tools import Tool
 
+__all__ = ["EVERY_TTFT", "FALLBACK", "IMPORTER", "PLACEHOLDER"]
+
 TOOL = Tool.GENAI_BENCH
 SUCCESS_RULE = "ok iff error_code is null (genai-bench's own rule: its stats use exactly these records)"
 _NAME = re.compile(r"_(?P<type>num_concurrency|batch_size)_(?P<n>\d+)_time_(?P<secs>\d+)s$")

@@ -45,6 +45,8 @@ from bench_ledger.importers.base import ParseOptions, load_json, setting_text
 from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo, Stated, file_name_text
 from bench_ledger.tools import Tool
 
+__all__ = ["IMPORTER", "pairing"]
+
 SUCCESS_RULE = (
     "failed when a response payload is a JSON object with an 'error' member or is not JSON; "
     "unknown when no response was received; ok otherwise (GenAI-Perf writes no status)"

@@ -23,6 +23,8 @@ from bench_ledger.importers.genai_perf import pairing
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
 
+__all__ = ["IMPORTER"]
+
 SUCCESS_RULE = "no request records in this file; GenAI-Perf writes no per-request status"
 _GENAI_METRICS = ("time_to_first_token", "request_latency", "request_throughput", "output_token_throughput")
 

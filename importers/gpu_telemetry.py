@@ -38,6 +38,8 @@ from bench_ledger.importers._toolfiles import head_text
 from bench_ledger.importers.base import local_time_note, local_zone, refuse_cut_last_line, to_utc
 from bench_ledger.records import ParsedArtefact, SampleColumns
 
+__all__ = ["IMPORTER", "IMPORTERS"]
+
 UNCONFIRMED = "unconfirmed"
 NO_VALUE = frozenset(
     {"[N/A]", "[Not Supported]", "N/A", "[Unknown Error]", "[GPU is lost]", "[Insufficient Permissions]"}

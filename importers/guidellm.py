@@ -52,6 +52,8 @@ from bench_ledger.importers.base import ParseOptions, load_json, setting_text
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RequestValues, RunInfo
 from bench_ledger.tools import Tool
 
+__all__ = ["IMPORTER"]
+
 GROUPS = (("successful", "ok"), ("incomplete", "unknown"), ("errored", "failed"))
 SUCCESS_RULE = (
     "by guidellm's grouping: requests.successful -> ok, requests.errored -> failed (error text kept), "

@@ -57,6 +57,8 @@ from bench_ledger.importers.base import ParseOptions, load_json, setting_text
 from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
 
+__all__ = ["IMPORTER"]
+
 TOOL = Tool.INFERENCE_PERF
 # A stage that achieved less than this share of its requested rate is flagged (it saturated).
 SHORTFALL = Decimal("0.9")

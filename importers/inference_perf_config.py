@@ -17,6 +17,8 @@ from bench_ledger.importers._toolfiles import head_text
 from bench_ledger.importers.base import json_problem, read_utf8
 from bench_ledger.records import ParsedArtefact, Published
 
+__all__ = ["IMPORTER"]
+
 _SECRET = re.compile(r"(token|api_key|apikey|password|secret|credential)", re.I)
 
 

@@ -28,6 +28,8 @@ from bench_ledger.importers.base import ParseOptions, load_json
 from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RequestValues, RunInfo
 from bench_ledger.tools import Tool
 
+__all__ = ["IMPORTER", "pairing"]
+
 # per-request values without a request column: key -> flag (ledger.vocab.RequestValueFlag)
 VALUE_KEYS = {"request_output_throughput_token_per_s": "reported", "number_total_tokens": "measured"}
 SUCCESS_RULE = (

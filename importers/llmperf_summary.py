@@ -23,6 +23,8 @@ from bench_ledger.importers.llmperf import pairing
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
 
+__all__ = ["IMPORTER"]
+
 # What the summary states of the system under test and the load (token_benchmark_ray.py's
 # metadata): mean input and output tokens are the requested lengths, not actual ones (R3).
 FACTORS = {

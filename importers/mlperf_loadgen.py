@@ -33,6 +33,8 @@ from bench_ledger.importers.base import json_problem, loads
 from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, Published, RunInfo, Stated
 from bench_ledger.tools import Tool
 
+__all__ = ["IMPORTER"]
+
 TOOL = Tool.MLPERF_LOADGEN
 SUCCESS_RULE = "aggregates only: loadgen's per-sample records are not in these logs"
 _PREFIX = re.compile(r"^(?P<prefix>.*?)_?mlperf_log_(?:summary|detail)\.txt$")

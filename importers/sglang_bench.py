@@ -54,6 +54,8 @@ from bench_ledger.importers.base import ParseOptions, first_json_value, iter_jso
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RequestColumns, RunInfo, Stated
 from bench_ledger.tools import SERVING_LATENCY_STAT, Tool
 
+__all__ = ["IMPORTER"]
+
 TOKENS_NOTE = (
     "sum of output_lens: the server's usage.completion_tokens where the reply had it, "
     "else the requested output length; the file does not say which (not confirmed measured)"

@@ -37,6 +37,8 @@ from bench_ledger.importers.base import ParseOptions, load_json
 from bench_ledger.records import Capture, ParsedArtefact, ParsedRun, Published, RunInfo
 from bench_ledger.tools import Tool
 
+__all__ = ["IMPORTER", "NO_GPU_MEMORY"]
+
 TOOL = Tool.TRTLLM_BENCH
 ISSUE_RATE_NOTE = "latency mode: issue_rate is queue time / requests with no issue schedule, not a rate; ignored"
 # reporting.py's _query_gpu_info: what it writes where torch could not read the GPU's properties

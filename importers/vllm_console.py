@@ -26,6 +26,8 @@ from bench_ledger.importers._vllm_result import placeholders
 from bench_ledger.records import Capture, Pairing, ParsedArtefact, ParsedRun, RunInfo, Stated
 from bench_ledger.tools import Tool
 
+__all__ = ["IMPORTER"]
+
 BANNER = "Serving Benchmark Result"
 # vLLM prints the banner centred in '=' (``"{s:{c}^{n}}".format(s=" Serving Benchmark Result ", n=50, c="=")``)
 # on a line of its own, and its argparse dump as a line starting ``Namespace(``. A text that merely

@@ -87,6 +87,8 @@ from bench_ledger.vocab import (
     engine_arg_kind,
 )
 
+__all__ = ["FACT_KINDS", "IMPORTER", "elapsed_seconds"]
+
 # kind -> (quantity kind in ledger.kinds.KINDS or None for text facts, meaning): the vocabulary's
 FACT_KINDS = LOG_FACT_KINDS
 

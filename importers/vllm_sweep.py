@@ -24,6 +24,8 @@ from bench_ledger.importers._vllm_result import parse_run
 from bench_ledger.importers.base import ParseOptions, load_json
 from bench_ledger.records import Pairing, ParsedArtefact, ParsedRun
 
+__all__ = ["IMPORTER", "relabel"]
+
 _COMBO = re.compile(r"^SERVE--(?P<serve>.*?)-?BENCH--(?P<bench>.*)$")
 _RUN_FILE = re.compile(r"^run=(?P<n>\d+)\.json$")
 _PARAM_SPLIT = re.compile(r"-(?=[A-Za-z_][A-Za-z0-9_.]*=)")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+__all__ = ["DMON", "POWER_COUNTERS", "kind_of", "meaning_of"]
+
 
 @dataclass(frozen=True)
 class Counter:

@@ -27,6 +27,8 @@ from bench_ledger.units import parse_quantity
 from bench_ledger.vocab import WarmState
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+__all__ = ["declare", "load_manifest", "manifest_schema"]
+
 
 class _Item(BaseModel):
     model_config = ConfigDict(extra="forbid")

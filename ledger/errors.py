@@ -24,6 +24,29 @@ from __future__ import annotations
 
 from os import PathLike
 
+__all__ = [
+    "AlreadyImported",
+    "Ambiguous",
+    "BadURL",
+    "ClaimsInvalid",
+    "FormatRefused",
+    "InputError",
+    "IntegrityError",
+    "LedgerError",
+    "LedgerLocked",
+    "NotFound",
+    "ParseError",
+    "Refused",
+    "SchemaOutOfDate",
+    "StoreError",
+    "UnknownFormat",
+    "UsageError",
+    "WriteConflict",
+    "close_names",
+    "line_key",
+    "near_names",
+]
+
 
 class LedgerError(Exception):
     """Base of every error the ledger raises on purpose."""

@@ -27,6 +27,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+__all__ = ["arrays", "arrays_of", "count", "pg_doubles", "read", "rows_in_slices", "rows_of"]
+
 if TYPE_CHECKING:
     import sqlalchemy as sa
 

@@ -42,6 +42,17 @@ from bench_ledger.errors import Refused
 from sqlalchemy import event
 from sqlalchemy.orm import ORMExecuteState, Session
 
+__all__ = [
+    "DECLARED_TABLES",
+    "bulk_created_artefacts",
+    "declared_written",
+    "duckdb_triggers_supported",
+    "install",
+    "mark_ledger_write",
+    "take_declared_written",
+    "trigger_problems",
+]
+
 SEAL_TABLES = ("seal", "seal_chunk", "seal_part", "artefact_digest")
 APPEND_ONLY = frozenset(m.CAPTURED_TABLES) | frozenset(m.CAPTURED_VIEWS) | frozenset(SEAL_TABLES)
 DECLARED_TABLES = ("source_report", "deployment", "launch", "batch", "run", "published_value")

@@ -6,6 +6,21 @@ Units convert exactly within a kind (``ledger.units``); a kind never converts in
 
 from __future__ import annotations
 
+__all__ = [
+    "CACHE_KINDS",
+    "COUNTER_KINDS",
+    "COUNT_KINDS",
+    "INTEGER_KINDS",
+    "KINDS",
+    "LOAD_KINDS",
+    "MEMORY_KINDS",
+    "POWER_KINDS",
+    "SCALAR_KINDS",
+    "SUB_KINDS",
+    "TIME_KINDS",
+    "check_kind",
+]
+
 KINDS: dict[str, str] = {
     # counts
     "token_count": "a number of tokens (actual, measured or reported)",

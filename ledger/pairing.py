@@ -37,6 +37,8 @@ from bench_ledger.errors import Ambiguous, InputError
 from bench_ledger.revisions import current
 from sqlalchemy.orm import Session
 
+__all__ = ["FOLDER", "Matcher", "folder_of", "metadata_of", "serialised"]
+
 # run.metadata keys the first file of a run leaves for the others
 KEY, REQUESTS, FILE, NAMES = "pairing key", "pairing requests", "pairing file", "pairing names"
 FACT = "pairing {}"  # a fact both files state (``records.Pairing.facts``): "pairing completed", "pairing model"

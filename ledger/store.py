@@ -33,6 +33,19 @@ from bench_ledger.errors import BadURL, LedgerLocked, NotFound, SchemaOutOfDate,
 from sqlalchemy.dialects import registry
 from sqlalchemy.orm import Session
 
+__all__ = [
+    "STATISTICS_TARGET",
+    "Ledger",
+    "alembic_config",
+    "known_names",
+    "now",
+    "on_one_snapshot",
+    "pg_parallel_workers",
+    "resolve_url",
+    "stored_revision",
+    "unknown",
+]
+
 T = TypeVar("T")
 
 # DuckDB's Python client tries `import pandas` on every execute() with parameters. Where pandas is

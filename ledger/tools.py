@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from enum import StrEnum
 
+__all__ = ["PRINTED_ROUNDED", "SERVING_LATENCY_STAT", "Tool"]
+
 
 class Tool(StrEnum):
     VLLM_BENCH = "vllm-bench"  # vllm bench serve / benchmark_serving.py --save-result

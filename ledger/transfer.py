@@ -41,6 +41,8 @@ from bench_ledger.seal import scheme2, scheme3
 from bench_ledger.seal.close import batch_parts
 from bench_ledger.store import Ledger, now
 
+__all__ = ["export_batch", "import_export", "schema_of"]
+
 FORMAT = "bench-ledger-export/1"
 # source reports (what the batch's published values name) and the import digests ride along; not sealed
 # request_value (migration 0013) is a scheme-3 artefact part only (scheme3.OPTIONAL_TABLES), never of schemes 1 and 2

@@ -13,6 +13,8 @@ from fractions import Fraction
 
 from bench_ledger.errors import Refused
 
+__all__ = ["UNCONFIRMED", "convert", "dimension", "parse_quantity", "printed_places"]
+
 UNCONFIRMED = "unconfirmed"
 
 # unit -> (dimension, factor to the dimension's base unit)

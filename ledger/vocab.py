@@ -8,6 +8,33 @@ from __future__ import annotations
 
 from typing import Literal, get_args
 
+__all__ = [
+    "COMPILE_CACHE_LOAD_SECONDS",
+    "ENGINE_ARGS",
+    "ENGINE_ERROR",
+    "GRAPH_COMPILE_SECONDS",
+    "KV_CACHE_TOKENS",
+    "LOG_FACT_KINDS",
+    "MAX_CONCURRENCY_WINDOW_TOKENS",
+    "MAX_MODEL_LEN",
+    "MAX_NUM_BATCHED_TOKENS",
+    "PROVENANCE",
+    "READY",
+    "REQUEST_VALUE_FLAGS",
+    "RUN_FACTORS",
+    "SECONDS_TO_READY",
+    "STATUS",
+    "WARM",
+    "WARM_COMPILE",
+    "Clock",
+    "Provenance",
+    "RequestStatus",
+    "RequestValueFlag",
+    "RunFactor",
+    "WarmState",
+    "engine_arg_kind",
+]
+
 # Where a value comes from (rulebook: provenance flags). n/a always travels with its reason.
 Provenance = Literal["measured", "derived", "estimated", "reported", "n/a"]
 PROVENANCE: tuple[str, ...] = get_args(Provenance)

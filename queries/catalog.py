@@ -13,6 +13,8 @@ from bench_ledger.records import REQUEST_FIELDS
 from bench_ledger.revisions import current, require_current
 from bench_ledger.store import Ledger
 
+__all__ = ["list_batches", "list_cards", "list_runs", "request_table", "run_detail", "sample_table", "to_json"]
+
 
 @dataclass(frozen=True)
 class BatchRow:

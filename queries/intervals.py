@@ -25,6 +25,27 @@ from fractions import Fraction
 from bench_ledger.errors import Refused
 from bench_ledger.units import convert as convert_exact
 
+__all__ = [
+    "Interval",
+    "Printed",
+    "check",
+    "convert",
+    "difference",
+    "fmt",
+    "grim",
+    "hull",
+    "integers_in",
+    "interval_of",
+    "is_count_text",
+    "is_range",
+    "parse",
+    "parse_range",
+    "percent_change",
+    "product",
+    "ratio",
+    "total",
+]
+
 # ----------------------------------------------------------------------------- intervals
 
 

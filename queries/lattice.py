@@ -20,6 +20,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
+__all__ = ["LEVELS", "Evidence", "combine", "derived_flag", "markdown", "weakest"]
+
 LEVELS: tuple[str, ...] = (
     "refused",
     "n/a",

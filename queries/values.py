@@ -11,6 +11,18 @@ from fractions import Fraction
 
 from bench_ledger.vocab import Provenance
 
+__all__ = [
+    "FACTORS",
+    "IDENTITY_FACTORS",
+    "UNKNOWN",
+    "WARM_FACTORS",
+    "Comparison",
+    "Factor",
+    "MetricValue",
+    "Scope",
+    "factor_known",
+]
+
 Flag = Provenance  # a value's flag on the read side: the one provenance vocabulary
 
 # The one list of factors two scopes can differ in (R6, R8): `ledger compare` resolves them from

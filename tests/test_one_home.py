@@ -74,7 +74,7 @@ def test_one_reading_of_a_printed_aggregate() -> None:
     other; NaN was kept as 'NaN' or 'nan' with two reasons; null had two reasons (issue 12)."""
     from pathlib import Path
 
-    from bench_ledger.importers import _toolfiles, vllm_bench
+    from bench_ledger.importers import _toolfiles, vllm_bench  # private: both readers of a printed aggregate
     from bench_ledger.queries.check.core import tolerance
     from bench_ledger.units import printed_places
 

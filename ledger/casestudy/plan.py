@@ -22,8 +22,8 @@ __all__ = [
     "MODEL_ID",
     "PROBES",
     "PROBE_INPUT",
-    "RunSpec",
     "SYNTHETIC_NOTE",
+    "RunSpec",
 ]
 
 SYNTHETIC_NOTE = (

@@ -18,6 +18,16 @@ from bench_ledger.ingest.target import ImportResult
 from bench_ledger.store import Ledger
 from sqlalchemy.orm import Session
 
+__all__ = [
+    "WrittenArtefact",
+    "already_imported",
+    "check_not_imported",
+    "refuse_stored",
+    "sha256_file",
+    "shown_name",
+    "store_copy",
+]
+
 
 def sha256_file(path: Path) -> tuple[str, int]:
     rec.require_regular_file(path)

@@ -21,6 +21,8 @@ import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger.guards import DECLARED_TABLES, declared_written
 
+__all__ = ["arrow_of", "bulk_insert", "next_ids", "pg_binary_encodable", "pg_binary_rows"]
+
 _names = itertools.count()
 DUCKDB_BATCH_ROWS = 122_880  # DuckDB's row-group size
 PG_COPY_ROWS = 65_536  # rows per slice of a COPY

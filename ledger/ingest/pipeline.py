@@ -20,6 +20,8 @@ from bench_ledger.ingest.writer import ANALYZE_AFTER_ROWS, BULK_TABLES, Parsed, 
 from bench_ledger.store import Ledger
 from pydantic import ValidationError
 
+__all__ = ["import_file", "import_files", "write_artefacts"]
+
 
 def import_file(
     ledger: Ledger,

@@ -8,6 +8,8 @@ from bench_ledger import records as rec
 from bench_ledger.store import now
 from sqlalchemy.orm import Session
 
+__all__ = ["published_row", "write_published"]
+
 
 def published_row(
     p: rec.Published, artefact_id: int, batch_id: int | None, run_id: int | None, deployment_id: int | None, stamp

@@ -17,6 +17,15 @@ from bench_ledger.errors import ParseError, Refused
 from pydantic import ValidationError
 from sqlalchemy.orm import Session
 
+__all__ = [
+    "check_backfill",
+    "named_records",
+    "refuse_gap_outside_domain",
+    "refuse_other_model",
+    "refuse_outside_domain",
+    "translated",
+]
+
 
 def refuse_other_model(s: Session, path: Path, deployment_id: int, model: rec.Stated) -> None:
     """A file whose model is not its deployment's is refused, naming both (compared as

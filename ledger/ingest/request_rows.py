@@ -20,6 +20,15 @@ from bench_ledger.ingest.artefacts import WrittenArtefact
 from bench_ledger.ingest.bulk import bulk_insert
 from bench_ledger.ingest.refusals import refuse_gap_outside_domain, refuse_outside_domain
 
+__all__ = [
+    "PendingRows",
+    "arrow_requests",
+    "artefacts_request_tables",
+    "bulk_insert",
+    "request_tables",
+    "request_value_table",
+]
+
 _REQUEST_SCHEMA = pa.schema(
     [
         ("artefact_id", pa.int32()),

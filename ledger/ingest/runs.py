@@ -18,6 +18,8 @@ from bench_ledger.ingest.request_rows import PendingRows, arrow_requests, artefa
 from bench_ledger.store import now
 from sqlalchemy.orm import Session
 
+__all__ = ["RunWriter"]
+
 
 def _described(info: rec.RunInfo, artefact_id: int) -> dict:
     return dict(

@@ -17,6 +17,8 @@ from bench_ledger.errors import ParseError
 from bench_ledger.ingest.bulk import bulk_insert
 from bench_ledger.ingest.refusals import refuse_outside_domain
 
+__all__ = ["write_samples", "write_wide_samples"]
+
 
 def write_samples(
     conn: sa.Connection,

@@ -18,6 +18,17 @@ from bench_ledger.errors import NotFound, Refused
 from bench_ledger.store import Ledger, now
 from sqlalchemy.orm import Session
 
+__all__ = [
+    "ImportResult",
+    "ImportTarget",
+    "Parser",
+    "launch_of",
+    "open_batch",
+    "options_not_applied",
+    "package_version",
+    "runs_of_artefact",
+]
+
 
 @dataclass
 class ImportTarget:

@@ -25,6 +25,8 @@ from bench_ledger.ingest.samples import write_samples, write_wide_samples
 from bench_ledger.ingest.target import ImportResult, ImportTarget, launch_of, open_batch
 from bench_ledger.store import Ledger, now
 
+__all__ = ["ANALYZE_AFTER_ROWS", "BULK_TABLES", "Parsed", "write_artefact", "write_artefacts"]
+
 # After a bulk load this large, PostgreSQL's planner statistics are stale until autovacuum runs
 # (metric queries were seen picking bad plans on a freshly imported million-request ledger).
 ANALYZE_AFTER_ROWS = 100_000

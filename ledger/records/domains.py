@@ -13,18 +13,18 @@ from typing import Annotated, Any
 from pydantic import Field
 
 __all__ = [
-    "Domain",
-    "FieldError",
     "GAP_DOMAINS",
     "MAX_KEYS_PER_RUN",
     "MAX_TEXT_CHARS",
     "NON_NEGATIVE_KINDS",
     "REQUEST_DOMAINS",
     "RUN_DOMAINS",
-    "RecordError",
     "SAMPLE_DOMAINS",
     "SAMPLE_INDEX_DOMAINS",
     "VALUE_DOMAINS",
+    "Domain",
+    "FieldError",
+    "RecordError",
     "Violation",
     "arrow_violation",
     "as_parse_error",

@@ -10,10 +10,10 @@ from typing import Any, Literal
 __all__ = [
     "DECLARED_ZONE",
     "FIELD_COLUMN",
-    "ParseOptions",
     "REQUEST_FIELDS",
-    "TokenSource",
     "UNCONFIRMED_ZONE",
+    "ParseOptions",
+    "TokenSource",
     "require_regular_file",
 ]
 

@@ -53,11 +53,11 @@ from bench_ledger.models import key_columns
 
 __all__ = [
     "BATCH_IDENTITY",
-    "BatchDigest",
     "SCHEME",
     "TABLES_OF_SCHEME",
     "TABLE_ORDER",
     "ZERO_DIGEST",
+    "BatchDigest",
     "batch_rows",
     "compute",
     "seal_digest",

@@ -48,10 +48,10 @@ from bench_ledger.seal.scheme2 import BATCH_IDENTITY
 __all__ = [
     "ARTEFACT_TABLES",
     "DECLARED_TABLES",
-    "HeldPart",
     "OPTIONAL_TABLES",
-    "Part",
     "SCHEME",
+    "HeldPart",
+    "Part",
     "artefact_digest",
     "artefact_part_digests",
     "artefact_parts",

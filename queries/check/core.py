@@ -43,7 +43,6 @@ _PV, _R, _Q, _A, _V = (t.__table__ for t in (m.PublishedValue, m.Run, m.Request,
 
 __all__ = [
     "AGREE",
-    "CheckRow",
     "DISAGREE",
     "IDENTITY",
     "NOT_DERIVABLE",
@@ -51,6 +50,7 @@ __all__ = [
     "RECORDS",
     "REL_FLOOR",
     "REL_IDENTITY",
+    "CheckRow",
     "Records",
     "Reported",
     "StatusCounts",

@@ -28,13 +28,13 @@ if TYPE_CHECKING:
     from bench_ledger.queries.claims._check import check_names
 
 __all__ = [
+    "GENERATED",
+    "VERDICTS",
     "Claim",
     "ClaimsFile",
     "Formula",
-    "GENERATED",
     "LiteralNumber",
     "MetricOperand",
-    "VERDICTS",
     "check_names",
     "claim_refs",
     "generated_block",

@@ -7,7 +7,7 @@ from typing import Any
 
 import yaml
 
-__all__ = ["Problem", "TAGS", "field_path", "line_of", "problem_at"]
+__all__ = ["TAGS", "Problem", "field_path", "line_of", "problem_at"]
 
 
 def line_of(node: Any, loc: tuple) -> int | None:

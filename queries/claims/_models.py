@@ -33,6 +33,7 @@ from pydantic import (
 )
 
 __all__ = [
+    "VERDICTS",
     "Claim",
     "ClaimsFile",
     "Derived",
@@ -47,7 +48,6 @@ __all__ = [
     "ScopeSpec",
     "SkippedNumber",
     "SourceReportRef",
-    "VERDICTS",
     "claim_refs",
 ]
 

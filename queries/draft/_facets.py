@@ -18,7 +18,7 @@ from bench_ledger.queries.draft._lexicon import (
 )
 from bench_ledger.queries.draft._numbers import Found
 
-__all__ = ["Facets", "IDENTITY", "RunScope", "facets_with_row", "names_run", "system_names"]
+__all__ = ["IDENTITY", "Facets", "RunScope", "facets_with_row", "names_run", "system_names"]
 
 
 @dataclass(frozen=True)

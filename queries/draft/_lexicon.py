@@ -18,7 +18,6 @@ __all__ = [
     "CONCURRENCY_NAME",
     "COUNT_NOUNS",
     "CUES",
-    "Cue",
     "EN_WORDS",
     "LABEL_WORDS",
     "NEGATIVE_WORDS",
@@ -27,6 +26,7 @@ __all__ = [
     "STATS",
     "UNITS",
     "UNIT_ALTERNATION",
+    "Cue",
     "cjk_value",
 ]
 

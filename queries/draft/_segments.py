@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-__all__ = ["Place", "Report", "SUPERSCRIPTS", "Segment", "normalize", "read_report"]
+__all__ = ["SUPERSCRIPTS", "Place", "Report", "Segment", "normalize", "read_report"]
 
 SUPERSCRIPTS = "¹²³⁴⁵⁶⁷⁸⁹⁰"
 

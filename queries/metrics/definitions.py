@@ -32,12 +32,12 @@ from bench_ledger.queries.metrics.exact_column import ExactColumn
 from bench_ledger.queries.values import MetricValue, Scope
 
 __all__ = [
+    "E9",
     "Cache",
     "CaptureInfo",
     "Count",
     "Ctx",
     "Dist",
-    "E9",
     "Groups",
     "Metric",
     "Plan",

@@ -31,10 +31,10 @@ from bench_ledger.queries.metrics.definitions import Ctx, Metric, derived, mean,
 from bench_ledger.queries.metrics.exact_column import ExactColumn
 
 __all__ = [
-    "A",
-    "CardSamples",
     "HS",
     "LF",
+    "A",
+    "CardSamples",
     "across_cards",
     "card_metrics",
     "card_name",

@@ -50,9 +50,9 @@ from bench_ledger.revisions import current, require_current
 from bench_ledger.store import Ledger, unknown
 
 __all__ = [
-    "Evaluator",
     "METRICS",
     "ROW_METRICS",
+    "Evaluator",
     "RunMetrics",
     "distribution_values",
     "evaluate",

@@ -8,7 +8,12 @@ from pathlib import Path
 import pytest
 from bench_ledger.cli import main
 from bench_ledger.queries.check.checker import check
-from bench_ledger.queries.check.core import IDENTITY, RECORDS, _RunRows, tolerance
+from bench_ledger.queries.check.core import (
+    IDENTITY,
+    RECORDS,
+    _RunRows,
+    tolerance,
+)  # private: check's run rows, built directly
 from bench_ledger.store import Ledger
 from click.testing import CliRunner
 

@@ -21,7 +21,11 @@ from bench_ledger.cli import main
 from bench_ledger.queries.check.checker import check
 from bench_ledger.queries.check.core import RECORDS, Records, StatusCounts
 from bench_ledger.queries.check.core import load_records as _records
-from bench_ledger.queries.check.serving import BOUNDARY, _peak_second, peak_inputs
+from bench_ledger.queries.check.serving import (
+    BOUNDARY,
+    _peak_second,
+    peak_inputs,
+)  # private: the peak-second rule on hand-made series
 from bench_ledger.queries.check.stat_definitions import NotDerivable
 from bench_ledger.queries.metrics.exact_column import ExactColumn
 from bench_ledger.store import Ledger

@@ -159,7 +159,7 @@ def test_a_non_finite_value_is_refused() -> None:
 def test_vllm_tpot_replays_the_tools_float_division() -> None:
     """The serving checks' TPOT column: numpy's elementwise (latency - ttft) / (output_tokens - 1) is the
     per-request Python float arithmetic the series was computed with before."""
-    from bench_ledger.queries.check.serving import _serving_series
+    from bench_ledger.queries.check.serving import _serving_series  # private: the series check reads
 
     rng = random.Random(5)
     n = 5000
@@ -187,7 +187,7 @@ def test_a_vllm_check_reads_columns_never_rows(ledger, ledger_url: str, tmp_path
     import json
 
     from bench_ledger.queries.check import checker as chk
-    from bench_ledger.queries.check.core import _RunRows
+    from bench_ledger.queries.check.core import _RunRows  # private: check's run rows, built directly
 
     from tests.clirun import run
 

@@ -250,7 +250,10 @@ def test_order_stats_equal_a_partition_per_run() -> None:
     """_order_stats (runs of one size as one matrix, one np.sort) reads the same order statistics as
     np.partition per run: sizes 1, 2 and repeated, ties, -0.0 beside 0.0, runs with a NULL value."""
     import numpy as np
-    from bench_ledger.queries.metrics.grouped import _order_stats, ranks_read
+    from bench_ledger.queries.metrics.grouped import (
+        _order_stats,
+        ranks_read,
+    )  # private: the grouped path's order statistics
 
     rng = np.random.default_rng(5)
     sizes = [1, 2, 2, 3, 7, 7, 7, 50, 50, 101, 1000, 1000]
