@@ -51,7 +51,7 @@ __all__ = ["Importer", "ParseOptions", "all_importers", "by_name", "choose", "de
 def _importers() -> Iterator[Importer]:
     """Every importer, in detection order, its module imported when it is reached: a command that
     finds its format early (vLLM's result JSON is first) does not import the other formats' modules
-    (the 21 cost ~50 ms of every `ledger import`, PyYAML most of it). A listed module that is missing
+    (their imports, PyYAML most of it, were a fixed cost of every `ledger import`). A listed module that is missing
     or fails to import raises when it is reached."""
     for module in _MODULES:
         mod = importlib.import_module(f"bench_ledger.importers.{module}")

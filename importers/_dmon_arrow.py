@@ -33,7 +33,7 @@ class _Irregular(Exception):
     """This block needs the line-by-line reader."""
 
 
-def _csv_options():  # built lazily: importing pyarrow.csv costs ~0.1 s
+def _csv_options():  # built lazily: importing pyarrow.csv is a start-up cost only dmon pays
     import pyarrow as pa
     import pyarrow.csv as pacsv
 

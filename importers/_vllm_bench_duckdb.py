@@ -57,7 +57,7 @@ _TYPES = {
 # Bytes an array may hold besides its numbers' digits (checked with bytes.translate, at C speed).
 _INT_BYTES = b"0123456789-, \t"
 _FLOAT_BYTES = b"0123456789-+.eE, \t"
-# possessive (*+, ++): no backtracking state per character (a 20 MiB string cost 18 s and 2.5 GB before)
+# possessive (*+, ++): no backtracking state per character (profile_notes.md: a long string array)
 _STRINGS = re.compile(rb'\[\s*(?:"(?:[^"\\]++|\\.)*+"\s*(?:,\s*"(?:[^"\\]++|\\.)*+"\s*)*+)?\]')
 
 
@@ -68,7 +68,7 @@ def _find_outside(line: bytes, key: bytes, spans: list[tuple[int, int]]) -> int:
     """``line.find(key)`` without reading the numeric arrays already checked (``spans``: their
     brackets included): such an array holds no quote and no bracket of a key, so no match can start in
     it or cross it, and the first match is the same (a search for each array key read the whole
-    line, ~0.1 s of the 1M-request file)."""
+    line)."""
     pos = 0
     for j, end in spans:
         i = line.find(key, pos, j)
@@ -188,7 +188,7 @@ def _literal_path(path: Path) -> Iterator[Path]:
 
 def _fast_load(con, path: Path, heads: list, longest: int) -> tuple[Any, list[tuple]] | None:
     """Read the arrays as typed lists, one row per line in the file's order, straight into an Arrow
-    table (a DuckDB table in between, scanned back to Arrow, cost ~0.5 s more of the 1M-request file);
+    table (not a DuckDB table in between, scanned back to Arrow: benchmarks/profile_notes.md);
     (the table, (row, header, arrays, n) per line), or None where lengths differ, an integer is
     beyond int32 or a time outside the exact range.
 

@@ -401,8 +401,8 @@ def exact_ns(*decs):
     return pa.chunked_array([c.view(pa.decimal128(38, 0)).cast(pa.int64()) for c in chunks], pa.int64())
 
 
-# A shortcut for most floats, exactly the same ns (issue 17: the casts above were ~0.8 s of the 1M-request
-# vLLM parse). Let x be a float64 with 0 < |x| < 2**22 and k = rint(x * 1e9) (float64 arithmetic). If
+# A shortcut for most floats, exactly the same ns (issue 17: the casts above dominated the vLLM parse,
+# profile notes). Let x be a float64 with 0 < |x| < 2**22 and k = rint(x * 1e9) (float64 arithmetic). If
 # k / 1e9 == x (IEEE division, correctly rounded: k < 2**53 is exact), the decimal q = k * 10**-9
 # rounds to x, i.e. lies in R(x), the interval of reals that round to x. R(x) is narrower than ulp(x) <=
 # 2**-31 < 1e-9, so q is the only decimal of at most 9 places in it. The shortest round-trip text D of
@@ -509,7 +509,7 @@ def literal_paths(paths: list[Path]) -> Iterator[list[Path]]:
         as_is.append(path not in seen and _PLAIN_NAME.fullmatch(str(path)) is not None)
         seen.add(path)
     if all(as_is):  # nothing to hide: no folder, no links
-        yield named  # (1,000 links cost 0.5-1.1 s of the benchmark's import on this machine, profile note 17)
+        yield named  # no links to make (profile note 17: their cost in the benchmark's import)
         return
     with tempfile.TemporaryDirectory(prefix="ledger-read-") as folder:
         plain = []

@@ -326,8 +326,8 @@ class LedgerRequestsImporter:
         """The artefacts of several JSON Lines files read in one DuckDB call (:func:`_fast`) on one
         thread; None for a file the fast path does not take (the caller parses it with :meth:`parse`).
         One thread: the import reads a group of files while it writes the one before (ledger.ingest.
-        import_files), and DuckDB's parallel read of a group cost ~0.7 s more CPU per 1,000 files than
-        one thread's, CPU the writer then lacked (profile note 44)."""
+        import_files), and DuckDB's parallel read of a group costs more CPU than one thread's, CPU the
+        writer then lacks (profile note 44)."""
         return _fast([Path(p) for p in paths], threads=1)
 
 
