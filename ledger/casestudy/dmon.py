@@ -94,10 +94,6 @@ def _percent_grid(rng: random.Random, mean: float, spread: float, lo: int, hi: i
     return grid
 
 
-def _line(cells: list[str], prefix: str = " ") -> str:
-    return prefix + "".join(f"{c:>7}" for c in cells) + " "
-
-
 def _header(names: tuple[str, ...], units: tuple[str, ...] | None) -> list[str]:
     out = ["#Date".ljust(12) + "Time".ljust(8) + "".join(f"{n:>7}" for n in names) + " "]
     if units is not None:

@@ -6,7 +6,7 @@ one snapshot.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -69,15 +69,6 @@ def duck_arrow(conn: sa.Connection, stmt: sa.Select) -> Any:
         return result.cursor.to_arrow_table()
     finally:
         result.close()
-
-
-def _tuples(conn: sa.Connection, stmt: sa.Select) -> Iterable[tuple]:
-    """The rows of ``stmt`` as tuples; on DuckDB read as Arrow columns (not a fetch per row through the
-    driver)."""
-    if conn.dialect.name != "duckdb":
-        return [tuple(r) for r in conn.execute(stmt)]
-    table = duck_arrow(conn, stmt)
-    return zip(*(c.to_pylist() for c in table.columns), strict=True)
 
 
 def array_rows(conn: sa.Connection, stmt: sa.Select) -> list[dict[str, Any]]:
