@@ -43,24 +43,5 @@ def write_published(
     deployment_id: int | None,
 ) -> int:
     stamp = now()
-    s.add_all(
-        m.PublishedValue(
-            artefact_id=artefact_id,
-            key=p.key,
-            text=p.text,
-            value=p.value,
-            unit=p.unit,
-            quantity_kind=p.quantity_kind,
-            precision=p.precision,
-            flag=p.flag,
-            na_reason=p.na_reason,
-            batch_id=batch_id,
-            run_id=run_id,
-            deployment_id=deployment_id,
-            locator=p.locator,
-            note=p.note,
-            recorded_at=stamp,
-        )
-        for p in values
-    )
+    s.add_all(m.PublishedValue(**published_row(p, artefact_id, batch_id, run_id, deployment_id, stamp)) for p in values)
     return len(values)
