@@ -52,6 +52,13 @@ def _one_round(tree: Path, inputs: Path, out: Path, tag: str) -> dict[tuple[str,
     return figures
 
 
+def _commit(tree: Path) -> str:
+    """The checkout's commit, as ``git rev-parse --short HEAD`` prints it."""
+    return subprocess.run(
+        ["git", "rev-parse", "--short", "HEAD"], cwd=tree, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
 def compare(rounds: list[dict[str, dict]]) -> list[tuple[str, str, float, float, float]]:
     """(row, backend, best base s, best new s, new / base) for the rows both versions measured."""
     rows = []
@@ -103,8 +110,10 @@ def main(argv: list[str] | None = None) -> int:
         rounds.append(this)
         load.append(os.getloadavg()[0])
     rows = compare(rounds)
+    commit = {v: _commit(getattr(a, v)) for v in ("base", "new")}
     lines = [
         f"Both versions measured by `python benchmarks/versions.py --base {a.base} --new {a.new} --rounds {a.rounds}` "
+        f"(base {commit['base']}, new {commit['new']}) "
         f"on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, alternating; best of {a.rounds} per version; "
         f"1-minute load average {', '.join(f'{x:.1f}' for x in load)} (start, after each round).",
         "",
