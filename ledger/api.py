@@ -51,7 +51,6 @@ def _one_call(fn: _F) -> _F:
 __all__ = [
     "audit",
     "audit_results",
-    "build_demo",
     "close",
     "compare_stats",
     "connect",

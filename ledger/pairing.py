@@ -155,6 +155,9 @@ class Matcher:
     claimed: set[int] = field(default_factory=set)
     loaded: bool = False
     locked: bool = False
+    # labels :meth:`resolve` gave runs new to the batch: found written by the time they are, another import
+    # took the label meanwhile (ingest's run writer then loses the race and the import runs again)
+    new: set[str] = field(default_factory=set)
 
     def _prepare(self, info: rec.RunInfo) -> None:
         if self.loaded:
@@ -301,6 +304,7 @@ class Matcher:
         if label in self.labels:
             label = self._distinct(path, info, folder)
         self.labels.add(label)
+        self.new.add(label)
         self.runs.append(
             _Run(0, 0, label, False, info.tool, {k: getattr(info, k) for k in SETTINGS}, metadata_of(info), held=new)
         )  # a run of this import: what it brings, it holds

@@ -280,7 +280,7 @@ def demo(ctx: click.Context, db: str | None, out: Path) -> None:
     import shutil
     from importlib import resources
 
-    from bench_ledger.api import build_demo
+    from bench_ledger.api import build_demo  # private: the demo's one build (decision 0002), not the facade's
 
     data = out / "data"
     marker = out / DEMO_MARKER

@@ -10,6 +10,7 @@ import sqlalchemy as sa
 from bench_ledger import models as m
 from bench_ledger import pairing
 from bench_ledger import records as rec
+from bench_ledger.errors import WriteConflict
 from bench_ledger.ingest.artefacts import WrittenArtefact
 from bench_ledger.ingest.bulk import arrow_of, bulk_insert, next_ids
 from bench_ledger.ingest.published import published_row
@@ -81,6 +82,8 @@ class RunWriter:
         self.batch, self.deployment_id, self.rows, self.progress = batch, deployment_id, rows, progress
         self.chunk: list[tuple[str, rec.ParsedRun, WrittenArtefact]] = []
         self.buffered = 0
+        self.new: set[str] = set()  # labels of runs new to the batch (pairing.Matcher.new)
+        self.inserted: set[str] = set()  # labels of the runs this writer inserted
 
     def add(self, label: str, pr: rec.ParsedRun, art: WrittenArtefact) -> None:
         """Buffer run ``pr`` of artefact ``art``, to be written under ``label``."""
@@ -116,6 +119,8 @@ class RunWriter:
             sa.select(m.Run).where(m.Run.batch_id == batch.id, m.Run.label.in_(labels)).order_by(m.Run.revision.desc())
         ):
             found.setdefault(run.label, run)
+        if taken := sorted((self.new & found.keys()) - self.inserted):
+            raise WriteConflict(f"run label {taken[0]!r} of batch {batch.name!r} was taken by another import meanwhile")
         new_rows: dict[str, dict] = {}
         for label, pr, art in chunk:
             described = _described(pr.info, art.id)
@@ -153,6 +158,7 @@ class RunWriter:
                 row["id"] = rid
                 ids[row["label"]] = (rid, rid)
             bulk_insert(conn, self.backend, "run", arrow_of(m.Run.__table__, list(new_rows.values()), conn.dialect))
+        self.inserted |= new_rows.keys()
         return found, ids
 
     def _refuse_backfills(

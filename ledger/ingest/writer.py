@@ -182,6 +182,8 @@ def write_artefacts(
                     matcher = matcher or pairing.Matcher(s, batch.id, batch.name, result.notes, ledger.backend)
                     matcher.notes = result.notes
                     label = matcher.resolve(path, pr, parsed.format)
+                    if label in matcher.new:
+                        runs.new.add(label)
                 if label in used:
                     raise ParseError(
                         path,

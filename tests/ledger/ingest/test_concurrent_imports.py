@@ -176,3 +176,30 @@ def test_eight_imports_of_four_vllm_console_and_result_pairs(pg_url: str, tmp_pa
     assert_clean(results)
     runs = json.loads(run("runs", "--db", pg_url, "--json"))
     assert sorted((r["requests"], r["artefacts"]) for r in runs) == [(50, 2)] * (PROCESSES // 2)
+
+
+def test_a_run_label_taken_by_another_import_meanwhile_is_another_run(
+    pg_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Between the label chosen for a new run and the run written, another import commits a run of that label:
+    the import ran on and wrote its result into that other run (three artefacts on run 'same', seen once in
+    test_eight_imports_of_one_run_label). It loses the race instead, runs again, and takes a distinct label."""
+    from bench_ledger import pairing
+
+    run("import", "--db", pg_url, "--batch", "b", str(request_file(tmp_path / "first.jsonl", "other", 99)))
+    ours, theirs = request_file(tmp_path / "ours.jsonl", "same", 1), request_file(tmp_path / "theirs.jsonl", "same", 2)
+    resolve = pairing.Matcher.resolve
+    calls: list[str] = []
+
+    def resolve_then_race(self: pairing.Matcher, path: Path, pr, fmt: str) -> str:
+        label = resolve(self, path, pr, fmt)
+        calls.append(label)
+        if len(calls) == 1:  # another import (its own connection) commits a run of the label meanwhile
+            run("import", "--db", pg_url, "--batch", "b", str(theirs))
+        return label
+
+    monkeypatch.setattr(pairing.Matcher, "resolve", resolve_then_race)
+    out = run("import", "--db", pg_url, "--batch", "b", str(ours))
+    assert calls == ["same", "same", "same #2"], out  # ours, theirs (nested), ours again after the lost race
+    runs = json.loads(run("runs", "--db", pg_url, "--json"))
+    assert sorted((r["label"], r["artefacts"]) for r in runs) == [("other", 1), ("same", 1), ("same #2", 1)]
