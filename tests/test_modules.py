@@ -139,7 +139,8 @@ def _private_imports(paths: list[Path], modules: dict[str, Path]) -> list[str]:
             said = any("# private:" in lines[i - 1] for i in range(node.lineno, (node.end_lineno or 0) + 1))
             for alias in node.names:
                 if not said and not _exported(node.module or "", alias.name, modules):
-                    wrong.append(f"{path.relative_to(ROOT)}:{node.lineno}: {node.module}.{alias.name}")
+                    shown = path.relative_to(ROOT) if path.is_relative_to(ROOT) else path.name
+                    wrong.append(f"{shown}:{node.lineno}: {node.module}.{alias.name}")
     return wrong
 
 
@@ -161,3 +162,14 @@ def test_every_package_folder_is_installed() -> None:
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["setuptools"]["packages"])
     folders = {module_name(p) for p in package_files() if p.name == "__init__.py"}
     assert folders - listed == set()
+
+
+def test_the_import_check_sees_a_private_name_and_a_reason(tmp_path: Path) -> None:
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "from bench_ledger.store import Ledger, now\n"
+        "from bench_ledger.importers import _toolfiles\n"
+        "from bench_ledger.queries.metrics.grouped import _order_stats  # private: a reason\n",
+        encoding="utf-8",
+    )
+    assert _private_imports([probe], _modules()) == ["probe.py:2: bench_ledger.importers._toolfiles"]
