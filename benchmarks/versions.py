@@ -32,7 +32,7 @@ def _log(msg: str) -> None:
 
 
 def _one_round(tree: Path, inputs: Path, out: Path, tag: str) -> dict[tuple[str, str], dict[str, float]]:
-    """(row, backend) -> {"s": seconds, "cpu": CPU seconds when measured} of one run of both benchmarks."""
+    """(row, backend) -> {"s": seconds} of one run of both benchmarks."""
     python = str(tree / ".venv" / "bin" / "python")
     figures: dict[tuple[str, str], dict[str, float]] = {}
     report = out / f"{tag}.json"
@@ -40,15 +40,16 @@ def _one_round(tree: Path, inputs: Path, out: Path, tag: str) -> dict[tuple[str,
     subprocess.run(run, cwd=tree, check=True, stdout=subprocess.DEVNULL)
     for f in json.loads(report.read_text())["figures"]:
         if f.get("seconds") is not None:
-            cpu = (f.get("extra") or {}).get("cpu")
-            figures[(f["what"], f["backend"])] = {"s": f["seconds"], **({"cpu": cpu} if cpu else {})}
+            figures[(f["what"], f["backend"])] = {"s": f["seconds"]}
     seal = subprocess.run(
         [python, "benchmarks/seal_bench.py"], cwd=tree, check=True, capture_output=True, text=True
     ).stdout.strip()
     (out / f"{tag}.seal.json").write_text(seal.splitlines()[-1])
-    for result in json.loads(seal.splitlines()[-1])["runs"][0]["results"]:
+    seal_run = json.loads(seal.splitlines()[-1])
+    for result in seal_run["runs"][0]["results"]:
         for step in ("import", "close", "verify"):
-            figures[(f"seal bench: {step} of a 200-run batch", result["backend"])] = {"s": result[f"{step}_s"]}
+            what = f"seal bench: {step} of a {seal_run['sizes']['runs']}-run batch"
+            figures[(what, result["backend"])] = {"s": result[f"{step}_s"]}
     return figures
 
 
