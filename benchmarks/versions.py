@@ -41,11 +41,12 @@ def _one_round(tree: Path, inputs: Path, out: Path, tag: str) -> dict[tuple[str,
     for f in json.loads(report.read_text())["figures"]:
         if f.get("seconds") is not None:
             figures[(f["what"], f["backend"])] = {"s": f["seconds"]}
-    seal = subprocess.run(
+    printed = subprocess.run(
         [python, "benchmarks/seal_bench.py"], cwd=tree, check=True, capture_output=True, text=True
     ).stdout.strip()
-    (out / f"{tag}.seal.json").write_text(seal.splitlines()[-1])
-    seal_run = json.loads(seal.splitlines()[-1])
+    last = printed.splitlines()[-1]  # seal_bench prints its figures as JSON on its last line
+    (out / f"{tag}.seal.json").write_text(last)
+    seal_run = json.loads(last)
     for result in seal_run["runs"][0]["results"]:
         for step in ("import", "close", "verify"):
             what = f"seal bench: {step} of a {seal_run['sizes']['runs']}-run batch"

@@ -9,6 +9,7 @@ Read off the source with `ast` (helpers of tests/test_structure.py), like httpx'
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 from pathlib import Path
 
@@ -99,13 +100,14 @@ def test_no_module_is_over_600_lines() -> None:
     assert long == {}
 
 
-def _declared_all(path: Path) -> list[str] | None:
+@functools.cache
+def _declared_all(path: Path) -> tuple[str, ...] | None:
     for node in ast.parse(path.read_text(encoding="utf-8")).body:
         targets = (
             node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) else []
         )
         if any(getattr(t, "id", None) == "__all__" for t in targets) and node.value is not None:
-            return list(ast.literal_eval(node.value))
+            return tuple(ast.literal_eval(node.value))
     return None
 
 
